@@ -1,0 +1,328 @@
+/*
+ * weft: a task-graph runtime for GPUs.
+ *
+ * This is the one public header. Every function returns 0 on success or a
+ * negative WEFT_E... code on failure; a call that fails changes nothing, and
+ * weft_last_error() then says what happened on the calling thread.
+ *
+ * Handles are opaque. Unless a function says otherwise it is safe to call
+ * from any thread.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(WEFT_STATIC)
+#define WEFT_API
+#elif defined(_WIN32)
+#if defined(WEFT_BUILDING)
+#define WEFT_API __declspec(dllexport)
+#else
+#define WEFT_API __declspec(dllimport)
+#endif
+#else
+#define WEFT_API __attribute__((visibility("default")))
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+
+/* The version of the library that was loaded, as "MAJOR.MINOR.PATCH". */
+WEFT_API const char *weft_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * X(name, value, message). One table: the enum, weft_strerror() and
+ * weft_err_name() are all generated from it.
+ */
+#define WEFT_ERRNO_MAP(X)                                                      \
+    X(EINVAL, -1, "invalid argument")                                          \
+    X(ENOMEM, -2, "out of host memory")                                        \
+    X(EDEVMEM, -3, "out of device memory")                                     \
+    X(ENODEV, -4, "no such device")                                            \
+    X(ENOTSUP, -5, "not supported by this device or driver")                   \
+    X(EBUSY, -6, "object is in use")                                           \
+    X(ENOTFOUND, -7, "not found")                                              \
+    X(ERANGE, -8, "range out of bounds")                                       \
+    X(EARGS, -9, "kernel arguments do not match the kernel")                   \
+    X(EBUILD, -10, "kernel compilation failed")                                \
+    X(EDRIVER, -11, "driver error")                                            \
+    X(EDESTROYED, -12, "object was destroyed")                                 \
+    X(ENOTREADY, -13, "not complete yet")                                      \
+    X(ETIMEDOUT, -14, "timed out")                                             \
+    X(EIO, -15, "input/output error")                                          \
+    X(ECYCLE, -16, "dependency cycle")                                         \
+    X(ECANCELED, -17, "canceled because a dependency failed")                  \
+    X(EDEVLOST, -18, "device lost")                                            \
+    X(ESTATE, -19, "operation not valid in the object's current state")        \
+    X(EINTERNAL, -20, "internal error in weft")
+
+typedef enum weft_errno {
+    WEFT_OK = 0,
+#define WEFT__ERRNO_ENUM(name, value, msg) WEFT_##name = (value),
+    WEFT_ERRNO_MAP(WEFT__ERRNO_ENUM)
+#undef WEFT__ERRNO_ENUM
+} weft_errno;
+
+/* A short message for an error code ("out of device memory"). Never NULL. */
+WEFT_API const char *weft_strerror(int err);
+/* The name of an error code ("WEFT_EDEVMEM"). Never NULL. */
+WEFT_API const char *weft_err_name(int err);
+
+/*
+ * What the last failing weft call on this thread said: the weft code, the
+ * driver involved (or NULL), the driver's own code and name where there was
+ * one, and a message that names the object or argument concerned.
+ */
+typedef struct weft_error_detail {
+    int code;                /* the weft error code, or 0 */
+    const char *driver;      /* "cuda", "opencl", "host", "sim" or NULL */
+    long driver_code;        /* CUresult, cl_int, errno...; 0 if none */
+    const char *driver_name; /* e.g. "CUDA_ERROR_OUT_OF_MEMORY", or "" */
+    const char *message;     /* the whole detail, never NULL */
+} weft_error_detail;
+
+/*
+ * The detail of the last error on this thread, as one line (never NULL;
+ * empty if no call failed yet). The string stays valid until the next weft
+ * call on this thread.
+ */
+WEFT_API const char *weft_last_error(void);
+/* The same as a structure; the pointers stay valid as for weft_last_error(). */
+WEFT_API const weft_error_detail *weft_last_error_detail(void);
+/* Forget the last error on this thread. */
+WEFT_API void weft_clear_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum weft_log_level {
+    WEFT_LOG_TRACE = 0,
+    WEFT_LOG_DEBUG = 1,
+    WEFT_LOG_INFO = 2,
+    WEFT_LOG_WARN = 3,
+    WEFT_LOG_ERROR = 4,
+    WEFT_LOG_OFF = 5,
+} weft_log_level;
+
+/*
+ * A log sink. It receives one complete line without a trailing newline. It
+ * may be called from any thread, also from weft's own worker threads, and
+ * must not call back into weft.
+ */
+typedef void weft_log_fn(weft_log_level level, const char *subsystem,
+                         const char *line, void *user);
+
+/*
+ * Replace the sink (NULL restores the default, which writes
+ * "weft[level] subsystem: line" to stderr).
+ */
+WEFT_API void weft_log_set_sink(weft_log_fn *fn, void *user);
+/*
+ * Messages below this level are dropped. The default is WEFT_LOG_WARN, or
+ * what the environment variable WEFT_LOG says: trace, debug, info, warn,
+ * error or off. A call of this function overrides the environment.
+ */
+WEFT_API void weft_log_set_level(weft_log_level level);
+WEFT_API weft_log_level weft_log_get_level(void);
+
+/* ------------------------------------------------------------------------ */
+/* Kernel parameters and host kernels                                       */
+/* ------------------------------------------------------------------------ */
+
+/* The type of one kernel parameter. */
+typedef enum weft_param_type {
+    WEFT_PARAM_BUFFER = 1, /* device memory (a pointer or cl_mem) */
+    WEFT_PARAM_I32,
+    WEFT_PARAM_U32,
+    WEFT_PARAM_I64,
+    WEFT_PARAM_U64,
+    WEFT_PARAM_F32,
+    WEFT_PARAM_F64,
+    WEFT_PARAM_BYTES, /* a plain struct passed by value, of a given size */
+    WEFT_PARAM_LOCAL, /* group-local scratch of a given size (OpenCL) */
+} weft_param_type;
+
+/* The size in bytes of a scalar parameter type; 0 for the others. */
+WEFT_API size_t weft_param_type_size(weft_param_type type);
+/* "buffer", "i32", ... */
+WEFT_API const char *weft_param_type_name(weft_param_type type);
+
+/*
+ * Where one call of a host kernel runs in the launch grid. A host kernel is
+ * called once per work-group and loops over the items of its group itself,
+ * so that a barrier is the end of one loop and the start of the next.
+ */
+typedef struct weft_host_group {
+    uint32_t group[3];      /* this group's index */
+    uint32_t group_size[3]; /* items per group in each dimension */
+    uint32_t groups[3];     /* groups in the grid in each dimension */
+} weft_host_group;
+
+/*
+ * A host kernel. args[i] is the data pointer (already offset) for a buffer
+ * parameter, a pointer to the value for a scalar or BYTES parameter, and a
+ * pointer to group-local scratch for a LOCAL parameter.
+ */
+typedef void weft_host_kernel_fn(const weft_host_group *group,
+                                 void *const *args);
+
+/*
+ * The cost of one launch of a kernel on a simulated device, in nanoseconds
+ * of virtual time. items is the total number of work items.
+ */
+typedef uint64_t weft_sim_cost_fn(uint64_t items, void *const *args,
+                                  void *user);
+
+/*
+ * One kernel implemented in C: its name, its parameters, the function, and
+ * for the sim driver an optional cost function (without one, the sim driver
+ * charges its configured cost per work item).
+ */
+typedef struct weft_host_kernel {
+    const char *name;
+    weft_host_kernel_fn *fn;
+    unsigned nparams;
+    const weft_param_type *params;
+    const size_t *param_sizes; /* for BYTES parameters; may be NULL */
+    weft_sim_cost_fn *sim_cost;
+    void *sim_cost_user;
+} weft_host_kernel;
+
+/* ------------------------------------------------------------------------ */
+/* Runtime and devices                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weft_runtime weft_runtime;
+typedef struct weft_device weft_device;
+
+/*
+ * Options for weft_runtime_create(). Always start from WEFT_RUNTIME_OPTIONS_INIT
+ * so that fields added later get their defaults.
+ */
+typedef struct weft_runtime_options {
+    size_t size; /* sizeof(weft_runtime_options) */
+    /*
+     * Which devices to use: a comma-separated list of DRIVER or
+     * DRIVER:INDEX or DRIVER:* entries, where DRIVER is cuda, opencl, host
+     * or sim and INDEX counts that driver's devices from 0; "all" takes
+     * every driver including sim. NULL means "cuda,opencl,host". The
+     * environment variable WEFT_DEVICES overrides it.
+     */
+    const char *devices;
+    /*
+     * The simulated machine, as "key=value" pairs separated by commas (see
+     * README.md, "The sim driver"); NULL for the default. WEFT_SIM
+     * overrides it.
+     */
+    const char *sim_config;
+    /*
+     * Number of host-driver devices (default 1) and threads per host device
+     * (default: the cores of the machine). WEFT_HOST_DEVICES and
+     * WEFT_HOST_THREADS override them.
+     */
+    unsigned host_devices;
+    unsigned host_threads;
+} weft_runtime_options;
+
+#define WEFT_RUNTIME_OPTIONS_INIT                                              \
+    { sizeof(weft_runtime_options), NULL, NULL, 0, 0 }
+
+/*
+ * Find every device of every selected driver. A driver whose library is
+ * missing (no libcuda, no OpenCL platform) simply contributes no devices;
+ * it is an error only if the selection names it explicitly with an index
+ * that does not exist. opts may be NULL.
+ */
+WEFT_API int weft_runtime_create(weft_runtime **rt,
+                                 const weft_runtime_options *opts);
+/*
+ * Destroy the runtime. WEFT_EBUSY if objects created from it still live.
+ * NULL is accepted and ignored.
+ */
+WEFT_API int weft_runtime_destroy(weft_runtime *rt);
+
+/* The drivers that were asked for, whether or not they found devices. */
+WEFT_API unsigned weft_runtime_driver_count(const weft_runtime *rt);
+/*
+ * Name, number of devices, and a status (0, or the error that kept the
+ * driver from loading, e.g. WEFT_ENOTSUP when libcuda is absent) of one
+ * driver. reason gets a line saying why a driver has no devices, or "".
+ */
+WEFT_API int weft_runtime_driver(const weft_runtime *rt, unsigned index,
+                                 const char **name, unsigned *ndevices,
+                                 int *status, const char **reason);
+
+WEFT_API unsigned weft_runtime_device_count(const weft_runtime *rt);
+/* The index-th device, in driver order (cuda, opencl, host, sim). */
+WEFT_API weft_device *weft_runtime_device(const weft_runtime *rt,
+                                          unsigned index);
+
+typedef enum weft_device_type {
+    WEFT_DEVICE_GPU = 1,
+    WEFT_DEVICE_CPU = 2,
+    WEFT_DEVICE_ACCELERATOR = 3,
+    WEFT_DEVICE_SIMULATED = 4,
+} weft_device_type;
+
+/* What a device is and can do. Capabilities are read here, never assumed. */
+typedef struct weft_device_info {
+    size_t size; /* set by the caller to sizeof(weft_device_info) */
+    const char *driver;  /* "cuda", "opencl", "host", "sim" */
+    unsigned index;      /* index in weft_runtime_device() */
+    unsigned driver_index; /* index among the devices of its driver */
+    weft_device_type type;
+    const char *name;
+    const char *vendor;
+    const char *platform;       /* OpenCL platform, CUDA driver, ... */
+    const char *driver_version; /* as the driver reports it */
+    uint64_t global_mem;        /* bytes */
+    uint64_t max_alloc;         /* largest single allocation, bytes */
+    uint64_t local_mem;         /* per group, bytes */
+    unsigned compute_units;
+    unsigned max_group_size;
+    unsigned copy_engines;       /* copies that can run at once */
+    unsigned concurrent_kernels; /* 1 if kernels of several queues overlap */
+    unsigned timing_events;      /* 1 if events can measure elapsed time */
+    unsigned pinned_host;        /* 1 if page-locked host allocation exists */
+    unsigned host_register;      /* 1 if host memory can be registered */
+    unsigned unified_memory;     /* 1 if device and host share memory */
+    unsigned managed_memory;     /* 1 if managed (migrating) memory exists */
+    unsigned svm;                /* 1 if OpenCL shared virtual memory exists */
+    int queue_priority_low;      /* numerically; CUDA: 0 */
+    int queue_priority_high;     /* CUDA: negative is higher */
+    int cc_major, cc_minor;      /* CUDA compute capability, else 0 */
+    const char *pci_bus_id;      /* "0000:3b:00.0", or "" if unknown */
+    int numa_node;               /* nearest NUMA node, -1 if unknown */
+    const char *cpuset;          /* nearest cores, e.g. "0-15,32-47" */
+    unsigned ncores;             /* number of cores in cpuset */
+} weft_device_info;
+
+/* Fill info (whose size field the caller set) for dev. */
+WEFT_API int weft_device_get_info(const weft_device *dev,
+                                  weft_device_info *info);
+
+/*
+ * *can is set to 1 if dev can copy to and from peer directly (NVLink, PCIe
+ * peer-to-peer, or shared memory), else 0. Devices of different drivers
+ * never can.
+ */
+WEFT_API int weft_device_can_access_peer(const weft_device *dev,
+                                         const weft_device *peer, int *can);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_H */

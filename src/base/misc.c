@@ -1,0 +1,150 @@
+/* Allocation, strings, clocks and the environment. */
+#include "base.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void *weft__malloc(size_t n)
+{
+    if (weft__fault("malloc"))
+        return NULL;
+    return malloc(n ? n : 1);
+}
+
+void *weft__calloc(size_t count, size_t n)
+{
+    if (weft__fault("malloc"))
+        return NULL;
+    return calloc(count ? count : 1, n ? n : 1);
+}
+
+void *weft__realloc(void *p, size_t n)
+{
+    if (weft__fault("malloc"))
+        return NULL;
+    return realloc(p, n ? n : 1);
+}
+
+char *weft__strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = weft__malloc(n);
+
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+void weft__free(void *p)
+{
+    free(p);
+}
+
+void weft__strlcpy(char *dst, const char *src, size_t size)
+{
+    size_t n;
+
+    if (!size)
+        return;
+    n = strlen(src);
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static int weft__suffix_scale(const char *end, double base, double *scale)
+{
+    static const char suffixes[] = "kmgtp";
+    const char *s;
+    double f = 1;
+
+    *scale = 1;
+    if (*end == '\0')
+        return 0;
+    s = strchr(suffixes, end[0] | 0x20);
+    if (!s || !*s)
+        return -1;
+    for (long i = 0; i <= s - suffixes; i++)
+        f *= base;
+    end++;
+    /* accept "KiB", "KB", "K" and "k" */
+    if (*end == 'i')
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0')
+        return -1;
+    *scale = f;
+    return 0;
+}
+
+int weft__parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    double v, scale;
+
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || v < 0 || weft__suffix_scale(end, 1024, &scale))
+        return -1;
+    v *= scale;
+    if (!(v < 18446744073709551616.0))
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int weft__parse_double(const char *s, double *out)
+{
+    char *end;
+    double v, scale;
+
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) ||
+        weft__suffix_scale(end, 1000, &scale))
+        return -1;
+    *out = v * scale;
+    return 0;
+}
+
+uint64_t weft__now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *weft__env(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v && *v ? v : NULL;
+}
+
+unsigned long weft__env_ulong(const char *name, unsigned long dflt)
+{
+    const char *v = weft__env(name);
+    char *end;
+    unsigned long n;
+
+    if (!v)
+        return dflt;
+    errno = 0;
+    n = strtoul(v, &end, 10);
+    if (errno || end == v || *end) {
+        weft__warn("env", "%s=%s is not a number; using %lu", name, v, dflt);
+        return dflt;
+    }
+    return n;
+}

@@ -1,0 +1,386 @@
+/*
+ * The driver interface: one table of operations that every driver (cuda,
+ * opencl, host, sim) fills. Nothing above src/drivers/ includes a vendor
+ * header; it sees only these types.
+ *
+ * Objects. Every object a driver creates starts with the common part below
+ * (a struct weft__X as its first member); the driver allocates the whole
+ * object with weft__malloc/weft__calloc and casts. The rest of weft never
+ * calls a driver operation directly: it calls the weft__drv_* wrappers of
+ * dispatch.c, which check arguments, honour failure injection, keep
+ * destroyed queues answering WEFT_EDESTROYED, and then call the driver. So a
+ * driver operation may assume what the wrapper checks (non-NULL objects of
+ * its own driver, ranges inside allocations, sizes > 0 where required).
+ *
+ * Semantics every driver keeps (the conformance suite checks them):
+ * - A queue is in order: each operation starts after the previous one on
+ *   the same queue has completed, including host functions.
+ * - Operations are asynchronous: an enqueue returns once the operation is
+ *   queued. Host memory passed to a copy must stay valid and untouched
+ *   until the copy completes.
+ * - An event captures, when recorded, all work enqueued so far on that
+ *   queue; it completes when that work has. Recording again re-targets it.
+ *   Waiting on an event that was never recorded does nothing (as CUDA).
+ * - queue_wait_event makes later work on the queue wait for the event,
+ *   without the host blocking, also across devices of the same driver.
+ * - A host function on a queue runs on some host thread once the work
+ *   before it has completed; work after it waits for it to return. It must
+ *   not call driver operations.
+ * - Errors are reported as weft codes through weft__error/weft__driver_error
+ *   with the driver's own code kept in the detail. An operation that fails
+ *   has no effect and leaks nothing.
+ */
+#ifndef WEFT_DRIVER_H
+#define WEFT_DRIVER_H
+
+#include "../base/base.h"
+
+typedef struct weft__driver weft__driver;
+typedef struct weft__platform weft__platform;
+typedef struct weft__device weft__device;
+typedef struct weft__context weft__context;
+typedef struct weft__queue weft__queue;
+typedef struct weft__mem weft__mem;
+typedef struct weft__module weft__module;
+typedef struct weft__kernel weft__kernel;
+typedef struct weft__event weft__event;
+
+/* ---- common object parts ----------------------------------------------- */
+
+struct weft__platform {
+    const weft__driver *drv;
+    char name[128];
+    char vendor[128];
+    char version[128];
+    unsigned ndevices;
+    weft__device **devices; /* owned by the driver */
+};
+
+/*
+ * A device as discovered. props.size is sizeof(weft_device_info); the
+ * driver fills everything but index, numa_node, cpuset and ncores, which
+ * the runtime fills (from hwloc and the PCI bus id). String fields point
+ * into the arrays below.
+ */
+struct weft__device {
+    const weft__driver *drv;
+    weft__platform *platform;
+    unsigned driver_index; /* among the devices of this driver */
+    weft_device_info props;
+    char name[256];
+    char vendor[128];
+    char driver_version[128];
+    char pci_bus_id[32]; /* "" if unknown */
+    char cpuset[256];
+};
+
+/*
+ * A context owns the objects created on one device. Destroying a context
+ * with live queues, memory, modules or events is WEFT_EBUSY.
+ */
+struct weft__context {
+    const weft__driver *drv;
+    weft__device *dev;
+    /* kept by dispatch.c */
+    long live;               /* queues + mems + modules + events alive */
+    weft__queue *dead_queues; /* destroyed queues, freed with the context */
+};
+
+/* Roles let a driver pick an engine or stream priority. */
+typedef enum weft__queue_role {
+    WEFT__QUEUE_COMPUTE = 0,
+    WEFT__QUEUE_H2D = 1,
+    WEFT__QUEUE_D2H = 2,
+    WEFT__QUEUE_PEER = 3,
+} weft__queue_role;
+
+typedef struct weft__queue_desc {
+    weft__queue_role role;
+    int priority;       /* within [queue_priority_low, _high]; 0 default */
+    unsigned profiling; /* 1: events recorded on it can time */
+} weft__queue_desc;
+
+struct weft__queue {
+    const weft__driver *drv;
+    weft__context *ctx;
+    weft__queue_desc desc;
+    /* kept by dispatch.c */
+    unsigned destroyed;
+    weft__queue *next_dead;
+};
+
+typedef enum weft__mem_kind {
+    WEFT__MEM_DEVICE = 1,   /* device memory */
+    WEFT__MEM_PINNED = 2,   /* page-locked host memory made by the driver */
+    WEFT__MEM_REGISTERED = 3, /* user host memory registered with the driver */
+} weft__mem_kind;
+
+/*
+ * Memory. host is the host address of PINNED and REGISTERED memory (NULL
+ * for DEVICE memory). Copies and kernel arguments name memory by (mem,
+ * offset), never by raw address, so that cl_mem and CUdeviceptr look alike.
+ * Pinned and registered memory may be used as the host side of copies by
+ * passing mem->host + offset, which runs at pinned speed where the driver
+ * can tell.
+ */
+struct weft__mem {
+    const weft__driver *drv;
+    weft__context *ctx;
+    weft__mem_kind kind;
+    size_t size;
+    void *host;
+};
+
+/* Where a module comes from. */
+typedef enum weft__source_kind {
+    WEFT__SRC_HOST_TABLE = 1, /* weft_host_kernel[]: host and sim */
+    WEFT__SRC_OPENCL_C,       /* OpenCL C source text */
+    WEFT__SRC_SPIRV,          /* SPIR-V / IL bytes */
+    WEFT__SRC_CL_BINARY,      /* an OpenCL device binary */
+    WEFT__SRC_CUDA_CXX,       /* CUDA C++ source, compiled with NVRTC */
+    WEFT__SRC_PTX,            /* PTX text */
+    WEFT__SRC_CUBIN,          /* cubin bytes */
+    WEFT__SRC_FATBIN,         /* fatbin bytes */
+} weft__source_kind;
+
+typedef struct weft__module_source {
+    weft__source_kind kind;
+    /*
+     * Bytes or text. For HOST_TABLE: a const weft_host_kernel * and size is
+     * the number of kernels. For text kinds size may be 0 (then the text is
+     * NUL-terminated).
+     */
+    const void *data;
+    size_t size;
+    const char *options; /* compiler options, or NULL */
+    const char *name;    /* for messages ("saxpy.cl"), or NULL */
+} weft__module_source;
+
+struct weft__module {
+    const weft__driver *drv;
+    weft__context *ctx;
+    weft__source_kind kind;
+};
+
+/*
+ * A kernel belongs to its module and lives until the module is destroyed;
+ * looking up the same name twice may return the same object.
+ * nparams/params/param_sizes describe the parameter list where the driver
+ * can tell it (params_known = 1); then launches are checked against it.
+ */
+struct weft__kernel {
+    const weft__driver *drv;
+    weft__module *module;
+    const char *name;
+    unsigned params_known;
+    unsigned nparams;
+    const weft_param_type *params; /* may be NULL if only sizes are known */
+    const size_t *param_sizes;     /* bytes each parameter takes */
+};
+
+/* A launch grid: groups in each dimension and items per group. */
+typedef struct weft__grid {
+    uint32_t groups[3];
+    uint32_t group_size[3];
+    uint32_t shared_bytes; /* dynamic group-local memory (CUDA) */
+} weft__grid;
+
+/* One kernel argument at launch. */
+typedef struct weft__karg {
+    weft_param_type type;
+    size_t size; /* value bytes for scalars/BYTES, scratch bytes for LOCAL */
+    union {
+        struct {
+            weft__mem *mem; /* DEVICE memory of the queue's context */
+            size_t offset;
+        } buf;
+        const void *value; /* scalars and BYTES: points at size bytes */
+    } u;
+} weft__karg;
+
+enum {
+    WEFT__EVENT_TIMING = 1, /* the event can be used with event_elapsed */
+};
+
+struct weft__event {
+    const weft__driver *drv;
+    weft__context *ctx;
+    unsigned flags;
+};
+
+typedef void weft__host_fn(void *user);
+
+/* Options that the runtime passes to every driver's discovery. */
+typedef struct weft__driver_config {
+    const char *sim_config; /* "devices=2,mem=16G,..." or NULL */
+    unsigned host_devices;  /* 0: default */
+    unsigned host_threads;  /* 0: default */
+    unsigned sim_real_data; /* sim moves real bytes (for small tests) */
+} weft__driver_config;
+
+/* ---- the table --------------------------------------------------------- */
+
+struct weft__driver {
+    const char *name; /* "cuda", "opencl", "host", "sim" */
+
+    /*
+     * Discovery. platforms_open loads the driver (dlopen for cuda) and
+     * finds its platforms and devices; a missing library is WEFT_ENOTSUP
+     * with a detail saying what is missing, and leaves nothing behind.
+     * platforms_close frees what platforms_open made; every context must
+     * have been destroyed first.
+     */
+    int (*platforms_open)(const weft__driver_config *cfg,
+                          weft__platform ***platforms, unsigned *nplatforms);
+    void (*platforms_close)(weft__platform **platforms, unsigned nplatforms);
+    /* *can = 1 if a and b (both of this driver) can copy peer-to-peer. */
+    int (*can_access_peer)(weft__device *a, weft__device *b, int *can);
+
+    int (*context_create)(weft__device *dev, weft__context **ctx);
+    void (*context_destroy)(weft__context *ctx);
+
+    int (*queue_create)(weft__context *ctx, const weft__queue_desc *desc,
+                        weft__queue **q);
+    /* Wait until all work on q has completed. */
+    int (*queue_sync)(weft__queue *q);
+    /*
+     * Wait for q's work, then release what the driver holds. The object
+     * itself is freed later by dispatch.c (weft__free), so that a stale
+     * handle answers WEFT_EDESTROYED.
+     */
+    void (*queue_release)(weft__queue *q);
+
+    /* DEVICE memory; WEFT_EDEVMEM when the device is out of memory. */
+    int (*mem_alloc)(weft__context *ctx, size_t size, weft__mem **mem);
+    /* PINNED memory; m->host is set. */
+    int (*host_alloc)(weft__context *ctx, size_t size, weft__mem **mem);
+    /* REGISTERED memory over [ptr, ptr + size); m->host == ptr. */
+    int (*host_register)(weft__context *ctx, void *ptr, size_t size,
+                         weft__mem **mem);
+    /* Frees any kind. The memory must not be in use by queued work. */
+    void (*mem_free)(weft__mem *mem);
+
+    int (*copy_h2d)(weft__queue *q, weft__mem *dst, size_t dst_off,
+                    const void *src, size_t size);
+    int (*copy_d2h)(weft__queue *q, void *dst, weft__mem *src, size_t src_off,
+                    size_t size);
+    /* Both on the queue's device. */
+    int (*copy_d2d)(weft__queue *q, weft__mem *dst, size_t dst_off,
+                    weft__mem *src, size_t src_off, size_t size);
+    /*
+     * dst and src on different devices of this driver (either may be the
+     * queue's); WEFT_ENOTSUP where can_access_peer says 0 and the driver
+     * has no way of its own.
+     */
+    int (*copy_peer)(weft__queue *q, weft__mem *dst, size_t dst_off,
+                     weft__mem *src, size_t src_off, size_t size);
+    /*
+     * Fill size bytes at off with a pattern of pattern_size bytes (1, 2 or
+     * 4); off and size are multiples of pattern_size.
+     */
+    int (*fill)(weft__queue *q, weft__mem *dst, size_t off,
+                const void *pattern, size_t pattern_size, size_t size);
+
+    /*
+     * Load or build a module; WEFT_ENOTSUP for a source kind this driver or
+     * device cannot take, WEFT_EBUILD with the build log in the detail.
+     */
+    int (*module_create)(weft__context *ctx, const weft__module_source *src,
+                         weft__module **mod);
+    void (*module_destroy)(weft__module *mod);
+    /* WEFT_ENOTFOUND with the name in the detail if there is no such kernel. */
+    int (*kernel_get)(weft__module *mod, const char *name, weft__kernel **k);
+    /*
+     * Enqueue k over grid with nargs arguments (checked by dispatch.c
+     * against the kernel's parameters when params_known).
+     */
+    int (*launch)(weft__queue *q, weft__kernel *k, const weft__grid *grid,
+                  const weft__karg *args, unsigned nargs);
+
+    int (*event_create)(weft__context *ctx, unsigned flags, weft__event **ev);
+    int (*event_record)(weft__event *ev, weft__queue *q);
+    /* Later work on q waits for ev (which may belong to another device). */
+    int (*queue_wait_event)(weft__queue *q, weft__event *ev);
+    /* 0 if complete (or never recorded), WEFT_ENOTREADY if not yet. */
+    int (*event_query)(weft__event *ev);
+    /* Block the calling thread until ev completes. */
+    int (*event_sync)(weft__event *ev);
+    /*
+     * Nanoseconds between two completed TIMING events, recorded in that
+     * order.
+     */
+    int (*event_elapsed)(weft__event *start, weft__event *end, uint64_t *ns);
+    void (*event_destroy)(weft__event *ev);
+
+    int (*host_fn)(weft__queue *q, weft__host_fn *fn, void *user);
+};
+
+/* The drivers compiled in, in discovery order (cuda, opencl, host, sim). */
+extern const weft__driver weft__driver_cuda;
+extern const weft__driver weft__driver_opencl;
+extern const weft__driver weft__driver_host;
+extern const weft__driver weft__driver_sim;
+
+/* ---- the checked entry points (dispatch.c) ----------------------------- */
+/*
+ * Same arguments and meaning as the table; each checks what can be checked
+ * without the driver (NULL, wrong driver, ranges, zero sizes, destroyed
+ * queue, argument count and sizes), honours failure injection at site
+ * "<driver>.<op>", and keeps the context's count of live objects.
+ */
+int weft__drv_context_create(weft__device *dev, weft__context **ctx);
+int weft__drv_context_destroy(weft__context *ctx);
+int weft__drv_queue_create(weft__context *ctx, const weft__queue_desc *desc,
+                           weft__queue **q);
+int weft__drv_queue_sync(weft__queue *q);
+int weft__drv_queue_destroy(weft__queue *q);
+int weft__drv_mem_alloc(weft__context *ctx, size_t size, weft__mem **mem);
+int weft__drv_host_alloc(weft__context *ctx, size_t size, weft__mem **mem);
+int weft__drv_host_register(weft__context *ctx, void *ptr, size_t size,
+                            weft__mem **mem);
+int weft__drv_mem_free(weft__mem *mem);
+int weft__drv_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
+                       const void *src, size_t size);
+int weft__drv_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
+                       size_t src_off, size_t size);
+int weft__drv_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
+                       weft__mem *src, size_t src_off, size_t size);
+int weft__drv_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
+                        weft__mem *src, size_t src_off, size_t size);
+int weft__drv_fill(weft__queue *q, weft__mem *dst, size_t off,
+                   const void *pattern, size_t pattern_size, size_t size);
+int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
+                            weft__module **mod);
+int weft__drv_module_destroy(weft__module *mod);
+int weft__drv_kernel_get(weft__module *mod, const char *name,
+                         weft__kernel **k);
+int weft__drv_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
+                     const weft__karg *args, unsigned nargs);
+int weft__drv_event_create(weft__context *ctx, unsigned flags,
+                           weft__event **ev);
+int weft__drv_event_record(weft__event *ev, weft__queue *q);
+int weft__drv_queue_wait_event(weft__queue *q, weft__event *ev);
+int weft__drv_event_query(weft__event *ev);
+int weft__drv_event_sync(weft__event *ev);
+int weft__drv_event_elapsed(weft__event *start, weft__event *end,
+                            uint64_t *ns);
+int weft__drv_event_destroy(weft__event *ev);
+int weft__drv_host_fn(weft__queue *q, weft__host_fn *fn, void *user);
+
+/* ---- helpers for driver implementations -------------------------------- */
+/*
+ * Failure injection inside a driver: before each call into the vendor
+ * library or the OS that can fail, a driver writes
+ *     if (weft__fault("cuda.cuMemAlloc")) { rc = CUDA_ERROR_OUT_OF_MEMORY; }
+ *     else rc = cu.MemAlloc(...);
+ * so that its own clean-up paths are exercised by the tests.
+ */
+
+/* Sizes of the launch: total items; 0 if any dimension is 0. */
+static inline uint64_t weft__grid_items(const weft__grid *g)
+{
+    return (uint64_t)g->groups[0] * g->groups[1] * g->groups[2] *
+           g->group_size[0] * g->group_size[1] * g->group_size[2];
+}
+
+#endif /* WEFT_DRIVER_H */

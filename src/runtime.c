@@ -1,0 +1,386 @@
+/*
+ * Device discovery: open every selected driver, list its devices, keep the
+ * selected ones, and place each on the machine's topology (hwloc).
+ */
+#include "runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const weft__driver *const weft__all_drivers[WEFT__NDRIVERS] = {
+    &weft__driver_cuda,
+    &weft__driver_opencl,
+    &weft__driver_host,
+    &weft__driver_sim,
+};
+
+static const char weft__default_devices[] = "cuda,opencl,host";
+
+/*
+ * Parse "cuda,opencl:1,host:*" into the drivers' wanted/all/indices.
+ * "all" selects every driver, sim included.
+ */
+static int weft__parse_devices(weft_runtime *rt, const char *spec)
+{
+    char buf[512], *save = NULL, *tok;
+
+    if (strlen(spec) >= sizeof buf)
+        return weft__error(WEFT_EINVAL, "device list too long: %s", spec);
+    memcpy(buf, spec, strlen(spec) + 1);
+    for (tok = strtok_r(buf, ", ", &save); tok;
+         tok = strtok_r(NULL, ", ", &save)) {
+        char *colon = strchr(tok, ':');
+        unsigned d;
+        int found = 0;
+
+        if (colon)
+            *colon++ = '\0';
+        if (strcmp(tok, "all") == 0 || strcmp(tok, "*") == 0) {
+            if (colon)
+                return weft__error(WEFT_EINVAL,
+                                   "device list: 'all' takes no index");
+            for (d = 0; d < WEFT__NDRIVERS; d++)
+                rt->drivers[d].wanted = rt->drivers[d].all = 1;
+            continue;
+        }
+        for (d = 0; d < WEFT__NDRIVERS; d++) {
+            weft__runtime_driver *rd = &rt->drivers[d];
+            char *end;
+            unsigned long idx;
+
+            if (strcmp(tok, rd->drv->name) != 0)
+                continue;
+            found = 1;
+            rd->wanted = 1;
+            if (!colon || strcmp(colon, "*") == 0) {
+                rd->all = 1;
+                break;
+            }
+            idx = strtoul(colon, &end, 10);
+            if (end == colon || *end || idx >= 64)
+                return weft__error(WEFT_EINVAL,
+                                   "device list: '%s:%s' is not DRIVER, "
+                                   "DRIVER:* or DRIVER:N (N < 64)",
+                                   tok, colon);
+            rd->indices |= (uint64_t)1 << idx;
+            break;
+        }
+        if (!found)
+            return weft__error(WEFT_EINVAL,
+                               "device list: unknown driver '%s' (cuda, "
+                               "opencl, host, sim or all)",
+                               tok);
+    }
+    return 0;
+}
+
+static void weft__close_drivers(weft_runtime *rt)
+{
+    for (unsigned d = 0; d < WEFT__NDRIVERS; d++) {
+        weft__runtime_driver *rd = &rt->drivers[d];
+
+        if (rd->opened)
+            rd->drv->platforms_close(rd->platforms, rd->nplatforms);
+        rd->opened = 0;
+        rd->platforms = NULL;
+        rd->nplatforms = 0;
+    }
+}
+
+/* Open one driver; a driver that finds nothing is not an error here. */
+static void weft__open_driver(weft_runtime *rt, weft__runtime_driver *rd)
+{
+    int rc;
+
+    rc = rd->drv->platforms_open(&rt->cfg, &rd->platforms, &rd->nplatforms);
+    if (rc < 0) {
+        rd->status = rc;
+        weft__strlcpy(rd->reason, weft_last_error(), sizeof rd->reason);
+        rd->platforms = NULL;
+        rd->nplatforms = 0;
+        weft__info("runtime", "driver %s: no devices: %s", rd->drv->name,
+                   rd->reason);
+        return;
+    }
+    rd->opened = 1;
+    for (unsigned p = 0; p < rd->nplatforms; p++)
+        rd->ndevices += rd->platforms[p]->ndevices;
+    if (rd->ndevices == 0) {
+        rd->status = WEFT_ENODEV;
+        snprintf(rd->reason, sizeof rd->reason, "%s: no devices",
+                 rd->drv->name);
+    }
+}
+
+static int weft__selected(const weft__runtime_driver *rd, unsigned index)
+{
+    return rd->all || (index < 64 && (rd->indices >> index & 1));
+}
+
+static int weft__topology_open(weft_runtime *rt)
+{
+    int need_io = 0;
+
+    for (unsigned i = 0; i < rt->ndevices; i++)
+        if (rt->devices[i]->pci_bus_id[0])
+            need_io = 1;
+    if (weft__fault("hwloc.topology_init") ||
+        hwloc_topology_init(&rt->topology) < 0) {
+        rt->topology = NULL;
+        return weft__error(WEFT_ENOMEM, "hwloc: topology_init failed");
+    }
+    /* PCI devices only when a device has a bus id: reading them costs. */
+    if (need_io)
+        hwloc_topology_set_io_types_filter(rt->topology,
+                                           HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (weft__fault("hwloc.topology_load") ||
+        hwloc_topology_load(rt->topology) < 0) {
+        hwloc_topology_destroy(rt->topology);
+        rt->topology = NULL;
+        return weft__error(WEFT_EIO, "hwloc: topology_load failed");
+    }
+    return 0;
+}
+
+/* numa_node, cpuset and ncores of one device. */
+static void weft__place_device(weft_runtime *rt, weft__device *dev)
+{
+    hwloc_topology_t topo = rt->topology;
+    hwloc_const_cpuset_t set = hwloc_topology_get_topology_cpuset(topo);
+    hwloc_const_nodeset_t nodes = hwloc_topology_get_topology_nodeset(topo);
+    hwloc_obj_t obj;
+    int n;
+
+    dev->props.numa_node = -1;
+    if (dev->pci_bus_id[0]) {
+        obj = hwloc_get_pcidev_by_busidstring(topo, dev->pci_bus_id);
+        if (obj) {
+            obj = hwloc_get_non_io_ancestor_obj(topo, obj);
+            if (obj && obj->cpuset) {
+                set = obj->cpuset;
+                nodes = obj->nodeset;
+            }
+        } else {
+            weft__info("runtime", "hwloc does not know PCI device %s of %s",
+                       dev->pci_bus_id, dev->name);
+        }
+    }
+    /* A device near exactly one NUMA node has that node; else unknown. */
+    if (nodes && hwloc_bitmap_weight(nodes) == 1)
+        dev->props.numa_node = hwloc_bitmap_first(nodes);
+    hwloc_bitmap_list_snprintf(dev->cpuset, sizeof dev->cpuset, set);
+    n = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_CORE);
+    dev->props.ncores = n > 0 ? (unsigned)n : 0;
+    dev->props.cpuset = dev->cpuset;
+}
+
+static void weft__finish_props(weft__device *dev, unsigned index)
+{
+    weft_device_info *p = &dev->props;
+
+    p->size = sizeof *p;
+    p->driver = dev->drv->name;
+    p->index = index;
+    p->driver_index = dev->driver_index;
+    p->name = dev->name;
+    p->vendor = dev->vendor;
+    p->platform = dev->platform ? dev->platform->name : "";
+    p->driver_version = dev->driver_version;
+    p->pci_bus_id = dev->pci_bus_id;
+    p->cpuset = dev->cpuset;
+}
+
+int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
+{
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft_runtime *rt;
+    const char *spec, *env;
+    unsigned d, n = 0;
+    int rc;
+
+    weft__log_setup();
+    if (!out)
+        return weft__error(WEFT_EINVAL, "weft_runtime_create: result is NULL");
+    if (opts) {
+        if (opts->size < sizeof(size_t) || opts->size > sizeof o)
+            return weft__error(WEFT_EINVAL,
+                               "weft_runtime_create: options size %zu is not "
+                               "that of weft_runtime_options (%zu); start "
+                               "from WEFT_RUNTIME_OPTIONS_INIT",
+                               opts->size, sizeof o);
+        memcpy(&o, opts, opts->size);
+    }
+    rt = weft__calloc(1, sizeof *rt);
+    if (!rt)
+        return weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory");
+    for (d = 0; d < WEFT__NDRIVERS; d++)
+        rt->drivers[d].drv = weft__all_drivers[d];
+
+    /* The environment wins over the options: one place reads it. */
+    spec = (env = weft__env("WEFT_DEVICES")) ? env
+           : o.devices                       ? o.devices
+                                             : weft__default_devices;
+    rt->cfg.sim_config = (env = weft__env("WEFT_SIM")) ? env : o.sim_config;
+    rt->cfg.host_devices =
+        (unsigned)weft__env_ulong("WEFT_HOST_DEVICES", o.host_devices);
+    rt->cfg.host_threads =
+        (unsigned)weft__env_ulong("WEFT_HOST_THREADS", o.host_threads);
+    if ((rc = weft__parse_devices(rt, spec)) < 0)
+        goto fail;
+
+    for (d = 0; d < WEFT__NDRIVERS; d++) {
+        weft__runtime_driver *rd = &rt->drivers[d];
+
+        if (!rd->wanted) {
+            rd->status = WEFT_ENODEV;
+            snprintf(rd->reason, sizeof rd->reason,
+                     "not selected (device list \"%s\")", spec);
+            continue;
+        }
+        weft__open_driver(rt, rd);
+        /* An explicit index must exist; "cuda" alone may find none. */
+        for (unsigned i = 0; i < 64; i++)
+            if ((rd->indices >> i & 1) && i >= rd->ndevices) {
+                rc = weft__error(WEFT_ENODEV,
+                                 "device list \"%s\": %s:%u does not exist "
+                                 "(%u %s devices%s%s)",
+                                 spec, rd->drv->name, i, rd->ndevices,
+                                 rd->drv->name, rd->reason[0] ? ": " : "",
+                                 rd->reason);
+                goto fail;
+            }
+        if (rd->status == WEFT_EINVAL) {
+            /* A configuration error (e.g. WEFT_SIM) is the user's to fix. */
+            rc = weft__error(WEFT_EINVAL, "%s", rd->reason);
+            goto fail;
+        }
+        for (unsigned p = 0; p < rd->nplatforms; p++)
+            for (unsigned i = 0; i < rd->platforms[p]->ndevices; i++)
+                if (weft__selected(rd, rd->platforms[p]->devices[i]
+                                           ->driver_index))
+                    n++;
+    }
+
+    rt->devices = weft__calloc(n, sizeof *rt->devices);
+    if (!rt->devices) {
+        rc = weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory");
+        goto fail;
+    }
+    for (d = 0; d < WEFT__NDRIVERS; d++) {
+        weft__runtime_driver *rd = &rt->drivers[d];
+
+        for (unsigned p = 0; p < rd->nplatforms; p++)
+            for (unsigned i = 0; i < rd->platforms[p]->ndevices; i++) {
+                weft__device *dev = rd->platforms[p]->devices[i];
+
+                if (!weft__selected(rd, dev->driver_index))
+                    continue;
+                weft__finish_props(dev, rt->ndevices);
+                rt->devices[rt->ndevices++] = dev;
+            }
+    }
+    if ((rc = weft__topology_open(rt)) < 0)
+        goto fail;
+    for (unsigned i = 0; i < rt->ndevices; i++)
+        weft__place_device(rt, rt->devices[i]);
+    weft__info("runtime", "%u devices", rt->ndevices);
+    *out = rt;
+    return 0;
+
+fail:
+    weft__close_drivers(rt);
+    weft__free(rt->devices);
+    weft__free(rt);
+    return rc;
+}
+
+int weft_runtime_destroy(weft_runtime *rt)
+{
+    if (!rt)
+        return 0;
+    weft__close_drivers(rt);
+    if (rt->topology)
+        hwloc_topology_destroy(rt->topology);
+    weft__free(rt->devices);
+    weft__free(rt);
+    return 0;
+}
+
+unsigned weft_runtime_driver_count(const weft_runtime *rt)
+{
+    return rt ? WEFT__NDRIVERS : 0;
+}
+
+int weft_runtime_driver(const weft_runtime *rt, unsigned index,
+                        const char **name, unsigned *ndevices, int *status,
+                        const char **reason)
+{
+    const weft__runtime_driver *rd;
+    unsigned n = 0;
+
+    if (!rt || index >= WEFT__NDRIVERS)
+        return weft__error(WEFT_EINVAL, "weft_runtime_driver: %s",
+                           rt ? "index out of range" : "runtime is NULL");
+    rd = &rt->drivers[index];
+    for (unsigned i = 0; i < rt->ndevices; i++)
+        if (rt->devices[i]->drv == rd->drv)
+            n++;
+    if (name)
+        *name = rd->drv->name;
+    if (ndevices)
+        *ndevices = n;
+    if (status)
+        *status = rd->status;
+    if (reason)
+        *reason = rd->reason;
+    return 0;
+}
+
+unsigned weft_runtime_device_count(const weft_runtime *rt)
+{
+    return rt ? rt->ndevices : 0;
+}
+
+weft__device *weft__runtime_device(const weft_runtime *rt, unsigned index)
+{
+    return rt && index < rt->ndevices ? rt->devices[index] : NULL;
+}
+
+weft_device *weft_runtime_device(const weft_runtime *rt, unsigned index)
+{
+    return (weft_device *)(void *)weft__runtime_device(rt, index);
+}
+
+int weft_device_get_info(const weft_device *dev, weft_device_info *info)
+{
+    const weft__device *d = weft__device_of(dev);
+    size_t size;
+
+    if (!dev || !info)
+        return weft__error(WEFT_EINVAL, "weft_device_get_info: %s is NULL",
+                           dev ? "info" : "device");
+    size = info->size;
+    if (size < sizeof(size_t) || size > sizeof *info)
+        return weft__error(WEFT_EINVAL,
+                           "weft_device_get_info: info->size %zu; set it to "
+                           "sizeof(weft_device_info)",
+                           size);
+    memcpy(info, &d->props, size);
+    info->size = size;
+    return 0;
+}
+
+int weft_device_can_access_peer(const weft_device *dev,
+                                const weft_device *peer, int *can)
+{
+    weft__device *a = weft__device_of(dev), *b = weft__device_of(peer);
+
+    if (!a || !b || !can)
+        return weft__error(WEFT_EINVAL,
+                           "weft_device_can_access_peer: argument is NULL");
+    *can = 0;
+    if (a == b || a->drv != b->drv || !a->drv->can_access_peer)
+        return 0;
+    return a->drv->can_access_peer(a, b, can);
+}

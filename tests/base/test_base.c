@@ -1,0 +1,188 @@
+/* Errors, the per-thread detail, logging, parsing, failure injection. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "base/base.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static void every_code_has_a_name_and_message(void **state)
+{
+    static const int codes[] = {
+#define CODE(name, value, msg) WEFT_##name,
+        WEFT_ERRNO_MAP(CODE)
+#undef CODE
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        assert_true(codes[i] < 0);
+        assert_int_equal(strncmp(weft_err_name(codes[i]), "WEFT_E", 6), 0);
+        assert_string_not_equal(weft_strerror(codes[i]), "unknown error");
+        for (size_t j = 0; j < i; j++)
+            assert_int_not_equal(codes[i], codes[j]);
+    }
+    assert_string_equal(weft_err_name(WEFT_EDEVMEM), "WEFT_EDEVMEM");
+    assert_string_equal(weft_strerror(WEFT_EDEVMEM), "out of device memory");
+    assert_string_equal(weft_err_name(0), "WEFT_OK");
+    assert_string_equal(weft_strerror(-9999), "unknown error");
+    assert_string_equal(weft_err_name(-9999), "WEFT_EUNKNOWN");
+}
+
+static void detail_carries_driver_code(void **state)
+{
+    const weft_error_detail *d;
+    (void)state;
+
+    assert_int_equal(weft__error(WEFT_EINVAL, "size %d", 0), WEFT_EINVAL);
+    assert_string_equal(weft_last_error(), "size 0");
+    d = weft_last_error_detail();
+    assert_int_equal(d->code, WEFT_EINVAL);
+    assert_null(d->driver);
+
+    assert_int_equal(weft__driver_error(WEFT_EDEVMEM, "cuda", 2,
+                                        "CUDA_ERROR_OUT_OF_MEMORY",
+                                        "cuMemAlloc of %d bytes", 64),
+                     WEFT_EDEVMEM);
+    d = weft_last_error_detail();
+    assert_int_equal(d->code, WEFT_EDEVMEM);
+    assert_string_equal(d->driver, "cuda");
+    assert_int_equal(d->driver_code, 2);
+    assert_string_equal(d->driver_name, "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_non_null(strstr(weft_last_error(), "cuMemAlloc of 64 bytes"));
+    assert_non_null(strstr(weft_last_error(), "CUDA_ERROR_OUT_OF_MEMORY"));
+
+    weft__error_prefix(WEFT_EDEVMEM, "node %d", 7);
+    assert_non_null(strstr(weft_last_error(), "node 7: cuMemAlloc"));
+    weft_clear_error();
+    assert_string_equal(weft_last_error(), "");
+    assert_int_equal(weft_last_error_detail()->code, 0);
+}
+
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    weft__error(WEFT_ENODEV, "from the other thread");
+    return NULL;
+}
+
+static void detail_is_per_thread(void **state)
+{
+    pthread_t t;
+    (void)state;
+
+    weft__error(WEFT_EBUSY, "from this thread");
+    assert_int_equal(pthread_create(&t, NULL, other_thread, NULL), 0);
+    pthread_join(t, NULL);
+    assert_string_equal(weft_last_error(), "from this thread");
+    assert_int_equal(weft_last_error_detail()->code, WEFT_EBUSY);
+}
+
+struct captured {
+    int calls;
+    weft_log_level level;
+    char sub[32];
+    char line[256];
+};
+
+static void capture(weft_log_level level, const char *sub, const char *line,
+                    void *user)
+{
+    struct captured *c = user;
+
+    c->calls++;
+    c->level = level;
+    weft__strlcpy(c->sub, sub, sizeof c->sub);
+    weft__strlcpy(c->line, line, sizeof c->line);
+}
+
+static void log_levels_and_sink(void **state)
+{
+    struct captured c = {0};
+    (void)state;
+
+    weft_log_set_sink(capture, &c);
+    weft_log_set_level(WEFT_LOG_WARN);
+    assert_int_equal(weft_log_get_level(), WEFT_LOG_WARN);
+    weft__info("test", "dropped %d", 1);
+    assert_int_equal(c.calls, 0);
+    weft__warn("test", "kept %d", 2);
+    assert_int_equal(c.calls, 1);
+    assert_int_equal(c.level, WEFT_LOG_WARN);
+    assert_string_equal(c.sub, "test");
+    assert_string_equal(c.line, "kept 2");
+    weft_log_set_level(WEFT_LOG_DEBUG);
+    weft__info("test", "now kept");
+    assert_int_equal(c.calls, 2);
+    weft_log_set_level(WEFT_LOG_OFF);
+    weft__log(WEFT_LOG_ERROR, "test", "off drops everything");
+    assert_int_equal(c.calls, 2);
+    weft_log_set_sink(NULL, NULL);
+    weft_log_set_level(WEFT_LOG_WARN);
+}
+
+static void parse_sizes_and_rates(void **state)
+{
+    uint64_t v;
+    double d;
+    (void)state;
+
+    assert_int_equal(weft__parse_size("4096", &v), 0);
+    assert_int_equal(v, 4096);
+    assert_int_equal(weft__parse_size("64M", &v), 0);
+    assert_int_equal(v, 64ull << 20);
+    assert_int_equal(weft__parse_size("141GiB", &v), 0);
+    assert_int_equal(v, 141ull << 30);
+    assert_int_equal(weft__parse_size("1.5k", &v), 0);
+    assert_int_equal(v, 1536);
+    assert_int_equal(weft__parse_size("12Q", &v), -1);
+    assert_int_equal(weft__parse_size("", &v), -1);
+    assert_int_equal(weft__parse_size("-1", &v), -1);
+    assert_int_equal(weft__parse_size("1e30T", &v), -1);
+    assert_int_equal(weft__parse_double("55G", &d), 0);
+    assert_true(d == 55e9);
+    assert_int_equal(weft__parse_double("3.5", &d), 0);
+    assert_true(d == 3.5);
+    assert_int_equal(weft__parse_double("x", &d), -1);
+}
+
+static void fault_fires_once_at_the_nth_match(void **state)
+{
+    void *p;
+    (void)state;
+
+    assert_false(weft__fault("a.b"));
+    weft__fault_arm(3, "site");
+    assert_false(weft__fault("other.thing")); /* no match: not counted */
+    assert_false(weft__fault("site.one"));
+    assert_false(weft__fault("site.two"));
+    assert_int_equal(weft__fault_fired(), 0);
+    assert_true(weft__fault("site.three"));
+    assert_int_equal(weft__fault_fired(), 1);
+    assert_false(weft__fault("site.four")); /* once only */
+    assert_int_equal(weft__fault_seen(), 3);
+    weft__fault_disarm();
+
+    weft__fault_arm(1, "malloc");
+    p = weft__malloc(16);
+    assert_null(p);
+    p = weft__malloc(16);
+    assert_non_null(p);
+    weft__free(p);
+    weft__fault_disarm();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_code_has_a_name_and_message),
+        cmocka_unit_test(detail_carries_driver_code),
+        cmocka_unit_test(detail_is_per_thread),
+        cmocka_unit_test(log_levels_and_sink),
+        cmocka_unit_test(parse_sizes_and_rates),
+        cmocka_unit_test(fault_fires_once_at_the_nth_match),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

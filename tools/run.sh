@@ -1,0 +1,76 @@
+#!/bin/sh
+# weft's two entry points, as the README gives them:
+#   tools/run.sh demo   install what is missing, build, run the demo
+#   tools/run.sh test   install what is missing, build and run the whole test
+#                       suite: a -Werror build, then the address+undefined
+#                       sanitizer build, then the thread-sanitizer build
+# Needs a Debian 12 machine (or newer) and root for apt-get when packages
+# are missing. WEFT_JOBS sets the build parallelism (default: all cores).
+set -eu
+cd "$(dirname "$0")/.."
+mode=${1:-}
+jobs=${WEFT_JOBS:-$(nproc)}
+
+packages="build-essential cmake pkg-config libhwloc-dev libck-dev libcmocka-dev
+ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd"
+
+install_missing() {
+    missing=""
+    for p in $packages; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+            missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    echo "weft: installing$missing"
+    if [ "$(id -u)" != 0 ]; then
+        echo "weft: these Debian packages are missing and installing them needs root:$missing" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+build() { # build DIR [cmake options...]
+    dir=$1
+    shift
+    cmake -S . -B "$dir" -DWEFT_WERROR=ON "$@" >/dev/null
+    cmake --build "$dir" -j "$jobs"
+}
+
+run_suite() { # run_suite DIR NAME
+    echo "weft: == tests: $2 =="
+    status=0
+    ctest --test-dir "$1" --output-on-failure -j "$jobs" || status=$?
+    # Say visibly which tests were skipped, and why.
+    log="$1/Testing/Temporary/LastTest.log"
+    if [ -f "$log" ]; then
+        awk '/^[0-9]+\/[0-9]+ Test: /{t=$3} /^skipped: /{print "weft: skipped " t ": " substr($0, 10)}' "$log" | sort -u
+    fi
+    return $status
+}
+
+case $mode in
+demo)
+    install_missing
+    build build -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF
+    ./build/tools/weft-info
+    ;;
+test)
+    install_missing
+    build build -DCMAKE_BUILD_TYPE=Debug
+    run_suite build "debug build, -Werror"
+    build build-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+        LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp} \
+        run_suite build-asan "address+undefined sanitizers"
+    build build-tsan -DCMAKE_BUILD_TYPE=Debug -DWEFT_TSAN=ON
+    TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$PWD/tests/tsan.supp halt_on_error=1} \
+        run_suite build-tsan "thread sanitizer"
+    echo "weft: all tests passed"
+    ;;
+*)
+    echo "usage: tools/run.sh demo|test" >&2
+    exit 2
+    ;;
+esac

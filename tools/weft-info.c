@@ -1,0 +1,257 @@
+/*
+ * weft-info: the drivers and devices weft finds, their properties, which
+ * pairs can copy peer-to-peer, and where each sits on the machine.
+ *
+ *     weft-info [--json] [--devices LIST]
+ */
+#include <weft.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *type_name(weft_device_type t)
+{
+    switch (t) {
+    case WEFT_DEVICE_GPU:
+        return "GPU";
+    case WEFT_DEVICE_CPU:
+        return "CPU";
+    case WEFT_DEVICE_ACCELERATOR:
+        return "accelerator";
+    case WEFT_DEVICE_SIMULATED:
+        return "simulated GPU";
+    }
+    return "unknown";
+}
+
+static void human_bytes(char *buf, size_t n, unsigned long long b)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    unsigned u = 0;
+
+    while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+/* A JSON string literal of s (escapes quotes, backslashes, controls). */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static int get_info(weft_runtime *rt, unsigned i, weft_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->size = sizeof *info;
+    return weft_device_get_info(weft_runtime_device(rt, i), info);
+}
+
+static int peer(weft_runtime *rt, unsigned a, unsigned b)
+{
+    int can = 0;
+
+    if (weft_device_can_access_peer(weft_runtime_device(rt, a),
+                                    weft_runtime_device(rt, b), &can) < 0)
+        return 0;
+    return can;
+}
+
+static void print_human(weft_runtime *rt)
+{
+    unsigned n = weft_runtime_device_count(rt);
+    weft_device_info info;
+    char b1[32], b2[32], b3[32];
+
+    printf("weft %s\n\nDrivers:\n", weft_version());
+    for (unsigned d = 0; d < weft_runtime_driver_count(rt); d++) {
+        const char *name, *reason;
+        unsigned nd;
+        int status;
+
+        weft_runtime_driver(rt, d, &name, &nd, &status, &reason);
+        if (nd)
+            printf("  %-7s %u device%s\n", name, nd, nd == 1 ? "" : "s");
+        else
+            printf("  %-7s none (%s)\n", name, reason);
+    }
+    printf("\nDevices:\n");
+    for (unsigned i = 0; i < n; i++) {
+        if (get_info(rt, i, &info) < 0)
+            continue;
+        human_bytes(b1, sizeof b1, info.global_mem);
+        human_bytes(b2, sizeof b2, info.max_alloc);
+        human_bytes(b3, sizeof b3, info.local_mem);
+        printf("  [%u] %s:%u  %s\n", i, info.driver, info.driver_index,
+               info.name);
+        printf("      type %s, vendor %s, platform %s, driver %s\n",
+               type_name(info.type), info.vendor, info.platform,
+               info.driver_version);
+        printf("      memory %s (largest allocation %s), local %s per group\n",
+               b1, b2, b3);
+        printf("      %u compute units, groups up to %u items, %u copy "
+               "engine%s\n",
+               info.compute_units, info.max_group_size, info.copy_engines,
+               info.copy_engines == 1 ? "" : "s");
+        if (info.cc_major)
+            printf("      compute capability %d.%d\n", info.cc_major,
+                   info.cc_minor);
+        printf("      capabilities:%s%s%s%s%s%s%s\n",
+               info.concurrent_kernels ? " concurrent-kernels" : "",
+               info.timing_events ? " timing-events" : "",
+               info.pinned_host ? " pinned-host" : "",
+               info.host_register ? " host-register" : "",
+               info.unified_memory ? " unified-memory" : "",
+               info.managed_memory ? " managed-memory" : "",
+               info.svm ? " svm" : "");
+        printf("      queue priorities %d..%d\n", info.queue_priority_low,
+               info.queue_priority_high);
+        printf("      topology: PCI %s, NUMA node %s%d, cores %s (%u)\n",
+               info.pci_bus_id[0] ? info.pci_bus_id : "-",
+               info.numa_node < 0 ? "unknown " : "",
+               info.numa_node < 0 ? -1 : info.numa_node, info.cpuset,
+               info.ncores);
+    }
+    if (n > 1) {
+        printf("\nPeer access (P = direct copies between the pair; - = "
+               "through the host):\n       ");
+        for (unsigned j = 0; j < n; j++)
+            printf(" %4u", j);
+        printf("\n");
+        for (unsigned i = 0; i < n; i++) {
+            printf("  %4u ", i);
+            for (unsigned j = 0; j < n; j++)
+                printf(" %4s", i == j ? "X" : peer(rt, i, j) ? "P" : "-");
+            printf("\n");
+        }
+    }
+    if (n == 0)
+        printf("  none\n");
+}
+
+static void print_json(weft_runtime *rt)
+{
+    unsigned n = weft_runtime_device_count(rt);
+    weft_device_info info;
+
+    printf("{\n  \"version\": ");
+    json_str(stdout, weft_version());
+    printf(",\n  \"drivers\": [");
+    for (unsigned d = 0; d < weft_runtime_driver_count(rt); d++) {
+        const char *name, *reason;
+        unsigned nd;
+        int status;
+
+        weft_runtime_driver(rt, d, &name, &nd, &status, &reason);
+        printf("%s\n    {\"name\": ", d ? "," : "");
+        json_str(stdout, name);
+        printf(", \"devices\": %u, \"status\": ", nd);
+        json_str(stdout, nd ? "ok" : weft_err_name(status));
+        printf(", \"reason\": ");
+        json_str(stdout, nd ? "" : reason);
+        printf("}");
+    }
+    printf("\n  ],\n  \"devices\": [");
+    for (unsigned i = 0; i < n; i++) {
+        if (get_info(rt, i, &info) < 0)
+            continue;
+        printf("%s\n    {\"index\": %u, \"driver\": ", i ? "," : "", i);
+        json_str(stdout, info.driver);
+        printf(", \"driver_index\": %u, \"name\": ", info.driver_index);
+        json_str(stdout, info.name);
+        printf(", \"type\": ");
+        json_str(stdout, type_name(info.type));
+        printf(", \"vendor\": ");
+        json_str(stdout, info.vendor);
+        printf(", \"platform\": ");
+        json_str(stdout, info.platform);
+        printf(", \"driver_version\": ");
+        json_str(stdout, info.driver_version);
+        printf(",\n     \"global_mem\": %llu, \"max_alloc\": %llu, "
+               "\"local_mem\": %llu, \"compute_units\": %u, "
+               "\"max_group_size\": %u, \"copy_engines\": %u,\n     "
+               "\"concurrent_kernels\": %u, \"timing_events\": %u, "
+               "\"pinned_host\": %u, \"host_register\": %u, "
+               "\"unified_memory\": %u, \"managed_memory\": %u, \"svm\": %u,"
+               "\n     \"queue_priority_low\": %d, \"queue_priority_high\": "
+               "%d, \"cc\": \"%d.%d\", \"pci_bus_id\": ",
+               (unsigned long long)info.global_mem,
+               (unsigned long long)info.max_alloc,
+               (unsigned long long)info.local_mem, info.compute_units,
+               info.max_group_size, info.copy_engines, info.concurrent_kernels,
+               info.timing_events, info.pinned_host, info.host_register,
+               info.unified_memory, info.managed_memory, info.svm,
+               info.queue_priority_low, info.queue_priority_high,
+               info.cc_major, info.cc_minor);
+        json_str(stdout, info.pci_bus_id);
+        printf(", \"numa_node\": %d, \"cpuset\": ", info.numa_node);
+        json_str(stdout, info.cpuset);
+        printf(", \"ncores\": %u,\n     \"peers\": [", info.ncores);
+        for (unsigned j = 0, first = 1; j < n; j++)
+            if (j != i && peer(rt, i, j)) {
+                printf("%s%u", first ? "" : ", ", j);
+                first = 0;
+            }
+        printf("]}");
+    }
+    printf("\n  ]\n}\n");
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: weft-info [--json] [--devices LIST]\n"
+            "  --json          machine-readable output\n"
+            "  --devices LIST  which devices, e.g. all, sim, opencl:1,cuda:*\n"
+            "                  (default: all; WEFT_DEVICES overrides)\n");
+}
+
+int main(int argc, char **argv)
+{
+    weft_runtime_options opts = WEFT_RUNTIME_OPTIONS_INIT;
+    weft_runtime *rt;
+    int json = 0, rc;
+
+    opts.devices = "all";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
+            opts.devices = argv[++i];
+        } else if (strcmp(argv[i], "--help") == 0 ||
+                   strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    rc = weft_runtime_create(&rt, &opts);
+    if (rc < 0) {
+        fprintf(stderr, "weft-info: %s: %s\n", weft_strerror(rc),
+                weft_last_error());
+        return 1;
+    }
+    if (json)
+        print_json(rt);
+    else
+        print_human(rt);
+    weft_runtime_destroy(rt);
+    return 0;
+}
