@@ -208,8 +208,8 @@ typedef struct weft_runtime weft_runtime;
 typedef struct weft_device weft_device;
 
 /*
- * Options for weft_runtime_create(). Always start from WEFT_RUNTIME_OPTIONS_INIT
- * so that fields added later get their defaults.
+ * Options for weft_runtime_create(). Always start from
+ * WEFT_RUNTIME_OPTIONS_INIT so that fields added later get their defaults.
  */
 typedef struct weft_runtime_options {
     size_t size; /* sizeof(weft_runtime_options) */
@@ -237,7 +237,9 @@ typedef struct weft_runtime_options {
 } weft_runtime_options;
 
 #define WEFT_RUNTIME_OPTIONS_INIT                                              \
-    { sizeof(weft_runtime_options), NULL, NULL, 0, 0 }
+    {                                                                          \
+        sizeof(weft_runtime_options), NULL, NULL, 0, 0                         \
+    }
 
 /*
  * Find every device of every selected driver. A driver whose library is
@@ -278,9 +280,9 @@ typedef enum weft_device_type {
 
 /* What a device is and can do. Capabilities are read here, never assumed. */
 typedef struct weft_device_info {
-    size_t size; /* set by the caller to sizeof(weft_device_info) */
-    const char *driver;  /* "cuda", "opencl", "host", "sim" */
-    unsigned index;      /* index in weft_runtime_device() */
+    size_t size;           /* set by the caller to sizeof(weft_device_info) */
+    const char *driver;    /* "cuda", "opencl", "host", "sim" */
+    unsigned index;        /* index in weft_runtime_device() */
     unsigned driver_index; /* index among the devices of its driver */
     weft_device_type type;
     const char *name;

@@ -257,8 +257,8 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
         }
         for (unsigned p = 0; p < rd->nplatforms; p++)
             for (unsigned i = 0; i < rd->platforms[p]->ndevices; i++)
-                if (weft__selected(rd, rd->platforms[p]->devices[i]
-                                           ->driver_index))
+                if (weft__selected(rd,
+                                   rd->platforms[p]->devices[i]->driver_index))
                     n++;
     }
 
@@ -371,8 +371,8 @@ int weft_device_get_info(const weft_device *dev, weft_device_info *info)
     return 0;
 }
 
-int weft_device_can_access_peer(const weft_device *dev,
-                                const weft_device *peer, int *can)
+int weft_device_can_access_peer(const weft_device *dev, const weft_device *peer,
+                                int *can)
 {
     weft__device *a = weft__device_of(dev), *b = weft__device_of(peer);
 

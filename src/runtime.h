@@ -11,15 +11,15 @@ enum { WEFT__NDRIVERS = 4 };
 
 typedef struct weft__runtime_driver {
     const weft__driver *drv;
-    unsigned wanted;      /* selected by the device list */
-    unsigned opened;      /* platforms_open succeeded */
-    int status;           /* 0, or why it has no devices */
-    char reason[256];     /* the detail of status */
+    unsigned wanted;  /* selected by the device list */
+    unsigned opened;  /* platforms_open succeeded */
+    int status;       /* 0, or why it has no devices */
+    char reason[256]; /* the detail of status */
     weft__platform **platforms;
     unsigned nplatforms;
-    unsigned ndevices;    /* devices found, before selection */
-    unsigned all;         /* DRIVER or DRIVER:* was given */
-    uint64_t indices;     /* DRIVER:N entries, as a bit set (N < 64) */
+    unsigned ndevices; /* devices found, before selection */
+    unsigned all;      /* DRIVER or DRIVER:* was given */
+    uint64_t indices;  /* DRIVER:N entries, as a bit set (N < 64) */
 } weft__runtime_driver;
 
 struct weft_runtime {

@@ -196,8 +196,8 @@ static void print_json(weft_runtime *rt)
                info.max_group_size, info.copy_engines, info.concurrent_kernels,
                info.timing_events, info.pinned_host, info.host_register,
                info.unified_memory, info.managed_memory, info.svm,
-               info.queue_priority_low, info.queue_priority_high,
-               info.cc_major, info.cc_minor);
+               info.queue_priority_low, info.queue_priority_high, info.cc_major,
+               info.cc_minor);
         json_str(stdout, info.pci_bus_id);
         printf(", \"numa_node\": %d, \"cpuset\": ", info.numa_node);
         json_str(stdout, info.cpuset);

@@ -14,19 +14,19 @@
 
 #if defined(__GNUC__)
 #define WEFT__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#define WEFT__LIKELY(x) __builtin_expect(!!(x), 1)
-#define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define WEFT__LIKELY(x)    __builtin_expect(!!(x), 1)
+#define WEFT__UNLIKELY(x)  __builtin_expect(!!(x), 0)
 #else
 #define WEFT__PRINTF(f, a)
-#define WEFT__LIKELY(x) (x)
+#define WEFT__LIKELY(x)   (x)
 #define WEFT__UNLIKELY(x) (x)
 #endif
 
 #define WEFT__COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
-#define WEFT__MIN(a, b) ((a) < (b) ? (a) : (b))
-#define WEFT__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define WEFT__MIN(a, b)  ((a) < (b) ? (a) : (b))
+#define WEFT__MAX(a, b)  ((a) > (b) ? (a) : (b))
 /* The struct of type T whose member m is at pointer p. */
-#define WEFT__CONTAINER(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
+#define WEFT__CONTAINER(p, T, m) ((T *)(void *)((char *)(p)-offsetof(T, m)))
 
 /* ---- assertions, three levels (see STYLE.md) --------------------------- */
 /*
@@ -79,8 +79,8 @@ void weft__log_impl(weft_log_level level, const char *subsystem,
             weft__log_impl((level), (subsystem), __VA_ARGS__);                 \
     } while (0)
 #define weft__debug(sub, ...) weft__log(WEFT_LOG_DEBUG, sub, __VA_ARGS__)
-#define weft__info(sub, ...) weft__log(WEFT_LOG_INFO, sub, __VA_ARGS__)
-#define weft__warn(sub, ...) weft__log(WEFT_LOG_WARN, sub, __VA_ARGS__)
+#define weft__info(sub, ...)  weft__log(WEFT_LOG_INFO, sub, __VA_ARGS__)
+#define weft__warn(sub, ...)  weft__log(WEFT_LOG_WARN, sub, __VA_ARGS__)
 
 /* ---- failure injection ------------------------------------------------- */
 /*

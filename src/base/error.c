@@ -8,7 +8,7 @@
 const char *weft_version(void)
 {
 #define WEFT__STR2(x) #x
-#define WEFT__STR(x) WEFT__STR2(x)
+#define WEFT__STR(x)  WEFT__STR2(x)
     return WEFT__STR(WEFT_VERSION_MAJOR) "." WEFT__STR(
         WEFT_VERSION_MINOR) "." WEFT__STR(WEFT_VERSION_PATCH);
 }

@@ -35,8 +35,9 @@ static void weft__log_init(void)
             return;
         }
     }
-    fprintf(stderr, "weft[warn] log: WEFT_LOG=%s is not one of trace, debug, "
-                    "info, warn, error, off\n",
+    fprintf(stderr,
+            "weft[warn] log: WEFT_LOG=%s is not one of trace, debug, "
+            "info, warn, error, off\n",
             env);
 }
 
@@ -67,8 +68,7 @@ void weft_log_set_level(weft_log_level level)
 weft_log_level weft_log_get_level(void)
 {
     pthread_once(&weft__log_once, weft__log_init);
-    return (weft_log_level)__atomic_load_n(&weft__log_level,
-                                           __ATOMIC_RELAXED);
+    return (weft_log_level)__atomic_load_n(&weft__log_level, __ATOMIC_RELAXED);
 }
 
 void weft__log_impl(weft_log_level level, const char *subsystem,

@@ -12,13 +12,12 @@
  * context goes, so that a stale handle reads destroyed = 1 and answers
  * WEFT_EDESTROYED instead of touching freed memory.
  */
-#include "driver.h"
+#include "kcache.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static int weft__drv_injected(const weft__driver *drv, const char *op,
-                              int code)
+static int weft__drv_injected(const weft__driver *drv, const char *op, int code)
 {
     char site[64];
 
@@ -83,8 +82,8 @@ static int weft__check_mem(const weft__queue *q, const weft__mem *m,
                            op, what);
     if (same_ctx && m->ctx != q->ctx)
         return weft__error(WEFT_EINVAL,
-                           "%s: %s memory is on device %s, the queue on %s",
-                           op, what, m->ctx->dev->name, q->ctx->dev->name);
+                           "%s: %s memory is on device %s, the queue on %s", op,
+                           what, m->ctx->dev->name, q->ctx->dev->name);
     return 0;
 }
 
@@ -202,8 +201,8 @@ int weft__drv_queue_destroy(weft__queue *q)
     q->drv->queue_release(q);
     __atomic_store_n(&q->destroyed, 1, __ATOMIC_RELEASE);
     q->next_dead = __atomic_load_n(&ctx->dead_queues, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&ctx->dead_queues, &q->next_dead, q,
-                                        1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    while (!__atomic_compare_exchange_n(&ctx->dead_queues, &q->next_dead, q, 1,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         ;
     weft__live_add(ctx, -1);
     return 0;
@@ -278,7 +277,9 @@ int weft__drv_host_register(weft__context *ctx, void *ptr, size_t size,
 
     if (!ctx || !mem || !ptr)
         return weft__error(WEFT_EINVAL, "host_register: %s is NULL",
-                           !ctx ? "context" : !mem ? "result" : "pointer");
+                           !ctx   ? "context"
+                           : !mem ? "result"
+                                  : "pointer");
     if (size == 0)
         return weft__error(WEFT_EINVAL, "host_register: size 0");
     if (!ctx->dev->props.host_register)
@@ -332,8 +333,7 @@ int weft__drv_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
 
     if ((rc = weft__check_queue(q, "copy_d2h")) < 0 ||
         (rc = weft__check_mem(q, src, "source", "copy_d2h", 1)) < 0 ||
-        (rc = weft__check_range(src, src_off, size, "source", "copy_d2h")) <
-            0)
+        (rc = weft__check_range(src, src_off, size, "source", "copy_d2h")) < 0)
         return rc;
     if (!dst)
         return weft__error(WEFT_EINVAL,
@@ -365,8 +365,8 @@ static int weft__check_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 int weft__drv_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                        weft__mem *src, size_t src_off, size_t size)
 {
-    int rc = weft__check_d2d(q, dst, dst_off, src, src_off, size, "copy_d2d",
-                             1);
+    int rc =
+        weft__check_d2d(q, dst, dst_off, src, src_off, size, "copy_d2d", 1);
 
     if (rc < 0)
         return rc;
@@ -379,8 +379,8 @@ int weft__drv_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 int weft__drv_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size)
 {
-    int rc = weft__check_d2d(q, dst, dst_off, src, src_off, size, "copy_peer",
-                             0);
+    int rc =
+        weft__check_d2d(q, dst, dst_off, src, src_off, size, "copy_peer", 0);
 
     if (rc < 0)
         return rc;
@@ -427,6 +427,72 @@ int weft__drv_fill(weft__queue *q, weft__mem *dst, size_t off,
     return q->drv->fill(q, dst, off, pattern, pattern_size, size);
 }
 
+/*
+ * Module creation through the compiled-kernel cache: a module built from
+ * source (OpenCL C, CUDA C++) on a driver that can hand out its binary is
+ * looked up first; a hit that the driver refuses (a stale or foreign entry)
+ * is removed and the source built again.
+ */
+static int weft__module_build(weft__context *ctx,
+                              const weft__module_source *src, weft__module **m)
+{
+    const weft__driver *drv = ctx->drv;
+    const weft__device *dev = ctx->dev;
+    weft__kcache_key key;
+    weft__module_source bin;
+    weft__source_kind kind;
+    char kindstr[16];
+    void *bytes = NULL;
+    size_t size = 0;
+    int rc;
+
+    if (!drv->module_binary ||
+        (src->kind != WEFT__SRC_OPENCL_C && src->kind != WEFT__SRC_CUDA_CXX))
+        return drv->module_create(ctx, src, m);
+
+    snprintf(kindstr, sizeof kindstr, "%d", (int)src->kind);
+    {
+        const void *parts[] = {"weft-kcache/1",
+                               weft_version(),
+                               drv->name,
+                               dev->name,
+                               dev->driver_version,
+                               dev->platform ? dev->platform->version : "",
+                               kindstr,
+                               src->options ? src->options : "",
+                               src->data};
+        const size_t lens[] = {
+            (size_t)-1, (size_t)-1, (size_t)-1,
+            (size_t)-1, (size_t)-1, (size_t)-1,
+            (size_t)-1, (size_t)-1, src->size ? src->size : (size_t)-1};
+
+        weft__kcache_key_make(&key, parts, lens, WEFT__COUNTOF(parts));
+    }
+    if (weft__kcache_load(&key, &bytes, &size, &kind) == 0) {
+        bin = *src;
+        bin.kind = kind;
+        bin.data = bytes;
+        bin.size = size;
+        rc = drv->module_create(ctx, &bin, m);
+        weft__free(bytes);
+        if (rc == 0)
+            return 0;
+        weft__info("kcache", "%s refused cached binary for %s (%s); rebuilding",
+                   dev->name, src->name ? src->name : "module",
+                   weft_last_error());
+        weft__kcache_remove(&key);
+    }
+    rc = drv->module_create(ctx, src, m);
+    if (rc < 0)
+        return rc;
+    if (drv->module_binary(*m, &bytes, &size, &kind) == 0) {
+        weft__kcache_store(&key, bytes, size, kind);
+        weft__free(bytes);
+    }
+    weft_clear_error();
+    return 0;
+}
+
 int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
                             weft__module **mod)
 {
@@ -435,7 +501,9 @@ int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
 
     if (!ctx || !src || !mod)
         return weft__error(WEFT_EINVAL, "module_create: %s is NULL",
-                           !ctx ? "context" : !src ? "source" : "result");
+                           !ctx   ? "context"
+                           : !src ? "source"
+                                  : "result");
     if (!src->data)
         return weft__error(WEFT_EINVAL, "module_create: %s has no data",
                            src->name ? src->name : "source");
@@ -444,7 +512,7 @@ int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
                            (int)src->kind);
     WEFT__NEED_OP(ctx->drv, module_create);
     WEFT__INJECT(ctx->drv, "module_create", WEFT_EBUILD);
-    rc = ctx->drv->module_create(ctx, src, &m);
+    rc = weft__module_build(ctx, src, &m);
     if (rc < 0)
         return rc;
     m->drv = ctx->drv;
@@ -467,15 +535,16 @@ int weft__drv_module_destroy(weft__module *mod)
     return 0;
 }
 
-int weft__drv_kernel_get(weft__module *mod, const char *name,
-                         weft__kernel **k)
+int weft__drv_kernel_get(weft__module *mod, const char *name, weft__kernel **k)
 {
     weft__kernel *nk = NULL;
     int rc;
 
     if (!mod || !name || !k)
         return weft__error(WEFT_EINVAL, "kernel_get: %s is NULL",
-                           !mod ? "module" : !name ? "name" : "result");
+                           !mod    ? "module"
+                           : !name ? "name"
+                                   : "result");
     if (!*name)
         return weft__error(WEFT_EINVAL, "kernel_get: empty kernel name");
     WEFT__INJECT(mod->drv, "kernel_get", WEFT_EDRIVER);
@@ -500,8 +569,9 @@ static int weft__check_arg(const weft__queue *q, const weft__kernel *k,
     size_t want;
 
     if (a->type < WEFT_PARAM_BUFFER || a->type > WEFT_PARAM_LOCAL)
-        return weft__error(WEFT_EARGS, "launch of %s: argument %u has an "
-                                       "unknown type %d",
+        return weft__error(WEFT_EARGS,
+                           "launch of %s: argument %u has an "
+                           "unknown type %d",
                            k->name, i, (int)a->type);
     if (a->type == WEFT_PARAM_BUFFER) {
         int rc;
@@ -512,14 +582,12 @@ static int weft__check_arg(const weft__queue *q, const weft__kernel *k,
                                k->name, i);
         rc = weft__check_mem(q, a->u.buf.mem, "argument", "launch", 1);
         if (rc < 0)
-            return weft__error_prefix(WEFT_EARGS, "%s argument %u", k->name,
-                                      i);
+            return weft__error_prefix(WEFT_EARGS, "%s argument %u", k->name, i);
         if (a->u.buf.offset >= a->u.buf.mem->size)
             return weft__error(WEFT_ERANGE,
                                "launch of %s: argument %u offset %zu is "
                                "outside its %zu-byte buffer",
-                               k->name, i, a->u.buf.offset,
-                               a->u.buf.mem->size);
+                               k->name, i, a->u.buf.offset, a->u.buf.mem->size);
     } else if (a->type == WEFT_PARAM_LOCAL) {
         if (a->size == 0)
             return weft__error(WEFT_EARGS,
@@ -561,7 +629,7 @@ static int weft__check_arg(const weft__queue *q, const weft__kernel *k,
                                want);
     } else if (k->param_sizes) {
         want = k->param_sizes[i];
-        if (a->type == WEFT_PARAM_BUFFER ? want != sizeof(uint64_t)
+        if (a->type == WEFT_PARAM_BUFFER  ? want != sizeof(uint64_t)
             : a->type == WEFT_PARAM_LOCAL ? 0
                                           : want != a->size)
             return weft__error(WEFT_EARGS,
@@ -624,8 +692,7 @@ int weft__drv_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
     return q->drv->launch(q, k, grid, args, nargs);
 }
 
-int weft__drv_event_create(weft__context *ctx, unsigned flags,
-                           weft__event **ev)
+int weft__drv_event_create(weft__context *ctx, unsigned flags, weft__event **ev)
 {
     weft__event *e = NULL;
     int rc;
@@ -702,12 +769,13 @@ int weft__drv_event_sync(weft__event *ev)
     return ev->drv->event_sync(ev);
 }
 
-int weft__drv_event_elapsed(weft__event *start, weft__event *end,
-                            uint64_t *ns)
+int weft__drv_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
 {
     if (!start || !end || !ns)
         return weft__error(WEFT_EINVAL, "event_elapsed: %s is NULL",
-                           !start ? "start" : !end ? "end" : "result");
+                           !start ? "start"
+                           : !end ? "end"
+                                  : "result");
     if (!(start->flags & end->flags & WEFT__EVENT_TIMING))
         return weft__error(WEFT_EINVAL,
                            "event_elapsed: both events need timing");

@@ -82,7 +82,7 @@ struct weft__context {
     const weft__driver *drv;
     weft__device *dev;
     /* kept by dispatch.c */
-    long live;               /* queues + mems + modules + events alive */
+    long live;                /* queues + mems + modules + events alive */
     weft__queue *dead_queues; /* destroyed queues, freed with the context */
 };
 
@@ -110,8 +110,8 @@ struct weft__queue {
 };
 
 typedef enum weft__mem_kind {
-    WEFT__MEM_DEVICE = 1,   /* device memory */
-    WEFT__MEM_PINNED = 2,   /* page-locked host memory made by the driver */
+    WEFT__MEM_DEVICE = 1,     /* device memory */
+    WEFT__MEM_PINNED = 2,     /* page-locked host memory made by the driver */
     WEFT__MEM_REGISTERED = 3, /* user host memory registered with the driver */
 } weft__mem_kind;
 
@@ -278,8 +278,8 @@ struct weft__driver {
      * Fill size bytes at off with a pattern of pattern_size bytes (1, 2 or
      * 4); off and size are multiples of pattern_size.
      */
-    int (*fill)(weft__queue *q, weft__mem *dst, size_t off,
-                const void *pattern, size_t pattern_size, size_t size);
+    int (*fill)(weft__queue *q, weft__mem *dst, size_t off, const void *pattern,
+                size_t pattern_size, size_t size);
 
     /*
      * Load or build a module; WEFT_ENOTSUP for a source kind this driver or
@@ -288,6 +288,14 @@ struct weft__driver {
     int (*module_create)(weft__context *ctx, const weft__module_source *src,
                          weft__module **mod);
     void (*module_destroy)(weft__module *mod);
+    /*
+     * Optional: the device binary of a module built from source, for the
+     * compiled-kernel cache: *bytes (weft__malloc'd, the caller frees) can
+     * be given back to module_create as source kind *kind on the same
+     * device and driver version. WEFT_ENOTSUP if there is none.
+     */
+    int (*module_binary)(weft__module *mod, void **bytes, size_t *size,
+                         weft__source_kind *kind);
     /* WEFT_ENOTFOUND with the name in the detail if there is no such kernel. */
     int (*kernel_get)(weft__module *mod, const char *name, weft__kernel **k);
     /*
@@ -352,8 +360,7 @@ int weft__drv_fill(weft__queue *q, weft__mem *dst, size_t off,
 int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
                             weft__module **mod);
 int weft__drv_module_destroy(weft__module *mod);
-int weft__drv_kernel_get(weft__module *mod, const char *name,
-                         weft__kernel **k);
+int weft__drv_kernel_get(weft__module *mod, const char *name, weft__kernel **k);
 int weft__drv_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
                      const weft__karg *args, unsigned nargs);
 int weft__drv_event_create(weft__context *ctx, unsigned flags,
@@ -362,8 +369,7 @@ int weft__drv_event_record(weft__event *ev, weft__queue *q);
 int weft__drv_queue_wait_event(weft__queue *q, weft__event *ev);
 int weft__drv_event_query(weft__event *ev);
 int weft__drv_event_sync(weft__event *ev);
-int weft__drv_event_elapsed(weft__event *start, weft__event *end,
-                            uint64_t *ns);
+int weft__drv_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns);
 int weft__drv_event_destroy(weft__event *ev);
 int weft__drv_host_fn(weft__queue *q, weft__host_fn *fn, void *user);
 

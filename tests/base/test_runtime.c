@@ -150,9 +150,8 @@ static void absent_driver_says_why(void **state)
     rt = make("cuda,opencl,host", NULL, &rc);
     assert_int_equal(rc, 0);
     for (unsigned d = 0; d < weft_runtime_driver_count(rt); d++) {
-        assert_int_equal(weft_runtime_driver(rt, d, &name, &nd, &status,
-                                             &reason),
-                         0);
+        assert_int_equal(
+            weft_runtime_driver(rt, d, &name, &nd, &status, &reason), 0);
         if (strcmp(name, "sim") == 0) {
             assert_int_equal(nd, 0); /* not selected */
             assert_non_null(strstr(reason, "not selected"));

@@ -1,0 +1,264 @@
+/*
+ * The compiled-kernel cache and the portable dialect: keys, entries,
+ * corruption, and (where an OpenCL device exists) a second build that loads
+ * instead of compiling, and one portable kernel run through OpenCL.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "drivers/kcache.h"
+#include "runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char cache_dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/weft-kcache-test-%ld",
+             (long)getpid());
+    setenv("WEFT_CACHE_DIR", cache_dir, 1);
+    unsetenv("WEFT_CACHE");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[300];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void make_key(weft__kcache_key *k, const char *a, const char *b)
+{
+    const void *parts[] = {a, b};
+    const size_t lens[] = {(size_t)-1, (size_t)-1};
+
+    weft__kcache_key_make(k, parts, lens, 2);
+}
+
+static void keys_separate_their_parts(void **state)
+{
+    weft__kcache_key k1, k2, k3;
+    (void)state;
+
+    make_key(&k1, "ab", "c");
+    make_key(&k2, "a", "bc");
+    make_key(&k3, "ab", "c");
+    assert_string_not_equal(k1.hex, k2.hex);
+    assert_string_equal(k1.hex, k3.hex);
+    assert_int_equal(strlen(k1.hex), 32);
+}
+
+static void entry_round_trip(void **state)
+{
+    weft__kcache_key k;
+    weft__kcache_stats before, after;
+    weft__source_kind kind;
+    void *bytes;
+    size_t size;
+    (void)state;
+
+    make_key(&k, "round", "trip");
+    weft__kcache_get_stats(&before);
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
+                     WEFT_ENOTFOUND);
+    assert_int_equal(
+        weft__kcache_store(&k, "binary\0bytes", 12, WEFT__SRC_CL_BINARY), 0);
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind), 0);
+    assert_int_equal(size, 12);
+    assert_int_equal(kind, WEFT__SRC_CL_BINARY);
+    assert_memory_equal(bytes, "binary\0bytes", 12);
+    weft__free(bytes);
+    weft__kcache_get_stats(&after);
+    assert_int_equal(after.hits - before.hits, 1);
+    assert_int_equal(after.misses - before.misses, 1);
+    assert_int_equal(after.stores - before.stores, 1);
+}
+
+/* Damage an entry's file in one of several ways; each is a miss. */
+static void corrupt_entries_are_removed(void **state)
+{
+    static const char *const how[] = {"flip", "truncate", "magic", "grow"};
+    weft__kcache_key k;
+    weft__kcache_stats before, after;
+    weft__source_kind kind;
+    char path[512];
+    void *bytes;
+    size_t size;
+    struct stat st;
+    (void)state;
+
+    for (unsigned i = 0; i < 4; i++) {
+        FILE *f;
+
+        make_key(&k, "corrupt", how[i]);
+        assert_int_equal(
+            weft__kcache_store(&k, "0123456789abcdef", 16, WEFT__SRC_PTX), 0);
+        snprintf(path, sizeof path, "%s/%s.bin", cache_dir, k.hex);
+        assert_int_equal(stat(path, &st), 0);
+        if (i == 1) {
+            assert_int_equal(truncate(path, st.st_size - 3), 0);
+        } else {
+            f = fopen(path, i == 3 ? "ab" : "r+b");
+            assert_non_null(f);
+            if (i == 0)
+                fseek(f, st.st_size - 1, SEEK_SET);
+            fputc('X', f);
+            fclose(f);
+        }
+        weft__kcache_get_stats(&before);
+        assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
+                         WEFT_ENOTFOUND);
+        weft__kcache_get_stats(&after);
+        assert_int_equal(after.corrupt - before.corrupt, 1);
+        assert_int_not_equal(stat(path, &st), 0); /* removed */
+    }
+}
+
+static void cache_can_be_turned_off(void **state)
+{
+    weft__kcache_key k;
+    weft__source_kind kind;
+    void *bytes;
+    size_t size;
+    (void)state;
+
+    make_key(&k, "off", "switch");
+    setenv("WEFT_CACHE", "off", 1);
+    assert_int_equal(weft__kcache_store(&k, "x", 1, WEFT__SRC_PTX), 0);
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
+                     WEFT_ENOTFOUND);
+    unsetenv("WEFT_CACHE");
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
+                     WEFT_ENOTFOUND); /* nothing was written while off */
+}
+
+static const char portable_src[] =
+    "WEFT_KERNEL void scale(WEFT_GLOBAL float *x, float a, long n)\n"
+    "{\n"
+    "    long i = weft_global_id(0);\n"
+    "    if (i < n) x[i] = x[i] * a + (float)weft_group_id(0);\n"
+    "}\n";
+
+static void portable_translation(void **state)
+{
+    char *cl = NULL, *cu = NULL;
+    (void)state;
+
+    assert_int_equal(
+        weft__portable_translate(portable_src, WEFT__SRC_OPENCL_C, &cl), 0);
+    assert_int_equal(
+        weft__portable_translate(portable_src, WEFT__SRC_CUDA_CXX, &cu), 0);
+    assert_non_null(strstr(cl, "#define WEFT_KERNEL __kernel"));
+    assert_non_null(strstr(cu, "extern \"C\" __global__"));
+    assert_non_null(strstr(cl, portable_src));
+    assert_non_null(strstr(cu, portable_src));
+    weft__free(cl);
+    weft__free(cu);
+    assert_int_equal(weft__portable_translate(portable_src, WEFT__SRC_PTX, &cl),
+                     WEFT_EINVAL);
+}
+
+/* On an OpenCL device: build twice (the second is a hit), run the kernel. */
+static void opencl_second_build_hits(void **state)
+{
+    weft_runtime *rt = NULL;
+    weft__context *ctx = NULL;
+    weft__module *m1 = NULL, *m2 = NULL, *m3 = NULL;
+    weft__kcache_stats s0, s1, s2;
+    weft__kernel *k;
+    weft__queue *q;
+    weft__mem *buf;
+    weft__device *dev;
+    char *cl;
+    float x[100];
+    float a = 2.0f;
+    long n = 100;
+    (void)state;
+
+    if (weft_runtime_create(&rt, NULL) < 0 || !weft_runtime_device_count(rt)) {
+        weft_runtime_destroy(rt);
+        printf("skipped: opencl_second_build_hits: no OpenCL device\n");
+        skip();
+    }
+    dev = weft__runtime_device(rt, 0);
+    if (!dev->drv->module_binary) {
+        weft_runtime_destroy(rt);
+        printf("skipped: opencl_second_build_hits: the OpenCL driver keeps "
+               "no binaries\n");
+        skip();
+    }
+    assert_int_equal(weft__drv_context_create(dev, &ctx), 0);
+    assert_int_equal(
+        weft__portable_translate(portable_src, WEFT__SRC_OPENCL_C, &cl), 0);
+    weft__module_source src = {WEFT__SRC_OPENCL_C, cl, 0, NULL, "scale"};
+    weft__kcache_get_stats(&s0);
+    assert_int_equal(weft__drv_module_create(ctx, &src, &m1), 0);
+    weft__kcache_get_stats(&s1);
+    assert_int_equal(s1.stores - s0.stores, 1);
+    assert_int_equal(weft__drv_module_create(ctx, &src, &m2), 0);
+    weft__kcache_get_stats(&s2);
+    assert_int_equal(s2.hits - s1.hits, 1);
+    assert_int_equal(s2.stores - s1.stores, 0);
+
+    /* the module loaded from the cache runs the kernel correctly */
+    for (int i = 0; i < 100; i++)
+        x[i] = (float)i;
+    assert_int_equal(weft__drv_kernel_get(m2, "scale", &k), 0);
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, sizeof x, &buf), 0);
+    assert_int_equal(weft__drv_copy_h2d(q, buf, 0, x, sizeof x), 0);
+    weft__karg args[3] = {
+        {.type = WEFT_PARAM_BUFFER, .u.buf = {buf, 0}},
+        {.type = WEFT_PARAM_F32, .size = 4, .u.value = &a},
+        {.type = WEFT_PARAM_I64, .size = 8, .u.value = &n},
+    };
+    weft__grid grid = {{4, 1, 1}, {25, 1, 1}, 0};
+    assert_int_equal(weft__drv_launch(q, k, &grid, args, 3), 0);
+    assert_int_equal(weft__drv_copy_d2h(q, x, buf, 0, sizeof x), 0);
+    assert_int_equal(weft__drv_queue_sync(q), 0);
+    for (int i = 0; i < 100; i++)
+        assert_true(x[i] == (float)i * 2.0f + (float)(i / 25));
+
+    /* a corrupt entry is rebuilt, not trusted */
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd,
+                 "for f in %s/*.bin; do printf garbage | dd of=$f bs=1 "
+                 "seek=60 conv=notrunc 2>/dev/null; done",
+                 cache_dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    assert_int_equal(weft__drv_module_create(ctx, &src, &m3), 0);
+
+    weft__free(cl);
+    assert_int_equal(weft__drv_mem_free(buf), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+    assert_int_equal(weft__drv_module_destroy(m1), 0);
+    assert_int_equal(weft__drv_module_destroy(m2), 0);
+    assert_int_equal(weft__drv_module_destroy(m3), 0);
+    assert_int_equal(weft__drv_context_destroy(ctx), 0);
+    weft_runtime_destroy(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(keys_separate_their_parts),
+        cmocka_unit_test(entry_round_trip),
+        cmocka_unit_test(corrupt_entries_are_removed),
+        cmocka_unit_test(cache_can_be_turned_off),
+        cmocka_unit_test(portable_translation),
+        cmocka_unit_test(opencl_second_build_hits),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
