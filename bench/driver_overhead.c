@@ -1,0 +1,346 @@
+/*
+ * driver_overhead: what weft's driver layer adds to a kernel launch.
+ *
+ * For the first CUDA device and the first OpenCL device, launch an empty
+ * one-argument kernel many times through the raw vendor API and through
+ * weft's checked driver entry point (weft__drv_launch), in the same
+ * process, alternating rounds, and print the median time per launch of
+ * each and the difference.
+ *
+ *     driver_overhead [--json] [--launches N] [--rounds R]
+ */
+#include "drivers/cuda/cuda_api.h"
+#include "runtime.h"
+
+#include <CL/cl.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char ptx_empty[] = ".version 7.0\n"
+                                ".target sm_52\n"
+                                ".address_size 64\n"
+                                ".visible .entry empty(.param .u64 p)\n"
+                                "{\n"
+                                "    ret;\n"
+                                "}\n";
+static const char cl_empty[] = "__kernel void empty(__global int *p) {}\n";
+
+static int json;
+static long launches = 20000;
+static int rounds = 7;
+static int nfig;
+
+static void figure(const char *name, double value, const char *unit)
+{
+    if (json)
+        printf("%s\n  {\"name\": \"%s\", \"value\": %.4f, \"unit\": \"%s\"}",
+               nfig ? "," : "", name, value, unit);
+    else
+        printf("%s: %.3f %s\n", name, value, unit);
+    nfig++;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define DIE(...)                                                               \
+    do {                                                                       \
+        fprintf(stderr, "driver_overhead: " __VA_ARGS__);                      \
+        fputc('\n', stderr);                                                   \
+        exit(1);                                                               \
+    } while (0)
+
+/* ---- weft's side -------------------------------------------------------- */
+
+typedef struct weft_side {
+    weft__context *ctx;
+    weft__queue *q;
+    weft__module *mod;
+    weft__kernel *k;
+    weft__mem *buf;
+} weft_side;
+
+static void weft_open(weft__device *dev, weft__source_kind kind,
+                      const char *src, weft_side *w)
+{
+    weft__module_source ms = {kind, src, 0, NULL, "empty"};
+
+    if (weft__drv_context_create(dev, &w->ctx) < 0 ||
+        weft__drv_queue_create(w->ctx, NULL, &w->q) < 0 ||
+        weft__drv_module_create(w->ctx, &ms, &w->mod) < 0 ||
+        weft__drv_kernel_get(w->mod, "empty", &w->k) < 0 ||
+        weft__drv_mem_alloc(w->ctx, 4096, &w->buf) < 0)
+        DIE("weft on %s: %s", dev->name, weft_last_error());
+}
+
+static double weft_round(weft_side *w, long n)
+{
+    weft__karg arg = {.type = WEFT_PARAM_BUFFER, .u.buf = {w->buf, 0}};
+    weft__grid grid = {{1, 1, 1}, {1, 1, 1}, 0};
+    uint64_t t0 = weft__now_ns();
+
+    for (long i = 0; i < n; i++)
+        if (weft__drv_launch(w->q, w->k, &grid, &arg, 1) < 0)
+            DIE("weft launch: %s", weft_last_error());
+    if (weft__drv_queue_sync(w->q) < 0)
+        DIE("weft sync: %s", weft_last_error());
+    return (double)(weft__now_ns() - t0) / 1e3 / (double)n;
+}
+
+static void weft_close(weft_side *w)
+{
+    weft__drv_mem_free(w->buf);
+    weft__drv_module_destroy(w->mod);
+    weft__drv_queue_destroy(w->q);
+    weft__drv_context_destroy(w->ctx);
+}
+
+/* ---- raw CUDA ----------------------------------------------------------- */
+
+typedef struct raw_cuda {
+    weft__cu_Init_fn *Init;
+    weft__cu_DeviceGet_fn *DeviceGet;
+    weft__cu_DevicePrimaryCtxRetain_fn *PrimaryCtxRetain;
+    weft__cu_CtxSetCurrent_fn *CtxSetCurrent;
+    weft__cu_StreamCreateWithPriority_fn *StreamCreate;
+    weft__cu_StreamSynchronize_fn *StreamSynchronize;
+    weft__cu_ModuleLoadData_fn *ModuleLoadData;
+    weft__cu_ModuleGetFunction_fn *ModuleGetFunction;
+    weft__cu_LaunchKernel_fn *LaunchKernel;
+    CUresult (*MemAlloc)(CUdeviceptr *p, size_t n);
+    CUstream stream;
+    CUfunction fn;
+    CUdeviceptr buf;
+} raw_cuda;
+
+static void *sym(void *lib, const char *name)
+{
+    void *p = dlsym(lib, name);
+    if (!p)
+        DIE("libcuda has no %s", name);
+    return p;
+}
+
+static void raw_cuda_open(raw_cuda *r, int ordinal)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+
+    if (!lib)
+        DIE("dlopen libcuda.so.1: %s", dlerror());
+    *(void **)&r->Init = sym(lib, "cuInit");
+    *(void **)&r->DeviceGet = sym(lib, "cuDeviceGet");
+    *(void **)&r->PrimaryCtxRetain = sym(lib, "cuDevicePrimaryCtxRetain");
+    *(void **)&r->CtxSetCurrent = sym(lib, "cuCtxSetCurrent");
+    *(void **)&r->StreamCreate = sym(lib, "cuStreamCreateWithPriority");
+    *(void **)&r->StreamSynchronize = sym(lib, "cuStreamSynchronize");
+    *(void **)&r->ModuleLoadData = sym(lib, "cuModuleLoadData");
+    *(void **)&r->ModuleGetFunction = sym(lib, "cuModuleGetFunction");
+    *(void **)&r->LaunchKernel = sym(lib, "cuLaunchKernel");
+    *(void **)&r->MemAlloc = sym(lib, "cuMemAlloc_v2");
+    if (r->Init(0) || r->DeviceGet(&dev, ordinal) ||
+        r->PrimaryCtxRetain(&ctx, dev) || r->CtxSetCurrent(ctx) ||
+        r->StreamCreate(&r->stream, CU_STREAM_NON_BLOCKING, 0) ||
+        r->ModuleLoadData(&mod, ptx_empty) ||
+        r->ModuleGetFunction(&r->fn, mod, "empty") ||
+        r->MemAlloc(&r->buf, 4096))
+        DIE("raw CUDA set-up failed");
+    /* the primary context, module and stream live until the process ends */
+}
+
+static double raw_cuda_round(raw_cuda *r, long n)
+{
+    void *params[] = {&r->buf};
+    uint64_t t0 = weft__now_ns();
+
+    for (long i = 0; i < n; i++)
+        if (r->LaunchKernel(r->fn, 1, 1, 1, 1, 1, 1, 0, r->stream, params,
+                            NULL))
+            DIE("raw cuLaunchKernel failed");
+    if (r->StreamSynchronize(r->stream))
+        DIE("raw cuStreamSynchronize failed");
+    return (double)(weft__now_ns() - t0) / 1e3 / (double)n;
+}
+
+/* ---- raw OpenCL --------------------------------------------------------- */
+
+typedef struct raw_cl {
+    cl_context ctx;
+    cl_command_queue q;
+    cl_kernel k;
+    cl_mem buf;
+} raw_cl;
+
+/* The index-th OpenCL device over all platforms, as weft counts them. */
+static void raw_cl_open(raw_cl *r, unsigned index)
+{
+    cl_platform_id plats[16];
+    cl_device_id devs[64], dev = NULL;
+    cl_uint np = 0, nd;
+    cl_program prog;
+    const char *src = cl_empty;
+    cl_int err;
+
+    if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS)
+        DIE("clGetPlatformIDs failed");
+    for (cl_uint p = 0; p < np && !dev; p++) {
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd) !=
+            CL_SUCCESS)
+            continue;
+        if (index < nd)
+            dev = devs[index];
+        else
+            index -= nd;
+    }
+    if (!dev)
+        DIE("raw OpenCL: device not found");
+    r->ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    if (err != CL_SUCCESS)
+        DIE("clCreateContext: %d", err);
+    r->q = clCreateCommandQueueWithProperties(r->ctx, dev, NULL, &err);
+    if (err != CL_SUCCESS)
+        DIE("clCreateCommandQueue: %d", err);
+    prog = clCreateProgramWithSource(r->ctx, 1, &src, NULL, &err);
+    if (err != CL_SUCCESS || clBuildProgram(prog, 1, &dev, "", NULL, NULL))
+        DIE("raw OpenCL build failed");
+    r->k = clCreateKernel(prog, "empty", &err);
+    if (err != CL_SUCCESS)
+        DIE("clCreateKernel: %d", err);
+    r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+    if (err != CL_SUCCESS)
+        DIE("clCreateBuffer: %d", err);
+    clReleaseProgram(prog);
+}
+
+static double raw_cl_round(raw_cl *r, long n)
+{
+    size_t g = 1, l = 1;
+    uint64_t t0 = weft__now_ns();
+
+    /* the arguments are set per launch, as weft does */
+    for (long i = 0; i < n; i++)
+        if (clSetKernelArg(r->k, 0, sizeof r->buf, &r->buf) ||
+            clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &g, &l, 0, NULL, NULL))
+            DIE("raw clEnqueueNDRangeKernel failed");
+    if (clFinish(r->q) != CL_SUCCESS)
+        DIE("raw clFinish failed");
+    return (double)(weft__now_ns() - t0) / 1e3 / (double)n;
+}
+
+static void raw_cl_close(raw_cl *r)
+{
+    clReleaseMemObject(r->buf);
+    clReleaseKernel(r->k);
+    clReleaseCommandQueue(r->q);
+    clReleaseContext(r->ctx);
+}
+
+/* ---- the comparison ----------------------------------------------------- */
+
+static void compare(const char *driver, const char *devname, void *raw,
+                    double (*raw_round)(void *, long), weft_side *w,
+                    long n)
+{
+    double r[64], ws[64], rm, wm;
+    char name[160];
+
+    raw_round(raw, n / 10 + 1); /* warm up both */
+    weft_round(w, n / 10 + 1);
+    for (int i = 0; i < rounds; i++) {
+        r[i] = raw_round(raw, n);
+        ws[i] = weft_round(w, n);
+    }
+    rm = median(r, rounds);
+    wm = median(ws, rounds);
+    if (!json)
+        printf("# %s: %s, %ld launches x %d rounds, medians\n", driver,
+               devname, n, rounds);
+    snprintf(name, sizeof name, "%s raw launch", driver);
+    figure(name, rm, "us");
+    snprintf(name, sizeof name, "%s weft launch", driver);
+    figure(name, wm, "us");
+    snprintf(name, sizeof name, "%s weft overhead", driver);
+    figure(name, wm - rm, "us");
+    snprintf(name, sizeof name, "%s weft/raw", driver);
+    figure(name, wm / rm, "x");
+}
+
+static double raw_cuda_round_v(void *r, long n)
+{
+    return raw_cuda_round(r, n);
+}
+
+static double raw_cl_round_v(void *r, long n)
+{
+    return raw_cl_round(r, n);
+}
+
+int main(int argc, char **argv)
+{
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft_runtime *rt;
+    int done_cuda = 0, done_cl = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--launches") == 0 && i + 1 < argc)
+            launches = atol(argv[++i]);
+        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else
+            DIE("usage: driver_overhead [--json] [--launches N] [--rounds R]");
+    }
+    if (launches < 10 || rounds < 1 || rounds > 64)
+        DIE("--launches >= 10 and 1 <= --rounds <= 64");
+    o.devices = "cuda:*,opencl:*";
+    if (weft_runtime_create(&rt, &o) < 0)
+        DIE("%s", weft_last_error());
+    if (json)
+        printf("{\"bench\": \"driver_overhead\", \"figures\": [");
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        weft__device *dev = weft__runtime_device(rt, i);
+        weft_side w = {0};
+
+        if (strcmp(dev->drv->name, "cuda") == 0 && !done_cuda) {
+            raw_cuda rc = {0};
+
+            raw_cuda_open(&rc, (int)dev->driver_index);
+            weft_open(dev, WEFT__SRC_PTX, ptx_empty, &w);
+            compare("cuda", dev->name, &rc, raw_cuda_round_v, &w, launches);
+            weft_close(&w);
+            done_cuda = 1;
+        } else if (strcmp(dev->drv->name, "opencl") == 0 && !done_cl) {
+            raw_cl rc;
+
+            raw_cl_open(&rc, dev->driver_index);
+            weft_open(dev, WEFT__SRC_OPENCL_C, cl_empty, &w);
+            compare("opencl", dev->name, &rc, raw_cl_round_v, &w,
+                    launches);
+            weft_close(&w);
+            raw_cl_close(&rc);
+            done_cl = 1;
+        }
+    }
+    if (json)
+        printf("\n]}\n");
+    if (!done_cuda && !json)
+        printf("# cuda: skipped (no CUDA device)\n");
+    if (!done_cl && !json)
+        printf("# opencl: skipped (no OpenCL device)\n");
+    weft_runtime_destroy(rt);
+    return 0;
+}

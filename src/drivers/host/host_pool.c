@@ -1,0 +1,315 @@
+/*
+ * Kernel launches on the host: a launch is a job of work-groups that the
+ * queue's worker posts to its context's pool and then works on itself,
+ * next to the pool's helper threads. Threads claim groups in chunks with
+ * one atomic add, so the pool lock is taken only to join and leave a job.
+ * Jobs of several queues may be open at once; helpers take the oldest.
+ */
+#include "host_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Bits of the launch operation's tail are aligned so; a power of two. */
+#define VALUE_ALIGN    16
+#define ALIGN_UP(n, a) (((n) + ((a)-1)) & ~(size_t)((a)-1))
+
+/* Run claimed chunks of job until none is left, with slot's arguments. */
+static void job_work(weft__host_job *job, unsigned slot)
+{
+    void *const *args = job->slot_args + (size_t)slot * job->nargs;
+    weft_host_group g;
+    uint64_t plane = (uint64_t)job->groups[0] * job->groups[1];
+
+    memcpy(g.group_size, job->group_size, sizeof g.group_size);
+    memcpy(g.groups, job->groups, sizeof g.groups);
+    for (;;) {
+        uint64_t first =
+            __atomic_fetch_add(&job->claimed, job->chunk, __ATOMIC_RELAXED);
+        if (first >= job->total)
+            return;
+        uint64_t end = WEFT__MIN(first + job->chunk, job->total);
+        for (uint64_t id = first; id < end; id++) {
+            g.group[0] = (uint32_t)(id % job->groups[0]);
+            g.group[1] = (uint32_t)(id / job->groups[0] % job->groups[1]);
+            g.group[2] = (uint32_t)(id / plane);
+            job->fn(&g, args);
+        }
+    }
+}
+
+static int job_open(const weft__host_job *job)
+{
+    return __atomic_load_n(&job->claimed, __ATOMIC_RELAXED) < job->total;
+}
+
+static void *helper_main(void *arg)
+{
+    weft__host_pool *pool = arg;
+
+    pthread_mutex_lock(&pool->lock);
+    for (;;) {
+        weft__host_job *job = NULL;
+
+        while (!pool->stopping) {
+            for (job = pool->jobs; job && !job_open(job); job = job->next)
+                ;
+            if (job)
+                break;
+            pthread_cond_wait(&pool->work, &pool->lock);
+        }
+        if (!job)
+            break;
+        /*
+         * A helper joins a job at most once: when it leaves, the job is
+         * exhausted and job_open() skips it. So slots never run out.
+         */
+        unsigned slot = ++job->slots_taken;
+        weft__assert(slot < job->nslots);
+        job->active++;
+        pthread_mutex_unlock(&pool->lock);
+
+        job_work(job, slot);
+
+        pthread_mutex_lock(&pool->lock);
+        /* After this the owner may free the job: touch it no more. */
+        if (--job->active == 0)
+            pthread_cond_broadcast(&pool->idle);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job)
+{
+    weft__host_job **p;
+
+    if (pool->nhelpers == 0 || job->total <= job->chunk) {
+        job_work(job, 0);
+        return;
+    }
+    pthread_mutex_lock(&pool->lock);
+    for (p = &pool->jobs; *p; p = &(*p)->next)
+        ;
+    job->next = NULL;
+    *p = job;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+
+    job_work(job, 0);
+
+    /* Every group is claimed; wait for the helpers still running some. */
+    pthread_mutex_lock(&pool->lock);
+    for (p = &pool->jobs; *p != job; p = &(*p)->next)
+        ;
+    *p = job->next;
+    while (job->active)
+        pthread_cond_wait(&pool->idle, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void weft__host_pool_stop(weft__host_pool *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    weft__assert(pool->jobs == NULL);
+    pool->stopping = 1;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+    for (unsigned i = 0; i < pool->nhelpers; i++)
+        pthread_join(pool->helpers[i], NULL);
+    weft__free(pool->helpers);
+    pthread_cond_destroy(&pool->idle);
+    pthread_cond_destroy(&pool->work);
+    pthread_mutex_destroy(&pool->lock);
+}
+
+int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
+{
+    int rc, stage = 0;
+
+    memset(pool, 0, sizeof *pool);
+    if (nhelpers) {
+        pool->helpers = weft__calloc(nhelpers, sizeof *pool->helpers);
+        if (!pool->helpers)
+            return weft__error(WEFT_ENOMEM,
+                               "host: no memory for a pool of %u threads",
+                               nhelpers);
+    }
+    rc = pthread_mutex_init(&pool->lock, NULL);
+    if (rc == 0) {
+        stage = 1;
+        rc = pthread_cond_init(&pool->work, NULL);
+    }
+    if (rc == 0) {
+        stage = 2;
+        rc = pthread_cond_init(&pool->idle, NULL);
+    }
+    if (rc != 0) {
+        if (stage >= 2)
+            pthread_cond_destroy(&pool->work);
+        if (stage >= 1)
+            pthread_mutex_destroy(&pool->lock);
+        weft__free(pool->helpers);
+        return weft__host_os_error(WEFT_ENOMEM, rc,
+                                   "setting up a thread pool's lock");
+    }
+    while (pool->nhelpers < nhelpers) {
+        if (weft__fault("host.pthread_create"))
+            rc = EAGAIN;
+        else
+            rc = pthread_create(&pool->helpers[pool->nhelpers], NULL,
+                                helper_main, pool);
+        if (rc != 0) {
+            weft__host_pool_stop(pool); /* joins those started */
+            return weft__host_os_error(WEFT_ENOMEM, rc,
+                                       "starting a pool thread");
+        }
+        pool->nhelpers++;
+    }
+    return 0;
+}
+
+/* ---- launch ------------------------------------------------------------ */
+
+static int arg_check(const weft__kernel *k, const weft__karg *a, unsigned i)
+{
+    /*
+     * Scalars of the same size pass (an i32 for a u32), as dispatch.c lets
+     * them; the kernel reads the bytes.
+     */
+    if ((a->type == WEFT_PARAM_BUFFER) != (k->params[i] == WEFT_PARAM_BUFFER) ||
+        (a->type == WEFT_PARAM_LOCAL) != (k->params[i] == WEFT_PARAM_LOCAL))
+        return weft__error(WEFT_EARGS,
+                           "host: argument %u of %s is %s, the kernel takes %s",
+                           i, k->name, weft_param_type_name(a->type),
+                           weft_param_type_name(k->params[i]));
+    switch (a->type) {
+    case WEFT_PARAM_BUFFER:
+        if (!a->u.buf.mem || a->u.buf.mem->drv != &weft__driver_host)
+            return weft__error(WEFT_EARGS,
+                               "host: argument %u of %s is not host memory", i,
+                               k->name);
+        return 0;
+    case WEFT_PARAM_LOCAL:
+        if (a->size > (size_t)1 << 30) /* keeps the sums below from wrapping */
+            return weft__error(WEFT_EINVAL,
+                               "host: argument %u of %s asks for %zu bytes of "
+                               "group-local memory",
+                               i, k->name, a->size);
+        return 0;
+    default:
+        if (a->size != k->param_sizes[i] || !a->u.value)
+            return weft__error(WEFT_EARGS,
+                               "host: argument %u of %s has %zu bytes, the "
+                               "kernel takes %zu",
+                               i, k->name, a->size, k->param_sizes[i]);
+        return 0;
+    }
+}
+
+/* a * b + c, or SIZE_MAX if it overflows. */
+static size_t size_mad(size_t a, size_t b, size_t c)
+{
+    size_t r;
+
+    if (__builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
+        return SIZE_MAX;
+    return r;
+}
+
+int weft__host_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
+                      const weft__karg *args, unsigned nargs)
+{
+    weft__host_context *hctx = (weft__host_context *)q->ctx;
+    unsigned nslots = hctx->pool.nhelpers + 1;
+    size_t head = ALIGN_UP(sizeof(weft__host_op), VALUE_ALIGN);
+    size_t values = 0, local = 0, bytes;
+    uint64_t total;
+    weft__host_op *op;
+    int rc;
+
+    if (nargs != k->nparams)
+        return weft__error(WEFT_EARGS, "host: %s takes %u arguments, not %u",
+                           k->name, k->nparams, nargs);
+    for (unsigned i = 0; i < nargs; i++) {
+        if ((rc = arg_check(k, &args[i], i)) < 0)
+            return rc;
+        if (args[i].type == WEFT_PARAM_LOCAL)
+            local =
+                size_mad(1, ALIGN_UP(args[i].size, WEFT__HOST_ALIGN), local);
+        else if (args[i].type != WEFT_PARAM_BUFFER)
+            values = size_mad(1, ALIGN_UP(args[i].size, VALUE_ALIGN), values);
+    }
+    if (local > q->ctx->dev->props.local_mem)
+        return weft__error(WEFT_EINVAL,
+                           "host: launch of %s needs %zu bytes of group-local "
+                           "memory, the device has %llu",
+                           k->name, local,
+                           (unsigned long long)q->ctx->dev->props.local_mem);
+    if (weft__grid_items(grid) == 0)
+        return 0; /* nothing to run, and nothing for later work to wait on */
+    total = (uint64_t)grid->groups[0] * grid->groups[1];
+    if (__builtin_mul_overflow(total, grid->groups[2], &total) ||
+        total >= (uint64_t)1 << 62)
+        return weft__error(WEFT_EINVAL,
+                           "host: launch of %s with too many "
+                           "work-groups",
+                           k->name);
+    /* The op, then each slot's argument array, values, scratch. */
+    bytes = size_mad((size_t)nslots * nargs, sizeof(void *), head);
+    bytes = size_mad(1, bytes, values);
+    if (local)
+        bytes = size_mad(nslots, local, size_mad(1, bytes, WEFT__HOST_ALIGN));
+    if (bytes == SIZE_MAX || !(op = weft__malloc(bytes)))
+        return weft__error(WEFT_ENOMEM, "host: no memory to launch %s",
+                           k->name);
+    memset(op, 0, sizeof *op);
+    op->kind = WEFT__HOST_OP_LAUNCH;
+
+    weft__host_job *job = &op->u.job;
+    void **slot_args = (void **)((char *)op + head);
+    char *value = (char *)(slot_args + (size_t)nslots * nargs);
+    char *scratch =
+        (char *)ALIGN_UP((uintptr_t)(value + values), WEFT__HOST_ALIGN);
+
+    job->fn = ((weft__host_kernel *)k)->fn;
+    job->slot_args = slot_args;
+    job->nargs = nargs;
+    job->nslots = nslots;
+    memcpy(job->groups, grid->groups, sizeof job->groups);
+    memcpy(job->group_size, grid->group_size, sizeof job->group_size);
+    job->total = total;
+    job->chunk = WEFT__MAX(total / ((uint64_t)nslots * 4), 1);
+    /*
+     * grid->shared_bytes is not passed: a host kernel has no parameter for
+     * dynamic group memory; LOCAL parameters are the host's way.
+     */
+    for (unsigned i = 0; i < nargs; i++) {
+        const weft__karg *a = &args[i];
+        void *arg = NULL;
+
+        if (a->type == WEFT_PARAM_BUFFER) {
+            arg = (char *)((weft__host_mem *)a->u.buf.mem)->data +
+                  a->u.buf.offset;
+        } else if (a->type != WEFT_PARAM_LOCAL) {
+            /* The caller's values die with its stack: keep a copy. */
+            memcpy(value, a->u.value, a->size);
+            arg = value;
+            value += ALIGN_UP(a->size, VALUE_ALIGN);
+        }
+        for (unsigned s = 0; s < nslots; s++)
+            slot_args[(size_t)s * nargs + i] = arg;
+    }
+    /* Each slot's LOCAL arguments get scratch of their own. */
+    for (unsigned s = 0; s < nslots && local; s++) {
+        char *p = scratch + (size_t)s * local;
+        for (unsigned i = 0; i < nargs; i++) {
+            if (args[i].type != WEFT_PARAM_LOCAL)
+                continue;
+            slot_args[(size_t)s * nargs + i] = p;
+            p += ALIGN_UP(args[i].size, WEFT__HOST_ALIGN);
+        }
+    }
+    weft__host_queue_push(q, op);
+    return 0;
+}

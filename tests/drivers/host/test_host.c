@@ -1,0 +1,989 @@
+/*
+ * The host driver: what is specific to it. The devices come from the
+ * driver's own discovery (two devices of four threads each), every
+ * operation goes through the checked weft__drv_* entry points.
+ *
+ * Nothing here sleeps: where a test needs work to be held back, a host
+ * function on the queue blocks on a gate that the test opens.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "drivers/driver.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NTHREADS 4
+
+typedef struct fixture {
+    weft__platform **platforms;
+    unsigned nplatforms;
+    weft__device *dev[2];
+    weft__context *ctx[2];
+} fixture;
+
+#define OK(call) assert_int_equal((call), 0)
+
+static int setup(void **state)
+{
+    static fixture f;
+    weft__driver_config cfg = {NULL, 2, NTHREADS, 0};
+
+    memset(&f, 0, sizeof f);
+    if (weft__driver_host.platforms_open(&cfg, &f.platforms, &f.nplatforms))
+        return -1;
+    if (f.nplatforms != 1 || f.platforms[0]->ndevices != 2)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        f.dev[i] = f.platforms[0]->devices[i];
+        if (weft__drv_context_create(f.dev[i], &f.ctx[i]))
+            return -1;
+    }
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+
+    weft__fault_disarm();
+    for (int i = 0; i < 2; i++)
+        if (f->ctx[i] && weft__drv_context_destroy(f->ctx[i]))
+            return -1; /* a live object was left behind */
+    weft__driver_host.platforms_close(f->platforms, f->nplatforms);
+    return 0;
+}
+
+/* ---- a gate that holds a queue back until the test opens it ---------- */
+
+typedef struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int open;
+} gate;
+
+static void gate_init(gate *g)
+{
+    OK(pthread_mutex_init(&g->lock, NULL));
+    OK(pthread_cond_init(&g->cond, NULL));
+    g->open = 0;
+}
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void gate_open_fn(void *user)
+{
+    gate_open(user);
+}
+
+static void gate_pass(void *user)
+{
+    gate *g = user;
+
+    pthread_mutex_lock(&g->lock);
+    while (!g->open)
+        pthread_cond_wait(&g->cond, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void gate_fini(gate *g)
+{
+    pthread_cond_destroy(&g->cond);
+    pthread_mutex_destroy(&g->lock);
+}
+
+static void flag_set(void *user)
+{
+    __atomic_store_n((int *)user, 1, __ATOMIC_RELEASE);
+}
+
+static int flag_get(int *flag)
+{
+    return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+/* count(buffer out): out[global linear id] += 1 for every item. */
+static void k_count(const weft_host_group *g, void *const *args)
+{
+    uint32_t *out = args[0];
+    uint64_t w = (uint64_t)g->groups[0] * g->group_size[0];
+    uint64_t h = (uint64_t)g->groups[1] * g->group_size[1];
+
+    for (uint32_t z = 0; z < g->group_size[2]; z++)
+        for (uint32_t y = 0; y < g->group_size[1]; y++)
+            for (uint32_t x = 0; x < g->group_size[0]; x++) {
+                uint64_t gx = (uint64_t)g->group[0] * g->group_size[0] + x;
+                uint64_t gy = (uint64_t)g->group[1] * g->group_size[1] + y;
+                uint64_t gz = (uint64_t)g->group[2] * g->group_size[2] + z;
+                __atomic_add_fetch(&out[(gz * h + gy) * w + gx], 1,
+                                   __ATOMIC_RELAXED);
+            }
+}
+
+/*
+ * group_sum(buffer out, local scratch, u32 add): each group writes its
+ * items' global ids + add into scratch, then out[group] = their sum. A
+ * scratch shared between threads would mix groups.
+ */
+static void k_group_sum(const weft_host_group *g, void *const *args)
+{
+    uint64_t *out = args[0];
+    uint64_t *scratch = args[1];
+    uint32_t add = *(const uint32_t *)args[2];
+    uint64_t sum = 0;
+
+    if ((uintptr_t)scratch % 64) {
+        out[g->group[0]] = UINT64_MAX;
+        return;
+    }
+    for (uint32_t i = 0; i < g->group_size[0]; i++)
+        scratch[i] = (uint64_t)g->group[0] * g->group_size[0] + i + add;
+    for (uint32_t i = 0; i < g->group_size[0]; i++)
+        sum += scratch[i];
+    out[g->group[0]] = sum;
+}
+
+/* advance(buffer x, u32 k, u64 n): x[i] = x[i] * 3 + k. */
+static void k_advance(const weft_host_group *g, void *const *args)
+{
+    uint32_t *x = args[0];
+    uint32_t k = *(const uint32_t *)args[1];
+    uint64_t n = *(const uint64_t *)args[2];
+
+    for (uint32_t i = 0; i < g->group_size[0]; i++) {
+        uint64_t id = (uint64_t)g->group[0] * g->group_size[0] + i;
+        if (id < n)
+            x[id] = x[id] * 3u + k;
+    }
+}
+
+typedef struct triple {
+    uint32_t a;
+    uint16_t b;
+    char tag[10];
+} triple;
+
+/* bytes(buffer out, bytes triple): out[0] = a + b + tag[9]. */
+static void k_bytes(const weft_host_group *g, void *const *args)
+{
+    uint32_t *out = args[0];
+    const triple *t = args[1];
+
+    (void)g;
+    out[0] = t->a + t->b + (uint32_t)t->tag[9];
+}
+
+/*
+ * rendezvous(): every group waits until NTHREADS groups have arrived, so
+ * the launch completes only if NTHREADS threads run it at once.
+ */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned arrived;
+} rv = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void k_rendezvous(const weft_host_group *g, void *const *args)
+{
+    (void)g;
+    (void)args;
+    pthread_mutex_lock(&rv.lock);
+    rv.arrived++;
+    pthread_cond_broadcast(&rv.cond);
+    while (rv.arrived % NTHREADS)
+        pthread_cond_wait(&rv.cond, &rv.lock);
+    pthread_mutex_unlock(&rv.lock);
+}
+
+/* wait_gate(u64 gate pointer): blocks on a gate (kernels that overlap). */
+static void k_wait_gate(const weft_host_group *g, void *const *args)
+{
+    uint64_t address = *(const uint64_t *)args[0];
+
+    (void)g;
+    gate_pass((void *)(uintptr_t)address);
+}
+
+static const weft_param_type p_buf[] = {WEFT_PARAM_BUFFER};
+static const weft_param_type p_sum[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_LOCAL,
+                                        WEFT_PARAM_U32};
+static const weft_param_type p_adv[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_U32,
+                                        WEFT_PARAM_U64};
+static const weft_param_type p_bytes[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_BYTES};
+static const size_t s_bytes[] = {0, sizeof(triple)};
+static const weft_param_type p_u64[] = {WEFT_PARAM_U64};
+
+static const weft_host_kernel kernels[] = {
+    {"count", k_count, 1, p_buf, NULL, NULL, NULL},
+    {"group_sum", k_group_sum, 3, p_sum, NULL, NULL, NULL},
+    {"advance", k_advance, 3, p_adv, NULL, NULL, NULL},
+    {"bytes", k_bytes, 2, p_bytes, s_bytes, NULL, NULL},
+    {"rendezvous", k_rendezvous, 0, NULL, NULL, NULL, NULL},
+    {"wait_gate", k_wait_gate, 1, p_u64, NULL, NULL, NULL},
+};
+
+static weft__module *module_load(weft__context *ctx)
+{
+    weft__module_source src = {WEFT__SRC_HOST_TABLE, kernels,
+                               WEFT__COUNTOF(kernels), NULL, "test kernels"};
+    weft__module *mod = NULL;
+
+    OK(weft__drv_module_create(ctx, &src, &mod));
+    return mod;
+}
+
+static weft__karg arg_buf(weft__mem *m, size_t off)
+{
+    weft__karg a = {WEFT_PARAM_BUFFER, 0, {.buf = {m, off}}};
+    return a;
+}
+
+static weft__karg arg_val(weft_param_type t, const void *v, size_t size)
+{
+    weft__karg a = {t, size, {.value = v}};
+    return a;
+}
+
+static weft__grid grid1(uint32_t groups, uint32_t size)
+{
+    weft__grid g = {{groups, 1, 1}, {size, 1, 1}, 0};
+    return g;
+}
+
+/* ---- discovery ---------------------------------------------------------- */
+
+static void discovery_reports_devices(void **state)
+{
+    fixture *f = *state;
+    weft__platform *p = f->platforms[0];
+    weft__platform **dflt;
+    unsigned n;
+    int can = 0;
+
+    assert_string_equal(p->name, "weft host");
+    assert_string_equal(p->vendor, "weft");
+    for (unsigned i = 0; i < 2; i++) {
+        const weft_device_info *info = &f->dev[i]->props;
+        char prefix[32];
+
+        snprintf(prefix, sizeof prefix, "host CPU %u (", i);
+        assert_int_equal(strncmp(info->name, prefix, strlen(prefix)), 0);
+        assert_int_equal(info->size, sizeof *info);
+        assert_string_equal(info->driver, "host");
+        assert_int_equal(info->driver_index, i);
+        assert_int_equal(info->type, WEFT_DEVICE_CPU);
+        assert_int_equal(info->compute_units, NTHREADS);
+        assert_true(info->global_mem > 0);
+        assert_int_equal(info->max_alloc, info->global_mem / 2);
+        assert_int_equal(info->local_mem, 64 * 1024);
+        assert_int_equal(info->max_group_size, 1024);
+        assert_int_equal(info->copy_engines, 2);
+        assert_int_equal(info->unified_memory, 0);
+        assert_int_equal(info->timing_events, 1);
+        assert_string_equal(info->pci_bus_id, "");
+        assert_ptr_equal(f->dev[i]->platform, p);
+    }
+    OK(weft__driver_host.can_access_peer(f->dev[0], f->dev[1], &can));
+    assert_int_equal(can, 1);
+
+    /* Defaults: one device, one thread per online core. */
+    OK(weft__driver_host.platforms_open(NULL, &dflt, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(dflt[0]->ndevices, 1);
+    assert_int_equal(dflt[0]->devices[0]->props.compute_units,
+                     (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+    weft__driver_host.platforms_close(dflt, n);
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+static void grid_3d_runs_every_item_once(void **state)
+{
+    fixture *f = *state;
+    weft__grid grid = {{3, 4, 5}, {2, 3, 2}, 0};
+    size_t n = (size_t)weft__grid_items(&grid);
+    uint32_t *host = calloc(n, sizeof *host);
+    weft__module *mod = module_load(f->ctx[0]);
+    weft__kernel *k;
+    weft__queue *q;
+    weft__mem *m;
+    weft__karg a;
+    uint32_t zero = 0;
+
+    assert_non_null(host);
+    OK(weft__drv_kernel_get(mod, "count", &k));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_mem_alloc(f->ctx[0], n * 4, &m));
+    OK(weft__drv_fill(q, m, 0, &zero, 4, n * 4));
+    a = arg_buf(m, 0);
+    for (int i = 0; i < 3; i++)
+        OK(weft__drv_launch(q, k, &grid, &a, 1));
+    OK(weft__drv_copy_d2h(q, host, m, 0, n * 4));
+    OK(weft__drv_queue_sync(q));
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(host[i], 3);
+    OK(weft__drv_mem_free(m));
+    OK(weft__drv_queue_destroy(q));
+    OK(weft__drv_module_destroy(mod));
+    free(host);
+}
+
+static void local_scratch_is_per_thread_and_values_are_copied(void **state)
+{
+    fixture *f = *state;
+    enum { GROUPS = 257, SIZE = 64 };
+    weft__module *mod = module_load(f->ctx[0]);
+    weft__grid grid = grid1(GROUPS, SIZE);
+    uint64_t host[GROUPS];
+    weft__kernel *k;
+    weft__queue *q;
+    weft__mem *m;
+    gate g;
+    uint32_t add = 7;
+    weft__karg a[3];
+
+    gate_init(&g);
+    OK(weft__drv_kernel_get(mod, "group_sum", &k));
+    assert_int_equal(k->params_known, 1);
+    assert_int_equal(k->nparams, 3);
+    assert_int_equal(k->param_sizes[2], 4);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_mem_alloc(f->ctx[0], sizeof host, &m));
+    /* Held back, so that the launch runs after add has changed. */
+    OK(weft__drv_host_fn(q, gate_pass, &g));
+    a[0] = arg_buf(m, 0);
+    a[1] = (weft__karg){WEFT_PARAM_LOCAL, SIZE * 8, {.value = NULL}};
+    a[2] = arg_val(WEFT_PARAM_U32, &add, 4);
+    OK(weft__drv_launch(q, k, &grid, a, 3));
+    add = 1000;
+    gate_open(&g);
+    OK(weft__drv_copy_d2h(q, host, m, 0, sizeof host));
+    OK(weft__drv_queue_sync(q));
+    for (uint64_t i = 0; i < GROUPS; i++) {
+        uint64_t first = i * SIZE + 7;
+        assert_int_equal(host[i], SIZE * first + SIZE * (SIZE - 1) / 2);
+    }
+    OK(weft__drv_mem_free(m));
+    OK(weft__drv_queue_destroy(q));
+    OK(weft__drv_module_destroy(mod));
+    gate_fini(&g);
+}
+
+static void bytes_parameter_is_passed_by_value(void **state)
+{
+    fixture *f = *state;
+    weft__module *mod = module_load(f->ctx[0]);
+    weft__grid grid = grid1(1, 1);
+    triple t = {40, 2, "abcdefghij"}; /* fills tag, no NUL */
+    uint32_t out = 0;
+    weft__kernel *k;
+    weft__queue *q;
+    weft__mem *m;
+    weft__karg a[2];
+
+    OK(weft__drv_kernel_get(mod, "bytes", &k));
+    assert_int_equal(k->param_sizes[1], sizeof(triple));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_mem_alloc(f->ctx[0], 4, &m));
+    a[0] = arg_buf(m, 0);
+    a[1] = arg_val(WEFT_PARAM_BYTES, &t, sizeof t);
+    OK(weft__drv_launch(q, k, &grid, a, 2));
+    memset(&t, 0, sizeof t);
+    OK(weft__drv_copy_d2h(q, &out, m, 0, 4));
+    OK(weft__drv_queue_sync(q));
+    assert_int_equal(out, 42 + (uint32_t)'j');
+    OK(weft__drv_mem_free(m));
+    OK(weft__drv_queue_destroy(q));
+    OK(weft__drv_module_destroy(mod));
+}
+
+static void launch_uses_every_thread_of_the_device(void **state)
+{
+    fixture *f = *state;
+    weft__module *mod = module_load(f->ctx[0]);
+    weft__grid grid = grid1(NTHREADS, 1);
+    weft__kernel *k;
+    weft__queue *q;
+
+    OK(weft__drv_kernel_get(mod, "rendezvous", &k));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    /* Completes only if NTHREADS groups run at the same time. */
+    for (int i = 0; i < 3; i++)
+        OK(weft__drv_launch(q, k, &grid, NULL, 0));
+    OK(weft__drv_queue_sync(q));
+    assert_int_equal(rv.arrived, 3 * NTHREADS);
+    OK(weft__drv_queue_destroy(q));
+    OK(weft__drv_module_destroy(mod));
+}
+
+static void kernels_of_two_queues_overlap(void **state)
+{
+    fixture *f = *state;
+    weft__module *mod = module_load(f->ctx[0]);
+    weft__grid grid = grid1(1, 1);
+    weft__kernel *k;
+    weft__queue *q[2];
+    gate g;
+    uint64_t gp = (uint64_t)(uintptr_t)&g;
+    weft__karg a = arg_val(WEFT_PARAM_U64, &gp, 8);
+    int done = 0;
+
+    gate_init(&g);
+    OK(weft__drv_kernel_get(mod, "wait_gate", &k));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q[0]));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q[1]));
+    /* q0's kernel blocks until q1's host function opens the gate. */
+    OK(weft__drv_launch(q[0], k, &grid, &a, 1));
+    OK(weft__drv_host_fn(q[0], flag_set, &done));
+    OK(weft__drv_host_fn(q[1], gate_open_fn, &g));
+    OK(weft__drv_queue_sync(q[0]));
+    assert_int_equal(flag_get(&done), 1);
+    OK(weft__drv_queue_destroy(q[0]));
+    OK(weft__drv_queue_destroy(q[1]));
+    OK(weft__drv_module_destroy(mod));
+    gate_fini(&g);
+}
+
+static void module_errors(void **state)
+{
+    fixture *f = *state;
+    weft__module_source cl = {WEFT__SRC_OPENCL_C, "kernel void f() {}", 0, NULL,
+                              "f.cl"};
+    static const weft_host_kernel twice[] = {
+        {"a", k_count, 1, p_buf, NULL, NULL, NULL},
+        {"a", k_count, 1, p_buf, NULL, NULL, NULL},
+    };
+    weft__module_source dup = {WEFT__SRC_HOST_TABLE, twice, 2, NULL, NULL};
+    weft__module *mod = NULL;
+    weft__kernel *k = NULL, *k2 = NULL;
+
+    assert_int_equal(weft__drv_module_create(f->ctx[0], &cl, &mod),
+                     WEFT_ENOTSUP);
+    assert_non_null(strstr(weft_last_error(), "f.cl"));
+    assert_int_equal(weft__drv_module_create(f->ctx[0], &dup, &mod),
+                     WEFT_EINVAL);
+    assert_null(mod);
+    mod = module_load(f->ctx[0]);
+    assert_int_equal(weft__drv_kernel_get(mod, "no_such_kernel", &k),
+                     WEFT_ENOTFOUND);
+    assert_non_null(strstr(weft_last_error(), "no_such_kernel"));
+    OK(weft__drv_kernel_get(mod, "advance", &k));
+    OK(weft__drv_kernel_get(mod, "advance", &k2));
+    assert_ptr_equal(k, k2);
+    assert_string_equal(k->name, "advance");
+    OK(weft__drv_module_destroy(mod));
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+static void two_devices_have_distinct_memories(void **state)
+{
+    fixture *f = *state;
+    enum { N = 4096 };
+    unsigned char a = 0xaa, b = 0x55, out[2][N];
+    weft__queue *q[2];
+    weft__mem *m[2];
+
+    for (int i = 0; i < 2; i++) {
+        OK(weft__drv_queue_create(f->ctx[i], NULL, &q[i]));
+        OK(weft__drv_mem_alloc(f->ctx[i], N, &m[i]));
+        assert_int_equal((uintptr_t)m[i]->host, 0);
+    }
+    OK(weft__drv_fill(q[0], m[0], 0, &a, 1, N));
+    OK(weft__drv_fill(q[1], m[1], 0, &b, 1, N));
+    OK(weft__drv_copy_d2h(q[0], out[0], m[0], 0, N));
+    OK(weft__drv_copy_d2h(q[1], out[1], m[1], 0, N));
+    OK(weft__drv_queue_sync(q[0]));
+    OK(weft__drv_queue_sync(q[1]));
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(out[0][i], 0xaa);
+        assert_int_equal(out[1][i], 0x55);
+    }
+    /* A peer copy, on either device's queue. */
+    OK(weft__drv_copy_peer(q[1], m[1], 16, m[0], 0, 32));
+    OK(weft__drv_copy_peer(q[1], m[0], 100, m[1], 0, 8));
+    OK(weft__drv_queue_sync(q[1]));
+    OK(weft__drv_copy_d2h(q[1], out[1], m[1], 0, N));
+    OK(weft__drv_copy_d2h(q[0], out[0], m[0], 0, N));
+    OK(weft__drv_queue_sync(q[1]));
+    OK(weft__drv_queue_sync(q[0]));
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(out[1][i], i >= 16 && i < 48 ? 0xaa : 0x55);
+        assert_int_equal(out[0][i], i >= 100 && i < 108 ? 0x55 : 0xaa);
+    }
+    for (int i = 0; i < 2; i++) {
+        OK(weft__drv_mem_free(m[i]));
+        OK(weft__drv_queue_destroy(q[i]));
+    }
+}
+
+static void fill_patterns_and_host_memory(void **state)
+{
+    fixture *f = *state;
+    uint16_t p2 = 0xbeef;
+    uint32_t p4 = 0x01020304;
+    uint32_t user[16];
+    unsigned char out[64];
+    weft__queue *q;
+    weft__mem *m, *pinned, *reg;
+
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_mem_alloc(f->ctx[0], 64, &m));
+    OK(weft__drv_host_alloc(f->ctx[0], 64, &pinned));
+    assert_non_null(pinned->host);
+    assert_int_equal((uintptr_t)pinned->host % 64, 0);
+    OK(weft__drv_host_register(f->ctx[0], user, sizeof user, &reg));
+    assert_ptr_equal(reg->host, user);
+
+    memset(out, 0, sizeof out);
+    OK(weft__drv_copy_h2d(q, m, 0, out, 64));
+    OK(weft__drv_fill(q, m, 2, &p2, 2, 10));  /* [2, 12) */
+    OK(weft__drv_fill(q, m, 16, &p4, 4, 36)); /* [16, 52) */
+    /* Pinned memory as the host side of copies, at its own offsets. */
+    OK(weft__drv_copy_d2h(q, pinned->host, m, 0, 64));
+    OK(weft__drv_copy_h2d(q, m, 0, (char *)pinned->host + 16, 16));
+    OK(weft__drv_copy_d2h(q, user, m, 0, 64));
+    OK(weft__drv_queue_sync(q));
+    memcpy(out, pinned->host, 64);
+    for (int i = 0; i < 64; i++) {
+        unsigned char want = 0;
+        if (i >= 2 && i < 12)
+            want = i % 2 ? 0xbe : 0xef;
+        else if (i >= 16 && i < 52)
+            want = (unsigned char)(4 - i % 4);
+        assert_int_equal(out[i], want);
+    }
+    assert_memory_equal(user, out + 16, 16);
+    assert_memory_equal((char *)user + 16, out + 16, 48);
+    OK(weft__drv_mem_free(reg));
+    OK(weft__drv_mem_free(pinned));
+    OK(weft__drv_mem_free(m));
+    OK(weft__drv_queue_destroy(q));
+}
+
+/* ---- queues and events -------------------------------------------------- */
+
+static void wait_on_other_device_sees_its_writes(void **state)
+{
+    fixture *f = *state;
+    enum { N = 1024 };
+    static uint32_t src[N], out[N];
+    weft__queue *q[2];
+    weft__mem *m[2];
+    weft__event *ev;
+    gate g;
+    int after_wait = 0;
+
+    gate_init(&g);
+    for (uint32_t i = 0; i < N; i++)
+        src[i] = i * 2654435761u;
+    for (int i = 0; i < 2; i++) {
+        OK(weft__drv_queue_create(f->ctx[i], NULL, &q[i]));
+        OK(weft__drv_mem_alloc(f->ctx[i], N * 4, &m[i]));
+    }
+    OK(weft__drv_event_create(f->ctx[0], 0, &ev));
+    OK(weft__drv_host_fn(q[0], gate_pass, &g));
+    OK(weft__drv_copy_h2d(q[0], m[0], 0, src, N * 4));
+    OK(weft__drv_event_record(ev, q[0]));
+    OK(weft__drv_queue_wait_event(q[1], ev));
+    OK(weft__drv_host_fn(q[1], flag_set, &after_wait));
+    OK(weft__drv_copy_peer(q[1], m[1], 0, m[0], 0, N * 4));
+    OK(weft__drv_copy_d2h(q[1], out, m[1], 0, N * 4));
+
+    /* The gate holds q0, so the event and all of q1 are held too. */
+    assert_int_equal(weft__drv_event_query(ev), WEFT_ENOTREADY);
+    assert_int_equal(flag_get(&after_wait), 0);
+    gate_open(&g);
+    OK(weft__drv_queue_sync(q[1]));
+    assert_int_equal(weft__drv_event_query(ev), 0);
+    assert_memory_equal(out, src, sizeof src);
+
+    OK(weft__drv_event_destroy(ev));
+    for (int i = 0; i < 2; i++) {
+        OK(weft__drv_mem_free(m[i]));
+        OK(weft__drv_queue_destroy(q[i]));
+    }
+    gate_fini(&g);
+}
+
+typedef struct trace {
+    int seq[8];
+    int n;
+    const uint32_t *watch; /* host memory written by a copy before */
+    uint32_t seen;
+} trace;
+
+static trace tr;
+
+static void trace_a(void *user)
+{
+    tr.seen = *tr.watch;
+    tr.seq[tr.n++] = (int)(intptr_t)user;
+}
+
+static void host_functions_run_in_order_after_prior_work(void **state)
+{
+    fixture *f = *state;
+    uint32_t v = 0xdeadbeef, out = 0, again = 0;
+    weft__queue *q;
+    weft__mem *m;
+
+    memset(&tr, 0, sizeof tr);
+    tr.watch = &out;
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_mem_alloc(f->ctx[0], 4, &m));
+    OK(weft__drv_host_fn(q, trace_a, (void *)(intptr_t)1));
+    OK(weft__drv_copy_h2d(q, m, 0, &v, 4));
+    OK(weft__drv_copy_d2h(q, &out, m, 0, 4));
+    OK(weft__drv_host_fn(q, trace_a, (void *)(intptr_t)2)); /* sees out */
+    OK(weft__drv_host_fn(q, trace_a, (void *)(intptr_t)3));
+    OK(weft__drv_copy_d2h(q, &again, m, 0, 4));
+    OK(weft__drv_queue_sync(q));
+    assert_int_equal(tr.n, 3);
+    assert_int_equal(tr.seq[0], 1);
+    assert_int_equal(tr.seq[1], 2);
+    assert_int_equal(tr.seq[2], 3);
+    assert_int_equal(tr.seen, 0xdeadbeef);
+    assert_int_equal(again, 0xdeadbeef);
+    OK(weft__drv_mem_free(m));
+    OK(weft__drv_queue_destroy(q));
+}
+
+static void event_elapsed_is_ordered(void **state)
+{
+    fixture *f = *state;
+    weft__event *e[3], *plain;
+    weft__queue *q;
+    weft__mem *m;
+    gate g;
+    uint64_t t01 = 0, t02 = 0, t12 = 0;
+    unsigned char zero = 0;
+
+    gate_init(&g);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_mem_alloc(f->ctx[0], 1 << 20, &m));
+    for (int i = 0; i < 3; i++)
+        OK(weft__drv_event_create(f->ctx[0], WEFT__EVENT_TIMING, &e[i]));
+    OK(weft__drv_event_create(f->ctx[0], 0, &plain));
+
+    /* Never recorded: complete, but without a time. */
+    OK(weft__drv_event_query(e[0]));
+    OK(weft__drv_event_sync(e[0]));
+    assert_int_equal(weft__drv_event_elapsed(e[0], e[1], &t01), WEFT_ESTATE);
+
+    OK(weft__drv_host_fn(q, gate_pass, &g));
+    OK(weft__drv_event_record(e[0], q));
+    OK(weft__drv_fill(q, m, 0, &zero, 1, 1 << 20));
+    OK(weft__drv_event_record(e[1], q));
+    OK(weft__drv_fill(q, m, 0, &zero, 1, 1 << 20));
+    OK(weft__drv_event_record(e[2], q));
+    assert_int_equal(weft__drv_event_elapsed(e[0], e[2], &t02), WEFT_ENOTREADY);
+    gate_open(&g);
+    OK(weft__drv_event_sync(e[2]));
+    OK(weft__drv_event_query(e[1])); /* captured earlier work: done too */
+    OK(weft__drv_event_elapsed(e[0], e[1], &t01));
+    OK(weft__drv_event_elapsed(e[1], e[2], &t12));
+    OK(weft__drv_event_elapsed(e[0], e[2], &t02));
+    assert_int_equal(t02, t01 + t12);
+    assert_true(t01 > 0); /* a 1 MiB fill takes time */
+    assert_int_equal(weft__drv_event_elapsed(e[2], e[0], &t01), WEFT_EINVAL);
+    assert_int_equal(weft__drv_event_elapsed(e[0], plain, &t01), WEFT_EINVAL);
+
+    for (int i = 0; i < 3; i++)
+        OK(weft__drv_event_destroy(e[i]));
+    OK(weft__drv_event_destroy(plain));
+    OK(weft__drv_mem_free(m));
+    OK(weft__drv_queue_destroy(q));
+    gate_fini(&g);
+}
+
+static void destroy_event_while_a_wait_on_it_is_pending(void **state)
+{
+    fixture *f = *state;
+    weft__queue *q[2];
+    weft__event *ev;
+    gate g;
+    int done = 0;
+
+    gate_init(&g);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q[0]));
+    OK(weft__drv_queue_create(f->ctx[1], NULL, &q[1]));
+    OK(weft__drv_event_create(f->ctx[0], 0, &ev));
+    OK(weft__drv_host_fn(q[0], gate_pass, &g));
+    OK(weft__drv_event_record(ev, q[0]));
+    OK(weft__drv_queue_wait_event(q[1], ev));
+    OK(weft__drv_host_fn(q[1], flag_set, &done));
+    OK(weft__drv_event_destroy(ev));
+    /* The wait still holds: the event's completion outlives the event. */
+    assert_int_equal(flag_get(&done), 0);
+    gate_open(&g);
+    OK(weft__drv_queue_sync(q[1]));
+    assert_int_equal(flag_get(&done), 1);
+    OK(weft__drv_queue_destroy(q[0]));
+    OK(weft__drv_queue_destroy(q[1]));
+    gate_fini(&g);
+}
+
+static void events_outlive_their_queue(void **state)
+{
+    fixture *f = *state;
+    weft__event *e[2];
+    weft__queue *q, *q2;
+    uint64_t ns = 1;
+
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q2));
+    for (int i = 0; i < 2; i++) {
+        OK(weft__drv_event_create(f->ctx[0], WEFT__EVENT_TIMING, &e[i]));
+        OK(weft__drv_event_record(e[i], q));
+    }
+    OK(weft__drv_queue_destroy(q)); /* drains q */
+    assert_int_equal(weft__drv_queue_sync(q), WEFT_EDESTROYED);
+    OK(weft__drv_event_query(e[1]));
+    OK(weft__drv_event_sync(e[0]));
+    OK(weft__drv_event_elapsed(e[0], e[1], &ns));
+    OK(weft__drv_queue_wait_event(q2, e[1]));
+    /* Re-recording on another queue re-targets the event. */
+    OK(weft__drv_event_record(e[1], q2));
+    OK(weft__drv_event_sync(e[1]));
+    for (int i = 0; i < 2; i++)
+        OK(weft__drv_event_destroy(e[i]));
+    OK(weft__drv_queue_destroy(q2));
+}
+
+/*
+ * Four queues, two per device, pass one array around R rounds: round r runs
+ * on queue r % 4, waits for round r - 1, copies its array in (peer or
+ * device copy), advances it with k = r and records. The result is that of
+ * running the rounds one by one.
+ */
+static void stress_cross_waits_are_deterministic(void **state)
+{
+    fixture *f = *state;
+    enum { N = 1000, R = 400, Q = 4 };
+    static uint32_t init[N], want[N], out[N];
+    weft__module *mod[2];
+    weft__kernel *k[2];
+    weft__queue *q[Q];
+    weft__mem *m[Q];
+    weft__event *ev[Q];
+    uint64_t n = N;
+    weft__grid grid = grid1((N + 63) / 64, 64);
+
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = init[i] = i;
+    for (uint32_t r = 0; r < R; r++)
+        for (uint32_t i = 0; i < N; i++)
+            want[i] = want[i] * 3u + r;
+    for (int d = 0; d < 2; d++) {
+        mod[d] = module_load(f->ctx[d]);
+        OK(weft__drv_kernel_get(mod[d], "advance", &k[d]));
+    }
+    for (int i = 0; i < Q; i++) {
+        weft__context *ctx = f->ctx[i % 2];
+        OK(weft__drv_queue_create(ctx, NULL, &q[i]));
+        OK(weft__drv_mem_alloc(ctx, N * 4, &m[i]));
+        OK(weft__drv_event_create(ctx, 0, &ev[i]));
+    }
+    OK(weft__drv_copy_h2d(q[0], m[0], 0, init, sizeof init));
+    for (uint32_t r = 0; r < R; r++) {
+        int i = (int)(r % Q), prev = (int)((r + Q - 1) % Q);
+        weft__karg a[3] = {arg_buf(m[i], 0), arg_val(WEFT_PARAM_U32, &r, 4),
+                           arg_val(WEFT_PARAM_U64, &n, 8)};
+        if (r > 0) {
+            OK(weft__drv_queue_wait_event(q[i], ev[prev]));
+            if (i % 2 == prev % 2)
+                OK(weft__drv_copy_d2d(q[i], m[i], 0, m[prev], 0, N * 4));
+            else
+                OK(weft__drv_copy_peer(q[i], m[i], 0, m[prev], 0, N * 4));
+        }
+        OK(weft__drv_launch(q[i], k[i % 2], &grid, a, 3));
+        OK(weft__drv_event_record(ev[i], q[i]));
+    }
+    int last = (R - 1) % Q;
+    OK(weft__drv_copy_d2h(q[last], out, m[last], 0, sizeof out));
+    OK(weft__drv_queue_sync(q[last]));
+    assert_memory_equal(out, want, sizeof want);
+    for (int i = 0; i < Q; i++) {
+        OK(weft__drv_event_destroy(ev[i]));
+        OK(weft__drv_mem_free(m[i]));
+        OK(weft__drv_queue_destroy(q[i]));
+    }
+    for (int d = 0; d < 2; d++)
+        OK(weft__drv_module_destroy(mod[d]));
+}
+
+/* ---- failure injection ------------------------------------------------- */
+
+/*
+ * One run through every operation; on the first failure it undoes what it
+ * made and returns the error. Returns 0 if nothing failed.
+ */
+static int scenario(weft__device *dev0, weft__device *dev1)
+{
+    weft__context *ctx = NULL, *ctx1 = NULL;
+    weft__queue *q = NULL;
+    weft__mem *m = NULL, *m1 = NULL, *pinned = NULL;
+    weft__module *mod = NULL;
+    weft__kernel *k;
+    weft__event *ev = NULL;
+    uint32_t host[8], sum_add = 1, zero = 0;
+    uint64_t sums[4];
+    weft__grid grid = grid1(4, 64);
+    int rc;
+
+    if ((rc = weft__drv_context_create(dev0, &ctx)) < 0)
+        return rc;
+    if ((rc = weft__drv_context_create(dev1, &ctx1)) < 0)
+        goto out;
+    if ((rc = weft__drv_queue_create(ctx, NULL, &q)) < 0 ||
+        (rc = weft__drv_mem_alloc(ctx, sizeof sums, &m)) < 0 ||
+        (rc = weft__drv_mem_alloc(ctx1, sizeof sums, &m1)) < 0 ||
+        (rc = weft__drv_host_alloc(ctx, 64, &pinned)) < 0)
+        goto out;
+    {
+        weft__module_source src = {WEFT__SRC_HOST_TABLE, kernels,
+                                   WEFT__COUNTOF(kernels), NULL, NULL};
+        if ((rc = weft__drv_module_create(ctx, &src, &mod)) < 0 ||
+            (rc = weft__drv_kernel_get(mod, "group_sum", &k)) < 0)
+            goto out;
+    }
+    weft__karg a[3] = {arg_buf(m, 0),
+                       {WEFT_PARAM_LOCAL, 64 * 8, {.value = NULL}},
+                       arg_val(WEFT_PARAM_U32, &sum_add, 4)};
+    memset(host, 1, sizeof host);
+    if ((rc = weft__drv_event_create(ctx, WEFT__EVENT_TIMING, &ev)) < 0 ||
+        (rc = weft__drv_fill(q, m, 0, &zero, 4, sizeof sums)) < 0 ||
+        (rc = weft__drv_copy_h2d(q, m, 0, host, sizeof sums)) < 0 ||
+        (rc = weft__drv_launch(q, k, &grid, a, 3)) < 0 ||
+        (rc = weft__drv_copy_peer(q, m1, 0, m, 0, sizeof sums)) < 0 ||
+        (rc = weft__drv_copy_peer(q, m, 0, m1, 0, sizeof sums)) < 0 ||
+        (rc = weft__drv_event_record(ev, q)) < 0 ||
+        (rc = weft__drv_queue_wait_event(q, ev)) < 0 ||
+        (rc = weft__drv_host_fn(q, flag_set, pinned->host)) < 0 ||
+        (rc = weft__drv_copy_d2h(q, sums, m, 0, sizeof sums)) < 0 ||
+        (rc = weft__drv_queue_sync(q)) < 0 ||
+        (rc = weft__drv_event_sync(ev)) < 0)
+        goto out;
+    /* What succeeded must have taken effect. */
+    assert_int_equal(sums[1], 64 * (64 + 1) + 64 * 63 / 2);
+    assert_int_equal(*(int *)pinned->host, 1);
+out:
+    if (rc < 0 && getenv("WT_VERBOSE"))
+        fprintf(stderr, "scenario: %s: %s\n", weft_err_name(rc),
+                weft_last_error());
+    /* Nothing in flight may use what goes (the fault has fired by now). */
+    if (q && rc < 0)
+        OK(weft__drv_queue_sync(q));
+    if (ev)
+        OK(weft__drv_event_destroy(ev));
+    if (mod)
+        OK(weft__drv_module_destroy(mod));
+    if (pinned)
+        OK(weft__drv_mem_free(pinned));
+    if (m1)
+        OK(weft__drv_mem_free(m1));
+    if (m)
+        OK(weft__drv_mem_free(m));
+    if (q)
+        OK(weft__drv_queue_destroy(q));
+    if (ctx1)
+        OK(weft__drv_context_destroy(ctx1));
+    OK(weft__drv_context_destroy(ctx));
+    return rc;
+}
+
+static void every_failure_is_clean(void **state)
+{
+    fixture *f = *state;
+    long n;
+    int host_sites = 0;
+
+    /* Fail each check in turn (driver ops, allocations, thread starts). */
+    for (n = 1;; n++) {
+        weft__fault_arm(n, NULL);
+        int rc = scenario(f->dev[0], f->dev[1]);
+        int fired = weft__fault_fired();
+        weft__fault_disarm();
+        if (!fired) {
+            assert_int_equal(rc, 0);
+            break;
+        }
+        assert_true(rc < 0);
+        assert_true(weft_last_error()[0] != '\0');
+    }
+    assert_true(n > 20);
+    /* The driver's own sites, each once. */
+    static const char *const sites[] = {"host.pthread_create",
+                                        "host.posix_memalign"};
+    for (size_t s = 0; s < WEFT__COUNTOF(sites); s++) {
+        for (n = 1;; n++) {
+            weft__fault_arm(n, sites[s]);
+            int rc = scenario(f->dev[0], f->dev[1]);
+            int fired = weft__fault_fired();
+            weft__fault_disarm();
+            if (!fired)
+                break;
+            host_sites++;
+            assert_true(rc == WEFT_ENOMEM || rc == WEFT_EDEVMEM);
+        }
+    }
+    /* 3 pool threads x 2 contexts + 1 worker; 3 allocations. */
+    assert_int_equal(host_sites, 2 * (NTHREADS - 1) + 1 + 3);
+}
+
+static void bad_sizes_are_refused(void **state)
+{
+    fixture *f = *state;
+    weft__mem *m = NULL;
+    weft__driver_config many = {NULL, 100000, 0, 0};
+    weft__platform **p = NULL;
+    unsigned n = 0;
+
+    assert_int_equal(weft__driver_host.mem_alloc(f->ctx[0], (size_t)-1 / 2, &m),
+                     WEFT_EDEVMEM);
+    assert_null(m);
+    assert_int_equal(weft__driver_host.platforms_open(&many, &p, &n),
+                     WEFT_EINVAL);
+    assert_null(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(discovery_reports_devices),
+        cmocka_unit_test(grid_3d_runs_every_item_once),
+        cmocka_unit_test(local_scratch_is_per_thread_and_values_are_copied),
+        cmocka_unit_test(bytes_parameter_is_passed_by_value),
+        cmocka_unit_test(launch_uses_every_thread_of_the_device),
+        cmocka_unit_test(kernels_of_two_queues_overlap),
+        cmocka_unit_test(module_errors),
+        cmocka_unit_test(two_devices_have_distinct_memories),
+        cmocka_unit_test(fill_patterns_and_host_memory),
+        cmocka_unit_test(wait_on_other_device_sees_its_writes),
+        cmocka_unit_test(host_functions_run_in_order_after_prior_work),
+        cmocka_unit_test(event_elapsed_is_ordered),
+        cmocka_unit_test(destroy_event_while_a_wait_on_it_is_pending),
+        cmocka_unit_test(events_outlive_their_queue),
+        cmocka_unit_test(stress_cross_waits_are_deterministic),
+        cmocka_unit_test(every_failure_is_clean),
+        cmocka_unit_test(bad_sizes_are_refused),
+    };
+    return cmocka_run_group_tests_name("host driver", tests, setup, teardown);
+}
