@@ -72,6 +72,8 @@ typedef struct cuda_kernel {
 typedef struct cuda_module {
     weft__module base;
     CUmodule cu;
+    /* what NVRTC made of CUDA C++ source, kept for the kernel cache */
+    weft__cuda_image image;
     /* guards kernels: kernel_get may run on several threads */
     pthread_mutex_t lock;
     cuda_kernel *kernels;
@@ -1085,7 +1087,7 @@ static int cuda_module_create(weft__context *ctx,
     if (rc < 0)
         goto fail;
     weft__free(text);
-    weft__cuda_image_free(&img);
+    m->image = img; /* owned by the module from here (NULL unless NVRTC) */
     m->base.drv = &weft__driver_cuda;
     m->base.ctx = ctx;
     m->base.kind = src->kind;
@@ -1113,8 +1115,27 @@ static void cuda_module_destroy(weft__module *mod)
         next = k->next;
         weft__free(k);
     }
+    weft__cuda_image_free(&m->image);
     pthread_mutex_destroy(&m->lock);
     weft__free(m);
+}
+
+/* The cubin or PTX that NVRTC produced, for the compiled-kernel cache. */
+static int cuda_module_binary(weft__module *mod, void **bytes, size_t *size,
+                              weft__source_kind *kind)
+{
+    cuda_module *m = (cuda_module *)mod;
+    void *copy;
+
+    if (!m->image.data)
+        return weft__error(WEFT_ENOTSUP, "module was not built from source");
+    if (!(copy = weft__malloc(m->image.size)))
+        return weft__error(WEFT_ENOMEM, "copy of a module binary");
+    memcpy(copy, m->image.data, m->image.size);
+    *bytes = copy;
+    *size = m->image.size;
+    *kind = m->image.is_cubin ? WEFT__SRC_CUBIN : WEFT__SRC_PTX;
+    return 0;
 }
 
 /*
@@ -1442,6 +1463,7 @@ const weft__driver weft__driver_cuda = {
     .fill = cuda_fill,
     .module_create = cuda_module_create,
     .module_destroy = cuda_module_destroy,
+    .module_binary = cuda_module_binary,
     .kernel_get = cuda_kernel_get,
     .launch = cuda_launch,
     .event_create = cuda_event_create,
