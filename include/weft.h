@@ -323,6 +323,77 @@ WEFT_API int weft_device_get_info(const weft_device *dev,
 WEFT_API int weft_device_can_access_peer(const weft_device *dev,
                                          const weft_device *peer, int *can);
 
+/* ------------------------------------------------------------------------ */
+/* Modules and kernels                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weft_module weft_module;
+typedef struct weft_kernel weft_kernel;
+
+/* The forms a module's code can take. */
+typedef enum weft_source_kind {
+    /*
+     * The portable dialect (README.md, "Portable kernels"): one source that
+     * weft compiles as CUDA C++ for CUDA devices and as OpenCL C for
+     * OpenCL devices.
+     */
+    WEFT_SOURCE_PORTABLE = 1,
+    WEFT_SOURCE_OPENCL_C,  /* OpenCL C source text */
+    WEFT_SOURCE_SPIRV,     /* SPIR-V (OpenCL devices with IL support) */
+    WEFT_SOURCE_CL_BINARY, /* an OpenCL device binary */
+    WEFT_SOURCE_CUDA_CXX,  /* CUDA C++ source, compiled with NVRTC */
+    WEFT_SOURCE_PTX,       /* PTX text */
+    WEFT_SOURCE_CUBIN,     /* a cubin */
+    WEFT_SOURCE_FATBIN,    /* a fatbin */
+    /*
+     * C functions: data is a const weft_host_kernel array and size its
+     * length. For host devices, and for sim devices (which use sim_cost).
+     */
+    WEFT_SOURCE_HOST,
+} weft_source_kind;
+
+/* One variant of a module's code. */
+typedef struct weft_module_source {
+    weft_source_kind kind;
+    const void *data;    /* text, bytes, or a weft_host_kernel array */
+    size_t size;         /* bytes (0 for NUL-terminated text), or count */
+    const char *options; /* compiler options, or NULL */
+    const char *name;    /* for messages, e.g. "saxpy.cl"; may be NULL */
+} weft_module_source;
+
+/*
+ * Create a module from one or more variants of the same kernels (say PTX
+ * for NVIDIA GPUs, OpenCL C for the rest, C functions for the host), and
+ * build it now on every device of rt that one of the variants fits, so that
+ * compile errors surface here: WEFT_EBUILD with the compiler's log and the
+ * device in weft_last_error(). For each device weft takes the first variant
+ * in its order of preference that the device accepts (CUDA: cubin, fatbin,
+ * PTX, CUDA C++, portable; OpenCL: binary, SPIR-V, OpenCL C, portable; host
+ * and sim: C functions). Builds from source go through the compiled-kernel
+ * cache (README.md). The variants' memory may be freed once this returns.
+ * WEFT_ENODEV if no device fits any variant.
+ */
+WEFT_API int weft_module_create(weft_runtime *rt,
+                                const weft_module_source *variants,
+                                unsigned nvariants, weft_module **mod);
+/* The same for one source in the portable dialect. */
+WEFT_API int weft_module_create_portable(weft_runtime *rt, const char *source,
+                                         const char *options,
+                                         weft_module **mod);
+/* Destroy a module. NULL is ignored. Its kernels go with it. */
+WEFT_API int weft_module_destroy(weft_module *mod);
+/*
+ * The kernel called name. WEFT_ENOTFOUND, naming it, if no device's build
+ * of the module has it. The kernel lives as long as its module.
+ */
+WEFT_API int weft_module_get_kernel(weft_module *mod, const char *name,
+                                    weft_kernel **kernel);
+/* 1 if kernel has an implementation on dev, else 0. */
+WEFT_API int weft_kernel_supports(const weft_kernel *kernel,
+                                  const weft_device *dev);
+/* The kernel's name. */
+WEFT_API const char *weft_kernel_name(const weft_kernel *kernel);
+
 #ifdef __cplusplus
 }
 #endif

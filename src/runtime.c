@@ -263,7 +263,8 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
     }
 
     rt->devices = weft__calloc(n, sizeof *rt->devices);
-    if (!rt->devices) {
+    rt->contexts = weft__calloc(n, sizeof *rt->contexts);
+    if (!rt->devices || !rt->contexts) {
         rc = weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory");
         goto fail;
     }
@@ -284,12 +285,14 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
         goto fail;
     for (unsigned i = 0; i < rt->ndevices; i++)
         weft__place_device(rt, rt->devices[i]);
+    pthread_mutex_init(&rt->lock, NULL);
     weft__info("runtime", "%u devices", rt->ndevices);
     *out = rt;
     return 0;
 
 fail:
     weft__close_drivers(rt);
+    weft__free(rt->contexts);
     weft__free(rt->devices);
     weft__free(rt);
     return rc;
@@ -297,14 +300,50 @@ fail:
 
 int weft_runtime_destroy(weft_runtime *rt)
 {
+    long live;
+
     if (!rt)
         return 0;
+    live = __atomic_load_n(&rt->live, __ATOMIC_ACQUIRE);
+    if (live > 0)
+        return weft__error(WEFT_EBUSY,
+                           "weft_runtime_destroy: %ld objects made from the "
+                           "runtime (modules, buffers, graphs) are still "
+                           "live",
+                           live);
+    for (unsigned i = 0; i < rt->ndevices; i++)
+        if (rt->contexts[i] && weft__drv_context_destroy(rt->contexts[i]) < 0)
+            weft__warn("runtime", "context of %s: %s", rt->devices[i]->name,
+                       weft_last_error());
     weft__close_drivers(rt);
     if (rt->topology)
         hwloc_topology_destroy(rt->topology);
+    pthread_mutex_destroy(&rt->lock);
+    weft__free(rt->contexts);
     weft__free(rt->devices);
     weft__free(rt);
     return 0;
+}
+
+int weft__runtime_context(weft_runtime *rt, unsigned index, weft__context **ctx)
+{
+    int rc = 0;
+
+    if (index >= rt->ndevices)
+        return weft__error(WEFT_ENODEV, "no device %u (%u devices)", index,
+                           rt->ndevices);
+    pthread_mutex_lock(&rt->lock);
+    if (!rt->contexts[index])
+        rc = weft__drv_context_create(rt->devices[index], &rt->contexts[index]);
+    if (rc == 0)
+        *ctx = rt->contexts[index];
+    pthread_mutex_unlock(&rt->lock);
+    return rc;
+}
+
+void weft__runtime_live(weft_runtime *rt, long d)
+{
+    __atomic_add_fetch(&rt->live, d, __ATOMIC_RELAXED);
 }
 
 unsigned weft_runtime_driver_count(const weft_runtime *rt)

@@ -1,0 +1,302 @@
+/*
+ * Modules: one or more variants of the same kernels, built on every device
+ * that a variant fits, and kernels looked up by name across those builds.
+ */
+#include "drivers/kcache.h"
+#include "runtime.h"
+
+#include <string.h>
+
+struct weft_kernel {
+    weft_module *mod;
+    char *name;
+    weft__kernel **impl; /* per device of the runtime; NULL: not there */
+    weft_kernel *next;
+};
+
+struct weft_module {
+    weft_runtime *rt;
+    weft__module **impl;  /* per device; NULL where no variant fits */
+    pthread_mutex_t lock; /* guards kernels */
+    weft_kernel *kernels;
+};
+
+/* Which variant kinds each driver takes, best first. */
+static const weft_source_kind *weft__preferences(const weft__driver *drv)
+{
+    static const weft_source_kind cuda[] = {
+        WEFT_SOURCE_CUBIN,    WEFT_SOURCE_FATBIN,   WEFT_SOURCE_PTX,
+        WEFT_SOURCE_CUDA_CXX, WEFT_SOURCE_PORTABLE, 0};
+    static const weft_source_kind opencl[] = {
+        WEFT_SOURCE_CL_BINARY, WEFT_SOURCE_SPIRV, WEFT_SOURCE_OPENCL_C,
+        WEFT_SOURCE_PORTABLE, 0};
+    static const weft_source_kind host[] = {WEFT_SOURCE_HOST, 0};
+
+    if (drv == &weft__driver_cuda)
+        return cuda;
+    if (drv == &weft__driver_opencl)
+        return opencl;
+    return host;
+}
+
+static weft__source_kind weft__internal_kind(weft_source_kind k)
+{
+    switch (k) {
+    case WEFT_SOURCE_OPENCL_C:
+        return WEFT__SRC_OPENCL_C;
+    case WEFT_SOURCE_SPIRV:
+        return WEFT__SRC_SPIRV;
+    case WEFT_SOURCE_CL_BINARY:
+        return WEFT__SRC_CL_BINARY;
+    case WEFT_SOURCE_CUDA_CXX:
+        return WEFT__SRC_CUDA_CXX;
+    case WEFT_SOURCE_PTX:
+        return WEFT__SRC_PTX;
+    case WEFT_SOURCE_CUBIN:
+        return WEFT__SRC_CUBIN;
+    case WEFT_SOURCE_FATBIN:
+        return WEFT__SRC_FATBIN;
+    case WEFT_SOURCE_HOST:
+        return WEFT__SRC_HOST_TABLE;
+    case WEFT_SOURCE_PORTABLE:
+        break;
+    }
+    return 0;
+}
+
+/*
+ * Build variant v on device i. WEFT_ENOTSUP means "this device does not
+ * take it": the caller tries the next variant.
+ */
+static int weft__build_variant(weft_module *m, unsigned i,
+                               const weft_module_source *v)
+{
+    weft__device *dev = m->rt->devices[i];
+    weft__module_source src = {weft__internal_kind(v->kind), v->data, v->size,
+                               v->options, v->name};
+    weft__context *ctx;
+    char *text = NULL;
+    int rc;
+
+    if (v->kind == WEFT_SOURCE_PORTABLE) {
+        src.kind = dev->drv == &weft__driver_cuda ? WEFT__SRC_CUDA_CXX
+                                                  : WEFT__SRC_OPENCL_C;
+        rc = weft__portable_translate(v->data, src.kind, &text);
+        if (rc < 0)
+            return rc;
+        src.data = text;
+        src.size = 0;
+    }
+    rc = weft__runtime_context(m->rt, i, &ctx);
+    if (rc == 0)
+        rc = weft__drv_module_create(ctx, &src, &m->impl[i]);
+    weft__free(text);
+    return rc;
+}
+
+static void weft__module_free(weft_module *m)
+{
+    weft_kernel *k, *next;
+
+    for (k = m->kernels; k; k = next) {
+        next = k->next;
+        weft__free(k->impl);
+        weft__free(k->name);
+        weft__free(k);
+    }
+    for (unsigned i = 0; i < m->rt->ndevices; i++)
+        if (m->impl[i])
+            weft__drv_module_destroy(m->impl[i]);
+    pthread_mutex_destroy(&m->lock);
+    weft__free(m->impl);
+    weft__free(m);
+}
+
+static int weft__check_variant(const weft_module_source *v, unsigned j)
+{
+    if (v->kind < WEFT_SOURCE_PORTABLE || v->kind > WEFT_SOURCE_HOST)
+        return weft__error(WEFT_EINVAL,
+                           "weft_module_create: variant %u has unknown kind "
+                           "%d",
+                           j, (int)v->kind);
+    if (!v->data)
+        return weft__error(WEFT_EINVAL,
+                           "weft_module_create: variant %u (%s) has no data", j,
+                           v->name ? v->name : "unnamed");
+    if (v->kind == WEFT_SOURCE_HOST && v->size == 0)
+        return weft__error(WEFT_EINVAL,
+                           "weft_module_create: variant %u: a host table "
+                           "needs its length in size",
+                           j);
+    return 0;
+}
+
+int weft_module_create(weft_runtime *rt, const weft_module_source *variants,
+                       unsigned nvariants, weft_module **out)
+{
+    weft_module *m;
+    unsigned built = 0;
+    int rc;
+
+    if (!rt || !variants || !nvariants || !out)
+        return weft__error(WEFT_EINVAL, "weft_module_create: %s",
+                           !rt    ? "runtime is NULL"
+                           : !out ? "result is NULL"
+                                  : "no variants");
+    for (unsigned j = 0; j < nvariants; j++)
+        if ((rc = weft__check_variant(&variants[j], j)) < 0)
+            return rc;
+    m = weft__calloc(1, sizeof *m);
+    if (!m)
+        return weft__error(WEFT_ENOMEM, "weft_module_create: out of memory");
+    m->rt = rt;
+    m->impl = weft__calloc(rt->ndevices, sizeof *m->impl);
+    if (!m->impl) {
+        weft__free(m);
+        return weft__error(WEFT_ENOMEM, "weft_module_create: out of memory");
+    }
+    pthread_mutex_init(&m->lock, NULL);
+
+    for (unsigned i = 0; i < rt->ndevices; i++) {
+        const weft_source_kind *pref = weft__preferences(rt->devices[i]->drv);
+
+        for (; *pref && !m->impl[i]; pref++)
+            for (unsigned j = 0; j < nvariants && !m->impl[i]; j++) {
+                if (variants[j].kind != *pref)
+                    continue;
+                rc = weft__build_variant(m, i, &variants[j]);
+                if (rc == WEFT_ENOTSUP) {
+                    weft__debug("module", "%s does not take %s: %s",
+                                rt->devices[i]->name,
+                                variants[j].name ? variants[j].name
+                                                 : "a variant",
+                                weft_last_error());
+                    continue;
+                }
+                if (rc < 0) {
+                    weft__error_prefix(rc, "module %s on device %u (%s)",
+                                       variants[j].name ? variants[j].name
+                                                        : "(unnamed)",
+                                       i, rt->devices[i]->name);
+                    weft__module_free(m);
+                    return rc;
+                }
+            }
+        built += m->impl[i] != NULL;
+    }
+    if (!built) {
+        weft__module_free(m);
+        return weft__error(WEFT_ENODEV,
+                           "weft_module_create: none of the %u variants fits "
+                           "any of the %u devices",
+                           nvariants, rt->ndevices);
+    }
+    weft__runtime_live(rt, 1);
+    *out = m;
+    return 0;
+}
+
+int weft_module_create_portable(weft_runtime *rt, const char *source,
+                                const char *options, weft_module **mod)
+{
+    weft_module_source v = {WEFT_SOURCE_PORTABLE, source, 0, options,
+                            "portable"};
+
+    return weft_module_create(rt, &v, 1, mod);
+}
+
+int weft_module_destroy(weft_module *mod)
+{
+    weft_runtime *rt;
+
+    if (!mod)
+        return 0;
+    rt = mod->rt;
+    weft__module_free(mod);
+    weft__runtime_live(rt, -1);
+    return 0;
+}
+
+int weft_module_get_kernel(weft_module *mod, const char *name,
+                           weft_kernel **out)
+{
+    weft_runtime *rt;
+    weft_kernel *k;
+    unsigned found = 0;
+    int rc = 0;
+
+    if (!mod || !name || !out)
+        return weft__error(WEFT_EINVAL, "weft_module_get_kernel: %s is NULL",
+                           !mod    ? "module"
+                           : !name ? "name"
+                                   : "result");
+    rt = mod->rt;
+    pthread_mutex_lock(&mod->lock);
+    for (k = mod->kernels; k; k = k->next)
+        if (strcmp(k->name, name) == 0)
+            goto done;
+    k = weft__calloc(1, sizeof *k);
+    if (!k || !(k->name = weft__strdup(name)) ||
+        !(k->impl = weft__calloc(rt->ndevices, sizeof *k->impl))) {
+        rc = weft__error(WEFT_ENOMEM, "weft_module_get_kernel: out of memory");
+        goto fail;
+    }
+    for (unsigned i = 0; i < rt->ndevices; i++) {
+        if (!mod->impl[i])
+            continue;
+        rc = weft__drv_kernel_get(mod->impl[i], name, &k->impl[i]);
+        if (rc == WEFT_ENOTFOUND) {
+            k->impl[i] = NULL;
+            rc = 0;
+            continue;
+        }
+        if (rc < 0) {
+            weft__error_prefix(rc, "kernel %s on device %u (%s)", name, i,
+                               rt->devices[i]->name);
+            goto fail;
+        }
+        found++;
+    }
+    if (!found) {
+        rc = weft__error(WEFT_ENOTFOUND,
+                         "weft_module_get_kernel: no kernel named '%s' in "
+                         "the module",
+                         name);
+        goto fail;
+    }
+    k->mod = mod;
+    k->next = mod->kernels;
+    mod->kernels = k;
+done:
+    pthread_mutex_unlock(&mod->lock);
+    *out = k;
+    return 0;
+fail:
+    pthread_mutex_unlock(&mod->lock);
+    if (k) {
+        weft__free(k->impl);
+        weft__free(k->name);
+        weft__free(k);
+    }
+    return rc;
+}
+
+int weft_kernel_supports(const weft_kernel *k, const weft_device *dev)
+{
+    const weft__device *d = weft__device_of(dev);
+
+    if (!k || !d || d->props.index >= k->mod->rt->ndevices ||
+        k->mod->rt->devices[d->props.index] != d)
+        return 0;
+    return k->impl[d->props.index] != NULL;
+}
+
+const char *weft_kernel_name(const weft_kernel *k)
+{
+    return k ? k->name : NULL;
+}
+
+weft__kernel *weft__kernel_impl(const weft_kernel *k, unsigned index)
+{
+    return index < k->mod->rt->ndevices ? k->impl[index] : NULL;
+}

@@ -1,0 +1,230 @@
+/*
+ * Modules through the public API: one portable kernel built for every
+ * CUDA and OpenCL device present gives the same result on each; variants
+ * are chosen per device; errors name the device and the kernel.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static weft_runtime *rt;
+static unsigned ngpu_like; /* CUDA + OpenCL devices */
+
+static const char portable_src[] =
+    "WEFT_FUNC float twice(float v) { return v + v; }\n"
+    "WEFT_KERNEL void saxpy(WEFT_GLOBAL float *y, WEFT_GLOBAL const float *x,\n"
+    "                       float a, long n)\n"
+    "{\n"
+    "    WEFT_LOCAL float tile[64];\n"
+    "    long i = weft_global_id(0);\n"
+    "    long l = weft_local_id(0);\n"
+    "    tile[l] = i < n ? x[i] : 0.0f;\n"
+    "    weft_barrier();\n"
+    "    /* read a neighbour's element through group-local memory */\n"
+    "    float nb = tile[(l + 1) % weft_local_size(0)];\n"
+    "    if (i < n) y[i] = a * twice(tile[l]) + y[i] + nb * 0.0f +\n"
+    "                      (float)weft_group_id(0);\n"
+    "}\n";
+
+static void host_saxpy(const weft_host_group *g, void *const *args)
+{
+    float *y = args[0];
+    const float *x = args[1];
+    float a = *(const float *)args[2];
+    long n = *(const long *)args[3];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++) {
+        long i = (long)g->group[0] * g->group_size[0] + l;
+        if (i < n)
+            y[i] = a * (x[i] + x[i]) + y[i] + (float)g->group[0];
+    }
+}
+
+static const weft_param_type saxpy_params[] = {
+    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_F32, WEFT_PARAM_I64};
+static const weft_host_kernel host_table[] = {
+    {"saxpy", host_saxpy, 4, saxpy_params, NULL, NULL, NULL},
+};
+
+static int setup(void **state)
+{
+    (void)state;
+    if (weft_runtime_create(&rt, NULL) < 0) {
+        fprintf(stderr, "%s\n", weft_last_error());
+        return -1;
+    }
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        const char *d = weft__runtime_device(rt, i)->drv->name;
+        if (!strcmp(d, "cuda") || !strcmp(d, "opencl"))
+            ngpu_like++;
+    }
+    printf("# %u devices, %u of them CUDA or OpenCL\n",
+           weft_runtime_device_count(rt), ngpu_like);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return weft_runtime_destroy(rt);
+}
+
+enum { N = 1000, GROUP = 64 };
+
+/* Run kernel k on device i over N items; y comes back in y. */
+static void run_on(const weft_kernel *k, unsigned i, float *y)
+{
+    weft__kernel *impl = weft__kernel_impl(k, i);
+    weft__context *ctx;
+    weft__queue *q;
+    weft__mem *dy, *dx;
+    float x[N], a = 0.5f;
+    long n = N;
+
+    assert_non_null(impl);
+    for (int j = 0; j < N; j++) {
+        x[j] = (float)j;
+        y[j] = 1.0f;
+    }
+    assert_int_equal(weft__runtime_context(rt, i, &ctx), 0);
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, sizeof x, &dx), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, sizeof x, &dy), 0);
+    assert_int_equal(weft__drv_copy_h2d(q, dx, 0, x, sizeof x), 0);
+    assert_int_equal(weft__drv_copy_h2d(q, dy, 0, y, sizeof x), 0);
+    weft__karg args[4] = {
+        {.type = WEFT_PARAM_BUFFER, .u.buf = {dy, 0}},
+        {.type = WEFT_PARAM_BUFFER, .u.buf = {dx, 0}},
+        {.type = WEFT_PARAM_F32, .size = 4, .u.value = &a},
+        {.type = WEFT_PARAM_I64, .size = 8, .u.value = &n},
+    };
+    weft__grid grid = {{(N + GROUP - 1) / GROUP, 1, 1}, {GROUP, 1, 1}, 0};
+    assert_int_equal(weft__drv_launch(q, impl, &grid, args, 4), 0);
+    assert_int_equal(weft__drv_copy_d2h(q, y, dy, 0, sizeof x), 0);
+    assert_int_equal(weft__drv_queue_sync(q), 0);
+    assert_int_equal(weft__drv_mem_free(dx), 0);
+    assert_int_equal(weft__drv_mem_free(dy), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+}
+
+static void check_result(const float *y, const char *where)
+{
+    for (int j = 0; j < N; j++) {
+        float want = 0.5f * (2.0f * (float)j) + 1.0f + (float)(j / GROUP);
+        if (y[j] != want)
+            fail_msg("%s: y[%d] = %g, expected %g", where, j, (double)y[j],
+                     (double)want);
+    }
+}
+
+/* One portable source: the same bytes from every CUDA and OpenCL device. */
+static void portable_kernel_same_everywhere(void **state)
+{
+    weft_module *m;
+    weft_kernel *k;
+    float y[N];
+    int rc;
+    (void)state;
+
+    rc = weft_module_create_portable(rt, portable_src, NULL, &m);
+    if (!ngpu_like) {
+        assert_int_equal(rc, WEFT_ENODEV);
+        printf("skipped: portable_kernel_same_everywhere: no CUDA or OpenCL "
+               "device\n");
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(weft_module_get_kernel(m, "saxpy", &k), 0);
+    assert_string_equal(weft_kernel_name(k), "saxpy");
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        weft__device *d = weft__runtime_device(rt, i);
+        int gpu_like =
+            !strcmp(d->drv->name, "cuda") || !strcmp(d->drv->name, "opencl");
+
+        assert_int_equal(weft_kernel_supports(k, weft_runtime_device(rt, i)),
+                         gpu_like);
+        if (!gpu_like)
+            continue;
+        run_on(k, i, y);
+        check_result(y, d->name);
+        printf("# portable saxpy on %s:%u (%s): ok\n", d->drv->name,
+               d->driver_index, d->name);
+    }
+    assert_int_equal(weft_module_destroy(m), 0);
+}
+
+/* Host devices take the C variant; CUDA/OpenCL the portable one. */
+static void variants_by_device(void **state)
+{
+    const weft_module_source v[] = {
+        {WEFT_SOURCE_HOST, host_table, 1, NULL, "host saxpy"},
+        {WEFT_SOURCE_PORTABLE, portable_src, 0, NULL, "portable saxpy"},
+    };
+    weft_module *m;
+    weft_kernel *k, *k2;
+    float y[N];
+    (void)state;
+
+    assert_int_equal(weft_module_create(rt, v, 2, &m), 0);
+    assert_int_equal(weft_module_get_kernel(m, "saxpy", &k), 0);
+    assert_int_equal(weft_module_get_kernel(m, "saxpy", &k2), 0);
+    assert_ptr_equal(k, k2); /* looked up once */
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        weft__device *d = weft__runtime_device(rt, i);
+
+        assert_true(weft_kernel_supports(k, weft_runtime_device(rt, i)));
+        run_on(k, i, y);
+        check_result(y, d->name);
+    }
+    assert_int_equal(weft_module_destroy(m), 0);
+}
+
+static void errors_name_what_was_wrong(void **state)
+{
+    const weft_module_source host_only = {WEFT_SOURCE_HOST, host_table, 1, NULL,
+                                          "host saxpy"};
+    weft_module *m;
+    weft_kernel *k;
+    (void)state;
+
+    assert_int_equal(weft_module_create(rt, &host_only, 1, &m), 0);
+    assert_int_equal(weft_module_get_kernel(m, "nosuch", &k), WEFT_ENOTFOUND);
+    assert_non_null(strstr(weft_last_error(), "nosuch"));
+    /* a live module keeps the runtime */
+    assert_int_equal(weft_runtime_destroy(rt), WEFT_EBUSY);
+    assert_int_equal(weft_module_destroy(m), 0);
+
+    assert_int_equal(weft_module_create(rt, NULL, 0, &m), WEFT_EINVAL);
+    {
+        const weft_module_source bad = {WEFT_SOURCE_HOST, host_table, 0, NULL,
+                                        NULL};
+        assert_int_equal(weft_module_create(rt, &bad, 1, &m), WEFT_EINVAL);
+    }
+    if (ngpu_like) {
+        int rc = weft_module_create_portable(
+            rt,
+            "WEFT_KERNEL void broken(WEFT_GLOBAL float *x) { x[0] = "
+            "undeclared_name; }\n",
+            NULL, &m);
+        assert_int_equal(rc, WEFT_EBUILD);
+        assert_non_null(strstr(weft_last_error(), "device"));
+        assert_non_null(strstr(weft_last_error(), "undeclared_name"));
+        printf("# build error reads: %.200s\n", weft_last_error());
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(portable_kernel_same_everywhere),
+        cmocka_unit_test(variants_by_device),
+        cmocka_unit_test(errors_name_what_was_wrong),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
