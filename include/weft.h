@@ -294,6 +294,12 @@ typedef struct weft_device_info {
     uint64_t local_mem;         /* per group, bytes */
     unsigned compute_units;
     unsigned max_group_size;
+    /*
+     * A buffer argument of a kernel may start at an offset into its buffer
+     * only if the offset is a multiple of this (OpenCL sub-buffers need the
+     * device's base address alignment, often 128 bytes or more).
+     */
+    unsigned arg_offset_align;
     unsigned copy_engines;       /* copies that can run at once */
     unsigned concurrent_kernels; /* 1 if kernels of several queues overlap */
     unsigned timing_events;      /* 1 if events can measure elapsed time */

@@ -99,8 +99,17 @@ static void weft__open_driver(weft_runtime *rt, weft__runtime_driver *rd)
         weft__strlcpy(rd->reason, weft_last_error(), sizeof rd->reason);
         rd->platforms = NULL;
         rd->nplatforms = 0;
-        weft__info("runtime", "driver %s: no devices: %s", rd->drv->name,
-                   rd->reason);
+        /*
+         * A missing library or platform is normal; anything else means
+         * devices that exist were lost, which the user should hear of.
+         */
+        if (rc == WEFT_ENOTSUP || rc == WEFT_ENODEV)
+            weft__info("runtime", "driver %s: no devices: %s", rd->drv->name,
+                       rd->reason);
+        else
+            weft__warn("runtime", "driver %s failed, its devices are left "
+                       "out: %s: %s", rd->drv->name, weft_err_name(rc),
+                       rd->reason);
         return;
     }
     rd->opened = 1;
@@ -189,6 +198,8 @@ static void weft__finish_props(weft__device *dev, unsigned index)
     p->driver_version = dev->driver_version;
     p->pci_bus_id = dev->pci_bus_id;
     p->cpuset = dev->cpuset;
+    if (!p->arg_offset_align)
+        p->arg_offset_align = 1;
 }
 
 int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
@@ -250,9 +261,12 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
                                  rd->reason);
                 goto fail;
             }
-        if (rd->status == WEFT_EINVAL) {
-            /* A configuration error (e.g. WEFT_SIM) is the user's to fix. */
-            rc = weft__error(WEFT_EINVAL, "%s", rd->reason);
+        if (rd->status == WEFT_EINVAL || rd->status == WEFT_ENOMEM) {
+            /*
+             * A configuration error (e.g. WEFT_SIM) is the user's to fix;
+             * out of host memory, nothing else would work either.
+             */
+            rc = weft__error(rd->status, "%s", rd->reason);
             goto fail;
         }
         for (unsigned p = 0; p < rd->nplatforms; p++)

@@ -105,9 +105,10 @@ static void print_human(weft_runtime *rt)
         printf("      memory %s (largest allocation %s), local %s per group\n",
                b1, b2, b3);
         printf("      %u compute units, groups up to %u items, %u copy "
-               "engine%s\n",
+               "engine%s, argument offsets aligned to %u bytes\n",
                info.compute_units, info.max_group_size, info.copy_engines,
-               info.copy_engines == 1 ? "" : "s");
+               info.copy_engines == 1 ? "" : "s",
+               info.arg_offset_align ? info.arg_offset_align : 1);
         if (info.cc_major)
             printf("      compute capability %d.%d\n", info.cc_major,
                    info.cc_minor);
@@ -184,7 +185,8 @@ static void print_json(weft_runtime *rt)
         json_str(stdout, info.driver_version);
         printf(",\n     \"global_mem\": %llu, \"max_alloc\": %llu, "
                "\"local_mem\": %llu, \"compute_units\": %u, "
-               "\"max_group_size\": %u, \"copy_engines\": %u,\n     "
+               "\"max_group_size\": %u, \"arg_offset_align\": %u, "
+               "\"copy_engines\": %u,\n     "
                "\"concurrent_kernels\": %u, \"timing_events\": %u, "
                "\"pinned_host\": %u, \"host_register\": %u, "
                "\"unified_memory\": %u, \"managed_memory\": %u, \"svm\": %u,"
@@ -193,7 +195,9 @@ static void print_json(weft_runtime *rt)
                (unsigned long long)info.global_mem,
                (unsigned long long)info.max_alloc,
                (unsigned long long)info.local_mem, info.compute_units,
-               info.max_group_size, info.copy_engines, info.concurrent_kernels,
+               info.max_group_size,
+               info.arg_offset_align ? info.arg_offset_align : 1,
+               info.copy_engines, info.concurrent_kernels,
                info.timing_events, info.pinned_host, info.host_register,
                info.unified_memory, info.managed_memory, info.svm,
                info.queue_priority_low, info.queue_priority_high, info.cc_major,

@@ -16,8 +16,12 @@
  * - A queue is in order: each operation starts after the previous one on
  *   the same queue has completed, including host functions.
  * - Operations are asynchronous: an enqueue returns once the operation is
- *   queued. Host memory passed to a copy must stay valid and untouched
- *   until the copy completes.
+ *   queued, never waiting for earlier work. Host memory passed to a copy
+ *   may be any memory (pageable, pinned or registered); the copy reads or
+ *   writes it when it runs, in queue order (after a host function queued
+ *   before it, say), so it must stay valid and untouched until the copy
+ *   completes. A driver whose API reads pageable memory at enqueue time or
+ *   blocks on it stages such copies itself.
  * - An event captures, when recorded, all work enqueued so far on that
  *   queue; it completes when that work has. Recording again re-targets it.
  *   Waiting on an event that was never recorded does nothing (as CUDA).
@@ -167,6 +171,8 @@ struct weft__module {
  * looking up the same name twice may return the same object.
  * nparams/params/param_sizes describe the parameter list where the driver
  * can tell it (params_known = 1); then launches are checked against it.
+ * With params == NULL only sizes are known: an 8-byte scalar passed where
+ * a buffer goes cannot be told from a buffer and is not caught.
  */
 struct weft__kernel {
     const weft__driver *drv;

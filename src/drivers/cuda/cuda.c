@@ -51,9 +51,23 @@ typedef struct cuda_context {
     int ordinal;
 } cuda_context;
 
+/*
+ * Copies to and from pageable host memory go through two pinned staging
+ * buffers of the queue, in chunks: CUDA would read a pageable source when
+ * the copy is enqueued and block the caller on a pageable destination,
+ * while weft's queues read and write host memory in queue order (see
+ * driver.h). Chunk i uses stage[i % 2]; stream order makes the reuse safe
+ * (the fill of a buffer runs after the copy that last read it). stage_lock
+ * guards next and the lazy allocation, for queues fed from several threads.
+ */
+enum { CUDA_STAGE_BYTES = 4 << 20 };
+
 typedef struct cuda_queue {
     weft__queue base;
     CUstream stream;
+    pthread_mutex_t stage_lock;
+    void *stage[2];
+    unsigned stage_next;
 } cuda_queue;
 
 typedef struct cuda_mem {
@@ -634,11 +648,13 @@ static int cuda_queue_create(weft__context *ctx, const weft__queue_desc *desc,
         weft__free(q);
         return rc;
     }
+    pthread_mutex_init(&q->stage_lock, NULL);
     res = weft__fault("cuda.cuStreamCreateWithPriority")
               ? CUDA_ERROR_OUT_OF_MEMORY
               : cu.StreamCreateWithPriority(&q->stream, CU_STREAM_NON_BLOCKING,
                                             desc->priority);
     if (res != CUDA_SUCCESS) {
+        pthread_mutex_destroy(&q->stage_lock);
         weft__free(q);
         return cuda_fail(res, 0, "cuStreamCreateWithPriority: GPU %d",
                          cuda_ctx(ctx)->ordinal);
@@ -685,6 +701,10 @@ static void cuda_queue_release(weft__queue *q)
     if (res != CUDA_SUCCESS)
         weft__warn("cuda", "cuStreamDestroy: error %d", (int)res);
     ((cuda_queue *)q)->stream = NULL;
+    for (int i = 0; i < 2; i++)
+        if (((cuda_queue *)q)->stage[i])
+            cu.MemFreeHost(((cuda_queue *)q)->stage[i]);
+    pthread_mutex_destroy(&((cuda_queue *)q)->stage_lock);
 }
 
 /* ---- memory ------------------------------------------------------------ */
@@ -813,6 +833,120 @@ static void cuda_mem_free(weft__mem *mem)
 
 /* ---- copies and fills -------------------------------------------------- */
 
+/* 1 if [p, p + size) is page-locked memory that CUDA copies from in place. */
+static int cuda_is_pinned(const void *p, size_t size)
+{
+    unsigned type = 0;
+    CUdeviceptr a = (CUdeviceptr)(uintptr_t)p;
+
+    if (cu.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a) !=
+            CUDA_SUCCESS ||
+        type != CU_MEMORYTYPE_HOST)
+        return 0;
+    return cu.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                  a + size - 1) == CUDA_SUCCESS &&
+           type == CU_MEMORYTYPE_HOST;
+}
+
+/* One chunk's host-side copy, run by CUDA's callback thread. */
+typedef struct cuda_stage_copy {
+    void *dst;
+    const void *src;
+    size_t size;
+} cuda_stage_copy;
+
+static void cuda_stage_run(void *user)
+{
+    cuda_stage_copy *c = user;
+
+    memcpy(c->dst, c->src, c->size);
+    weft__free(c);
+}
+
+/*
+ * A staged copy between pageable host memory and device memory dev, in
+ * chunks through the queue's pinned buffers. Every chunk record is made
+ * before anything is enqueued, so that a host allocation failure has no
+ * effect; a CUDA failure part-way leaves the chunks before it enqueued
+ * (they complete harmlessly) and is reported.
+ */
+static int cuda_staged(weft__queue *wq, CUdeviceptr dev, void *host,
+                       size_t size, int to_device)
+{
+    cuda_queue *q = (cuda_queue *)wq;
+    size_t nchunks = (size + CUDA_STAGE_BYTES - 1) / CUDA_STAGE_BYTES;
+    cuda_stage_copy **recs;
+    CUresult res = CUDA_SUCCESS;
+    size_t i = 0;
+    int rc = 0;
+
+    if (!(recs = weft__calloc(nchunks, sizeof *recs)))
+        return weft__error(WEFT_ENOMEM, "cuda staged copy");
+    for (i = 0; i < nchunks; i++)
+        if (!(recs[i] = weft__malloc(sizeof *recs[i]))) {
+            rc = weft__error(WEFT_ENOMEM, "cuda staged copy");
+            goto out;
+        }
+    pthread_mutex_lock(&q->stage_lock);
+    for (int b = 0; b < 2 && res == CUDA_SUCCESS; b++)
+        if (!q->stage[b])
+            res = weft__fault("cuda.cuMemHostAlloc")
+                      ? CUDA_ERROR_OUT_OF_MEMORY
+                      : cu.MemHostAlloc(&q->stage[b], CUDA_STAGE_BYTES, 0);
+    if (res != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&q->stage_lock);
+        rc = cuda_fail(res, WEFT_ENOMEM,
+                       "cuMemHostAlloc: staging buffers for GPU %d",
+                       cuda_ctx(wq->ctx)->ordinal);
+        goto out;
+    }
+    for (i = 0; i < nchunks; i++) {
+        size_t off = i * CUDA_STAGE_BYTES;
+        size_t n = WEFT__MIN(size - off, (size_t)CUDA_STAGE_BYTES);
+        char *stage = q->stage[q->stage_next++ & 1];
+        cuda_stage_copy *c = recs[i];
+
+        c->size = n;
+        if (to_device) {
+            c->dst = stage;
+            c->src = (const char *)host + off;
+            res = weft__fault("cuda.cuLaunchHostFunc")
+                      ? CUDA_ERROR_UNKNOWN
+                      : cu.LaunchHostFunc(q->stream, cuda_stage_run, c);
+            if (res != CUDA_SUCCESS)
+                break;
+            recs[i] = NULL; /* the callback owns it now */
+            res = weft__fault("cuda.cuMemcpyHtoDAsync")
+                      ? CUDA_ERROR_UNKNOWN
+                      : cu.MemcpyHtoDAsync(dev + off, stage, n, q->stream);
+        } else {
+            c->dst = (char *)host + off;
+            c->src = stage;
+            res = weft__fault("cuda.cuMemcpyDtoHAsync")
+                      ? CUDA_ERROR_UNKNOWN
+                      : cu.MemcpyDtoHAsync(stage, dev + off, n, q->stream);
+            if (res != CUDA_SUCCESS)
+                break;
+            res = weft__fault("cuda.cuLaunchHostFunc")
+                      ? CUDA_ERROR_UNKNOWN
+                      : cu.LaunchHostFunc(q->stream, cuda_stage_run, c);
+            if (res == CUDA_SUCCESS)
+                recs[i] = NULL;
+        }
+        if (res != CUDA_SUCCESS)
+            break;
+    }
+    pthread_mutex_unlock(&q->stage_lock);
+    if (res != CUDA_SUCCESS)
+        rc = cuda_fail(res, 0, "staged copy of %zu bytes %s GPU %d", size,
+                       to_device ? "to" : "from", cuda_ctx(wq->ctx)->ordinal);
+out:
+    for (i = 0; i < nchunks; i++)
+        weft__free(recs[i]);
+    weft__free(recs);
+    return rc;
+}
+
 static int cuda_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                          const void *src, size_t size)
 {
@@ -821,6 +955,9 @@ static int cuda_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 
     if ((rc = cuda_enter(q->ctx)) < 0)
         return rc;
+    if (!cuda_is_pinned(src, size))
+        return cuda_staged(q, cuda_mm(dst)->ptr + dst_off, (void *)src, size,
+                           1);
     res = weft__fault("cuda.cuMemcpyHtoDAsync")
               ? CUDA_ERROR_UNKNOWN
               : cu.MemcpyHtoDAsync(cuda_mm(dst)->ptr + dst_off, src, size,
@@ -839,6 +976,8 @@ static int cuda_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
 
     if ((rc = cuda_enter(q->ctx)) < 0)
         return rc;
+    if (!cuda_is_pinned(dst, size))
+        return cuda_staged(q, cuda_mm(src)->ptr + src_off, dst, size, 0);
     res = weft__fault("cuda.cuMemcpyDtoHAsync")
               ? CUDA_ERROR_UNKNOWN
               : cu.MemcpyDtoHAsync(dst, cuda_mm(src)->ptr + src_off, size,

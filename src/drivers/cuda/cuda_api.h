@@ -118,6 +118,8 @@ enum {
     CU_STREAM_NON_BLOCKING = 0x1,
     CU_EVENT_DEFAULT = 0x0,
     CU_EVENT_DISABLE_TIMING = 0x2,
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+    CU_MEMORYTYPE_HOST = 1,
     CU_MEMHOSTALLOC_PORTABLE = 0x1,
     CU_MEMHOSTALLOC_DEVICEMAP = 0x2,
     CU_MEMHOSTREGISTER_PORTABLE = 0x1,
@@ -175,6 +177,8 @@ typedef CUresult weft__cu_MemFree_fn(CUdeviceptr ptr);
 typedef CUresult weft__cu_MemHostAlloc_fn(void **ptr, size_t size,
                                           unsigned flags);
 typedef CUresult weft__cu_MemFreeHost_fn(void *ptr);
+typedef CUresult weft__cu_PointerGetAttribute_fn(void *data, int attribute,
+                                                 CUdeviceptr ptr);
 typedef CUresult weft__cu_MemHostRegister_fn(void *ptr, size_t size,
                                              unsigned flags);
 typedef CUresult weft__cu_MemHostUnregister_fn(void *ptr);
@@ -250,6 +254,7 @@ typedef CUresult weft__cu_LaunchKernel_fn(CUfunction fn, unsigned gx,
     X(MemFree, 1, "cuMemFree_v2", NULL)                                        \
     X(MemHostAlloc, 1, "cuMemHostAlloc", NULL)                                 \
     X(MemFreeHost, 1, "cuMemFreeHost", NULL)                                   \
+    X(PointerGetAttribute, 1, "cuPointerGetAttribute", NULL)                   \
     X(MemHostRegister, 1, "cuMemHostRegister_v2", NULL)                        \
     X(MemHostUnregister, 1, "cuMemHostUnregister", NULL)                       \
     X(MemcpyHtoDAsync, 1, "cuMemcpyHtoDAsync_v2", NULL)                        \

@@ -252,7 +252,9 @@ static int mem_new(weft__context *ctx, weft__mem_kind kind, size_t size,
         else
             rc = posix_memalign(&data, WEFT__HOST_ALIGN, size);
         if (rc != 0)
-            return weft__driver_error(WEFT_EDEVMEM, "host", rc, errno_name(rc),
+            return weft__driver_error(kind == WEFT__MEM_DEVICE ? WEFT_EDEVMEM
+                                                               : WEFT_ENOMEM,
+                                      "host", rc, errno_name(rc),
                                       "host: allocating %zu bytes on %s: %s",
                                       size, ctx->dev->name, strerror(rc));
     }

@@ -1,0 +1,50 @@
+/*
+ * The kernels every conformance test runs, written once per source kind so
+ * that each driver runs the same computation:
+ *
+ *   iota(buffer out, u32 add, u64 n)            out[i] = i + add
+ *   axpy(buffer y, buffer x, f32 a, u64 n)      y[i] = a * x[i] + y[i]
+ *   iota2d(buffer out, u32 width, u32 height)   out[y * width + x] =
+ *                                                   (y << 16) | x
+ *   advance(buffer x, u32 k, u64 n)             x[i] = x[i] * 3 + k
+ *
+ * Buffers hold u32 (iota, iota2d, advance) or f32 (axpy) elements; i is the
+ * global item index in dimension 0 (x, y: dimensions 0 and 1). advance is not
+ * commutative with itself, so a result shows whether launches ran in order.
+ */
+#ifndef WT_KERNELS_H
+#define WT_KERNELS_H
+
+#include "drivers/driver.h"
+
+/*
+ * The module source of the kernels above for a driver ("host", "sim",
+ * "opencl", "cuda"). WEFT_ENOTSUP if the tests have none for that driver.
+ */
+int wt_kernels_source(const char *driver, weft__module_source *src);
+
+/*
+ * A well-formed source of a kind the driver does not take (module_create
+ * must answer WEFT_ENOTSUP).
+ */
+int wt_kernels_foreign_source(const char *driver, weft__module_source *src);
+
+/*
+ * A source of the driver's own kind that does not compile (module_create
+ * must answer WEFT_EBUILD); WEFT_ENOTSUP where the driver compiles nothing
+ * (host, sim).
+ */
+int wt_kernels_broken_source(const char *driver, weft__module_source *src);
+
+/* What the kernels compute, on the host, for checking results. */
+static inline uint32_t wt_iota2d_value(uint32_t x, uint32_t y)
+{
+    return (y << 16) | x;
+}
+
+static inline uint32_t wt_advance_value(uint32_t x, uint32_t k)
+{
+    return x * 3u + k;
+}
+
+#endif /* WT_KERNELS_H */

@@ -1,0 +1,1478 @@
+/*
+ * The driver conformance suite: every semantic that src/drivers/driver.h
+ * promises, checked through the weft__drv_* wrappers on every device the
+ * runtime finds (WEFT_DEVICES picks the driver), with the same kernels on
+ * each driver. Each test observes results: bytes copied back, values
+ * computed by kernels, the order host functions saw, error codes and
+ * details.
+ *
+ * Tests that must see work not yet done block a queue with a gate: a host
+ * function that waits until the test opens it. No test sleeps; a gate that
+ * stays closed for WT_GATE_LIMIT_S seconds gives up and fails the test, so
+ * that a driver that runs host functions on the enqueuing thread fails
+ * instead of hanging.
+ */
+#include "wt_devices.h"
+#include "wt_kernels.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#define WT_GATE_LIMIT_S 20
+#define WT_MAX_GATES    4
+
+/* ---- checking helpers -------------------------------------------------- */
+
+static void wt_fail_rc(int want, int got, const char *expr, const char *file,
+                       int line)
+{
+    print_error("%s: expected %s, got %s (%s)\n", expr, weft_err_name(want),
+                weft_err_name(got), weft_last_error());
+    _fail(file, line);
+}
+
+/* expr must return want (0 or a WEFT_E code). */
+#define WT_RC(want, expr)                                                      \
+    do {                                                                       \
+        int wt_rc_ = (expr);                                                   \
+        if (wt_rc_ != (want))                                                  \
+            wt_fail_rc((want), wt_rc_, #expr, __FILE__, __LINE__);             \
+    } while (0)
+#define WT_OK(expr) WT_RC(0, expr)
+
+/* Bytes that no copy of the suite writes by accident. */
+static void wt_pattern(void *p, size_t n, uint32_t seed)
+{
+    unsigned char *b = p;
+    uint32_t x = seed * 2654435761u + 1;
+
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        b[i] = (unsigned char)x;
+    }
+}
+
+static void wt_bytes_equal(const void *got, const void *want, size_t n,
+                           const char *what, const char *file, int line)
+{
+    const unsigned char *g = got, *w = want;
+
+    for (size_t i = 0; i < n; i++)
+        if (g[i] != w[i]) {
+            print_error("%s: byte %zu of %zu is 0x%02x, expected 0x%02x\n",
+                        what, i, n, g[i], w[i]);
+            _fail(file, line);
+        }
+}
+#define WT_BYTES(got, want, n, what)                                           \
+    wt_bytes_equal((got), (want), (n), (what), __FILE__, __LINE__)
+
+static void *wt_alloc_host(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+
+    assert_non_null(p);
+    return p;
+}
+
+/* ---- gates: host functions that hold a queue --------------------------- */
+
+typedef struct wt_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
+    int passed;    /* the host function has returned */
+    int timed_out; /* it gave up waiting */
+    double waited; /* seconds the host function waited */
+} wt_gate;
+
+static void wt_gate_init(wt_gate *g)
+{
+    pthread_condattr_t attr;
+
+    /* Monotonic: a step of the wall clock must not end the wait early. */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    g->open = g->passed = g->timed_out = 0;
+}
+
+static void wt_gate_fn(void *user)
+{
+    wt_gate *g = user;
+    struct timespec start, limit, end;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    limit = start;
+    limit.tv_sec += WT_GATE_LIMIT_S;
+    pthread_mutex_lock(&g->mu);
+    while (!g->open)
+        if (pthread_cond_timedwait(&g->cv, &g->mu, &limit) == ETIMEDOUT) {
+            g->timed_out = 1;
+            break;
+        }
+    g->passed = 1;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    g->waited = (double)(end.tv_sec - start.tv_sec) +
+                (double)(end.tv_nsec - start.tv_nsec) * 1e-9;
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void wt_gate_open(wt_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static int wt_gate_timed_out(wt_gate *g)
+{
+    int t;
+
+    pthread_mutex_lock(&g->mu);
+    t = g->timed_out;
+    if (t)
+        print_error("gate: the held queue's host function gave up after "
+                    "%.1f s, although the test had opened it\n",
+                    g->waited);
+    pthread_mutex_unlock(&g->mu);
+    return t;
+}
+
+/* ---- the device under test and the per-test fixture -------------------- */
+
+static wt_devices wt_devs;
+static weft__device *wt_dev;  /* the device of the running group */
+static weft__device *wt_peer; /* another device of its driver, or NULL */
+
+typedef struct wt_fixture {
+    weft__context *ctx;
+    weft__queue *q;
+    weft__context *peer_ctx; /* on wt_peer, made by tests that need it */
+    wt_gate gates[WT_MAX_GATES];
+    unsigned ngates;
+} wt_fixture;
+
+static int wt_setup(void **state)
+{
+    wt_fixture *f = calloc(1, sizeof *f);
+
+    if (!f)
+        return -1;
+    if (weft__drv_context_create(wt_dev, &f->ctx) < 0 ||
+        weft__drv_queue_create(f->ctx, NULL, &f->q) < 0) {
+        fprintf(stderr, "setup on %s: %s\n", wt_dev->name, weft_last_error());
+        if (f->ctx)
+            weft__drv_context_destroy(f->ctx);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+/*
+ * Open every gate first (a failed test may have left one closed, and a
+ * queue is destroyed only once its work is done), then destroy: a context
+ * destroy that answers WEFT_EBUSY here means the test leaked an object.
+ */
+static int wt_teardown(void **state)
+{
+    wt_fixture *f = *state;
+    int rc = 0;
+
+    for (unsigned i = 0; i < f->ngates; i++)
+        wt_gate_open(&f->gates[i]);
+    if (f->q && weft__drv_queue_destroy(f->q) < 0)
+        rc = -1;
+    if (f->ctx && weft__drv_context_destroy(f->ctx) < 0) {
+        fprintf(stderr, "teardown: %s\n", weft_last_error());
+        rc = -1;
+    }
+    if (f->peer_ctx && weft__drv_context_destroy(f->peer_ctx) < 0) {
+        fprintf(stderr, "teardown (peer): %s\n", weft_last_error());
+        rc = -1;
+    }
+    for (unsigned i = 0; i < f->ngates; i++) {
+        pthread_mutex_destroy(&f->gates[i].mu);
+        pthread_cond_destroy(&f->gates[i].cv);
+    }
+    free(f);
+    return rc;
+}
+
+static wt_gate *wt_gate_new(wt_fixture *f)
+{
+    wt_gate *g;
+
+    assert_true(f->ngates < WT_MAX_GATES);
+    g = &f->gates[f->ngates++];
+    wt_gate_init(g);
+    return g;
+}
+
+/* Close q behind a gate: nothing enqueued later on q runs until it opens. */
+static wt_gate *wt_hold(wt_fixture *f, weft__queue *q)
+{
+    wt_gate *g = wt_gate_new(f);
+
+    WT_OK(weft__drv_host_fn(q, wt_gate_fn, g));
+    return g;
+}
+
+static void wt_release(wt_gate *g)
+{
+    wt_gate_open(g);
+}
+
+/* After the queue behind g has been synchronized. */
+static void wt_gate_check(wt_gate *g)
+{
+    assert_false(wt_gate_timed_out(g));
+}
+
+static weft__context *wt_peer_context(wt_fixture *f)
+{
+    if (!f->peer_ctx)
+        WT_OK(weft__drv_context_create(wt_peer, &f->peer_ctx));
+    return f->peer_ctx;
+}
+
+/* Compare the whole of m with model (m->size bytes), reading through q. */
+static void wt_check_mem(weft__queue *q, weft__mem *m, const void *model,
+                         const char *what, const char *file, int line)
+{
+    void *got = wt_alloc_host(m->size);
+
+    memset(got, 0xEE, m->size);
+    WT_OK(weft__drv_copy_d2h(q, got, m, 0, m->size));
+    WT_OK(weft__drv_queue_sync(q));
+    wt_bytes_equal(got, model, m->size, what, file, line);
+    free(got);
+}
+#define WT_MEM(q, m, model, what)                                              \
+    wt_check_mem((q), (m), (model), (what), __FILE__, __LINE__)
+
+static uint32_t wt_group_size(uint32_t want)
+{
+    uint32_t max = wt_dev->props.max_group_size;
+
+    return max && max < want ? max : want;
+}
+
+static weft__module *wt_module(weft__context *ctx)
+{
+    weft__module_source src;
+    weft__module *mod = NULL;
+
+    assert_int_equal(wt_kernels_source(wt_dev->drv->name, &src), 0);
+    WT_OK(weft__drv_module_create(ctx, &src, &mod));
+    assert_non_null(mod);
+    return mod;
+}
+
+static weft__kernel *wt_kernel(weft__module *mod, const char *name)
+{
+    weft__kernel *k = NULL;
+
+    WT_OK(weft__drv_kernel_get(mod, name, &k));
+    assert_non_null(k);
+    return k;
+}
+
+static weft__karg wt_buf(weft__mem *m, size_t off)
+{
+    weft__karg a;
+
+    memset(&a, 0, sizeof a);
+    a.type = WEFT_PARAM_BUFFER;
+    a.u.buf.mem = m;
+    a.u.buf.offset = off;
+    return a;
+}
+
+static weft__karg wt_scalar(weft_param_type type, const void *value,
+                            size_t size)
+{
+    weft__karg a;
+
+    memset(&a, 0, sizeof a);
+    a.type = type;
+    a.size = size;
+    a.u.value = value;
+    return a;
+}
+
+static weft__grid wt_grid1(uint64_t n, uint32_t group)
+{
+    weft__grid g = {
+        {(uint32_t)((n + group - 1) / group), 1, 1}, {group, 1, 1}, 0};
+    return g;
+}
+
+/* advance(x, k, n) over n elements of m. */
+static void wt_advance(weft__queue *q, weft__kernel *k, weft__mem *m,
+                       const uint32_t *kv, const uint64_t *n)
+{
+    weft__karg args[3] = {wt_buf(m, 0),
+                          wt_scalar(WEFT_PARAM_U32, kv, sizeof *kv),
+                          wt_scalar(WEFT_PARAM_U64, n, sizeof *n)};
+    weft__grid g = wt_grid1(*n, wt_group_size(64));
+
+    WT_OK(weft__drv_launch(q, k, &g, args, 3));
+}
+
+/* ---- contexts ---------------------------------------------------------- */
+
+static void test_context_lifecycle(void **state)
+{
+    wt_fixture *f = *state;
+    weft__context *c2 = NULL;
+    weft__queue *q2 = NULL;
+    weft__mem *m = NULL;
+    uint32_t v = 0x01020304, got = 0;
+
+    assert_ptr_equal(f->ctx->dev, wt_dev);
+    assert_ptr_equal(f->ctx->drv, wt_dev->drv);
+    /* A second context on the same device works beside the first. */
+    WT_OK(weft__drv_context_create(wt_dev, &c2));
+    assert_ptr_not_equal(c2, f->ctx);
+    WT_OK(weft__drv_queue_create(c2, NULL, &q2));
+    WT_OK(weft__drv_mem_alloc(c2, sizeof v, &m));
+    WT_OK(weft__drv_copy_h2d(q2, m, 0, &v, sizeof v));
+    WT_OK(weft__drv_copy_d2h(q2, &got, m, 0, sizeof got));
+    WT_OK(weft__drv_queue_sync(q2));
+    assert_int_equal(got, v);
+    WT_OK(weft__drv_mem_free(m));
+    WT_OK(weft__drv_queue_destroy(q2));
+    WT_OK(weft__drv_context_destroy(c2));
+}
+
+static void test_context_busy(void **state)
+{
+    weft__context *c = NULL;
+    weft__queue *q = NULL;
+    weft__mem *m = NULL;
+    weft__module *mod = NULL;
+    weft__event *ev = NULL;
+    weft__module_source src;
+
+    (void)state;
+    WT_OK(weft__drv_context_create(wt_dev, &c));
+    WT_OK(weft__drv_queue_create(c, NULL, &q));
+    WT_RC(WEFT_EBUSY, weft__drv_context_destroy(c));
+    assert_true(strlen(weft_last_error()) > 0);
+    /* The failed destroy changed nothing: the context still works. */
+    WT_OK(weft__drv_mem_alloc(c, 64, &m));
+    WT_OK(weft__drv_queue_destroy(q));
+    WT_RC(WEFT_EBUSY, weft__drv_context_destroy(c));
+    WT_OK(weft__drv_mem_free(m));
+    assert_int_equal(wt_kernels_source(wt_dev->drv->name, &src), 0);
+    WT_OK(weft__drv_module_create(c, &src, &mod));
+    WT_RC(WEFT_EBUSY, weft__drv_context_destroy(c));
+    WT_OK(weft__drv_module_destroy(mod));
+    WT_OK(weft__drv_event_create(c, 0, &ev));
+    WT_RC(WEFT_EBUSY, weft__drv_context_destroy(c));
+    WT_OK(weft__drv_event_destroy(ev));
+    WT_OK(weft__drv_context_destroy(c));
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+static void test_alloc_sizes(void **state)
+{
+    static const size_t sizes[] = {1, 3, 4096, (1u << 20) + 7, 64u << 20};
+    wt_fixture *f = *state;
+    const weft_device_info *p = &wt_dev->props;
+
+    for (unsigned i = 0; i < WEFT__COUNTOF(sizes); i++) {
+        size_t n = sizes[i];
+        weft__mem *m = NULL;
+        unsigned char first = 0xA5, last = 0x5A, got[2] = {0, 0};
+
+        if (p->max_alloc && n > p->max_alloc) {
+            printf("    size %zu is over max_alloc %llu: not tried\n", n,
+                   (unsigned long long)p->max_alloc);
+            continue;
+        }
+        WT_OK(weft__drv_mem_alloc(f->ctx, n, &m));
+        assert_non_null(m);
+        assert_int_equal(m->size, n);
+        assert_int_equal(m->kind, WEFT__MEM_DEVICE);
+        assert_null(m->host);
+        assert_ptr_equal(m->ctx, f->ctx);
+        /* Both ends of the allocation hold bytes. */
+        WT_OK(weft__drv_copy_h2d(f->q, m, 0, &first, 1));
+        WT_OK(weft__drv_copy_h2d(f->q, m, n - 1, n > 1 ? &last : &first, 1));
+        WT_OK(weft__drv_copy_d2h(f->q, &got[0], m, 0, 1));
+        WT_OK(weft__drv_copy_d2h(f->q, &got[1], m, n - 1, 1));
+        WT_OK(weft__drv_queue_sync(f->q));
+        assert_int_equal(got[0], first);
+        assert_int_equal(got[1], n > 1 ? last : first);
+        if (n == sizes[WEFT__COUNTOF(sizes) - 1]) {
+            /* The largest is filled and read back whole. */
+            uint32_t pat = 0xC0FFEE11;
+            unsigned char *want = wt_alloc_host(n);
+
+            for (size_t j = 0; j < n; j += 4)
+                memcpy(want + j, &pat, 4);
+            WT_OK(weft__drv_fill(f->q, m, 0, &pat, 4, n));
+            WT_MEM(f->q, m, want, "64 MiB fill");
+            free(want);
+        }
+        WT_OK(weft__drv_mem_free(m));
+    }
+}
+
+static void test_alloc_invalid(void **state)
+{
+    wt_fixture *f = *state;
+    const weft_device_info *p = &wt_dev->props;
+    weft__mem *m = NULL;
+
+    WT_RC(WEFT_EINVAL, weft__drv_mem_alloc(f->ctx, 0, &m));
+    assert_null(m);
+    if (p->max_alloc && p->max_alloc < SIZE_MAX) {
+        WT_RC(WEFT_EDEVMEM,
+              weft__drv_mem_alloc(f->ctx, (size_t)p->max_alloc + 1, &m));
+        assert_null(m);
+        assert_non_null(strstr(weft_last_error(), wt_dev->name));
+    }
+    WT_RC(WEFT_EDEVMEM, weft__drv_mem_alloc(f->ctx, SIZE_MAX, &m));
+    assert_null(m);
+}
+
+/* ---- copies ------------------------------------------------------------ */
+
+static void test_copy_h2d_d2h(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = (1u << 20) + 13;
+    unsigned char *src = wt_alloc_host(n), *model = wt_alloc_host(n);
+    unsigned char *out = wt_alloc_host(n);
+    weft__mem *m = NULL;
+
+    wt_pattern(src, n, 1);
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &m));
+    WT_OK(weft__drv_copy_h2d(f->q, m, 0, src, n));
+    memcpy(model, src, n);
+    WT_MEM(f->q, m, model, "whole h2d");
+
+    /* Odd offsets and sizes, both ways. */
+    wt_pattern(src, n, 2);
+    WT_OK(weft__drv_copy_h2d(f->q, m, 1, src + 7, 4095));
+    memcpy(model + 1, src + 7, 4095);
+    WT_OK(weft__drv_copy_h2d(f->q, m, n - 3, src + 100, 3));
+    memcpy(model + n - 3, src + 100, 3);
+    WT_OK(weft__drv_copy_h2d(f->q, m, 65537, src + 3, 77777));
+    memcpy(model + 65537, src + 3, 77777);
+    WT_MEM(f->q, m, model, "h2d at offsets");
+
+    memset(out, 0xEE, n);
+    WT_OK(weft__drv_copy_d2h(f->q, out + 5, m, 3, 10001));
+    WT_OK(weft__drv_copy_d2h(f->q, out + 20000, m, n - 1, 1));
+    WT_OK(weft__drv_queue_sync(f->q));
+    WT_BYTES(out + 5, model + 3, 10001, "d2h at offsets");
+    assert_int_equal(out[20000], model[n - 1]);
+    assert_int_equal(out[4], 0xEE);
+    assert_int_equal(out[10006], 0xEE);
+
+    WT_OK(weft__drv_mem_free(m));
+    free(src);
+    free(model);
+    free(out);
+}
+
+static void test_copy_d2d(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t na = 100003, nb = 65521;
+    unsigned char *a_model = wt_alloc_host(na), *b_model = wt_alloc_host(nb);
+    weft__mem *a = NULL, *b = NULL;
+
+    wt_pattern(a_model, na, 3);
+    wt_pattern(b_model, nb, 4);
+    WT_OK(weft__drv_mem_alloc(f->ctx, na, &a));
+    WT_OK(weft__drv_mem_alloc(f->ctx, nb, &b));
+    WT_OK(weft__drv_copy_h2d(f->q, a, 0, a_model, na));
+    WT_OK(weft__drv_copy_h2d(f->q, b, 0, b_model, nb));
+    /* the models change below: the uploads must have read them first */
+    WT_OK(weft__drv_queue_sync(f->q));
+
+    WT_OK(weft__drv_copy_d2d(f->q, b, 5, a, 11, 777));
+    memcpy(b_model + 5, a_model + 11, 777);
+    WT_OK(weft__drv_copy_d2d(f->q, b, nb - 1000, a, na - 1000, 1000));
+    memcpy(b_model + nb - 1000, a_model + na - 1000, 1000);
+    /* Disjoint ranges of one allocation. */
+    WT_OK(weft__drv_copy_d2d(f->q, a, 50001, a, 1, 40000));
+    memmove(a_model + 50001, a_model + 1, 40000);
+    WT_MEM(f->q, a, a_model, "d2d within one allocation");
+    WT_MEM(f->q, b, b_model, "d2d at offsets");
+
+    /* Overlapping ranges of one allocation are refused and change nothing. */
+    WT_RC(WEFT_EINVAL, weft__drv_copy_d2d(f->q, a, 10, a, 0, 100));
+    WT_MEM(f->q, a, a_model, "after a refused overlapping d2d");
+
+    WT_OK(weft__drv_mem_free(a));
+    WT_OK(weft__drv_mem_free(b));
+    free(a_model);
+    free(b_model);
+}
+
+static void test_copy_out_of_range(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 4099;
+    unsigned char *model = wt_alloc_host(n), buf[64];
+    uint32_t pat = 0xFFFFFFFF;
+    weft__mem *a = NULL, *b = NULL;
+
+    wt_pattern(model, n, 5);
+    memset(buf, 0xAB, sizeof buf);
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &a));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &b));
+    WT_OK(weft__drv_copy_h2d(f->q, a, 0, model, n));
+    WT_OK(weft__drv_copy_h2d(f->q, b, 0, model, n));
+
+    WT_RC(WEFT_ERANGE, weft__drv_copy_h2d(f->q, a, n - 3, buf, 4));
+    WT_RC(WEFT_ERANGE, weft__drv_copy_h2d(f->q, a, n + 1, buf, 1));
+    WT_RC(WEFT_ERANGE, weft__drv_copy_h2d(f->q, a, 0, buf, n + 1));
+    /* off + size wraps around: still out of range */
+    WT_RC(WEFT_ERANGE, weft__drv_copy_h2d(f->q, a, SIZE_MAX, buf, 2));
+    WT_RC(WEFT_ERANGE, weft__drv_copy_d2h(f->q, buf, a, n - 63, 64));
+    WT_RC(WEFT_ERANGE, weft__drv_copy_d2h(f->q, buf, a, 2, SIZE_MAX));
+    WT_RC(WEFT_ERANGE, weft__drv_copy_d2d(f->q, b, n - 10, a, 0, 11));
+    WT_RC(WEFT_ERANGE, weft__drv_copy_d2d(f->q, b, 0, a, n - 10, 11));
+    WT_RC(WEFT_ERANGE, weft__drv_fill(f->q, a, n - 3, &pat, 1, 4));
+    WT_RC(WEFT_ERANGE, weft__drv_fill(f->q, a, 4096, &pat, 4, 8));
+    assert_non_null(strstr(weft_last_error(), "4099"));
+
+    /* No refused copy wrote anything. */
+    WT_MEM(f->q, a, model, "a after refused copies");
+    WT_MEM(f->q, b, model, "b after refused copies");
+    for (size_t i = 0; i < sizeof buf; i++)
+        assert_int_equal(buf[i], 0xAB);
+    WT_OK(weft__drv_mem_free(a));
+    WT_OK(weft__drv_mem_free(b));
+    free(model);
+}
+
+static void test_fill_patterns(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 8192 + 12;
+    unsigned char *model = wt_alloc_host(n);
+    const uint8_t p1 = 0xAB, zero = 0;
+    const uint16_t p2 = 0x1234;
+    const uint32_t p4 = 0xDEADBEEF;
+    weft__mem *m = NULL;
+
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &m));
+    WT_OK(weft__drv_fill(f->q, m, 0, &zero, 1, n));
+    memset(model, 0, n);
+    WT_OK(weft__drv_fill(f->q, m, 3, &p1, 1, 5));
+    memset(model + 3, p1, 5);
+    WT_OK(weft__drv_fill(f->q, m, 10, &p2, 2, 6));
+    for (size_t i = 10; i < 16; i += 2)
+        memcpy(model + i, &p2, 2);
+    WT_OK(weft__drv_fill(f->q, m, 20, &p4, 4, 12));
+    for (size_t i = 20; i < 32; i += 4)
+        memcpy(model + i, &p4, 4);
+    /* A long 4-byte fill ending at the last byte. */
+    WT_OK(weft__drv_fill(f->q, m, 4096, &p4, 4, n - 4096));
+    for (size_t i = 4096; i < n; i += 4)
+        memcpy(model + i, &p4, 4);
+    WT_MEM(f->q, m, model, "fills");
+
+    /* Misaligned or odd patterns are refused and change nothing. */
+    WT_RC(WEFT_EINVAL, weft__drv_fill(f->q, m, 1, &p2, 2, 4));
+    WT_RC(WEFT_EINVAL, weft__drv_fill(f->q, m, 0, &p4, 4, 6));
+    WT_RC(WEFT_EINVAL, weft__drv_fill(f->q, m, 0, &p4, 3, 6));
+    WT_MEM(f->q, m, model, "after refused fills");
+    WT_OK(weft__drv_mem_free(m));
+    free(model);
+}
+
+static void test_pinned_host(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = (1u << 20) + 5;
+    unsigned char *model;
+    weft__mem *pin = NULL, *d = NULL;
+
+    if (!wt_dev->props.pinned_host) {
+        WT_RC(WEFT_ENOTSUP, weft__drv_host_alloc(f->ctx, n, &pin));
+        skip();
+    }
+    model = wt_alloc_host(n);
+    WT_OK(weft__drv_host_alloc(f->ctx, n, &pin));
+    assert_int_equal(pin->kind, WEFT__MEM_PINNED);
+    assert_non_null(pin->host);
+    assert_int_equal(pin->size, n);
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &d));
+
+    unsigned char *h = pin->host;
+    wt_pattern(h, n, 6);
+    memcpy(model, h, n);
+    WT_OK(weft__drv_copy_h2d(f->q, d, 0, h, n));
+    /* Pinned memory is the host side of copies, at offsets. */
+    WT_OK(weft__drv_copy_d2h(f->q, h + 100, d, 7, 5000));
+    WT_OK(weft__drv_queue_sync(f->q));
+    memmove(model + 100, model + 7, 5000);
+    WT_BYTES(h, model, n, "pinned after d2h");
+    /* Pinned memory is not device memory. */
+    WT_RC(WEFT_EINVAL, weft__drv_copy_h2d(f->q, pin, 0, model, 1));
+    WT_OK(weft__drv_mem_free(d));
+    WT_OK(weft__drv_mem_free(pin));
+    free(model);
+}
+
+static void test_host_register(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 1u << 20;
+    unsigned char *host = aligned_alloc(4096, n), *model = wt_alloc_host(n);
+    weft__mem *reg = NULL, *d = NULL;
+
+    assert_non_null(host);
+    if (!wt_dev->props.host_register) {
+        WT_RC(WEFT_ENOTSUP, weft__drv_host_register(f->ctx, host, n, &reg));
+        free(host);
+        free(model);
+        skip();
+    }
+    wt_pattern(host, n, 7);
+    memcpy(model, host, n);
+    WT_OK(weft__drv_host_register(f->ctx, host, n, &reg));
+    assert_int_equal(reg->kind, WEFT__MEM_REGISTERED);
+    assert_ptr_equal(reg->host, host);
+    assert_int_equal(reg->size, n);
+    /* Registering leaves the bytes alone. */
+    WT_BYTES(host, model, n, "registered memory");
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &d));
+    WT_OK(weft__drv_copy_h2d(f->q, d, 0, host, n));
+    WT_OK(weft__drv_copy_d2h(f->q, host + 3, d, 4096, 9999));
+    WT_OK(weft__drv_queue_sync(f->q));
+    memmove(model + 3, model + 4096, 9999);
+    WT_BYTES(host, model, n, "registered after d2h");
+    WT_OK(weft__drv_mem_free(d));
+    WT_OK(weft__drv_mem_free(reg));
+    free(host);
+    free(model);
+}
+
+/* ---- modules and launches ---------------------------------------------- */
+
+static void test_module_kernels(void **state)
+{
+    static const struct {
+        const char *name;
+        unsigned nparams;
+    } kernels[] = {{"iota", 3}, {"axpy", 4}, {"iota2d", 3}, {"advance", 3}};
+    wt_fixture *f = *state;
+    weft__module *mod = wt_module(f->ctx);
+    weft__kernel *k = NULL, *again = NULL;
+
+    assert_ptr_equal(mod->ctx, f->ctx);
+    for (unsigned i = 0; i < WEFT__COUNTOF(kernels); i++) {
+        k = wt_kernel(mod, kernels[i].name);
+        assert_string_equal(k->name, kernels[i].name);
+        assert_ptr_equal(k->module, mod);
+        if (k->params_known)
+            assert_int_equal(k->nparams, kernels[i].nparams);
+    }
+    /* The same name twice is fine (the same object or an equal one). */
+    k = wt_kernel(mod, "iota");
+    again = wt_kernel(mod, "iota");
+    assert_string_equal(again->name, k->name);
+
+    k = NULL;
+    WT_RC(WEFT_ENOTFOUND, weft__drv_kernel_get(mod, "no_such_kernel", &k));
+    assert_null(k);
+    assert_non_null(strstr(weft_last_error(), "no_such_kernel"));
+    WT_OK(weft__drv_module_destroy(mod));
+}
+
+static void test_module_bad_sources(void **state)
+{
+    wt_fixture *f = *state;
+    weft__module_source src;
+    weft__module *mod = NULL;
+
+    assert_int_equal(wt_kernels_foreign_source(wt_dev->drv->name, &src), 0);
+    WT_RC(WEFT_ENOTSUP, weft__drv_module_create(f->ctx, &src, &mod));
+    assert_null(mod);
+    if (wt_kernels_broken_source(wt_dev->drv->name, &src) == 0) {
+        WT_RC(WEFT_EBUILD, weft__drv_module_create(f->ctx, &src, &mod));
+        assert_null(mod);
+        /* The build log names what is wrong. */
+        printf("    build failure reads: %.200s\n", weft_last_error());
+        assert_true(strstr(weft_last_error(), "no_such_identifier") ||
+                    strstr(weft_last_error(), "no.such.instruction") ||
+                    strstr(weft_last_error(), "broken"));
+    }
+}
+
+static void test_launch_bad_args(void **state)
+{
+    wt_fixture *f = *state;
+    weft__module *mod = wt_module(f->ctx);
+    weft__kernel *iota = wt_kernel(mod, "iota");
+    const uint32_t add = 1;
+    const uint64_t n = 64, add64 = 1;
+    const float fl = 1.0f;
+    weft__mem *out = NULL;
+    weft__grid g = wt_grid1(n, wt_group_size(64));
+    uint32_t *model = wt_alloc_host(n * 4);
+    const uint8_t zero = 0;
+
+    WT_OK(weft__drv_mem_alloc(f->ctx, n * 4, &out));
+    WT_OK(weft__drv_fill(f->q, out, 0, &zero, 1, n * 4));
+    memset(model, 0, n * 4);
+    {
+        weft__karg bad_off[3] = {wt_buf(out, n * 4),
+                                 wt_scalar(WEFT_PARAM_U32, &add, 4),
+                                 wt_scalar(WEFT_PARAM_U64, &n, 8)};
+        /* A buffer argument that starts past its allocation. */
+        WT_RC(WEFT_ERANGE, weft__drv_launch(f->q, iota, &g, bad_off, 3));
+    }
+    if (!iota->params_known) {
+        printf("    %s does not know the parameters of iota: argument "
+               "checks not tried\n",
+               wt_dev->drv->name);
+        WT_MEM(f->q, out, model, "after refused launches");
+        WT_OK(weft__drv_mem_free(out));
+        WT_OK(weft__drv_module_destroy(mod));
+        free(model);
+        skip();
+    }
+    weft__karg too_few[2] = {wt_buf(out, 0),
+                             wt_scalar(WEFT_PARAM_U32, &add, 4)};
+    weft__karg too_many[4] = {
+        wt_buf(out, 0), wt_scalar(WEFT_PARAM_U32, &add, 4),
+        wt_scalar(WEFT_PARAM_U64, &n, 8), wt_scalar(WEFT_PARAM_U64, &n, 8)};
+    weft__karg wide[3] = {wt_buf(out, 0), wt_scalar(WEFT_PARAM_U64, &add64, 8),
+                          wt_scalar(WEFT_PARAM_U64, &n, 8)};
+    weft__karg scalar_for_buffer[3] = {wt_scalar(WEFT_PARAM_U64, &n, 8),
+                                       wt_scalar(WEFT_PARAM_U32, &add, 4),
+                                       wt_scalar(WEFT_PARAM_U64, &n, 8)};
+    weft__karg buffer_for_scalar[3] = {wt_buf(out, 0), wt_buf(out, 0),
+                                       wt_scalar(WEFT_PARAM_U64, &n, 8)};
+    weft__karg float_for_u64[3] = {wt_buf(out, 0),
+                                   wt_scalar(WEFT_PARAM_U32, &add, 4),
+                                   wt_scalar(WEFT_PARAM_F32, &fl, 4)};
+
+    WT_RC(WEFT_EARGS, weft__drv_launch(f->q, iota, &g, too_few, 2));
+    assert_non_null(strstr(weft_last_error(), "iota"));
+    WT_RC(WEFT_EARGS, weft__drv_launch(f->q, iota, &g, too_many, 4));
+    WT_RC(WEFT_EARGS, weft__drv_launch(f->q, iota, &g, wide, 3));
+    /*
+     * A 64-bit scalar where a pointer goes has the pointer's size: only a
+     * driver that knows the parameter types (not just their sizes) can
+     * tell, and launching it anyway would write through a bad address.
+     */
+    if (iota->params)
+        WT_RC(WEFT_EARGS,
+              weft__drv_launch(f->q, iota, &g, scalar_for_buffer, 3));
+    WT_RC(WEFT_EARGS, weft__drv_launch(f->q, iota, &g, buffer_for_scalar, 3));
+    WT_RC(WEFT_EARGS, weft__drv_launch(f->q, iota, &g, float_for_u64, 3));
+    /* None of the refused launches ran. */
+    WT_MEM(f->q, out, model, "after refused launches");
+    WT_OK(weft__drv_mem_free(out));
+    WT_OK(weft__drv_module_destroy(mod));
+    free(model);
+}
+
+/*
+ * Buffer arguments start at offsets that are multiples of 4096: OpenCL
+ * devices take only offsets aligned to their base address alignment.
+ */
+static void test_launch_1d(void **state)
+{
+    wt_fixture *f = *state;
+    weft__module *mod = wt_module(f->ctx);
+    weft__kernel *iota = wt_kernel(mod, "iota");
+    const uint64_t n = 1000, cap = 1024, one = 1;
+    const size_t off = 4096, off3 = off + cap * 4, size = off3 + 4096;
+    const uint32_t add = 7, add2 = 1000000, ones = 0xFFFFFFFF;
+    uint32_t *model = wt_alloc_host(size);
+    weft__mem *out = NULL;
+
+    WT_OK(weft__drv_mem_alloc(f->ctx, size, &out));
+    WT_OK(weft__drv_fill(f->q, out, 0, &ones, 4, size));
+    for (size_t i = 0; i < size / 4; i++)
+        model[i] = ones;
+
+    weft__karg args[3] = {wt_buf(out, 0), wt_scalar(WEFT_PARAM_U32, &add, 4),
+                          wt_scalar(WEFT_PARAM_U64, &n, 8)};
+    weft__grid g = wt_grid1(n, wt_group_size(64));
+    WT_OK(weft__drv_launch(f->q, iota, &g, args, 3));
+    for (uint32_t i = 0; i < n; i++)
+        model[i] = i + add;
+
+    /* At an offset into the buffer; items past n write nothing. */
+    weft__karg args2[3] = {wt_buf(out, off),
+                           wt_scalar(WEFT_PARAM_U32, &add2, 4),
+                           wt_scalar(WEFT_PARAM_U64, &n, 8)};
+    weft__grid g2 = wt_grid1(cap, wt_group_size(32));
+    WT_OK(weft__drv_launch(f->q, iota, &g2, args2, 3));
+    for (uint32_t i = 0; i < n; i++)
+        model[off / 4 + i] = i + add2;
+
+    /* One item. */
+    weft__karg args3[3] = {wt_buf(out, off3),
+                           wt_scalar(WEFT_PARAM_U32, &add, 4),
+                           wt_scalar(WEFT_PARAM_U64, &one, 8)};
+    weft__grid g3 = wt_grid1(1, 1);
+    WT_OK(weft__drv_launch(f->q, iota, &g3, args3, 3));
+    model[off3 / 4] = add;
+
+    WT_MEM(f->q, out, model, "iota over 1-D grids");
+    WT_OK(weft__drv_mem_free(out));
+    WT_OK(weft__drv_module_destroy(mod));
+    free(model);
+}
+
+static void test_launch_2d(void **state)
+{
+    wt_fixture *f = *state;
+    weft__module *mod = wt_module(f->ctx);
+    weft__kernel *k = wt_kernel(mod, "iota2d");
+    const uint32_t w = 100, h = 37, pad = 0x77777777;
+    const size_t n = (size_t)w * h + 16;
+    uint32_t *model = wt_alloc_host(n * 4);
+    weft__mem *out = NULL;
+    weft__grid g = {{13, 10, 1}, {8, 4, 1}, 0};
+
+    if (wt_dev->props.max_group_size && wt_dev->props.max_group_size < 32) {
+        g.group_size[0] = g.group_size[1] = 1;
+        g.groups[0] = w;
+        g.groups[1] = h;
+    }
+    WT_OK(weft__drv_mem_alloc(f->ctx, n * 4, &out));
+    WT_OK(weft__drv_fill(f->q, out, 0, &pad, 4, n * 4));
+    for (size_t i = 0; i < n; i++)
+        model[i] = pad;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++)
+            model[y * w + x] = wt_iota2d_value(x, y);
+    weft__karg args[3] = {wt_buf(out, 0), wt_scalar(WEFT_PARAM_U32, &w, 4),
+                          wt_scalar(WEFT_PARAM_U32, &h, 4)};
+    WT_OK(weft__drv_launch(f->q, k, &g, args, 3));
+    WT_MEM(f->q, out, model, "iota2d over a 2-D grid");
+    WT_OK(weft__drv_mem_free(out));
+    WT_OK(weft__drv_module_destroy(mod));
+    free(model);
+}
+
+static void test_launch_axpy(void **state)
+{
+    wt_fixture *f = *state;
+    weft__module *mod = wt_module(f->ctx);
+    weft__kernel *k = wt_kernel(mod, "axpy");
+    const uint64_t n = 4097;
+    const float a = 2.0f;
+    float *x = wt_alloc_host(n * 4), *y = wt_alloc_host(n * 4);
+    float *want = wt_alloc_host(n * 4);
+    weft__mem *dx = NULL, *dy = NULL;
+
+    /* Exact in binary: the result does not depend on fused multiply-add. */
+    for (uint64_t i = 0; i < n; i++) {
+        x[i] = (float)i;
+        y[i] = 0.5f * (float)i;
+        want[i] = 2.5f * (float)i;
+    }
+    WT_OK(weft__drv_mem_alloc(f->ctx, n * 4, &dx));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n * 4, &dy));
+    WT_OK(weft__drv_copy_h2d(f->q, dx, 0, x, n * 4));
+    WT_OK(weft__drv_copy_h2d(f->q, dy, 0, y, n * 4));
+    weft__karg args[4] = {wt_buf(dy, 0), wt_buf(dx, 0),
+                          wt_scalar(WEFT_PARAM_F32, &a, 4),
+                          wt_scalar(WEFT_PARAM_U64, &n, 8)};
+    weft__grid g = wt_grid1(n, wt_group_size(128));
+    WT_OK(weft__drv_launch(f->q, k, &g, args, 4));
+    WT_MEM(f->q, dy, want, "axpy");
+    WT_MEM(f->q, dx, x, "axpy's x unchanged");
+    WT_OK(weft__drv_mem_free(dx));
+    WT_OK(weft__drv_mem_free(dy));
+    WT_OK(weft__drv_module_destroy(mod));
+    free(x);
+    free(y);
+    free(want);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+static void test_event_never_recorded(void **state)
+{
+    wt_fixture *f = *state;
+    weft__event *ev = NULL;
+    weft__mem *m = NULL;
+    uint32_t v = 42, got = 0;
+
+    WT_OK(weft__drv_event_create(f->ctx, 0, &ev));
+    assert_ptr_equal(ev->ctx, f->ctx);
+    WT_OK(weft__drv_event_query(ev));
+    WT_OK(weft__drv_event_sync(ev));
+    /* Waiting on it holds nothing up. */
+    WT_OK(weft__drv_queue_wait_event(f->q, ev));
+    WT_OK(weft__drv_mem_alloc(f->ctx, 4, &m));
+    WT_OK(weft__drv_copy_h2d(f->q, m, 0, &v, 4));
+    WT_OK(weft__drv_copy_d2h(f->q, &got, m, 0, 4));
+    WT_OK(weft__drv_queue_sync(f->q));
+    assert_int_equal(got, v);
+    WT_OK(weft__drv_mem_free(m));
+    WT_OK(weft__drv_event_destroy(ev));
+}
+
+static void test_event_record_sync(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 1u << 16;
+    unsigned char *src = wt_alloc_host(n), *out = wt_alloc_host(n);
+    weft__event *ev = NULL;
+    weft__mem *m = NULL;
+    wt_gate *gate;
+
+    wt_pattern(src, n, 8);
+    memset(out, 0, n);
+    WT_OK(weft__drv_event_create(f->ctx, 0, &ev));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &m));
+    gate = wt_hold(f, f->q);
+    WT_OK(weft__drv_copy_h2d(f->q, m, 0, src, n));
+    WT_OK(weft__drv_copy_d2h(f->q, out, m, 0, n));
+    WT_OK(weft__drv_event_record(ev, f->q));
+    /* The queue is held: the event cannot have completed. */
+    WT_RC(WEFT_ENOTREADY, weft__drv_event_query(ev));
+    wt_release(gate);
+    /* Synchronizing on the event alone makes the copies' results visible. */
+    WT_OK(weft__drv_event_sync(ev));
+    WT_OK(weft__drv_event_query(ev));
+    WT_BYTES(out, src, n, "d2h before the recorded event");
+    wt_gate_check(gate);
+    WT_OK(weft__drv_queue_sync(f->q));
+    WT_OK(weft__drv_mem_free(m));
+    WT_OK(weft__drv_event_destroy(ev));
+    free(src);
+    free(out);
+}
+
+static void test_event_rerecord(void **state)
+{
+    wt_fixture *f = *state;
+    weft__queue *q2 = NULL;
+    weft__event *ev = NULL;
+    wt_gate *gate;
+
+    WT_OK(weft__drv_queue_create(f->ctx, NULL, &q2));
+    WT_OK(weft__drv_event_create(f->ctx, 0, &ev));
+    gate = wt_hold(f, f->q);
+    WT_OK(weft__drv_event_record(ev, f->q));
+    WT_RC(WEFT_ENOTREADY, weft__drv_event_query(ev));
+    /* Recording again on an idle queue re-targets the event. */
+    WT_OK(weft__drv_event_record(ev, q2));
+    WT_OK(weft__drv_event_sync(ev));
+    WT_OK(weft__drv_event_query(ev));
+    wt_release(gate);
+    WT_OK(weft__drv_queue_sync(f->q));
+    wt_gate_check(gate);
+    WT_OK(weft__drv_event_destroy(ev));
+    WT_OK(weft__drv_queue_destroy(q2));
+}
+
+static void test_event_cross_queue(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 100001;
+    unsigned char *src = wt_alloc_host(n), *out = wt_alloc_host(n);
+    weft__queue *q2 = NULL;
+    weft__event *e1 = NULL, *e2 = NULL;
+    weft__mem *m = NULL;
+    wt_gate *gate;
+
+    wt_pattern(src, n, 9);
+    memset(out, 0, n);
+    WT_OK(weft__drv_queue_create(f->ctx, NULL, &q2));
+    WT_OK(weft__drv_event_create(f->ctx, 0, &e1));
+    WT_OK(weft__drv_event_create(f->ctx, 0, &e2));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &m));
+
+    gate = wt_hold(f, f->q);
+    WT_OK(weft__drv_copy_h2d(f->q, m, 0, src, n));
+    WT_OK(weft__drv_event_record(e1, f->q));
+    WT_OK(weft__drv_queue_wait_event(q2, e1));
+    WT_OK(weft__drv_copy_d2h(q2, out, m, 0, n));
+    WT_OK(weft__drv_event_record(e2, q2));
+    /* q2 waits for the held queue. */
+    WT_RC(WEFT_ENOTREADY, weft__drv_event_query(e2));
+    wt_release(gate);
+    WT_OK(weft__drv_event_sync(e2));
+    WT_BYTES(out, src, n, "q2 reads what q1 wrote before e1");
+    wt_gate_check(gate);
+
+    WT_OK(weft__drv_queue_sync(f->q));
+    WT_OK(weft__drv_mem_free(m));
+    WT_OK(weft__drv_event_destroy(e1));
+    WT_OK(weft__drv_event_destroy(e2));
+    WT_OK(weft__drv_queue_destroy(q2));
+    free(src);
+    free(out);
+}
+
+static void test_event_cross_device(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 65537;
+    unsigned char *src = wt_alloc_host(n), *mid = wt_alloc_host(n);
+    unsigned char *out = wt_alloc_host(n);
+    weft__context *pc;
+    weft__queue *pq = NULL;
+    weft__event *e1 = NULL, *e2 = NULL;
+    weft__mem *a = NULL, *b = NULL;
+    wt_gate *gate;
+
+    if (!wt_peer) {
+        free(src);
+        free(mid);
+        free(out);
+        skip();
+    }
+    pc = wt_peer_context(f);
+    wt_pattern(src, n, 10);
+    memset(mid, 0, n);
+    memset(out, 0, n);
+    WT_OK(weft__drv_queue_create(pc, NULL, &pq));
+    WT_OK(weft__drv_event_create(f->ctx, 0, &e1));
+    WT_OK(weft__drv_event_create(pc, 0, &e2));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &a));
+    WT_OK(weft__drv_mem_alloc(pc, n, &b));
+    WT_OK(weft__drv_copy_h2d(f->q, a, 0, src, n));
+    WT_OK(weft__drv_queue_sync(f->q));
+
+    /*
+     * Device 1 reads host memory that device 0 writes: only the event
+     * orders the two, and no peer access is needed.
+     */
+    gate = wt_hold(f, f->q);
+    WT_OK(weft__drv_copy_d2h(f->q, mid, a, 0, n));
+    WT_OK(weft__drv_event_record(e1, f->q));
+    WT_OK(weft__drv_queue_wait_event(pq, e1));
+    WT_OK(weft__drv_copy_h2d(pq, b, 0, mid, n));
+    WT_OK(weft__drv_copy_d2h(pq, out, b, 0, n));
+    WT_OK(weft__drv_event_record(e2, pq));
+    WT_RC(WEFT_ENOTREADY, weft__drv_event_query(e2));
+    wt_release(gate);
+    WT_OK(weft__drv_event_sync(e2));
+    WT_BYTES(out, src, n, "device 1 after waiting on device 0's event");
+    wt_gate_check(gate);
+
+    WT_OK(weft__drv_queue_sync(f->q));
+    WT_OK(weft__drv_mem_free(a));
+    WT_OK(weft__drv_mem_free(b));
+    WT_OK(weft__drv_event_destroy(e1));
+    WT_OK(weft__drv_event_destroy(e2));
+    WT_OK(weft__drv_queue_destroy(pq));
+    free(src);
+    free(mid);
+    free(out);
+}
+
+static void test_event_timing(void **state)
+{
+    wt_fixture *f = *state;
+    const weft__queue_desc desc = {WEFT__QUEUE_COMPUTE, 0, 1};
+    weft__queue *q = NULL;
+    weft__event *t0 = NULL, *t1 = NULL, *plain = NULL;
+    weft__module *mod;
+    weft__mem *m = NULL;
+    const uint64_t n = 1u << 20;
+    const uint32_t k = 3;
+    uint64_t ns = UINT64_MAX;
+
+    if (!wt_dev->props.timing_events) {
+        WT_RC(WEFT_ENOTSUP,
+              weft__drv_event_create(f->ctx, WEFT__EVENT_TIMING, &t0));
+        skip();
+    }
+    mod = wt_module(f->ctx);
+    WT_OK(weft__drv_queue_create(f->ctx, &desc, &q));
+    WT_OK(weft__drv_event_create(f->ctx, WEFT__EVENT_TIMING, &t0));
+    WT_OK(weft__drv_event_create(f->ctx, WEFT__EVENT_TIMING, &t1));
+    WT_OK(weft__drv_event_create(f->ctx, 0, &plain));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n * 4, &m));
+    WT_OK(weft__drv_event_record(t0, q));
+    wt_advance(q, wt_kernel(mod, "advance"), m, &k, &n);
+    WT_OK(weft__drv_event_record(t1, q));
+    WT_OK(weft__drv_event_record(plain, q));
+    WT_OK(weft__drv_event_sync(t1));
+    WT_OK(weft__drv_event_elapsed(t0, t1, &ns));
+    /* Some time, and less than the whole test's limit. */
+    assert_true(ns < 600ull * 1000000000ull);
+    printf("    advance over %llu items: %llu ns\n", (unsigned long long)n,
+           (unsigned long long)ns);
+    WT_RC(WEFT_EINVAL, weft__drv_event_elapsed(t0, plain, &ns));
+    WT_OK(weft__drv_queue_sync(q));
+    WT_OK(weft__drv_mem_free(m));
+    WT_OK(weft__drv_event_destroy(t0));
+    WT_OK(weft__drv_event_destroy(t1));
+    WT_OK(weft__drv_event_destroy(plain));
+    WT_OK(weft__drv_queue_destroy(q));
+    WT_OK(weft__drv_module_destroy(mod));
+}
+
+/* ---- host functions ---------------------------------------------------- */
+
+typedef struct wt_host_log {
+    pthread_mutex_t mu;
+    int order[8];
+    unsigned n;
+    const unsigned char *seen; /* host bytes a copy wrote before fn 0 */
+    const unsigned char *want;
+    size_t size;
+    int seen_ok;
+    uint32_t *fill; /* written by fn 1, read by the copy after it */
+    size_t fill_count;
+} wt_host_log;
+
+typedef struct wt_host_step {
+    wt_host_log *log;
+    int id;
+} wt_host_step;
+
+static void wt_host_step_fn(void *user)
+{
+    wt_host_step *s = user;
+    wt_host_log *log = s->log;
+
+    pthread_mutex_lock(&log->mu);
+    if (log->n < WEFT__COUNTOF(log->order))
+        log->order[log->n++] = s->id;
+    if (s->id == 0)
+        log->seen_ok = memcmp(log->seen, log->want, log->size) == 0;
+    if (s->id == 1)
+        for (size_t i = 0; i < log->fill_count; i++)
+            log->fill[i] = 0xF00D0000u + (uint32_t)i;
+    pthread_mutex_unlock(&log->mu);
+}
+
+static void test_host_fn_order(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 1u << 18, count = 1000;
+    unsigned char *src = wt_alloc_host(n), *dst = wt_alloc_host(n);
+    uint32_t *fill = wt_alloc_host(count * 4), *back = wt_alloc_host(count * 4);
+    wt_host_log log;
+    wt_host_step steps[4];
+    weft__mem *m = NULL, *m2 = NULL;
+
+    memset(&log, 0, sizeof log);
+    pthread_mutex_init(&log.mu, NULL);
+    wt_pattern(src, n, 11);
+    memset(dst, 0, n);
+    memset(fill, 0, count * 4);
+    log.seen = dst;
+    log.want = src;
+    log.size = n;
+    log.fill = fill;
+    log.fill_count = count;
+    for (int i = 0; i < 4; i++)
+        steps[i] = (wt_host_step){&log, i};
+
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &m));
+    WT_OK(weft__drv_mem_alloc(f->ctx, count * 4, &m2));
+    WT_OK(weft__drv_copy_h2d(f->q, m, 0, src, n));
+    WT_OK(weft__drv_copy_d2h(f->q, dst, m, 0, n));
+    /* fn 0 sees the copies before it complete */
+    WT_OK(weft__drv_host_fn(f->q, wt_host_step_fn, &steps[0]));
+    /* fn 1 writes host memory that the copy after it reads */
+    WT_OK(weft__drv_host_fn(f->q, wt_host_step_fn, &steps[1]));
+    WT_OK(weft__drv_copy_h2d(f->q, m2, 0, fill, count * 4));
+    WT_OK(weft__drv_host_fn(f->q, wt_host_step_fn, &steps[2]));
+    WT_OK(weft__drv_copy_d2h(f->q, back, m2, 0, count * 4));
+    WT_OK(weft__drv_host_fn(f->q, wt_host_step_fn, &steps[3]));
+    WT_OK(weft__drv_queue_sync(f->q));
+
+    pthread_mutex_lock(&log.mu);
+    assert_int_equal(log.n, 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(log.order[i], i);
+    assert_true(log.seen_ok);
+    pthread_mutex_unlock(&log.mu);
+    for (size_t i = 0; i < count; i++)
+        assert_int_equal(back[i], 0xF00D0000u + (uint32_t)i);
+
+    WT_OK(weft__drv_mem_free(m));
+    WT_OK(weft__drv_mem_free(m2));
+    pthread_mutex_destroy(&log.mu);
+    free(src);
+    free(dst);
+    free(fill);
+    free(back);
+}
+
+/* ---- destroyed queues -------------------------------------------------- */
+
+static void wt_never(void *user)
+{
+    *(int *)user = 1;
+}
+
+static void test_queue_destroyed(void **state)
+{
+    wt_fixture *f = *state;
+    weft__queue *q = NULL;
+    weft__mem *m = NULL, *m2 = NULL;
+    weft__event *ev = NULL;
+    weft__module *mod = wt_module(f->ctx);
+    weft__kernel *k = wt_kernel(mod, "iota");
+    unsigned char buf[16] = {0};
+    const uint32_t add = 0, pat = 0;
+    const uint64_t n = 4;
+    int ran = 0;
+
+    WT_OK(weft__drv_mem_alloc(f->ctx, 16, &m));
+    WT_OK(weft__drv_mem_alloc(f->ctx, 16, &m2));
+    WT_OK(weft__drv_event_create(f->ctx, 0, &ev));
+    WT_OK(weft__drv_queue_create(f->ctx, NULL, &q));
+    WT_OK(weft__drv_copy_h2d(q, m, 0, buf, sizeof buf));
+    WT_OK(weft__drv_queue_destroy(q));
+
+    weft__karg args[3] = {wt_buf(m, 0), wt_scalar(WEFT_PARAM_U32, &add, 4),
+                          wt_scalar(WEFT_PARAM_U64, &n, 8)};
+    weft__grid g = wt_grid1(n, 1);
+    WT_RC(WEFT_EDESTROYED, weft__drv_queue_sync(q));
+    WT_RC(WEFT_EDESTROYED, weft__drv_copy_h2d(q, m, 0, buf, 4));
+    WT_RC(WEFT_EDESTROYED, weft__drv_copy_d2h(q, buf, m, 0, 4));
+    WT_RC(WEFT_EDESTROYED, weft__drv_copy_d2d(q, m2, 0, m, 0, 4));
+    WT_RC(WEFT_EDESTROYED, weft__drv_fill(q, m, 0, &pat, 4, 4));
+    WT_RC(WEFT_EDESTROYED, weft__drv_launch(q, k, &g, args, 3));
+    WT_RC(WEFT_EDESTROYED, weft__drv_event_record(ev, q));
+    WT_RC(WEFT_EDESTROYED, weft__drv_queue_wait_event(q, ev));
+    WT_RC(WEFT_EDESTROYED, weft__drv_host_fn(q, wt_never, &ran));
+    WT_OK(weft__drv_queue_sync(f->q));
+    assert_int_equal(ran, 0);
+
+    WT_OK(weft__drv_mem_free(m));
+    WT_OK(weft__drv_mem_free(m2));
+    WT_OK(weft__drv_event_destroy(ev));
+    WT_OK(weft__drv_module_destroy(mod));
+}
+
+/* ---- peer copies ------------------------------------------------------- */
+
+static void test_copy_peer(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 300007;
+    unsigned char *a_model = wt_alloc_host(n), *b_model = wt_alloc_host(n);
+    weft__context *pc;
+    weft__queue *pq = NULL;
+    weft__mem *a = NULL, *b = NULL, *a2 = NULL;
+    int can = -1, rc;
+
+    if (!wt_peer) {
+        free(a_model);
+        free(b_model);
+        skip();
+    }
+    WT_OK(wt_dev->drv->can_access_peer(wt_dev, wt_peer, &can));
+    assert_true(can == 0 || can == 1);
+    printf("    %s -> %s: peer access %d\n", wt_dev->name, wt_peer->name, can);
+    pc = wt_peer_context(f);
+    WT_OK(weft__drv_queue_create(pc, NULL, &pq));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &a));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &a2));
+    WT_OK(weft__drv_mem_alloc(pc, n, &b));
+    wt_pattern(a_model, n, 12);
+    wt_pattern(b_model, n, 13);
+    WT_OK(weft__drv_copy_h2d(f->q, a, 0, a_model, n));
+    WT_OK(weft__drv_copy_h2d(pq, b, 0, b_model, n));
+    WT_OK(weft__drv_queue_sync(f->q));
+    WT_OK(weft__drv_queue_sync(pq));
+
+    /* On the source's queue, at odd offsets. */
+    rc = weft__drv_copy_peer(f->q, b, 17, a, 3, 200001);
+    if (rc == WEFT_ENOTSUP && can == 0) {
+        printf("    no peer copy between these devices: %s\n",
+               weft_last_error());
+    } else {
+        WT_OK(rc);
+        memcpy(b_model + 17, a_model + 3, 200001);
+        WT_OK(weft__drv_queue_sync(f->q));
+        WT_MEM(pq, b, b_model, "peer copy on the source's queue");
+        /* On the destination's queue, the other way. */
+        WT_OK(weft__drv_copy_peer(f->q, a2, 0, b, 0, n));
+        WT_MEM(f->q, a2, b_model, "peer copy on the destination's queue");
+    }
+    /* Both sides on one device is not a peer copy. */
+    WT_RC(WEFT_EINVAL, weft__drv_copy_peer(f->q, a2, 0, a, 0, 16));
+    /* A d2d copy does not cross devices. */
+    WT_RC(WEFT_EINVAL, weft__drv_copy_d2d(f->q, b, 0, a, 0, 16));
+
+    WT_OK(weft__drv_mem_free(a));
+    WT_OK(weft__drv_mem_free(a2));
+    WT_OK(weft__drv_mem_free(b));
+    WT_OK(weft__drv_queue_destroy(pq));
+    free(a_model);
+    free(b_model);
+}
+
+/* ---- many small operations on three queues ----------------------------- */
+
+enum { WT_STRESS_QUEUES = 3, WT_STRESS_EVENTS = 6, WT_STRESS_N = 257 };
+
+static void test_stress_three_queues(void **state)
+{
+    wt_fixture *f = *state;
+    const unsigned rounds = 600;
+    const uint64_t n = WT_STRESS_N;
+    weft__module *mod = wt_module(f->ctx);
+    weft__kernel *adv = wt_kernel(mod, "advance");
+    weft__queue *q[WT_STRESS_QUEUES] = {NULL};
+    weft__event *ev[WT_STRESS_EVENTS] = {NULL};
+    weft__mem *shared = NULL, *own[WT_STRESS_QUEUES] = {NULL};
+    uint32_t shared_model[WT_STRESS_N],
+        own_model[WT_STRESS_QUEUES][WT_STRESS_N];
+    uint32_t *ks = wt_alloc_host(rounds * sizeof *ks);
+    uint32_t *writes = wt_alloc_host(rounds * 5 * sizeof *writes);
+    const uint8_t zero = 0;
+    weft__event *prev = NULL;
+
+    memset(shared_model, 0, sizeof shared_model);
+    memset(own_model, 0, sizeof own_model);
+    for (unsigned i = 0; i < WT_STRESS_QUEUES; i++)
+        WT_OK(weft__drv_queue_create(f->ctx, NULL, &q[i]));
+    for (unsigned i = 0; i < WT_STRESS_EVENTS; i++)
+        WT_OK(weft__drv_event_create(f->ctx, 0, &ev[i]));
+    WT_OK(weft__drv_mem_alloc(f->ctx, n * 4, &shared));
+    WT_OK(weft__drv_fill(f->q, shared, 0, &zero, 1, n * 4));
+    for (unsigned i = 0; i < WT_STRESS_QUEUES; i++) {
+        WT_OK(weft__drv_mem_alloc(f->ctx, n * 4, &own[i]));
+        WT_OK(weft__drv_fill(f->q, own[i], 0, &zero, 1, n * 4));
+    }
+    WT_OK(weft__drv_queue_sync(f->q));
+
+    /*
+     * Each round runs on the next queue: it advances that queue's own
+     * buffer (ordered by the queue alone), then waits for the previous
+     * round's event and advances the shared buffer, sometimes overwrites a
+     * few of its elements from the host, and records the round's event.
+     * advance does not commute, so any reordering shows in the result.
+     */
+    for (unsigned r = 0; r < rounds; r++) {
+        unsigned qi = r % WT_STRESS_QUEUES;
+
+        ks[r] = r * 2654435761u;
+        wt_advance(q[qi], adv, own[qi], &ks[r], &n);
+        for (unsigned i = 0; i < n; i++)
+            own_model[qi][i] = wt_advance_value(own_model[qi][i], ks[r]);
+        if (prev)
+            WT_OK(weft__drv_queue_wait_event(q[qi], prev));
+        wt_advance(q[qi], adv, shared, &ks[r], &n);
+        for (unsigned i = 0; i < n; i++)
+            shared_model[i] = wt_advance_value(shared_model[i], ks[r]);
+        if (r % 10 == 0) {
+            size_t at = (r * 7) % n, count = WEFT__MIN(5, n - at);
+
+            for (size_t i = 0; i < count; i++)
+                writes[r * 5 + i] = r * 1000 + (uint32_t)i;
+            WT_OK(weft__drv_copy_h2d(q[qi], shared, at * 4, &writes[r * 5],
+                                     count * 4));
+            memcpy(&shared_model[at], &writes[r * 5], count * 4);
+        }
+        prev = ev[r % WT_STRESS_EVENTS];
+        WT_OK(weft__drv_event_record(prev, q[qi]));
+    }
+    for (unsigned i = 0; i < WT_STRESS_QUEUES; i++)
+        WT_OK(weft__drv_queue_sync(q[i]));
+    WT_MEM(f->q, shared, shared_model, "shared buffer after 600 rounds");
+    for (unsigned i = 0; i < WT_STRESS_QUEUES; i++)
+        WT_MEM(f->q, own[i], own_model[i], "a queue's own buffer");
+
+    WT_OK(weft__drv_mem_free(shared));
+    for (unsigned i = 0; i < WT_STRESS_QUEUES; i++) {
+        WT_OK(weft__drv_mem_free(own[i]));
+        WT_OK(weft__drv_queue_destroy(q[i]));
+    }
+    for (unsigned i = 0; i < WT_STRESS_EVENTS; i++)
+        WT_OK(weft__drv_event_destroy(ev[i]));
+    WT_OK(weft__drv_module_destroy(mod));
+    free(ks);
+    free(writes);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+#define WT_TEST(fn) cmocka_unit_test_setup_teardown(fn, wt_setup, wt_teardown)
+
+static const struct CMUnitTest wt_tests[] = {
+    WT_TEST(test_context_lifecycle),
+    WT_TEST(test_context_busy),
+    WT_TEST(test_alloc_sizes),
+    WT_TEST(test_alloc_invalid),
+    WT_TEST(test_copy_h2d_d2h),
+    WT_TEST(test_copy_d2d),
+    WT_TEST(test_copy_out_of_range),
+    WT_TEST(test_fill_patterns),
+    WT_TEST(test_pinned_host),
+    WT_TEST(test_host_register),
+    WT_TEST(test_module_kernels),
+    WT_TEST(test_module_bad_sources),
+    WT_TEST(test_launch_bad_args),
+    WT_TEST(test_launch_1d),
+    WT_TEST(test_launch_2d),
+    WT_TEST(test_launch_axpy),
+    WT_TEST(test_event_never_recorded),
+    WT_TEST(test_event_record_sync),
+    WT_TEST(test_event_rerecord),
+    WT_TEST(test_event_cross_queue),
+    WT_TEST(test_event_cross_device),
+    WT_TEST(test_event_timing),
+    WT_TEST(test_host_fn_order),
+    WT_TEST(test_queue_destroyed),
+    WT_TEST(test_copy_peer),
+    WT_TEST(test_stress_three_queues),
+};
+
+int main(void)
+{
+    const char *filter = getenv("WT_TEST_FILTER");
+    int failed = 0;
+
+    /* WT_TEST_FILTER=test_event_* runs only the matching tests. */
+    if (filter && filter[0])
+        cmocka_set_test_filter(filter);
+    wt_devices_open(&wt_devs);
+    for (unsigned i = 0; i < wt_devs.n; i++) {
+        char group[384];
+
+        wt_dev = wt_device(&wt_devs, i);
+        wt_peer = wt_device_sibling(&wt_devs, wt_dev);
+        snprintf(group, sizeof group, "%s:%u %s", wt_dev->drv->name,
+                 wt_dev->driver_index, wt_dev->name);
+        printf("conformance: device %u: %s (driver %s, max_alloc %llu, "
+               "pinned %u, register %u, timing %u)%s%s\n",
+               i, wt_dev->name, wt_dev->drv->name,
+               (unsigned long long)wt_dev->props.max_alloc,
+               wt_dev->props.pinned_host, wt_dev->props.host_register,
+               wt_dev->props.timing_events, wt_peer ? ", peer " : "",
+               wt_peer ? wt_peer->name : "");
+        fflush(stdout);
+        failed += cmocka_run_group_tests_name(group, wt_tests, NULL, NULL);
+    }
+    wt_devices_close(&wt_devs);
+    return failed ? 1 : 0;
+}
