@@ -485,6 +485,9 @@ static int weft__module_build(weft__context *ctx,
     rc = drv->module_create(ctx, src, m);
     if (rc < 0)
         return rc;
+    (*m)->drv = drv; /* module_binary may look at the common part */
+    (*m)->ctx = ctx;
+    (*m)->kind = src->kind;
     if (drv->module_binary(*m, &bytes, &size, &kind) == 0) {
         weft__kcache_store(&key, bytes, size, kind);
         weft__free(bytes);
