@@ -1,0 +1,33 @@
+#!/bin/bash
+# Builds weft and runs the whole test suite and the benchmarks on a machine
+# with NVIDIA GPUs (CUDA and NVIDIA's OpenCL), then an address+undefined
+# sanitizer build of the CUDA tests. From the repository root:
+#     source .devkit/setup.sh && tests/gpu/run.sh [OUTDIR]
+# Logs go to OUTDIR (default build-gpu/out); the summary is printed last.
+set -u
+out=${1:-build-gpu/out}
+mkdir -p "$out"
+jobs=$(nproc)
+summary=()
+step() { # step NAME TIMEOUT COMMAND...
+    local name=$1 limit=$2
+    shift 2
+    local t0=$SECONDS
+    echo "=== $name"
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    local rc=$?
+    summary+=("$name: rc=$rc ($((SECONDS - t0)) s)")
+    tail -n 25 "$out/$name.log"
+    return $rc
+}
+nvidia-smi -L 2>&1 | tee "$out/gpus.log"
+step build 300 bash -c "cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_WERROR=ON && cmake --build build-gpu -j $jobs"
+step weft-info 60 ./build-gpu/tools/weft-info
+step ctest 400 ctest --test-dir build-gpu -j 4 --output-on-failure --timeout 240
+grep -h -E "^skipped:|^# " build-gpu/Testing/Temporary/LastTest.log | sort -u | head -40
+step driver_overhead 120 ./build-gpu/bench/driver_overhead
+step asan-build 300 bash -c "cmake -S . -B build-gpu-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON -DWEFT_WERROR=ON && cmake --build build-gpu-asan -j $jobs"
+ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
+    step asan-ctest 300 ctest --test-dir build-gpu-asan -j 4 --output-on-failure --timeout 240 \
+    -R "cuda|module|kcache|conformance_opencl"
+printf '%s\n' "${summary[@]}" | tee "$out/summary.log"
