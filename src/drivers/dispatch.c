@@ -586,20 +586,20 @@ static int weft__check_arg(const weft__queue *q, const weft__kernel *k,
         rc = weft__check_mem(q, a->u.buf.mem, "argument", "launch", 1);
         if (rc < 0)
             return weft__error_prefix(WEFT_EARGS, "%s argument %u", k->name, i);
-        if (q->ctx->dev->props.arg_offset_align > 1 &&
-            a->u.buf.offset % q->ctx->dev->props.arg_offset_align)
-            return weft__error(WEFT_EINVAL,
-                               "launch of %s: argument %u starts at offset "
-                               "%zu, not a multiple of the %u bytes device %s "
-                               "needs",
-                               k->name, i, a->u.buf.offset,
-                               q->ctx->dev->props.arg_offset_align,
-                               q->ctx->dev->name);
         if (a->u.buf.offset >= a->u.buf.mem->size)
             return weft__error(WEFT_ERANGE,
                                "launch of %s: argument %u offset %zu is "
                                "outside its %zu-byte buffer",
                                k->name, i, a->u.buf.offset, a->u.buf.mem->size);
+        if (q->ctx->dev->props.arg_offset_align > 1 &&
+            a->u.buf.offset % q->ctx->dev->props.arg_offset_align)
+            return weft__error(WEFT_EINVAL,
+                               "launch of %s: argument %u starts at offset "
+                               "%zu, not a multiple of the %u-byte alignment "
+                               "that device %s needs",
+                               k->name, i, a->u.buf.offset,
+                               q->ctx->dev->props.arg_offset_align,
+                               q->ctx->dev->name);
     } else if (a->type == WEFT_PARAM_LOCAL) {
         if (a->size == 0)
             return weft__error(WEFT_EARGS,

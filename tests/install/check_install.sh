@@ -16,8 +16,8 @@ for kind in shared static; do
     echo "find_package($kind): ok"
 done
 pcdir=$(dirname "$(find "$prefix" -name weft.pc | head -1)")
-cc -o "$scratch/pc_consumer" "$src/main.c" $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs weft) \
-    -Wl,-rpath,"$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir weft)"
+cc -o "$scratch/pc_consumer" "$src/main.c" $(PKG_CONFIG_PATH=$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} pkg-config --cflags --libs weft) \
+    -Wl,-rpath,"$(PKG_CONFIG_PATH=$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} pkg-config --variable=libdir weft)"
 "$scratch/pc_consumer" | grep -q "weft consumer ok"
 echo "pkg-config: ok"
 # The shared library exports weft_ symbols only.

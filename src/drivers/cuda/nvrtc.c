@@ -214,7 +214,7 @@ int weft__cuda_nvrtc_compile(const char *src, size_t len, const char *name,
     nvrtcResult res;
     size_t size = 0;
     unsigned cubin;
-    int argc, arch, rc;
+    int argc = 0, arch, rc;
     int own_arch = !options_name_arch(options);
 
     memset(out, 0, sizeof *out);

@@ -1447,7 +1447,7 @@ static int ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     cl_command_queue qb = q->ctx == dst->ctx ? ocl_q(q) : b->aux;
     cl_event m0 = NULL, pre = NULL, e1 = NULL, u1 = NULL, e2 = NULL;
     cl_event back = NULL;
-    ocl_bounce *bb;
+    ocl_bounce *bb = NULL;
     cl_int rc;
     int err;
 

@@ -940,7 +940,11 @@ static void test_gpu_faults(void **state)
     fixture *f = *state;
     long i, failed = 0;
 
+    long base;
+
     OK(scenario(f->ctx[0]));
+    /* what the fixture itself keeps in the context */
+    base = __atomic_load_n(&f->ctx[0]->live, __ATOMIC_ACQUIRE);
     for (i = 1;; i++) {
         weft__fault_arm(i, "cuda.");
         int rc = scenario(f->ctx[0]);
@@ -948,8 +952,10 @@ static void test_gpu_faults(void **state)
 
         weft__fault_disarm();
         /* No failure may leave an object alive in the context. */
-        assert_int_equal(__atomic_load_n(&f->ctx[0]->live, __ATOMIC_ACQUIRE),
-                         0);
+        if (__atomic_load_n(&f->ctx[0]->live, __ATOMIC_ACQUIRE) != base)
+            fail_msg("failure point %ld (rc %s: %s) left %ld objects live", i,
+                     weft_err_name(rc), weft_last_error(),
+                     f->ctx[0]->live - base);
         assert_true(rc != WEFT_EINTERNAL); /* never a wrong result */
         if (rc < 0) {
             assert_true(fired);
