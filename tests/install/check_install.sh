@@ -1,7 +1,11 @@
 #!/bin/sh
-# check_install.sh BUILD_DIR CONSUMER_SRC SCRATCH
+# check_install.sh BUILD_DIR CONSUMER_SRC SCRATCH [plain|sanitized]
 set -eu
-build=$1 src=$2 scratch=$3
+build=$1 src=$2 scratch=$3 mode=${4:-plain}
+if [ "$mode" = sanitized ]; then
+    echo "skipped: a sanitizer build's library cannot be linked into a plain consumer; the plain build checks the install"
+    exit 77
+fi
 rm -rf "$scratch"
 mkdir -p "$scratch"
 prefix=$scratch/prefix
