@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -399,6 +400,283 @@ WEFT_API int weft_kernel_supports(const weft_kernel *kernel,
                                   const weft_device *dev);
 /* The kernel's name. */
 WEFT_API const char *weft_kernel_name(const weft_kernel *kernel);
+
+/* ------------------------------------------------------------------------ */
+/* Buffers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weft_buffer weft_buffer;
+
+/* How a node uses a range of a buffer. */
+typedef enum weft_access {
+    WEFT_READ = 1,
+    WEFT_WRITE = 2, /* every byte of the range is written */
+    WEFT_READ_WRITE = 3,
+} weft_access;
+
+/* A size that means "to the end of the buffer". */
+#define WEFT_WHOLE ((size_t)-1)
+
+/*
+ * A buffer of size bytes that weft allocates (contents undefined until
+ * written). Buffers belong to the runtime, not to a graph: a graph may be
+ * destroyed while its buffers live on.
+ */
+WEFT_API int weft_buffer_create(weft_runtime *rt, size_t size,
+                                weft_buffer **buf);
+/*
+ * A buffer over the user's memory [host, host + size). That memory is the
+ * buffer's host copy: weft reads it when a device needs the bytes, and
+ * makes it hold the buffer's current bytes when weft_buffer_sync_host() is
+ * called, when the buffer is read, mapped or destroyed. The memory must stay
+ * valid until the buffer is destroyed.
+ */
+WEFT_API int weft_buffer_wrap(weft_runtime *rt, void *host, size_t size,
+                              weft_buffer **buf);
+/*
+ * A view of the bytes [offset, offset + size) of parent (WEFT_WHOLE: to the
+ * end). Accesses through a view are accesses of the parent's bytes, and
+ * dependencies are inferred on them. The parent must outlive its views
+ * (destroying it first is WEFT_EBUSY).
+ */
+WEFT_API int weft_buffer_view(weft_buffer *parent, size_t offset, size_t size,
+                              weft_buffer **view);
+/*
+ * Destroy a buffer; a wrapped buffer first makes its user memory hold the
+ * final bytes. WEFT_EBUSY if a live executable graph or a view uses it, or
+ * it is mapped. NULL is ignored.
+ */
+WEFT_API int weft_buffer_destroy(weft_buffer *buf);
+WEFT_API size_t weft_buffer_size(const weft_buffer *buf);
+
+/*
+ * Synchronous helpers for code outside graphs. Each waits for graphs in
+ * flight that use the buffer, then acts. fill takes a pattern of 1, 2 or 4
+ * bytes; offset and size are multiples of it.
+ */
+WEFT_API int weft_buffer_write(weft_buffer *buf, size_t offset, const void *src,
+                               size_t size);
+WEFT_API int weft_buffer_read(weft_buffer *buf, size_t offset, void *dst,
+                              size_t size);
+WEFT_API int weft_buffer_fill(weft_buffer *buf, size_t offset, size_t size,
+                              const void *pattern, size_t pattern_size);
+/*
+ * Host access to [offset, offset + size): *ptr points at the current bytes
+ * (for WEFT_READ or WEFT_READ_WRITE) until weft_buffer_unmap(); what is
+ * written there through a WEFT_WRITE or WEFT_READ_WRITE map is the buffer's
+ * content after the unmap. One map at a time per buffer.
+ */
+WEFT_API int weft_buffer_map(weft_buffer *buf, size_t offset, size_t size,
+                             weft_access mode, void **ptr);
+WEFT_API int weft_buffer_unmap(weft_buffer *buf, void *ptr);
+/* Make a wrapped buffer's user memory hold its current bytes. */
+WEFT_API int weft_buffer_sync_host(weft_buffer *buf);
+
+/* ------------------------------------------------------------------------ */
+/* Graphs                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weft_graph weft_graph;
+typedef struct weft_exec weft_exec;
+/* A node: its index in the graph, in the order the nodes were added. */
+typedef uint32_t weft_node;
+
+/*
+ * A kernel argument. Build one with the weft_arg_* helpers below. A buffer
+ * argument names a byte range of a buffer and how the kernel uses it; the
+ * kernel receives the address of the range's first byte.
+ */
+typedef struct weft_arg {
+    weft_param_type type;
+    weft_access access; /* buffers */
+    weft_buffer *buffer;
+    size_t offset, size; /* buffers: the range; LOCAL: bytes; BYTES: bytes */
+    union {
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+        uint64_t u64;
+        float f32;
+        double f64;
+        const void *bytes; /* BYTES: copied when the node is added */
+    } value;
+} weft_arg;
+
+static inline weft_arg weft_arg_buffer(weft_buffer *b, size_t offset,
+                                       size_t size, weft_access access)
+{
+    weft_arg a = {WEFT_PARAM_BUFFER, access, b, offset, size, {0}};
+    return a;
+}
+#define WEFT__ARG_SCALAR(fn, T, tag, member)                                   \
+    static inline weft_arg fn(T v)                                             \
+    {                                                                          \
+        weft_arg a = {tag, (weft_access)0, NULL, 0, sizeof(T), {0}};           \
+        a.value.member = v;                                                    \
+        return a;                                                              \
+    }
+WEFT__ARG_SCALAR(weft_arg_i32, int32_t, WEFT_PARAM_I32, i32)
+WEFT__ARG_SCALAR(weft_arg_u32, uint32_t, WEFT_PARAM_U32, u32)
+WEFT__ARG_SCALAR(weft_arg_i64, int64_t, WEFT_PARAM_I64, i64)
+WEFT__ARG_SCALAR(weft_arg_u64, uint64_t, WEFT_PARAM_U64, u64)
+WEFT__ARG_SCALAR(weft_arg_f32, float, WEFT_PARAM_F32, f32)
+WEFT__ARG_SCALAR(weft_arg_f64, double, WEFT_PARAM_F64, f64)
+#undef WEFT__ARG_SCALAR
+static inline weft_arg weft_arg_bytes(const void *p, size_t size)
+{
+    weft_arg a = {WEFT_PARAM_BYTES, (weft_access)0, NULL, 0, size, {0}};
+    a.value.bytes = p;
+    return a;
+}
+static inline weft_arg weft_arg_local(size_t size)
+{
+    weft_arg a = {WEFT_PARAM_LOCAL, (weft_access)0, NULL, 0, size, {0}};
+    return a;
+}
+
+/*
+ * Launch dimensions: items in each dimension, and items per group (0: weft
+ * chooses). Items need not be a multiple of the group size: weft rounds the
+ * grid up, and the kernel checks its index against its own bound.
+ */
+typedef struct weft_dims {
+    uint32_t items[3];
+    uint32_t group[3];
+} weft_dims;
+
+static inline weft_dims weft_dims1(uint32_t x)
+{
+    weft_dims d = {{x, 1, 1}, {0, 0, 0}};
+    return d;
+}
+static inline weft_dims weft_dims2(uint32_t x, uint32_t y)
+{
+    weft_dims d = {{x, y, 1}, {0, 0, 0}};
+    return d;
+}
+static inline weft_dims weft_dims3(uint32_t x, uint32_t y, uint32_t z)
+{
+    weft_dims d = {{x, y, z}, {0, 0, 0}};
+    return d;
+}
+
+/* A declared buffer access of a host task. */
+typedef struct weft_access_desc {
+    weft_buffer *buffer;
+    size_t offset, size;
+    weft_access mode;
+} weft_access_desc;
+
+/*
+ * A host task: ptrs[i] is the host address of access i's range, valid for
+ * the call. It runs on a weft thread and must not wait on the graph that
+ * runs it.
+ */
+typedef void weft_host_task_fn(void *const *ptrs, void *user);
+/* A map node's callback: host access to the range, as for weft_buffer_map. */
+typedef void weft_map_fn(void *ptr, size_t size, void *user);
+
+/*
+ * A graph of nodes. Its result is, by definition, the result of running its
+ * nodes one by one, in the order they were added, on the host: weft infers
+ * the dependencies from the buffer accesses (a node depends on the last
+ * earlier writer of any byte it reads and on the earlier readers and
+ * writers of any byte it writes) and may run anything else side by side.
+ * One thread builds a graph at a time.
+ */
+WEFT_API int weft_graph_create(weft_runtime *rt, weft_graph **g);
+/* Destroy a graph; executable graphs made from it live on. NULL ignored. */
+WEFT_API int weft_graph_destroy(weft_graph *g);
+
+/*
+ * Add a kernel node: k over dims with nargs arguments, checked against the
+ * kernel's parameters where they are known. node (may be NULL) receives the
+ * node's index.
+ */
+WEFT_API int weft_graph_add_kernel(weft_graph *g, weft_kernel *k,
+                                   weft_dims dims, const weft_arg *args,
+                                   unsigned nargs, weft_node *node);
+/*
+ * Transfers. write: size bytes of host memory src into dst at offset (src
+ * is read when the node runs, so it must stay valid and unchanged until the
+ * launch completes); read: from src at offset into host memory dst; copy:
+ * buffer to buffer; fill: a 1, 2 or 4-byte pattern (copied when added).
+ */
+WEFT_API int weft_graph_add_write(weft_graph *g, weft_buffer *dst,
+                                  size_t offset, const void *src, size_t size,
+                                  weft_node *node);
+WEFT_API int weft_graph_add_read(weft_graph *g, weft_buffer *src, size_t offset,
+                                 void *dst, size_t size, weft_node *node);
+WEFT_API int weft_graph_add_copy(weft_graph *g, weft_buffer *dst,
+                                 size_t dst_offset, weft_buffer *src,
+                                 size_t src_offset, size_t size,
+                                 weft_node *node);
+WEFT_API int weft_graph_add_fill(weft_graph *g, weft_buffer *dst, size_t offset,
+                                 size_t size, const void *pattern,
+                                 size_t pattern_size, weft_node *node);
+/* A map node: fn sees the range on the host with the given access. */
+WEFT_API int weft_graph_add_map(weft_graph *g, weft_buffer *buf, size_t offset,
+                                size_t size, weft_access mode, weft_map_fn *fn,
+                                void *user, weft_node *node);
+/* A host task with its declared buffer accesses (nacc may be 0). */
+WEFT_API int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn,
+                                 void *user, const weft_access_desc *acc,
+                                 unsigned nacc, weft_node *node);
+/* A node that does nothing: a join point for explicit edges. */
+WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
+/* An explicit edge: to runs after from, on top of the inferred edges. */
+WEFT_API int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to);
+/* Run a kernel node on dev (the user's placement). */
+WEFT_API int weft_graph_set_device(weft_graph *g, weft_node node,
+                                   const weft_device *dev);
+
+/* Number of nodes, and of edges kept after inference and reduction. */
+WEFT_API unsigned weft_graph_node_count(const weft_graph *g);
+WEFT_API unsigned weft_graph_edge_count(const weft_graph *g);
+/*
+ * Write the graph in Graphviz DOT to f: nodes with their kind and kernel
+ * name, edges labelled with the buffer range and hazard (RAW, WAR, WAW) that
+ * made them, or "explicit".
+ */
+WEFT_API int weft_graph_write_dot(const weft_graph *g, FILE *f);
+
+/* Options for weft_graph_instantiate(). Start from WEFT_EXEC_OPTIONS_INIT. */
+typedef struct weft_exec_options {
+    size_t size;
+    /* Run every node on this device (NULL: weft chooses). */
+    const weft_device *device;
+} weft_exec_options;
+#define WEFT_EXEC_OPTIONS_INIT                                                 \
+    {                                                                          \
+        sizeof(weft_exec_options), NULL                                        \
+    }
+
+/*
+ * Validate the graph and lower it once into an executable graph that can
+ * be launched many times. Errors name the node: WEFT_ECYCLE (explicit edges
+ * make a cycle), WEFT_ERANGE (an access outside its buffer), WEFT_ENODEV (a
+ * kernel with no implementation on any usable device), WEFT_EARGS (an
+ * argument of the wrong type or size), WEFT_EINVAL (a NULL host pointer
+ * where bytes must be read or written). opts may be NULL.
+ */
+WEFT_API int weft_graph_instantiate(weft_graph *g,
+                                    const weft_exec_options *opts,
+                                    weft_exec **exec);
+/*
+ * Launch: asynchronous. Launching again reruns the graph on the buffers'
+ * current contents, after the previous launch.
+ */
+WEFT_API int weft_exec_launch(weft_exec *e);
+/*
+ * Wait for every launch of e. Returns 0, or the error of the first node
+ * that failed (its descendants were canceled; the detail names the node).
+ */
+WEFT_API int weft_exec_wait(weft_exec *e);
+/* 0 if idle and the last launch succeeded, WEFT_ENOTREADY while running,
+ * else the error of the failed node. */
+WEFT_API int weft_exec_status(weft_exec *e);
+/* Wait for e, then destroy it. NULL is ignored. */
+WEFT_API int weft_exec_destroy(weft_exec *e);
 
 #ifdef __cplusplus
 }
