@@ -892,12 +892,29 @@ static int ocl_queue_create(weft__context *ctx, const weft__queue_desc *desc,
     return 0;
 }
 
+/*
+ * Host functions run on weft's worker threads and the thread that waits
+ * learns of their end through the OpenCL implementation, whose own
+ * synchronisation the memory model (and ThreadSanitizer) cannot see. Each
+ * worker bumps this counter with release after a host function returns,
+ * and every wait that can observe a host function's end loads it with
+ * acquire: what the function wrote is then ordered before the waiter's
+ * next reads.
+ */
+static unsigned long ocl_host_epoch;
+
+static void ocl_host_acquire(void)
+{
+    (void)__atomic_load_n(&ocl_host_epoch, __ATOMIC_ACQUIRE);
+}
+
 static int ocl_queue_sync(weft__queue *q)
 {
     cl_int rc = OCL("clFinish", clFinish(((ocl_queue *)q)->cl));
 
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clFinish: queue on %s", ocl_qname(q));
+    ocl_host_acquire();
     return 0;
 }
 
@@ -2065,7 +2082,10 @@ static int ocl_event_query(weft__event *ev)
     if (status < 0)
         return ocl_fail(status, "event of %s: the work it waits for failed",
                         ev->ctx->dev->name);
-    return status == CL_COMPLETE ? 0 : WEFT_ENOTREADY;
+    if (status != CL_COMPLETE)
+        return WEFT_ENOTREADY;
+    ocl_host_acquire();
+    return 0;
 }
 
 static int ocl_event_sync(weft__event *ev)
@@ -2082,6 +2102,7 @@ static int ocl_event_sync(weft__event *ev)
     clReleaseEvent(e);
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clWaitForEvents: event of %s", ev->ctx->dev->name);
+    ocl_host_acquire();
     return 0;
 }
 
@@ -2158,6 +2179,7 @@ static void *ocl_worker_main(void *arg)
             w->tail = NULL;
         pthread_mutex_unlock(&w->lock);
         call->fn(call->user);
+        __atomic_add_fetch(&ocl_host_epoch, 1, __ATOMIC_RELEASE);
         clSetUserEventStatus(call->gate,
                              call->status < 0 ? call->status : CL_COMPLETE);
         clReleaseEvent(call->gate);
@@ -2285,6 +2307,14 @@ static int ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
                        ocl_qname(q));
         goto fail;
     }
+    /*
+     * The callback thread gets call through the OpenCL implementation;
+     * taking the worker's lock here orders the writes above before the
+     * callback's push (which takes the same lock), whatever ordering the
+     * implementation's own handoff gives.
+     */
+    pthread_mutex_lock(&call->worker->lock);
+    pthread_mutex_unlock(&call->worker->lock);
     rc = OCL("clSetEventCallback",
              clSetEventCallback(marker, CL_COMPLETE, ocl_host_call_fire, call));
     clReleaseEvent(marker);
