@@ -66,6 +66,8 @@ int weft__error(int code, const char *fmt, ...) WEFT__PRINTF(2, 3);
 int weft__driver_error(int code, const char *driver, long driver_code,
                        const char *driver_name, const char *fmt, ...)
     WEFT__PRINTF(5, 6);
+/* The name of an errno value ("ENOMEM"), for weft__driver_error. */
+const char *weft__errno_name(int err);
 /* Add context in front of the current detail: "launch of saxpy: <detail>". */
 int weft__error_prefix(int code, const char *fmt, ...) WEFT__PRINTF(2, 3);
 

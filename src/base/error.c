@@ -128,6 +128,13 @@ int weft__error_prefix(int code, const char *fmt, ...)
     return code;
 }
 
+const char *weft__errno_name(int err)
+{
+    const char *name = strerrorname_np(err);
+
+    return name ? name : "errno";
+}
+
 const char *weft_last_error(void)
 {
     return weft__err.message;

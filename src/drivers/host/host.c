@@ -15,28 +15,12 @@
 #define HOST_LOCAL_MEM   (64 * 1024)
 #define HOST_MAX_GROUP   1024
 
-static const char *errno_name(int err)
-{
-    switch (err) {
-    case EAGAIN:
-        return "EAGAIN";
-    case ENOMEM:
-        return "ENOMEM";
-    case EINVAL:
-        return "EINVAL";
-    case EPERM:
-        return "EPERM";
-    default:
-        return "errno";
-    }
-}
-
 int weft__host_os_error(int weft_code, int err, const char *what)
 {
     /* Resource exhaustion is what the caller can act on; the rest is ours. */
     int code = err == EAGAIN || err == ENOMEM ? weft_code : WEFT_EDRIVER;
 
-    return weft__driver_error(code, "host", err, errno_name(err),
+    return weft__driver_error(code, "host", err, weft__errno_name(err),
                               "host: %s: %s", what, strerror(err));
 }
 
@@ -254,7 +238,7 @@ static int mem_new(weft__context *ctx, weft__mem_kind kind, size_t size,
         if (rc != 0)
             return weft__driver_error(kind == WEFT__MEM_DEVICE ? WEFT_EDEVMEM
                                                                : WEFT_ENOMEM,
-                                      "host", rc, errno_name(rc),
+                                      "host", rc, weft__errno_name(rc),
                                       "host: allocating %zu bytes on %s: %s",
                                       size, ctx->dev->name, strerror(rc));
     }

@@ -264,21 +264,6 @@ static void sim_unlock(sim_platform *p)
     weft__assert(rc == 0);
 }
 
-static const char *sim_errno_name(int e)
-{
-    switch (e) {
-    case EAGAIN:
-        return "EAGAIN";
-    case ENOMEM:
-        return "ENOMEM";
-    case EINVAL:
-        return "EINVAL";
-    case EPERM:
-        return "EPERM";
-    }
-    return "errno";
-}
-
 /* ---- configuration ----------------------------------------------------- */
 
 typedef enum sim_key_type {
@@ -671,7 +656,7 @@ static void sim_host_saw(const sim_platform *p, uint64_t t)
 
 static int sim_pthread_fail(const char *call, int e)
 {
-    return weft__driver_error(WEFT_ENOMEM, "sim", e, sim_errno_name(e),
+    return weft__driver_error(WEFT_ENOMEM, "sim", e, weft__errno_name(e),
                               "sim: %s failed: %s", call, strerror(e));
 }
 
