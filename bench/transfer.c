@@ -1,0 +1,322 @@
+/*
+ * transfer: host <-> device bandwidth through weft's staging and
+ * registration paths, beside the raw driver API and the host's own memcpy,
+ * in one run, on the first CUDA device (else the first device there is,
+ * without the raw CUDA figures).
+ *
+ *     transfer [--json] [--mib N] [--reps R]
+ *
+ * Figures (GB/s = 1e9 bytes/s, medians of R repetitions):
+ *   host memcpy 1 thread / 4 threads   pageable -> pinned, the staging bound
+ *   raw pageable H2D / D2H             cuMemcpyHtoD/DtoH on malloc'd memory
+ *   raw pinned H2D / D2H               cuMemcpy*Async on cuMemHostAlloc memory
+ *   weft pageable H2D / D2H            weft__stager one-shot from malloc'd
+ *   weft registered H2D                user memory registered once, then
+ *                                      copied again and again
+ */
+#include "drivers/cuda/cuda_api.h"
+#include "mem/staging.h"
+#include "runtime.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int json, nfig;
+static size_t bytes = (size_t)1 << 30;
+static int reps = 5;
+
+static void figure(const char *name, double value, const char *unit)
+{
+    if (json)
+        printf("%s\n  {\"name\": \"%s\", \"value\": %.3f, \"unit\": \"%s\"}",
+               nfig ? "," : "", name, value, unit);
+    else
+        printf("%s: %.2f %s\n", name, value, unit);
+    fflush(stdout);
+    nfig++;
+}
+
+#define DIE(...)                                                               \
+    do {                                                                       \
+        fprintf(stderr, "transfer: " __VA_ARGS__);                             \
+        fputc('\n', stderr);                                                   \
+        exit(1);                                                               \
+    } while (0)
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double gbs(uint64_t ns)
+{
+    return (double)bytes / (double)ns;
+}
+
+/* Progress on a terminal only, on stderr. */
+static void progress(const char *what)
+{
+    static int tty = -1;
+
+    if (tty < 0)
+        tty = isatty(2);
+    if (tty)
+        fprintf(stderr, "\r\033[K%s...", what);
+    if (tty && !what[0])
+        fprintf(stderr, "\r\033[K");
+}
+
+/* ---- host memcpy with n threads ---------------------------------------- */
+
+typedef struct part {
+    char *dst;
+    const char *src;
+    size_t n;
+} part;
+
+static void *copy_part(void *arg)
+{
+    part *p = arg;
+    memcpy(p->dst, p->src, p->n);
+    return NULL;
+}
+
+static uint64_t threaded_memcpy(void *dst, const void *src, size_t n,
+                                int threads)
+{
+    pthread_t t[16];
+    part p[16];
+    size_t per = n / (size_t)threads;
+    uint64_t t0 = weft__now_ns();
+
+    for (int i = 0; i < threads; i++) {
+        p[i].dst = (char *)dst + (size_t)i * per;
+        p[i].src = (const char *)src + (size_t)i * per;
+        p[i].n = i + 1 == threads ? n - (size_t)i * per : per;
+        if (i && pthread_create(&t[i], NULL, copy_part, &p[i]))
+            DIE("pthread_create");
+    }
+    copy_part(&p[0]);
+    for (int i = 1; i < threads; i++)
+        pthread_join(t[i], NULL);
+    return weft__now_ns() - t0;
+}
+
+/* ---- raw CUDA ------------------------------------------------------------ */
+
+typedef struct raw {
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*CtxSynchronize)(void);
+    CUdeviceptr dbuf;
+    void *pinned;
+} raw;
+
+static void *sym(void *lib, const char *name)
+{
+    void *p = dlsym(lib, name);
+    if (!p)
+        DIE("libcuda has no %s", name);
+    return p;
+}
+
+static int raw_open(raw *r, int ordinal)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    CUdevice dev;
+    CUcontext ctx;
+
+    if (!lib)
+        return -1;
+    *(void **)&r->Init = sym(lib, "cuInit");
+    *(void **)&r->DeviceGet = sym(lib, "cuDeviceGet");
+    *(void **)&r->PrimaryCtxRetain = sym(lib, "cuDevicePrimaryCtxRetain");
+    *(void **)&r->CtxSetCurrent = sym(lib, "cuCtxSetCurrent");
+    *(void **)&r->MemAlloc = sym(lib, "cuMemAlloc_v2");
+    *(void **)&r->MemHostAlloc = sym(lib, "cuMemHostAlloc");
+    *(void **)&r->MemcpyHtoD = sym(lib, "cuMemcpyHtoD_v2");
+    *(void **)&r->MemcpyDtoH = sym(lib, "cuMemcpyDtoH_v2");
+    *(void **)&r->MemcpyHtoDAsync = sym(lib, "cuMemcpyHtoDAsync_v2");
+    *(void **)&r->MemcpyDtoHAsync = sym(lib, "cuMemcpyDtoHAsync_v2");
+    *(void **)&r->CtxSynchronize = sym(lib, "cuCtxSynchronize");
+    if (r->Init(0) || r->DeviceGet(&dev, ordinal) ||
+        r->PrimaryCtxRetain(&ctx, dev) || r->CtxSetCurrent(ctx) ||
+        r->MemAlloc(&r->dbuf, bytes) ||
+        r->MemHostAlloc(&r->pinned, bytes, CU_MEMHOSTALLOC_PORTABLE))
+        DIE("raw CUDA set-up failed");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft__stager_options so = {0};
+    weft_runtime *rt;
+    weft__context *ctx;
+    weft__device *dev = NULL;
+    weft__stager *st;
+    weft__queue *q;
+    weft__mem *dmem, *reg;
+    unsigned idx = 0;
+    double v[64];
+    char *pageable, *pinned_sink;
+    raw r = {0};
+    int have_raw = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--mib") == 0 && i + 1 < argc)
+            bytes = (size_t)atol(argv[++i]) << 20;
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else
+            DIE("usage: transfer [--json] [--mib N] [--reps R]");
+    }
+    if (bytes == 0 || reps < 1 || reps > 64)
+        DIE("--mib > 0 and 1 <= --reps <= 64");
+    o.devices = weft__env("WEFT_DEVICES") ? NULL : "cuda,opencl,host";
+    if (weft_runtime_create(&rt, &o) < 0 || !weft_runtime_device_count(rt))
+        DIE("no device: %s", weft_last_error());
+    for (unsigned i = 0; i < weft_runtime_device_count(rt) && !dev; i++)
+        if (strcmp(weft__runtime_device(rt, i)->drv->name, "cuda") == 0)
+            dev = weft__runtime_device(rt, idx = i);
+    if (!dev)
+        dev = weft__runtime_device(rt, idx = 0);
+    if (weft__runtime_context(rt, idx, &ctx) < 0 ||
+        weft__drv_queue_create(ctx, NULL, &q) < 0 ||
+        weft__drv_mem_alloc(ctx, bytes, &dmem) < 0)
+        DIE("%s", weft_last_error());
+    if (json)
+        printf("{\"bench\": \"transfer\", \"device\": \"%s\", \"bytes\": %zu, "
+               "\"figures\": [",
+               dev->name, bytes);
+    else
+        printf("# %s:%u (%s), %zu MiB, median of %d\n", dev->drv->name,
+               dev->driver_index, dev->name, bytes >> 20, reps);
+
+    /* pageable memory, touched so that page faults are not measured */
+    pageable = malloc(bytes);
+    pinned_sink = malloc(bytes);
+    if (!pageable || !pinned_sink)
+        DIE("out of memory");
+    memset(pageable, 1, bytes);
+    memset(pinned_sink, 2, bytes);
+
+    progress("host memcpy");
+    for (int t = 1; t <= 4; t += 3) {
+        char name[64];
+        for (int i = 0; i < reps; i++)
+            v[i] = gbs(threaded_memcpy(pinned_sink, pageable, bytes, t));
+        snprintf(name, sizeof name, "host memcpy %d thread%s", t,
+                 t > 1 ? "s" : "");
+        figure(name, median(v, reps), "GB/s");
+    }
+    free(pinned_sink);
+
+    if (strcmp(dev->drv->name, "cuda") == 0 &&
+        raw_open(&r, (int)dev->driver_index) == 0) {
+        have_raw = 1;
+        progress("raw CUDA");
+        memset(r.pinned, 3, bytes);
+        for (int i = 0; i < reps; i++) {
+            uint64_t t0 = weft__now_ns();
+            if (r.MemcpyHtoD(r.dbuf, pageable, bytes))
+                DIE("cuMemcpyHtoD");
+            v[i] = gbs(weft__now_ns() - t0);
+        }
+        figure("raw pageable H2D", median(v, reps), "GB/s");
+        for (int i = 0; i < reps; i++) {
+            uint64_t t0 = weft__now_ns();
+            if (r.MemcpyDtoH(pageable, r.dbuf, bytes))
+                DIE("cuMemcpyDtoH");
+            v[i] = gbs(weft__now_ns() - t0);
+        }
+        figure("raw pageable D2H", median(v, reps), "GB/s");
+        for (int i = 0; i < reps; i++) {
+            uint64_t t0 = weft__now_ns();
+            if (r.MemcpyHtoDAsync(r.dbuf, r.pinned, bytes, NULL) ||
+                r.CtxSynchronize())
+                DIE("cuMemcpyHtoDAsync");
+            v[i] = gbs(weft__now_ns() - t0);
+        }
+        figure("raw pinned H2D", median(v, reps), "GB/s");
+        for (int i = 0; i < reps; i++) {
+            uint64_t t0 = weft__now_ns();
+            if (r.MemcpyDtoHAsync(r.pinned, r.dbuf, bytes, NULL) ||
+                r.CtxSynchronize())
+                DIE("cuMemcpyDtoHAsync");
+            v[i] = gbs(weft__now_ns() - t0);
+        }
+        figure("raw pinned D2H", median(v, reps), "GB/s");
+    } else if (!json) {
+        printf("# raw CUDA figures: skipped (not a CUDA device)\n");
+    }
+
+    progress("weft staging");
+    so.topology = rt->topology;
+    so.cpuset = dev->props.cpuset;
+    if (weft__stager_create(ctx, &so, &st) < 0)
+        DIE("stager: %s", weft_last_error());
+    for (int i = 0; i < reps; i++) {
+        uint64_t t0 = weft__now_ns();
+        if (weft__stager_h2d(st, q, dmem, 0, pageable, bytes) < 0 ||
+            weft__drv_queue_sync(q) < 0)
+            DIE("stager h2d: %s", weft_last_error());
+        v[i] = gbs(weft__now_ns() - t0);
+    }
+    figure("weft pageable H2D", median(v, reps), "GB/s");
+    for (int i = 0; i < reps; i++) {
+        uint64_t t0 = weft__now_ns();
+        if (weft__stager_d2h(st, q, pageable, dmem, 0, bytes) < 0)
+            DIE("stager d2h: %s", weft_last_error());
+        v[i] = gbs(weft__now_ns() - t0);
+    }
+    figure("weft pageable D2H", median(v, reps), "GB/s");
+    weft__stager_destroy(st);
+
+    progress("weft registered");
+    if (dev->props.host_register) {
+        uint64_t t0 = weft__now_ns();
+        if (weft__drv_host_register(ctx, pageable, bytes, &reg) < 0)
+            DIE("register: %s", weft_last_error());
+        figure("weft register once", (double)(weft__now_ns() - t0) / 1e6, "ms");
+        for (int i = 0; i < reps; i++) {
+            t0 = weft__now_ns();
+            if (weft__drv_copy_h2d(q, dmem, 0, reg->host, bytes) < 0 ||
+                weft__drv_queue_sync(q) < 0)
+                DIE("registered h2d: %s", weft_last_error());
+            v[i] = gbs(weft__now_ns() - t0);
+        }
+        figure("weft registered H2D", median(v, reps), "GB/s");
+        weft__drv_mem_free(reg);
+    }
+    progress("");
+    if (json)
+        printf("\n]}\n");
+    (void)have_raw;
+    weft__drv_mem_free(dmem);
+    weft__drv_queue_destroy(q);
+    free(pageable);
+    weft_runtime_destroy(rt);
+    return 0;
+}

@@ -1,0 +1,186 @@
+/*
+ * Pinned staging: bytes survive the trip through the ring whatever the
+ * sizes and offsets, the pipeline reuses its buffers, and every failure
+ * point fails cleanly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "mem/staging.h"
+#include "runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static weft_runtime *rt;
+static weft__context *ctx;
+static weft__device *dev;
+
+static int setup(void **state)
+{
+    (void)state;
+    if (weft_runtime_create(&rt, NULL) < 0)
+        return -1;
+    if (!weft_runtime_device_count(rt)) {
+        printf("skipped: no device for WEFT_DEVICES=%s\n",
+               getenv("WEFT_DEVICES") ? getenv("WEFT_DEVICES") : "");
+        weft_runtime_destroy(rt);
+        exit(77);
+    }
+    dev = weft__runtime_device(rt, 0);
+    printf("# staging on %s:%u (%s)\n", dev->drv->name, dev->driver_index,
+           dev->name);
+    return weft__runtime_context(rt, 0, &ctx);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return weft_runtime_destroy(rt);
+}
+
+static void fill_random(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (unsigned char)(seed >> 16);
+    }
+}
+
+/* Up through the stager, down through it, compare; sizes and offsets vary. */
+static void round_trips(void **state)
+{
+    static const size_t sizes[] = {1, 4095, 1 << 20, (3 << 20) + 17,
+                                   (11 << 20) + 5};
+    const size_t cap = 12 << 20;
+    weft__stager_options o = {.chunk = 1 << 20, .slots = 3, .threads = 3};
+    weft__stager_stats st;
+    weft__stager *s;
+    weft__queue *q;
+    weft__mem *m;
+    unsigned char *src = malloc(cap), *back = malloc(cap);
+    (void)state;
+
+    assert_non_null(src);
+    assert_non_null(back);
+    o.topology = rt->topology;
+    o.cpuset = dev->props.cpuset;
+    assert_int_equal(weft__stager_create(ctx, &o, &s), 0);
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, cap + 4096, &m), 0);
+    for (unsigned i = 0; i < WEFT__COUNTOF(sizes); i++) {
+        size_t off = i * 1000 + 3;
+
+        fill_random(src, sizes[i], i + 1);
+        memset(back, 0xee, sizes[i]);
+        assert_int_equal(weft__stager_h2d(s, q, m, off, src, sizes[i]), 0);
+        /* the source may be reused at once: spoil it */
+        memset(src, 0, sizes[i]);
+        assert_int_equal(weft__stager_d2h(s, q, back, m, off, sizes[i]), 0);
+        fill_random(src, sizes[i], i + 1);
+        assert_memory_equal(back, src, sizes[i]);
+    }
+    weft__stager_get_stats(s, &st);
+    assert_true(st.chunks >= 2 * (1 + 1 + 1 + 4 + 12));
+    assert_true(st.h2d_bytes == st.d2h_bytes);
+    printf("# %llu chunks, %llu bytes each way, %llu waits for a buffer\n",
+           (unsigned long long)st.chunks, (unsigned long long)st.h2d_bytes,
+           (unsigned long long)st.waits);
+    assert_int_equal(weft__drv_mem_free(m), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+    weft__stager_destroy(s);
+    free(src);
+    free(back);
+}
+
+/* Queue order: a staged upload lands after a fill queued before it. */
+static void follows_queue_order(void **state)
+{
+    weft__stager *s;
+    weft__queue *q;
+    weft__mem *m;
+    const size_t n = (5 << 20) + 3;
+    unsigned char *src = malloc(n), *back = malloc(n);
+    const unsigned char pat = 0x5a;
+    (void)state;
+
+    weft__stager_options o = {.chunk = 1 << 20, .slots = 2, .threads = 2};
+    assert_int_equal(weft__stager_create(ctx, &o, &s), 0);
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, n + 100, &m), 0);
+    fill_random(src, n, 99);
+    assert_int_equal(weft__drv_fill(q, m, 0, &pat, 1, n + 100), 0);
+    assert_int_equal(weft__stager_h2d(s, q, m, 50, src, n), 0);
+    assert_int_equal(weft__stager_d2h(s, q, back, m, 50, n), 0);
+    assert_memory_equal(back, src, n);
+    assert_int_equal(weft__stager_d2h(s, q, back, m, 0, 50), 0);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(back[i], pat);
+    assert_int_equal(weft__drv_mem_free(m), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+    weft__stager_destroy(s);
+    free(src);
+    free(back);
+}
+
+/* Every failure point of create, h2d and d2h: an error, nothing leaked. */
+static void failure_points(void **state)
+{
+    const size_t n = (3 << 20) + 1;
+    unsigned char *src = malloc(n), *back = malloc(n);
+    weft__queue *q;
+    weft__mem *m;
+    long i, failed = 0;
+    (void)state;
+
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, n, &m), 0);
+    fill_random(src, n, 7);
+    for (i = 1;; i++) {
+        weft__stager_options o = {.chunk = 1 << 20, .slots = 2, .threads = 2};
+        weft__stager *s = NULL;
+        int rc, fired;
+
+        weft__fault_arm(i, NULL);
+        rc = weft__stager_create(ctx, &o, &s);
+        if (rc == 0) {
+            rc = weft__stager_h2d(s, q, m, 0, src, n);
+            if (rc == 0)
+                rc = weft__stager_d2h(s, q, back, m, 0, n);
+        }
+        fired = weft__fault_fired();
+        weft__fault_disarm();
+        if (s)
+            weft__stager_destroy(s);
+        if (!fired) {
+            assert_int_equal(rc, 0);
+            assert_memory_equal(back, src, n);
+            break;
+        }
+        if (rc < 0) {
+            failed++;
+            assert_true(strlen(weft_last_error()) > 0);
+        }
+        /* the queue still works after any failure */
+        assert_int_equal(weft__drv_queue_sync(q), 0);
+    }
+    printf("# %ld failure points, %ld reported\n", i - 1, failed);
+    assert_true(failed > 0);
+    assert_int_equal(weft__drv_mem_free(m), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+    free(src);
+    free(back);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(round_trips),
+        cmocka_unit_test(follows_queue_order),
+        cmocka_unit_test(failure_points),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
