@@ -4,7 +4,7 @@
  * in one run, on the first CUDA device (else the first device there is,
  * without the raw CUDA figures).
  *
- *     transfer [--json] [--mib N] [--reps R]
+ *     transfer [--json] [--mib N] [--reps R] [--threads T] [--chunk-mib C]
  *
  * Figures (GB/s = 1e9 bytes/s, medians of R repetitions):
  *   host memcpy 1 thread / 4 threads   pageable -> pinned, the staging bound
@@ -28,6 +28,8 @@
 static int json, nfig;
 static size_t bytes = (size_t)1 << 30;
 static int reps = 5;
+static unsigned threads; /* 0: the stager's default */
+static size_t chunk;     /* 0: the stager's default */
 
 static void figure(const char *name, double value, const char *unit)
 {
@@ -189,8 +191,13 @@ int main(int argc, char **argv)
             bytes = (size_t)atol(argv[++i]) << 20;
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            threads = (unsigned)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--chunk-mib") == 0 && i + 1 < argc)
+            chunk = (size_t)atol(argv[++i]) << 20;
         else
-            DIE("usage: transfer [--json] [--mib N] [--reps R]");
+            DIE("usage: transfer [--json] [--mib N] [--reps R] [--threads T] "
+                "[--chunk-mib C]");
     }
     if (bytes == 0 || reps < 1 || reps > 64)
         DIE("--mib > 0 and 1 <= --reps <= 64");
@@ -223,7 +230,7 @@ int main(int argc, char **argv)
     memset(pinned_sink, 2, bytes);
 
     progress("host memcpy");
-    for (int t = 1; t <= 4; t += 3) {
+    for (int t = 1; t <= 8; t = t == 1 ? 4 : t * 2) {
         char name[64];
         for (int i = 0; i < reps; i++)
             v[i] = gbs(threaded_memcpy(pinned_sink, pageable, bytes, t));
@@ -275,6 +282,8 @@ int main(int argc, char **argv)
     progress("weft staging");
     so.topology = rt->topology;
     so.cpuset = dev->props.cpuset;
+    so.threads = threads;
+    so.chunk = chunk;
     if (weft__stager_create(ctx, &so, &st) < 0)
         DIE("stager: %s", weft_last_error());
     for (int i = 0; i < reps; i++) {
