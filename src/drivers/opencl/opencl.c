@@ -970,7 +970,7 @@ static int ocl_mem_new(weft__context *ctx, cl_mem_flags flags, size_t size,
  */
 static int ocl_mem_alloc(weft__context *ctx, size_t size, weft__mem **out)
 {
-    ocl_mem *m;
+    ocl_mem *m = NULL;
     int err = ocl_mem_new(ctx, CL_MEM_READ_WRITE, size, NULL, &m);
 
     if (err < 0)
@@ -1004,7 +1004,7 @@ static void ocl_mem_release(ocl_mem *m)
 static int ocl_host_alloc(weft__context *ctx, size_t size, weft__mem **out)
 {
     ocl_context *c = ocl_ctx(ctx);
-    ocl_mem *m;
+    ocl_mem *m = NULL;
     cl_int rc;
     int err = ocl_mem_new(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size,
                           NULL, &m);
@@ -1027,7 +1027,7 @@ static int ocl_host_alloc(weft__context *ctx, size_t size, weft__mem **out)
 static int ocl_host_register(weft__context *ctx, void *ptr, size_t size,
                              weft__mem **out)
 {
-    ocl_mem *m;
+    ocl_mem *m = NULL;
     int err = ocl_mem_new(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size,
                           ptr, &m);
 
