@@ -28,7 +28,7 @@
 static int json, nfig;
 static size_t bytes = (size_t)1 << 30;
 static int reps = 5;
-static unsigned threads; /* 0: the stager's default */
+static unsigned stage_threads; /* 0: the stager's default */
 static size_t chunk;     /* 0: the stager's default */
 
 static void figure(const char *name, double value, const char *unit)
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-            threads = (unsigned)atoi(argv[++i]);
+            stage_threads = (unsigned)atoi(argv[++i]);
         else if (strcmp(argv[i], "--chunk-mib") == 0 && i + 1 < argc)
             chunk = (size_t)atol(argv[++i]) << 20;
         else
@@ -282,7 +282,7 @@ int main(int argc, char **argv)
     progress("weft staging");
     so.topology = rt->topology;
     so.cpuset = dev->props.cpuset;
-    so.threads = threads;
+    so.threads = stage_threads;
     so.chunk = chunk;
     if (weft__stager_create(ctx, &so, &st) < 0)
         DIE("stager: %s", weft_last_error());
