@@ -222,7 +222,6 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
     s->ctx = ctx;
     s->chunk = o.chunk ? o.chunk : (size_t)8 << 20;
     s->nslots = o.slots ? o.slots : 3;
-    s->crew.nthreads = WEFT__MIN(o.threads ? o.threads : 4, 64u);
     s->crew.topology = o.topology;
     /*
      * Bind only where it helps: a device nearer some cores than others.
@@ -237,6 +236,23 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
             s->crew.cpuset = set;
         else if (set)
             hwloc_bitmap_free(set);
+    }
+    /*
+     * Threads: on the H200 machine one thread copies about 10 GB/s into
+     * pinned memory and eight keep the copy engine (55 GB/s) nearly busy
+     * (bench/RESULTS.md); more than the cores near the device only contend.
+     */
+    if (o.threads) {
+        s->crew.nthreads = WEFT__MIN(o.threads, 64u);
+    } else {
+        int pus = 0;
+
+        if (o.topology)
+            pus = hwloc_bitmap_weight(
+                s->crew.cpuset
+                    ? s->crew.cpuset
+                    : hwloc_topology_get_topology_cpuset(o.topology));
+        s->crew.nthreads = pus > 0 ? (unsigned)WEFT__MIN(pus, 8) : 4;
     }
     s->slots = weft__calloc(s->nslots, sizeof *s->slots);
     if (!s->slots) {

@@ -17,7 +17,8 @@ typedef struct weft__stager weft__stager;
 typedef struct weft__stager_options {
     size_t chunk;     /* bytes per pinned buffer; 0: 8 MiB */
     unsigned slots;   /* pinned buffers in the ring; 0: 3 */
-    unsigned threads; /* host threads copying each chunk; 0: 4 */
+    unsigned threads; /* host threads copying each chunk; 0: the cores
+                         near the device, at most 8 */
     /* Where to put threads and pinned memory: the machine's topology and
      * the device's nearest cores (NULL: anywhere). */
     hwloc_topology_t topology;
