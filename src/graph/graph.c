@@ -1,0 +1,967 @@
+/*
+ * Graph building: nodes, accesses, dependency inference with transitive
+ * reduction, explicit edges. graph.h describes the structures and the
+ * two-pass add that keeps a failing add from changing anything.
+ */
+#include "graph.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The reduction's search visits at most this many nodes per candidate. */
+enum { WEFT__REDUCE_BUDGET = 16 };
+
+int weft__grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    void **p = arr;
+    uint32_t ncap;
+    void *np;
+
+    if (need <= *cap)
+        return 0;
+    ncap = *cap ? *cap : 8;
+    while (ncap < need)
+        ncap = ncap > UINT32_MAX / 2 ? UINT32_MAX : ncap * 2;
+    np = weft__realloc(*p, (size_t)ncap * elem);
+    if (!np)
+        return weft__error(WEFT_ENOMEM, "graph: out of memory");
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+static int weft__grow_bytes(weft_graph *g, size_t more)
+{
+    size_t ncap;
+    unsigned char *np;
+
+    if (more <= g->cap_bytes - g->nbytes)
+        return 0;
+    if (more > SIZE_MAX / 4 - g->nbytes)
+        return weft__error(WEFT_ENOMEM, "graph: out of memory");
+    ncap = WEFT__MAX(g->cap_bytes * 2, g->nbytes + more);
+    ncap = WEFT__MAX(ncap, (size_t)256);
+    np = weft__realloc(g->bytes, ncap);
+    if (!np)
+        return weft__error(WEFT_ENOMEM, "graph: out of memory");
+    g->bytes = np;
+    g->cap_bytes = ncap;
+    return 0;
+}
+
+const char *weft__hazard_name(weft__hazard h)
+{
+    switch (h) {
+    case WEFT__RAW:
+        return "RAW";
+    case WEFT__WAR:
+        return "WAR";
+    case WEFT__WAW:
+        return "WAW";
+    case WEFT__EXPLICIT:
+        break;
+    }
+    return "explicit";
+}
+
+const char *weft__node_label(const weft__node *n, char *buf, size_t size)
+{
+    static const char *const names[] = {
+        "?", "kernel", "write", "read", "copy", "fill", "map", "host", "empty",
+    };
+
+    if (n->kind == WEFT__NODE_KERNEL)
+        snprintf(buf, size, "kernel %s", weft_kernel_name(n->u.kernel.k));
+    else
+        snprintf(buf, size, "%s", names[n->kind]);
+    return buf;
+}
+
+int weft__node_error(int code, const weft__node *nodes, uint32_t i,
+                     const char *fmt, ...)
+{
+    char label[128], msg[768];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return weft__error(code, "node %u (%s): %s", i,
+                       weft__node_label(&nodes[i], label, sizeof label), msg);
+}
+
+/* ---- create / destroy / counts ----------------------------------------- */
+
+int weft_graph_create(weft_runtime *rt, weft_graph **out)
+{
+    weft_graph *g;
+
+    if (!rt || !out)
+        return weft__error(WEFT_EINVAL, "weft_graph_create: %s is NULL",
+                           rt ? "result" : "runtime");
+    g = weft__calloc(1, sizeof *g);
+    if (!g)
+        return weft__error(WEFT_ENOMEM, "weft_graph_create: out of memory");
+    g->rt = rt;
+    weft__runtime_live(rt, 1);
+    *out = g;
+    return 0;
+}
+
+int weft_graph_destroy(weft_graph *g)
+{
+    if (!g)
+        return 0;
+    for (uint32_t i = 0; i < g->nroots; i++)
+        weft__free(g->roots[i].segs);
+    weft__free(g->nodes);
+    weft__free(g->marks);
+    weft__free(g->acc);
+    weft__free(g->args);
+    weft__free(g->bytes);
+    weft__free(g->edges);
+    weft__free(g->xedges);
+    weft__free(g->roots);
+    weft__free(g->root_hash);
+    weft__free(g->readers);
+    weft__free(g->cands);
+    weft__free(g->stack);
+    weft__runtime_live(g->rt, -1);
+    weft__free(g);
+    return 0;
+}
+
+unsigned weft_graph_node_count(const weft_graph *g)
+{
+    return g ? g->nnodes : 0;
+}
+
+unsigned weft_graph_edge_count(const weft_graph *g)
+{
+    return g ? g->nedges + g->nxedges : 0;
+}
+
+/* ---- roots ------------------------------------------------------------- */
+
+static uint32_t weft__ptr_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+static int weft__hash_rebuild(weft_graph *g, uint32_t cap)
+{
+    uint32_t *h = weft__calloc(cap, sizeof *h);
+
+    if (!h)
+        return weft__error(WEFT_ENOMEM, "graph: out of memory");
+    for (uint32_t i = 0; i < g->nroots; i++) {
+        uint32_t s = weft__ptr_hash(g->roots[i].buf) & (cap - 1);
+
+        while (h[s])
+            s = (s + 1) & (cap - 1);
+        h[s] = i + 1;
+    }
+    weft__free(g->root_hash);
+    g->root_hash = h;
+    g->hash_cap = cap;
+    return 0;
+}
+
+/*
+ * The graph's index of root buffer b, adding it (with one segment that
+ * nobody touched) if new. A root added by an add that fails later is
+ * harmless: it says the same as no entry.
+ */
+static int weft__root_index(weft_graph *g, weft_buffer *b, uint32_t *index)
+{
+    uint32_t s, e;
+    weft__root *r;
+    int rc;
+
+    if (g->hash_cap) {
+        for (s = weft__ptr_hash(b) & (g->hash_cap - 1); (e = g->root_hash[s]);
+             s = (s + 1) & (g->hash_cap - 1))
+            if (g->roots[e - 1].buf == b) {
+                *index = e - 1;
+                return 0;
+            }
+    }
+    if ((uint64_t)(g->nroots + 1) * 2 > g->hash_cap &&
+        (rc = weft__hash_rebuild(g, g->hash_cap ? g->hash_cap * 2 : 16)) < 0)
+        return rc;
+    if ((rc = weft__grow(&g->roots, &g->cap_roots, g->nroots + 1,
+                         sizeof *g->roots)) < 0)
+        return rc;
+    r = &g->roots[g->nroots];
+    r->buf = b;
+    r->nseg = 1;
+    r->cap = 4;
+    r->segs = weft__malloc(r->cap * sizeof *r->segs);
+    if (!r->segs)
+        return weft__error(WEFT_ENOMEM, "graph: out of memory");
+    r->segs[0] = (weft__segment){0, b->size, WEFT__NONE, WEFT__NONE};
+    for (s = weft__ptr_hash(b) & (g->hash_cap - 1); g->root_hash[s];
+         s = (s + 1) & (g->hash_cap - 1))
+        ;
+    g->root_hash[s] = g->nroots + 1;
+    *index = g->nroots++;
+    return 0;
+}
+
+/* ---- segments ---------------------------------------------------------- */
+
+/* The first segment whose end is past x. */
+static uint32_t weft__seg_find(const weft__root *r, size_t x)
+{
+    uint32_t lo = 0, hi = r->nseg;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (r->segs[mid].hi <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Make x a segment boundary (capacity reserved by the caller). */
+static void weft__seg_split(weft__root *r, size_t x)
+{
+    uint32_t i = weft__seg_find(r, x);
+    weft__segment *s;
+
+    if (i >= r->nseg || r->segs[i].lo == x)
+        return;
+    weft__assert_internal(r->nseg < r->cap);
+    s = &r->segs[i];
+    memmove(s + 1, s, (r->nseg - i) * sizeof *s);
+    r->nseg++;
+    s[0].hi = x;
+    s[1].lo = x;
+}
+
+static void weft__apply_read(weft_graph *g, weft__root *r, size_t lo, size_t hi,
+                             uint32_t n)
+{
+    uint32_t i;
+
+    weft__seg_split(r, lo);
+    weft__seg_split(r, hi);
+    for (i = weft__seg_find(r, lo); i < r->nseg && r->segs[i].lo < hi; i++) {
+        weft__segment *s = &r->segs[i];
+
+        if (s->readers != WEFT__NONE && g->readers[s->readers].node == n)
+            continue;
+        weft__assert_internal(g->nreaders < g->cap_readers);
+        g->readers[g->nreaders] = (weft__reader){n, s->readers};
+        s->readers = g->nreaders++;
+    }
+}
+
+static void weft__apply_write(weft__root *r, size_t lo, size_t hi, uint32_t n)
+{
+    uint32_t i, j;
+
+    weft__seg_split(r, lo);
+    weft__seg_split(r, hi);
+    i = weft__seg_find(r, lo);
+    for (j = i; j < r->nseg && r->segs[j].lo < hi; j++)
+        ;
+    /* segs[i, j) cover [lo, hi) exactly: they become one. */
+    r->segs[i] = (weft__segment){lo, hi, n, WEFT__NONE};
+    memmove(&r->segs[i + 1], &r->segs[j], (r->nseg - j) * sizeof *r->segs);
+    r->nseg -= j - i - 1;
+}
+
+/* ---- inference --------------------------------------------------------- */
+
+static int weft__cand(weft_graph *g, uint32_t from, weft__hazard h,
+                      uint32_t root, size_t lo, size_t hi)
+{
+    weft__mark *m = &g->marks[from];
+    weft__edge *e;
+    int rc;
+
+    if (m->cand_epoch == g->epoch) {
+        /* One edge per pair; widen its range when it continues. */
+        e = &g->cands[m->cand_slot];
+        if (e->hazard == h && e->root == root && lo <= e->hi && hi >= e->lo) {
+            e->lo = WEFT__MIN(e->lo, lo);
+            e->hi = WEFT__MAX(e->hi, hi);
+        }
+        return 0;
+    }
+    if ((rc = weft__grow(&g->cands, &g->cap_cands, g->ncands + 1,
+                         sizeof *g->cands)) < 0)
+        return rc;
+    m->cand_epoch = g->epoch;
+    m->cand_slot = g->ncands;
+    g->cands[g->ncands++] = (weft__edge){from, 0, h, root, WEFT__NONE, lo, hi};
+    return 0;
+}
+
+/*
+ * Pass one over node n's accesses in phase READ then WRITE: the candidate
+ * edges, and how many segments each access overlaps (for reservation).
+ */
+static int weft__find_candidates(weft_graph *g, const weft__access *acc,
+                                 uint32_t nacc, uint32_t n, uint32_t *nreads)
+{
+    int rc;
+
+    *nreads = 0;
+    for (int phase = WEFT_READ; phase <= WEFT_WRITE; phase++)
+        for (uint32_t a = 0; a < nacc; a++) {
+            weft__root *r = &g->roots[acc[a].root];
+            size_t lo, hi;
+
+            if (!(acc[a].mode & phase))
+                continue;
+            weft__access_root_range(&acc[a], &lo, &hi);
+            for (uint32_t i = weft__seg_find(r, lo);
+                 i < r->nseg && r->segs[i].lo < hi; i++) {
+                const weft__segment *s = &r->segs[i];
+                size_t olo = WEFT__MAX(lo, s->lo), ohi = WEFT__MIN(hi, s->hi);
+
+                if (phase == WEFT_READ) {
+                    ++*nreads;
+                    if (s->writer != WEFT__NONE && s->writer != n &&
+                        (rc = weft__cand(g, s->writer, WEFT__RAW, acc[a].root,
+                                         olo, ohi)) < 0)
+                        return rc;
+                    continue;
+                }
+                if (s->readers == WEFT__NONE) {
+                    if (s->writer != WEFT__NONE && s->writer != n &&
+                        (rc = weft__cand(g, s->writer, WEFT__WAW, acc[a].root,
+                                         olo, ohi)) < 0)
+                        return rc;
+                    continue;
+                }
+                for (uint32_t x = s->readers; x != WEFT__NONE;
+                     x = g->readers[x].next)
+                    if (g->readers[x].node != n &&
+                        (rc = weft__cand(g, g->readers[x].node, WEFT__WAR,
+                                         acc[a].root, olo, ohi)) < 0)
+                        return rc;
+            }
+        }
+    return 0;
+}
+
+static int weft__by_from_desc(const void *a, const void *b)
+{
+    const weft__edge *x = a, *y = b;
+
+    return x->from < y->from ? 1 : x->from > y->from ? -1 : 0;
+}
+
+/*
+ * Drop the candidates that a path through another candidate implies. In
+ * decreasing order, each kept candidate's ancestors (through inferred
+ * edges, which point forwards, so no deeper than the lowest candidate) are
+ * marked; a marked candidate is implied. The search has a budget: when it
+ * runs out, candidates not yet marked are kept, which costs an edge, never
+ * an ordering.
+ */
+static void weft__reduce(weft_graph *g)
+{
+    uint32_t kept = 0, minfrom, budget, sp;
+
+    if (g->ncands < 2)
+        return;
+    qsort(g->cands, g->ncands, sizeof *g->cands, weft__by_from_desc);
+    minfrom = g->cands[g->ncands - 1].from;
+    budget = WEFT__REDUCE_BUDGET * g->ncands;
+    for (uint32_t c = 0; c < g->ncands; c++) {
+        uint32_t v = g->cands[c].from;
+
+        if (g->marks[v].seen_epoch == g->epoch)
+            continue;
+        g->cands[kept++] = g->cands[c];
+        if (c + 1 == g->ncands)
+            break;
+        sp = 0;
+        g->stack[sp++] = v;
+        while (sp && budget) {
+            const weft__node *nd = &g->nodes[g->stack[--sp]];
+
+            for (uint32_t e = 0; e < nd->nin && budget; e++) {
+                uint32_t u = g->edges[nd->in_first + e].from;
+
+                if (u < minfrom || g->marks[u].seen_epoch == g->epoch)
+                    continue;
+                g->marks[u].seen_epoch = g->epoch;
+                g->stack[sp++] = u;
+                budget--;
+            }
+        }
+    }
+    g->ncands = kept;
+}
+
+/*
+ * Add node *proto with its accesses and arguments (already checked). On
+ * failure nothing observable has changed.
+ */
+static int weft__add_node(weft_graph *g, const weft__node *proto,
+                          const weft__access *acc, uint32_t nacc,
+                          const weft_arg *args, uint32_t nargs, size_t nbytes,
+                          weft_node *out)
+{
+    uint32_t n = g->nnodes, nreads, i;
+    weft__access *ga;
+    weft__node *nd;
+    int rc;
+
+    if (n >= UINT32_MAX - 1 || nacc > UINT32_MAX - g->nacc ||
+        nargs > UINT32_MAX - g->nargs)
+        return weft__error(WEFT_ENOMEM, "graph: too many nodes");
+    if ((rc = weft__grow(&g->nodes, &g->cap_nodes, n + 1, sizeof *g->nodes)) <
+            0 ||
+        (rc = weft__grow(&g->marks, &g->cap_marks, n + 1, sizeof *g->marks)) <
+            0 ||
+        (rc = weft__grow(&g->acc, &g->cap_acc, g->nacc + nacc,
+                         sizeof *g->acc)) < 0 ||
+        (rc = weft__grow(&g->args, &g->cap_args, g->nargs + nargs,
+                         sizeof *g->args)) < 0 ||
+        (rc = weft__grow_bytes(g, nbytes)) < 0)
+        return rc;
+    g->marks[n] = (weft__mark){0, 0, 0};
+    /* Written past the counts: invisible until the commit below. */
+    ga = g->acc + g->nacc;
+    for (i = 0; i < nacc; i++) {
+        ga[i] = acc[i];
+        if ((rc = weft__root_index(g, acc[i].buf->root, &ga[i].root)) < 0)
+            return rc;
+    }
+    g->epoch++;
+    g->ncands = 0;
+    if ((rc = weft__find_candidates(g, ga, nacc, n, &nreads)) < 0)
+        return rc;
+    for (i = 0; i < nacc; i++) {
+        weft__root *r = &g->roots[ga[i].root];
+
+        if ((rc = weft__grow(&r->segs, &r->cap, r->nseg + 2 * nacc,
+                             sizeof *r->segs)) < 0)
+            return rc;
+    }
+    /*
+     * A read adds one reader per segment it overlaps; this node's own
+     * earlier accesses may have split those by up to two each.
+     */
+    if ((uint64_t)nreads + 2ull * nacc * nacc > UINT32_MAX - g->nreaders ||
+        (uint64_t)WEFT__REDUCE_BUDGET * g->ncands + 1 > UINT32_MAX)
+        return weft__error(WEFT_ENOMEM, "graph: too many accesses");
+    if ((rc = weft__grow(&g->readers, &g->cap_readers,
+                         g->nreaders + nreads + 2 * nacc * nacc,
+                         sizeof *g->readers)) < 0 ||
+        (rc = weft__grow(&g->stack, &g->cap_stack,
+                         WEFT__REDUCE_BUDGET * g->ncands + 1,
+                         sizeof *g->stack)) < 0 ||
+        (rc = weft__grow(&g->edges, &g->cap_edges, g->nedges + g->ncands,
+                         sizeof *g->edges)) < 0)
+        return rc;
+
+    /* Nothing below fails. */
+    weft__reduce(g);
+    for (i = 0; i < nargs; i++) {
+        weft_arg *ar = &g->args[g->nargs + i];
+
+        *ar = args[i];
+        if (ar->type == WEFT_PARAM_BYTES) {
+            memcpy(g->bytes + g->nbytes, args[i].value.bytes, args[i].size);
+            ar->value.u64 = g->nbytes;
+            g->nbytes += args[i].size;
+        }
+    }
+    for (int phase = WEFT_READ; phase <= WEFT_WRITE; phase++)
+        for (i = 0; i < nacc; i++) {
+            size_t lo, hi;
+
+            if (!(ga[i].mode & phase))
+                continue;
+            weft__access_root_range(&ga[i], &lo, &hi);
+            if (lo == hi)
+                continue;
+            if (phase == WEFT_READ)
+                weft__apply_read(g, &g->roots[ga[i].root], lo, hi, n);
+            else
+                weft__apply_write(&g->roots[ga[i].root], lo, hi, n);
+        }
+    nd = &g->nodes[n];
+    *nd = *proto;
+    nd->acc_first = g->nacc;
+    nd->nacc = nacc;
+    nd->in_first = g->nedges;
+    nd->nin = g->ncands;
+    nd->xin = WEFT__NONE;
+    nd->device = -1;
+    if (nd->kind == WEFT__NODE_KERNEL) {
+        nd->u.kernel.arg_first = g->nargs;
+        nd->u.kernel.nargs = nargs;
+    }
+    /* The candidates are in decreasing order; keep edges increasing. */
+    for (i = 0; i < g->ncands; i++) {
+        weft__edge *e = &g->edges[g->nedges + i];
+
+        *e = g->cands[g->ncands - 1 - i];
+        e->to = n;
+    }
+    g->nedges += g->ncands;
+    g->nacc += nacc;
+    g->nargs += nargs;
+    g->nnodes = n + 1;
+    if (out)
+        *out = n;
+    return 0;
+}
+
+/* ---- arguments --------------------------------------------------------- */
+
+/* What every argument must be, whatever the kernel (the add-time check). */
+static int weft__args_basic(const weft_arg *args, unsigned nargs,
+                            size_t *nbytes, unsigned *nbuffers)
+{
+    *nbytes = 0;
+    *nbuffers = 0;
+    for (unsigned i = 0; i < nargs; i++) {
+        const weft_arg *a = &args[i];
+        size_t want;
+
+        switch (a->type) {
+        case WEFT_PARAM_BUFFER:
+            if (!a->buffer)
+                return weft__error(WEFT_EINVAL, "argument %u: buffer is NULL",
+                                   i);
+            if (a->access < WEFT_READ || a->access > WEFT_READ_WRITE)
+                return weft__error(WEFT_EINVAL,
+                                   "argument %u: unknown access mode %d", i,
+                                   (int)a->access);
+            ++*nbuffers;
+            break;
+        case WEFT_PARAM_LOCAL:
+            if (a->size == 0)
+                return weft__error(WEFT_EARGS,
+                                   "argument %u: local scratch of 0 bytes", i);
+            break;
+        case WEFT_PARAM_BYTES:
+            if (a->size == 0)
+                return weft__error(WEFT_EARGS, "argument %u: bytes of size 0",
+                                   i);
+            if (!a->value.bytes)
+                return weft__error(WEFT_EINVAL,
+                                   "argument %u: bytes pointer is NULL", i);
+            if (a->size > SIZE_MAX / 4 - *nbytes)
+                return weft__error(WEFT_EARGS, "argument %u: %zu bytes", i,
+                                   a->size);
+            *nbytes += a->size;
+            break;
+        case WEFT_PARAM_I32:
+        case WEFT_PARAM_U32:
+        case WEFT_PARAM_I64:
+        case WEFT_PARAM_U64:
+        case WEFT_PARAM_F32:
+        case WEFT_PARAM_F64:
+            want = weft_param_type_size(a->type);
+            if (a->size != want)
+                return weft__error(WEFT_EARGS,
+                                   "argument %u is %s but has %zu bytes", i,
+                                   weft_param_type_name(a->type), a->size);
+            break;
+        default:
+            return weft__error(WEFT_EARGS, "argument %u has unknown type %d", i,
+                               (int)a->type);
+        }
+    }
+    return 0;
+}
+
+/*
+ * The arguments against an implementation's parameter list, by the rules
+ * of the driver layer's launch check (buffer-ness, local-ness and sizes;
+ * scalars of one size are not told apart, as the drivers do not).
+ */
+int weft__args_match(const weft_kernel *k, const weft__kernel *impl,
+                     const weft_arg *args, unsigned nargs)
+{
+    const char *name = weft_kernel_name(k);
+
+    if (!impl || !impl->params_known)
+        return 0;
+    if (nargs != impl->nparams)
+        return weft__error(WEFT_EARGS, "%u arguments given, kernel %s takes %u",
+                           nargs, name, impl->nparams);
+    for (unsigned i = 0; i < nargs; i++) {
+        const weft_arg *a = &args[i];
+        size_t want;
+
+        if (impl->params) {
+            weft_param_type p = impl->params[i];
+
+            if ((p == WEFT_PARAM_BUFFER) != (a->type == WEFT_PARAM_BUFFER) ||
+                (p == WEFT_PARAM_LOCAL) != (a->type == WEFT_PARAM_LOCAL))
+                return weft__error(WEFT_EARGS,
+                                   "argument %u is a %s, parameter %u of %s a "
+                                   "%s",
+                                   i, weft_param_type_name(a->type), i, name,
+                                   weft_param_type_name(p));
+            if (p == WEFT_PARAM_BUFFER || p == WEFT_PARAM_LOCAL)
+                continue;
+            want = p == WEFT_PARAM_BYTES && impl->param_sizes
+                       ? impl->param_sizes[i]
+                       : weft_param_type_size(p);
+            if (want && a->size != want)
+                return weft__error(WEFT_EARGS,
+                                   "argument %u has %zu bytes, parameter %u "
+                                   "of %s (%s) %zu",
+                                   i, a->size, i, name, weft_param_type_name(p),
+                                   want);
+        } else if (impl->param_sizes) {
+            want = impl->param_sizes[i];
+            if (a->type == WEFT_PARAM_LOCAL)
+                continue;
+            if ((a->type == WEFT_PARAM_BUFFER ? sizeof(uint64_t) : a->size) !=
+                want)
+                return weft__error(WEFT_EARGS,
+                                   "argument %u (%s) does not fit parameter %u "
+                                   "of %s (%zu bytes)",
+                                   i, weft_param_type_name(a->type), i, name,
+                                   want);
+        }
+    }
+    return 0;
+}
+
+/* The first implementation of k whose parameters are known, or NULL. */
+static const weft__kernel *weft__known_impl(const weft_graph *g,
+                                            const weft_kernel *k)
+{
+    for (unsigned i = 0; i < g->rt->ndevices; i++) {
+        const weft__kernel *impl = weft__kernel_impl(k, i);
+
+        if (impl && impl->params_known)
+            return impl;
+    }
+    return NULL;
+}
+
+/* ---- adding nodes ------------------------------------------------------ */
+
+static int weft__check_graph(const weft_graph *g, const char *fn)
+{
+    if (!g)
+        return weft__error(WEFT_EINVAL, "%s: graph is NULL", fn);
+    return 0;
+}
+
+/* The prefix every add error gets: the node it would have been. */
+static int weft__add_error(const weft_graph *g, weft__node_kind kind,
+                           const weft_kernel *k, int rc)
+{
+    weft__node n;
+    char label[128];
+
+    memset(&n, 0, sizeof n);
+    n.kind = kind;
+    n.u.kernel.k = (weft_kernel *)k;
+    return weft__error_prefix(rc, "node %u (%s)", g->nnodes,
+                              weft__node_label(&n, label, sizeof label));
+}
+
+static weft__access weft__access_make(weft_buffer *b, size_t off, size_t size,
+                                      weft_access mode)
+{
+    weft__access a = {b, off, size, 0, mode};
+
+    if (size == WEFT_WHOLE && off <= b->size)
+        a.size = b->size - off;
+    return a;
+}
+
+enum { WEFT__STACK_ACC = 16 };
+
+int weft_graph_add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
+                          const weft_arg *args, unsigned nargs, weft_node *node)
+{
+    weft__access stack_acc[WEFT__STACK_ACC], *acc = stack_acc;
+    weft__node proto;
+    unsigned nbuf = 0, j = 0;
+    size_t nbytes = 0;
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_kernel")) < 0)
+        return rc;
+    if (!k)
+        return weft__add_error(
+            g, WEFT__NODE_EMPTY, NULL,
+            weft__error(WEFT_EINVAL, "weft_graph_add_kernel: kernel is NULL"));
+    if (nargs && !args)
+        rc = weft__error(WEFT_EINVAL, "%u arguments but the array is NULL",
+                         nargs);
+    else if (!dims.items[0] || !dims.items[1] || !dims.items[2])
+        rc = weft__error(WEFT_EINVAL, "empty grid of %ux%ux%u items",
+                         dims.items[0], dims.items[1], dims.items[2]);
+    else if ((rc = weft__args_basic(args, nargs, &nbytes, &nbuf)) == 0)
+        rc = weft__args_match(k, weft__known_impl(g, k), args, nargs);
+    if (rc < 0)
+        return weft__add_error(g, WEFT__NODE_KERNEL, k, rc);
+    if (nbuf > WEFT__STACK_ACC && !(acc = weft__malloc(nbuf * sizeof *acc)))
+        return weft__add_error(g, WEFT__NODE_KERNEL, k,
+                               weft__error(WEFT_ENOMEM, "out of memory"));
+    for (unsigned i = 0; i < nargs; i++)
+        if (args[i].type == WEFT_PARAM_BUFFER)
+            acc[j++] = weft__access_make(args[i].buffer, args[i].offset,
+                                         args[i].size, args[i].access);
+    memset(&proto, 0, sizeof proto);
+    proto.kind = WEFT__NODE_KERNEL;
+    proto.u.kernel.k = k;
+    proto.u.kernel.dims = dims;
+    rc = weft__add_node(g, &proto, acc, nbuf, args, nargs, nbytes, node);
+    if (acc != stack_acc)
+        weft__free(acc);
+    return rc < 0 ? weft__add_error(g, WEFT__NODE_KERNEL, k, rc) : 0;
+}
+
+/* A node with one buffer access and no arguments. */
+static int weft__add_simple(weft_graph *g, weft__node *proto, weft_buffer *b,
+                            size_t off, size_t size, weft_access mode,
+                            weft_node *node)
+{
+    weft__access a;
+    int rc;
+
+    if (!b)
+        return weft__add_error(g, proto->kind, NULL,
+                               weft__error(WEFT_EINVAL, "buffer is NULL"));
+    a = weft__access_make(b, off, size, mode);
+    rc = weft__add_node(g, proto, &a, 1, NULL, 0, 0, node);
+    return rc < 0 ? weft__add_error(g, proto->kind, NULL, rc) : 0;
+}
+
+static weft__node weft__proto(weft__node_kind kind)
+{
+    weft__node n;
+
+    memset(&n, 0, sizeof n);
+    n.kind = kind;
+    return n;
+}
+
+int weft_graph_add_write(weft_graph *g, weft_buffer *dst, size_t offset,
+                         const void *src, size_t size, weft_node *node)
+{
+    weft__node p = weft__proto(WEFT__NODE_WRITE);
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_write")) < 0)
+        return rc;
+    p.u.write_src = src; /* NULL is reported by instantiate */
+    return weft__add_simple(g, &p, dst, offset, size, WEFT_WRITE, node);
+}
+
+int weft_graph_add_read(weft_graph *g, weft_buffer *src, size_t offset,
+                        void *dst, size_t size, weft_node *node)
+{
+    weft__node p = weft__proto(WEFT__NODE_READ);
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_read")) < 0)
+        return rc;
+    p.u.read_dst = dst;
+    return weft__add_simple(g, &p, src, offset, size, WEFT_READ, node);
+}
+
+int weft_graph_add_copy(weft_graph *g, weft_buffer *dst, size_t dst_offset,
+                        weft_buffer *src, size_t src_offset, size_t size,
+                        weft_node *node)
+{
+    weft__node p = weft__proto(WEFT__NODE_COPY);
+    weft__access a[2];
+    size_t slo, shi, dlo, dhi;
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_copy")) < 0)
+        return rc;
+    if (!dst || !src)
+        return weft__add_error(g, p.kind, NULL,
+                               weft__error(WEFT_EINVAL, "%s buffer is NULL",
+                                           dst ? "source" : "destination"));
+    if (size == WEFT_WHOLE)
+        return weft__add_error(
+            g, p.kind, NULL,
+            weft__error(WEFT_EINVAL, "a copy needs an explicit size"));
+    /* Accesses: [0] the source, [1] the destination (exec.c relies on it). */
+    a[0] = weft__access_make(src, src_offset, size, WEFT_READ);
+    a[1] = weft__access_make(dst, dst_offset, size, WEFT_WRITE);
+    weft__access_root_range(&a[0], &slo, &shi);
+    weft__access_root_range(&a[1], &dlo, &dhi);
+    if (src->root == dst->root && slo < dhi && dlo < shi)
+        return weft__add_error(
+            g, p.kind, NULL,
+            weft__error(WEFT_EINVAL,
+                        "source [%zu, %zu) and destination [%zu, %zu) "
+                        "overlap in the same buffer",
+                        slo, shi, dlo, dhi));
+    rc = weft__add_node(g, &p, a, 2, NULL, 0, 0, node);
+    return rc < 0 ? weft__add_error(g, p.kind, NULL, rc) : 0;
+}
+
+int weft_graph_add_fill(weft_graph *g, weft_buffer *dst, size_t offset,
+                        size_t size, const void *pattern, size_t pattern_size,
+                        weft_node *node)
+{
+    weft__node p = weft__proto(WEFT__NODE_FILL);
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_fill")) < 0)
+        return rc;
+    if (dst && size == WEFT_WHOLE && offset <= dst->size)
+        size = dst->size - offset;
+    if ((rc = weft__fill_check(pattern, pattern_size, offset, size, "fill")) <
+        0)
+        return weft__add_error(g, p.kind, NULL, rc);
+    memcpy(p.u.fill.pattern, pattern, pattern_size);
+    p.u.fill.size = (unsigned)pattern_size;
+    return weft__add_simple(g, &p, dst, offset, size, WEFT_WRITE, node);
+}
+
+int weft_graph_add_map(weft_graph *g, weft_buffer *buf, size_t offset,
+                       size_t size, weft_access mode, weft_map_fn *fn,
+                       void *user, weft_node *node)
+{
+    weft__node p = weft__proto(WEFT__NODE_MAP);
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_map")) < 0)
+        return rc;
+    if (!fn)
+        return weft__add_error(g, p.kind, NULL,
+                               weft__error(WEFT_EINVAL, "function is NULL"));
+    if (mode < WEFT_READ || mode > WEFT_READ_WRITE)
+        return weft__add_error(
+            g, p.kind, NULL,
+            weft__error(WEFT_EINVAL, "unknown access mode %d", (int)mode));
+    p.u.map.fn = fn;
+    p.u.map.user = user;
+    return weft__add_simple(g, &p, buf, offset, size, mode, node);
+}
+
+int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
+                        const weft_access_desc *acc, unsigned nacc,
+                        weft_node *node)
+{
+    weft__access stack_acc[WEFT__STACK_ACC], *a = stack_acc;
+    weft__node p = weft__proto(WEFT__NODE_HOST);
+    int rc = 0;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_host")) < 0)
+        return rc;
+    if (!fn)
+        rc = weft__error(WEFT_EINVAL, "function is NULL");
+    else if (nacc && !acc)
+        rc =
+            weft__error(WEFT_EINVAL, "%u accesses but the array is NULL", nacc);
+    for (unsigned i = 0; rc == 0 && i < nacc; i++)
+        if (!acc[i].buffer)
+            rc = weft__error(WEFT_EINVAL, "access %u: buffer is NULL", i);
+        else if (acc[i].mode < WEFT_READ || acc[i].mode > WEFT_READ_WRITE)
+            rc = weft__error(WEFT_EINVAL, "access %u: unknown mode %d", i,
+                             (int)acc[i].mode);
+    if (rc == 0 && nacc > WEFT__STACK_ACC &&
+        !(a = weft__malloc(nacc * sizeof *a)))
+        rc = weft__error(WEFT_ENOMEM, "out of memory");
+    if (rc < 0)
+        return weft__add_error(g, p.kind, NULL, rc);
+    for (unsigned i = 0; i < nacc; i++)
+        a[i] = weft__access_make(acc[i].buffer, acc[i].offset, acc[i].size,
+                                 acc[i].mode);
+    p.u.host.fn = fn;
+    p.u.host.user = user;
+    rc = weft__add_node(g, &p, a, nacc, NULL, 0, 0, node);
+    if (a != stack_acc)
+        weft__free(a);
+    return rc < 0 ? weft__add_error(g, p.kind, NULL, rc) : 0;
+}
+
+int weft_graph_add_empty(weft_graph *g, weft_node *node)
+{
+    weft__node p = weft__proto(WEFT__NODE_EMPTY);
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_empty")) < 0)
+        return rc;
+    rc = weft__add_node(g, &p, NULL, 0, NULL, 0, 0, node);
+    return rc < 0 ? weft__add_error(g, p.kind, NULL, rc) : 0;
+}
+
+int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to)
+{
+    const weft__node *t;
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_add_edge")) < 0)
+        return rc;
+    if (from >= g->nnodes || to >= g->nnodes)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_add_edge: node %u does not exist (%u "
+                           "nodes)",
+                           from >= g->nnodes ? from : to, g->nnodes);
+    if (from == to)
+        return weft__node_error(WEFT_ECYCLE, g->nodes, from,
+                                "an edge from the node to itself");
+    t = &g->nodes[to];
+    /* An edge that is there already adds nothing. */
+    for (uint32_t e = 0; e < t->nin; e++)
+        if (g->edges[t->in_first + e].from == from)
+            return 0;
+    for (uint32_t e = t->xin; e != WEFT__NONE; e = g->xedges[e].next)
+        if (g->xedges[e].from == from)
+            return 0;
+    if ((rc = weft__grow(&g->xedges, &g->cap_xedges, g->nxedges + 1,
+                         sizeof *g->xedges)) < 0)
+        return rc;
+    g->xedges[g->nxedges] =
+        (weft__edge){from, to, WEFT__EXPLICIT, WEFT__NONE, t->xin, 0, 0};
+    g->nodes[to].xin = g->nxedges++;
+    return 0;
+}
+
+int weft_graph_set_device(weft_graph *g, weft_node node, const weft_device *dev)
+{
+    const weft__device *d = weft__device_of(dev);
+    weft__node *n;
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_set_device")) < 0)
+        return rc;
+    if (node >= g->nnodes)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_set_device: node %u does not exist (%u "
+                           "nodes)",
+                           node, g->nnodes);
+    n = &g->nodes[node];
+    if (!d || d->props.index >= g->rt->ndevices ||
+        g->rt->devices[d->props.index] != d)
+        return weft__node_error(WEFT_EINVAL, g->nodes, node, "the device is %s",
+                                d ? "not one of the graph's runtime" : "NULL");
+    if (n->kind != WEFT__NODE_KERNEL)
+        return weft__node_error(WEFT_EINVAL, g->nodes, node,
+                                "only kernel nodes are placed on devices");
+    if (!weft__kernel_impl(n->u.kernel.k, d->props.index))
+        return weft__node_error(WEFT_ENODEV, g->nodes, node,
+                                "the kernel has no implementation on device "
+                                "%u (%s)",
+                                d->props.index, d->name);
+    n->device = (int32_t)d->props.index;
+    return 0;
+}

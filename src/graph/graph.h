@@ -1,0 +1,186 @@
+/*
+ * Graphs (src/graph/): nodes, their buffer accesses, and the edges inferred
+ * from those accesses or added explicitly.
+ *
+ * Storage. Everything a node owns lives in a few growing arrays of the
+ * graph, addressed by index: accesses, kernel arguments, the bytes of
+ * BYTES arguments. A node is a small fixed record; adding one allocates
+ * nothing in the common case, and an executable graph copies the arrays
+ * whole.
+ *
+ * Inference. Per root buffer the graph keeps a map of the root's bytes as
+ * sorted, disjoint segments that cover [0, size). A segment knows the last
+ * node that wrote it and the nodes that read it since (a list shared
+ * between segments: splitting a segment copies one index, not a list). A
+ * node that reads a segment depends on its writer (RAW); a node that
+ * writes it depends on its readers (WAR), or on its writer when there are
+ * none (WAW: with readers, the writer is an ancestor of each of them).
+ *
+ * Inferred edges always go from an earlier node to a later one and are
+ * stored per target node, contiguously: node n's are edges[in_first, +nin).
+ * Candidates that a path through the others implies are dropped when the
+ * node is added (transitive reduction of the inferred edges). Explicit
+ * edges are kept apart and may point backwards; instantiate sorts them out.
+ *
+ * Adding a node has two passes: the first only looks (it finds the
+ * candidate edges and reserves all memory the second needs), the second
+ * cannot fail. So a failing add changes nothing.
+ */
+#ifndef WEFT_GRAPH_GRAPH_H
+#define WEFT_GRAPH_GRAPH_H
+
+#include "../mem/buffer.h"
+
+#define WEFT__NONE UINT32_MAX
+
+typedef enum weft__node_kind {
+    WEFT__NODE_KERNEL = 1,
+    WEFT__NODE_WRITE,
+    WEFT__NODE_READ,
+    WEFT__NODE_COPY,
+    WEFT__NODE_FILL,
+    WEFT__NODE_MAP,
+    WEFT__NODE_HOST,
+    WEFT__NODE_EMPTY,
+} weft__node_kind;
+
+typedef enum weft__hazard {
+    WEFT__RAW = 1,
+    WEFT__WAR,
+    WEFT__WAW,
+    WEFT__EXPLICIT,
+} weft__hazard;
+
+/*
+ * A buffer access as the user gave it: the handle (a root or a view) and
+ * the range in it. root is the graph's index of the root buffer.
+ */
+typedef struct weft__access {
+    weft_buffer *buf;
+    size_t offset, size;
+    uint32_t root;
+    weft_access mode;
+} weft__access;
+
+typedef struct weft__node {
+    weft__node_kind kind;
+    uint32_t acc_first, nacc; /* accesses[acc_first, +nacc) */
+    uint32_t in_first, nin;   /* inferred in-edges */
+    uint32_t xin;             /* last explicit in-edge in xedges, or NONE */
+    int32_t device;           /* weft_graph_set_device, or -1 */
+    union {
+        struct {
+            weft_kernel *k;
+            weft_dims dims;
+            uint32_t arg_first, nargs; /* args[arg_first, +nargs) */
+        } kernel;
+        const void *write_src;
+        void *read_dst;
+        struct {
+            unsigned char pattern[4];
+            unsigned size;
+        } fill;
+        struct {
+            weft_map_fn *fn;
+            void *user;
+        } map;
+        struct {
+            weft_host_task_fn *fn;
+            void *user;
+        } host;
+    } u;
+} weft__node;
+
+typedef struct weft__edge {
+    uint32_t from, to;
+    weft__hazard hazard;
+    uint32_t root; /* graph's root index; WEFT__NONE for explicit edges */
+    uint32_t next; /* explicit: the target's previous explicit in-edge */
+    size_t lo, hi; /* the bytes of the root that made the edge */
+} weft__edge;
+
+typedef struct weft__segment {
+    size_t lo, hi;
+    uint32_t writer;  /* node, or WEFT__NONE */
+    uint32_t readers; /* head of a list in readers[], or WEFT__NONE */
+} weft__segment;
+
+typedef struct weft__reader {
+    uint32_t node, next;
+} weft__reader;
+
+typedef struct weft__root {
+    weft_buffer *buf;
+    weft__segment *segs;
+    uint32_t nseg, cap;
+} weft__root;
+
+/* Per-node scratch of the inference, stamped so that it is never cleared. */
+typedef struct weft__mark {
+    uint64_t cand_epoch; /* == epoch: the node is a candidate, at cand_slot */
+    uint64_t seen_epoch; /* == epoch: reached by the reduction's search */
+    uint32_t cand_slot;
+} weft__mark;
+
+struct weft_graph {
+    weft_runtime *rt;
+
+    weft__node *nodes;
+    weft__mark *marks;
+    uint32_t nnodes, cap_nodes, cap_marks;
+
+    weft__access *acc;
+    uint32_t nacc, cap_acc;
+    weft_arg *args; /* BYTES values: value.u64 is an offset in bytes[] */
+    uint32_t nargs, cap_args;
+    unsigned char *bytes;
+    size_t nbytes, cap_bytes;
+
+    weft__edge *edges; /* inferred, grouped by target */
+    uint32_t nedges, cap_edges;
+    weft__edge *xedges; /* explicit, in the order added */
+    uint32_t nxedges, cap_xedges;
+
+    weft__root *roots;
+    uint32_t nroots, cap_roots;
+    uint32_t *root_hash; /* open addressing: root index + 1, 0 = empty */
+    uint32_t hash_cap;   /* a power of two, or 0 */
+
+    weft__reader *readers;
+    uint32_t nreaders, cap_readers;
+
+    weft__edge *cands; /* scratch: candidate in-edges of the node added */
+    uint32_t ncands, cap_cands;
+    uint32_t *stack; /* scratch: the reduction's search */
+    uint32_t cap_stack;
+    uint64_t epoch;
+};
+
+/* Grow *arr (of elem-byte items, capacity *cap) to hold need items. */
+int weft__grow(void *arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* "kernel saxpy", "write", ... for messages; buf gets the text. */
+const char *weft__node_label(const weft__node *n, char *buf, size_t size);
+const char *weft__hazard_name(weft__hazard h);
+/* weft__error with "node 12 (kernel saxpy): " in front. */
+int weft__node_error(int code, const weft__node *nodes, uint32_t i,
+                     const char *fmt, ...) WEFT__PRINTF(4, 5);
+/*
+ * Check kernel arguments; impl (may be NULL) is an implementation whose
+ * parameters are known. The message does not name the node.
+ */
+int weft__args_match(const weft_kernel *k, const weft__kernel *impl,
+                     const weft_arg *args, unsigned nargs);
+
+/* The range of access a in its root, clipped to the root. */
+static inline void weft__access_root_range(const weft__access *a, size_t *lo,
+                                           size_t *hi)
+{
+    size_t bsize = a->buf->size;
+    size_t start = WEFT__MIN(a->offset, bsize);
+
+    *lo = a->buf->offset + start;
+    *hi = *lo + WEFT__MIN(a->size, bsize - start);
+}
+
+#endif /* WEFT_GRAPH_GRAPH_H */

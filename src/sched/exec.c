@@ -1,0 +1,846 @@
+/*
+ * Instantiate (validation, the device, a topological order, the copies an
+ * executable graph keeps) and the first executor's worker. exec.h has the
+ * launch protocol.
+ */
+#include "exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    WEFT__NODE_PENDING = 0,
+    WEFT__NODE_DONE,
+    WEFT__NODE_FAILED,
+    WEFT__NODE_CANCELED,
+};
+
+/* ---- validation -------------------------------------------------------- */
+
+/* A min-heap of node indices, so that Kahn's order stays near insertion. */
+static void weft__heap_push(uint32_t *h, uint32_t *n, uint32_t v)
+{
+    uint32_t i = (*n)++;
+
+    while (i && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static uint32_t weft__heap_pop(uint32_t *h, uint32_t *n)
+{
+    uint32_t top = h[0], v = h[--*n], i = 0;
+
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = v;
+    return top;
+}
+
+/*
+ * Predecessors of every node (inferred and explicit) as CSR arrays. The
+ * caller frees *first and *preds.
+ */
+static int weft__build_preds(const weft_graph *g, uint32_t **first,
+                             uint32_t **preds)
+{
+    uint32_t n = g->nnodes, *f, *p, k = 0;
+
+    f = weft__malloc(((size_t)n + 1) * sizeof *f);
+    p = weft__malloc(((size_t)g->nedges + g->nxedges + 1) * sizeof *p);
+    if (!f || !p) {
+        weft__free(f);
+        weft__free(p);
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const weft__node *nd = &g->nodes[i];
+
+        f[i] = k;
+        for (uint32_t e = 0; e < nd->nin; e++)
+            p[k++] = g->edges[nd->in_first + e].from;
+        for (uint32_t e = nd->xin; e != WEFT__NONE; e = g->xedges[e].next)
+            p[k++] = g->xedges[e].from;
+    }
+    f[n] = k;
+    *first = f;
+    *preds = p;
+    return 0;
+}
+
+/* The first predecessor of v that Kahn's order left out. */
+static uint32_t weft__left_pred(const uint32_t *first, const uint32_t *preds,
+                                const uint32_t *indeg, uint32_t v)
+{
+    for (uint32_t e = first[v]; e < first[v + 1]; e++)
+        if (indeg[preds[e]])
+            return preds[e];
+    return WEFT__NONE;
+}
+
+/*
+ * Every node left out (indeg > 0) has a predecessor left out, so walking
+ * back n steps from one lands on a cycle; walking on until coming back
+ * traces it.
+ */
+static int weft__cycle_error(const weft_graph *g, const uint32_t *first,
+                             const uint32_t *preds, const uint32_t *indeg)
+{
+    uint32_t v = 0, cyc[16], nc = 0, w;
+    char path[256];
+    size_t len = 0;
+
+    while (!indeg[v])
+        v++;
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        v = weft__left_pred(first, preds, indeg, v);
+    w = v;
+    do {
+        if (nc < WEFT__COUNTOF(cyc))
+            cyc[nc++] = w;
+        w = weft__left_pred(first, preds, indeg, w);
+    } while (w != v);
+    /* cyc[] runs against the edges; print it along them, from v to v. */
+    len = (size_t)snprintf(path, sizeof path, "%u", v);
+    for (uint32_t i = nc; i-- > 1 && len < sizeof path;)
+        len +=
+            (size_t)snprintf(path + len, sizeof path - len, " -> %u", cyc[i]);
+    if (len < sizeof path)
+        snprintf(path + len, sizeof path - len, "%s -> %u",
+                 nc == WEFT__COUNTOF(cyc) ? " -> ..." : "", v);
+    return weft__node_error(WEFT_ECYCLE, g->nodes, v,
+                            "dependency cycle through explicit edges: %s",
+                            path);
+}
+
+/*
+ * A topological order into order[]. Inferred edges point forwards, so
+ * without a backward explicit edge insertion order is one.
+ */
+static int weft__topo_order(const weft_graph *g, const uint32_t *first,
+                            const uint32_t *preds, uint32_t *order)
+{
+    uint32_t n = g->nnodes, m = first[n], nheap = 0, k = 0;
+    uint32_t *indeg, *sfirst, *cur, *succ, *heap;
+    int backward = 0, rc = 0;
+
+    for (uint32_t i = 0; i < g->nxedges; i++)
+        backward |= g->xedges[i].from > g->xedges[i].to;
+    if (!backward) {
+        for (uint32_t i = 0; i < n; i++)
+            order[i] = i;
+        return 0;
+    }
+    indeg = weft__malloc(((size_t)n + 1) * sizeof *indeg);
+    sfirst = weft__calloc((size_t)n + 1, sizeof *sfirst);
+    cur = weft__malloc(((size_t)n + 1) * sizeof *cur);
+    succ = weft__malloc(((size_t)m + 1) * sizeof *succ);
+    heap = weft__malloc(((size_t)n + 1) * sizeof *heap);
+    if (!indeg || !sfirst || !cur || !succ || !heap) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto out;
+    }
+    /* Successor lists from the predecessor lists (a counting sort). */
+    for (uint32_t e = 0; e < m; e++)
+        sfirst[preds[e] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        sfirst[i + 1] += sfirst[i];
+    memcpy(cur, sfirst, (size_t)n * sizeof *cur);
+    for (uint32_t v = 0; v < n; v++) {
+        indeg[v] = first[v + 1] - first[v];
+        for (uint32_t e = first[v]; e < first[v + 1]; e++)
+            succ[cur[preds[e]]++] = v;
+        if (!indeg[v])
+            weft__heap_push(heap, &nheap, v);
+    }
+    while (nheap) {
+        uint32_t v = weft__heap_pop(heap, &nheap);
+
+        order[k++] = v;
+        for (uint32_t e = sfirst[v]; e < sfirst[v + 1]; e++)
+            if (--indeg[succ[e]] == 0)
+                weft__heap_push(heap, &nheap, succ[e]);
+    }
+    if (k < n)
+        rc = weft__cycle_error(g, first, preds, indeg);
+out:
+    weft__free(indeg);
+    weft__free(sfirst);
+    weft__free(cur);
+    weft__free(succ);
+    weft__free(heap);
+    return rc;
+}
+
+/* Ranges and host pointers: what does not depend on the device. */
+static int weft__check_nodes(const weft_graph *g)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const weft__node *nd = &g->nodes[i];
+
+        for (uint32_t a = 0; a < nd->nacc; a++) {
+            const weft__access *ac = &g->acc[nd->acc_first + a];
+            char what[96];
+
+            if (ac->offset <= ac->buf->size &&
+                ac->size <= ac->buf->size - ac->offset)
+                continue;
+            weft__buffer_describe(ac->buf, what, sizeof what);
+            if (ac->size == WEFT_WHOLE)
+                return weft__node_error(WEFT_ERANGE, g->nodes, i,
+                                        "access %u at offset %zu is outside "
+                                        "%s",
+                                        a, ac->offset, what);
+            return weft__node_error(WEFT_ERANGE, g->nodes, i,
+                                    "access %u [%zu, %zu + %zu) is outside %s",
+                                    a, ac->offset, ac->offset, ac->size, what);
+        }
+        if (nd->kind == WEFT__NODE_WRITE && !nd->u.write_src &&
+            g->acc[nd->acc_first].size)
+            return weft__node_error(WEFT_EINVAL, g->nodes, i,
+                                    "the host source pointer is NULL");
+        if (nd->kind == WEFT__NODE_READ && !nd->u.read_dst &&
+            g->acc[nd->acc_first].size)
+            return weft__node_error(WEFT_EINVAL, g->nodes, i,
+                                    "the host destination pointer is NULL");
+    }
+    return 0;
+}
+
+static int weft__has_all_kernels(const weft_graph *g, unsigned d)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].kind == WEFT__NODE_KERNEL &&
+            !weft__kernel_impl(g->nodes[i].u.kernel.k, d))
+            return 0;
+    return 1;
+}
+
+/*
+ * The one device of the first executor: the caller's, else the nodes'
+ * placement (which must agree), else the first device in runtime order
+ * with every kernel, else (no kernels) the host driver's first device.
+ */
+static int weft__choose_device(const weft_graph *g, const weft_exec_options *o,
+                               unsigned *out)
+{
+    weft_runtime *rt = g->rt;
+    uint32_t nk = 0, placed = WEFT__NONE;
+
+    if (rt->ndevices == 0)
+        return weft__error(WEFT_ENODEV, "instantiate: the runtime has no "
+                                        "devices");
+    if (o->device) {
+        const weft__device *d = weft__device_of(o->device);
+
+        if (d->props.index >= rt->ndevices || rt->devices[d->props.index] != d)
+            return weft__error(WEFT_EINVAL, "instantiate: the device is not "
+                                            "one of the graph's runtime");
+        *out = d->props.index;
+    } else {
+        for (uint32_t i = 0; i < g->nnodes; i++) {
+            const weft__node *nd = &g->nodes[i];
+
+            if (nd->kind != WEFT__NODE_KERNEL)
+                continue;
+            nk++;
+            if (nd->device < 0)
+                continue;
+            if (placed == WEFT__NONE)
+                placed = i;
+            else if (nd->device != g->nodes[placed].device)
+                return weft__node_error(
+                    WEFT_ENOTSUP, g->nodes, i,
+                    "placed on device %d while node %u is on device %d; this "
+                    "executor runs a graph on one device",
+                    nd->device, placed, g->nodes[placed].device);
+        }
+        if (placed != WEFT__NONE) {
+            *out = (unsigned)g->nodes[placed].device;
+        } else if (nk == 0) {
+            *out = 0;
+            for (unsigned d = rt->ndevices; d-- > 0;)
+                if (rt->devices[d]->drv == &weft__driver_host)
+                    *out = d;
+            return 0;
+        } else {
+            for (unsigned d = 0; d < rt->ndevices; d++)
+                if (weft__has_all_kernels(g, d)) {
+                    *out = d;
+                    return 0;
+                }
+            for (uint32_t i = 0; i < g->nnodes; i++) {
+                const weft__node *nd = &g->nodes[i];
+                unsigned d;
+
+                if (nd->kind != WEFT__NODE_KERNEL)
+                    continue;
+                for (d = 0; d < rt->ndevices; d++)
+                    if (weft__kernel_impl(nd->u.kernel.k, d))
+                        break;
+                if (d == rt->ndevices)
+                    return weft__node_error(WEFT_ENODEV, g->nodes, i,
+                                            "no device of the runtime has an "
+                                            "implementation of the kernel");
+            }
+            return weft__error(WEFT_ENODEV,
+                               "instantiate: no single device has every "
+                               "kernel of the graph (this executor runs a "
+                               "graph on one device)");
+        }
+    }
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].kind == WEFT__NODE_KERNEL &&
+            !weft__kernel_impl(g->nodes[i].u.kernel.k, *out))
+            return weft__node_error(WEFT_ENODEV, g->nodes, i,
+                                    "the kernel has no implementation on "
+                                    "device %u (%s)",
+                                    *out, rt->devices[*out]->name);
+    return 0;
+}
+
+/* Kernel nodes against the implementation on the chosen device. */
+static int weft__check_kernels(const weft_graph *g, unsigned dev)
+{
+    const weft_device_info *p = &g->rt->devices[dev]->props;
+
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const weft__node *nd = &g->nodes[i];
+        const weft_arg *args;
+        uint64_t group = 1;
+        int rc;
+
+        if (nd->kind != WEFT__NODE_KERNEL)
+            continue;
+        args = &g->args[nd->u.kernel.arg_first];
+        rc = weft__args_match(nd->u.kernel.k,
+                              weft__kernel_impl(nd->u.kernel.k, dev), args,
+                              nd->u.kernel.nargs);
+        if (rc < 0)
+            return weft__error_prefix(rc, "node %u (kernel %s)", i,
+                                      weft_kernel_name(nd->u.kernel.k));
+        for (int d = 0; d < 3; d++)
+            group *=
+                nd->u.kernel.dims.group[d] ? nd->u.kernel.dims.group[d] : 1;
+        if (p->max_group_size && group > p->max_group_size)
+            return weft__node_error(WEFT_EINVAL, g->nodes, i,
+                                    "a group of %llu items exceeds the "
+                                    "maximum of %u on device %u (%s)",
+                                    (unsigned long long)group,
+                                    p->max_group_size, dev,
+                                    g->rt->devices[dev]->name);
+        for (uint32_t a = 0; a < nd->u.kernel.nargs; a++) {
+            size_t off;
+
+            if (args[a].type != WEFT_PARAM_BUFFER)
+                continue;
+            off = args[a].buffer->offset + args[a].offset;
+            if (p->arg_offset_align > 1 && off % p->arg_offset_align)
+                return weft__node_error(
+                    WEFT_EARGS, g->nodes, i,
+                    "buffer argument %u starts at byte %zu of its buffer, "
+                    "not a multiple of the %u bytes that device %u (%s) "
+                    "needs",
+                    a, off, p->arg_offset_align, dev,
+                    g->rt->devices[dev]->name);
+        }
+    }
+    return 0;
+}
+
+/* ---- the executable graph ---------------------------------------------- */
+
+static void weft__exec_free(weft_exec *e)
+{
+    weft__lanes_release(&e->lanes);
+    weft__free(e->nodes);
+    weft__free(e->acc);
+    weft__free(e->args);
+    weft__free(e->bytes);
+    weft__free(e->order);
+    weft__free(e->pred_first);
+    weft__free(e->preds);
+    weft__free(e->lock_first);
+    weft__free(e->locks);
+    weft__free(e->roots);
+    weft__free(e->kargs);
+    weft__free(e->ptrs);
+    weft__free(e->state);
+    weft__free(e);
+}
+
+static void *weft__dup(const void *p, size_t n)
+{
+    void *q = weft__malloc(n ? n : 1);
+
+    if (q && n)
+        memcpy(q, p, n);
+    return q;
+}
+
+/* Each node's roots, distinct and in address order (the lock order). */
+static int weft__build_locks(weft_exec *e)
+{
+    uint32_t k = 0;
+
+    e->lock_first =
+        weft__malloc(((size_t)e->nnodes + 1) * sizeof *e->lock_first);
+    e->locks = weft__malloc(((size_t)e->nacc + 1) * sizeof *e->locks);
+    if (!e->lock_first || !e->locks)
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    for (uint32_t i = 0; i < e->nnodes; i++) {
+        const weft__node *nd = &e->nodes[i];
+        uint32_t start = k;
+
+        e->lock_first[i] = k;
+        for (uint32_t a = 0; a < nd->nacc; a++) {
+            uint32_t r = e->acc[nd->acc_first + a].root, j;
+
+            for (j = start; j < k && e->locks[j] != r; j++)
+                ;
+            if (j < k)
+                continue;
+            /* Insertion sort by address: a node has few roots. */
+            for (j = k++; j > start && (uintptr_t)e->roots[e->locks[j - 1]] >
+                                           (uintptr_t)e->roots[r];
+                 j--)
+                e->locks[j] = e->locks[j - 1];
+            e->locks[j] = r;
+        }
+    }
+    e->lock_first[e->nnodes] = k;
+    return 0;
+}
+
+static void *weft__worker_main(void *arg);
+
+int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
+                           weft_exec **out)
+{
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    uint32_t maxargs = 1, maxacc = 1;
+    weft__queue *q = NULL;
+    weft_exec *e;
+    unsigned dev = 0;
+    int rc;
+
+    if (!g || !out)
+        return weft__error(WEFT_EINVAL, "weft_graph_instantiate: %s is NULL",
+                           g ? "result" : "graph");
+    if (opts) {
+        if (opts->size < sizeof(size_t) || opts->size > sizeof o)
+            return weft__error(WEFT_EINVAL,
+                               "weft_graph_instantiate: options size %zu is "
+                               "not that of weft_exec_options (%zu); start "
+                               "from WEFT_EXEC_OPTIONS_INIT",
+                               opts->size, sizeof o);
+        memcpy(&o, opts, opts->size);
+    }
+    e = weft__calloc(1, sizeof *e);
+    if (!e)
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    weft__lanes_init(&e->lanes, g->rt);
+    e->rt = g->rt;
+    e->nnodes = g->nnodes;
+    e->nacc = g->nacc;
+    e->nroots = g->nroots;
+    if ((rc = weft__build_preds(g, &e->pred_first, &e->preds)) < 0)
+        goto fail;
+    e->order = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->order);
+    if (!e->order) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto fail;
+    }
+    if ((rc = weft__topo_order(g, e->pred_first, e->preds, e->order)) < 0 ||
+        (rc = weft__check_nodes(g)) < 0 ||
+        (rc = weft__choose_device(g, &o, &dev)) < 0 ||
+        (rc = weft__check_kernels(g, dev)) < 0)
+        goto fail;
+    e->device = dev;
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const weft__node *nd = &g->nodes[i];
+
+        if (nd->kind == WEFT__NODE_KERNEL)
+            maxargs = WEFT__MAX(maxargs, nd->u.kernel.nargs);
+        maxacc = WEFT__MAX(maxacc, nd->nacc);
+    }
+    e->nodes = weft__dup(g->nodes, (size_t)g->nnodes * sizeof *g->nodes);
+    e->acc = weft__dup(g->acc, (size_t)g->nacc * sizeof *g->acc);
+    e->args = weft__dup(g->args, (size_t)g->nargs * sizeof *g->args);
+    e->bytes = weft__dup(g->bytes, g->nbytes);
+    e->roots = weft__malloc(((size_t)g->nroots + 1) * sizeof *e->roots);
+    e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
+    e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
+    e->state = weft__malloc((size_t)g->nnodes + 1);
+    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->roots ||
+        !e->kargs || !e->ptrs || !e->state) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < g->nroots; i++)
+        e->roots[i] = g->roots[i].buf;
+    if ((rc = weft__build_locks(e)) < 0)
+        goto fail;
+    /* The device's queue now, so that a device that cannot make one fails
+     * here rather than at the first launch. */
+    if ((rc = weft__lanes_queue(&e->lanes, dev, &q)) < 0) {
+        weft__error_prefix(rc, "instantiate");
+        goto fail;
+    }
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->wake, NULL);
+    pthread_cond_init(&e->done, NULL);
+    for (uint32_t i = 0; i < e->nacc; i++)
+        weft__buffer_exec_ref(e->acc[i].buf, 1);
+    weft__runtime_live(e->rt, 1);
+    weft__debug("exec", "%u nodes on device %u (%s)", e->nnodes, dev,
+                e->rt->devices[dev]->name);
+    *out = e;
+    return 0;
+fail:
+    weft__exec_free(e);
+    return rc;
+}
+
+/* ---- running nodes ----------------------------------------------------- */
+
+static int weft__run_kernel(weft_exec *e, const weft__node *nd)
+{
+    const weft_arg *args = &e->args[nd->u.kernel.arg_first];
+    uint32_t nargs = nd->u.kernel.nargs;
+    weft__kernel *impl = weft__kernel_impl(nd->u.kernel.k, e->device);
+    const weft_device_info *p = &e->rt->devices[e->device]->props;
+    weft__grid grid;
+    weft__queue *q = NULL;
+    int rc;
+
+    for (uint32_t a = 0; a < nargs; a++) {
+        const weft_arg *ar = &args[a];
+        weft__karg *k = &e->kargs[a];
+
+        k->type = ar->type;
+        k->size = ar->size;
+        switch (ar->type) {
+        case WEFT_PARAM_BUFFER: {
+            weft_buffer *root = ar->buffer->root;
+
+            rc = weft__buffer_make_valid(root, e->device,
+                                         ar->buffer->offset + ar->offset,
+                                         ar->size, &e->lanes);
+            if (rc < 0)
+                return rc;
+            k->u.buf.mem = weft__buffer_replica(root, e->device);
+            k->u.buf.offset = ar->buffer->offset + ar->offset;
+            break;
+        }
+        case WEFT_PARAM_BYTES:
+            k->u.value = e->bytes + ar->value.u64;
+            break;
+        case WEFT_PARAM_LOCAL:
+            k->u.value = NULL;
+            break;
+        default:
+            k->u.value = &ar->value;
+            break;
+        }
+    }
+    for (int d = 0; d < 3; d++) {
+        uint32_t items = nd->u.kernel.dims.items[d];
+        uint32_t gs = nd->u.kernel.dims.group[d];
+
+        if (!gs)
+            gs = d == 0 ? WEFT__MIN(64u,
+                                    p->max_group_size ? p->max_group_size : 64u)
+                        : 1;
+        grid.group_size[d] = gs;
+        grid.groups[d] = items / gs + (items % gs != 0);
+    }
+    grid.shared_bytes = 0;
+    if ((rc = weft__lanes_queue(&e->lanes, e->device, &q)) < 0)
+        return rc;
+    if ((rc = weft__drv_launch(q, impl, &grid, e->kargs, nargs)) < 0)
+        return rc;
+    rc = weft__lanes_sync(q);
+    for (uint32_t a = 0; a < nargs; a++) {
+        const weft_arg *ar = &args[a];
+
+        if (ar->type != WEFT_PARAM_BUFFER || !(ar->access & WEFT_WRITE))
+            continue;
+        if (rc == 0)
+            weft__buffer_written(ar->buffer->root, e->device,
+                                 ar->buffer->offset + ar->offset, ar->size);
+        else
+            weft__buffer_discard(ar->buffer->root, e->device,
+                                 ar->buffer->offset + ar->offset, ar->size);
+    }
+    return rc;
+}
+
+/* Host access to every range of a map or host node. */
+static int weft__run_host(weft_exec *e, const weft__node *nd)
+{
+    const weft__access *acc = &e->acc[nd->acc_first];
+    int rc;
+
+    for (uint32_t a = 0; a < nd->nacc; a++) {
+        weft_buffer *root = acc[a].buf->root;
+        size_t off = acc[a].buf->offset + acc[a].offset;
+
+        rc = weft__buffer_make_valid(root, WEFT__HOST, off, acc[a].size,
+                                     &e->lanes);
+        if (rc < 0)
+            return rc;
+        e->ptrs[a] = weft__buffer_host(root, off);
+    }
+    if (nd->kind == WEFT__NODE_MAP)
+        nd->u.map.fn(e->ptrs[0], acc[0].size, nd->u.map.user);
+    else
+        nd->u.host.fn(e->ptrs, nd->u.host.user);
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        if (acc[a].mode & WEFT_WRITE)
+            weft__buffer_written(acc[a].buf->root, WEFT__HOST,
+                                 acc[a].buf->offset + acc[a].offset,
+                                 acc[a].size);
+    return 0;
+}
+
+static int weft__run_copy(weft_exec *e, const weft__node *nd)
+{
+    const weft__access *src = &e->acc[nd->acc_first];
+    const weft__access *dst = src + 1;
+    void *tmp;
+    int rc;
+
+    if (src->size == 0)
+        return 0;
+    /* Through host memory for now; the tracker issue copies in place. */
+    tmp = weft__malloc(src->size);
+    if (!tmp)
+        return weft__error(WEFT_ENOMEM, "copy of %zu bytes: out of memory",
+                           src->size);
+    rc = weft__buffer_load(src->buf->root, src->buf->offset + src->offset, tmp,
+                           src->size, &e->lanes);
+    if (rc == 0)
+        rc = weft__buffer_store(dst->buf->root, dst->buf->offset + dst->offset,
+                                tmp, dst->size, &e->lanes);
+    weft__free(tmp);
+    return rc;
+}
+
+static int weft__run_node(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *a = &e->acc[nd->acc_first];
+    uint32_t l0 = e->lock_first[i], l1 = e->lock_first[i + 1];
+    int rc = 0;
+
+    for (uint32_t l = l0; l < l1; l++)
+        weft__buffer_lock(e->roots[e->locks[l]]);
+    switch (nd->kind) {
+    case WEFT__NODE_KERNEL:
+        rc = weft__run_kernel(e, nd);
+        break;
+    case WEFT__NODE_WRITE:
+        rc = weft__buffer_store(a->buf->root, a->buf->offset + a->offset,
+                                nd->u.write_src, a->size, &e->lanes);
+        break;
+    case WEFT__NODE_READ:
+        rc = weft__buffer_load(a->buf->root, a->buf->offset + a->offset,
+                               nd->u.read_dst, a->size, &e->lanes);
+        break;
+    case WEFT__NODE_FILL:
+        rc = weft__buffer_fill_range(a->buf->root, a->buf->offset + a->offset,
+                                     a->size, nd->u.fill.pattern,
+                                     nd->u.fill.size, &e->lanes);
+        break;
+    case WEFT__NODE_COPY:
+        rc = weft__run_copy(e, nd);
+        break;
+    case WEFT__NODE_MAP:
+    case WEFT__NODE_HOST:
+        rc = weft__run_host(e, nd);
+        break;
+    case WEFT__NODE_EMPTY:
+        break;
+    }
+    for (uint32_t l = l1; l-- > l0;)
+        weft__buffer_unlock(e->roots[e->locks[l]]);
+    return rc;
+}
+
+/*
+ * One launch: every node in order; a node whose predecessor failed or was
+ * canceled is canceled. The first failure's detail goes to msg.
+ */
+static int weft__run_once(weft_exec *e, char *msg, size_t size)
+{
+    int first = 0;
+
+    memset(e->state, WEFT__NODE_PENDING, e->nnodes);
+    for (uint32_t k = 0; k < e->nnodes; k++) {
+        uint32_t i = e->order[k];
+        unsigned char st = WEFT__NODE_DONE;
+        char label[128];
+        int rc;
+
+        for (uint32_t p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
+            if (e->state[e->preds[p]] != WEFT__NODE_DONE)
+                st = WEFT__NODE_CANCELED;
+        if (st == WEFT__NODE_DONE && (rc = weft__run_node(e, i)) < 0) {
+            st = WEFT__NODE_FAILED;
+            if (!first) {
+                first = rc;
+                weft__error_prefix(
+                    rc, "node %u (%s)", i,
+                    weft__node_label(&e->nodes[i], label, sizeof label));
+                weft__strlcpy(msg, weft_last_error(), size);
+            }
+        }
+        e->state[i] = st;
+    }
+    return first;
+}
+
+static void *weft__worker_main(void *arg)
+{
+    weft_exec *e = arg;
+    char msg[WEFT__EXEC_MSG];
+
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        int rc;
+
+        while (!e->pending && !e->stop)
+            pthread_cond_wait(&e->wake, &e->lock);
+        if (!e->pending)
+            break;
+        pthread_mutex_unlock(&e->lock);
+        msg[0] = '\0';
+        rc = weft__run_once(e, msg, sizeof msg);
+        for (uint32_t r = 0; r < e->nroots; r++)
+            weft__buffer_launch_end(e->roots[r]);
+        pthread_mutex_lock(&e->lock);
+        e->last_err = rc;
+        weft__strlcpy(e->last_msg, msg, sizeof e->last_msg);
+        if (rc < 0 && !e->first_err) {
+            e->first_err = rc;
+            weft__strlcpy(e->first_msg, msg, sizeof e->first_msg);
+        }
+        e->pending--;
+        pthread_cond_broadcast(&e->done);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* ---- the public calls -------------------------------------------------- */
+
+int weft_exec_launch(weft_exec *e)
+{
+    uint32_t r;
+    int rc = 0;
+
+    if (!e)
+        return weft__error(WEFT_EINVAL, "weft_exec_launch: exec is NULL");
+    pthread_mutex_lock(&e->lock);
+    if (!e->started) {
+        int err = weft__fault("exec.pthread_create")
+                      ? EAGAIN
+                      : pthread_create(&e->worker, NULL, weft__worker_main, e);
+
+        if (err) {
+            pthread_mutex_unlock(&e->lock);
+            return weft__error(WEFT_ENOMEM,
+                               "weft_exec_launch: cannot start the worker "
+                               "thread (error %d)",
+                               err);
+        }
+        e->started = 1;
+    }
+    for (r = 0; r < e->nroots && rc == 0; r++)
+        rc = weft__buffer_launch_begin(e->roots[r]);
+    if (rc < 0) {
+        /* The one that failed did not begin; undo the others. */
+        for (uint32_t u = 0; u + 1 < r; u++)
+            weft__buffer_launch_end(e->roots[u]);
+        pthread_mutex_unlock(&e->lock);
+        return weft__error_prefix(rc, "weft_exec_launch");
+    }
+    e->pending++;
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
+int weft_exec_wait(weft_exec *e)
+{
+    char msg[WEFT__EXEC_MSG];
+    int rc;
+
+    if (!e)
+        return weft__error(WEFT_EINVAL, "weft_exec_wait: exec is NULL");
+    pthread_mutex_lock(&e->lock);
+    while (e->pending)
+        pthread_cond_wait(&e->done, &e->lock);
+    /* Reported once: a later wait speaks of later launches only. */
+    rc = e->first_err;
+    weft__strlcpy(msg, e->first_msg, sizeof msg);
+    e->first_err = 0;
+    pthread_mutex_unlock(&e->lock);
+    return rc < 0 ? weft__error(rc, "%s", msg) : 0;
+}
+
+int weft_exec_status(weft_exec *e)
+{
+    char msg[WEFT__EXEC_MSG];
+    int rc;
+
+    if (!e)
+        return weft__error(WEFT_EINVAL, "weft_exec_status: exec is NULL");
+    pthread_mutex_lock(&e->lock);
+    rc = e->pending ? WEFT_ENOTREADY : e->last_err;
+    weft__strlcpy(msg, e->last_msg, sizeof msg);
+    pthread_mutex_unlock(&e->lock);
+    if (rc == WEFT_ENOTREADY)
+        return weft__error(rc, "weft_exec_status: launches in flight");
+    return rc < 0 ? weft__error(rc, "%s", msg) : 0;
+}
+
+int weft_exec_destroy(weft_exec *e)
+{
+    weft_runtime *rt;
+
+    if (!e)
+        return 0;
+    pthread_mutex_lock(&e->lock);
+    while (e->pending)
+        pthread_cond_wait(&e->done, &e->lock);
+    e->stop = 1;
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+    if (e->started)
+        pthread_join(e->worker, NULL);
+    for (uint32_t i = 0; i < e->nacc; i++)
+        weft__buffer_exec_ref(e->acc[i].buf, -1);
+    pthread_cond_destroy(&e->done);
+    pthread_cond_destroy(&e->wake);
+    pthread_mutex_destroy(&e->lock);
+    rt = e->rt;
+    weft__exec_free(e);
+    weft__runtime_live(rt, -1);
+    return 0;
+}

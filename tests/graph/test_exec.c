@@ -1,0 +1,472 @@
+/*
+ * The first executor end to end, on the first device of WEFT_DEVICES
+ * (host, sim with real data, PoCL, CUDA): kernels over chunks, every node
+ * kind, repeated launches without re-uploads, a failing node cancelling
+ * its descendants only, a graph destroyed before its exec, two execs on
+ * one buffer from two threads, and failure injection over instantiate and
+ * launch.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "gt_kernels.h"
+#include "mem/buffer.h"
+#include "wt_devices.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static wt_devices devs;
+static weft_module *mod;
+static weft_kernel *k_scale, *k_advance, *k_addone, *k_twice;
+
+static int setup(void **state)
+{
+    (void)state;
+    wt_devices_open(&devs);
+    if (gt_module(devs.rt, &mod) < 0 ||
+        weft_module_get_kernel(mod, "scale", &k_scale) < 0 ||
+        weft_module_get_kernel(mod, "advance", &k_advance) < 0 ||
+        weft_module_get_kernel(mod, "addone", &k_addone) < 0 ||
+        weft_module_get_kernel(mod, "twice", &k_twice) < 0) {
+        fprintf(stderr, "setup: %s\n", weft_last_error());
+        return -1;
+    }
+    printf("# device 0: %s (%s)\n", wt_device(&devs, 0)->name,
+           wt_device(&devs, 0)->drv->name);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    weft_module_destroy(mod);
+    return weft_runtime_destroy(devs.rt);
+}
+
+static void check(int rc)
+{
+    if (rc < 0)
+        fail_msg("%s: %s", weft_err_name(rc), weft_last_error());
+}
+
+enum { N = 4096, CHUNKS = 16 };
+
+/* The design's example: 16 chunk kernels over user memory, 3 launches. */
+static void test_chunks(void **state)
+{
+    static float data[N];
+    size_t chunk = N / CHUNKS;
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+
+    (void)state;
+    for (int i = 0; i < N; i++)
+        data[i] = (float)i;
+    check(weft_buffer_wrap(devs.rt, data, sizeof data, &x));
+    check(weft_graph_create(devs.rt, &g));
+    for (int c = 0; c < CHUNKS; c++) {
+        weft_arg a[] = {weft_arg_buffer(x, c * chunk * sizeof(float),
+                                        chunk * sizeof(float), WEFT_READ_WRITE),
+                        weft_arg_f32(2.0f), weft_arg_i64((int64_t)chunk)};
+        check(weft_graph_add_kernel(g, k_scale, weft_dims1((uint32_t)chunk), a,
+                                    3, NULL));
+    }
+    assert_int_equal(weft_graph_edge_count(g), 0);
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int it = 0; it < 3; it++)
+        check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_exec_status(e));
+    check(weft_buffer_sync_host(x));
+    for (int i = 0; i < N; i++)
+        if (data[i] != (float)i * 8.0f)
+            fail_msg("data[%d] = %g, want %g", i, data[i], (float)i * 8.0f);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+}
+
+static void map_double(void *ptr, size_t size, void *user)
+{
+    uint32_t *p = ptr;
+
+    (void)user;
+    for (size_t i = 0; i < size / 4; i++)
+        p[i] *= 2;
+}
+
+static void host_sum(void *const *ptrs, void *user)
+{
+    const uint32_t *src = ptrs[0];
+    uint32_t *dst = ptrs[1];
+
+    dst[0] = 0;
+    for (int i = 0; i < *(int *)user; i++)
+        dst[0] += src[i];
+}
+
+/*
+ * Every node kind in one graph, checked against running the nodes one by
+ * one on the host (the definition of the result).
+ */
+static void test_node_kinds(void **state)
+{
+    enum { M = 256 };
+    static uint32_t in[M], out[M], sum_out, want[M];
+    uint32_t pat = 5, sum = 0;
+    int m = M;
+    weft_buffer *a, *b, *s;
+    weft_graph *g;
+    weft_exec *e;
+    weft_node last;
+
+    (void)state;
+    for (int i = 0; i < M; i++)
+        in[i] = (uint32_t)i;
+    check(weft_buffer_create(devs.rt, M * 4, &a));
+    check(weft_buffer_create(devs.rt, M * 4, &b));
+    check(weft_buffer_create(devs.rt, 4, &s));
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_write(g, a, 0, in, M * 4, NULL));
+    {
+        weft_arg adv[] = {weft_arg_buffer(a, 0, M * 4, WEFT_READ_WRITE),
+                          weft_arg_u32(1), weft_arg_i64(M)};
+        weft_arg tw[] = {weft_arg_buffer(b, 0, M * 4, WEFT_WRITE),
+                         weft_arg_buffer(a, 0, M * 4, WEFT_READ),
+                         weft_arg_i64(M)};
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), adv, 3, NULL));
+        check(weft_graph_add_kernel(g, k_twice, weft_dims1(M), tw, 3, NULL));
+    }
+    check(weft_graph_add_fill(g, b, 0, 64, &pat, 4, NULL));
+    check(weft_graph_add_map(g, b, 64, 64, WEFT_READ_WRITE, map_double, NULL,
+                             NULL));
+    check(weft_graph_add_copy(g, a, 0, b, 0, 128, NULL));
+    {
+        weft_access_desc acc[] = {{a, 0, M * 4, WEFT_READ},
+                                  {s, 0, 4, WEFT_WRITE}};
+        check(weft_graph_add_host(g, host_sum, &m, acc, 2, NULL));
+    }
+    {
+        weft_arg inc[] = {weft_arg_buffer(a, 0, M * 4, WEFT_READ_WRITE),
+                          weft_arg_i64(M)};
+        check(weft_graph_add_kernel(g, k_addone, weft_dims1(M), inc, 2, NULL));
+    }
+    check(weft_graph_add_read(g, a, 0, out, M * 4, NULL));
+    check(weft_graph_add_read(g, s, 0, &sum_out, 4, &last));
+    assert_int_equal(last, 9);
+
+    /* The same on the host, node by node. */
+    {
+        uint32_t ha[M], hb[M];
+
+        for (int i = 0; i < M; i++)
+            ha[i] = gt_advance((uint32_t)i, 1);
+        for (int i = 0; i < M; i++)
+            hb[i] = 2 * ha[i];
+        for (int i = 0; i < 16; i++)
+            hb[i] = 5;
+        for (int i = 16; i < 32; i++)
+            hb[i] *= 2;
+        memcpy(ha, hb, 128);
+        for (int i = 0; i < M; i++)
+            sum += ha[i];
+        for (int i = 0; i < M; i++)
+            want[i] = ha[i] + 1;
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    check(weft_graph_destroy(g)); /* the exec lives on */
+    for (int it = 0; it < 2; it++) {
+        memset(out, 0, sizeof out);
+        sum_out = 0;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        assert_memory_equal(out, want, sizeof want);
+        assert_int_equal(sum_out, sum);
+    }
+    /* The exec holds its buffers. */
+    assert_int_equal(weft_buffer_destroy(a), WEFT_EBUSY);
+    check(weft_exec_destroy(e));
+    check(weft_buffer_destroy(a));
+    check(weft_buffer_destroy(b));
+    check(weft_buffer_destroy(s));
+}
+
+/*
+ * A chain of advance kernels shows the order; the second launch runs on
+ * the first's result and moves nothing to the device again.
+ */
+static void test_relaunch_keeps_copies(void **state)
+{
+    enum { M = 1024 };
+    static uint32_t data[M];
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    long h2d_first, h2d_second;
+
+    (void)state;
+    for (int i = 0; i < M; i++)
+        data[i] = (uint32_t)i;
+    check(weft_buffer_wrap(devs.rt, data, sizeof data, &x));
+    check(weft_graph_create(devs.rt, &g));
+    for (uint32_t k = 1; k <= 5; k++) {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(k), weft_arg_i64(M)};
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3, NULL));
+    }
+    assert_int_equal(weft_graph_edge_count(g), 4);
+    check(weft_graph_instantiate(g, NULL, &e));
+    /* Count the uploads: an armed filter that never fires counts checks. */
+    weft__fault_arm(1L << 40, "copy_h2d");
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    h2d_first = weft__fault_seen();
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    h2d_second = weft__fault_seen() - h2d_first;
+    weft__fault_disarm();
+    assert_int_equal(h2d_first, 1);
+    assert_int_equal(h2d_second, 0);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    /* Destroying the buffer brings the final bytes home. */
+    check(weft_buffer_destroy(x));
+    for (int i = 0; i < M; i++) {
+        uint32_t v = (uint32_t)i;
+
+        for (int it = 0; it < 2; it++)
+            for (uint32_t k = 1; k <= 5; k++)
+                v = gt_advance(v, k);
+        if (data[i] != v)
+            fail_msg("data[%d] = %u, want %u", i, data[i], v);
+    }
+}
+
+/* A failing kernel cancels what depends on it, and only that. */
+static void test_failure_cancels(void **state)
+{
+    static uint32_t a_in[64], a_out[64], b_in[64], b_out[64];
+    weft_buffer *a, *b;
+    weft_graph *g;
+    weft_exec *e;
+    int rc;
+
+    (void)state;
+    for (int i = 0; i < 64; i++) {
+        a_in[i] = (uint32_t)i;
+        b_in[i] = 1000u + (uint32_t)i;
+    }
+    check(weft_buffer_create(devs.rt, sizeof a_in, &a));
+    check(weft_buffer_create(devs.rt, sizeof b_in, &b));
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_write(g, a, 0, a_in, sizeof a_in, NULL));
+    {
+        weft_arg k[] = {weft_arg_buffer(a, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_i64(64)};
+        check(weft_graph_add_kernel(g, k_addone, weft_dims1(64), k, 2, NULL));
+    }
+    check(weft_graph_add_read(g, a, 0, a_out, sizeof a_out, NULL));
+    check(weft_graph_add_write(g, b, 0, b_in, sizeof b_in, NULL));
+    check(weft_graph_add_read(g, b, 0, b_out, sizeof b_out, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+
+    memset(a_out, 0xee, sizeof a_out);
+    weft__fault_arm(1, ".launch");
+    check(weft_exec_launch(e));
+    rc = weft_exec_wait(e);
+    weft__fault_disarm();
+    assert_int_equal(rc, weft_exec_status(e));
+    assert_true(rc < 0);
+    if (!strstr(weft_last_error(), "node 1 (kernel addone)"))
+        fail_msg("detail: %s", weft_last_error());
+    assert_int_equal(a_out[0], 0xeeeeeeeeu);       /* canceled */
+    assert_memory_equal(b_out, b_in, sizeof b_in); /* independent: ran */
+    /* The error was reported; a good launch clears the status. */
+    check(weft_exec_wait(e));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_exec_status(e));
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(a_out[i], (uint32_t)i + 1);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(a));
+    check(weft_buffer_destroy(b));
+}
+
+/* Two execs on one buffer, launched from two threads. */
+typedef struct launcher {
+    weft_exec *e;
+    int n, rc;
+} launcher;
+
+static void *launch_many(void *arg)
+{
+    launcher *l = arg;
+
+    for (int i = 0; i < l->n && l->rc == 0; i++)
+        l->rc = weft_exec_launch(l->e);
+    if (l->rc == 0)
+        l->rc = weft_exec_wait(l->e);
+    return NULL;
+}
+
+static void test_two_threads(void **state)
+{
+    enum { M = 512, LAUNCHES = 25 };
+    static uint32_t data[M];
+    launcher l[2];
+    pthread_t t[2];
+    weft_buffer *x;
+
+    (void)state;
+    memset(data, 0, sizeof data);
+    check(weft_buffer_wrap(devs.rt, data, sizeof data, &x));
+    for (int i = 0; i < 2; i++) {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_i64(M)};
+        weft_graph *g;
+
+        check(weft_graph_create(devs.rt, &g));
+        check(weft_graph_add_kernel(g, k_addone, weft_dims1(M), a, 2, NULL));
+        check(weft_graph_instantiate(g, NULL, &l[i].e));
+        check(weft_graph_destroy(g));
+        l[i].n = LAUNCHES;
+        l[i].rc = 0;
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, launch_many, &l[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        check(l[i].rc);
+    }
+    check(weft_buffer_sync_host(x));
+    for (int i = 0; i < M; i++)
+        assert_int_equal(data[i], 2 * LAUNCHES);
+    for (int i = 0; i < 2; i++)
+        check(weft_exec_destroy(l[i].e));
+    check(weft_buffer_destroy(x));
+}
+
+/* A launch while a buffer of the graph is mapped is refused. */
+static void test_mapped_launch(void **state)
+{
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    uint32_t one = 0;
+    void *p;
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, 256, &x));
+    check(weft_graph_create(devs.rt, &g));
+    {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_i64(64)};
+        check(weft_graph_add_kernel(g, k_addone, weft_dims1(64), a, 2, NULL));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    check(weft_buffer_map(x, 0, 256, WEFT_WRITE, &p));
+    memset(p, 0, 256);
+    assert_int_equal(weft_exec_launch(e), WEFT_EBUSY);
+    check(weft_buffer_unmap(x, p));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_buffer_read(x, 0, &one, 4));
+    assert_int_equal(one, 1);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+}
+
+/*
+ * Every failure point of instantiate and launch, in turn: each fails with
+ * a weft error, leaves the bytes right or untouched, and leaks nothing.
+ */
+static void test_fault_injection(void **state)
+{
+    enum { M = 256 };
+    static uint32_t in[M], out[M];
+    long n;
+
+    (void)state;
+    for (n = 1;; n++) {
+        weft_buffer *x, *y;
+        weft_graph *g;
+        weft_exec *e = NULL;
+        int rc, fired;
+
+        for (int i = 0; i < M; i++)
+            in[i] = (uint32_t)i;
+        memset(out, 0, sizeof out);
+        check(weft_buffer_create(devs.rt, sizeof in, &x));
+        check(weft_buffer_create(devs.rt, sizeof in, &y));
+        check(weft_graph_create(devs.rt, &g));
+        {
+            weft_arg adv[] = {
+                weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                weft_arg_u32(7), weft_arg_i64(M)};
+            weft_arg tw[] = {weft_arg_buffer(y, 0, WEFT_WHOLE, WEFT_WRITE),
+                             weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ),
+                             weft_arg_i64(M)};
+
+            check(weft_graph_add_write(g, x, 0, in, sizeof in, NULL));
+            check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), adv, 3,
+                                        NULL));
+            check(
+                weft_graph_add_kernel(g, k_twice, weft_dims1(M), tw, 3, NULL));
+            check(weft_graph_add_read(g, y, 0, out, sizeof out, NULL));
+        }
+        weft__fault_arm(n, NULL);
+        rc = weft_graph_instantiate(g, NULL, &e);
+        if (rc == 0)
+            rc = weft_exec_launch(e);
+        if (rc == 0)
+            rc = weft_exec_wait(e);
+        fired = weft__fault_fired();
+        weft__fault_disarm();
+        if (rc < 0) {
+            assert_true(fired);
+            assert_true(weft_last_error()[0] != '\0');
+        } else {
+            for (int i = 0; i < M; i++)
+                assert_int_equal(out[i], 2 * gt_advance((uint32_t)i, 7));
+        }
+        /* A launch after the failure computes the right bytes. */
+        if (e) {
+            memset(out, 0, sizeof out);
+            check(weft_exec_launch(e));
+            check(weft_exec_wait(e));
+            for (int i = 0; i < M; i++)
+                assert_int_equal(out[i], 2 * gt_advance((uint32_t)i, 7));
+            check(weft_exec_destroy(e));
+        }
+        check(weft_graph_destroy(g));
+        check(weft_buffer_destroy(x));
+        check(weft_buffer_destroy(y));
+        if (!fired)
+            break;
+    }
+    printf("# %ld failure points over instantiate and launch\n", n - 1);
+    assert_true(n > 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_node_kinds),
+        cmocka_unit_test(test_relaunch_keeps_copies),
+        cmocka_unit_test(test_failure_cancels),
+        cmocka_unit_test(test_two_threads),
+        cmocka_unit_test(test_mapped_launch),
+        cmocka_unit_test(test_fault_injection),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
