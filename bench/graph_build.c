@@ -1,0 +1,236 @@
+/*
+ * graph_build: what it costs to build a graph and instantiate it, per node.
+ *
+ * Three shapes of N nodes, built through the public API on the host driver
+ * (no launch: this is the cost a program pays once per graph):
+ *   chain        N kernels, each reading and writing the same range, so
+ *                each depends on the one before;
+ *   independent  N kernels on N disjoint ranges of one buffer: no edges,
+ *                and every access must be checked against the others;
+ *   pipeline16   write, kernel, read of one chunk, over 16 chunks in turn,
+ *                as a program streaming a large array would build it.
+ * For each, the median over rounds of (add every node + instantiate) / N,
+ * and the two parts on their own. Target (issue 4): at most 1 us per node.
+ *
+ *     graph_build [--json] [--rounds R] [--sizes N,N,...]
+ */
+#include <weft.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int json;
+static int rounds = 5;
+static int nfig;
+
+#define DIE(...)                                                               \
+    do {                                                                       \
+        fprintf(stderr, "graph_build: " __VA_ARGS__);                          \
+        fputc('\n', stderr);                                                   \
+        exit(1);                                                               \
+    } while (0)
+
+#define CHECK(call)                                                            \
+    do {                                                                       \
+        int rc_ = (call);                                                      \
+        if (rc_ < 0)                                                           \
+            DIE("%s: %s: %s", #call, weft_err_name(rc_), weft_last_error());   \
+    } while (0)
+
+static void figure(const char *name, double value, const char *unit)
+{
+    if (json)
+        printf("%s\n  {\"name\": \"%s\", \"value\": %.4f, \"unit\": \"%s\"}",
+               nfig ? "," : "", name, value, unit);
+    else
+        printf("%s: %.3f %s\n", name, value, unit);
+    nfig++;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The kernel is never run; it only needs to exist with its parameters. */
+static void touch(const weft_host_group *g, void *const *args)
+{
+    (void)g;
+    (void)args;
+}
+static const weft_param_type touch_params[] = {WEFT_PARAM_BUFFER,
+                                               WEFT_PARAM_U32};
+static const weft_host_kernel host_kernels[] = {
+    {"touch", touch, 2, touch_params, NULL, NULL, NULL},
+};
+
+enum { ELEMS = 16, CHUNKS = 16 };
+#define RANGE (ELEMS * sizeof(uint32_t))
+
+typedef enum shape { CHAIN, INDEPENDENT, PIPELINE16, NSHAPES } shape;
+static const char *const shape_names[NSHAPES] = {"chain", "independent",
+                                                 "pipeline16"};
+
+typedef struct bench {
+    weft_runtime *rt;
+    weft_kernel *touch;
+    weft_buffer *buf; /* large enough for every shape's ranges */
+    uint32_t *host;   /* write sources and read targets */
+} bench;
+
+static void add_touch(bench *b, weft_graph *g, size_t offset)
+{
+    weft_arg args[] = {
+        weft_arg_buffer(b->buf, offset, RANGE, WEFT_READ_WRITE),
+        weft_arg_u32(ELEMS),
+    };
+
+    CHECK(weft_graph_add_kernel(g, b->touch, weft_dims1(ELEMS), args, 2, NULL));
+}
+
+/* One build of shape with n nodes: *add and *inst in ns. */
+static void build_once(bench *b, shape s, unsigned n, double *add, double *inst)
+{
+    weft_graph *g;
+    weft_exec *e;
+    uint64_t t0, t1, t2;
+
+    t0 = now_ns();
+    CHECK(weft_graph_create(b->rt, &g));
+    for (unsigned i = 0; i < n; i++) {
+        size_t chunk = (i / 3) % CHUNKS * RANGE;
+
+        switch (s) {
+        case CHAIN:
+            add_touch(b, g, 0);
+            break;
+        case INDEPENDENT:
+            add_touch(b, g, (size_t)i * RANGE);
+            break;
+        default:
+            if (i % 3 == 0)
+                CHECK(weft_graph_add_write(g, b->buf, chunk,
+                                           b->host + chunk / 4, RANGE, NULL));
+            else if (i % 3 == 1)
+                add_touch(b, g, chunk);
+            else
+                CHECK(weft_graph_add_read(g, b->buf, chunk, b->host + chunk / 4,
+                                          RANGE, NULL));
+            break;
+        }
+    }
+    t1 = now_ns();
+    CHECK(weft_graph_instantiate(g, NULL, &e));
+    t2 = now_ns();
+    if (weft_graph_node_count(g) != n)
+        DIE("%s: %u nodes, not %u", shape_names[s], weft_graph_node_count(g),
+            n);
+    CHECK(weft_exec_destroy(e));
+    CHECK(weft_graph_destroy(g));
+    *add = (double)(t1 - t0);
+    *inst = (double)(t2 - t1);
+}
+
+static void measure(bench *b, shape s, unsigned n)
+{
+    double *total = calloc((size_t)rounds, sizeof(double));
+    double *add = calloc((size_t)rounds, sizeof(double));
+    double *inst = calloc((size_t)rounds, sizeof(double));
+    char name[96];
+
+    if (!total || !add || !inst)
+        DIE("out of memory");
+    build_once(b, s, n, &add[0], &inst[0]); /* warm the allocator */
+    for (int r = 0; r < rounds; r++) {
+        build_once(b, s, n, &add[r], &inst[r]);
+        total[r] = add[r] + inst[r];
+    }
+    snprintf(name, sizeof name, "graph_build %s N=%u", shape_names[s], n);
+    figure(name, median(total, rounds) / 1e3 / n, "us/node");
+    snprintf(name, sizeof name, "graph_build %s N=%u add", shape_names[s], n);
+    figure(name, median(add, rounds) / 1e3 / n, "us/node");
+    snprintf(name, sizeof name, "graph_build %s N=%u instantiate",
+             shape_names[s], n);
+    figure(name, median(inst, rounds) / 1e3 / n, "us/node");
+    free(total);
+    free(add);
+    free(inst);
+}
+
+int main(int argc, char **argv)
+{
+    weft_runtime_options opts = WEFT_RUNTIME_OPTIONS_INIT;
+    const weft_module_source src = {WEFT_SOURCE_HOST, host_kernels, 1, NULL,
+                                    "graph_build"};
+    unsigned sizes[8] = {1000, 10000}, nsizes = 2, largest = 0;
+    weft_module *mod;
+    bench b;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+            rounds = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+            char *p = argv[++i];
+
+            for (nsizes = 0; *p && nsizes < 8; nsizes++) {
+                sizes[nsizes] = (unsigned)strtoul(p, &p, 10);
+                if (*p == ',')
+                    p++;
+            }
+        } else {
+            DIE("usage: graph_build [--json] [--rounds R] [--sizes N,N,...]");
+        }
+    }
+    if (rounds < 1 || nsizes == 0)
+        DIE("usage: graph_build [--json] [--rounds R] [--sizes N,N,...]");
+    for (unsigned i = 0; i < nsizes; i++) {
+        if (sizes[i] == 0)
+            DIE("a size of 0 nodes");
+        if (sizes[i] > largest)
+            largest = sizes[i];
+    }
+
+    memset(&b, 0, sizeof b);
+    opts.devices = "host"; /* building is the same for every driver */
+    CHECK(weft_runtime_create(&b.rt, &opts));
+    CHECK(weft_module_create(b.rt, &src, 1, &mod));
+    CHECK(weft_module_get_kernel(mod, "touch", &b.touch));
+    b.host = calloc((size_t)CHUNKS * ELEMS, sizeof(uint32_t));
+    if (!b.host)
+        DIE("out of memory");
+    CHECK(weft_buffer_create(b.rt, (size_t)largest * RANGE, &b.buf));
+
+    if (json)
+        printf("[");
+    for (unsigned i = 0; i < nsizes; i++)
+        for (int s = 0; s < NSHAPES; s++)
+            measure(&b, (shape)s, sizes[i]);
+    if (json)
+        printf("\n]\n");
+
+    CHECK(weft_buffer_destroy(b.buf));
+    CHECK(weft_module_destroy(mod));
+    CHECK(weft_runtime_destroy(b.rt));
+    free(b.host);
+    return 0;
+}

@@ -1,0 +1,162 @@
+/*
+ * The oracle: random graphs run through weft and through a sequential
+ * interpreter of the same node list, compared byte for byte.
+ *
+ * A case is a plain description (buffers, views, nodes, edges, launches)
+ * that both sides read. Offsets in it are absolute within the root buffer,
+ * so that the interpreter works on plain arrays; the weft side turns them
+ * into offsets relative to the handle (root or view) a node goes through.
+ */
+#ifndef ORACLE_H
+#define ORACLE_H
+
+#include <weft.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- the kernels ------------------------------------------------------- */
+
+enum or_kernel_id {
+    OR_K_AFFINE, /* x[i] = x[i] * a + k + i              (x: read-write) */
+    OR_K_GATHER, /* y[i] = y[i] * 3 + x[(i * 7 + k) % m] (y: rw, x: read) */
+    OR_K_MIX,    /* o[i] = (a[i] ^ k) * C + b[(i * 13 + k) % m]         */
+    OR_K_SET,    /* o[i] = ((k + i) * C2) ^ k             (o: write)     */
+    OR_K_COUNT
+};
+
+/*
+ * One element of each kernel. The host kernels and the interpreter both
+ * call these, and the portable source spells the same formulas, so all
+ * three agree bit for bit (uint32 arithmetic wraps the same everywhere).
+ */
+static inline uint32_t or_affine(uint32_t x, uint32_t a, uint32_t k, uint32_t i)
+{
+    return x * a + k + i;
+}
+static inline uint32_t or_gather(uint32_t y, const uint32_t *x, uint32_t m,
+                                 uint32_t k, uint32_t i)
+{
+    return y * 3u + x[(i * 7u + k) % m];
+}
+static inline uint32_t or_mix(uint32_t a, const uint32_t *b, uint32_t m,
+                              uint32_t k, uint32_t i)
+{
+    return (a ^ k) * 2654435761u + b[(i * 13u + k) % m];
+}
+static inline uint32_t or_set(uint32_t k, uint32_t i)
+{
+    return ((k + i) * 2246822519u) ^ k;
+}
+
+/* The module's variants: C functions for host and sim, portable for GPUs. */
+extern const weft_host_kernel or_host_kernels[OR_K_COUNT];
+extern const char or_portable_source[];
+extern const char *const or_kernel_names[OR_K_COUNT];
+/* Number of buffer arguments of each kernel (they come first). */
+extern const unsigned or_kernel_nbufs[OR_K_COUNT];
+
+/* ---- a case ------------------------------------------------------------ */
+
+typedef enum or_kind {
+    OR_KERNEL,
+    OR_WRITE,
+    OR_READ,
+    OR_COPY,
+    OR_FILL,
+    OR_MAP,
+    OR_HOST,
+    OR_EMPTY,
+} or_kind;
+
+enum { OR_MAX_ACC = 3 };
+
+/* One buffer access: a byte range of a root, reached through a handle. */
+typedef struct or_access {
+    unsigned handle;  /* index in or_case.handles */
+    size_t off, size; /* absolute in the handle's root */
+    weft_access mode;
+} or_access;
+
+typedef struct or_node {
+    or_kind kind;
+    unsigned kernel; /* OR_KERNEL: an or_kernel_id */
+    uint32_t key;    /* constant mixed into the result */
+    uint32_t mul;    /* affine's multiplier (odd) */
+    uint32_t group;  /* kernel: items per group, 0 = weft's choice */
+    int device;      /* kernel: weft_graph_set_device target, or -1 */
+    unsigned nacc;
+    /* kernel: buffer args in order; copy: dst, src; others: their ranges */
+    or_access acc[OR_MAX_ACC];
+    size_t host_off; /* write: source in or_case.src; read: in dst arena */
+    uint8_t pattern[4];
+    unsigned pattern_size;
+} or_node;
+
+/* A root buffer (handle.parent < 0) or a view of another handle. */
+typedef struct or_handle {
+    int parent;    /* handle index, or -1 for a root */
+    unsigned root; /* the root buffer it belongs to */
+    size_t off;    /* absolute offset in the root */
+    size_t size;
+    int wrapped; /* roots: over user memory (weft_buffer_wrap) */
+} or_handle;
+
+typedef struct or_edge {
+    unsigned from, to;
+} or_edge;
+
+/* A synchronous weft_buffer_write between two launches. */
+typedef struct or_between {
+    int write;        /* 0: nothing */
+    int wait_first;   /* weft_exec_wait before it */
+    unsigned handle;  /* where (absolute range as in or_access) */
+    size_t off, size; /* absolute */
+    size_t src_off;   /* bytes from or_case.src */
+} or_between;
+
+enum { OR_MAX_HANDLES = 12, OR_MAX_LAUNCHES = 3 };
+
+typedef struct or_case {
+    uint64_t seed;
+    unsigned nroots;
+    unsigned nhandles; /* the roots come first: handles[r] is root r */
+    or_handle handles[OR_MAX_HANDLES];
+    uint8_t *init[OR_MAX_HANDLES]; /* each root's bytes before the graph */
+    unsigned nnodes;
+    or_node *nodes;
+    unsigned nedges;
+    or_edge *edges;
+    uint8_t *src; /* bytes that write nodes and between-writes take */
+    size_t src_size;
+    size_t dst_size; /* bytes of host memory that read nodes fill */
+    unsigned launches;
+    or_between between[OR_MAX_LAUNCHES]; /* [i]: after launch i */
+    int exec_device;                     /* weft_exec_options.device, or -1 */
+    int destroy_graph; /* destroy the graph right after instantiating */
+} or_case;
+
+/* What the generator may use on this runtime. */
+typedef struct or_limits {
+    size_t align;       /* kernel buffer offsets: every device's alignment */
+    unsigned max_group; /* smallest max_group_size of the devices */
+    unsigned ndevices;
+    unsigned max_nodes;
+} or_limits;
+
+/* Make the case of seed. Fails only for lack of memory. */
+int or_case_generate(or_case *c, uint64_t seed, const or_limits *lim);
+void or_case_free(or_case *c);
+/* The nodes as text, one per line, for a failure report. */
+void or_case_dump(const or_case *c, FILE *f);
+const char *or_kind_name(or_kind k);
+
+/*
+ * The body of map and host nodes: a checksum of the bytes read (in access
+ * order), then every written range transformed or overwritten. *obs gets
+ * the checksum so that what the node saw is compared too.
+ */
+void or_host_body(const or_node *n, void *const *ptrs, uint32_t *obs);
+
+#endif /* ORACLE_H */

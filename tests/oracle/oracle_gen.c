@@ -1,0 +1,679 @@
+/*
+ * The generator of random cases. Everything comes from one 64-bit seed and
+ * the runtime's limits, so that a seed replays the same case on the same
+ * machine configuration.
+ *
+ * Dependencies are what the oracle tests, so the generator aims at them:
+ * writes land on bytes that recent nodes read (write-after-read, the
+ * hazard a scheduler forgets most easily) or wrote, reads land on bytes
+ * that recent nodes wrote, and ranges of one buffer overlap often but not
+ * always, through the root or through views.
+ */
+#include "oracle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next(rng *r)
+{
+    /* splitmix64: every seed, even 0, gives a good stream */
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n); 0 when n is 0. */
+static size_t below(rng *r, size_t n)
+{
+    return n ? (size_t)(next(r) % n) : 0;
+}
+
+static int chance(rng *r, unsigned percent)
+{
+    return below(r, 100) < percent;
+}
+
+/* In [1, max], small values much likelier than large ones. */
+static size_t skewed(rng *r, size_t max)
+{
+    size_t cap = max;
+
+    if (max == 0)
+        return 0;
+    switch (below(r, 8)) {
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+        cap = max < 16 ? max : 16;
+        break;
+    case 4:
+    case 5:
+    case 6:
+        cap = max < 512 ? max : 512;
+        break;
+    default:
+        break;
+    }
+    return 1 + below(r, cap);
+}
+
+/* A byte range of a root that a recent node read or wrote. */
+typedef struct span {
+    unsigned root;
+    size_t off, size;
+} span;
+
+enum { RECENT = 8 };
+
+typedef struct gen {
+    or_case *c;
+    const or_limits *lim;
+    rng r;
+    span reads[RECENT], writes[RECENT];
+    unsigned nreads, nwrites; /* pushed so far (the rings keep RECENT) */
+    size_t src_cap;
+} gen;
+
+static void remember(span *ring, unsigned *count, unsigned root, size_t off,
+                     size_t size)
+{
+    span s = {root, off, size};
+
+    ring[*count % RECENT] = s;
+    (*count)++;
+}
+
+static const span *recent(gen *g, const span *ring, unsigned count)
+{
+    if (!count)
+        return NULL;
+    return &ring[below(&g->r, count < RECENT ? count : RECENT)];
+}
+
+static size_t root_size(const gen *g, unsigned root)
+{
+    return g->c->handles[root].size;
+}
+
+/*
+ * A range [*off, *off + *size) of root with the offset a multiple of oa,
+ * the size a multiple of su and at most max; overlapping hint when one is
+ * given (and of this root). -1 if the root is too small.
+ */
+static int pick_range(gen *g, unsigned root, size_t oa, size_t su, size_t max,
+                      const span *hint, size_t *off, size_t *size)
+{
+    size_t rs = root_size(g, root);
+
+    if (rs < su || max < su)
+        return -1;
+    for (int tries = 0; tries < 8; tries++) {
+        size_t o, s, lim, room;
+
+        if (hint && hint->root == root) {
+            /* cover one byte of the hint, starting a little before it */
+            size_t p = hint->off + below(&g->r, hint->size);
+            size_t back = skewed(&g->r, max) - 1;
+
+            o = (p - (back < p ? back : p)) / oa * oa;
+            s = (p - o + 1 + su - 1) / su * su;
+            if (o + s > rs || s > max)
+                continue;
+            lim = rs - o < max ? rs - o : max;
+            /* and beyond it, by any amount or more often a small one */
+            room = (lim - s) / su;
+            s += (chance(&g->r, 50) ? below(&g->r, room + 1)
+                                    : skewed(&g->r, room + 1) - 1) *
+                 su;
+        } else {
+            o = below(&g->r, (rs - su) / oa + 1) * oa;
+            lim = rs - o < max ? rs - o : max;
+            if (lim < su)
+                continue;
+            s = skewed(&g->r, lim / su) * su;
+        }
+        *off = o;
+        *size = s;
+        return 0;
+    }
+    return -1;
+}
+
+/*
+ * A handle through which [off, off + size) of root can be reached, whose
+ * own offset is a multiple of ha; views are preferred when some fit.
+ */
+static unsigned pick_handle(gen *g, unsigned root, size_t off, size_t size,
+                            size_t ha)
+{
+    unsigned fit[OR_MAX_HANDLES], n = 0;
+
+    for (unsigned h = g->c->nroots; h < g->c->nhandles; h++) {
+        const or_handle *v = &g->c->handles[h];
+
+        if (v->root == root && v->off <= off &&
+            off + size <= v->off + v->size && v->off % ha == 0)
+            fit[n++] = h;
+    }
+    if (n && chance(&g->r, 60))
+        return fit[below(&g->r, n)];
+    return root;
+}
+
+static int overlaps(unsigned ra, size_t oa, size_t sa, unsigned rb, size_t ob,
+                    size_t sb)
+{
+    return ra == rb && oa < ob + sb && ob < oa + sa;
+}
+
+/*
+ * Would a read of [off, off + size) of root overlap what n writes? Within
+ * one node only reads may overlap: the items of a kernel run in any order.
+ */
+static int clashes(const gen *g, const or_node *n, unsigned root, size_t off,
+                   size_t size)
+{
+    for (unsigned a = 0; a < n->nacc; a++)
+        if ((n->acc[a].mode & WEFT_WRITE) &&
+            overlaps(g->c->handles[n->acc[a].handle].root, n->acc[a].off,
+                     n->acc[a].size, root, off, size))
+            return 1;
+    return 0;
+}
+
+/* A root for a write, and the hint that makes the write a hazard. */
+static const span *write_target(gen *g, unsigned *root)
+{
+    const span *h = NULL;
+    unsigned p = (unsigned)below(&g->r, 100);
+
+    if (p < 55)
+        h = recent(g, g->reads, g->nreads); /* WAR */
+    else if (p < 75)
+        h = recent(g, g->writes, g->nwrites); /* WAW */
+    *root = h ? h->root : (unsigned)below(&g->r, g->c->nroots);
+    return h;
+}
+
+static const span *read_target(gen *g, unsigned *root)
+{
+    const span *h = chance(&g->r, 60) ? recent(g, g->writes, g->nwrites) : NULL;
+
+    *root = h ? h->root : (unsigned)below(&g->r, g->c->nroots);
+    return h;
+}
+
+static void add_access(gen *g, or_node *n, unsigned handle, size_t off,
+                       size_t size, weft_access mode)
+{
+    or_access *a = &n->acc[n->nacc++];
+    unsigned root = g->c->handles[handle].root;
+
+    a->handle = handle;
+    a->off = off;
+    a->size = size;
+    a->mode = mode;
+    if (mode & WEFT_READ)
+        remember(g->reads, &g->nreads, root, off, size);
+    if (mode & WEFT_WRITE)
+        remember(g->writes, &g->nwrites, root, off, size);
+}
+
+/* A read range of whole uint32s for a kernel, disjoint from n's writes. */
+static int kernel_read_range(gen *g, or_node *n, size_t elems, size_t *off,
+                             unsigned *root)
+{
+    const size_t A = g->lim->align;
+
+    for (int tries = 0; tries < 16; tries++) {
+        const span *h = read_target(g, root);
+        size_t size;
+
+        if (elems) {
+            size_t rs = root_size(g, *root);
+
+            if (rs < elems * 4)
+                continue;
+            *off = below(&g->r, (rs - elems * 4) / A + 1) * A;
+            size = elems * 4;
+        } else if (pick_range(g, *root, A, 4, 4096 * 4, h, off, &size) < 0) {
+            continue;
+        }
+        if (!clashes(g, n, *root, *off, size))
+            return (int)(size / 4);
+    }
+    return -1;
+}
+
+static int gen_kernel(gen *g, or_node *n)
+{
+    const size_t A = g->lim->align;
+    unsigned root, k = (unsigned)below(&g->r, 100);
+    const span *h = write_target(g, &root);
+    size_t off, size;
+    or_access *w = &n->acc[0];
+
+    n->kind = OR_KERNEL;
+    n->kernel = k < 30   ? OR_K_AFFINE
+                : k < 60 ? OR_K_GATHER
+                : k < 85 ? OR_K_MIX
+                         : OR_K_SET;
+    if (pick_range(g, root, A, 4, 4096 * 4, h, &off, &size) < 0)
+        return -1;
+    w->handle = pick_handle(g, root, off, size, A);
+    w->off = off;
+    w->size = size;
+    w->mode = n->kernel == OR_K_AFFINE || n->kernel == OR_K_GATHER
+                  ? WEFT_READ_WRITE
+                  : WEFT_WRITE;
+    n->nacc = 1;
+    for (unsigned b = 1; b < or_kernel_nbufs[n->kernel]; b++) {
+        size_t roff;
+        unsigned rroot;
+        /* mix's a has as many elements as its output; the others any */
+        int e = kernel_read_range(
+            g, n, n->kernel == OR_K_MIX && b == 1 ? size / 4 : 0, &roff,
+            &rroot);
+
+        if (e < 0)
+            return -1;
+        add_access(g, n, pick_handle(g, rroot, roff, (size_t)e * 4, A), roff,
+                   (size_t)e * 4, WEFT_READ);
+    }
+    /* only now, so that the reads above were not steered onto it */
+    if (w->mode & WEFT_READ)
+        remember(g->reads, &g->nreads, root, off, size);
+    remember(g->writes, &g->nwrites, root, off, size);
+    n->key = (uint32_t)next(&g->r);
+    n->mul = (uint32_t)next(&g->r) | 1u;
+    if (chance(&g->r, 30)) {
+        static const uint32_t sizes[] = {1, 3, 16, 64, 256};
+        uint32_t gs = sizes[below(&g->r, 5)];
+
+        n->group = gs <= g->lim->max_group ? gs : 0;
+    }
+    return 0;
+}
+
+static int gen_write(gen *g, or_node *n)
+{
+    unsigned root;
+    const span *h = write_target(g, &root);
+    size_t off, size, su = chance(&g->r, 70) ? 4 : 1;
+
+    if (pick_range(g, root, su, 1, 8192, h, &off, &size) < 0)
+        return -1;
+    n->kind = OR_WRITE;
+    add_access(g, n, pick_handle(g, root, off, size, 1), off, size, WEFT_WRITE);
+    n->host_off = g->c->src_size;
+    g->c->src_size += size;
+    return 0;
+}
+
+static int gen_read(gen *g, or_node *n)
+{
+    unsigned root;
+    const span *h = read_target(g, &root);
+    size_t off, size, su = chance(&g->r, 70) ? 4 : 1;
+
+    if (pick_range(g, root, su, 1, 8192, h, &off, &size) < 0)
+        return -1;
+    n->kind = OR_READ;
+    add_access(g, n, pick_handle(g, root, off, size, 1), off, size, WEFT_READ);
+    n->host_off = g->c->dst_size;
+    g->c->dst_size += size;
+    return 0;
+}
+
+static int gen_copy(gen *g, or_node *n)
+{
+    unsigned droot, sroot;
+    const span *h = write_target(g, &droot);
+    size_t doff, soff, size, su = chance(&g->r, 70) ? 4 : 1;
+
+    if (pick_range(g, droot, su, 1, 8192, h, &doff, &size) < 0)
+        return -1;
+    n->kind = OR_COPY;
+    n->acc[0].off = doff;
+    n->acc[0].size = size;
+    n->acc[0].handle = droot;
+    n->acc[0].mode = WEFT_WRITE;
+    n->nacc = 1;
+    for (int tries = 0; tries < 16; tries++) {
+        const span *rh = read_target(g, &sroot);
+        size_t rs = root_size(g, sroot);
+
+        if (rs < size)
+            continue;
+        if (rh && rh->root == sroot && chance(&g->r, 70)) {
+            /* start inside the recent write when it leaves room */
+            soff = rh->off + below(&g->r, rh->size);
+            if (soff + size > rs)
+                soff = rs - size;
+        } else {
+            soff = below(&g->r, rs - size + 1);
+        }
+        if (su == 4)
+            soff &= ~(size_t)3;
+        if (clashes(g, n, sroot, soff, size))
+            continue;
+        n->nacc = 0;
+        add_access(g, n, pick_handle(g, droot, doff, size, 1), doff, size,
+                   WEFT_WRITE);
+        add_access(g, n, pick_handle(g, sroot, soff, size, 1), soff, size,
+                   WEFT_READ);
+        return 0;
+    }
+    return -1;
+}
+
+static int gen_fill(gen *g, or_node *n)
+{
+    static const unsigned psizes[] = {1, 2, 4};
+    unsigned root, ps = psizes[below(&g->r, 3)];
+    const span *h = write_target(g, &root);
+    size_t off, size, rel, end;
+    unsigned handle;
+
+    if (pick_range(g, root, 1, 1, 8192, h, &off, &size) < 0)
+        return -1;
+    /* the pattern repeats from the start of the range, relative to the
+     * handle: align within the handle, which a view may shift */
+    handle = pick_handle(g, root, off, size, 1);
+    rel = off - g->c->handles[handle].off;
+    end = rel + size;
+    rel = (rel + ps - 1) / ps * ps;
+    end = end / ps * ps;
+    if (end <= rel)
+        return -1;
+    n->kind = OR_FILL;
+    n->pattern_size = ps;
+    for (unsigned i = 0; i < 4; i++)
+        n->pattern[i] = (uint8_t)next(&g->r);
+    add_access(g, n, handle, g->c->handles[handle].off + rel, end - rel,
+               WEFT_WRITE);
+    return 0;
+}
+
+static weft_access random_mode(gen *g)
+{
+    static const weft_access modes[] = {WEFT_READ, WEFT_WRITE, WEFT_READ_WRITE};
+
+    return modes[below(&g->r, 3)];
+}
+
+static int gen_map(gen *g, or_node *n)
+{
+    weft_access mode = random_mode(g);
+    unsigned root;
+    const span *h =
+        mode == WEFT_READ ? read_target(g, &root) : write_target(g, &root);
+    size_t off, size;
+
+    if (pick_range(g, root, 1, 1, 4096, h, &off, &size) < 0)
+        return -1;
+    n->kind = OR_MAP;
+    n->key = (uint32_t)next(&g->r);
+    add_access(g, n, pick_handle(g, root, off, size, 1), off, size, mode);
+    return 0;
+}
+
+static int gen_host(gen *g, or_node *n)
+{
+    unsigned want = (unsigned)below(&g->r, OR_MAX_ACC + 1);
+
+    n->kind = OR_HOST;
+    n->key = (uint32_t)next(&g->r);
+    for (unsigned i = 0; i < want; i++) {
+        weft_access mode = random_mode(g);
+        unsigned root;
+        const span *h =
+            mode == WEFT_READ ? read_target(g, &root) : write_target(g, &root);
+        size_t off, size;
+        int clash = 0;
+
+        if (pick_range(g, root, 1, 1, 4096, h, &off, &size) < 0)
+            continue;
+        /* within one node only reads may overlap each other */
+        for (unsigned a = 0; a < n->nacc; a++)
+            if (overlaps(g->c->handles[n->acc[a].handle].root, n->acc[a].off,
+                         n->acc[a].size, root, off, size) &&
+                (mode != WEFT_READ || n->acc[a].mode != WEFT_READ))
+                clash = 1;
+        if (!clash)
+            add_access(g, n, pick_handle(g, root, off, size, 1), off, size,
+                       mode);
+    }
+    return 0;
+}
+
+static int add_edge(gen *g, unsigned from, unsigned to, unsigned *cap)
+{
+    if (g->c->nedges == *cap) {
+        unsigned ncap = *cap ? *cap * 2 : 16;
+        or_edge *e = realloc(g->c->edges, ncap * sizeof *e);
+
+        if (!e)
+            return -1;
+        g->c->edges = e;
+        *cap = ncap;
+    }
+    g->c->edges[g->c->nedges].from = from;
+    g->c->edges[g->c->nedges].to = to;
+    g->c->nedges++;
+    return 0;
+}
+
+static void make_buffers(gen *g)
+{
+    or_case *c = g->c;
+    const size_t A = g->lim->align;
+
+    c->nroots = 1 + (unsigned)below(&g->r, 5);
+    for (unsigned r = 0; r < c->nroots; r++) {
+        or_handle *h = &c->handles[r];
+        size_t size = 2 * A + below(&g->r, chance(&g->r, 10) ? 65536 : 8192);
+
+        if (chance(&g->r, 70))
+            size &= ~(size_t)3;
+        h->parent = -1;
+        h->root = r;
+        h->off = 0;
+        h->size = size;
+        h->wrapped = chance(&g->r, 50);
+    }
+    c->nhandles = c->nroots;
+    for (unsigned v = (unsigned)below(&g->r, 5); v > 0; v--) {
+        unsigned p = (unsigned)below(&g->r, c->nhandles);
+        const or_handle *ph = &c->handles[p];
+        or_handle *h = &c->handles[c->nhandles];
+        unsigned a = (unsigned)below(&g->r, 100);
+        size_t unit = a < 60 ? A : a < 85 ? 4 : 1, rel;
+
+        /* views of views only sometimes: most cases keep one level */
+        if (ph->parent >= 0 && chance(&g->r, 70))
+            continue;
+        if (ph->size < 2 * unit)
+            continue;
+        /* aligned in the root, so kernels may go through the view */
+        rel = below(&g->r, ph->size / 2 / unit + 1) * unit;
+        if ((ph->off + rel) % unit)
+            rel += unit - (ph->off + rel) % unit;
+        if (rel >= ph->size)
+            continue;
+        h->parent = (int)p;
+        h->root = ph->root;
+        h->off = ph->off + rel;
+        h->size = chance(&g->r, 30) ? ph->size - rel
+                                    : 1 + below(&g->r, ph->size - rel);
+        h->wrapped = 0;
+        c->nhandles++;
+    }
+}
+
+int or_case_generate(or_case *c, uint64_t seed, const or_limits *lim)
+{
+    gen g = {c, lim, {seed}, {{0}}, {{0}}, 0, 0, 0};
+    unsigned nnodes, ecap = 0, p = (unsigned)(seed % 100);
+
+    memset(c, 0, sizeof *c);
+    c->seed = seed;
+    next(&g.r); /* let neighbouring seeds part ways at once */
+    make_buffers(&g);
+    p = (unsigned)below(&g.r, 100);
+    nnodes = p < 60   ? 5 + (unsigned)below(&g.r, 36)
+             : p < 90 ? 40 + (unsigned)below(&g.r, 81)
+                      : 120 + (unsigned)below(&g.r, 181);
+    if (lim->max_nodes && nnodes > lim->max_nodes)
+        nnodes = lim->max_nodes;
+    c->nodes = calloc(nnodes, sizeof *c->nodes);
+    if (!c->nodes)
+        return -1;
+    for (unsigned i = 0; i < nnodes; i++) {
+        or_node *n = &c->nodes[i];
+        unsigned k = (unsigned)below(&g.r, 100);
+        int rc;
+
+        memset(n, 0, sizeof *n);
+        n->device = -1;
+        rc = k < 40   ? gen_kernel(&g, n)
+             : k < 50 ? gen_write(&g, n)
+             : k < 62 ? gen_read(&g, n)
+             : k < 72 ? gen_copy(&g, n)
+             : k < 79 ? gen_fill(&g, n)
+             : k < 88 ? gen_map(&g, n)
+             : k < 97 ? gen_host(&g, n)
+                      : (n->kind = OR_EMPTY, 0);
+        if (rc < 0) {
+            /* nothing fitted: an empty node keeps the count */
+            memset(n, 0, sizeof *n);
+            n->kind = OR_EMPTY;
+            n->device = -1;
+        }
+        c->nnodes = i + 1;
+        /* explicit edges: a few at random, more into and out of joins */
+        if (i > 0 && (n->kind == OR_EMPTY || chance(&g.r, 4))) {
+            for (unsigned e = 1 + (unsigned)below(&g.r, 3); e > 0; e--)
+                if (add_edge(&g, (unsigned)below(&g.r, i), i, &ecap) < 0)
+                    return -1;
+        }
+        if (i > 0 && c->nodes[i - 1].kind == OR_EMPTY && chance(&g.r, 50))
+            if (add_edge(&g, i - 1, i, &ecap) < 0)
+                return -1;
+    }
+    /* placement by the user, when there is a choice */
+    if (lim->ndevices > 1) {
+        p = (unsigned)below(&g.r, 100);
+        if (p < 30) {
+            for (unsigned i = 0; i < c->nnodes; i++)
+                if (c->nodes[i].kind == OR_KERNEL && chance(&g.r, 50))
+                    c->nodes[i].device = (int)below(&g.r, lim->ndevices);
+            c->exec_device = -1;
+        } else {
+            c->exec_device = p < 50 ? (int)below(&g.r, lim->ndevices) : -1;
+        }
+    } else {
+        c->exec_device = chance(&g.r, 20) ? 0 : -1;
+    }
+    p = (unsigned)below(&g.r, 100);
+    c->launches = p < 65 ? 1 : p < 90 ? 2 : 3;
+    for (unsigned l = 0; l + 1 < c->launches; l++) {
+        or_between *b = &c->between[l];
+        unsigned h = (unsigned)below(&g.r, c->nhandles);
+
+        b->wait_first = chance(&g.r, 50);
+        if (!chance(&g.r, 30))
+            continue;
+        b->write = 1;
+        b->handle = h;
+        b->size = 1 + below(&g.r, c->handles[h].size);
+        b->off =
+            c->handles[h].off + below(&g.r, c->handles[h].size - b->size + 1);
+        b->src_off = c->src_size;
+        c->src_size += b->size;
+    }
+    c->destroy_graph = chance(&g.r, 30);
+
+    /* initial contents and write sources */
+    for (unsigned r = 0; r < c->nroots; r++) {
+        c->init[r] = malloc(c->handles[r].size);
+        if (!c->init[r])
+            return -1;
+        for (size_t j = 0; j < c->handles[r].size; j++)
+            c->init[r][j] = (uint8_t)next(&g.r);
+    }
+    c->src = malloc(c->src_size ? c->src_size : 1);
+    if (!c->src)
+        return -1;
+    for (size_t j = 0; j < c->src_size; j++)
+        c->src[j] = (uint8_t)next(&g.r);
+    return 0;
+}
+
+void or_case_free(or_case *c)
+{
+    for (unsigned r = 0; r < c->nroots; r++)
+        free(c->init[r]);
+    free(c->nodes);
+    free(c->edges);
+    free(c->src);
+    memset(c, 0, sizeof *c);
+}
+
+const char *or_kind_name(or_kind k)
+{
+    static const char *const names[] = {"kernel", "write", "read", "copy",
+                                        "fill",   "map",   "host", "empty"};
+
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+static const char *mode_name(weft_access m)
+{
+    return m == WEFT_READ ? "R" : m == WEFT_WRITE ? "W" : "RW";
+}
+
+void or_case_dump(const or_case *c, FILE *f)
+{
+    fprintf(f,
+            "case seed %llu: %u roots, %u views, %u nodes, %u edges, "
+            "%u launches, exec device %d%s\n",
+            (unsigned long long)c->seed, c->nroots, c->nhandles - c->nroots,
+            c->nnodes, c->nedges, c->launches, c->exec_device,
+            c->destroy_graph ? ", graph destroyed early" : "");
+    for (unsigned h = 0; h < c->nhandles; h++)
+        fprintf(f, "  buffer %u: root %u [%zu, +%zu)%s%s\n", h,
+                c->handles[h].root, c->handles[h].off, c->handles[h].size,
+                c->handles[h].parent < 0 ? "" : " view",
+                c->handles[h].wrapped ? " wrapped" : "");
+    for (unsigned i = 0; i < c->nnodes; i++) {
+        const or_node *n = &c->nodes[i];
+
+        fprintf(f, "  %u %s", i, or_kind_name(n->kind));
+        if (n->kind == OR_KERNEL)
+            fprintf(f, " %s group %u device %d", or_kernel_names[n->kernel],
+                    n->group, n->device);
+        if (n->kind == OR_FILL)
+            fprintf(f, " pattern %u", n->pattern_size);
+        for (unsigned a = 0; a < n->nacc; a++)
+            fprintf(f, " %s:b%u(r%u)[%zu,+%zu)", mode_name(n->acc[a].mode),
+                    n->acc[a].handle, c->handles[n->acc[a].handle].root,
+                    n->acc[a].off, n->acc[a].size);
+        fputc('\n', f);
+    }
+    for (unsigned e = 0; e < c->nedges; e++)
+        fprintf(f, "  edge %u -> %u\n", c->edges[e].from, c->edges[e].to);
+    for (unsigned l = 0; l + 1 < c->launches; l++)
+        if (c->between[l].write)
+            fprintf(f, "  after launch %u: %sbuffer_write b%u [%zu,+%zu)\n", l,
+                    c->between[l].wait_first ? "wait, " : "",
+                    c->between[l].handle, c->between[l].off,
+                    c->between[l].size);
+}
