@@ -1,6 +1,7 @@
 #!/bin/sh
 # weft's two entry points, as the README gives them:
-#   tools/run.sh demo   install what is missing, build, run the demo
+#   tools/run.sh demo   install what is missing, build, run the demo (the
+#                       pipeline example, after weft-info's device list)
 #   tools/run.sh test   install what is missing, build and run the whole test
 #                       suite: a -Werror build, then the address+undefined
 #                       sanitizer build, then the thread-sanitizer build
@@ -54,7 +55,9 @@ case $mode in
 demo)
     install_missing
     build build -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF
-    ./build/tools/weft-info
+    ./build/tools/weft-info | sed -n '/^Drivers:/,/^Devices:/p'
+    ./build/examples/pipeline
+    echo "weft: more: build/tools/weft-info (every device), build/examples/{saxpy,stencil}"
     ;;
 test)
     install_missing
