@@ -626,7 +626,7 @@ static void test_add_failures(void **state)
 
 /* ---- cost -------------------------------------------------------------- */
 
-static double build_ns_per_node(int shape, unsigned nodes)
+static double build_ns_per_node(int shape, unsigned nodes, unsigned *edges)
 {
     weft_buffer *b = mkbuf(1 << 20), *c = mkbuf(1 << 20);
     static char host[1 << 16];
@@ -667,6 +667,7 @@ static double build_ns_per_node(int shape, unsigned nodes)
     assert_int_equal(weft_graph_instantiate(g, NULL, &e), 0);
     t1 = weft__now_ns();
     assert_int_equal(weft_graph_node_count(g), nodes);
+    *edges = weft_graph_edge_count(g);
     weft_exec_destroy(e);
     weft_graph_destroy(g);
     weft_buffer_destroy(b);
@@ -677,19 +678,21 @@ static double build_ns_per_node(int shape, unsigned nodes)
 static void test_build_cost(void **state)
 {
     static const char *const names[] = {"chain", "fan", "pipeline16"};
-    unsigned n = 20000;
+    unsigned n = 20000, edges;
 
     (void)state;
     for (int shape = 0; shape < 3; shape++) {
-        double ns = build_ns_per_node(shape, n);
+        double ns = build_ns_per_node(shape, n, &edges);
 
-        printf("# build+instantiate %s of %u nodes: %.0f ns/node\n",
-               names[shape], n, ns);
         /*
-         * The target is 1 us per node in a release build; sanitizers and
-         * debug builds get room, but quadratic growth would blow it.
+         * Time is printed, not asserted (bench/graph_build measures it
+         * against its target); what must not grow faster than the graph is
+         * the work, and the edges kept after reduction show it: each of
+         * these shapes needs at most two per node.
          */
-        assert_true(ns < 25000.0);
+        printf("# build+instantiate %s of %u nodes: %.0f ns/node, %u edges\n",
+               names[shape], n, ns, edges);
+        assert_true(edges <= 2 * n);
     }
 }
 
