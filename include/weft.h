@@ -235,11 +235,19 @@ typedef struct weft_runtime_options {
      */
     unsigned host_devices;
     unsigned host_threads;
+    /*
+     * The most device memory, in bytes, that weft holds on each device
+     * for buffer replicas (0: the device's memory). Beyond it weft evicts
+     * replicas (README.md, "Memory"); a node that needs more than the limit
+     * by itself fails with WEFT_EDEVMEM. The environment variable
+     * WEFT_DEVICE_MEM_LIMIT ("64M", "2G", "4096") overrides it.
+     */
+    uint64_t device_mem_limit;
 } weft_runtime_options;
 
 #define WEFT_RUNTIME_OPTIONS_INIT                                              \
     {                                                                          \
-        sizeof(weft_runtime_options), NULL, NULL, 0, 0                         \
+        sizeof(weft_runtime_options), NULL, NULL, 0, 0, 0                      \
     }
 
 /*
@@ -329,6 +337,41 @@ WEFT_API int weft_device_get_info(const weft_device *dev,
  */
 WEFT_API int weft_device_can_access_peer(const weft_device *dev,
                                          const weft_device *peer, int *can);
+
+/*
+ * What weft's memory layer did since the runtime was created, summed over
+ * every device. Bytes count what crossed each link; the cause fields split
+ * the same bytes by why they moved. Read with weft_runtime_get_stats().
+ */
+typedef struct weft_stats {
+    size_t size; /* set by the caller to sizeof(weft_stats) */
+    /* Bytes and copies per link. */
+    uint64_t h2d_bytes, d2h_bytes, peer_bytes;
+    uint64_t h2d_copies, d2h_copies, peer_copies;
+    /* Bytes per cause: a device needed them (a kernel or copy node, or a
+     * write that had to land there), the host needed them (map, read,
+     * host task, sync, destroy), or a modified replica was evicted. */
+    uint64_t read_bytes, host_bytes, evict_bytes;
+    /* Bytes that a node or helper needed and found valid where it ran. */
+    uint64_t cached_bytes;
+    /* Device replica extents evicted; of them, written back first. */
+    uint64_t evictions, writebacks;
+    /* Device memory pool: allocations served from the pool or needing a
+     * new driver allocation, and driver bytes held now. */
+    uint64_t pool_hits, pool_misses, pool_bytes;
+    /* Host side of host<->device copies: bytes of pageable memory moved
+     * through pinned staging, bytes copied from or to registered (pinned)
+     * user memory, and the wrapped buffers registered and their bytes. */
+    uint64_t staged_bytes, pinned_bytes;
+    uint64_t registered_buffers, registered_bytes;
+} weft_stats;
+
+/*
+ * Fill stats (whose size field the caller set) with rt's counters. The
+ * counters only grow: take differences to measure one launch. Counters of
+ * work in flight may be part-way.
+ */
+WEFT_API int weft_runtime_get_stats(const weft_runtime *rt, weft_stats *stats);
 
 /* ------------------------------------------------------------------------ */
 /* Modules and kernels                                                      */
@@ -471,6 +514,17 @@ WEFT_API int weft_buffer_map(weft_buffer *buf, size_t offset, size_t size,
 WEFT_API int weft_buffer_unmap(weft_buffer *buf, void *ptr);
 /* Make a wrapped buffer's user memory hold its current bytes. */
 WEFT_API int weft_buffer_sync_host(weft_buffer *buf);
+/*
+ * The user wrote [offset, offset + size) of a wrapped buffer's memory
+ * directly, outside weft (WEFT_WHOLE: to the end): those bytes are the
+ * buffer's content now, and copies that weft keeps of them elsewhere (on
+ * devices) are dropped. Bytes of the range that only a device held are
+ * lost, as the user overwrote them; call weft_buffer_sync_host() first to
+ * keep them. Waits for graphs in flight that use the buffer. WEFT_EINVAL if
+ * the buffer does not wrap user memory.
+ */
+WEFT_API int weft_buffer_invalidate(weft_buffer *buf, size_t offset,
+                                    size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* Graphs                                                                   */

@@ -4,6 +4,9 @@
  */
 #include "runtime.h"
 
+#include "mem/pool.h"
+#include "mem/staging.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,9 +110,10 @@ static void weft__open_driver(weft_runtime *rt, weft__runtime_driver *rd)
             weft__info("runtime", "driver %s: no devices: %s", rd->drv->name,
                        rd->reason);
         else
-            weft__warn("runtime", "driver %s failed, its devices are left "
-                       "out: %s: %s", rd->drv->name, weft_err_name(rc),
-                       rd->reason);
+            weft__warn("runtime",
+                       "driver %s failed, its devices are left "
+                       "out: %s: %s",
+                       rd->drv->name, weft_err_name(rc), rd->reason);
         return;
     }
     rd->opened = 1;
@@ -237,6 +241,15 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
         (unsigned)weft__env_ulong("WEFT_HOST_DEVICES", o.host_devices);
     rt->cfg.host_threads =
         (unsigned)weft__env_ulong("WEFT_HOST_THREADS", o.host_threads);
+    rt->device_mem_limit = o.device_mem_limit;
+    if ((env = weft__env("WEFT_DEVICE_MEM_LIMIT")) &&
+        weft__parse_size(env, &rt->device_mem_limit) < 0) {
+        rc = weft__error(WEFT_EINVAL,
+                         "WEFT_DEVICE_MEM_LIMIT=\"%s\" is not a size (e.g. "
+                         "64M)",
+                         env);
+        goto fail;
+    }
     if ((rc = weft__parse_devices(rt, spec)) < 0)
         goto fail;
 
@@ -278,7 +291,9 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
 
     rt->devices = weft__calloc(n, sizeof *rt->devices);
     rt->contexts = weft__calloc(n, sizeof *rt->contexts);
-    if (!rt->devices || !rt->contexts) {
+    rt->devmem = weft__calloc(n ? n : 1, sizeof *rt->devmem);
+    rt->peer = weft__calloc((size_t)n * n + 1, 1);
+    if (!rt->devices || !rt->contexts || !rt->devmem || !rt->peer) {
         rc = weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory");
         goto fail;
     }
@@ -299,6 +314,21 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
         goto fail;
     for (unsigned i = 0; i < rt->ndevices; i++)
         weft__place_device(rt, rt->devices[i]);
+    /* Who copies to whom directly, asked once: the tracker's cost function
+     * consults it for every transfer. */
+    for (unsigned a = 0; a < rt->ndevices; a++)
+        for (unsigned b = 0; b < rt->ndevices; b++) {
+            int can = 0;
+
+            if (a != b && weft_device_can_access_peer(
+                              weft_runtime_device(rt, a),
+                              weft_runtime_device(rt, b), &can) < 0)
+                can = 0;
+            rt->peer[a * rt->ndevices + b] = can != 0;
+        }
+    weft_clear_error();
+    for (unsigned i = 0; i < rt->ndevices; i++)
+        pthread_mutex_init(&rt->devmem[i].lock, NULL);
     pthread_mutex_init(&rt->lock, NULL);
     weft__info("runtime", "%u devices", rt->ndevices);
     *out = rt;
@@ -306,6 +336,8 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
 
 fail:
     weft__close_drivers(rt);
+    weft__free(rt->peer);
+    weft__free(rt->devmem);
     weft__free(rt->contexts);
     weft__free(rt->devices);
     weft__free(rt);
@@ -325,6 +357,16 @@ int weft_runtime_destroy(weft_runtime *rt)
                            "runtime (modules, buffers, graphs) are still "
                            "live",
                            live);
+    /* Every buffer is gone, so the pools hold no block. */
+    for (unsigned i = 0; i < rt->ndevices; i++) {
+        weft__devmem *dm = &rt->devmem[i];
+
+        weft__stager_destroy(dm->stager);
+        if (dm->pool && weft__pool_destroy(dm->pool) < 0)
+            weft__warn("runtime", "pool of %s: %s", rt->devices[i]->name,
+                       weft_last_error());
+        pthread_mutex_destroy(&dm->lock);
+    }
     for (unsigned i = 0; i < rt->ndevices; i++)
         if (rt->contexts[i] && weft__drv_context_destroy(rt->contexts[i]) < 0)
             weft__warn("runtime", "context of %s: %s", rt->devices[i]->name,
@@ -333,9 +375,112 @@ int weft_runtime_destroy(weft_runtime *rt)
     if (rt->topology)
         hwloc_topology_destroy(rt->topology);
     pthread_mutex_destroy(&rt->lock);
+    weft__free(rt->peer);
+    weft__free(rt->devmem);
     weft__free(rt->contexts);
     weft__free(rt->devices);
     weft__free(rt);
+    return 0;
+}
+
+int weft__runtime_pool(weft_runtime *rt, unsigned index, weft__pool **pool)
+{
+    weft__devmem *dm = &rt->devmem[index];
+    weft__context *ctx;
+    int rc = 0;
+
+    pthread_mutex_lock(&dm->lock);
+    if (!dm->pool) {
+        weft__pool_options o = WEFT__POOL_OPTIONS_INIT;
+        uint64_t mem = rt->devices[index]->props.global_mem;
+
+        o.limit = rt->device_mem_limit;
+        if (mem && (!o.limit || o.limit > mem))
+            o.limit = mem;
+        /* Under a limit of a few slabs, one slab of the whole limit: the
+         * free space of several would fragment between the blocks that a
+         * node pins, and a large block would find room in none. */
+        if (o.limit && o.limit < ((uint64_t)64 << 20) * 4)
+            o.slab = (size_t)o.limit;
+        rc = weft__runtime_context(rt, index, &ctx);
+        if (rc == 0)
+            rc = weft__pool_create(ctx, &o, &dm->pool);
+    }
+    if (rc == 0)
+        *pool = dm->pool;
+    pthread_mutex_unlock(&dm->lock);
+    return rc;
+}
+
+weft__stager *weft__runtime_stager(weft_runtime *rt, unsigned index)
+{
+    weft__devmem *dm = &rt->devmem[index];
+    weft__device *dev = rt->devices[index];
+    weft__stager *s;
+
+    /* A host device's memory is host memory: staging would copy twice. */
+    if (dev->drv == &weft__driver_host || !dev->props.pinned_host)
+        return NULL;
+    pthread_mutex_lock(&dm->lock);
+    if (!dm->stager && !dm->stager_failed) {
+        weft__stager_options o = {0};
+        weft__context *ctx;
+        int rc;
+
+        o.topology = rt->topology;
+        o.cpuset = dev->props.cpuset;
+        rc = weft__runtime_context(rt, index, &ctx);
+        if (rc == 0)
+            rc = weft__stager_create(ctx, &o, &dm->stager);
+        if (rc < 0) {
+            dm->stager = NULL;
+            dm->stager_failed = 1;
+            weft__info("mem", "no staging for %s, copying directly: %s",
+                       dev->name, weft_last_error());
+            weft_clear_error();
+        }
+    }
+    s = dm->stager;
+    pthread_mutex_unlock(&dm->lock);
+    return s;
+}
+
+int weft_runtime_get_stats(const weft_runtime *rt, weft_stats *stats)
+{
+    weft_stats st;
+    const uint64_t *from = (const uint64_t *)(const void *)&rt->stats.h2d_bytes;
+    uint64_t *to = &st.h2d_bytes;
+    size_t n, size;
+
+    if (!rt || !stats)
+        return weft__error(WEFT_EINVAL, "weft_runtime_get_stats: %s is NULL",
+                           rt ? "stats" : "runtime");
+    size = stats->size;
+    if (size < sizeof(size_t) || size > sizeof st)
+        return weft__error(WEFT_EINVAL,
+                           "weft_runtime_get_stats: stats->size %zu; set it "
+                           "to sizeof(weft_stats)",
+                           size);
+    /* Every field after size is a uint64_t counter. */
+    n = (sizeof st - offsetof(weft_stats, h2d_bytes)) / sizeof(uint64_t);
+    for (size_t i = 0; i < n; i++)
+        to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+    st.pool_hits = st.pool_misses = st.pool_bytes = 0;
+    for (unsigned i = 0; i < rt->ndevices; i++) {
+        weft__devmem *dm = &rt->devmem[i];
+        weft__pool_stats ps;
+
+        pthread_mutex_lock(&dm->lock);
+        if (dm->pool) {
+            weft__pool_get_stats(dm->pool, &ps);
+            st.pool_hits += ps.hits;
+            st.pool_misses += ps.misses;
+            st.pool_bytes += ps.driver_bytes;
+        }
+        pthread_mutex_unlock(&dm->lock);
+    }
+    st.size = size;
+    memcpy(stats, &st, size);
     return 0;
 }
 

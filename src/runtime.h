@@ -23,6 +23,27 @@ typedef struct weft__runtime_driver {
     uint64_t indices;  /* DRIVER:N entries, as a bit set (N < 64) */
 } weft__runtime_driver;
 
+typedef struct weft__extent weft__extent;
+typedef struct weft__pool weft__pool;
+typedef struct weft__stager weft__stager;
+
+/*
+ * The memory of one device as the runtime holds it: the pool that device
+ * replicas come from, the stager for pageable host memory, and every
+ * replica extent on the device, for eviction. Pool and stager are created
+ * on first use, under lock, and destroyed with the runtime.
+ *
+ * Lock order: a root buffer's lock before this lock. Eviction, which holds
+ * this lock while it looks for a victim, only try-locks roots.
+ */
+typedef struct weft__devmem {
+    pthread_mutex_t lock;
+    weft__pool *pool;
+    weft__stager *stager;
+    unsigned stager_failed; /* creation failed once: copy directly */
+    weft__extent *extents;  /* every extent on the device (dprev/dnext) */
+} weft__devmem;
+
 struct weft_runtime {
     weft__driver_config cfg;
     weft__runtime_driver drivers[WEFT__NDRIVERS];
@@ -36,7 +57,27 @@ struct weft_runtime {
     pthread_mutex_t lock;
     weft__context **contexts;
     long live; /* modules (and later buffers, graphs) alive; atomic */
+
+    /* Memory (src/mem/). */
+    weft__devmem *devmem;      /* ndevices entries */
+    unsigned char *peer;       /* ndevices^2: [a * n + b] a can copy to b */
+    uint64_t device_mem_limit; /* option or WEFT_DEVICE_MEM_LIMIT; 0: none */
+    uint64_t tick;             /* node runs so far, for eviction; atomic */
+    weft_stats stats;          /* counters, each updated atomically */
 };
+
+/*
+ * The pool and the stager of device index, created on first use. The
+ * stager answers NULL (and 0) where staging is not worth it or could not
+ * be set up: the caller then copies directly.
+ */
+int weft__runtime_pool(weft_runtime *rt, unsigned index, weft__pool **pool);
+weft__stager *weft__runtime_stager(weft_runtime *rt, unsigned index);
+/* Add n to a statistics counter (a field of rt->stats). */
+static inline void weft__stat_add(uint64_t *counter, uint64_t n)
+{
+    __atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
+}
 
 /* The context of device index, created on first use. */
 int weft__runtime_context(weft_runtime *rt, unsigned index,

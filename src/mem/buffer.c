@@ -1,7 +1,7 @@
 /*
- * Buffers: roots, views, the host copy and per-device replicas with
- * whole-buffer validity flags, and the synchronous helpers. See buffer.h
- * for the invariants and the lock protocol.
+ * Buffers: roots, views, the lanes, and the synchronous helpers; the
+ * copies themselves are in replica.c. See buffer.h for the invariants and
+ * the lock protocol.
  */
 #include "buffer.h"
 
@@ -12,8 +12,13 @@
 
 void weft__lanes_init(weft__lanes *l, weft_runtime *rt)
 {
+    weft__coherence_transfers tr = WEFT__COH_LIST_INIT;
+    weft__coherence_ranges ranges = WEFT__COH_LIST_INIT;
+
     l->rt = rt;
     l->queues = NULL;
+    l->tr = tr;
+    l->ranges = ranges;
 }
 
 int weft__lanes_queue(weft__lanes *l, unsigned device, weft__queue **q)
@@ -62,6 +67,8 @@ int weft__lanes_sync(weft__queue *q)
 
 void weft__lanes_release(weft__lanes *l)
 {
+    weft__coherence_transfers_fini(&l->tr);
+    weft__coherence_ranges_fini(&l->ranges);
     if (!l->queues)
         return;
     for (unsigned i = 0; i < l->rt->ndevices; i++)
@@ -69,234 +76,6 @@ void weft__lanes_release(weft__lanes *l)
             weft__drv_queue_destroy(l->queues[i]);
     weft__free(l->queues);
     l->queues = NULL;
-}
-
-/* ---- copies ------------------------------------------------------------ */
-
-void weft__buffer_lock(weft_buffer *root)
-{
-    pthread_mutex_lock(&root->lock);
-}
-
-void weft__buffer_unlock(weft_buffer *root)
-{
-    pthread_mutex_unlock(&root->lock);
-}
-
-void *weft__buffer_host(weft_buffer *root, size_t off)
-{
-    return root->host + off;
-}
-
-weft__mem *weft__buffer_replica(weft_buffer *root, unsigned device)
-{
-    return root->replicas[device].mem;
-}
-
-static unsigned weft__valid_device(const weft_buffer *root)
-{
-    for (unsigned i = 0; i < root->rt->ndevices; i++)
-        if (root->replicas[i].valid)
-            return i;
-    return WEFT__HOST;
-}
-
-static unsigned weft__valid_copies(const weft_buffer *root)
-{
-    unsigned n = root->host_valid;
-
-    for (unsigned i = 0; i < root->rt->ndevices; i++)
-        n += root->replicas[i].valid;
-    return n;
-}
-
-/* Bring the whole host copy up to date from a device that holds it. */
-static int weft__download(weft_buffer *root, weft__lanes *l)
-{
-    unsigned d = weft__valid_device(root);
-    weft__queue *q = NULL;
-    int rc;
-
-    weft__assert(d != WEFT__HOST);
-    if ((rc = weft__lanes_queue(l, d, &q)) < 0)
-        return rc;
-    rc =
-        weft__drv_copy_d2h(q, root->host, root->replicas[d].mem, 0, root->size);
-    if (rc == 0)
-        rc = weft__lanes_sync(q);
-    if (rc < 0)
-        return rc;
-    root->host_valid = 1;
-    return 0;
-}
-
-int weft__buffer_make_valid(weft_buffer *root, unsigned where, size_t off,
-                            size_t size, weft__lanes *l)
-{
-    weft__replica *r;
-    weft__context *ctx;
-    weft__queue *q = NULL;
-    int rc;
-
-    (void)off; /* whole-buffer flags: the range is the whole buffer */
-    (void)size;
-    if (where == WEFT__HOST)
-        return root->host_valid ? 0 : weft__download(root, l);
-    r = &root->replicas[where];
-    if (r->valid)
-        return 0;
-    if (!r->mem) {
-        rc = weft__runtime_context(root->rt, where, &ctx);
-        if (rc == 0)
-            rc = weft__drv_mem_alloc(ctx, root->size, &r->mem);
-        if (rc < 0) {
-            r->mem = NULL;
-            return rc;
-        }
-    }
-    /* Device to device goes through the host copy for now. */
-    if (!root->host_valid && (rc = weft__download(root, l)) < 0)
-        return rc;
-    if ((rc = weft__lanes_queue(l, where, &q)) < 0)
-        return rc;
-    rc = weft__drv_copy_h2d(q, r->mem, 0, root->host, root->size);
-    if (rc == 0)
-        rc = weft__lanes_sync(q);
-    if (rc < 0)
-        return rc;
-    r->valid = 1;
-    return 0;
-}
-
-void weft__buffer_written(weft_buffer *root, unsigned where, size_t off,
-                          size_t size)
-{
-    (void)off;
-    (void)size;
-    root->host_valid = where == WEFT__HOST;
-    for (unsigned i = 0; i < root->rt->ndevices; i++)
-        root->replicas[i].valid = i == where;
-}
-
-void weft__buffer_discard(weft_buffer *root, unsigned where, size_t off,
-                          size_t size)
-{
-    (void)off;
-    (void)size;
-    if (weft__valid_copies(root) < 2)
-        return;
-    if (where == WEFT__HOST)
-        root->host_valid = 0;
-    else
-        root->replicas[where].valid = 0;
-}
-
-/*
- * Devices first, the host last: only a device write can fail. When one
- * does, the devices already written hold new bytes, the ones not tried yet
- * and the host the old ones, and the failed one either (its copy may have
- * run before its sync failed). If a copy surely holds the old bytes, the
- * others go and the buffer is as it was; else the new bytes stay.
- */
-static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
-                               const void *src, const void *pattern,
-                               size_t pattern_size, weft__lanes *l)
-{
-    unsigned n = root->rt->ndevices, d;
-    weft__queue *q = NULL;
-    int rc = 0;
-
-    if (size == 0)
-        return 0;
-    if (!src && off % pattern_size) {
-        /*
-         * A fill through a view can start off the pattern's alignment in
-         * the root buffer, which device fills refuse: write the bytes.
-         */
-        unsigned char *tmp = weft__malloc(size);
-
-        if (!tmp)
-            return weft__error(WEFT_ENOMEM, "fill of %zu bytes", size);
-        for (size_t i = 0; i < size; i += pattern_size)
-            memcpy(tmp + i, pattern, pattern_size);
-        rc = weft__store_or_fill(root, off, size, tmp, NULL, 0, l);
-        weft__free(tmp);
-        return rc;
-    }
-    for (d = 0; d < n && rc == 0; d++) {
-        weft__replica *r = &root->replicas[d];
-
-        if (!r->valid)
-            continue;
-        rc = weft__lanes_queue(l, d, &q);
-        if (rc == 0)
-            rc = src ? weft__drv_copy_h2d(q, r->mem, off, src, size)
-                     : weft__drv_fill(q, r->mem, off, pattern, pattern_size,
-                                      size);
-        if (rc == 0)
-            rc = weft__lanes_sync(q);
-    }
-    if (rc < 0) {
-        unsigned failed = d - 1, old = root->host_valid, newer = 0;
-
-        for (unsigned i = d; i < n; i++)
-            old |= root->replicas[i].valid;
-        for (unsigned i = 0; i < failed; i++)
-            newer |= root->replicas[i].valid;
-        /* Keep the old bytes if a copy surely has them, else the new. */
-        for (unsigned i = 0; i <= failed; i++)
-            if (old || (i == failed && newer))
-                root->replicas[i].valid = 0;
-        return rc;
-    }
-    if (root->host_valid) {
-        unsigned char *h = root->host + off;
-
-        if (src) {
-            memmove(h, src, size);
-        } else if (pattern_size == 1) {
-            memset(h, *(const unsigned char *)pattern, size);
-        } else {
-            for (size_t i = 0; i < size; i += pattern_size)
-                memcpy(h + i, pattern, pattern_size);
-        }
-    }
-    return 0;
-}
-
-int weft__buffer_store(weft_buffer *root, size_t off, const void *src,
-                       size_t size, weft__lanes *l)
-{
-    return weft__store_or_fill(root, off, size, src, NULL, 0, l);
-}
-
-int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
-                            const void *pattern, size_t pattern_size,
-                            weft__lanes *l)
-{
-    return weft__store_or_fill(root, off, size, NULL, pattern, pattern_size, l);
-}
-
-int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
-                      weft__lanes *l)
-{
-    unsigned d;
-    weft__queue *q = NULL;
-    int rc;
-
-    if (size == 0)
-        return 0;
-    if (root->host_valid) {
-        memmove(dst, root->host + off, size);
-        return 0;
-    }
-    d = weft__valid_device(root);
-    if ((rc = weft__lanes_queue(l, d, &q)) < 0)
-        return rc;
-    rc = weft__drv_copy_d2h(q, dst, root->replicas[d].mem, off, size);
-    if (rc == 0)
-        rc = weft__lanes_sync(q);
-    return rc;
 }
 
 /* ---- counts for the executor ------------------------------------------- */
@@ -358,12 +137,19 @@ static int weft__buffer_new(weft_runtime *rt, void *host, size_t size,
                            rt ? "result" : "runtime");
     if (size == 0)
         return weft__error(WEFT_EINVAL, "%s: size 0", fn);
+    if (rt->ndevices + 1 > WEFT__COH_MAX_MEMS)
+        return weft__error(WEFT_ENOTSUP,
+                           "%s: %u devices; buffers track at most %u", fn,
+                           rt->ndevices, WEFT__COH_MAX_MEMS - 1);
     b = weft__calloc(1, sizeof *b);
     if (!b)
         return weft__error(WEFT_ENOMEM, "%s: out of memory", fn);
     b->replicas =
         weft__calloc(rt->ndevices ? rt->ndevices : 1, sizeof *b->replicas);
     if (!b->replicas)
+        goto nomem;
+    if (weft__coherence_init(&b->coh, size, rt->ndevices + 1,
+                             (uint64_t)1 << WEFT__COH_HOST) < 0)
         goto nomem;
     if (host) {
         b->host = host;
@@ -376,13 +162,13 @@ static int weft__buffer_new(weft_runtime *rt, void *host, size_t size,
     b->rt = rt;
     b->root = b;
     b->size = size;
-    b->host_valid = 1;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->idle, NULL);
     weft__runtime_live(rt, 1);
     *out = b;
     return 0;
 nomem:
+    weft__coherence_fini(&b->coh);
     weft__free(b->replicas);
     weft__free(b);
     return weft__error(WEFT_ENOMEM, "%s: out of memory for %zu bytes", fn,
@@ -498,9 +284,9 @@ int weft_buffer_destroy(weft_buffer *buf)
     }
     weft__wait_idle(root);
     /* The user's memory gets the final bytes; weft's own need not. */
-    if (!root->owned && !root->host_valid) {
+    if (!root->owned) {
         weft__lanes_init(&l, rt);
-        rc = weft__download(root, &l);
+        rc = weft__buffer_make_valid(root, WEFT__HOST, 0, root->size, &l);
         weft__lanes_release(&l);
         if (rc < 0) {
             weft__buffer_unlock(root);
@@ -510,10 +296,10 @@ int weft_buffer_destroy(weft_buffer *buf)
                                       what);
         }
     }
+    /* Under the lock: eviction may be looking at the extents. */
+    weft__buffer_free_replicas(root);
     weft__buffer_unlock(root);
-    for (unsigned i = 0; i < rt->ndevices; i++)
-        if (root->replicas[i].mem)
-            weft__drv_mem_free(root->replicas[i].mem);
+    weft__coherence_fini(&root->coh);
     if (root->owned)
         weft__free(root->host);
     weft__free(root->replicas);
@@ -582,11 +368,8 @@ int weft_buffer_read(weft_buffer *buf, size_t offset, void *dst, size_t size)
     if ((rc = weft__helper_begin(buf, offset, &size, "weft_buffer_read")) < 0)
         return rc;
     weft__lanes_init(&l, buf->rt);
+    /* Through the host copy, which a read brings up to date (weft.h). */
     rc = weft__buffer_load(buf->root, buf->offset + offset, dst, size, &l);
-    /* A read makes a wrapped buffer's memory current (weft.h). */
-    if (rc == 0 && !buf->root->owned)
-        rc = weft__buffer_make_valid(buf->root, WEFT__HOST, 0, buf->root->size,
-                                     &l);
     return weft__helper_end(buf, &l, rc, "weft_buffer_read");
 }
 
@@ -654,14 +437,16 @@ int weft_buffer_map(weft_buffer *buf, size_t offset, size_t size,
                            "(through %s); one map at a time",
                            what);
     }
-    /*
-     * The host copy becomes valid even for a WEFT_WRITE map: with one flag
-     * per copy, bytes outside the range must be current there too.
-     */
-    rc = weft__buffer_make_valid(root, WEFT__HOST, 0, root->size, &l);
+    /* A WEFT_WRITE map overwrites every byte: nothing to bring over. */
+    rc = mode & WEFT_READ
+             ? weft__buffer_make_valid(root, WEFT__HOST, buf->offset + offset,
+                                       size, &l)
+             : weft__buffer_reserve(root, 1);
     if (rc == 0) {
         root->mapped_by = buf;
         root->map_mode = mode;
+        root->map_off = buf->offset + offset;
+        root->map_size = size;
         root->map_ptr = root->host + buf->offset + offset;
         *ptr = root->map_ptr;
     }
@@ -685,8 +470,10 @@ int weft_buffer_unmap(weft_buffer *buf, void *ptr)
                          "weft_buffer_unmap: %p is not the mapped pointer %p",
                          ptr, root->map_ptr);
     if (rc == 0) {
+        /* The map reserved room for this update. */
         if (root->map_mode & WEFT_WRITE)
-            weft__buffer_written(root, WEFT__HOST, 0, root->size);
+            weft__buffer_written(root, WEFT__HOST, root->map_off,
+                                 root->map_size);
         root->mapped_by = NULL;
         root->map_ptr = NULL;
     }
@@ -705,4 +492,23 @@ int weft_buffer_sync_host(weft_buffer *buf)
     weft__lanes_init(&l, buf->rt);
     rc = weft__buffer_make_valid(buf->root, WEFT__HOST, 0, buf->root->size, &l);
     return weft__helper_end(buf, &l, rc, "weft_buffer_sync_host");
+}
+
+int weft_buffer_invalidate(weft_buffer *buf, size_t offset, size_t size)
+{
+    weft__lanes l;
+    int rc;
+
+    if (buf && buf->root->owned)
+        return weft__error(WEFT_EINVAL,
+                           "weft_buffer_invalidate: the buffer does not wrap "
+                           "user memory");
+    if ((rc = weft__helper_begin(buf, offset, &size,
+                                 "weft_buffer_invalidate")) < 0)
+        return rc;
+    weft__lanes_init(&l, buf->rt);
+    rc = weft__buffer_reserve(buf->root, 1);
+    if (rc == 0)
+        weft__buffer_written(buf->root, WEFT__HOST, buf->offset + offset, size);
+    return weft__helper_end(buf, &l, rc, "weft_buffer_invalidate");
 }

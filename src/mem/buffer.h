@@ -6,36 +6,60 @@
  * state below lives in the root; a view only knows its root and offset.
  *
  * Copies. The root has a host copy (weft's allocation, or the user's memory
- * for a wrapped buffer) and one replica per device of the runtime,
- * allocated on first use. For now validity is one flag per copy for the
- * whole buffer; the coherence tracker of a later issue replaces it per
- * range. Everything above this file goes through the functions below
- * (make_valid, written, store, load, fill), which take the range they care
- * about, so that the swap touches this file only.
+ * for a wrapped buffer), always allocated, and on each device of the
+ * runtime a replica made of extents: disjoint ranges of the root's bytes,
+ * each a block of the device's pool, allocated when a node first needs
+ * that range there and freed by eviction or with the buffer. A coherence
+ * tracker (coherence.h) says which bytes are valid where: memory 0 is the
+ * host copy, memory 1 + d device d. Bytes valid on a device always lie in
+ * one of its extents.
  *
- * Invariant: at least one copy is valid at any time (a new buffer's host
- * copy is valid, with undefined contents for weft_buffer_create). Every
- * valid copy holds the same bytes.
+ * Invariant: every byte is valid in at least one memory (a new buffer's
+ * host copy is valid, with undefined contents for weft_buffer_create), and
+ * every valid copy of a byte holds the same value.
  *
- * Locking. root->lock guards the copies, their flags and the counters. A
+ * Locking. root->lock guards the copies, the tracker and the extents. A
  * graph node holds the locks of every root it touches for as long as it
  * runs; several roots are locked in increasing address order. The
  * synchronous helpers (weft_buffer_read, ...) take the one lock and first
  * wait, on root->idle, until no launch that uses the root is in flight.
+ * Eviction, looking for room on a device, try-locks other roots (never
+ * waits for one), and uses the roots its own thread holds (root->holder)
+ * except the extents pinned by the work in progress (pin == epoch).
  */
 #ifndef WEFT_MEM_BUFFER_H
 #define WEFT_MEM_BUFFER_H
 
 #include "../runtime.h"
+#include "coherence.h"
+#include "pool.h"
 
 #include <limits.h>
 
 /* "where" for the host copy; devices are runtime device indices. */
 #define WEFT__HOST UINT_MAX
 
+/*
+ * One range [lo, hi) of a root held on device `device` in blk. next links
+ * the root's extents on that device by lo (root->lock); dprev/dnext link
+ * every extent of the device (its devmem lock).
+ */
+struct weft__extent {
+    weft_buffer *root;
+    unsigned device;
+    size_t lo, hi;
+    weft__pool_block blk;
+    unsigned long pin; /* == root->epoch: in use by the lock holder */
+    uint64_t last_use; /* rt->tick when last pinned */
+    weft__extent *next;
+    weft__extent *dprev, *dnext;
+};
+
 typedef struct weft__replica {
-    weft__mem *mem; /* NULL until the device first needs the bytes */
-    unsigned valid;
+    weft__extent *extents; /* by lo, disjoint */
+    weft__mem *reg;        /* the host copy registered with the device */
+    unsigned host_moves;   /* copies between the host copy and the device */
+    unsigned reg_failed;   /* registration failed once: do not retry */
 } weft__replica;
 
 struct weft_buffer {
@@ -50,25 +74,35 @@ struct weft_buffer {
     /* The rest is used in roots only. */
     pthread_mutex_t lock;
     pthread_cond_t idle; /* signalled when inflight drops to 0 */
+    const void *holder;  /* the thread holding lock, or NULL; atomic */
+    unsigned long epoch; /* bumped at every lock (pins of the last holder
+                            expire) */
     unsigned char *host; /* the host copy */
     unsigned owned;      /* host was allocated by weft */
-    unsigned host_valid;
-    long inflight; /* launches queued or running that use the root */
+    long inflight;       /* launches queued or running that use the root */
     weft_buffer *mapped_by;
     void *map_ptr;
+    size_t map_off, map_size; /* in the root */
     weft_access map_mode;
+    /* When the graph that last ran a node on the root uses it next, in
+     * rt->tick units (0: unknown); eviction keeps the nearest. */
+    uint64_t next_use;
+    weft__coherence coh;
     weft__replica *replicas; /* rt->ndevices entries */
 };
 
 /*
  * Queues for the transfers of one thread: one per device, created when a
- * transfer first needs that device. The executor keeps one set per
- * executable graph (its worker is the only user); the synchronous helpers
- * make one per call. Driver queues are not shared between threads.
+ * transfer first needs that device, and the thread's scratch lists for the
+ * tracker. The executor keeps one set per executable graph (its worker is
+ * the only user); the synchronous helpers make one per call. Driver queues
+ * are not shared between threads.
  */
 typedef struct weft__lanes {
     weft_runtime *rt;
     weft__queue **queues; /* rt->ndevices entries, or NULL */
+    weft__coherence_transfers tr;
+    weft__coherence_ranges ranges;
 } weft__lanes;
 
 void weft__lanes_init(weft__lanes *l, weft_runtime *rt);
@@ -87,36 +121,60 @@ void weft__buffer_unlock(weft_buffer *root);
  * The functions below take a root, locked by the caller, and a range of
  * it; they are the whole interface of the copies.
  *
- * make_valid: after it, copy `where` holds the current bytes of the range
- * (with whole-buffer flags: of the whole buffer), moving them from another
- * copy as needed. A copy that is already valid is not touched, so a buffer
- * kept on a device crosses to it once.
+ * make_valid: after it, copy `where` holds the current bytes of the range,
+ * moved from the cheapest copies that hold them (a peer device before the
+ * host) for the bytes it lacked; on a device the range lies in one extent,
+ * pinned until the root is unlocked. prepare is the same without moving
+ * any bytes, for a range that is about to be overwritten whole.
  */
 int weft__buffer_make_valid(weft_buffer *root, unsigned where, size_t off,
                             size_t size, weft__lanes *l);
+int weft__buffer_prepare(weft_buffer *root, unsigned where, size_t off,
+                         size_t size, weft__lanes *l);
 /*
- * The range was written in copy `where` (which was valid before): the
- * other copies of it are stale now.
+ * Room in the tracker for n later updates (written, discard) of ranges
+ * that make_valid or prepare saw, so that those cannot fail.
+ */
+int weft__buffer_reserve(weft_buffer *root, unsigned n);
+/*
+ * The range was written in copy `where` (which make_valid or prepare
+ * readied, and reserve made room for): the other copies of it are stale.
  */
 void weft__buffer_written(weft_buffer *root, unsigned where, size_t off,
                           size_t size);
 /*
  * Work on `where` that was meant to write the range failed part-way, so
- * that its bytes there are unknown: it stops being valid, unless it is the
- * only valid copy (then there is nothing better to keep).
+ * that its bytes there are unknown: they stop being valid there, except
+ * those it holds alone (then there is nothing better to keep).
  */
 void weft__buffer_discard(weft_buffer *root, unsigned where, size_t off,
                           size_t size);
-/* The device memory of a replica that make_valid made valid. */
-weft__mem *weft__buffer_replica(weft_buffer *root, unsigned device);
+/*
+ * The device memory holding byte off of the root on device, which
+ * make_valid or prepare readied: *mem and *moff for a kernel argument.
+ */
+void weft__buffer_device_ptr(weft_buffer *root, unsigned device, size_t off,
+                             weft__mem **mem, size_t *moff);
 /* The host address of byte off of the root's host copy. */
 void *weft__buffer_host(weft_buffer *root, size_t off);
+/*
+ * Evict every extent of device that this thread may, the pinned ones of
+ * the roots it holds included: for a node whose ranges did not fit between
+ * the blocks it had pinned, to try once more from an empty pool.
+ */
+int weft__buffer_evict_all(weft_runtime *rt, unsigned device, weft__lanes *l);
+/* Free every extent and registration of a root (destroy, locked). */
+void weft__buffer_free_replicas(weft_buffer *root);
+/* 1 if copy `where` holds the current bytes of the whole range. */
+int weft__buffer_is_valid(const weft_buffer *root, unsigned where, size_t off,
+                          size_t size);
 
 /*
- * Write, read and fill a range wherever it is valid (store and fill write
- * every valid copy, so that no copy is invalidated by a small write; load
- * reads the host copy if valid, else a device's). A failure leaves the
- * bytes as they were.
+ * Write, read and fill a range. store and fill write every copy that
+ * holds the whole range (the host copy if none does), so that a small
+ * write does not invalidate a device's copy; load brings the host copy of
+ * the range up to date and reads it. A failure leaves the bytes as they
+ * were, or wholly new.
  */
 int weft__buffer_store(weft_buffer *root, size_t off, const void *src,
                        size_t size, weft__lanes *l);
@@ -125,6 +183,18 @@ int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
 int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
                             const void *pattern, size_t pattern_size,
                             weft__lanes *l);
+/*
+ * Copy size bytes from src at soff to dst at doff (roots, both locked,
+ * ranges disjoint if the roots are the same) on `device`: the source range
+ * is made valid there and the copy runs there; WEFT__HOST copies through
+ * the host copies.
+ */
+int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
+                      size_t soff, size_t size, unsigned device,
+                      weft__lanes *l);
+/* The lowest device holding the whole range, or WEFT__HOST if none. */
+unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
+                                     size_t size);
 
 /*
  * For the executor: an executable graph names buf (count it in or out);

@@ -242,16 +242,17 @@ static int weft__check_nodes(const weft_graph *g)
 static int weft__has_all_kernels(const weft_graph *g, unsigned d)
 {
     for (uint32_t i = 0; i < g->nnodes; i++)
-        if (g->nodes[i].kind == WEFT__NODE_KERNEL &&
+        if (g->nodes[i].kind == WEFT__NODE_KERNEL && g->nodes[i].device < 0 &&
             !weft__kernel_impl(g->nodes[i].u.kernel.k, d))
             return 0;
     return 1;
 }
 
 /*
- * The one device of the first executor: the caller's, else the nodes'
- * placement (which must agree), else the first device in runtime order
- * with every kernel, else (no kernels) the host driver's first device.
+ * The default device, for the nodes the user did not place: the caller's,
+ * else the first device in runtime order with every unplaced kernel, else
+ * (no unplaced kernels) the first placed node's device, else the host
+ * driver's first device.
  */
 static int weft__choose_device(const weft_graph *g, const weft_exec_options *o,
                                unsigned *out)
@@ -269,81 +270,82 @@ static int weft__choose_device(const weft_graph *g, const weft_exec_options *o,
             return weft__error(WEFT_EINVAL, "instantiate: the device is not "
                                             "one of the graph's runtime");
         *out = d->props.index;
-    } else {
-        for (uint32_t i = 0; i < g->nnodes; i++) {
-            const weft__node *nd = &g->nodes[i];
-
-            if (nd->kind != WEFT__NODE_KERNEL)
-                continue;
-            nk++;
-            if (nd->device < 0)
-                continue;
-            if (placed == WEFT__NONE)
-                placed = i;
-            else if (nd->device != g->nodes[placed].device)
-                return weft__node_error(
-                    WEFT_ENOTSUP, g->nodes, i,
-                    "placed on device %d while node %u is on device %d; this "
-                    "executor runs a graph on one device",
-                    nd->device, placed, g->nodes[placed].device);
-        }
-        if (placed != WEFT__NONE) {
-            *out = (unsigned)g->nodes[placed].device;
-        } else if (nk == 0) {
-            *out = 0;
-            for (unsigned d = rt->ndevices; d-- > 0;)
-                if (rt->devices[d]->drv == &weft__driver_host)
-                    *out = d;
-            return 0;
-        } else {
-            for (unsigned d = 0; d < rt->ndevices; d++)
-                if (weft__has_all_kernels(g, d)) {
-                    *out = d;
-                    return 0;
-                }
-            for (uint32_t i = 0; i < g->nnodes; i++) {
-                const weft__node *nd = &g->nodes[i];
-                unsigned d;
-
-                if (nd->kind != WEFT__NODE_KERNEL)
-                    continue;
-                for (d = 0; d < rt->ndevices; d++)
-                    if (weft__kernel_impl(nd->u.kernel.k, d))
-                        break;
-                if (d == rt->ndevices)
-                    return weft__node_error(WEFT_ENODEV, g->nodes, i,
-                                            "no device of the runtime has an "
-                                            "implementation of the kernel");
-            }
-            return weft__error(WEFT_ENODEV,
-                               "instantiate: no single device has every "
-                               "kernel of the graph (this executor runs a "
-                               "graph on one device)");
-        }
+        return 0;
     }
-    for (uint32_t i = 0; i < g->nnodes; i++)
-        if (g->nodes[i].kind == WEFT__NODE_KERNEL &&
-            !weft__kernel_impl(g->nodes[i].u.kernel.k, *out))
-            return weft__node_error(WEFT_ENODEV, g->nodes, i,
-                                    "the kernel has no implementation on "
-                                    "device %u (%s)",
-                                    *out, rt->devices[*out]->name);
-    return 0;
-}
-
-/* Kernel nodes against the implementation on the chosen device. */
-static int weft__check_kernels(const weft_graph *g, unsigned dev)
-{
-    const weft_device_info *p = &g->rt->devices[dev]->props;
-
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const weft__node *nd = &g->nodes[i];
+
+        if (nd->kind != WEFT__NODE_KERNEL)
+            continue;
+        if (nd->device >= 0) {
+            if (placed == WEFT__NONE)
+                placed = i;
+            continue;
+        }
+        nk++;
+    }
+    if (nk == 0) {
+        if (placed != WEFT__NONE) {
+            *out = (unsigned)g->nodes[placed].device;
+            return 0;
+        }
+        *out = 0;
+        for (unsigned d = rt->ndevices; d-- > 0;)
+            if (rt->devices[d]->drv == &weft__driver_host)
+                *out = d;
+        return 0;
+    }
+    for (unsigned d = 0; d < rt->ndevices; d++)
+        if (weft__has_all_kernels(g, d)) {
+            *out = d;
+            return 0;
+        }
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const weft__node *nd = &g->nodes[i];
+        unsigned d;
+
+        if (nd->kind != WEFT__NODE_KERNEL || nd->device >= 0)
+            continue;
+        for (d = 0; d < rt->ndevices; d++)
+            if (weft__kernel_impl(nd->u.kernel.k, d))
+                break;
+        if (d == rt->ndevices)
+            return weft__node_error(WEFT_ENODEV, g->nodes, i,
+                                    "no device of the runtime has an "
+                                    "implementation of the kernel");
+    }
+    return weft__error(WEFT_ENODEV,
+                       "instantiate: no single device has every kernel of the "
+                       "graph that is not placed; place them with "
+                       "weft_graph_set_device");
+}
+
+/*
+ * Where each node runs (the caller's device overrides every placement),
+ * and kernel nodes against the implementation there.
+ */
+static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
+                               unsigned dflt, unsigned *node_dev)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const weft__node *nd = &g->nodes[i];
+        unsigned dev =
+            !o->device && nd->kind == WEFT__NODE_KERNEL && nd->device >= 0
+                ? (unsigned)nd->device
+                : dflt;
+        const weft_device_info *p = &g->rt->devices[dev]->props;
         const weft_arg *args;
         uint64_t group = 1;
         int rc;
 
+        node_dev[i] = dev;
         if (nd->kind != WEFT__NODE_KERNEL)
             continue;
+        if (!weft__kernel_impl(nd->u.kernel.k, dev))
+            return weft__node_error(WEFT_ENODEV, g->nodes, i,
+                                    "the kernel has no implementation on "
+                                    "device %u (%s)",
+                                    dev, g->rt->devices[dev]->name);
         args = &g->args[nd->u.kernel.arg_first];
         rc = weft__args_match(nd->u.kernel.k,
                               weft__kernel_impl(nd->u.kernel.k, dev), args,
@@ -394,6 +396,8 @@ static void weft__exec_free(weft_exec *e)
     weft__free(e->preds);
     weft__free(e->lock_first);
     weft__free(e->locks);
+    weft__free(e->lock_next);
+    weft__free(e->node_dev);
     weft__free(e->roots);
     weft__free(e->kargs);
     weft__free(e->ptrs);
@@ -444,6 +448,39 @@ static int weft__build_locks(weft_exec *e)
     return 0;
 }
 
+/*
+ * For each (node, root) of the locks, how far in the order the root is
+ * used next: walking the order backwards twice, so that a root's last use
+ * in a launch sees its first use in the next one.
+ */
+static int weft__build_next_use(weft_exec *e)
+{
+    uint32_t n = e->nnodes, *seen;
+
+    e->lock_next =
+        weft__malloc(((size_t)e->lock_first[n] + 1) * sizeof *e->lock_next);
+    seen = weft__malloc(((size_t)e->nroots + 1) * sizeof *seen);
+    if (!e->lock_next || !seen) {
+        weft__free(seen);
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    }
+    for (uint32_t r = 0; r < e->nroots; r++)
+        seen[r] = UINT32_MAX;
+    for (uint32_t k = 2 * n; k-- > 0;) {
+        uint32_t i = e->order[k % n];
+
+        for (uint32_t l = e->lock_first[i]; l < e->lock_first[i + 1]; l++) {
+            uint32_t r = e->locks[l];
+
+            if (k < n)
+                e->lock_next[l] = seen[r] - k;
+            seen[r] = k;
+        }
+    }
+    weft__free(seen);
+    return 0;
+}
+
 static void *weft__worker_main(void *arg);
 
 int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
@@ -485,8 +522,14 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     }
     if ((rc = weft__topo_order(g, e->pred_first, e->preds, e->order)) < 0 ||
         (rc = weft__check_nodes(g)) < 0 ||
-        (rc = weft__choose_device(g, &o, &dev)) < 0 ||
-        (rc = weft__check_kernels(g, dev)) < 0)
+        (rc = weft__choose_device(g, &o, &dev)) < 0)
+        goto fail;
+    e->node_dev = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->node_dev);
+    if (!e->node_dev) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto fail;
+    }
+    if ((rc = weft__check_kernels(g, &o, dev, e->node_dev)) < 0)
         goto fail;
     e->device = dev;
     for (uint32_t i = 0; i < g->nnodes; i++) {
@@ -511,7 +554,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     }
     for (uint32_t i = 0; i < g->nroots; i++)
         e->roots[i] = g->roots[i].buf;
-    if ((rc = weft__build_locks(e)) < 0)
+    if ((rc = weft__build_locks(e)) < 0 || (rc = weft__build_next_use(e)) < 0)
         goto fail;
     /* The device's queue now, so that a device that cannot make one fails
      * here rather than at the first launch. */
@@ -536,16 +579,38 @@ fail:
 
 /* ---- running nodes ----------------------------------------------------- */
 
-static int weft__run_kernel(weft_exec *e, const weft__node *nd)
+/* A buffer argument's bytes, WEFT_WHOLE resolved. */
+static size_t weft__arg_size(const weft_arg *ar)
 {
+    return ar->size == WEFT_WHOLE ? ar->buffer->size - ar->offset : ar->size;
+}
+
+static int weft__run_kernel(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
     const weft_arg *args = &e->args[nd->u.kernel.arg_first];
     uint32_t nargs = nd->u.kernel.nargs;
-    weft__kernel *impl = weft__kernel_impl(nd->u.kernel.k, e->device);
-    const weft_device_info *p = &e->rt->devices[e->device]->props;
+    unsigned dev = e->node_dev[i];
+    weft__kernel *impl = weft__kernel_impl(nd->u.kernel.k, dev);
+    const weft_device_info *p = &e->rt->devices[dev]->props;
     weft__grid grid;
     weft__queue *q = NULL;
     int rc;
 
+    /* Every range first, then the addresses: readying one range may
+     * merge extents that an earlier argument's address pointed into. */
+    for (uint32_t a = 0; a < nargs; a++) {
+        const weft_arg *ar = &args[a];
+
+        if (ar->type != WEFT_PARAM_BUFFER)
+            continue;
+        rc = (ar->access & WEFT_READ ? weft__buffer_make_valid
+                                     : weft__buffer_prepare)(
+            ar->buffer->root, dev, ar->buffer->offset + ar->offset,
+            weft__arg_size(ar), &e->lanes);
+        if (rc < 0)
+            return rc;
+    }
     for (uint32_t a = 0; a < nargs; a++) {
         const weft_arg *ar = &args[a];
         weft__karg *k = &e->kargs[a];
@@ -553,18 +618,11 @@ static int weft__run_kernel(weft_exec *e, const weft__node *nd)
         k->type = ar->type;
         k->size = ar->size;
         switch (ar->type) {
-        case WEFT_PARAM_BUFFER: {
-            weft_buffer *root = ar->buffer->root;
-
-            rc = weft__buffer_make_valid(root, e->device,
-                                         ar->buffer->offset + ar->offset,
-                                         ar->size, &e->lanes);
-            if (rc < 0)
-                return rc;
-            k->u.buf.mem = weft__buffer_replica(root, e->device);
-            k->u.buf.offset = ar->buffer->offset + ar->offset;
+        case WEFT_PARAM_BUFFER:
+            weft__buffer_device_ptr(ar->buffer->root, dev,
+                                    ar->buffer->offset + ar->offset,
+                                    &k->u.buf.mem, &k->u.buf.offset);
             break;
-        }
         case WEFT_PARAM_BYTES:
             k->u.value = e->bytes + ar->value.u64;
             break;
@@ -588,7 +646,7 @@ static int weft__run_kernel(weft_exec *e, const weft__node *nd)
         grid.groups[d] = items / gs + (items % gs != 0);
     }
     grid.shared_bytes = 0;
-    if ((rc = weft__lanes_queue(&e->lanes, e->device, &q)) < 0)
+    if ((rc = weft__lanes_queue(&e->lanes, dev, &q)) < 0)
         return rc;
     if ((rc = weft__drv_launch(q, impl, &grid, e->kargs, nargs)) < 0)
         return rc;
@@ -599,11 +657,13 @@ static int weft__run_kernel(weft_exec *e, const weft__node *nd)
         if (ar->type != WEFT_PARAM_BUFFER || !(ar->access & WEFT_WRITE))
             continue;
         if (rc == 0)
-            weft__buffer_written(ar->buffer->root, e->device,
-                                 ar->buffer->offset + ar->offset, ar->size);
+            weft__buffer_written(ar->buffer->root, dev,
+                                 ar->buffer->offset + ar->offset,
+                                 weft__arg_size(ar));
         else
-            weft__buffer_discard(ar->buffer->root, e->device,
-                                 ar->buffer->offset + ar->offset, ar->size);
+            weft__buffer_discard(ar->buffer->root, dev,
+                                 ar->buffer->offset + ar->offset,
+                                 weft__arg_size(ar));
     }
     return rc;
 }
@@ -618,10 +678,13 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
         weft_buffer *root = acc[a].buf->root;
         size_t off = acc[a].buf->offset + acc[a].offset;
 
-        rc = weft__buffer_make_valid(root, WEFT__HOST, off, acc[a].size,
-                                     &e->lanes);
-        if (rc < 0)
-            return rc;
+        /* Bytes that will be overwritten whole need not come over. */
+        if (acc[a].mode & WEFT_READ) {
+            rc = weft__buffer_make_valid(root, WEFT__HOST, off, acc[a].size,
+                                         &e->lanes);
+            if (rc < 0)
+                return rc;
+        }
         e->ptrs[a] = weft__buffer_host(root, off);
     }
     if (nd->kind == WEFT__NODE_MAP)
@@ -636,27 +699,23 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
     return 0;
 }
 
-static int weft__run_copy(weft_exec *e, const weft__node *nd)
+/*
+ * A copy runs where the source range is already whole, else on the node's
+ * device, which the source is brought to.
+ */
+static int weft__run_copy(weft_exec *e, uint32_t i)
 {
+    const weft__node *nd = &e->nodes[i];
     const weft__access *src = &e->acc[nd->acc_first];
     const weft__access *dst = src + 1;
-    void *tmp;
-    int rc;
+    weft_buffer *sr = src->buf->root, *dr = dst->buf->root;
+    size_t so = src->buf->offset + src->offset;
+    size_t dof = dst->buf->offset + dst->offset;
+    unsigned dev = weft__buffer_device_holding(sr, so, src->size);
 
-    if (src->size == 0)
-        return 0;
-    /* Through host memory for now; the tracker issue copies in place. */
-    tmp = weft__malloc(src->size);
-    if (!tmp)
-        return weft__error(WEFT_ENOMEM, "copy of %zu bytes: out of memory",
-                           src->size);
-    rc = weft__buffer_load(src->buf->root, src->buf->offset + src->offset, tmp,
-                           src->size, &e->lanes);
-    if (rc == 0)
-        rc = weft__buffer_store(dst->buf->root, dst->buf->offset + dst->offset,
-                                tmp, dst->size, &e->lanes);
-    weft__free(tmp);
-    return rc;
+    return weft__buffer_copy(dr, dof, sr, so, src->size,
+                             dev != WEFT__HOST ? dev : e->node_dev[i],
+                             &e->lanes);
 }
 
 static int weft__run_node(weft_exec *e, uint32_t i)
@@ -664,13 +723,25 @@ static int weft__run_node(weft_exec *e, uint32_t i)
     const weft__node *nd = &e->nodes[i];
     const weft__access *a = &e->acc[nd->acc_first];
     uint32_t l0 = e->lock_first[i], l1 = e->lock_first[i + 1];
+    uint64_t tick = __atomic_add_fetch(&e->rt->tick, 1, __ATOMIC_RELAXED);
     int rc = 0;
 
     for (uint32_t l = l0; l < l1; l++)
         weft__buffer_lock(e->roots[e->locks[l]]);
-    switch (nd->kind) {
+    /* Room for the tracker updates after the work, which cannot fail. */
+    for (uint32_t l = l0; l < l1 && rc == 0; l++)
+        rc = weft__buffer_reserve(e->roots[e->locks[l]], nd->nacc);
+    switch (rc < 0 ? WEFT__NODE_EMPTY : nd->kind) {
     case WEFT__NODE_KERNEL:
-        rc = weft__run_kernel(e, nd);
+        rc = weft__run_kernel(e, i);
+        /*
+         * Out of device memory before the launch: the free space may only
+         * be cut up between the blocks the node pinned. Once more from an
+         * empty device, where the node's ranges pack.
+         */
+        if (rc == WEFT_EDEVMEM &&
+            weft__buffer_evict_all(e->rt, e->node_dev[i], &e->lanes) == 0)
+            rc = weft__run_kernel(e, i);
         break;
     case WEFT__NODE_WRITE:
         rc = weft__buffer_store(a->buf->root, a->buf->offset + a->offset,
@@ -686,7 +757,10 @@ static int weft__run_node(weft_exec *e, uint32_t i)
                                      nd->u.fill.size, &e->lanes);
         break;
     case WEFT__NODE_COPY:
-        rc = weft__run_copy(e, nd);
+        rc = weft__run_copy(e, i);
+        if (rc == WEFT_EDEVMEM &&
+            weft__buffer_evict_all(e->rt, e->node_dev[i], &e->lanes) == 0)
+            rc = weft__run_copy(e, i);
         break;
     case WEFT__NODE_MAP:
     case WEFT__NODE_HOST:
@@ -695,8 +769,12 @@ static int weft__run_node(weft_exec *e, uint32_t i)
     case WEFT__NODE_EMPTY:
         break;
     }
-    for (uint32_t l = l1; l-- > l0;)
-        weft__buffer_unlock(e->roots[e->locks[l]]);
+    for (uint32_t l = l1; l-- > l0;) {
+        weft_buffer *root = e->roots[e->locks[l]];
+
+        root->next_use = tick + e->lock_next[l];
+        weft__buffer_unlock(root);
+    }
     return rc;
 }
 

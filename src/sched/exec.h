@@ -1,7 +1,9 @@
 /*
- * The first executor (src/sched/): one device per graph, one worker thread
- * per executable graph, nodes run one at a time in a topological order.
- * The scheduler issue replaces it with placement, lanes and events.
+ * The first executor (src/sched/): one worker thread per executable graph,
+ * nodes run one at a time in a topological order, each kernel node on its
+ * placed device (weft_graph_set_device) or the exec's default one; the
+ * coherence tracker moves the bytes between devices. The scheduler issue
+ * replaces it with placement, lanes and events.
  *
  * An executable graph owns copies of everything it needs from its graph
  * (nodes, accesses, arguments, the bytes of BYTES arguments, the order and
@@ -23,7 +25,8 @@ enum { WEFT__EXEC_MSG = 1024 };
 
 struct weft_exec {
     weft_runtime *rt;
-    unsigned device;
+    unsigned device;    /* the default device */
+    unsigned *node_dev; /* per node: where a kernel or copy node runs */
 
     weft__node *nodes;
     uint32_t nnodes;
@@ -36,6 +39,9 @@ struct weft_exec {
     uint32_t *preds;
     uint32_t *lock_first; /* nnodes + 1: the roots a node locks, sorted */
     uint32_t *locks;      /* ... by address, as indices into roots */
+    /* Parallel to locks: how many nodes later in the order (wrapping into
+     * the next launch) the root is used again; eviction keeps the near. */
+    uint32_t *lock_next;
     weft_buffer **roots;
     uint32_t nroots;
 

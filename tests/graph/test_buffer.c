@@ -170,12 +170,14 @@ static void test_device_copies(void **state)
     weft__lanes_init(&l, devs.rt);
     weft__buffer_lock(w);
     assert_int_equal(weft__buffer_make_valid(w, 0, 0, sizeof user, &l), 0);
-    assert_true(w->replicas[0].valid && w->host_valid);
+    assert_true(weft__buffer_is_valid(w, 0, 0, sizeof user) &&
+                weft__buffer_is_valid(w, WEFT__HOST, 0, sizeof user));
+    assert_int_equal(weft__buffer_reserve(w, 1), 0);
     /* Pretend a kernel wrote the device copy: the host is stale now. */
     weft__buffer_written(w, 0, 0, sizeof user);
-    assert_false(w->host_valid);
+    assert_false(weft__buffer_is_valid(w, WEFT__HOST, 0, 4));
     assert_int_equal(weft__buffer_store(w, 8, "\x05\0\0\0", 4, &l), 0);
-    assert_true(w->replicas[0].valid);
+    assert_true(weft__buffer_is_valid(w, 0, 0, sizeof user));
     assert_int_equal(user[2], 2); /* only the device copy was valid */
     weft__buffer_unlock(w);
     weft__lanes_release(&l);
@@ -183,7 +185,8 @@ static void test_device_copies(void **state)
     assert_int_equal(out[2], 5);
     /* A read of a wrapped buffer makes its memory current. */
     assert_int_equal(user[2], 5);
-    assert_true(w->replicas[0].valid && w->host_valid);
+    assert_true(weft__buffer_is_valid(w, 0, 0, sizeof user) &&
+                weft__buffer_is_valid(w, WEFT__HOST, 0, sizeof user));
     assert_int_equal(weft_buffer_destroy(w), 0);
 }
 
@@ -207,6 +210,8 @@ static void test_helper_failures(void **state)
             weft__lanes_init(&l, devs.rt);
             weft__buffer_lock(w);
             rc = weft__buffer_make_valid(w, 0, 0, sizeof user, &l);
+            if (rc == 0)
+                rc = weft__buffer_reserve(w, 1);
             if (rc == 0)
                 weft__buffer_written(w, 0, 0, sizeof user);
             weft__buffer_unlock(w);

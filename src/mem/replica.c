@@ -1,0 +1,910 @@
+/*
+ * The copies of a root buffer: device extents from the pools, the moves
+ * the coherence tracker asks for (peer, staged, registered or direct), and
+ * eviction. buffer.h has the invariants and the lock protocol.
+ */
+#include "buffer.h"
+#include "staging.h"
+
+#include <string.h>
+
+/*
+ * Extents start and end on multiples of this (or at the end of the root),
+ * so that neighbouring small ranges share one extent instead of many.
+ */
+#define WEFT__EXTENT_ALIGN ((size_t)256)
+/* Pageable copies smaller than this go directly: staging would not pay. */
+#define WEFT__STAGE_MIN ((size_t)64 << 10)
+
+/* Who holds a root's lock: the address of this, one per thread. */
+static _Thread_local char weft__me;
+
+enum weft__cause { WEFT__CAUSE_READ, WEFT__CAUSE_HOST, WEFT__CAUSE_EVICT };
+
+void weft__buffer_lock(weft_buffer *root)
+{
+    pthread_mutex_lock(&root->lock);
+    __atomic_store_n(&root->holder, (const void *)&weft__me, __ATOMIC_RELAXED);
+    root->epoch++;
+}
+
+static int weft__buffer_trylock(weft_buffer *root)
+{
+    if (pthread_mutex_trylock(&root->lock) != 0)
+        return 0;
+    __atomic_store_n(&root->holder, (const void *)&weft__me, __ATOMIC_RELAXED);
+    root->epoch++;
+    return 1;
+}
+
+void weft__buffer_unlock(weft_buffer *root)
+{
+    __atomic_store_n(&root->holder, NULL, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&root->lock);
+}
+
+/* 1 if this thread holds root's lock (the holder is only ever this
+ * thread's own token or another's, so a relaxed load answers exactly). */
+static int weft__held(const weft_buffer *root)
+{
+    return __atomic_load_n(&root->holder, __ATOMIC_RELAXED) ==
+           (const void *)&weft__me;
+}
+
+static unsigned weft__mem_index(unsigned where)
+{
+    return where == WEFT__HOST ? WEFT__COH_HOST : where + 1;
+}
+
+/*
+ * The tracker's cost of a byte from src to dst: a peer copy (NVLink or
+ * PCIe peer-to-peer) before the host's link, and a device the source
+ * cannot reach costs both of its trips through the host.
+ */
+static double weft__cost(unsigned src, unsigned dst, void *user)
+{
+    const weft_runtime *rt = user;
+
+    if (src == dst)
+        return 0;
+    if (src == WEFT__COH_HOST || dst == WEFT__COH_HOST)
+        return 2;
+    return rt->peer[(src - 1) * rt->ndevices + (dst - 1)] ? 1 : 4;
+}
+
+/*
+ * Room for extra more segments in the tracker. The tracker reserves for
+ * itself, but written() and discard() must not fail after the work they
+ * record has run, so callers reserve before: the same growth the tracker
+ * would do, on its public layout.
+ */
+static int weft__coh_room(weft__coherence *c, size_t extra)
+{
+    weft__coherence_seg *segs;
+    size_t cap;
+
+    if (c->cap - c->nsegs >= extra)
+        return 0;
+    cap = c->cap * 2 > c->nsegs + extra ? c->cap * 2 : c->nsegs + extra;
+    segs = weft__realloc(c->segs, cap * sizeof *segs);
+    if (!segs)
+        return weft__error(WEFT_ENOMEM,
+                           "coherence: out of memory for %zu segments", cap);
+    c->segs = segs;
+    c->cap = cap;
+    return 0;
+}
+
+int weft__buffer_reserve(weft_buffer *root, unsigned n)
+{
+    return weft__coh_room(&root->coh, 2 * (size_t)n + 2);
+}
+
+int weft__buffer_is_valid(const weft_buffer *root, unsigned where, size_t off,
+                          size_t size)
+{
+    return weft__coherence_is_valid(&root->coh, weft__mem_index(where), off,
+                                    size);
+}
+
+void *weft__buffer_host(weft_buffer *root, size_t off)
+{
+    return root->host + off;
+}
+
+/* ---- extents ------------------------------------------------------------ */
+
+/* The extent of device d holding byte off, or NULL. */
+static weft__extent *weft__extent_at(const weft_buffer *root, unsigned d,
+                                     size_t off)
+{
+    for (weft__extent *x = root->replicas[d].extents; x && x->lo <= off;
+         x = x->next)
+        if (off < x->hi)
+            return x;
+    return NULL;
+}
+
+/* The extent of device d holding the whole range, or NULL. */
+static weft__extent *weft__extent_covering(const weft_buffer *root, unsigned d,
+                                           size_t off, size_t size)
+{
+    weft__extent *x = weft__extent_at(root, d, off);
+
+    return x && off + size <= x->hi ? x : NULL;
+}
+
+void weft__buffer_device_ptr(weft_buffer *root, unsigned device, size_t off,
+                             weft__mem **mem, size_t *moff)
+{
+    /* A range of 0 bytes at the very end points just past the last. */
+    weft__extent *x =
+        weft__extent_at(root, device, off < root->size ? off : root->size - 1);
+
+    weft__assert(x);
+    *mem = x->blk.mem;
+    *moff = x->blk.offset + (off - x->lo);
+}
+
+static void weft__dev_link(weft_runtime *rt, weft__extent *x)
+{
+    weft__devmem *dm = &rt->devmem[x->device];
+
+    pthread_mutex_lock(&dm->lock);
+    x->dprev = NULL;
+    x->dnext = dm->extents;
+    if (dm->extents)
+        dm->extents->dprev = x;
+    dm->extents = x;
+    pthread_mutex_unlock(&dm->lock);
+}
+
+static void weft__dev_unlink(weft_runtime *rt, weft__extent *x)
+{
+    weft__devmem *dm = &rt->devmem[x->device];
+
+    pthread_mutex_lock(&dm->lock);
+    if (x->dprev)
+        x->dprev->dnext = x->dnext;
+    else
+        dm->extents = x->dnext;
+    if (x->dnext)
+        x->dnext->dprev = x->dprev;
+    pthread_mutex_unlock(&dm->lock);
+}
+
+/* Unlink x from its root's list and the device's, and free its block. */
+static void weft__extent_free(weft_buffer *root, weft__extent *x)
+{
+    weft__extent **pp = &root->replicas[x->device].extents;
+
+    while (*pp != x)
+        pp = &(*pp)->next;
+    *pp = x->next;
+    weft__dev_unlink(root->rt, x);
+    weft__pool_free(root->rt->devmem[x->device].pool, &x->blk);
+    weft__free(x);
+}
+
+void weft__buffer_free_replicas(weft_buffer *root)
+{
+    weft_runtime *rt = root->rt;
+
+    for (unsigned d = 0; d < rt->ndevices; d++) {
+        weft__replica *r = &root->replicas[d];
+
+        while (r->extents)
+            weft__extent_free(root, r->extents);
+        if (r->reg && weft__drv_mem_free(r->reg) < 0)
+            weft__warn("mem", "unregistering %zu bytes from %s: %s", root->size,
+                       rt->devices[d]->name, weft_last_error());
+        r->reg = NULL;
+    }
+}
+
+/* ---- host side of copies ------------------------------------------------ */
+
+/*
+ * A wrapped buffer that crosses between its host memory and device d a
+ * second time is registered with d once: from then on its copies run at
+ * pinned speed without staging. Refusal is not an error: it stays staged.
+ */
+static void weft__maybe_register(weft_buffer *root, unsigned d)
+{
+    weft_runtime *rt = root->rt;
+    weft__replica *r = &root->replicas[d];
+    weft__device *dev = rt->devices[d];
+    weft__context *ctx;
+    int rc;
+
+    if (root->owned || r->reg || r->reg_failed || r->host_moves++ < 1)
+        return;
+    /* A host device copies with memcpy: registering buys nothing. */
+    if (dev->drv == &weft__driver_host || !dev->props.host_register) {
+        r->reg_failed = 1;
+        return;
+    }
+    rc = weft__runtime_context(rt, d, &ctx);
+    if (rc == 0)
+        rc = weft__drv_host_register(ctx, root->host, root->size, &r->reg);
+    if (rc < 0) {
+        r->reg = NULL;
+        r->reg_failed = 1;
+        weft__info("mem", "%zu bytes of user memory stay staged for %s: %s",
+                   root->size, dev->name, weft_last_error());
+        weft_clear_error();
+        return;
+    }
+    weft__stat_add(&rt->stats.registered_buffers, 1);
+    weft__stat_add(&rt->stats.registered_bytes, root->size);
+}
+
+static void weft__count(weft_runtime *rt, uint64_t *link, uint64_t *copies,
+                        enum weft__cause cause, size_t len)
+{
+    weft__stat_add(link, len);
+    weft__stat_add(copies, 1);
+    weft__stat_add(cause == WEFT__CAUSE_READ   ? &rt->stats.read_bytes
+                   : cause == WEFT__CAUSE_HOST ? &rt->stats.host_bytes
+                                               : &rt->stats.evict_bytes,
+                   len);
+}
+
+/*
+ * len bytes from host memory src to (dst, doff) on device d, and wait.
+ * from_copy: src is the root's host copy (which may be registered).
+ */
+static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
+                     const void *src, size_t len, int from_copy,
+                     enum weft__cause cause, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    weft__stager *s = NULL;
+    weft__queue *q = NULL;
+    int rc;
+
+    if (from_copy)
+        weft__maybe_register(root, d);
+    if ((rc = weft__lanes_queue(l, d, &q)) < 0)
+        return rc;
+    if (from_copy && root->replicas[d].reg) {
+        rc = weft__drv_copy_h2d(q, dst, doff, src, len);
+        if (rc == 0)
+            weft__stat_add(&rt->stats.pinned_bytes, len);
+    } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
+        rc = weft__stager_h2d(s, q, dst, doff, src, len);
+        if (rc == 0)
+            weft__stat_add(&rt->stats.staged_bytes, len);
+    } else {
+        rc = weft__drv_copy_h2d(q, dst, doff, src, len);
+    }
+    /* Also after a failure: the chunks before it may still be running. */
+    if (rc == 0)
+        rc = weft__lanes_sync(q);
+    else
+        weft__lanes_sync(q);
+    if (rc == 0)
+        weft__count(rt, &rt->stats.h2d_bytes, &rt->stats.h2d_copies, cause,
+                    len);
+    return rc;
+}
+
+/* len bytes of (src, soff) on device d into the host copy at off. */
+static int weft__d2h(weft_buffer *root, unsigned d, weft__mem *src, size_t soff,
+                     size_t off, size_t len, enum weft__cause cause,
+                     weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    weft__stager *s = NULL;
+    weft__queue *q = NULL;
+    int rc;
+
+    weft__maybe_register(root, d);
+    if ((rc = weft__lanes_queue(l, d, &q)) < 0)
+        return rc;
+    if (root->replicas[d].reg) {
+        rc = weft__drv_copy_d2h(q, root->host + off, src, soff, len);
+        if (rc == 0)
+            rc = weft__lanes_sync(q);
+        if (rc == 0)
+            weft__stat_add(&rt->stats.pinned_bytes, len);
+    } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
+        rc = weft__stager_d2h(s, q, root->host + off, src, soff, len);
+        if (rc == 0)
+            weft__stat_add(&rt->stats.staged_bytes, len);
+        else
+            weft__lanes_sync(q);
+    } else {
+        rc = weft__drv_copy_d2h(q, root->host + off, src, soff, len);
+        if (rc == 0)
+            rc = weft__lanes_sync(q);
+    }
+    if (rc == 0)
+        weft__count(rt, &rt->stats.d2h_bytes, &rt->stats.d2h_copies, cause,
+                    len);
+    return rc;
+}
+
+/*
+ * The bytes [off, off + len) valid on device d (they lie in its extents,
+ * maybe several adjacent ones) into the host copy.
+ */
+static int weft__device_to_host(weft_buffer *root, unsigned d, size_t off,
+                                size_t len, enum weft__cause cause,
+                                weft__lanes *l)
+{
+    size_t end = off + len;
+
+    while (off < end) {
+        weft__extent *x = weft__extent_at(root, d, off);
+        size_t piece;
+        int rc;
+
+        weft__assert(x);
+        piece = WEFT__MIN(end, x->hi) - off;
+        rc = weft__d2h(root, d, x->blk.mem, x->blk.offset + (off - x->lo), off,
+                       piece, cause, l);
+        if (rc < 0)
+            return rc;
+        off += piece;
+    }
+    return 0;
+}
+
+/* ---- moves -------------------------------------------------------------- */
+
+/*
+ * Carry out one transfer of the tracker into the range's extent on the
+ * destination (which the caller made). Does not update the tracker, except
+ * that a move between devices that cannot reach each other leaves the
+ * bytes valid in the host copy it went through.
+ */
+static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
+                      enum weft__cause cause, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    unsigned sd = t->src - 1, dd = t->dst - 1;
+    weft__extent *y;
+    int rc;
+
+    if (t->dst == WEFT__COH_HOST)
+        return weft__device_to_host(root, sd, t->off, t->len, cause, l);
+    y = weft__extent_covering(root, dd, t->off, t->len);
+    weft__assert(y);
+    if (t->src != WEFT__COH_HOST && !rt->peer[sd * rt->ndevices + dd]) {
+        rc = weft__device_to_host(root, sd, t->off, t->len, cause, l);
+        if (rc == 0 && weft__coh_room(&root->coh, 4) == 0)
+            weft__coherence_mark_valid(&root->coh, WEFT__COH_HOST, t->off,
+                                       t->len);
+        if (rc < 0)
+            return rc;
+    }
+    if (t->src == WEFT__COH_HOST || !rt->peer[sd * rt->ndevices + dd])
+        return weft__h2d(root, dd, y->blk.mem, y->blk.offset + (t->off - y->lo),
+                         root->host + t->off, t->len, 1, cause, l);
+    for (size_t off = t->off, end = t->off + t->len; off < end;) {
+        weft__extent *x = weft__extent_at(root, sd, off);
+        weft__queue *q = NULL;
+        size_t piece;
+
+        weft__assert(x);
+        piece = WEFT__MIN(end, x->hi) - off;
+        rc = weft__lanes_queue(l, dd, &q);
+        if (rc == 0)
+            rc = weft__drv_copy_peer(q, y->blk.mem,
+                                     y->blk.offset + (off - y->lo), x->blk.mem,
+                                     x->blk.offset + (off - x->lo), piece);
+        if (rc == 0)
+            rc = weft__lanes_sync(q);
+        if (rc < 0)
+            return rc;
+        weft__count(rt, &rt->stats.peer_bytes, &rt->stats.peer_copies, cause,
+                    piece);
+        off += piece;
+    }
+    return 0;
+}
+
+/* ---- eviction ----------------------------------------------------------- */
+
+/*
+ * Free extent x of a root this thread holds: the bytes only it holds go
+ * back to the host copy first, then the tracker forgets them there.
+ */
+static int weft__extent_evict(weft_buffer *root, weft__extent *x,
+                              weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    unsigned m = 1 + x->device;
+    int rc;
+
+    rc = weft__coherence_sole_ranges(&root->coh, m, x->lo, x->hi - x->lo,
+                                     &l->ranges);
+    for (size_t i = 0; rc == 0 && i < l->ranges.count; i++) {
+        const weft__coherence_range *r = &l->ranges.items[i];
+
+        rc = weft__d2h(root, x->device, x->blk.mem,
+                       x->blk.offset + (r->off - x->lo), r->off, r->len,
+                       WEFT__CAUSE_EVICT, l);
+        if (rc == 0)
+            rc = weft__coh_room(&root->coh, 4);
+        if (rc == 0)
+            rc = weft__coherence_mark_valid(&root->coh, WEFT__COH_HOST, r->off,
+                                            r->len);
+    }
+    if (rc == 0 && l->ranges.count)
+        weft__stat_add(&rt->stats.writebacks, 1);
+    if (rc == 0)
+        rc = weft__coh_room(&root->coh, 4);
+    if (rc == 0)
+        rc = weft__coherence_drop(&root->coh, m, x->lo, x->hi - x->lo);
+    if (rc < 0)
+        return rc;
+    weft__debug("mem", "evicted [%zu, %zu) of buffer %p from %s%s", x->lo,
+                x->hi, (void *)root, rt->devices[x->device]->name,
+                l->ranges.count ? " after writing it back" : "");
+    weft__extent_free(root, x);
+    weft__stat_add(&rt->stats.evictions, 1);
+    return 0;
+}
+
+/*
+ * Evict one extent of device d, if any may go: not pinned by the work in
+ * progress (unless force), not of a root another thread holds or one that
+ * is mapped.
+ * Clean extents (valid elsewhere too) go before modified ones, and among
+ * equals the one whose root the graphs use furthest in the future (the
+ * executor's order says when), then the least recently used. Returns 1
+ * when one went, 0 when none may.
+ */
+static int weft__evict_one(weft_runtime *rt, unsigned d, int force,
+                           weft__lanes *l)
+{
+    weft__devmem *dm = &rt->devmem[d];
+    weft__extent *best = NULL;
+    int best_dirty = 0, tries, rc;
+    uint64_t best_next = 0, best_last = 0;
+    weft_buffer *root;
+    int held;
+
+    for (tries = 0; tries < 8; tries++) {
+        pthread_mutex_lock(&dm->lock);
+        best = NULL;
+        /*
+         * The device lock keeps every listed extent alive while it is held
+         * (freeing one unlinks it first); a root is only try-locked, as
+         * the usual order is root first.
+         */
+        for (weft__extent *x = dm->extents; x; x = x->dnext) {
+            weft__coherence_ranges *sole = &l->ranges;
+            uint64_t next;
+            int dirty;
+
+            root = x->root;
+            held = weft__held(root);
+            if (held ? !force && x->pin == root->epoch
+                     : !weft__buffer_trylock(root))
+                continue;
+            if (!root->mapped_by) {
+                dirty = weft__coherence_sole_ranges(&root->coh, 1 + d, x->lo,
+                                                    x->hi - x->lo, sole) < 0 ||
+                        sole->count > 0;
+                next = root->next_use ? root->next_use : UINT64_MAX;
+                if (!best || dirty < best_dirty ||
+                    (dirty == best_dirty &&
+                     (next > best_next ||
+                      (next == best_next && x->last_use < best_last)))) {
+                    best = x;
+                    best_dirty = dirty;
+                    best_next = next;
+                    best_last = x->last_use;
+                }
+            }
+            if (!held)
+                weft__buffer_unlock(root);
+        }
+        if (!best) {
+            pthread_mutex_unlock(&dm->lock);
+            weft_clear_error();
+            return 0;
+        }
+        root = best->root;
+        held = weft__held(root);
+        if (!held && !weft__buffer_trylock(root)) {
+            /* Taken between the look and now: look again. */
+            pthread_mutex_unlock(&dm->lock);
+            continue;
+        }
+        /* The root's lock keeps best alive from here. */
+        pthread_mutex_unlock(&dm->lock);
+        rc = weft__extent_evict(root, best, l);
+        if (!held)
+            weft__buffer_unlock(root);
+        return rc < 0 ? rc : 1;
+    }
+    return 0;
+}
+
+int weft__buffer_evict_all(weft_runtime *rt, unsigned device, weft__lanes *l)
+{
+    int rc;
+
+    while ((rc = weft__evict_one(rt, device, 1, l)) > 0)
+        ;
+    return rc;
+}
+
+/*
+ * A block of size bytes on device d: from the pool, else after giving
+ * back empty slabs, else after evicting, until nothing more may go.
+ */
+static int weft__alloc(weft_runtime *rt, unsigned d, size_t size,
+                       weft__lanes *l, weft__pool_block *blk)
+{
+    weft__pool *pool;
+    char why[512];
+    int rc;
+
+    if ((rc = weft__runtime_pool(rt, d, &pool)) < 0)
+        return rc;
+    for (;;) {
+        rc = weft__pool_alloc(pool, size, blk);
+        if (rc != WEFT_EDEVMEM)
+            return rc;
+        weft__strlcpy(why, weft_last_error(), sizeof why);
+        if (weft__pool_trim(pool) > 0) {
+            rc = weft__pool_alloc(pool, size, blk);
+            if (rc != WEFT_EDEVMEM)
+                return rc;
+        }
+        rc = weft__evict_one(rt, d, 0, l);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            return weft__error(WEFT_EDEVMEM,
+                               "%zu bytes on %s: nothing more can be evicted "
+                               "(%s)",
+                               size, rt->devices[d]->name, why);
+    }
+}
+
+/*
+ * The extent of device d that holds [off, off + size), made if need be:
+ * a new extent takes over the ones it overlaps (their bytes copied into
+ * it). Pinned for the lock holder.
+ */
+static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
+                               size_t size, weft__lanes *l, weft__extent **out)
+{
+    weft_runtime *rt = root->rt;
+    weft__replica *r = &root->replicas[d];
+    weft__extent *x, *n, **pp;
+    weft__queue *q = NULL;
+    size_t lo, hi;
+    int rc, grew;
+
+    if (size == 0) {
+        off = off < root->size ? off : root->size - 1;
+        size = 1;
+    }
+    if ((x = weft__extent_covering(root, d, off, size))) {
+        x->pin = root->epoch;
+        x->last_use = __atomic_load_n(&rt->tick, __ATOMIC_RELAXED);
+        *out = x;
+        return 0;
+    }
+    lo = off - off % WEFT__EXTENT_ALIGN;
+    hi = off + size;
+    hi = hi > root->size - root->size % WEFT__EXTENT_ALIGN
+             ? root->size
+             : (hi + WEFT__EXTENT_ALIGN - 1) / WEFT__EXTENT_ALIGN *
+                   WEFT__EXTENT_ALIGN;
+    /* Widen over the extents it touches; pin them, so eviction keeps
+     * their bytes for the copy below. */
+    do {
+        grew = 0;
+        for (x = r->extents; x; x = x->next)
+            if (x->lo < hi && x->hi > lo) {
+                x->pin = root->epoch;
+                if (x->lo < lo || x->hi > hi)
+                    grew = 1;
+                lo = WEFT__MIN(lo, x->lo);
+                hi = WEFT__MAX(hi, x->hi);
+            }
+    } while (grew);
+    n = weft__calloc(1, sizeof *n);
+    if (!n)
+        return weft__error(WEFT_ENOMEM, "an extent: out of memory");
+    if ((rc = weft__alloc(rt, d, hi - lo, l, &n->blk)) < 0) {
+        weft__free(n);
+        return rc;
+    }
+    n->root = root;
+    n->device = d;
+    n->lo = lo;
+    n->hi = hi;
+    for (x = r->extents; x && x->lo < hi; x = x->next) {
+        if (x->hi <= lo)
+            continue;
+        rc = weft__lanes_queue(l, d, &q);
+        if (rc == 0)
+            rc = weft__drv_copy_d2d(q, n->blk.mem, n->blk.offset + (x->lo - lo),
+                                    x->blk.mem, x->blk.offset, x->hi - x->lo);
+        if (rc < 0)
+            break;
+    }
+    if (rc == 0 && q)
+        rc = weft__lanes_sync(q);
+    if (rc < 0) {
+        weft__pool_free(rt->devmem[d].pool, &n->blk);
+        weft__free(n);
+        return rc;
+    }
+    for (pp = &r->extents; *pp && (*pp)->lo < hi;) {
+        x = *pp;
+        if (x->hi <= lo) {
+            pp = &x->next;
+            continue;
+        }
+        *pp = x->next;
+        weft__dev_unlink(rt, x);
+        weft__pool_free(rt->devmem[d].pool, &x->blk);
+        weft__free(x);
+    }
+    n->next = *pp;
+    *pp = n;
+    weft__dev_link(rt, n);
+    n->pin = root->epoch;
+    n->last_use = __atomic_load_n(&rt->tick, __ATOMIC_RELAXED);
+    *out = n;
+    return 0;
+}
+
+/* ---- the interface --------------------------------------------------------
+ */
+
+static int weft__ready(weft_buffer *root, unsigned where, size_t off,
+                       size_t size, int need, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    unsigned m = weft__mem_index(where);
+    enum weft__cause cause =
+        where == WEFT__HOST ? WEFT__CAUSE_HOST : WEFT__CAUSE_READ;
+    weft__extent *x;
+    size_t moved = 0;
+    int rc;
+
+    if (where != WEFT__HOST &&
+        (rc = weft__extent_ensure(root, where, off, size, l, &x)) < 0)
+        return rc;
+    if (need && size) {
+        rc = weft__coherence_read(&root->coh, m, off, size, weft__cost, rt,
+                                  &l->tr);
+        for (size_t i = 0; rc == 0 && i < l->tr.count; i++) {
+            const weft__coherence_transfer *t = &l->tr.items[i];
+
+            rc = weft__move(root, t, cause, l);
+            if (rc == 0)
+                rc = weft__coh_room(&root->coh, 4);
+            if (rc == 0)
+                rc = weft__coherence_mark_valid(&root->coh, m, t->off, t->len);
+            moved += t->len;
+        }
+        if (rc < 0)
+            return rc;
+        weft__stat_add(&rt->stats.cached_bytes, size - moved);
+    }
+    return weft__coh_room(&root->coh, 4);
+}
+
+int weft__buffer_make_valid(weft_buffer *root, unsigned where, size_t off,
+                            size_t size, weft__lanes *l)
+{
+    return weft__ready(root, where, off, size, 1, l);
+}
+
+int weft__buffer_prepare(weft_buffer *root, unsigned where, size_t off,
+                         size_t size, weft__lanes *l)
+{
+    return weft__ready(root, where, off, size, 0, l);
+}
+
+void weft__buffer_written(weft_buffer *root, unsigned where, size_t off,
+                          size_t size)
+{
+    int rc;
+
+    if (size == 0)
+        return;
+    rc = weft__coherence_write(&root->coh, weft__mem_index(where), off, size);
+    weft__assert(rc == 0);
+    (void)rc;
+}
+
+void weft__buffer_discard(weft_buffer *root, unsigned where, size_t off,
+                          size_t size)
+{
+    weft__coherence_ranges sole = WEFT__COH_LIST_INIT;
+    unsigned m = weft__mem_index(where);
+    size_t at = off;
+    int rc;
+
+    if (size == 0)
+        return;
+    /* Drop the gaps between the ranges m holds alone. */
+    rc = weft__coherence_sole_ranges(&root->coh, m, off, size, &sole);
+    for (size_t i = 0; rc == 0 && i <= sole.count; i++) {
+        size_t end = i < sole.count ? sole.items[i].off : off + size;
+
+        /* Bytes m lacks stay lacking; the drop refuses none of these. */
+        if (end > at)
+            rc = weft__coherence_drop(&root->coh, m, at, end - at);
+        if (i < sole.count)
+            at = sole.items[i].off + sole.items[i].len;
+    }
+    weft__coherence_ranges_fini(&sole);
+    if (rc < 0)
+        weft__warn("mem", "failed write of [%zu, +%zu): %s", off, size,
+                   weft_last_error());
+}
+
+unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
+                                     size_t size)
+{
+    uint64_t h = weft__coherence_holders(&root->coh, off, size);
+
+    for (unsigned d = 0; d < root->rt->ndevices; d++)
+        if ((h >> (d + 1) & 1) && weft__extent_covering(root, d, off, size))
+            return d;
+    return WEFT__HOST;
+}
+
+/*
+ * Devices first, the host last: only a device write can fail. When device
+ * f fails, those before it hold the new bytes, the others the old, f
+ * either: if a copy surely holds the old bytes the written ones stop being
+ * valid and the buffer is as it was, else the new bytes stay.
+ */
+static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
+                               const void *src, const void *pattern,
+                               size_t pattern_size, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    uint64_t holders;
+    unsigned targets[WEFT__COH_MAX_MEMS], n = 0, f, host;
+    int rc = 0;
+
+    if (size == 0)
+        return 0;
+    if (!src && off % pattern_size) {
+        /*
+         * A fill through a view can start off the pattern's alignment in
+         * the root buffer, which device fills refuse: write the bytes.
+         */
+        unsigned char *tmp = weft__malloc(size);
+
+        if (!tmp)
+            return weft__error(WEFT_ENOMEM, "fill of %zu bytes", size);
+        for (size_t i = 0; i < size; i += pattern_size)
+            memcpy(tmp + i, pattern, pattern_size);
+        rc = weft__store_or_fill(root, off, size, tmp, NULL, 0, l);
+        weft__free(tmp);
+        return rc;
+    }
+    if ((rc = weft__coh_room(&root->coh, 8)) < 0)
+        return rc;
+    holders = weft__coherence_holders(&root->coh, off, size);
+    for (unsigned d = 0; d < rt->ndevices; d++)
+        if ((holders >> (d + 1) & 1) &&
+            weft__extent_covering(root, d, off, size))
+            targets[n++] = d;
+    host = (holders & 1) || n == 0;
+    for (f = 0; f < n && rc == 0; f++) {
+        weft__extent *x = weft__extent_covering(root, targets[f], off, size);
+        size_t xo = x->blk.offset + (off - x->lo);
+        weft__queue *q = NULL;
+
+        if (src) {
+            rc = weft__h2d(root, targets[f], x->blk.mem, xo, src, size, 0,
+                           WEFT__CAUSE_READ, l);
+        } else {
+            rc = weft__lanes_queue(l, targets[f], &q);
+            if (rc == 0)
+                rc = weft__drv_fill(q, x->blk.mem, xo, pattern, pattern_size,
+                                    size);
+            if (rc == 0)
+                rc = weft__lanes_sync(q);
+        }
+    }
+    if (rc < 0) {
+        unsigned failed = f - 1;
+
+        if (host || failed + 1 < n) {
+            for (unsigned i = 0; i <= failed; i++)
+                weft__coherence_drop(&root->coh, 1 + targets[i], off, size);
+        } else if (failed > 0) {
+            weft__coherence_write(&root->coh, 1 + targets[0], off, size);
+            for (unsigned i = 1; i < failed; i++)
+                weft__coherence_mark_valid(&root->coh, 1 + targets[i], off,
+                                           size);
+        }
+        return rc;
+    }
+    if (host) {
+        unsigned char *h = root->host + off;
+
+        if (src) {
+            memmove(h, src, size);
+        } else if (pattern_size == 1) {
+            memset(h, *(const unsigned char *)pattern, size);
+        } else {
+            for (size_t i = 0; i < size; i += pattern_size)
+                memcpy(h + i, pattern, pattern_size);
+        }
+    }
+    weft__coherence_write(&root->coh, host ? WEFT__COH_HOST : 1 + targets[0],
+                          off, size);
+    for (unsigned i = host ? 0 : 1; i < n; i++)
+        weft__coherence_mark_valid(&root->coh, 1 + targets[i], off, size);
+    return 0;
+}
+
+int weft__buffer_store(weft_buffer *root, size_t off, const void *src,
+                       size_t size, weft__lanes *l)
+{
+    return weft__store_or_fill(root, off, size, src, NULL, 0, l);
+}
+
+int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
+                            const void *pattern, size_t pattern_size,
+                            weft__lanes *l)
+{
+    return weft__store_or_fill(root, off, size, NULL, pattern, pattern_size, l);
+}
+
+int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
+                      weft__lanes *l)
+{
+    int rc;
+
+    if (size == 0)
+        return 0;
+    if ((rc = weft__buffer_make_valid(root, WEFT__HOST, off, size, l)) < 0)
+        return rc;
+    memmove(dst, root->host + off, size);
+    return 0;
+}
+
+int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
+                      size_t soff, size_t size, unsigned device, weft__lanes *l)
+{
+    weft__mem *dm, *sm;
+    size_t dmo, smo;
+    weft__queue *q = NULL;
+    int rc;
+
+    if (size == 0)
+        return 0;
+    if (device == WEFT__HOST) {
+        rc = weft__buffer_make_valid(src, WEFT__HOST, soff, size, l);
+        return rc < 0
+                   ? rc
+                   : weft__buffer_store(dst, doff, src->host + soff, size, l);
+    }
+    if ((rc = weft__buffer_make_valid(src, device, soff, size, l)) < 0 ||
+        (rc = weft__buffer_prepare(dst, device, doff, size, l)) < 0)
+        return rc;
+    /* After both: readying dst may have merged src's extent. */
+    weft__buffer_device_ptr(src, device, soff, &sm, &smo);
+    weft__buffer_device_ptr(dst, device, doff, &dm, &dmo);
+    rc = weft__lanes_queue(l, device, &q);
+    if (rc == 0)
+        rc = weft__drv_copy_d2d(q, dm, dmo, sm, smo, size);
+    if (rc == 0)
+        rc = weft__lanes_sync(q);
+    if (rc == 0)
+        weft__buffer_written(dst, device, doff, size);
+    else
+        weft__buffer_discard(dst, device, doff, size);
+    return rc;
+}
