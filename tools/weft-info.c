@@ -2,13 +2,21 @@
  * weft-info: the drivers and devices weft finds, their properties, which
  * pairs can copy peer-to-peer, and where each sits on the machine.
  *
- *     weft-info [--json] [--devices LIST]
+ *     weft-info [--json] [--devices LIST] [--calibrate]
+ *
+ * --calibrate measures the copy links of every device with real copies
+ * (src/sched/calibrate.h), prints them and stores them in the cache that
+ * placement reads. (So weft-info links the static library and uses
+ * weft's internal headers.)
  */
 #include <weft.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "sched/calibrate.h"
 
 static const char *type_name(weft_device_type t)
 {
@@ -197,11 +205,10 @@ static void print_json(weft_runtime *rt)
                (unsigned long long)info.local_mem, info.compute_units,
                info.max_group_size,
                info.arg_offset_align ? info.arg_offset_align : 1,
-               info.copy_engines, info.concurrent_kernels,
-               info.timing_events, info.pinned_host, info.host_register,
-               info.unified_memory, info.managed_memory, info.svm,
-               info.queue_priority_low, info.queue_priority_high, info.cc_major,
-               info.cc_minor);
+               info.copy_engines, info.concurrent_kernels, info.timing_events,
+               info.pinned_host, info.host_register, info.unified_memory,
+               info.managed_memory, info.svm, info.queue_priority_low,
+               info.queue_priority_high, info.cc_major, info.cc_minor);
         json_str(stdout, info.pci_bus_id);
         printf(", \"numa_node\": %d, \"cpuset\": ", info.numa_node);
         json_str(stdout, info.cpuset);
@@ -216,11 +223,87 @@ static void print_json(weft_runtime *rt)
     printf("\n  ]\n}\n");
 }
 
+/* One line rewritten in place; only called when stderr is a terminal. */
+static void calibrate_progress(void *user, unsigned done, unsigned total,
+                               const char *what)
+{
+    (void)user;
+    fprintf(stderr, "\r\033[K  calibrating [%u/%u] %s", done, total, what);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void link_cell(const weft__link *k)
+{
+    printf("  %8.2f GB/s %7.2f us", k->bw / 1e9, k->lat_ns / 1e3);
+}
+
+static int calibrate(weft_runtime *rt)
+{
+    weft__calibrate_opts o = {0};
+    weft__links l;
+    char path[4200];
+    int rc;
+
+    if (isatty(fileno(stderr)) && isatty(fileno(stdout)))
+        o.progress = calibrate_progress;
+    rc = weft__links_measure(rt, &o, &l);
+    if (rc < 0)
+        return rc;
+    printf("Copy links (bandwidth, latency; from the medians of repeated "
+           "copies of 4 KiB and 64 MiB):\n");
+    printf("  %-28s%26s%26s%26s\n", "device", "host to device",
+           "device to host", "within device");
+    for (unsigned d = 0; d < l.n; d++) {
+        weft_device_info info = {.size = sizeof info};
+        char name[29];
+
+        if (weft_device_get_info(weft_runtime_device(rt, d), &info) < 0)
+            info.name = "?";
+        snprintf(name, sizeof name, "[%u] %s", d, info.name);
+        printf("  %-28s", name);
+        link_cell(&l.h2d[d]);
+        link_cell(&l.d2h[d]);
+        link_cell(&l.d2d[d]);
+        printf("%s\n",
+               l.source[d] == WEFT__LINK_SIM ? "  (sim: configured)" : "");
+    }
+    if (l.n > 1) {
+        printf("\nBetween devices (GB/s; * through the host):\n      ");
+        for (unsigned b = 0; b < l.n; b++)
+            printf(" %8u", b);
+        printf("\n");
+        for (unsigned a = 0; a < l.n; a++) {
+            printf("  %4u", a);
+            for (unsigned b = 0; b < l.n; b++) {
+                const weft__link *k = &l.peer[a * l.n + b];
+
+                if (a == b)
+                    printf(" %8s", "-");
+                else
+                    printf(" %7.1f%c", k->bw / 1e9,
+                           l.direct[a * l.n + b] ? ' ' : '*');
+            }
+            printf("\n");
+        }
+    }
+    rc = weft__links_store(rt, &l);
+    if (rc == 0 && weft__links_cache_path(rt, path, sizeof path) == 0)
+        printf("\nStored in %s\n", path);
+    else
+        printf("\nNot stored: %s\n", weft_last_error());
+    weft__links_free(&l);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: weft-info [--json] [--devices LIST]\n"
+            "usage: weft-info [--json] [--devices LIST] [--calibrate]\n"
             "  --json          machine-readable output\n"
+            "  --calibrate     measure copy bandwidths and latencies, print\n"
+            "                  them and cache them for placement\n"
             "  --devices LIST  which devices, e.g. all, sim, opencl:1,cuda:*\n"
             "                  (default: all; WEFT_DEVICES overrides)\n");
 }
@@ -229,12 +312,14 @@ int main(int argc, char **argv)
 {
     weft_runtime_options opts = WEFT_RUNTIME_OPTIONS_INIT;
     weft_runtime *rt;
-    int json = 0, rc;
+    int json = 0, cal = 0, rc;
 
     opts.devices = "all";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--calibrate") == 0) {
+            cal = 1;
         } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
             opts.devices = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 ||
@@ -251,6 +336,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "weft-info: %s: %s\n", weft_strerror(rc),
                 weft_last_error());
         return 1;
+    }
+    if (cal) {
+        rc = calibrate(rt);
+        if (rc < 0)
+            fprintf(stderr, "weft-info: calibration: %s: %s\n",
+                    weft_strerror(rc), weft_last_error());
+        weft_runtime_destroy(rt);
+        return rc < 0 ? 1 : 0;
     }
     if (json)
         print_json(rt);

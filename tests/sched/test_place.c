@@ -1,0 +1,437 @@
+/*
+ * Placement policies on synthetic DAGs and synthetic machines: identical
+ * GPUs with PCIe to the host (55 GB/s, 2 us) and NVLink-like peer links
+ * (390 GB/s, 2 us). Each expectation is derived by hand in its comment.
+ */
+#include "sched/place.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define MAXN 64
+#define US   1000.0
+#define MS   1000000.0
+
+typedef struct machine {
+    weft__links links;
+    weft__ktime *ktime;
+    unsigned n;
+} machine;
+
+static void machine_open(machine *m, unsigned n, int peer)
+{
+    m->n = n;
+    assert_int_equal(weft__links_alloc(&m->links, n), 0);
+    for (unsigned d = 0; d < n; d++) {
+        m->links.h2d[d] = (weft__link){55e9, 2000};
+        m->links.d2h[d] = (weft__link){55e9, 2000};
+        m->links.d2d[d] = (weft__link){2e12, 3000};
+        m->links.source[d] = WEFT__LINK_GIVEN;
+        for (unsigned e = 0; peer && e < n; e++)
+            if (e != d) {
+                m->links.direct[d * n + e] = 1;
+                m->links.peer[d * n + e] = (weft__link){390e9, 2000};
+            }
+    }
+    assert_int_equal(weft__links_finish(&m->links), 0);
+    assert_int_equal(weft__ktime_create(n, NULL, &m->ktime), 0);
+}
+
+/* kernel takes ns on every device, at the launch size the nodes use. */
+static void machine_kernel(machine *m, const char *kernel, double ns)
+{
+    for (unsigned d = 0; d < m->n; d++)
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(
+                weft__ktime_record(m->ktime, kernel, d, 1 << 20, (uint64_t)ns),
+                0);
+}
+
+static void machine_close(machine *m)
+{
+    weft__ktime_destroy(m->ktime);
+    weft__links_free(&m->links);
+}
+
+/* A DAG under construction: nodes with their accesses and predecessors. */
+typedef struct dag {
+    weft__place_node node[MAXN];
+    weft__place_access acc[MAXN][16];
+    unsigned pred[MAXN][16];
+    unsigned n, nbuffers;
+} dag;
+
+static unsigned dag_kernel(dag *g, const char *kernel)
+{
+    unsigned i = g->n++;
+
+    assert_true(i < MAXN);
+    memset(&g->node[i], 0, sizeof g->node[i]);
+    g->node[i].kind = WEFT__PNODE_KERNEL;
+    g->node[i].kernel = kernel;
+    g->node[i].items = 1 << 20;
+    g->node[i].device = -1;
+    g->node[i].access = g->acc[i];
+    g->node[i].preds = g->pred[i];
+    return i;
+}
+
+static void dag_access(dag *g, unsigned i, unsigned buffer, uint64_t bytes,
+                       unsigned mode)
+{
+    weft__place_node *n = &g->node[i];
+
+    g->acc[i][n->naccess++] = (weft__place_access){buffer, bytes, mode};
+    if (buffer >= g->nbuffers)
+        g->nbuffers = buffer + 1;
+}
+
+static void dag_edge(dag *g, unsigned from, unsigned to)
+{
+    g->pred[to][g->node[to].npreds++] = from;
+}
+
+static int place(machine *m, dag *g, weft__place_policy policy, const int *home,
+                 int *dev, weft__place_output *out)
+{
+    weft__place_input in = {g->node, g->n,      m->n,    g->nbuffers,
+                            home,    &m->links, m->ktime};
+
+    memset(out, 0, sizeof *out);
+    out->device = dev;
+    return weft__place(&in, policy, out);
+}
+
+static void test_round_robin(void **state)
+{
+    const unsigned char only1[2] = {0, 1};
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 2, 1);
+    /* Six independent kernels alternate 0, 1, 0, 1, 0, 1. */
+    for (int i = 0; i < 6; i++)
+        dag_kernel(&g, "k");
+    assert_int_equal(place(&m, &g, WEFT__PLACE_ROUND_ROBIN, NULL, dev, &out),
+                     0);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(dev[i], i % 2);
+    /*
+     * a -> 0, b -> 1; c runs only on 1 so the turn (0) is skipped and c
+     * goes to 1; the turn after c is 0, so d -> 0.
+     */
+    g.n = 0;
+    dag_kernel(&g, "a");
+    dag_kernel(&g, "b");
+    g.node[dag_kernel(&g, "c")].capable = only1;
+    dag_kernel(&g, "d");
+    assert_int_equal(place(&m, &g, WEFT__PLACE_ROUND_ROBIN, NULL, dev, &out),
+                     0);
+    assert_int_equal(dev[0], 0);
+    assert_int_equal(dev[1], 1);
+    assert_int_equal(dev[2], 1);
+    assert_int_equal(dev[3], 0);
+    machine_close(&m);
+}
+
+static void make_chain(dag *g, unsigned len, uint64_t bytes)
+{
+    g->n = 0;
+    g->nbuffers = 0;
+    for (unsigned i = 0; i < len; i++) {
+        dag_kernel(g, "k");
+        dag_access(g, i, 0, bytes, WEFT__ACC_RW);
+        if (i)
+            dag_edge(g, i - 1, i);
+    }
+}
+
+static void test_locality_chain(void **state)
+{
+    const int home1[1] = {1};
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 2, 1);
+    machine_kernel(&m, "k", 100 * US);
+    /*
+     * Five read-write kernels on one 1 MiB buffer, valid on the host: the
+     * first needs 1 MiB anywhere (a tie, broken to device 0, both free);
+     * then device 0 holds the only valid copy and needs 0 bytes, device 1
+     * 1 MiB: all on 0, and only the first copy moves.
+     */
+    make_chain(&g, 5, 1 << 20);
+    assert_int_equal(place(&m, &g, WEFT__PLACE_LOCALITY, NULL, dev, &out), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(dev[i], 0);
+    assert_int_equal(out.bytes_moved, 1 << 20);
+    /* With the buffer already on device 1, all go there and nothing moves. */
+    assert_int_equal(place(&m, &g, WEFT__PLACE_LOCALITY, home1, dev, &out), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(dev[i], 1);
+    assert_int_equal(out.bytes_moved, 0);
+    machine_close(&m);
+}
+
+static void test_heft_spread(void **state)
+{
+    unsigned per[8] = {0};
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 8, 1);
+    machine_kernel(&m, "k", 1 * MS);
+    /*
+     * 16 independent 1 ms kernels, each reading its own 4 KiB from the
+     * host (2000 + 4096 / 55e9 s = 2074.5 ns). Equal ranks, so index
+     * order: kernel i of the first 8 finds devices 0..i-1 busy until
+     * 1 ms + 2074.5 ns and device i free, and takes it; kernels 8..15 find
+     * all 8 free at the same time and take them in turn. Two per device,
+     * makespan 2 ms + 2074.5 ns.
+     */
+    for (unsigned i = 0; i < 16; i++)
+        dag_access(&g, dag_kernel(&g, "k"), i, 4096, WEFT__ACC_READ);
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out), 0);
+    for (unsigned i = 0; i < 16; i++) {
+        assert_true(dev[i] >= 0 && dev[i] < 8);
+        per[dev[i]]++;
+    }
+    for (unsigned d = 0; d < 8; d++)
+        assert_int_equal(per[d], 2);
+    assert_true(fabs(out.makespan_ns - (2 * MS + 2074.47)) < 1);
+    assert_int_equal(out.bytes_moved, 16 * 4096);
+    /* Round-robin does the same here, and its estimate agrees. */
+    assert_int_equal(place(&m, &g, WEFT__PLACE_ROUND_ROBIN, NULL, dev, &out),
+                     0);
+    assert_true(fabs(out.makespan_ns - (2 * MS + 2074.47)) < 1);
+    machine_close(&m);
+}
+
+static void test_heft_chain(void **state)
+{
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 8, 1);
+    machine_kernel(&m, "k", 100 * US);
+    /*
+     * Six 100 us kernels in a chain on one 64 MiB buffer. The first goes
+     * to device 0 (all equal). Each next one can start on device 0 when
+     * its predecessor ends; elsewhere it would first wait for a peer copy
+     * of 2000 + 64 MiB / 390e9 s = 174 us. So all on 0, only the first
+     * host copy moves (2000 + 64 MiB / 55e9 s = 1222161 ns), and the
+     * makespan is that copy plus 6 * 100 us.
+     */
+    make_chain(&g, 6, 64 << 20);
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out), 0);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(dev[i], 0);
+    assert_int_equal(out.bytes_moved, 64 << 20);
+    assert_true(fabs(out.makespan_ns - (1222161.16 + 600 * US)) < 1);
+    machine_close(&m);
+}
+
+/*
+ * source -> 8 workers -> join: the source writes x_i (bytes each), worker i
+ * reads x_i and writes y_i (bytes), the join reads every y_i.
+ */
+static void make_fork_join(dag *g, uint64_t bytes)
+{
+    unsigned s, j, w[8];
+
+    g->n = 0;
+    g->nbuffers = 0;
+    s = dag_kernel(g, "source");
+    for (unsigned i = 0; i < 8; i++)
+        dag_access(g, s, i, bytes, WEFT__ACC_WRITE);
+    for (unsigned i = 0; i < 8; i++) {
+        w[i] = dag_kernel(g, "work");
+        dag_access(g, w[i], i, bytes, WEFT__ACC_READ);
+        dag_access(g, w[i], 8 + i, bytes, WEFT__ACC_WRITE);
+        dag_edge(g, s, w[i]);
+    }
+    j = dag_kernel(g, "join");
+    for (unsigned i = 0; i < 8; i++) {
+        dag_access(g, j, 8 + i, bytes, WEFT__ACC_READ);
+        dag_edge(g, w[i], j);
+    }
+}
+
+static void test_heft_fork_join_long_kernels(void **state)
+{
+    unsigned char used[8] = {0};
+    weft__place_output out;
+    unsigned distinct = 0;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 8, 1);
+    machine_kernel(&m, "source", 10 * US);
+    machine_kernel(&m, "work", 10 * MS);
+    machine_kernel(&m, "join", 10 * US);
+    /*
+     * Workers of 10 ms, 4 KiB of data. The source runs on device 0 and
+     * ends at 10 us. Worker 0 starts there at once; worker i (i > 0)
+     * would wait for i * 10 ms on device 0 but only for one peer copy of
+     * 4 KiB (2010.5 ns) on a free device, so the workers take the 8
+     * devices. The join waits for the last worker (10 us + 2010.5 ns +
+     * 10 ms) and for 7 peer copies of y (7 * 2010.5 ns), then runs 10 us:
+     * about 10.036 ms, against 80 ms on one device.
+     */
+    make_fork_join(&g, 4096);
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out), 0);
+    assert_int_equal(dev[0], 0);
+    for (unsigned i = 1; i <= 8; i++)
+        if (!used[dev[i]]++)
+            distinct++;
+    assert_int_equal(distinct, 8);
+    assert_true(out.makespan_ns > 10 * MS + 20 * US);
+    assert_true(out.makespan_ns < 10 * MS + 40 * US);
+    machine_close(&m);
+}
+
+static void test_heft_fork_join_huge_data(void **state)
+{
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 8, 1);
+    machine_kernel(&m, "source", 10 * US);
+    machine_kernel(&m, "work", 10 * US);
+    machine_kernel(&m, "join", 10 * US);
+    /*
+     * The same shape with 10 us kernels and 1 GiB per buffer: moving one
+     * x_i to another device takes 2000 + 2^30 / 390e9 s = 2.75 ms, while
+     * the 8 workers one after the other on device 0 take 80 us. So every
+     * node stays on device 0, no byte moves (the source only writes), and
+     * the makespan is 10 kernels of 10 us.
+     */
+    make_fork_join(&g, (uint64_t)1 << 30);
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out), 0);
+    for (unsigned i = 0; i < g.n; i++)
+        assert_int_equal(dev[i], 0);
+    assert_int_equal(out.bytes_moved, 0);
+    assert_true(fabs(out.makespan_ns - 100 * US) < 1e-6);
+    machine_close(&m);
+}
+
+static void test_capability(void **state)
+{
+    const unsigned char only1[2] = {0, 1};
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 2, 0);
+    machine_kernel(&m, "k", 10 * US);
+    /*
+     * A kernel implemented only on device 1 goes there under every policy,
+     * even with its data on device 0 (locality) and device 1 slower
+     * (HEFT: device 0 is not a choice at all).
+     */
+    for (unsigned d = 0; d < 2; d++)
+        assert_int_equal(
+            weft__ktime_record(m.ktime, "only1", d, 1 << 20, d ? 1000000 : 10),
+            0);
+    g.node[dag_kernel(&g, "only1")].capable = only1;
+    dag_access(&g, 0, 0, 1 << 20, WEFT__ACC_READ);
+    for (int p = WEFT__PLACE_EXPLICIT; p <= WEFT__PLACE_HEFT; p++) {
+        const int home0[1] = {0};
+
+        assert_int_equal(place(&m, &g, (weft__place_policy)p, home0, dev, &out),
+                         0);
+        assert_int_equal(dev[0], 1);
+    }
+    /* The user's device stands under every policy. */
+    g.node[0].capable = NULL;
+    g.node[0].device = 1;
+    for (int p = WEFT__PLACE_EXPLICIT; p <= WEFT__PLACE_HEFT; p++) {
+        assert_int_equal(place(&m, &g, (weft__place_policy)p, NULL, dev, &out),
+                         0);
+        assert_int_equal(dev[0], 1);
+    }
+    /* Asking for a device without an implementation is refused. */
+    g.node[0].capable = only1;
+    g.node[0].device = 0;
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out),
+                     WEFT_EINVAL);
+    machine_close(&m);
+}
+
+static void test_bad_input(void **state)
+{
+    const unsigned char none[2] = {0, 0};
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 2, 1);
+    /* A cycle: 0 -> 1 -> 0. */
+    dag_kernel(&g, "a");
+    dag_kernel(&g, "b");
+    dag_edge(&g, 0, 1);
+    dag_edge(&g, 1, 0);
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out),
+                     WEFT_EINVAL);
+    /* No device can run it. */
+    g = (dag){0};
+    g.node[dag_kernel(&g, "a")].capable = none;
+    assert_int_equal(place(&m, &g, WEFT__PLACE_LOCALITY, NULL, dev, &out),
+                     WEFT_EINVAL);
+    /* Host and empty nodes get no device and take data to the host. */
+    g = (dag){0};
+    dag_access(&g, dag_kernel(&g, "k"), 0, 1000, WEFT__ACC_WRITE);
+    g.node[dag_kernel(&g, "host")].kind = WEFT__PNODE_HOST;
+    dag_access(&g, 1, 0, 1000, WEFT__ACC_READ);
+    dag_edge(&g, 0, 1);
+    g.node[dag_kernel(&g, "join")].kind = WEFT__PNODE_EMPTY;
+    dag_edge(&g, 1, 2);
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out), 0);
+    assert_int_equal(dev[0], 0);
+    assert_int_equal(dev[1], -1);
+    assert_int_equal(dev[2], -1);
+    /* The kernel writes 1000 bytes on device 0; the host node reads them. */
+    assert_int_equal(out.bytes_moved, 1000);
+    machine_close(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_robin),
+        cmocka_unit_test(test_locality_chain),
+        cmocka_unit_test(test_heft_spread),
+        cmocka_unit_test(test_heft_chain),
+        cmocka_unit_test(test_heft_fork_join_long_kernels),
+        cmocka_unit_test(test_heft_fork_join_huge_data),
+        cmocka_unit_test(test_capability),
+        cmocka_unit_test(test_bad_input),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
