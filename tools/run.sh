@@ -14,10 +14,13 @@ jobs=${WEFT_JOBS:-$(nproc)}
 
 packages="build-essential cmake pkg-config libhwloc-dev libck-dev libcmocka-dev
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd"
+# The test command also renders trace timelines with headless Chromium and
+# decodes the picture with zlib.
+test_packages="chromium zlib1g-dev"
 
-install_missing() {
+install_missing() { # install_missing [EXTRA PACKAGES...]
     missing=""
-    for p in $packages; do
+    for p in $packages "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
             missing="$missing $p"
     done
@@ -60,7 +63,7 @@ demo)
     echo "weft: more: build/tools/weft-info (every device), build/examples/{saxpy,stencil}"
     ;;
 test)
-    install_missing
+    install_missing $test_packages
     build build -DCMAKE_BUILD_TYPE=Debug
     run_suite build "debug build, -Werror"
     build build-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON

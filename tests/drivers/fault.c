@@ -128,6 +128,22 @@ static void wt_scenario(wt_outcome *o)
     WT_STEP("runtime_create", weft_runtime_create(&rt, NULL));
     o->ndevices = weft_runtime_device_count(rt);
     if (o->ndevices == 0) {
+        /* the runtime keeps why each driver has no device: say it */
+        char why[600] = "";
+
+        for (unsigned di = 0; di < weft_runtime_driver_count(rt); di++) {
+            const char *name, *reason;
+            unsigned nd;
+            int st;
+
+            if (weft_runtime_driver(rt, di, &name, &nd, &st, &reason) == 0 &&
+                strncmp(reason, "not selected", 12) != 0) {
+                size_t len = strlen(why);
+                snprintf(why + len, sizeof why - len, "%s%s: %s",
+                         len ? "; " : "", name, reason);
+            }
+        }
+        weft__error(WEFT_ENODEV, "no device: %s", why);
         wt_failed(o, "runtime_create found no device", WEFT_ENODEV);
         goto cleanup;
     }
