@@ -344,8 +344,66 @@ fail:
     return rc;
 }
 
+/* Bytes as "12.3 MiB". */
+static const char *weft__human(char *buf, size_t n, uint64_t b)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    unsigned u = 0;
+
+    while (v >= 1024 && u + 1 < WEFT__COUNTOF(units)) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+/*
+ * WEFT_STATS=1: a short account of what moved where, on stderr, when the
+ * runtime goes. It reads the same counters as weft_runtime_get_stats.
+ */
+static void weft__print_stats(const weft_runtime *rt)
+{
+    weft_stats s = {.size = sizeof s};
+    char a[32], b[32], c[32], d[32];
+
+    if (weft_runtime_get_stats(rt, &s) < 0)
+        return;
+    fprintf(stderr,
+            "weft stats: %u devices\n"
+            "  moved: host->device %s in %llu copies, device->host %s in "
+            "%llu, peer %s in %llu\n"
+            "  why: read on a device %s, host access %s, eviction "
+            "write-back %s\n"
+            "  cached: %s found valid where needed (not moved)\n",
+            rt->ndevices, weft__human(a, sizeof a, s.h2d_bytes),
+            (unsigned long long)s.h2d_copies,
+            weft__human(b, sizeof b, s.d2h_bytes),
+            (unsigned long long)s.d2h_copies,
+            weft__human(c, sizeof c, s.peer_bytes),
+            (unsigned long long)s.peer_copies,
+            weft__human(a, sizeof a, s.read_bytes),
+            weft__human(b, sizeof b, s.host_bytes),
+            weft__human(c, sizeof c, s.evict_bytes),
+            weft__human(d, sizeof d, s.cached_bytes));
+    fprintf(stderr,
+            "  evictions %llu (written back first: %llu); pool hits %llu, "
+            "misses %llu, held %s\n"
+            "  host side: %s staged through pinned buffers, %s direct from "
+            "pinned or registered memory; %llu buffers registered (%s)\n",
+            (unsigned long long)s.evictions, (unsigned long long)s.writebacks,
+            (unsigned long long)s.pool_hits, (unsigned long long)s.pool_misses,
+            weft__human(a, sizeof a, s.pool_bytes),
+            weft__human(b, sizeof b, s.staged_bytes),
+            weft__human(c, sizeof c, s.pinned_bytes),
+            (unsigned long long)s.registered_buffers,
+            weft__human(d, sizeof d, s.registered_bytes));
+}
+
 int weft_runtime_destroy(weft_runtime *rt)
 {
+    const char *env;
     long live;
 
     if (!rt)
@@ -357,6 +415,8 @@ int weft_runtime_destroy(weft_runtime *rt)
                            "runtime (modules, buffers, graphs) are still "
                            "live",
                            live);
+    if ((env = weft__env("WEFT_STATS")) && strcmp(env, "0") != 0)
+        weft__print_stats(rt);
     /* Every buffer is gone, so the pools hold no block. */
     for (unsigned i = 0; i < rt->ndevices; i++) {
         weft__devmem *dm = &rt->devmem[i];
