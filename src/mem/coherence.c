@@ -108,7 +108,7 @@ void weft__coherence_ranges_fini(weft__coherence_ranges *r)
 
 /* ---- updates ----------------------------------------------------------- */
 
-static int weft__coh_reserve(weft__coherence *c, size_t extra)
+int weft__coherence_reserve(weft__coherence *c, size_t extra)
 {
     weft__coherence_seg *segs;
     size_t cap;
@@ -187,7 +187,7 @@ static int weft__coh_update(weft__coherence *c, size_t off, size_t len,
     if (len == 0)
         return 0;
     /* both splits' room first, so that nothing changes on failure */
-    if ((rc = weft__coh_reserve(c, 2)) < 0)
+    if ((rc = weft__coherence_reserve(c, 2)) < 0)
         return rc;
     i = weft__coh_split(c, off);
     j = weft__coh_split(c, off + len);

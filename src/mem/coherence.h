@@ -174,4 +174,11 @@ const char *weft__coherence_check(const weft__coherence *c);
 /* weft__coherence_check(c) == NULL; for weft__assert_expensive. */
 bool weft__coherence_validate(const weft__coherence *c);
 
+/*
+ * Make room for extra more segments, so that the updates that follow (at
+ * most two new segments each) cannot fail for want of memory: a caller
+ * that must record work already done reserves before doing it.
+ */
+int weft__coherence_reserve(weft__coherence *c, size_t extra);
+
 #endif /* WEFT_MEM_COHERENCE_H */
