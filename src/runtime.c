@@ -484,7 +484,7 @@ weft__stager *weft__runtime_stager(weft_runtime *rt, unsigned index)
     pthread_mutex_lock(&dm->lock);
     if (!dm->stager && !dm->stager_failed) {
         weft__stager_options o = {0};
-        weft__context *ctx;
+        weft__context *ctx = NULL;
         int rc;
 
         o.topology = rt->topology;
