@@ -446,7 +446,7 @@ int weft_runtime_destroy(weft_runtime *rt)
 int weft__runtime_pool(weft_runtime *rt, unsigned index, weft__pool **pool)
 {
     weft__devmem *dm = &rt->devmem[index];
-    weft__context *ctx;
+    weft__context *ctx = NULL;
     int rc = 0;
 
     pthread_mutex_lock(&dm->lock);
