@@ -64,8 +64,10 @@ demo)
     ;;
 test)
     install_missing $test_packages
-    build build -DCMAKE_BUILD_TYPE=Debug
-    run_suite build "debug build, -Werror"
+    # Optimised, so that gcc's flow warnings (-Werror) see what a release
+    # build sees, with the debug assertions kept on.
+    build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_DEBUG_LEVEL=1
+    run_suite build "optimised build with assertions, -Werror"
     build build-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
         LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp} \
