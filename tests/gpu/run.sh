@@ -22,10 +22,17 @@ step() { # step NAME TIMEOUT COMMAND...
 }
 nvidia-smi -L 2>&1 | tee "$out/gpus.log"
 step build 300 bash -c "cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_WERROR=ON && cmake --build build-gpu -j $jobs"
+step calibrate 120 ./build-gpu/tools/weft-info --calibrate
 step weft-info 60 ./build-gpu/tools/weft-info
 step ctest 400 ctest --test-dir build-gpu -j 4 --output-on-failure --timeout 240
 grep -h -E "^skipped:|^# " build-gpu/Testing/Temporary/LastTest.log | sort -u | head -40
 step driver_overhead 120 ./build-gpu/bench/driver_overhead
+step transfer 180 ./build-gpu/bench/transfer --reps 5
+step overlap 180 ./build-gpu/bench/overlap
+step overlap-2gpu 180 ./build-gpu/bench/overlap --ndev 2
+step multigpu 240 ./build-gpu/bench/multigpu --devices-max 8
+# the sim's prediction of the same tiled workload on 2, 4 and 8 H200s
+step multigpu-sim 240 env WEFT_DEVICES=sim WEFT_SIM=devices=8 ./build-gpu/bench/multigpu --devices-max 8
 step asan-build 300 bash -c "cmake -S . -B build-gpu-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON -DWEFT_WERROR=ON && cmake --build build-gpu-asan -j $jobs"
 ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
     step asan-ctest 300 ctest --test-dir build-gpu-asan -j 4 --output-on-failure --timeout 240 \
