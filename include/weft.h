@@ -364,6 +364,10 @@ typedef struct weft_stats {
      * user memory, and the wrapped buffers registered and their bytes. */
     uint64_t staged_bytes, pinned_bytes;
     uint64_t registered_buffers, registered_bytes;
+    /* Executable graphs' plans: events recorded to order work across
+     * lanes and devices, and the waits on them that devices did (an edge
+     * that lane order or other edges imply costs neither). */
+    uint64_t plan_events, plan_waits;
 } weft_stats;
 
 /*

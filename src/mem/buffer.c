@@ -19,6 +19,8 @@ void weft__lanes_init(weft__lanes *l, weft_runtime *rt)
     l->queues = NULL;
     l->tr = tr;
     l->ranges = ranges;
+    l->hooks = NULL;
+    l->set = NULL;
 }
 
 int weft__lanes_queue(weft__lanes *l, unsigned device, weft__queue **q)
@@ -65,6 +67,66 @@ int weft__lanes_sync(weft__queue *q)
     return rc;
 }
 
+int weft__lanes_get(weft__lanes *l, unsigned device, weft__queue_role role,
+                    weft__queue **q)
+{
+    if (l->hooks)
+        return l->hooks->queue(l->set, device, role, q);
+    return weft__lanes_queue(l, device, q);
+}
+
+int weft__lanes_issued(weft__lanes *l, weft__queue *q, weft_buffer *root,
+                       unsigned where, size_t off, size_t len)
+{
+    if (l->hooks)
+        return l->hooks->issued(l->set, q, root, where, off, len);
+    return weft__lanes_sync(q);
+}
+
+void weft__lanes_settle(weft__lanes *l, weft__queue *q)
+{
+    /* Asynchronous lanes: what went before is ordered, and waited for by
+     * the plan's drain; the failed enqueue itself had no effect. */
+    if (!l->hooks && q)
+        weft__lanes_sync(q);
+}
+
+int weft__lanes_after(weft__lanes *l, weft__queue *q, weft_buffer *root,
+                      unsigned where, size_t off, size_t len)
+{
+    return l->hooks ? l->hooks->after(l->set, q, root, where, off, len) : 0;
+}
+
+int weft__lanes_drain(weft__lanes *l)
+{
+    return l->hooks ? l->hooks->drain(l->set) : 0;
+}
+
+int weft__lanes_fence_wait(weft__lanes *l, weft_buffer *root)
+{
+    int rc;
+
+    if (!root->fence_owner || root->fence_owner == (const void *)l)
+        return 0;
+    if (!root->fence)
+        return 1;
+    rc = weft__drv_event_sync(root->fence);
+    if (rc < 0)
+        return weft__error_prefix(rc, "waiting for another graph's work on "
+                                      "a buffer");
+    root->fence = NULL;
+    root->fence_owner = NULL;
+    return 0;
+}
+
+void weft__buffer_wait_owner(weft_buffer *root, const void *owner)
+{
+    pthread_mutex_lock(&root->lock);
+    while (root->fence_owner == owner && !root->fence)
+        pthread_cond_wait(&root->idle, &root->lock);
+    pthread_mutex_unlock(&root->lock);
+}
+
 void weft__lanes_release(weft__lanes *l)
 {
     weft__coherence_transfers_fini(&l->tr);
@@ -83,6 +145,11 @@ void weft__lanes_release(weft__lanes *l)
 void weft__buffer_exec_ref(weft_buffer *buf, long d)
 {
     __atomic_add_fetch(&buf->execs, d, __ATOMIC_ACQ_REL);
+}
+
+void weft__buffer_root_execs(weft_buffer *root, long d)
+{
+    __atomic_add_fetch(&root->root_execs, d, __ATOMIC_ACQ_REL);
 }
 
 int weft__buffer_launch_begin(weft_buffer *root)
@@ -105,11 +172,19 @@ int weft__buffer_launch_begin(weft_buffer *root)
     return rc;
 }
 
-void weft__buffer_launch_end(weft_buffer *root)
+void weft__buffer_launch_end(weft_buffer *root, const void *owner)
 {
+    int wake;
+
     weft__buffer_lock(root);
     weft__assert(root->inflight > 0);
-    if (--root->inflight == 0)
+    /* The owner's work is over: nobody need wait for its fence. */
+    wake = owner && root->fence_owner == owner;
+    if (wake) {
+        root->fence = NULL;
+        root->fence_owner = NULL;
+    }
+    if (--root->inflight == 0 || wake)
         pthread_cond_broadcast(&root->idle);
     weft__buffer_unlock(root);
 }

@@ -89,20 +89,61 @@ struct weft_buffer {
     uint64_t next_use;
     weft__coherence coh;
     weft__replica *replicas; /* rt->ndevices entries */
+    /*
+     * Executable graphs naming this root, through any view (atomic); with
+     * more than one, a node that leaves work in flight on the root records
+     * fence (an event of its executor's, recorded after that work, under
+     * root->lock) and fence_owner (the executor's weft__lanes): another
+     * user waits for fence before touching the root. Cleared under the
+     * lock by whoever waited for it, or by the owner when it goes.
+     */
+    long root_execs;
+    weft__event *fence;
+    const void *fence_owner;
 };
 
 /*
- * Queues for the transfers of one thread: one per device, created when a
- * transfer first needs that device, and the thread's scratch lists for the
- * tracker. The executor keeps one set per executable graph (its worker is
- * the only user); the synchronous helpers make one per call. Driver queues
- * are not shared between threads.
+ * Ordering hooks of an asynchronous user of the lanes (the executor's
+ * plan, src/sched/lanes.c), so that this layer never calls up: with hooks,
+ * transfers are enqueued and not waited for, and the hooks order them.
+ *
+ * queue: a queue of role on device for work of the step in progress,
+ *   already ordered after whatever the step must follow.
+ * issued: work was enqueued on q; if root is not NULL, that work writes
+ *   [off, off + len) of root's copy `where` (a device, or WEFT__HOST).
+ * after: work about to be enqueued on q (NULL: the calling thread) uses
+ *   [off, off + len) of root's copy `where`: order it after the copies
+ *   still on their way into that range, whoever they were made for (the
+ *   tracker counts a copy as done once it is enqueued).
+ * drain: wait for everything enqueued (before memory is freed or extents
+ *   are rearranged, which must not race work in flight).
+ */
+typedef struct weft__lane_hooks {
+    int (*queue)(void *set, unsigned device, weft__queue_role role,
+                 weft__queue **q);
+    int (*issued)(void *set, weft__queue *q, weft_buffer *root, unsigned where,
+                  size_t off, size_t len);
+    int (*after)(void *set, weft__queue *q, weft_buffer *root, unsigned where,
+                 size_t off, size_t len);
+    int (*drain)(void *set);
+} weft__lane_hooks;
+
+/*
+ * Queues for the transfers of one thread and the thread's scratch lists
+ * for the tracker. Without hooks (the synchronous helpers, which make one
+ * per call): one queue per device, created when a transfer first needs
+ * that device, and every transfer waited for before the call goes on.
+ * With hooks (an executable graph's worker, its only user): the hooks'
+ * lanes, and nothing waited for that need not be. Driver queues are not
+ * shared between threads.
  */
 typedef struct weft__lanes {
     weft_runtime *rt;
     weft__queue **queues; /* rt->ndevices entries, or NULL */
     weft__coherence_transfers tr;
     weft__coherence_ranges ranges;
+    const weft__lane_hooks *hooks; /* NULL: synchronous */
+    void *set;                     /* the hooks' own */
 } weft__lanes;
 
 void weft__lanes_init(weft__lanes *l, weft_runtime *rt);
@@ -113,6 +154,30 @@ void weft__lanes_release(weft__lanes *l);
  * copy writes memory after its caller saw it fail).
  */
 int weft__lanes_sync(weft__queue *q);
+/* The queue for a transfer of role on device (the hooks', or the one). */
+int weft__lanes_get(weft__lanes *l, unsigned device, weft__queue_role role,
+                    weft__queue **q);
+/*
+ * After enqueueing on q: synchronous lanes wait for it (and return its
+ * status); asynchronous ones note it (root, where as in the hooks).
+ */
+int weft__lanes_issued(weft__lanes *l, weft__queue *q, weft_buffer *root,
+                       unsigned where, size_t off, size_t len);
+/* An enqueue on q failed: synchronous lanes still wait for what went before. */
+void weft__lanes_settle(weft__lanes *l, weft__queue *q);
+/* The hooks' after and drain; nothing for synchronous lanes. */
+int weft__lanes_after(weft__lanes *l, weft__queue *q, weft_buffer *root,
+                      unsigned where, size_t off, size_t len);
+int weft__lanes_drain(weft__lanes *l);
+/*
+ * Another graph's asynchronous work on root that is not known complete:
+ * wait for its fence (root locked by the caller; see fence in weft_buffer)
+ * and return 0, or return 1 if it left no fence (then only the end of its
+ * launch says the work is over: weft__buffer_wait_owner, with no lock
+ * held).
+ */
+int weft__lanes_fence_wait(weft__lanes *l, weft_buffer *root);
+void weft__buffer_wait_owner(weft_buffer *root, const void *owner);
 
 void weft__buffer_lock(weft_buffer *root);
 void weft__buffer_unlock(weft_buffer *root);
@@ -202,8 +267,11 @@ unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
  * ends. These take the lock themselves.
  */
 void weft__buffer_exec_ref(weft_buffer *buf, long d);
+/* An executable graph names root (once per graph; see root_execs). */
+void weft__buffer_root_execs(weft_buffer *root, long d);
 int weft__buffer_launch_begin(weft_buffer *root);
-void weft__buffer_launch_end(weft_buffer *root);
+/* owner: the ending launch's weft__lanes, whose fences on root end. */
+void weft__buffer_launch_end(weft_buffer *root, const void *owner);
 
 /* 0 if a fill pattern fits the range, else WEFT_EINVAL saying why. */
 int weft__fill_check(const void *pattern, size_t pattern_size, size_t offset,

@@ -72,32 +72,9 @@ static double weft__cost(unsigned src, unsigned dst, void *user)
     return rt->peer[(src - 1) * rt->ndevices + (dst - 1)] ? 1 : 4;
 }
 
-/*
- * Room for extra more segments in the tracker. The tracker reserves for
- * itself, but written() and discard() must not fail after the work they
- * record has run, so callers reserve before: the same growth the tracker
- * would do, on its public layout.
- */
-static int weft__coh_room(weft__coherence *c, size_t extra)
-{
-    weft__coherence_seg *segs;
-    size_t cap;
-
-    if (c->cap - c->nsegs >= extra)
-        return 0;
-    cap = c->cap * 2 > c->nsegs + extra ? c->cap * 2 : c->nsegs + extra;
-    segs = weft__realloc(c->segs, cap * sizeof *segs);
-    if (!segs)
-        return weft__error(WEFT_ENOMEM,
-                           "coherence: out of memory for %zu segments", cap);
-    c->segs = segs;
-    c->cap = cap;
-    return 0;
-}
-
 int weft__buffer_reserve(weft_buffer *root, unsigned n)
 {
-    return weft__coh_room(&root->coh, 2 * (size_t)n + 2);
+    return weft__coherence_reserve(&root->coh, 2 * (size_t)n + 2);
 }
 
 int weft__buffer_is_valid(const weft_buffer *root, unsigned where, size_t off,
@@ -255,7 +232,7 @@ static void weft__count(weft_runtime *rt, uint64_t *link, uint64_t *copies,
  * from_copy: src is the root's host copy (which may be registered).
  */
 static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
-                     const void *src, size_t len, int from_copy,
+                     size_t roff, const void *src, size_t len, int from_copy,
                      enum weft__cause cause, weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
@@ -265,7 +242,11 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
 
     if (from_copy)
         weft__maybe_register(root, d);
-    if ((rc = weft__lanes_queue(l, d, &q)) < 0)
+    if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_H2D, &q)) < 0)
+        return rc;
+    /* The host copy may still be on its way in from another device. */
+    if (from_copy &&
+        (rc = weft__lanes_after(l, q, root, WEFT__HOST, roff, len)) < 0)
         return rc;
     if (from_copy && root->replicas[d].reg) {
         rc = weft__drv_copy_h2d(q, dst, doff, src, len);
@@ -280,9 +261,9 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
     }
     /* Also after a failure: the chunks before it may still be running. */
     if (rc == 0)
-        rc = weft__lanes_sync(q);
+        rc = weft__lanes_issued(l, q, root, d, roff, len);
     else
-        weft__lanes_sync(q);
+        weft__lanes_settle(l, q);
     if (rc == 0)
         weft__count(rt, &rt->stats.h2d_bytes, &rt->stats.h2d_copies, cause,
                     len);
@@ -300,24 +281,27 @@ static int weft__d2h(weft_buffer *root, unsigned d, weft__mem *src, size_t soff,
     int rc;
 
     weft__maybe_register(root, d);
-    if ((rc = weft__lanes_queue(l, d, &q)) < 0)
+    if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_D2H, &q)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, d, off, len)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, WEFT__HOST, off, len)) < 0)
         return rc;
     if (root->replicas[d].reg) {
         rc = weft__drv_copy_d2h(q, root->host + off, src, soff, len);
         if (rc == 0)
-            rc = weft__lanes_sync(q);
+            rc = weft__lanes_issued(l, q, root, WEFT__HOST, off, len);
         if (rc == 0)
             weft__stat_add(&rt->stats.pinned_bytes, len);
     } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
+        /* The stager returns once the host copy holds the bytes. */
         rc = weft__stager_d2h(s, q, root->host + off, src, soff, len);
         if (rc == 0)
             weft__stat_add(&rt->stats.staged_bytes, len);
         else
-            weft__lanes_sync(q);
+            weft__lanes_settle(l, q);
     } else {
         rc = weft__drv_copy_d2h(q, root->host + off, src, soff, len);
         if (rc == 0)
-            rc = weft__lanes_sync(q);
+            rc = weft__lanes_issued(l, q, root, WEFT__HOST, off, len);
     }
     if (rc == 0)
         weft__count(rt, &rt->stats.d2h_bytes, &rt->stats.d2h_copies, cause,
@@ -373,7 +357,7 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
     weft__assert(y);
     if (t->src != WEFT__COH_HOST && !rt->peer[sd * rt->ndevices + dd]) {
         rc = weft__device_to_host(root, sd, t->off, t->len, cause, l);
-        if (rc == 0 && weft__coh_room(&root->coh, 4) == 0)
+        if (rc == 0 && weft__coherence_reserve(&root->coh, 4) == 0)
             weft__coherence_mark_valid(&root->coh, WEFT__COH_HOST, t->off,
                                        t->len);
         if (rc < 0)
@@ -381,7 +365,7 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
     }
     if (t->src == WEFT__COH_HOST || !rt->peer[sd * rt->ndevices + dd])
         return weft__h2d(root, dd, y->blk.mem, y->blk.offset + (t->off - y->lo),
-                         root->host + t->off, t->len, 1, cause, l);
+                         t->off, root->host + t->off, t->len, 1, cause, l);
     for (size_t off = t->off, end = t->off + t->len; off < end;) {
         weft__extent *x = weft__extent_at(root, sd, off);
         weft__queue *q = NULL;
@@ -389,13 +373,15 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
 
         weft__assert(x);
         piece = WEFT__MIN(end, x->hi) - off;
-        rc = weft__lanes_queue(l, dd, &q);
+        rc = weft__lanes_get(l, dd, WEFT__QUEUE_PEER, &q);
+        if (rc == 0)
+            rc = weft__lanes_after(l, q, root, sd, off, piece);
         if (rc == 0)
             rc = weft__drv_copy_peer(q, y->blk.mem,
                                      y->blk.offset + (off - y->lo), x->blk.mem,
                                      x->blk.offset + (off - x->lo), piece);
         if (rc == 0)
-            rc = weft__lanes_sync(q);
+            rc = weft__lanes_issued(l, q, root, dd, off, piece);
         if (rc < 0)
             return rc;
         weft__count(rt, &rt->stats.peer_bytes, &rt->stats.peer_copies, cause,
@@ -418,6 +404,10 @@ static int weft__extent_evict(weft_buffer *root, weft__extent *x,
     unsigned m = 1 + x->device;
     int rc;
 
+    /* Nothing in flight may still use the extent or write its bytes. */
+    if ((rc = weft__lanes_drain(l)) < 0 ||
+        (rc = weft__lanes_fence_wait(l, root)) < 0)
+        return rc;
     rc = weft__coherence_sole_ranges(&root->coh, m, x->lo, x->hi - x->lo,
                                      &l->ranges);
     for (size_t i = 0; rc == 0 && i < l->ranges.count; i++) {
@@ -427,15 +417,18 @@ static int weft__extent_evict(weft_buffer *root, weft__extent *x,
                        x->blk.offset + (r->off - x->lo), r->off, r->len,
                        WEFT__CAUSE_EVICT, l);
         if (rc == 0)
-            rc = weft__coh_room(&root->coh, 4);
+            rc = weft__coherence_reserve(&root->coh, 4);
         if (rc == 0)
             rc = weft__coherence_mark_valid(&root->coh, WEFT__COH_HOST, r->off,
                                             r->len);
     }
+    /* The write-backs read the extent about to be freed. */
+    if (rc == 0 && l->ranges.count)
+        rc = weft__lanes_drain(l);
     if (rc == 0 && l->ranges.count)
         weft__stat_add(&rt->stats.writebacks, 1);
     if (rc == 0)
-        rc = weft__coh_room(&root->coh, 4);
+        rc = weft__coherence_reserve(&root->coh, 4);
     if (rc == 0)
         rc = weft__coherence_drop(&root->coh, m, x->lo, x->hi - x->lo);
     if (rc < 0)
@@ -485,7 +478,11 @@ static int weft__evict_one(weft_runtime *rt, unsigned d, int force,
             if (held ? !force && x->pin == root->epoch
                      : !weft__buffer_trylock(root))
                 continue;
-            if (!root->mapped_by) {
+            /* Another graph's work in flight that no fence says the end
+             * of may still use the extent: not a candidate. */
+            if (!root->mapped_by &&
+                !(root->fence_owner && root->fence_owner != (const void *)l &&
+                  !root->fence)) {
                 dirty = weft__coherence_sole_ranges(&root->coh, 1 + d, x->lo,
                                                     x->hi - x->lo, sole) < 0 ||
                         sole->count > 0;
@@ -626,7 +623,11 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
     for (x = r->extents; x && x->lo < hi; x = x->next) {
         if (x->hi <= lo)
             continue;
-        rc = weft__lanes_queue(l, d, &q);
+        /* Work in flight may still use the extents that go: let it end. */
+        if (!q)
+            rc = weft__lanes_drain(l);
+        if (rc == 0)
+            rc = weft__lanes_get(l, d, WEFT__QUEUE_COMPUTE, &q);
         if (rc == 0)
             rc = weft__drv_copy_d2d(q, n->blk.mem, n->blk.offset + (x->lo - lo),
                                     x->blk.mem, x->blk.offset, x->hi - x->lo);
@@ -685,7 +686,7 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
 
             rc = weft__move(root, t, cause, l);
             if (rc == 0)
-                rc = weft__coh_room(&root->coh, 4);
+                rc = weft__coherence_reserve(&root->coh, 4);
             if (rc == 0)
                 rc = weft__coherence_mark_valid(&root->coh, m, t->off, t->len);
             moved += t->len;
@@ -694,7 +695,7 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
             return rc;
         weft__stat_add(&rt->stats.cached_bytes, size - moved);
     }
-    return weft__coh_room(&root->coh, 4);
+    return weft__coherence_reserve(&root->coh, 4);
 }
 
 int weft__buffer_make_valid(weft_buffer *root, unsigned where, size_t off,
@@ -782,16 +783,21 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
          * the root buffer, which device fills refuse: write the bytes.
          */
         unsigned char *tmp = weft__malloc(size);
+        int drc;
 
         if (!tmp)
             return weft__error(WEFT_ENOMEM, "fill of %zu bytes", size);
         for (size_t i = 0; i < size; i += pattern_size)
             memcpy(tmp + i, pattern, pattern_size);
         rc = weft__store_or_fill(root, off, size, tmp, NULL, 0, l);
+        /* Copies from tmp may still be on their way: let them land. */
+        drc = weft__lanes_drain(l);
+        if (rc == 0)
+            rc = drc;
         weft__free(tmp);
         return rc;
     }
-    if ((rc = weft__coh_room(&root->coh, 8)) < 0)
+    if ((rc = weft__coherence_reserve(&root->coh, 8)) < 0)
         return rc;
     holders = weft__coherence_holders(&root->coh, off, size);
     for (unsigned d = 0; d < rt->ndevices; d++)
@@ -805,15 +811,15 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
         weft__queue *q = NULL;
 
         if (src) {
-            rc = weft__h2d(root, targets[f], x->blk.mem, xo, src, size, 0,
+            rc = weft__h2d(root, targets[f], x->blk.mem, xo, off, src, size, 0,
                            WEFT__CAUSE_READ, l);
         } else {
-            rc = weft__lanes_queue(l, targets[f], &q);
+            rc = weft__lanes_get(l, targets[f], WEFT__QUEUE_H2D, &q);
             if (rc == 0)
                 rc = weft__drv_fill(q, x->blk.mem, xo, pattern, pattern_size,
                                     size);
             if (rc == 0)
-                rc = weft__lanes_sync(q);
+                rc = weft__lanes_issued(l, q, root, targets[f], off, size);
         }
     }
     if (rc < 0) {
@@ -830,6 +836,9 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
         }
         return rc;
     }
+    if (host &&
+        (rc = weft__lanes_after(l, NULL, root, WEFT__HOST, off, size)) < 0)
+        return rc;
     if (host) {
         unsigned char *h = root->host + off;
 
@@ -869,7 +878,8 @@ int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
 
     if (size == 0)
         return 0;
-    if ((rc = weft__buffer_make_valid(root, WEFT__HOST, off, size, l)) < 0)
+    if ((rc = weft__buffer_make_valid(root, WEFT__HOST, off, size, l)) < 0 ||
+        (rc = weft__lanes_after(l, NULL, root, WEFT__HOST, off, size)) < 0)
         return rc;
     memmove(dst, root->host + off, size);
     return 0;
@@ -887,6 +897,8 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
         return 0;
     if (device == WEFT__HOST) {
         rc = weft__buffer_make_valid(src, WEFT__HOST, soff, size, l);
+        if (rc == 0)
+            rc = weft__lanes_after(l, NULL, src, WEFT__HOST, soff, size);
         return rc < 0
                    ? rc
                    : weft__buffer_store(dst, doff, src->host + soff, size, l);
@@ -897,11 +909,15 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
     /* After both: readying dst may have merged src's extent. */
     weft__buffer_device_ptr(src, device, soff, &sm, &smo);
     weft__buffer_device_ptr(dst, device, doff, &dm, &dmo);
-    rc = weft__lanes_queue(l, device, &q);
+    rc = weft__lanes_get(l, device, WEFT__QUEUE_COMPUTE, &q);
+    if (rc == 0)
+        rc = weft__lanes_after(l, q, src, device, soff, size);
+    if (rc == 0)
+        rc = weft__lanes_after(l, q, dst, device, doff, size);
     if (rc == 0)
         rc = weft__drv_copy_d2d(q, dm, dmo, sm, smo, size);
     if (rc == 0)
-        rc = weft__lanes_sync(q);
+        rc = weft__lanes_issued(l, q, dst, device, doff, size);
     if (rc == 0)
         weft__buffer_written(dst, device, doff, size);
     else

@@ -386,6 +386,13 @@ static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
 
 static void weft__exec_free(weft_exec *e)
 {
+    weft__plan_destroy(e->plan);
+    for (size_t i = 0; e->fences && i < (size_t)e->nroots * e->rt->ndevices;
+         i++)
+        if (e->fences[i])
+            weft__drv_event_destroy(e->fences[i]);
+    weft__free(e->fences);
+    weft__free(e->copies);
     weft__lanes_release(&e->lanes);
     weft__free(e->nodes);
     weft__free(e->acc);
@@ -547,8 +554,11 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
     e->state = weft__malloc((size_t)g->nnodes + 1);
+    e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
+    e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
+                             sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->roots ||
-        !e->kargs || !e->ptrs || !e->state) {
+        !e->kargs || !e->ptrs || !e->state || !e->copies || !e->fences) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto fail;
     }
@@ -556,9 +566,15 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
         e->roots[i] = g->roots[i].buf;
     if ((rc = weft__build_locks(e)) < 0 || (rc = weft__build_next_use(e)) < 0)
         goto fail;
-    /* The device's queue now, so that a device that cannot make one fails
-     * here rather than at the first launch. */
-    if ((rc = weft__lanes_queue(&e->lanes, dev, &q)) < 0) {
+    if ((rc = weft__plan_create(e->rt, e->nodes, e->nnodes, e->node_dev,
+                                e->order, e->pred_first, e->preds, &e->plan)) <
+        0)
+        goto fail;
+    e->lanes.hooks = &weft__plan_hooks;
+    e->lanes.set = e->plan;
+    /* The device's first lane now, so that a device that cannot make one
+     * fails here rather than at the first launch. */
+    if ((rc = weft__plan_lane_queue(e->plan, dev, 0, &q)) < 0) {
         weft__error_prefix(rc, "instantiate");
         goto fail;
     }
@@ -567,6 +583,8 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     pthread_cond_init(&e->done, NULL);
     for (uint32_t i = 0; i < e->nacc; i++)
         weft__buffer_exec_ref(e->acc[i].buf, 1);
+    for (uint32_t r = 0; r < e->nroots; r++)
+        weft__buffer_root_execs(e->roots[r], 1);
     weft__runtime_live(e->rt, 1);
     weft__debug("exec", "%u nodes on device %u (%s)", e->nnodes, dev,
                 e->rt->devices[dev]->name);
@@ -611,6 +629,17 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
         if (rc < 0)
             return rc;
     }
+    /* The compute lane, after the step's copies and any other copies
+     * still on their way into the ranges (made for other nodes). */
+    if ((rc = weft__lanes_get(&e->lanes, dev, WEFT__QUEUE_COMPUTE, &q)) < 0)
+        return rc;
+    for (uint32_t a = 0; a < nargs && rc == 0; a++)
+        if (args[a].type == WEFT_PARAM_BUFFER)
+            rc = weft__lanes_after(&e->lanes, q, args[a].buffer->root, dev,
+                                   args[a].buffer->offset + args[a].offset,
+                                   weft__arg_size(&args[a]));
+    if (rc < 0)
+        return rc;
     for (uint32_t a = 0; a < nargs; a++) {
         const weft_arg *ar = &args[a];
         weft__karg *k = &e->kargs[a];
@@ -646,11 +675,10 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
         grid.groups[d] = items / gs + (items % gs != 0);
     }
     grid.shared_bytes = 0;
-    if ((rc = weft__lanes_queue(&e->lanes, dev, &q)) < 0)
-        return rc;
+    /* A launch that fails to enqueue has no effect: the bytes stay. */
     if ((rc = weft__drv_launch(q, impl, &grid, e->kargs, nargs)) < 0)
         return rc;
-    rc = weft__lanes_sync(q);
+    rc = weft__lanes_issued(&e->lanes, q, NULL, 0, 0, 0);
     for (uint32_t a = 0; a < nargs; a++) {
         const weft_arg *ar = &args[a];
 
@@ -674,6 +702,8 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
     const weft__access *acc = &e->acc[nd->acc_first];
     int rc;
 
+    if ((rc = weft__plan_host_wait(e->plan)) < 0)
+        return rc;
     for (uint32_t a = 0; a < nd->nacc; a++) {
         weft_buffer *root = acc[a].buf->root;
         size_t off = acc[a].buf->offset + acc[a].offset;
@@ -685,6 +715,11 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
             if (rc < 0)
                 return rc;
         }
+        /* Copies still on their way into (or out of) these host bytes. */
+        rc = weft__lanes_after(&e->lanes, NULL, root, WEFT__HOST, off,
+                               acc[a].size);
+        if (rc < 0)
+            return rc;
         e->ptrs[a] = weft__buffer_host(root, off);
     }
     if (nd->kind == WEFT__NODE_MAP)
@@ -712,10 +747,51 @@ static int weft__run_copy(weft_exec *e, uint32_t i)
     size_t so = src->buf->offset + src->offset;
     size_t dof = dst->buf->offset + dst->offset;
     unsigned dev = weft__buffer_device_holding(sr, so, src->size);
+    int rc;
 
+    /* Through the host copies (a host device node): the host waits. */
+    if (dev == WEFT__HOST && e->node_dev[i] == WEFT__HOST &&
+        (rc = weft__plan_host_wait(e->plan)) < 0)
+        return rc;
     return weft__buffer_copy(dr, dof, sr, so, src->size,
                              dev != WEFT__HOST ? dev : e->node_dev[i],
                              &e->lanes);
+}
+
+/*
+ * Lock roots [l0, l1) of the locks, in order, once no other graph has work
+ * in flight on them that this one cannot wait for by an event: such work
+ * (left before the root was shared) ends with its launch, which is waited
+ * for with no lock held, since that launch may need these.
+ */
+static int weft__lock_roots(weft_exec *e, uint32_t l0, uint32_t l1)
+{
+    for (;;) {
+        weft_buffer *busy = NULL;
+        const void *owner = NULL;
+        uint32_t l;
+        int rc = 0;
+
+        for (l = l0; l < l1; l++)
+            weft__buffer_lock(e->roots[e->locks[l]]);
+        for (l = l0; l < l1 && !busy && rc == 0; l++) {
+            weft_buffer *root = e->roots[e->locks[l]];
+
+            rc = weft__lanes_fence_wait(&e->lanes, root);
+            if (rc > 0) {
+                busy = root;
+                owner = root->fence_owner;
+                rc = 0;
+            }
+        }
+        if (!busy && rc == 0)
+            return 0;
+        for (l = l1; l-- > l0;)
+            weft__buffer_unlock(e->roots[e->locks[l]]);
+        if (rc < 0)
+            return rc;
+        weft__buffer_wait_owner(busy, owner);
+    }
 }
 
 static int weft__run_node(weft_exec *e, uint32_t i)
@@ -726,8 +802,11 @@ static int weft__run_node(weft_exec *e, uint32_t i)
     uint64_t tick = __atomic_add_fetch(&e->rt->tick, 1, __ATOMIC_RELAXED);
     int rc = 0;
 
-    for (uint32_t l = l0; l < l1; l++)
-        weft__buffer_lock(e->roots[e->locks[l]]);
+    weft__plan_step_begin(e->plan, i);
+    if ((rc = weft__lock_roots(e, l0, l1)) < 0) {
+        weft__plan_step_end_failed(e->plan);
+        return rc;
+    }
     /* Room for the tracker updates after the work, which cannot fail. */
     for (uint32_t l = l0; l < l1 && rc == 0; l++)
         rc = weft__buffer_reserve(e->roots[e->locks[l]], nd->nacc);
@@ -744,17 +823,27 @@ static int weft__run_node(weft_exec *e, uint32_t i)
             rc = weft__run_kernel(e, i);
         break;
     case WEFT__NODE_WRITE:
-        rc = weft__buffer_store(a->buf->root, a->buf->offset + a->offset,
-                                nd->u.write_src, a->size, &e->lanes);
+        rc = weft__plan_host_wait(e->plan);
+        if (rc == 0)
+            rc = weft__buffer_store(a->buf->root, a->buf->offset + a->offset,
+                                    nd->u.write_src, a->size, &e->lanes);
         break;
     case WEFT__NODE_READ:
-        rc = weft__buffer_load(a->buf->root, a->buf->offset + a->offset,
-                               nd->u.read_dst, a->size, &e->lanes);
+        /* The copy out to the caller's memory waits on a lane, if any. */
+        rc = weft__buffer_make_valid(a->buf->root, WEFT__HOST,
+                                     a->buf->offset + a->offset, a->size,
+                                     &e->lanes);
+        if (rc == 0)
+            rc = weft__plan_host_copy(e->plan, a->buf->root,
+                                      a->buf->offset + a->offset,
+                                      nd->u.read_dst, a->size, &e->copies[i]);
         break;
     case WEFT__NODE_FILL:
-        rc = weft__buffer_fill_range(a->buf->root, a->buf->offset + a->offset,
-                                     a->size, nd->u.fill.pattern,
-                                     nd->u.fill.size, &e->lanes);
+        rc = weft__plan_host_wait(e->plan);
+        if (rc == 0)
+            rc = weft__buffer_fill_range(
+                a->buf->root, a->buf->offset + a->offset, a->size,
+                nd->u.fill.pattern, nd->u.fill.size, &e->lanes);
         break;
     case WEFT__NODE_COPY:
         rc = weft__run_copy(e, i);
@@ -767,12 +856,55 @@ static int weft__run_node(weft_exec *e, uint32_t i)
         rc = weft__run_host(e, nd);
         break;
     case WEFT__NODE_EMPTY:
+        /* A join: on a lane, so that it needs no host wait. */
+        if (rc == 0 && e->pred_first[i + 1] > e->pred_first[i]) {
+            weft__queue *q;
+
+            rc = weft__lanes_get(&e->lanes, e->node_dev[i], WEFT__QUEUE_COMPUTE,
+                                 &q);
+        }
         break;
     }
+    if (rc == 0)
+        rc = weft__plan_step_end(e->plan);
+    else
+        weft__plan_step_end_failed(e->plan);
     for (uint32_t l = l1; l-- > l0;) {
         weft_buffer *root = e->roots[e->locks[l]];
+        int shared = __atomic_load_n(&root->root_execs, __ATOMIC_ACQUIRE) > 1;
+        int frc = 0;
 
         root->next_use = tick + e->lock_next[l];
+        /* Other graphs sharing the root wait for this step's work. */
+        if (shared && rc == 0)
+            frc = weft__plan_fence(
+                e->plan, root,
+                &e->fences[(size_t)e->locks[l] * e->rt->ndevices], &e->lanes);
+        if (shared && (rc < 0 || frc < 0)) {
+            /* No fence says when the work ends (a failed step may still
+             * have copies in flight): it ends here. */
+            char keep[WEFT__EXEC_MSG];
+
+            weft__strlcpy(keep, weft_last_error(), sizeof keep);
+            frc = weft__plan_drain(e->plan);
+            root->fence = NULL;
+            root->fence_owner = NULL;
+            if (rc == 0)
+                rc = frc;
+            else
+                weft__error(rc, "%s", keep);
+        } else {
+            /* Unshared: an older fence of ours would say too little. */
+            if (!shared && root->fence_owner == (const void *)&e->lanes)
+                root->fence = NULL;
+            /*
+             * Shared, plan_fence set both if the step left work in flight;
+             * an owner with no fence there would make others wait for the
+             * launch's end, and two launches could wait for each other.
+             */
+            if (!shared && !root->fence_owner)
+                root->fence_owner = &e->lanes;
+        }
         weft__buffer_unlock(root);
     }
     return rc;
@@ -784,8 +916,10 @@ static int weft__run_node(weft_exec *e, uint32_t i)
  */
 static int weft__run_once(weft_exec *e, char *msg, size_t size)
 {
-    int first = 0;
+    weft__plan_counts c;
+    int first = 0, drc;
 
+    weft__plan_launch_begin(e->plan);
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
     for (uint32_t k = 0; k < e->nnodes; k++) {
         uint32_t i = e->order[k];
@@ -808,7 +942,29 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         }
         e->state[i] = st;
     }
+    /*
+     * The launch is over once its work is: a failure seen only here (work
+     * that failed on the device) belongs to no node in particular.
+     */
+    if ((drc = weft__plan_drain(e->plan)) < 0 && !first) {
+        first = drc;
+        weft__error_prefix(drc, "launch");
+        weft__strlcpy(msg, weft_last_error(), size);
+    }
+    weft__plan_counts_get(e->plan, &c);
+    weft__stat_add(&e->rt->stats.plan_events, c.events);
+    weft__stat_add(&e->rt->stats.plan_waits, c.waits);
+    pthread_mutex_lock(&e->lock);
+    e->counts = c;
+    pthread_mutex_unlock(&e->lock);
     return first;
+}
+
+void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c)
+{
+    pthread_mutex_lock(&e->lock);
+    *c = e->counts;
+    pthread_mutex_unlock(&e->lock);
 }
 
 static void *weft__worker_main(void *arg)
@@ -828,7 +984,7 @@ static void *weft__worker_main(void *arg)
         msg[0] = '\0';
         rc = weft__run_once(e, msg, sizeof msg);
         for (uint32_t r = 0; r < e->nroots; r++)
-            weft__buffer_launch_end(e->roots[r]);
+            weft__buffer_launch_end(e->roots[r], &e->lanes);
         pthread_mutex_lock(&e->lock);
         e->last_err = rc;
         weft__strlcpy(e->last_msg, msg, sizeof e->last_msg);
@@ -872,7 +1028,7 @@ int weft_exec_launch(weft_exec *e)
     if (rc < 0) {
         /* The one that failed did not begin; undo the others. */
         for (uint32_t u = 0; u + 1 < r; u++)
-            weft__buffer_launch_end(e->roots[u]);
+            weft__buffer_launch_end(e->roots[u], NULL);
         pthread_mutex_unlock(&e->lock);
         return weft__error_prefix(rc, "weft_exec_launch");
     }
@@ -932,6 +1088,8 @@ int weft_exec_destroy(weft_exec *e)
         pthread_join(e->worker, NULL);
     for (uint32_t i = 0; i < e->nacc; i++)
         weft__buffer_exec_ref(e->acc[i].buf, -1);
+    for (uint32_t r = 0; r < e->nroots; r++)
+        weft__buffer_root_execs(e->roots[r], -1);
     pthread_cond_destroy(&e->done);
     pthread_cond_destroy(&e->wake);
     pthread_mutex_destroy(&e->lock);

@@ -1,9 +1,13 @@
 /*
- * The first executor (src/sched/): one worker thread per executable graph,
- * nodes run one at a time in a topological order, each kernel node on its
- * placed device (weft_graph_set_device) or the exec's default one; the
- * coherence tracker moves the bytes between devices. The scheduler issue
- * replaces it with placement, lanes and events.
+ * The executor (src/sched/): one worker thread per executable graph issues
+ * the nodes in a topological order, each kernel node on its placed device
+ * (weft_graph_set_device) or the exec's default one, through the lowered
+ * plan (plan.h): kernels on compute lanes, the transfers the coherence
+ * tracker asks for on copy lanes, events between lanes where an edge needs
+ * one, and the host waiting only where it touches the bytes itself. A
+ * launch ends when everything it enqueued has completed (the plan's
+ * drain), so that the buffers' trackers describe finished work between
+ * launches.
  *
  * An executable graph owns copies of everything it needs from its graph
  * (nodes, accesses, arguments, the bytes of BYTES arguments, the order and
@@ -15,11 +19,24 @@
  * inflight counts, decrements `pending` and broadcasts `done`. Errors of
  * a run go to last_err (what status reports) and, if none is pending
  * report yet, to first_err (what the next wait reports, then forgets).
+ *
+ * Sharing roots with other graphs. The trackers count a transfer as done
+ * once it is enqueued, so another graph touching a root between two of
+ * this one's nodes must first wait for the work this one left on it: a
+ * node leaves, under the root's lock, fence_owner = &e->lanes and (when
+ * the root is named by several graphs) fence = an event after its work;
+ * the end of the launch clears both. Lock order: a node's roots in address
+ * order (then a device's extent list, in eviction); e->lock is never held
+ * with a root's. A node that meets another graph's unfenced work (the
+ * root was not shared when it was left) drops all its root locks and waits
+ * on that root's idle condition for the other launch to end: that launch
+ * needs none of this one's locks to finish, so the wait ends.
  */
 #ifndef WEFT_SCHED_EXEC_H
 #define WEFT_SCHED_EXEC_H
 
 #include "../graph/graph.h"
+#include "plan.h"
 
 enum { WEFT__EXEC_MSG = 1024 };
 
@@ -49,7 +66,10 @@ struct weft_exec {
     weft__karg *kargs;    /* max kernel arguments */
     void **ptrs;          /* max host-task accesses */
     unsigned char *state; /* per node, during a run */
-    weft__lanes lanes;
+    weft__lanes lanes;    /* with the plan's hooks */
+    weft__plan *plan;
+    weft__plan_memcpy *copies; /* per node: a read node's host function */
+    weft__event **fences;      /* nroots * ndevices, see weft_buffer.fence */
 
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
@@ -57,7 +77,11 @@ struct weft_exec {
     unsigned started, stop;
     unsigned long pending;
     int first_err, last_err;
+    weft__plan_counts counts; /* of the last launch that ended */
     char first_msg[WEFT__EXEC_MSG], last_msg[WEFT__EXEC_MSG];
 };
+
+/* What the plan did in the last launch that ended (tests, tools). */
+void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c);
 
 #endif /* WEFT_SCHED_EXEC_H */

@@ -1501,7 +1501,7 @@ static int sim_queue_wait_event(weft__queue *wq, weft__event *we)
     sim_platform *p = sim_ctx_platform(wq->ctx);
     weft__sim_op op = {0};
     sim_work *w;
-    uint64_t delay;
+    uint64_t delay, ready;
     int rc;
 
     if (we->ctx->dev->platform != &p->base)
@@ -1517,7 +1517,10 @@ static int sim_queue_wait_event(weft__queue *wq, weft__event *we)
     op.event = e->id;
     sim_lock(p);
     op.event_device = e->device;
-    delay = e->marker && e->time > q->ready ? e->time - q->ready : 0;
+    /* From when the wait itself can start (sim_submit's ready time), so
+     * that it ends at the event's time and not past it. */
+    ready = WEFT__MAX(q->ready, sim_host_now(p));
+    delay = e->marker && e->time > ready ? e->time - ready : 0;
     /* Only unfinished work needs the worker to wait. */
     if (e->marker && !e->marker->done) {
         w->marker = e->marker;

@@ -1,0 +1,757 @@
+/*
+ * The lowered plan: lanes, vector clocks, events, and the hooks through
+ * which the buffer layer's transfers join it. plan.h has the model.
+ *
+ * Threads: a plan is used by its executor's worker alone (the hooks run on
+ * that thread, inside the buffer calls it makes), except the host
+ * functions it enqueues, which touch only their own weft__plan_memcpy.
+ */
+#include "plan.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define WEFT__NO_LANE UINT32_MAX
+
+typedef struct weft__lane {
+    weft__queue *q; /* NULL until first used; none for the host lane */
+    unsigned device;
+    unsigned slot;
+    uint64_t seq;  /* operations enqueued, waits included */
+    uint64_t *vc;  /* nlanes: see plan.h; vc[self] == seq */
+    uint64_t mark; /* the step that last readied the lane */
+} weft__lane;
+
+/* A copy into [off, off + len) of root's copy `where`, op seq of lane. */
+typedef struct weft__pending {
+    weft_buffer *root;
+    unsigned where;
+    size_t off, len;
+    uint32_t lane;
+    uint64_t seq;
+} weft__pending;
+
+typedef struct weft__event_pool {
+    weft__event **ev;
+    unsigned n, used, cap; /* made; handed out since the last drain */
+} weft__event_pool;
+
+typedef struct weft__stamp {
+    uint32_t lane; /* WEFT__NO_LANE: not issued */
+    weft__event *ev;
+} weft__stamp;
+
+struct weft__plan {
+    weft_runtime *rt;
+    unsigned ndev, nlanes, host; /* host: the host lane's index */
+    weft__lane *lanes;
+    uint64_t *vcs; /* nlanes * nlanes, the lanes' clocks */
+    weft__event_pool *pools;
+
+    uint32_t n;
+    const weft__node *nodes;
+    const unsigned *node_dev;
+    const uint32_t *pred_first, *preds;
+    uint32_t *succ_first, *succs;
+    uint32_t *plan_lane; /* kernels and copies: the lowered lane, else NO */
+    weft__stamp *stamps;
+    uint64_t *stamp_vc; /* n * nlanes */
+
+    weft__pending *pending;
+    size_t npending, cap_pending;
+
+    /* The step in progress. */
+    uint64_t stepno;
+    uint32_t node;
+    uint32_t last_lane; /* the lane last handed out, or NO */
+
+    weft__plan_counts counts;
+};
+
+/* ---- clocks and lanes ---------------------------------------------------- */
+
+static void weft__vc_merge(weft__plan *p, uint64_t *to, const uint64_t *from)
+{
+    for (unsigned i = 0; i < p->nlanes; i++)
+        if (from[i] > to[i])
+            to[i] = from[i];
+}
+
+static weft__lane *weft__host_lane(weft__plan *p)
+{
+    return &p->lanes[p->host];
+}
+
+/* The slot of a role on device: copy lanes as the copy engines allow. */
+static unsigned weft__slot(const weft__plan *p, unsigned device,
+                           weft__queue_role role, unsigned compute)
+{
+    unsigned ce = p->rt->devices[device]->props.copy_engines;
+
+    switch (role) {
+    case WEFT__QUEUE_COMPUTE:
+        return compute;
+    case WEFT__QUEUE_H2D:
+        return WEFT__COMPUTE_LANES;
+    case WEFT__QUEUE_D2H:
+        return WEFT__COMPUTE_LANES + (ce >= 2);
+    case WEFT__QUEUE_PEER:
+        return ce >= 3 ? WEFT__COMPUTE_LANES + 2
+                       : WEFT__COMPUTE_LANES + (ce >= 2);
+    }
+    return compute;
+}
+
+static int weft__lane_open(weft__plan *p, weft__lane *ln)
+{
+    static const weft__queue_role roles[] = {WEFT__QUEUE_H2D, WEFT__QUEUE_D2H,
+                                             WEFT__QUEUE_PEER};
+    weft__queue_desc desc = {WEFT__QUEUE_COMPUTE, 0, 0};
+    weft__context *ctx;
+    int rc;
+
+    if (ln->q)
+        return 0;
+    if (ln->slot >= WEFT__COMPUTE_LANES)
+        desc.role = roles[ln->slot - WEFT__COMPUTE_LANES];
+    rc = weft__runtime_context(p->rt, ln->device, &ctx);
+    if (rc == 0)
+        rc = weft__drv_queue_create(ctx, &desc, &ln->q);
+    if (rc < 0)
+        return weft__error_prefix(rc, "lane %u of device %u (%s)", ln->slot,
+                                  ln->device, p->rt->devices[ln->device]->name);
+    p->counts.lanes_used++;
+    return 0;
+}
+
+static weft__lane *weft__lane_at(weft__plan *p, unsigned device, unsigned slot)
+{
+    return &p->lanes[device * WEFT__LANE_SLOTS + slot];
+}
+
+static uint32_t weft__lane_index(const weft__plan *p, const weft__lane *ln)
+{
+    return (uint32_t)(ln - p->lanes);
+}
+
+/* The lane of a queue of this plan (the one last handed out, usually). */
+static weft__lane *weft__lane_of(weft__plan *p, const weft__queue *q)
+{
+    if (p->last_lane != WEFT__NO_LANE && p->lanes[p->last_lane].q == q)
+        return &p->lanes[p->last_lane];
+    for (unsigned i = 0; i < p->host; i++)
+        if (p->lanes[i].q == q)
+            return &p->lanes[i];
+    return NULL;
+}
+
+/* An operation went onto ln. */
+static void weft__lane_bump(weft__lane *ln, uint32_t self)
+{
+    ln->seq++;
+    ln->vc[self] = ln->seq;
+}
+
+static int weft__event_take(weft__plan *p, unsigned device, weft__event **ev)
+{
+    weft__event_pool *pool = &p->pools[device];
+    weft__context *ctx;
+    int rc;
+
+    if (pool->used == pool->n) {
+        if (pool->n == pool->cap) {
+            unsigned cap = pool->cap ? 2 * pool->cap : 8;
+            weft__event **grown = weft__realloc(pool->ev, cap * sizeof *grown);
+
+            if (!grown)
+                return weft__error(WEFT_ENOMEM,
+                                   "plan: out of memory for events");
+            pool->ev = grown;
+            pool->cap = cap;
+        }
+        rc = weft__runtime_context(p->rt, device, &ctx);
+        if (rc == 0)
+            rc = weft__drv_event_create(ctx, 0, &pool->ev[pool->n]);
+        if (rc < 0)
+            return rc;
+        pool->n++;
+    }
+    *ev = pool->ev[pool->used++];
+    return 0;
+}
+
+/* An event after everything enqueued on ln so far. */
+static int weft__record(weft__plan *p, weft__lane *ln, weft__event **ev)
+{
+    int rc = weft__event_take(p, ln->device, ev);
+
+    if (rc == 0)
+        rc = weft__drv_event_record(*ev, ln->q);
+    if (rc == 0)
+        p->counts.events++;
+    return rc;
+}
+
+/*
+ * The host waits for everything on x (a fallback, or the host's own need):
+ * from then on every lane may take x's clock as complete.
+ */
+static int weft__host_sync_lane(weft__plan *p, weft__lane *x)
+{
+    int rc = weft__lanes_sync(x->q);
+
+    if (rc < 0)
+        return rc;
+    p->counts.host_syncs++;
+    weft__vc_merge(p, weft__host_lane(p)->vc, x->vc);
+    return 0;
+}
+
+/*
+ * Lane l's later work after x's first `upto` operations, whose clock is
+ * xvc (NULL: unknown, only what x knows now may be learnt, and only by
+ * waiting for x's tail); ev is an event recorded after them (NULL: record
+ * one now, on x's tail). *made receives a recorded event.
+ */
+static int weft__order_after(weft__plan *p, weft__lane *l, weft__lane *x,
+                             uint64_t upto, const uint64_t *xvc,
+                             weft__event *ev, weft__event **made)
+{
+    uint32_t xi = weft__lane_index(p, x), li = weft__lane_index(p, l);
+    weft__lane *h = weft__host_lane(p);
+    int rc = 0;
+
+    if (x == l || l->vc[xi] >= upto || h->vc[xi] >= upto || x == h) {
+        if (xvc)
+            weft__vc_merge(p, l->vc, xvc);
+        return 0;
+    }
+    if (l == h) {
+        if (!ev || weft__drv_event_sync(ev) < 0) {
+            weft_clear_error();
+            return weft__host_sync_lane(p, x);
+        }
+        p->counts.host_syncs++;
+        if (xvc)
+            weft__vc_merge(p, h->vc, xvc);
+        return 0;
+    }
+    if (!ev) {
+        rc = weft__record(p, x, &ev);
+        if (rc == 0 && made)
+            *made = ev;
+        if (rc == 0)
+            xvc = x->vc; /* the event covers x's whole tail */
+    }
+    if (rc == 0)
+        rc = weft__drv_queue_wait_event(l->q, ev);
+    if (rc < 0) {
+        /* The device cannot wait for it: the host does, then it is done. */
+        weft_clear_error();
+        return weft__host_sync_lane(p, x);
+    }
+    p->counts.waits++;
+    weft__lane_bump(l, li);
+    if (xvc)
+        weft__vc_merge(p, l->vc, xvc);
+    return 0;
+}
+
+/* Lane l after predecessor node j of the step. */
+static int weft__after_node(weft__plan *p, weft__lane *l, uint32_t j)
+{
+    weft__stamp *st = &p->stamps[j];
+    const uint64_t *svc = &p->stamp_vc[(size_t)j * p->nlanes];
+    weft__event *made = NULL;
+    int rc;
+
+    if (st->lane == WEFT__NO_LANE)
+        return 0; /* canceled or failed: its successors do not run */
+    rc = weft__order_after(p, l, &p->lanes[st->lane], svc[st->lane], svc,
+                           st->ev, &made);
+    if (made)
+        st->ev = made;
+    return rc;
+}
+
+/* Ready lane l for the step: its queue, then after every predecessor. */
+static int weft__ready(weft__plan *p, weft__lane *l)
+{
+    int rc = weft__lane_open(p, l);
+
+    if (rc < 0 || l->mark == p->stepno)
+        return rc;
+    l->mark = p->stepno;
+    for (uint32_t e = p->pred_first[p->node];
+         e < p->pred_first[p->node + 1] && rc == 0; e++)
+        rc = weft__after_node(p, l, p->preds[e]);
+    return rc;
+}
+
+/* Lane f after the step's work on every other lane it used. */
+static int weft__join(weft__plan *p, weft__lane *f)
+{
+    int rc = 0;
+
+    for (unsigned i = 0; i < p->host && rc == 0; i++) {
+        weft__lane *u = &p->lanes[i];
+
+        if (u != f && u->mark == p->stepno && u->q)
+            rc = weft__order_after(p, f, u, u->seq, u->vc, NULL, NULL);
+    }
+    return rc;
+}
+
+/* ---- the hooks -------------------------------------------------------------
+ */
+
+static int weft__hook_queue(void *set, unsigned device, weft__queue_role role,
+                            weft__queue **q)
+{
+    weft__plan *p = set;
+    unsigned compute = 0;
+    weft__lane *l;
+    int rc;
+
+    if (p->node < p->n && p->plan_lane[p->node] != WEFT__NO_LANE)
+        compute = p->plan_lane[p->node] % WEFT__LANE_SLOTS;
+    l = weft__lane_at(p, device, weft__slot(p, device, role, compute));
+    rc = weft__ready(p, l);
+    /* The step's own work on a compute lane follows its transfers. */
+    if (rc == 0 && role == WEFT__QUEUE_COMPUTE)
+        rc = weft__join(p, l);
+    if (rc < 0)
+        return rc;
+    p->last_lane = weft__lane_index(p, l);
+    *q = l->q;
+    return 0;
+}
+
+static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
+                             unsigned where, size_t off, size_t len)
+{
+    weft__plan *p = set;
+    weft__lane *l = weft__lane_of(p, q);
+    weft__pending *pd;
+
+    weft__assert(l);
+    weft__lane_bump(l, weft__lane_index(p, l));
+    if (!root || !len)
+        return 0;
+    if (p->npending == p->cap_pending) {
+        size_t cap = p->cap_pending ? 2 * p->cap_pending : 16;
+
+        pd = weft__realloc(p->pending, cap * sizeof *pd);
+        if (!pd) {
+            /* The copy is queued; with no room to remember it, wait. */
+            weft_clear_error();
+            return weft__host_sync_lane(p, l);
+        }
+        p->pending = pd;
+        p->cap_pending = cap;
+    }
+    pd = &p->pending[p->npending++];
+    pd->root = root;
+    pd->where = where;
+    pd->off = off;
+    pd->len = len;
+    pd->lane = weft__lane_index(p, l);
+    pd->seq = l->seq;
+    return 0;
+}
+
+static int weft__hook_after(void *set, weft__queue *q, weft_buffer *root,
+                            unsigned where, size_t off, size_t len)
+{
+    weft__plan *p = set;
+    weft__lane *l = q ? weft__lane_of(p, q) : weft__host_lane(p);
+    weft__lane *h = weft__host_lane(p);
+    size_t k = 0;
+    int rc = 0;
+
+    weft__assert(l);
+    for (size_t i = 0; i < p->npending && rc == 0; i++) {
+        weft__pending *pd = &p->pending[i];
+        weft__lane *x = &p->lanes[pd->lane];
+
+        if (pd->root == root && pd->where == where && pd->off < off + len &&
+            off < pd->off + pd->len)
+            rc = weft__order_after(p, l, x, pd->seq, NULL, NULL, NULL);
+    }
+    /* Forget what the host now knows complete. */
+    for (size_t i = 0; i < p->npending; i++)
+        if (h->vc[p->pending[i].lane] < p->pending[i].seq)
+            p->pending[k++] = p->pending[i];
+    p->npending = k;
+    return rc;
+}
+
+static int weft__hook_drain(void *set)
+{
+    return weft__plan_drain(set);
+}
+
+const weft__lane_hooks weft__plan_hooks = {
+    weft__hook_queue,
+    weft__hook_issued,
+    weft__hook_after,
+    weft__hook_drain,
+};
+
+/* ---- lowering -------------------------------------------------------------
+ */
+
+static int weft__is_device_node(const weft__node *nd)
+{
+    return nd->kind == WEFT__NODE_KERNEL || nd->kind == WEFT__NODE_COPY;
+}
+
+static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
+{
+    uint32_t n = p->n, *pos, *last, *rr;
+    int rc = 0;
+
+    pos = weft__malloc(((size_t)n + 1) * sizeof *pos);
+    last = weft__malloc(((size_t)p->ndev * WEFT__COMPUTE_LANES + 1) *
+                        sizeof *last);
+    rr = weft__calloc((size_t)p->ndev + 1, sizeof *rr);
+    if (!pos || !last || !rr) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto out;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        pos[order[k]] = k;
+    for (uint32_t i = 0; i < (uint32_t)p->ndev * WEFT__COMPUTE_LANES; i++)
+        last[i] = WEFT__NO_LANE;
+    /* Latest first (insertion sort: lists are short), duplicates kept. */
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t a = p->pred_first[i] + 1; a < p->pred_first[i + 1]; a++)
+            for (uint32_t b = a;
+                 b > p->pred_first[i] && pos[preds[b - 1]] < pos[preds[b]];
+                 b--) {
+                uint32_t t = preds[b];
+
+                preds[b] = preds[b - 1];
+                preds[b - 1] = t;
+            }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = order[k], slot = WEFT__NO_LANE;
+        unsigned d = p->node_dev[i];
+
+        p->plan_lane[i] = WEFT__NO_LANE;
+        if (!weft__is_device_node(&p->nodes[i]) || d >= p->ndev)
+            continue;
+        /* Continue the chain of the latest predecessor on this device. */
+        for (uint32_t e = p->pred_first[i]; e < p->pred_first[i + 1]; e++) {
+            uint32_t j = preds[e], pl = p->plan_lane[j];
+
+            if (pl == WEFT__NO_LANE || pl / WEFT__LANE_SLOTS != d)
+                continue;
+            if (last[d * WEFT__COMPUTE_LANES + pl % WEFT__LANE_SLOTS] == j)
+                slot = pl % WEFT__LANE_SLOTS;
+            break;
+        }
+        if (slot == WEFT__NO_LANE)
+            slot = rr[d]++ % WEFT__COMPUTE_LANES;
+        last[d * WEFT__COMPUTE_LANES + slot] = i;
+        p->plan_lane[i] = d * WEFT__LANE_SLOTS + slot;
+    }
+    /* Successors, for the decision to record an event after a node. */
+    for (uint32_t e = 0; e < p->pred_first[n]; e++)
+        p->succ_first[preds[e] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        p->succ_first[i + 1] += p->succ_first[i];
+    memcpy(pos, p->succ_first, (size_t)n * sizeof *pos);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t e = p->pred_first[i]; e < p->pred_first[i + 1]; e++)
+            p->succs[pos[preds[e]]++] = i;
+out:
+    weft__free(pos);
+    weft__free(last);
+    weft__free(rr);
+    return rc;
+}
+
+int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
+                      const unsigned *node_dev, const uint32_t *order,
+                      const uint32_t *pred_first, uint32_t *preds,
+                      weft__plan **out)
+{
+    weft__plan *p = weft__calloc(1, sizeof *p);
+    size_t nl;
+    int rc;
+
+    if (!p)
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    p->rt = rt;
+    p->ndev = rt->ndevices;
+    p->host = p->ndev * WEFT__LANE_SLOTS;
+    p->nlanes = p->host + 1;
+    p->n = n;
+    p->nodes = nodes;
+    p->node_dev = node_dev;
+    p->pred_first = pred_first;
+    p->preds = preds;
+    p->node = UINT32_MAX;
+    p->last_lane = WEFT__NO_LANE;
+    nl = p->nlanes;
+    p->lanes = weft__calloc(nl, sizeof *p->lanes);
+    p->vcs = weft__calloc(nl * nl, sizeof *p->vcs);
+    p->pools = weft__calloc((size_t)p->ndev + 1, sizeof *p->pools);
+    p->succ_first = weft__calloc((size_t)n + 2, sizeof *p->succ_first);
+    p->succs = weft__malloc(((size_t)pred_first[n] + 1) * sizeof *p->succs);
+    p->plan_lane = weft__malloc(((size_t)n + 1) * sizeof *p->plan_lane);
+    p->stamps = weft__calloc((size_t)n + 1, sizeof *p->stamps);
+    p->stamp_vc = weft__calloc((size_t)n * nl + 1, sizeof *p->stamp_vc);
+    if (!p->lanes || !p->vcs || !p->pools || !p->succ_first || !p->succs ||
+        !p->plan_lane || !p->stamps || !p->stamp_vc) {
+        weft__plan_destroy(p);
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    }
+    for (unsigned i = 0; i < nl; i++) {
+        p->lanes[i].vc = &p->vcs[(size_t)i * nl];
+        p->lanes[i].device = i / WEFT__LANE_SLOTS;
+        p->lanes[i].slot = i % WEFT__LANE_SLOTS;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        p->stamps[i].lane = WEFT__NO_LANE;
+    if ((rc = weft__lower(p, order, preds)) < 0) {
+        weft__plan_destroy(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void weft__plan_destroy(weft__plan *p)
+{
+    if (!p)
+        return;
+    if (p->lanes && p->lanes[0].vc) {
+        if (weft__plan_drain(p) < 0)
+            weft__warn("sched", "plan: %s", weft_last_error());
+        for (unsigned i = 0; i < p->host; i++)
+            if (p->lanes[i].q)
+                weft__drv_queue_destroy(p->lanes[i].q);
+    }
+    for (unsigned d = 0; p->pools && d < p->ndev; d++) {
+        for (unsigned i = 0; i < p->pools[d].n; i++)
+            weft__drv_event_destroy(p->pools[d].ev[i]);
+        weft__free(p->pools[d].ev);
+    }
+    weft__free(p->pools);
+    weft__free(p->lanes);
+    weft__free(p->vcs);
+    weft__free(p->succ_first);
+    weft__free(p->succs);
+    weft__free(p->plan_lane);
+    weft__free(p->stamps);
+    weft__free(p->stamp_vc);
+    weft__free(p->pending);
+    weft__free(p);
+}
+
+int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
+                          weft__queue **q)
+{
+    weft__lane *l = weft__lane_at(p, device, slot % WEFT__COMPUTE_LANES);
+    int rc = weft__lane_open(p, l);
+
+    if (rc == 0)
+        *q = l->q;
+    return rc;
+}
+
+/* ---- launches and steps ------------------------------------------------- */
+
+void weft__plan_launch_begin(weft__plan *p)
+{
+    memset(&p->counts.events, 0,
+           offsetof(weft__plan_counts, lanes_used) -
+               offsetof(weft__plan_counts, events));
+    for (uint32_t i = 0; i < p->n; i++) {
+        p->stamps[i].lane = WEFT__NO_LANE;
+        p->stamps[i].ev = NULL;
+    }
+}
+
+int weft__plan_drain(weft__plan *p)
+{
+    weft__lane *h = weft__host_lane(p);
+    int first = 0;
+    char msg[512] = "";
+
+    for (unsigned i = 0; i < p->host; i++) {
+        weft__lane *x = &p->lanes[i];
+        int rc;
+
+        if (!x->q || h->vc[i] >= x->seq)
+            continue;
+        rc = weft__lanes_sync(x->q);
+        if (rc < 0 && !first) {
+            first = rc;
+            weft__strlcpy(msg, weft_last_error(), sizeof msg);
+        }
+        weft__vc_merge(p, h->vc, x->vc);
+    }
+    /* Everything has completed: the events may be recorded again. */
+    for (unsigned d = 0; d < p->ndev; d++)
+        p->pools[d].used = 0;
+    p->npending = 0;
+    return first < 0 ? weft__error(first, "%s", msg) : 0;
+}
+
+void weft__plan_counts_get(const weft__plan *p, weft__plan_counts *c)
+{
+    *c = p->counts;
+}
+
+void weft__plan_step_begin(weft__plan *p, uint32_t node)
+{
+    p->stepno++;
+    p->node = node;
+    p->counts.steps++;
+}
+
+int weft__plan_host_wait(weft__plan *p)
+{
+    weft__lane *h = weft__host_lane(p);
+    int rc = 0;
+
+    for (uint32_t e = p->pred_first[p->node];
+         e < p->pred_first[p->node + 1] && rc == 0; e++)
+        rc = weft__after_node(p, h, p->preds[e]);
+    return rc;
+}
+
+/* Whether a successor of node i is lowered to a lane other than f. */
+static int weft__needs_event(const weft__plan *p, uint32_t i, uint32_t f)
+{
+    for (uint32_t e = p->succ_first[i]; e < p->succ_first[i + 1]; e++)
+        if (p->plan_lane[p->succs[e]] != f)
+            return 1;
+    return 0;
+}
+
+int weft__plan_step_end(weft__plan *p)
+{
+    weft__lane *h = weft__host_lane(p), *f = NULL;
+    weft__stamp *st = &p->stamps[p->node];
+    uint64_t *svc = &p->stamp_vc[(size_t)p->node * p->nlanes];
+    uint32_t fi;
+    int rc = 0;
+
+    /* The final lane: the compute lane if used, else the last one used. */
+    if (p->last_lane != WEFT__NO_LANE &&
+        p->lanes[p->last_lane].mark == p->stepno)
+        f = &p->lanes[p->last_lane];
+    for (unsigned i = 0; i < p->host; i++)
+        if (p->lanes[i].mark == p->stepno && p->lanes[i].q &&
+            p->lanes[i].slot < WEFT__COMPUTE_LANES)
+            f = &p->lanes[i];
+    if (!f) {
+        /* A host step: done, and after its predecessors (host_wait). */
+        weft__lane_bump(h, p->host);
+        st->lane = p->host;
+        st->ev = NULL;
+        memcpy(svc, h->vc, p->nlanes * sizeof *svc);
+        p->last_lane = WEFT__NO_LANE;
+        return 0;
+    }
+    rc = weft__join(p, f);
+    fi = weft__lane_index(p, f);
+    st->lane = fi;
+    st->ev = NULL;
+    memcpy(svc, f->vc, p->nlanes * sizeof *svc);
+    /* What the host step part did is done: it counts as known. */
+    weft__vc_merge(p, svc, h->vc);
+    if (rc == 0 && weft__needs_event(p, p->node, fi) &&
+        weft__record(p, f, &st->ev) < 0) {
+        weft_clear_error();
+        st->ev = NULL;
+        rc = weft__host_sync_lane(p, f);
+    }
+    p->last_lane = fi;
+    return rc;
+}
+
+void weft__plan_step_end_failed(weft__plan *p)
+{
+    p->stamps[p->node].lane = WEFT__NO_LANE;
+    p->last_lane = WEFT__NO_LANE;
+}
+
+static void weft__memcpy_fn(void *user)
+{
+    weft__plan_memcpy *m = user;
+
+    memmove(m->dst, m->src, m->size);
+}
+
+int weft__plan_host_copy(weft__plan *p, weft_buffer *root, size_t off,
+                         void *dst, size_t size, weft__plan_memcpy *arg)
+{
+    weft__lane *h = weft__host_lane(p), *f = NULL;
+    int rc;
+
+    for (unsigned i = 0; size && i < p->host; i++)
+        if (p->lanes[i].mark == p->stepno && p->lanes[i].q)
+            f = &p->lanes[i];
+    for (size_t i = 0; size && !f && i < p->npending; i++) {
+        weft__pending *pd = &p->pending[i];
+
+        if (pd->root == root && pd->where == WEFT__HOST &&
+            pd->off < off + size && off < pd->off + pd->len &&
+            h->vc[pd->lane] < pd->seq)
+            f = &p->lanes[pd->lane];
+    }
+    if (!f) {
+        /* Now, by the host: so after the node's predecessors, as a host
+         * step's successors take for granted. */
+        if ((rc = weft__plan_host_wait(p)) < 0)
+            return rc;
+        if (size)
+            memmove(dst, root->host + off, size);
+        return 0;
+    }
+    /* On a lane, after the copies into the host copy: no host wait. */
+    p->last_lane = weft__lane_index(p, f);
+    if ((rc = weft__ready(p, f)) < 0 || (rc = weft__join(p, f)) < 0 ||
+        (rc = weft__hook_after(p, f->q, root, WEFT__HOST, off, size)) < 0)
+        return rc;
+    arg->dst = dst;
+    arg->src = root->host + off;
+    arg->size = size;
+    rc = weft__drv_host_fn(f->q, weft__memcpy_fn, arg);
+    if (rc == 0)
+        weft__lane_bump(f, weft__lane_index(p, f));
+    return rc;
+}
+
+int weft__plan_fence(weft__plan *p, weft_buffer *root, weft__event **evs,
+                     const void *owner)
+{
+    weft__stamp *st = &p->stamps[p->node];
+    weft__event **ev;
+    weft__lane *f;
+    weft__context *ctx;
+    int rc;
+
+    if (st->lane == WEFT__NO_LANE || st->lane == p->host)
+        return 0;
+    f = &p->lanes[st->lane];
+    ev = &evs[f->device];
+    if (!*ev) {
+        rc = weft__runtime_context(p->rt, f->device, &ctx);
+        if (rc == 0)
+            rc = weft__drv_event_create(ctx, 0, ev);
+        if (rc < 0)
+            return rc;
+    }
+    if ((rc = weft__drv_event_record(*ev, f->q)) < 0)
+        return rc;
+    p->counts.fences++;
+    root->fence = *ev;
+    root->fence_owner = owner;
+    return 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * The lowered plan of an executable graph (src/sched/): lanes, the order
+ * between them, and the events that carry it.
+ *
+ * Lanes. Each device has WEFT__COMPUTE_LANES compute lanes, an H2D lane,
+ * a D2H lane and a peer lane, each one driver queue (in order), created
+ * when first used and kept for the life of the executable graph. A device
+ * with one copy engine (or none) copies on one lane for every direction;
+ * with two, D2H and peer copies share one. One more lane stands for the
+ * host thread that issues the plan (it has no queue).
+ *
+ * Lowering, at instantiate: every kernel and device copy node gets a
+ * compute lane of its device. A node that continues the chain of the
+ * latest same-device predecessor whose lane it would follow directly keeps
+ * that lane; any other takes the next lane round-robin, so that
+ * independent kernels overlap and a chain costs no event. Predecessor
+ * lists are sorted latest first, so that waiting for the latest one makes
+ * the older ones implied.
+ *
+ * Issue, on the executor's worker, one node (a step) at a time in the
+ * graph's order: the transfers the coherence tracker asks for go to the
+ * copy lanes of the device they fill (through the buffer layer's lane
+ * hooks), the kernel to its compute lane, and nothing waits on the host
+ * unless the host itself needs the bytes (a map, a host task, a write
+ * into the host copy) or a failure leaves no other way.
+ *
+ * Order. Every lane L keeps a vector clock vc_L: vc_L[X] = s means work
+ * enqueued on L from now on is known to run after the first s operations
+ * of lane X (waits count as operations). A node's stamp is its final lane
+ * and that lane's clock after it. Before a lane does work for a node it
+ * needs each predecessor's stamp: nothing if the lane is the stamp's own
+ * (in-order) or its clock (or the host's) already covers it (the edge is
+ * implied: the transitive reduction, counting the lane order), else one
+ * queue_wait_event on the stamp's event. A node records its event right
+ * after its work when the plan says a successor lies on another lane;
+ * otherwise on demand, when first needed. The work of one node spread
+ * over several lanes (copies, then a kernel) joins on its final lane the
+ * same way. Events come from a pool per device, reused once a drain has
+ * seen everything complete.
+ *
+ * Copies into the host copy of a buffer (D2H) stay pending by range until
+ * known complete, so that a later reader of those host bytes (an H2D copy
+ * on some lane, or the host) is ordered after them.
+ */
+#ifndef WEFT_SCHED_PLAN_H
+#define WEFT_SCHED_PLAN_H
+
+#include "../graph/graph.h"
+
+enum { WEFT__COMPUTE_LANES = 2, WEFT__LANE_SLOTS = WEFT__COMPUTE_LANES + 3 };
+
+/* What a plan did, over one launch. */
+typedef struct weft__plan_counts {
+    uint64_t events;     /* events recorded to order work across lanes */
+    uint64_t waits;      /* queue_wait_event calls */
+    uint64_t host_syncs; /* waits by the host for device work */
+    uint64_t fences;     /* events recorded for other graphs sharing a root */
+    uint64_t steps;      /* nodes issued */
+    uint32_t lanes_used; /* lanes with a queue, over the plan's life */
+} weft__plan_counts;
+
+typedef struct weft__plan weft__plan;
+
+/* The hooks that the buffer layer calls back on a plan's weft__lanes. */
+extern const weft__lane_hooks weft__plan_hooks;
+
+/*
+ * Lower: nodes n (kinds and devices), predecessors in CSR form (sorted
+ * here, latest in order first), order the issue order. The plan keeps
+ * pointers to pred_first/preds, which must outlive it.
+ */
+int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
+                      const unsigned *node_dev, const uint32_t *order,
+                      const uint32_t *pred_first, uint32_t *preds,
+                      weft__plan **out);
+/* Drain and free (NULL is ignored). */
+void weft__plan_destroy(weft__plan *p);
+
+/* The compute lane node i was lowered to on device: its queue, made now. */
+int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
+                          weft__queue **q);
+
+/* One launch: counters back to 0 (begin); wait for everything (end). */
+void weft__plan_launch_begin(weft__plan *p);
+int weft__plan_drain(weft__plan *p);
+void weft__plan_counts_get(const weft__plan *p, weft__plan_counts *c);
+
+/*
+ * One step (a node): begin before its first transfer, end after its last
+ * enqueue. host_wait: the host waits for every predecessor (a step that
+ * touches host memory itself). A step that failed ends with end_failed:
+ * its successors are canceled, so nothing waits for it.
+ */
+void weft__plan_step_begin(weft__plan *p, uint32_t node);
+int weft__plan_host_wait(weft__plan *p);
+int weft__plan_step_end(weft__plan *p);
+void weft__plan_step_end_failed(weft__plan *p);
+/*
+ * size bytes of root's host copy at off into dst, for a node that read
+ * them: after the copies of this step and any still on their way into
+ * that range, on a lane (a host function) if some are in flight, else
+ * now. arg is storage for the host function that lives until the drain.
+ */
+typedef struct weft__plan_memcpy {
+    void *dst;
+    const void *src;
+    size_t size;
+} weft__plan_memcpy;
+int weft__plan_host_copy(weft__plan *p, weft_buffer *root, size_t off,
+                         void *dst, size_t size, weft__plan_memcpy *arg);
+/*
+ * After a step, for a root it touched, under the root's lock: when other
+ * graphs name the root, fence it with an event after the step's work.
+ * evs: the executor's events for the root, one per device, made here when
+ * NULL. Nothing for a step that left no work in flight.
+ */
+int weft__plan_fence(weft__plan *p, weft_buffer *root, weft__event **evs,
+                     const void *owner);
+
+#endif /* WEFT_SCHED_PLAN_H */
