@@ -308,6 +308,13 @@ int weft__drv_mem_free(weft__mem *mem)
     return 0;
 }
 
+int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size)
+{
+    if (!ctx || !ptr || !size || !ctx->drv->host_is_pinned)
+        return 0;
+    return ctx->drv->host_is_pinned(ctx, ptr, size) == 1;
+}
+
 int weft__drv_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                        const void *src, size_t size)
 {

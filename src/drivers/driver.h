@@ -265,6 +265,12 @@ struct weft__driver {
                          weft__mem **mem);
     /* Frees any kind. The memory must not be in use by queued work. */
     void (*mem_free)(weft__mem *mem);
+    /*
+     * Optional: 1 if [ptr, ptr + size) is page-locked memory the device
+     * copies from in place (however the program got it), else 0. Without
+     * it weft treats host memory it did not pin itself as pageable.
+     */
+    int (*host_is_pinned)(weft__context *ctx, const void *ptr, size_t size);
 
     int (*copy_h2d)(weft__queue *q, weft__mem *dst, size_t dst_off,
                     const void *src, size_t size);
@@ -353,6 +359,8 @@ int weft__drv_host_alloc(weft__context *ctx, size_t size, weft__mem **mem);
 int weft__drv_host_register(weft__context *ctx, void *ptr, size_t size,
                             weft__mem **mem);
 int weft__drv_mem_free(weft__mem *mem);
+/* 1 if the driver says ptr..ptr+size is pinned for ctx's device, else 0. */
+int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size);
 int weft__drv_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                        const void *src, size_t size);
 int weft__drv_copy_d2h(weft__queue *q, void *dst, weft__mem *src,

@@ -252,7 +252,9 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
         rc = weft__drv_copy_h2d(q, dst, doff, src, len);
         if (rc == 0)
             weft__stat_add(&rt->stats.pinned_bytes, len);
-    } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
+    } else if (len >= WEFT__STAGE_MIN &&
+               !weft__drv_host_is_pinned(dst->ctx, src, len) &&
+               (s = weft__runtime_stager(rt, d))) {
         rc = weft__stager_h2d(s, q, dst, doff, src, len);
         if (rc == 0)
             weft__stat_add(&rt->stats.staged_bytes, len);
@@ -291,7 +293,9 @@ static int weft__d2h(weft_buffer *root, unsigned d, weft__mem *src, size_t soff,
             rc = weft__lanes_issued(l, q, root, WEFT__HOST, off, len);
         if (rc == 0)
             weft__stat_add(&rt->stats.pinned_bytes, len);
-    } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
+    } else if (len >= WEFT__STAGE_MIN &&
+               !weft__drv_host_is_pinned(src->ctx, root->host + off, len) &&
+               (s = weft__runtime_stager(rt, d))) {
         /* The stager returns once the host copy holds the bytes. */
         rc = weft__stager_d2h(s, q, root->host + off, src, soff, len);
         if (rc == 0)

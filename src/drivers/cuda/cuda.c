@@ -848,6 +848,15 @@ static int cuda_is_pinned(const void *p, size_t size)
            type == CU_MEMORYTYPE_HOST;
 }
 
+static int cuda_host_is_pinned(weft__context *ctx, const void *p, size_t size)
+{
+    if (cuda_enter(ctx) < 0) {
+        weft_clear_error();
+        return 0;
+    }
+    return cuda_is_pinned(p, size);
+}
+
 /* One chunk's host-side copy, run by CUDA's callback thread. */
 typedef struct cuda_stage_copy {
     void *dst;
@@ -1601,6 +1610,7 @@ const weft__driver weft__driver_cuda = {
     .copy_peer = cuda_copy_peer,
     .fill = cuda_fill,
     .module_create = cuda_module_create,
+    .host_is_pinned = cuda_host_is_pinned,
     .module_destroy = cuda_module_destroy,
     .module_binary = cuda_module_binary,
     .kernel_get = cuda_kernel_get,
