@@ -10,6 +10,7 @@
  *     driver_overhead [--json] [--launches N] [--rounds R]
  */
 #include "drivers/cuda/cuda_api.h"
+#include "figures.h"
 #include "runtime.h"
 
 #include <CL/cl.h>
@@ -27,32 +28,8 @@ static const char ptx_empty[] = ".version 7.0\n"
                                 "}\n";
 static const char cl_empty[] = "__kernel void empty(__global int *p) {}\n";
 
-static int json;
 static long launches = 20000;
 static int rounds = 7;
-static int nfig;
-
-static void figure(const char *name, double value, const char *unit)
-{
-    if (json)
-        printf("%s\n  {\"name\": \"%s\", \"value\": %.4f, \"unit\": \"%s\"}",
-               nfig ? "," : "", name, value, unit);
-    else
-        printf("%s: %.3f %s\n", name, value, unit);
-    nfig++;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 #define DIE(...)                                                               \
     do {                                                                       \
@@ -262,19 +239,19 @@ static void compare(const char *driver, const char *devname, void *raw,
         r[i] = raw_round(raw, n);
         ws[i] = weft_round(w, n);
     }
-    rm = median(r, rounds);
-    wm = median(ws, rounds);
-    if (!json)
+    rm = bench_median(r, rounds);
+    wm = bench_median(ws, rounds);
+    if (!bench_json)
         printf("# %s: %s, %ld launches x %d rounds, medians\n", driver, devname,
                n, rounds);
     snprintf(name, sizeof name, "%s raw launch", driver);
-    figure(name, rm, "us");
+    bench_figure(name, rm, "us");
     snprintf(name, sizeof name, "%s weft launch", driver);
-    figure(name, wm, "us");
+    bench_figure(name, wm, "us");
     snprintf(name, sizeof name, "%s weft overhead", driver);
-    figure(name, wm - rm, "us");
+    bench_figure(name, wm - rm, "us");
     snprintf(name, sizeof name, "%s weft/raw", driver);
-    figure(name, wm / rm, "x");
+    bench_figure(name, wm / rm, "x");
 }
 
 static double raw_cuda_round_v(void *r, long n)
@@ -295,7 +272,7 @@ int main(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
-            json = 1;
+            bench_json = 1;
         else if (strcmp(argv[i], "--launches") == 0 && i + 1 < argc)
             launches = atol(argv[++i]);
         else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
@@ -308,7 +285,7 @@ int main(int argc, char **argv)
     o.devices = "cuda:*,opencl:*";
     if (weft_runtime_create(&rt, &o) < 0)
         DIE("%s", weft_last_error());
-    if (json)
+    if (bench_json)
         printf("{\"bench\": \"driver_overhead\", \"figures\": [");
     /* OpenCL: a GPU if there is one (it is what the figure is about) */
     int cl_gpu = 0;
@@ -345,11 +322,11 @@ int main(int argc, char **argv)
             done_cl = 1;
         }
     }
-    if (json)
+    if (bench_json)
         printf("\n]}\n");
-    if (!done_cuda && !json)
+    if (!done_cuda && !bench_json)
         printf("# cuda: skipped (no CUDA device)\n");
-    if (!done_cl && !json)
+    if (!done_cl && !bench_json)
         printf("# opencl: skipped (no OpenCL device)\n");
     weft_runtime_destroy(rt);
     return 0;

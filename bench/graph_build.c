@@ -16,15 +16,15 @@
  */
 #include <weft.h>
 
+#include "figures.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static int json;
 static int rounds = 5;
-static int nfig;
 
 #define DIE(...)                                                               \
     do {                                                                       \
@@ -39,28 +39,6 @@ static int nfig;
         if (rc_ < 0)                                                           \
             DIE("%s: %s: %s", #call, weft_err_name(rc_), weft_last_error());   \
     } while (0)
-
-static void figure(const char *name, double value, const char *unit)
-{
-    if (json)
-        printf("%s\n  {\"name\": \"%s\", \"value\": %.4f, \"unit\": \"%s\"}",
-               nfig ? "," : "", name, value, unit);
-    else
-        printf("%s: %.3f %s\n", name, value, unit);
-    nfig++;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static uint64_t now_ns(void)
 {
@@ -164,12 +142,12 @@ static void measure(bench *b, shape s, unsigned n)
         total[r] = add[r] + inst[r];
     }
     snprintf(name, sizeof name, "graph_build %s N=%u", shape_names[s], n);
-    figure(name, median(total, rounds) / 1e3 / n, "us/node");
+    bench_figure(name, bench_median(total, rounds) / 1e3 / n, "us/node");
     snprintf(name, sizeof name, "graph_build %s N=%u add", shape_names[s], n);
-    figure(name, median(add, rounds) / 1e3 / n, "us/node");
+    bench_figure(name, bench_median(add, rounds) / 1e3 / n, "us/node");
     snprintf(name, sizeof name, "graph_build %s N=%u instantiate",
              shape_names[s], n);
-    figure(name, median(inst, rounds) / 1e3 / n, "us/node");
+    bench_figure(name, bench_median(inst, rounds) / 1e3 / n, "us/node");
     free(total);
     free(add);
     free(inst);
@@ -186,7 +164,7 @@ int main(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
+            bench_json = 1;
         } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
             rounds = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
@@ -220,12 +198,12 @@ int main(int argc, char **argv)
         DIE("out of memory");
     CHECK(weft_buffer_create(b.rt, (size_t)largest * RANGE, &b.buf));
 
-    if (json)
+    if (bench_json)
         printf("[");
     for (unsigned i = 0; i < nsizes; i++)
         for (int s = 0; s < NSHAPES; s++)
             measure(&b, (shape)s, sizes[i]);
-    if (json)
+    if (bench_json)
         printf("\n]\n");
 
     CHECK(weft_buffer_destroy(b.buf));

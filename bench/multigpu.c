@@ -31,6 +31,7 @@
  * tile kernel figure to compare like with like).
  */
 #include "drivers/sim/sim.h"
+#include "figures.h"
 #include "runtime.h"
 
 #include <math.h>
@@ -41,27 +42,16 @@
 
 enum { MAXDEV = 64, MAXREPS = 64, BLOCK = 4096 };
 
-static int json, nfig, reduce = 1;
+static int reduce = 1;
 static unsigned devices_max = 8, tiles = 64;
 static size_t tile_bytes = (size_t)16 << 20;
 static uint32_t tile_elems, iters = 16384;
 static int reps = 5;
 static double sim_fma_rate = 33500; /* multiply-adds per ns: H200 FP32 */
 
-static void figure(const char *name, double value, const char *unit)
-{
-    if (json)
-        printf("%s\n  {\"name\": \"%s\", \"value\": %.4f, \"unit\": \"%s\"}",
-               nfig ? "," : "", name, value, unit);
-    else
-        printf("%s: %.3f %s\n", name, value, unit);
-    fflush(stdout);
-    nfig++;
-}
-
 #define NOTE(...)                                                              \
     do {                                                                       \
-        if (!json) {                                                           \
+        if (!bench_json) {                                                     \
             printf("# " __VA_ARGS__);                                          \
             putchar('\n');                                                     \
         }                                                                      \
@@ -79,28 +69,6 @@ static void figure(const char *name, double value, const char *unit)
         if ((call) < 0)                                                        \
             DIE("%s: %s", #call, weft_last_error());                           \
     } while (0)
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void progress(const char *what)
-{
-    static int tty = -1;
-
-    if (tty < 0)
-        tty = isatty(2);
-    if (tty)
-        fprintf(stderr, "\r\033[K%s%s", what, what[0] ? "..." : "");
-}
 
 /* ---- kernels ----------------------------------------------------------- */
 
@@ -276,7 +244,7 @@ static result time_exec(machine *m, weft_exec *e)
                           : (double)(weft__now_ns() - t0) / 1e6;
     }
     WEFT(weft_runtime_get_stats(m->rt, &s1));
-    r.ms = median(v, reps);
+    r.ms = bench_median(v, reps);
     memset(&r.moved, 0, sizeof r.moved);
     r.moved.h2d_bytes = (s1.h2d_bytes - s0.h2d_bytes) / (uint64_t)reps;
     r.moved.d2h_bytes = (s1.d2h_bytes - s0.d2h_bytes) / (uint64_t)reps;
@@ -494,7 +462,7 @@ int main(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
-            json = 1;
+            bench_json = 1;
         else if (strcmp(argv[i], "--no-reduce") == 0)
             reduce = 0;
         else if (i + 1 >= argc)
@@ -534,7 +502,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < total_bytes / sizeof(float); i++)
         hin[i] = (float)(i & 1023) / 1024.0f;
 
-    if (json)
+    if (bench_json)
         printf("{\"bench\": \"multigpu\", \"driver\": \"%s\", \"virtual\": "
                "%s, \"tiles\": %u, \"tile_bytes\": %zu, \"iters\": %u, "
                "\"figures\": [",
@@ -564,7 +532,7 @@ int main(int argc, char **argv)
             result r;
 
             snprintf(what, sizeof what, "%s %u", mode_name[rr], n);
-            progress(what);
+            bench_progress(what);
             memset(hout, 0, total_bytes);
             g = build(&m, rr, hin, hout, &sum);
             WEFT(weft_graph_instantiate(g, NULL, &e));
@@ -579,7 +547,7 @@ int main(int argc, char **argv)
     do {                                                                       \
         snprintf(name, sizeof name, "%s %u device%s %s", mode_name[rr], n,     \
                  n > 1 ? "s" : "", suffix);                                    \
-        figure(name, value, unit);                                             \
+        bench_figure(name, value, unit);                                       \
     } while (0)
             FIG("time", r.ms, "ms");
             FIG("speed-up", r.ms > 0 ? base[rr] / r.ms : 0, "x");
@@ -597,14 +565,14 @@ int main(int argc, char **argv)
                  (unsigned long long)r.moved.peer_bytes);
         }
         if (n == 1)
-            figure("tile kernel", tile_kernel_ms(&m), "ms");
+            bench_figure("tile kernel", tile_kernel_ms(&m), "ms");
         machine_close(&m);
     }
     if (ran * 2 <= devices_max)
         NOTE("runs on %u device(s) and more not made: the %s driver has %u",
              ran * 2, sel.driver, sel.count);
-    progress("");
-    if (json)
+    bench_progress("");
+    if (bench_json)
         printf("\n]}\n");
     if (sim_early_ops)
         fprintf(stderr,

@@ -44,6 +44,7 @@
  */
 #include "drivers/cuda/cuda_api.h"
 #include "drivers/sim/sim.h"
+#include "figures.h"
 #include "runtime.h"
 
 #include <dlfcn.h>
@@ -55,7 +56,6 @@
 
 enum { MAXDEV = 16, MAXREPS = 64 };
 
-static int json, nfig;
 static size_t bytes = (size_t)1 << 30;
 static unsigned chunks = 16, ndev = 1;
 static int reps = 7;
@@ -67,21 +67,10 @@ static const char *trace_path;
 static size_t chunk_bytes;
 static uint32_t chunk_elems;
 
-static void figure(const char *name, double value, const char *unit)
-{
-    if (json)
-        printf("%s\n  {\"name\": \"%s\", \"value\": %.4f, \"unit\": \"%s\"}",
-               nfig ? "," : "", name, value, unit);
-    else
-        printf("%s: %.3f%s%s\n", name, value, unit[0] ? " " : "", unit);
-    fflush(stdout);
-    nfig++;
-}
-
 /* A remark for people: a comment line, left out of --json output. */
 #define NOTE(...)                                                              \
     do {                                                                       \
-        if (!json) {                                                           \
+        if (!bench_json) {                                                     \
             printf("# " __VA_ARGS__);                                          \
             putchar('\n');                                                     \
         }                                                                      \
@@ -101,32 +90,9 @@ static void figure(const char *name, double value, const char *unit)
             DIE("%s: %s", #call, weft_last_error());                           \
     } while (0)
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double ms_since(uint64_t t0)
 {
     return (double)(weft__now_ns() - t0) / 1e6;
-}
-
-/* Progress on a terminal only, on stderr. */
-static void progress(const char *what)
-{
-    static int tty = -1;
-
-    if (tty < 0)
-        tty = isatty(2);
-    if (tty)
-        fprintf(stderr, "\r\033[K%s%s", what, what[0] ? "..." : "");
 }
 
 /* ---- the kernel -------------------------------------------------------- */
@@ -444,9 +410,9 @@ static void raw_stages(const float *hin, float *hout, uint32_t k, double *h,
         CU(cu.StreamSynchronize(s));
         vd[i] = ms_since(t0);
     }
-    *h = median(vh, reps);
-    *kt = median(vk, reps);
-    *d = median(vd, reps);
+    *h = bench_median(vh, reps);
+    *kt = bench_median(vk, reps);
+    *d = bench_median(vd, reps);
 }
 
 /* ---- weft -------------------------------------------------------------- */
@@ -521,8 +487,8 @@ static void time_exec(bench *b, weft_exec *e, before_launch_fn *before,
         }
     }
     WEFT(weft_runtime_get_stats(b->rt, &s1));
-    t->wall_ms = median(wall, reps);
-    t->virt_ms = median(virt, reps);
+    t->wall_ms = bench_median(wall, reps);
+    t->virt_ms = bench_median(virt, reps);
     memset(&t->moved, 0, sizeof t->moved);
 #define PER_LAUNCH(f) t->moved.f = (s1.f - s0.f) / (uint64_t)reps
     PER_LAUNCH(h2d_bytes);
@@ -771,7 +737,7 @@ int main(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
-            json = 1;
+            bench_json = 1;
         else if (i + 1 >= argc)
             usage();
         else if (strcmp(argv[i], "--mib") == 0)
@@ -835,7 +801,7 @@ int main(int argc, char **argv)
     if (strcmp(info.driver, "cuda") == 0 && raw_load() == 0)
         have_raw = 1;
 
-    if (json)
+    if (bench_json)
         printf("{\"bench\": \"overlap\", \"device\": \"%s\", \"driver\": "
                "\"%s\", \"devices\": %u, \"bytes\": %zu, \"chunks\": %u, "
                "\"figures\": [",
@@ -875,7 +841,7 @@ int main(int argc, char **argv)
 
     /* Calibration: scale iters by copy time / kernel time, twice, from a
      * guess; a kernel's time is about linear in iters. */
-    progress("calibrating");
+    bench_progress("calibrating");
     if (!iters) {
         uint32_t guess = 256;
 
@@ -895,15 +861,15 @@ int main(int argc, char **argv)
          : b.sim  ? "weft, virtual time"
                   : "weft",
          h, k, iters, d);
-    figure("chunk copy in", h, "ms");
-    figure("chunk kernel", k, "ms");
-    figure("chunk copy out", d, "ms");
-    figure("iters", iters, "");
+    bench_figure("chunk copy in", h, "ms");
+    bench_figure("chunk kernel", k, "ms");
+    bench_figure("chunk copy out", d, "ms");
+    bench_figure("iters", iters, "");
 
     if (have_raw) {
         double v1[MAXREPS], v2[MAXREPS];
 
-        progress("raw CUDA");
+        bench_progress("raw CUDA");
         memset(hout, 0, bytes);
         for (int i = -1; i < reps; i++) {
             double a = raw_serial(hin, hout), c = raw_pipelined(hin, hout);
@@ -914,25 +880,25 @@ int main(int argc, char **argv)
             }
         }
         check("raw", hout, bytes / sizeof(float));
-        t_serial = median(v1, reps);
-        t_hand = median(v2, reps);
-        figure("serial", t_serial, "ms");
-        figure("hand pipelined", t_hand, "ms");
-        figure("hand overlap", overlap_pct(t_hand, h, k, d), "%");
+        t_serial = bench_median(v1, reps);
+        t_hand = bench_median(v2, reps);
+        bench_figure("serial", t_serial, "ms");
+        bench_figure("hand pipelined", t_hand, "ms");
+        bench_figure("hand overlap", overlap_pct(t_hand, h, k, d), "%");
     }
 
     trace_hook(b.rt, trace_path);
-    progress("weft");
+    bench_progress("weft");
     memset(hout, 0, bytes);
     tw = weft_chains(&b, bin, bout, hin, hout);
     if (b.real_data)
         check("weft", hout, bytes / sizeof(float));
-    figure("weft", tw.wall_ms, "ms");
+    bench_figure("weft", tw.wall_ms, "ms");
     moved_note("weft", &tw);
 
     WEFT(weft_buffer_destroy(bout));
     WEFT(weft_buffer_destroy(bin));
-    progress("weft wrapped");
+    bench_progress("weft wrapped");
     {
         float *pin = malloc(bytes), *pout = calloc(1, bytes);
 
@@ -945,27 +911,29 @@ int main(int argc, char **argv)
         free(pin);
         free(pout);
     }
-    figure("weft wrapped", tww.wall_ms, "ms");
+    bench_figure("weft wrapped", tww.wall_ms, "ms");
     moved_note("weft wrapped", &tww);
 
     if (have_raw) {
-        figure("weft/hand", tw.wall_ms / t_hand, "x");
-        figure("weft wrapped/hand", tww.wall_ms / t_hand, "x");
-        figure("serial/weft", t_serial / tw.wall_ms, "x");
+        bench_figure("weft/hand", tw.wall_ms / t_hand, "x");
+        bench_figure("weft wrapped/hand", tww.wall_ms / t_hand, "x");
+        bench_figure("serial/weft", t_serial / tw.wall_ms, "x");
     }
     if (b.sim) {
         /* The model's figures: serial is the sum of the stage times. */
         double s = chunks * (h + k + d);
 
-        figure("sim serial", s, "ms");
-        figure("sim weft", tw.virt_ms, "ms");
-        figure("sim weft wrapped", tww.virt_ms, "ms");
-        figure("sim serial/weft", tw.virt_ms > 0 ? s / tw.virt_ms : 0, "x");
+        bench_figure("sim serial", s, "ms");
+        bench_figure("sim weft", tw.virt_ms, "ms");
+        bench_figure("sim weft wrapped", tww.virt_ms, "ms");
+        bench_figure("sim serial/weft", tw.virt_ms > 0 ? s / tw.virt_ms : 0,
+                     "x");
     }
-    figure("weft overlap", overlap_pct(t_of(&b, &tw), h, k, d), "%");
-    figure("weft wrapped overlap", overlap_pct(t_of(&b, &tww), h, k, d), "%");
-    progress("");
-    if (json)
+    bench_figure("weft overlap", overlap_pct(t_of(&b, &tw), h, k, d), "%");
+    bench_figure("weft wrapped overlap", overlap_pct(t_of(&b, &tww), h, k, d),
+                 "%");
+    bench_progress("");
+    if (bench_json)
         printf("\n]}\n");
     if (sim_early_ops)
         fprintf(stderr,

@@ -23,6 +23,7 @@
  */
 #include "drivers/cuda/cuda_api.h"
 #include "mem/staging.h"
+#include "figures.h"
 #include "runtime.h"
 
 #include <dlfcn.h>
@@ -32,23 +33,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static int json, nfig;
 static size_t bytes = (size_t)1 << 30;
 static int reps = 5;
 static double v_wrapped[70];
 static unsigned stage_threads; /* 0: the stager's default */
 static size_t chunk;           /* 0: the stager's default */
-
-static void figure(const char *name, double value, const char *unit)
-{
-    if (json)
-        printf("%s\n  {\"name\": \"%s\", \"value\": %.3f, \"unit\": \"%s\"}",
-               nfig ? "," : "", name, value, unit);
-    else
-        printf("%s: %.2f %s\n", name, value, unit);
-    fflush(stdout);
-    nfig++;
-}
 
 #define DIE(...)                                                               \
     do {                                                                       \
@@ -57,34 +46,9 @@ static void figure(const char *name, double value, const char *unit)
         exit(1);                                                               \
     } while (0)
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double gbs(uint64_t ns)
 {
     return (double)bytes / (double)ns;
-}
-
-/* Progress on a terminal only, on stderr. */
-static void progress(const char *what)
-{
-    static int tty = -1;
-
-    if (tty < 0)
-        tty = isatty(2);
-    if (tty)
-        fprintf(stderr, "\r\033[K%s...", what);
-    if (tty && !what[0])
-        fprintf(stderr, "\r\033[K");
 }
 
 /* ---- host memcpy with n threads ---------------------------------------- */
@@ -232,8 +196,8 @@ static void wrapped_figure(weft_runtime *rt, unsigned idx, char *mem)
             v_wrapped[n++] = gbs(weft__now_ns() - t0);
     }
     weft_runtime_get_stats(rt, &s1);
-    figure("weft wrapped H2D", median(v_wrapped, n), "GB/s");
-    if (!json)
+    bench_figure("weft wrapped H2D", bench_median(v_wrapped, n), "GB/s");
+    if (!bench_json)
         printf("# wrapped: %llu bytes moved host to device, %llu staged, "
                "%llu from registered memory, %llu buffer(s) registered\n",
                (unsigned long long)(s1.h2d_bytes - s0.h2d_bytes),
@@ -266,7 +230,7 @@ int main(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
-            json = 1;
+            bench_json = 1;
         else if (strcmp(argv[i], "--mib") == 0 && i + 1 < argc)
             bytes = (size_t)atol(argv[++i]) << 20;
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
@@ -293,7 +257,7 @@ int main(int argc, char **argv)
         weft__drv_queue_create(ctx, NULL, &q) < 0 ||
         weft__drv_mem_alloc(ctx, bytes, &dmem) < 0)
         DIE("%s", weft_last_error());
-    if (json)
+    if (bench_json)
         printf("{\"bench\": \"transfer\", \"device\": \"%s\", \"bytes\": %zu, "
                "\"figures\": [",
                dev->name, bytes);
@@ -309,21 +273,21 @@ int main(int argc, char **argv)
     memset(pageable, 1, bytes);
     memset(pinned_sink, 2, bytes);
 
-    progress("host memcpy");
+    bench_progress("host memcpy");
     for (int t = 1; t <= 8; t = t == 1 ? 4 : t * 2) {
         char name[64];
         for (int i = 0; i < reps; i++)
             v[i] = gbs(threaded_memcpy(pinned_sink, pageable, bytes, t));
         snprintf(name, sizeof name, "host memcpy %d thread%s", t,
                  t > 1 ? "s" : "");
-        figure(name, median(v, reps), "GB/s");
+        bench_figure(name, bench_median(v, reps), "GB/s");
     }
     free(pinned_sink);
 
     if (strcmp(dev->drv->name, "cuda") == 0 &&
         raw_open(&r, (int)dev->driver_index) == 0) {
         have_raw = 1;
-        progress("raw CUDA");
+        bench_progress("raw CUDA");
         memset(r.pinned, 3, bytes);
         for (int i = 0; i < reps; i++) {
             uint64_t t0 = weft__now_ns();
@@ -331,14 +295,14 @@ int main(int argc, char **argv)
                 DIE("cuMemcpyHtoD");
             v[i] = gbs(weft__now_ns() - t0);
         }
-        figure("raw pageable H2D", median(v, reps), "GB/s");
+        bench_figure("raw pageable H2D", bench_median(v, reps), "GB/s");
         for (int i = 0; i < reps; i++) {
             uint64_t t0 = weft__now_ns();
             if (r.MemcpyDtoH(pageable, r.dbuf, bytes))
                 DIE("cuMemcpyDtoH");
             v[i] = gbs(weft__now_ns() - t0);
         }
-        figure("raw pageable D2H", median(v, reps), "GB/s");
+        bench_figure("raw pageable D2H", bench_median(v, reps), "GB/s");
         for (int i = 0; i < reps; i++) {
             uint64_t t0 = weft__now_ns();
             if (r.MemcpyHtoDAsync(r.dbuf, r.pinned, bytes, NULL) ||
@@ -346,7 +310,7 @@ int main(int argc, char **argv)
                 DIE("cuMemcpyHtoDAsync");
             v[i] = gbs(weft__now_ns() - t0);
         }
-        figure("raw pinned H2D", median(v, reps), "GB/s");
+        bench_figure("raw pinned H2D", bench_median(v, reps), "GB/s");
         for (int i = 0; i < reps; i++) {
             uint64_t t0 = weft__now_ns();
             if (r.MemcpyDtoHAsync(r.pinned, r.dbuf, bytes, NULL) ||
@@ -354,12 +318,12 @@ int main(int argc, char **argv)
                 DIE("cuMemcpyDtoHAsync");
             v[i] = gbs(weft__now_ns() - t0);
         }
-        figure("raw pinned D2H", median(v, reps), "GB/s");
-    } else if (!json) {
+        bench_figure("raw pinned D2H", bench_median(v, reps), "GB/s");
+    } else if (!bench_json) {
         printf("# raw CUDA figures: skipped (not a CUDA device)\n");
     }
 
-    progress("weft staging");
+    bench_progress("weft staging");
     so.topology = rt->topology;
     so.cpuset = dev->props.cpuset;
     so.threads = stage_threads;
@@ -373,22 +337,23 @@ int main(int argc, char **argv)
             DIE("stager h2d: %s", weft_last_error());
         v[i] = gbs(weft__now_ns() - t0);
     }
-    figure("weft pageable H2D", median(v, reps), "GB/s");
+    bench_figure("weft pageable H2D", bench_median(v, reps), "GB/s");
     for (int i = 0; i < reps; i++) {
         uint64_t t0 = weft__now_ns();
         if (weft__stager_d2h(st, q, pageable, dmem, 0, bytes) < 0)
             DIE("stager d2h: %s", weft_last_error());
         v[i] = gbs(weft__now_ns() - t0);
     }
-    figure("weft pageable D2H", median(v, reps), "GB/s");
+    bench_figure("weft pageable D2H", bench_median(v, reps), "GB/s");
     weft__stager_destroy(st);
 
-    progress("weft registered");
+    bench_progress("weft registered");
     if (dev->props.host_register) {
         uint64_t t0 = weft__now_ns();
         if (weft__drv_host_register(ctx, pageable, bytes, &reg) < 0)
             DIE("register: %s", weft_last_error());
-        figure("weft register once", (double)(weft__now_ns() - t0) / 1e6, "ms");
+        bench_figure("weft register once", (double)(weft__now_ns() - t0) / 1e6,
+                     "ms");
         for (int i = 0; i < reps; i++) {
             t0 = weft__now_ns();
             if (weft__drv_copy_h2d(q, dmem, 0, reg->host, bytes) < 0 ||
@@ -396,13 +361,13 @@ int main(int argc, char **argv)
                 DIE("registered h2d: %s", weft_last_error());
             v[i] = gbs(weft__now_ns() - t0);
         }
-        figure("weft registered H2D", median(v, reps), "GB/s");
+        bench_figure("weft registered H2D", bench_median(v, reps), "GB/s");
         weft__drv_mem_free(reg);
     }
-    progress("weft wrapped");
+    bench_progress("weft wrapped");
     wrapped_figure(rt, idx, pageable);
-    progress("");
-    if (json)
+    bench_progress("");
+    if (bench_json)
         printf("\n]}\n");
     (void)have_raw;
     weft__drv_mem_free(dmem);
