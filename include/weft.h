@@ -243,11 +243,25 @@ typedef struct weft_runtime_options {
      * WEFT_DEVICE_MEM_LIMIT ("64M", "2G", "4096") overrides it.
      */
     uint64_t device_mem_limit;
+    /*
+     * How executable graphs place the kernel nodes the user did not place
+     * (weft_place_policy; WEFT_PLACE_DEFAULT: heft). WEFT_PLACE ("explicit",
+     * "round-robin", "locality", "heft") overrides it. A graph can choose
+     * its own in weft_exec_options.
+     */
+    int place_policy;
+    /*
+     * Write a Chrome trace / Perfetto JSON file of everything the
+     * runtime's executable graphs ran (README.md, "Traces") to this path
+     * when the runtime is destroyed; NULL: no trace, and tracing costs
+     * nothing. WEFT_TRACE overrides it.
+     */
+    const char *trace_file;
 } weft_runtime_options;
 
 #define WEFT_RUNTIME_OPTIONS_INIT                                              \
     {                                                                          \
-        sizeof(weft_runtime_options), NULL, NULL, 0, 0, 0                      \
+        sizeof(weft_runtime_options), NULL, NULL, 0, 0, 0, 0, NULL             \
     }
 
 /*
@@ -698,15 +712,40 @@ WEFT_API unsigned weft_graph_edge_count(const weft_graph *g);
  */
 WEFT_API int weft_graph_write_dot(const weft_graph *g, FILE *f);
 
+/*
+ * Placement policies for the kernel nodes that weft_graph_set_device did
+ * not place (a placed node stays where the user put it under every
+ * policy). Candidates are the devices of one driver: the driver of the
+ * first device (in runtime order) that has an implementation of every
+ * unplaced kernel, so that one GPU is not driven twice (through CUDA and
+ * OpenCL) and the host is not mixed with GPUs unless the user places
+ * nodes there.
+ */
+typedef enum weft_place_policy {
+    WEFT_PLACE_DEFAULT = 0,     /* the runtime's choice (heft unless set) */
+    WEFT_PLACE_SINGLE = 1,      /* every unplaced node on one device */
+    WEFT_PLACE_ROUND_ROBIN = 2, /* the next candidate device, in turn */
+    WEFT_PLACE_LOCALITY = 3,    /* the fewest bytes to move */
+    /* Earliest finish time, critical path first, from the cost model:
+     * link bandwidths (weft-info --calibrate) and kernel times learned
+     * from earlier launches. */
+    WEFT_PLACE_HEFT = 4,
+} weft_place_policy;
+
+/* "default", "single", "round-robin", "locality", "heft"; NULL if none. */
+WEFT_API const char *weft_place_policy_name(weft_place_policy policy);
+
 /* Options for weft_graph_instantiate(). Start from WEFT_EXEC_OPTIONS_INIT. */
 typedef struct weft_exec_options {
     size_t size;
     /* Run every node on this device (NULL: weft chooses). */
     const weft_device *device;
+    /* Placement of the unplaced kernel nodes when device is NULL. */
+    weft_place_policy policy;
 } weft_exec_options;
 #define WEFT_EXEC_OPTIONS_INIT                                                 \
     {                                                                          \
-        sizeof(weft_exec_options), NULL                                        \
+        sizeof(weft_exec_options), NULL, WEFT_PLACE_DEFAULT                    \
     }
 
 /*
@@ -735,6 +774,45 @@ WEFT_API int weft_exec_wait(weft_exec *e);
 WEFT_API int weft_exec_status(weft_exec *e);
 /* Wait for e, then destroy it. NULL is ignored. */
 WEFT_API int weft_exec_destroy(weft_exec *e);
+
+/* The device node runs on in e (kernel nodes: where placement put it). */
+WEFT_API const weft_device *weft_exec_node_device(const weft_exec *e,
+                                                  unsigned node);
+
+/*
+ * What the last finished launch of e did, per lane of every device it
+ * used. Times come from the devices' own clocks where the driver has
+ * them (timed when tracing is on, else only the lane's span).
+ */
+typedef struct weft_lane_stats {
+    const weft_device *device;
+    const char *role; /* "compute0", "compute1", "h2d", "d2h", "peer" */
+    uint64_t ops;     /* operations enqueued: work, event records, waits */
+    uint64_t nodes;   /* graph nodes whose work ended on this lane */
+} weft_lane_stats;
+
+typedef struct weft_exec_stats {
+    size_t size;          /* set by the caller to sizeof(weft_exec_stats) */
+    uint64_t launches;    /* finished launches */
+    uint64_t nodes;       /* nodes issued by the last launch */
+    uint64_t events;      /* events recorded to order work across lanes */
+    uint64_t waits;       /* device-side waits on them */
+    uint64_t host_syncs;  /* times the host waited for a device */
+    uint64_t last_ns;     /* host time of the last launch, issue to end */
+    unsigned devices_used;/* distinct devices that ran kernel nodes */
+    unsigned nlanes;      /* entries of lanes that are filled */
+    weft_lane_stats lanes[64];
+} weft_exec_stats;
+
+/* Fill stats (size set by the caller) for the last finished launch. */
+WEFT_API int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats);
+
+/*
+ * Graphviz DOT of the lowered plan: nodes grouped by device and lane,
+ * the events and waits between lanes of the last launch, and the
+ * transfers weft inserted (as counted by the last launch).
+ */
+WEFT_API int weft_exec_write_dot(weft_exec *e, FILE *f);
 
 #ifdef __cplusplus
 }

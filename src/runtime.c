@@ -4,8 +4,11 @@
  */
 #include "runtime.h"
 
+#include "base/trace.h"
 #include "mem/pool.h"
 #include "mem/staging.h"
+#include "sched/cost.h"
+#include "sched/placing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +253,18 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
                          env);
         goto fail;
     }
+    if ((rc = weft__place_policy_parse(weft__env("WEFT_PLACE"),
+                                       o.place_policy, &rt->place_policy)) <
+        0)
+        goto fail;
+    if ((env = weft__env("WEFT_TRACE")) || (env = o.trace_file)) {
+        if (!(rt->trace_file = weft__strdup(env)) ||
+            (rc = weft__trace_create(&rt->trace)) < 0) {
+            rc = weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory "
+                                          "for the trace");
+            goto fail;
+        }
+    }
     if ((rc = weft__parse_devices(rt, spec)) < 0)
         goto fail;
 
@@ -336,6 +351,8 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
 
 fail:
     weft__close_drivers(rt);
+    weft__trace_destroy(rt->trace);
+    weft__free(rt->trace_file);
     weft__free(rt->peer);
     weft__free(rt->devmem);
     weft__free(rt->contexts);
@@ -417,6 +434,19 @@ int weft_runtime_destroy(weft_runtime *rt)
                            live);
     if ((env = weft__env("WEFT_STATS")) && strcmp(env, "0") != 0)
         weft__print_stats(rt);
+    if (rt->trace) {
+        if (weft__trace_write_file(rt->trace, rt->trace_file) < 0)
+            weft__warn("runtime", "trace: %s", weft_last_error());
+        else
+            weft__info("runtime", "trace written to %s", rt->trace_file);
+    }
+    weft__trace_destroy(rt->trace);
+    weft__free(rt->trace_file);
+    if (rt->links) {
+        weft__links_free(rt->links);
+        weft__free(rt->links);
+    }
+    weft__ktime_destroy(rt->ktime);
     /* Every buffer is gone, so the pools hold no block. */
     for (unsigned i = 0; i < rt->ndevices; i++) {
         weft__devmem *dm = &rt->devmem[i];

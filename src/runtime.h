@@ -64,7 +64,22 @@ struct weft_runtime {
     uint64_t device_mem_limit; /* option or WEFT_DEVICE_MEM_LIMIT; 0: none */
     uint64_t tick;             /* node runs so far, for eviction; atomic */
     weft_stats stats;          /* counters, each updated atomically */
+
+    /* The scheduler (src/sched/). */
+    int place_policy;         /* weft_place_policy, never DEFAULT */
+    struct weft__trace *trace; /* NULL: tracing off */
+    char *trace_file;         /* where the trace goes at destroy */
+    /* Made on first use (placing.c): the link model (links_state 0 not
+     * loaded, 1 loaded, -1 failed) and the learned kernel times. */
+    int links_state;
+    struct weft__links *links;
+    struct weft__ktime *ktime;
 };
+
+/* The link model and the kernel time model of rt, loaded on first use
+ * (links NULL if they cannot be had: the caller uses a default). */
+struct weft__links *weft__runtime_links(weft_runtime *rt);
+struct weft__ktime *weft__runtime_ktime(weft_runtime *rt);
 
 /*
  * The pool and the stager of device index, created on first use. The

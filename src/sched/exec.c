@@ -5,6 +5,8 @@
  */
 #include "exec.h"
 
+#include "placing.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,10 +331,11 @@ static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
 {
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const weft__node *nd = &g->nodes[i];
+        /* node_dev holds placement's choice for an unplaced kernel. */
         unsigned dev =
-            !o->device && nd->kind == WEFT__NODE_KERNEL && nd->device >= 0
-                ? (unsigned)nd->device
-                : dflt;
+            o->device || nd->kind != WEFT__NODE_KERNEL ? dflt
+            : nd->device >= 0                          ? (unsigned)nd->device
+                                                       : node_dev[i];
         const weft_device_info *p = &g->rt->devices[dev]->props;
         const weft_arg *args;
         uint64_t group = 1;
@@ -535,6 +538,19 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     if (!e->node_dev) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto fail;
+    }
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        e->node_dev[i] = dev;
+    if (!o.device) {
+        int policy = e->rt->place_policy;
+
+        if (o.policy != WEFT_PLACE_DEFAULT &&
+            (rc = weft__place_policy_parse(NULL, o.policy, &policy)) < 0)
+            goto fail;
+        if ((rc = weft__place_graph(g, policy, dev, e->pred_first, e->preds,
+                                    e->node_dev, &e->devices_used)) < 0)
+            goto fail;
+        e->policy = policy;
     }
     if ((rc = weft__check_kernels(g, &o, dev, e->node_dev)) < 0)
         goto fail;
@@ -916,7 +932,10 @@ static int weft__run_node(weft_exec *e, uint32_t i)
  */
 static int weft__run_once(weft_exec *e, char *msg, size_t size)
 {
+    weft__plan_lane_count lc[WEFT__COUNTOF(e->lane_counts)];
+    uint64_t t0 = weft__now_ns();
     weft__plan_counts c;
+    unsigned nlc;
     int first = 0, drc;
 
     weft__plan_launch_begin(e->plan);
@@ -952,10 +971,15 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         weft__strlcpy(msg, weft_last_error(), size);
     }
     weft__plan_counts_get(e->plan, &c);
+    nlc = weft__plan_lane_counts(e->plan, lc, WEFT__COUNTOF(lc));
     weft__stat_add(&e->rt->stats.plan_events, c.events);
     weft__stat_add(&e->rt->stats.plan_waits, c.waits);
     pthread_mutex_lock(&e->lock);
     e->counts = c;
+    memcpy(e->lane_counts, lc, nlc * sizeof *lc);
+    e->nlane_counts = nlc;
+    e->launches++;
+    e->last_ns = weft__now_ns() - t0;
     pthread_mutex_unlock(&e->lock);
     return first;
 }
@@ -1096,5 +1120,61 @@ int weft_exec_destroy(weft_exec *e)
     rt = e->rt;
     weft__exec_free(e);
     weft__runtime_live(rt, -1);
+    return 0;
+}
+
+const weft_device *weft_exec_node_device(const weft_exec *e, unsigned node)
+{
+    if (!e || node >= e->nnodes) {
+        weft__error(WEFT_EINVAL, "weft_exec_node_device: %s",
+                    e ? "no such node" : "exec is NULL");
+        return NULL;
+    }
+    return weft_runtime_device(e->rt, e->node_dev[node]);
+}
+
+int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
+{
+    weft_exec_stats st;
+    unsigned char *seen;
+
+    if (!e || !stats)
+        return weft__error(WEFT_EINVAL, "weft_exec_get_stats: %s is NULL",
+                           e ? "stats" : "exec");
+    if (stats->size < sizeof(size_t) || stats->size > sizeof st)
+        return weft__error(WEFT_EINVAL,
+                           "weft_exec_get_stats: stats->size %zu; set it to "
+                           "sizeof(weft_exec_stats) (%zu)",
+                           stats->size, sizeof st);
+    seen = weft__calloc((size_t)e->rt->ndevices + 1, 1);
+    if (!seen)
+        return weft__error(WEFT_ENOMEM, "weft_exec_get_stats: out of memory");
+    memset(&st, 0, sizeof st);
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        if (e->nodes[i].kind == WEFT__NODE_KERNEL && !seen[e->node_dev[i]]) {
+            seen[e->node_dev[i]] = 1;
+            st.devices_used++;
+        }
+    weft__free(seen);
+    pthread_mutex_lock(&e->lock);
+    st.launches = e->launches;
+    st.nodes = e->counts.steps;
+    st.events = e->counts.events;
+    st.waits = e->counts.waits;
+    st.host_syncs = e->counts.host_syncs;
+    st.last_ns = e->last_ns;
+    for (unsigned i = 0;
+         i < e->nlane_counts && st.nlanes < WEFT__COUNTOF(st.lanes); i++) {
+        const weft__plan_lane_count *c = &e->lane_counts[i];
+        weft_lane_stats *l = &st.lanes[st.nlanes++];
+
+        l->device = weft_runtime_device(e->rt, c->device);
+        l->role = weft__plan_slot_name(c->slot);
+        l->ops = c->ops;
+        l->nodes = c->nodes;
+    }
+    pthread_mutex_unlock(&e->lock);
+    st.size = stats->size;
+    memcpy(stats, &st, stats->size);
     return 0;
 }

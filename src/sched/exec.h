@@ -44,6 +44,8 @@ struct weft_exec {
     weft_runtime *rt;
     unsigned device;    /* the default device */
     unsigned *node_dev; /* per node: where a kernel or copy node runs */
+    int policy;            /* weft_place_policy used, 0 if a device given */
+    unsigned devices_used; /* by placement, 0 if all on the default */
 
     weft__node *nodes;
     uint32_t nnodes;
@@ -78,6 +80,10 @@ struct weft_exec {
     unsigned long pending;
     int first_err, last_err;
     weft__plan_counts counts; /* of the last launch that ended */
+    weft__plan_lane_count lane_counts[64]; /* ... and its lanes */
+    unsigned nlane_counts;
+    uint64_t launches; /* that ended */
+    uint64_t last_ns;  /* the last one's host time, issue to end */
     char first_msg[WEFT__EXEC_MSG], last_msg[WEFT__EXEC_MSG];
 };
 

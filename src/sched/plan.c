@@ -20,6 +20,8 @@ typedef struct weft__lane {
     uint64_t seq;  /* operations enqueued, waits included */
     uint64_t *vc;  /* nlanes: see plan.h; vc[self] == seq */
     uint64_t mark; /* the step that last readied the lane */
+    uint64_t seq0;  /* seq when the launch began */
+    uint64_t nodes; /* steps that ended on the lane, this launch */
 } weft__lane;
 
 /* A copy into [off, off + len) of root's copy `where`, op seq of lane. */
@@ -59,6 +61,14 @@ struct weft__plan {
 
     weft__pending *pending;
     size_t npending, cap_pending;
+
+    /* What the last launch did, for DOT and traces. */
+    unsigned char *edge_kind; /* pred_first[n]: see weft__plan_edge_kind */
+    struct weft__plan_xfer {
+        uint64_t bytes[3];
+        uint32_t copies[3];
+    } *xfer;                   /* n */
+    weft__queue_role cur_role; /* of the queue last handed out */
 
     /* The step in progress. */
     uint64_t stepno;
@@ -274,6 +284,19 @@ static int weft__after_node(weft__plan *p, weft__lane *l, uint32_t j)
     return rc;
 }
 
+/* weft__after_node for predecessor edge e, noting how it was kept. */
+static int weft__after_edge(weft__plan *p, weft__lane *l, uint32_t e)
+{
+    uint64_t w = p->counts.waits, h = p->counts.host_syncs;
+    int rc = weft__after_node(p, l, p->preds[e]);
+
+    if (p->counts.host_syncs > h)
+        p->edge_kind[e] = 2;
+    else if (p->counts.waits > w && p->edge_kind[e] == 0)
+        p->edge_kind[e] = 1;
+    return rc;
+}
+
 /* Ready lane l for the step: its queue, then after every predecessor. */
 static int weft__ready(weft__plan *p, weft__lane *l)
 {
@@ -284,7 +307,7 @@ static int weft__ready(weft__plan *p, weft__lane *l)
     l->mark = p->stepno;
     for (uint32_t e = p->pred_first[p->node];
          e < p->pred_first[p->node + 1] && rc == 0; e++)
-        rc = weft__after_node(p, l, p->preds[e]);
+        rc = weft__after_edge(p, l, e);
     return rc;
 }
 
@@ -323,6 +346,7 @@ static int weft__hook_queue(void *set, unsigned device, weft__queue_role role,
     if (rc < 0)
         return rc;
     p->last_lane = weft__lane_index(p, l);
+    p->cur_role = role;
     *q = l->q;
     return 0;
 }
@@ -336,6 +360,15 @@ static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
 
     weft__assert(l);
     weft__lane_bump(l, weft__lane_index(p, l));
+    if (root && len && p->node < p->n && p->cur_role != WEFT__QUEUE_COMPUTE &&
+        l->slot >= WEFT__COMPUTE_LANES) {
+        unsigned k = p->cur_role == WEFT__QUEUE_H2D   ? 0
+                     : p->cur_role == WEFT__QUEUE_D2H ? 1
+                                                      : 2;
+
+        p->xfer[p->node].bytes[k] += len;
+        p->xfer[p->node].copies[k]++;
+    }
     if (!root || !len)
         return 0;
     if (p->npending == p->cap_pending) {
@@ -503,8 +536,11 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     p->plan_lane = weft__malloc(((size_t)n + 1) * sizeof *p->plan_lane);
     p->stamps = weft__calloc((size_t)n + 1, sizeof *p->stamps);
     p->stamp_vc = weft__calloc((size_t)n * nl + 1, sizeof *p->stamp_vc);
+    p->edge_kind = weft__calloc((size_t)pred_first[n] + 1, 1);
+    p->xfer = weft__calloc((size_t)n + 1, sizeof *p->xfer);
     if (!p->lanes || !p->vcs || !p->pools || !p->succ_first || !p->succs ||
-        !p->plan_lane || !p->stamps || !p->stamp_vc) {
+        !p->plan_lane || !p->stamps || !p->stamp_vc || !p->edge_kind ||
+        !p->xfer) {
         weft__plan_destroy(p);
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     }
@@ -547,6 +583,8 @@ void weft__plan_destroy(weft__plan *p)
     weft__free(p->plan_lane);
     weft__free(p->stamps);
     weft__free(p->stamp_vc);
+    weft__free(p->edge_kind);
+    weft__free(p->xfer);
     weft__free(p->pending);
     weft__free(p);
 }
@@ -573,6 +611,64 @@ void weft__plan_launch_begin(weft__plan *p)
         p->stamps[i].lane = WEFT__NO_LANE;
         p->stamps[i].ev = NULL;
     }
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        p->lanes[i].seq0 = p->lanes[i].seq;
+        p->lanes[i].nodes = 0;
+    }
+    memset(p->edge_kind, 0, p->pred_first[p->n]);
+    memset(p->xfer, 0, (size_t)p->n * sizeof *p->xfer);
+}
+
+uint32_t weft__plan_node_final(const weft__plan *p, uint32_t i)
+{
+    return i < p->n ? p->stamps[i].lane : WEFT__NO_LANE;
+}
+
+unsigned weft__plan_edge_kind(const weft__plan *p, uint32_t e)
+{
+    return e < p->pred_first[p->n] ? p->edge_kind[e] : 0;
+}
+
+void weft__plan_node_copies(const weft__plan *p, uint32_t i, uint64_t bytes[3],
+                            uint32_t copies[3])
+{
+    for (int k = 0; k < 3; k++) {
+        bytes[k] = i < p->n ? p->xfer[i].bytes[k] : 0;
+        copies[k] = i < p->n ? p->xfer[i].copies[k] : 0;
+    }
+}
+
+unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
+                                unsigned max)
+{
+    unsigned k = 0;
+
+    for (unsigned i = 0; i < p->host && k < max; i++) {
+        const weft__lane *l = &p->lanes[i];
+
+        if (!l->q)
+            continue;
+        out[k].device = l->device;
+        out[k].slot = l->slot;
+        out[k].ops = l->seq - l->seq0;
+        out[k].nodes = l->nodes;
+        k++;
+    }
+    return k;
+}
+
+const char *weft__plan_slot_name(unsigned slot)
+{
+    static const char *const names[WEFT__LANE_SLOTS] = {
+        "compute0", "compute1", "h2d", "d2h", "peer",
+    };
+
+    return slot < WEFT__LANE_SLOTS ? names[slot] : "host";
+}
+
+uint32_t weft__plan_node_lane(const weft__plan *p, uint32_t i)
+{
+    return i < p->n ? p->plan_lane[i] : WEFT__NO_LANE;
 }
 
 int weft__plan_drain(weft__plan *p)
@@ -620,7 +716,7 @@ int weft__plan_host_wait(weft__plan *p)
 
     for (uint32_t e = p->pred_first[p->node];
          e < p->pred_first[p->node + 1] && rc == 0; e++)
-        rc = weft__after_node(p, h, p->preds[e]);
+        rc = weft__after_edge(p, h, e);
     return rc;
 }
 
@@ -652,6 +748,7 @@ int weft__plan_step_end(weft__plan *p)
     if (!f) {
         /* A host step: done, and after its predecessors (host_wait). */
         weft__lane_bump(h, p->host);
+        h->nodes++;
         st->lane = p->host;
         st->ev = NULL;
         memcpy(svc, h->vc, p->nlanes * sizeof *svc);
@@ -660,6 +757,7 @@ int weft__plan_step_end(weft__plan *p)
     }
     rc = weft__join(p, f);
     fi = weft__lane_index(p, f);
+    f->nodes++;
     st->lane = fi;
     st->ev = NULL;
     memcpy(svc, f->vc, p->nlanes * sizeof *svc);

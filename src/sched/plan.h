@@ -85,6 +85,35 @@ void weft__plan_launch_begin(weft__plan *p);
 int weft__plan_drain(weft__plan *p);
 void weft__plan_counts_get(const weft__plan *p, weft__plan_counts *c);
 
+/* What one lane did over the launch so far. */
+typedef struct weft__plan_lane_count {
+    unsigned device;
+    unsigned slot;  /* < WEFT__LANE_SLOTS: compute lanes, then h2d, d2h, peer */
+    uint64_t ops;   /* operations enqueued, waits and records included */
+    uint64_t nodes; /* steps whose work ended on the lane */
+} weft__plan_lane_count;
+/* The lanes with a queue, up to max of them into out; returns how many. */
+unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
+                                unsigned max);
+/* The name of a lane slot: "compute0", ..., "h2d", "d2h", "peer". */
+const char *weft__plan_slot_name(unsigned slot);
+/*
+ * After a launch, for DOT and traces. The final lane of node i in the last
+ * launch (as weft__plan_node_lane; UINT32_MAX: canceled, failed or not
+ * run; host steps give the host lane, ndevices * WEFT__LANE_SLOTS); how
+ * predecessor edge e (an index into preds) was enforced: 0 by lane order
+ * or implied by others, 1 by a device-side wait, 2 by the host waiting;
+ * and the bytes and copies the step of node i put on copy lanes, by role
+ * (0 h2d, 1 d2h, 2 peer).
+ */
+uint32_t weft__plan_node_final(const weft__plan *p, uint32_t i);
+unsigned weft__plan_edge_kind(const weft__plan *p, uint32_t e);
+void weft__plan_node_copies(const weft__plan *p, uint32_t i, uint64_t bytes[3],
+                            uint32_t copies[3]);
+/* The lowered lane of node i: device * WEFT__LANE_SLOTS + slot, or
+ * UINT32_MAX for nodes that run on the host. */
+uint32_t weft__plan_node_lane(const weft__plan *p, uint32_t i);
+
 /*
  * One step (a node): begin before its first transfer, end after its last
  * enqueue. host_wait: the host waits for every predecessor (a step that

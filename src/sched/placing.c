@@ -1,0 +1,302 @@
+/*
+ * Placement of an executable graph's kernel nodes: placing.h.
+ */
+#include "placing.h"
+
+#include "../graph/graph.h"
+#include "calibrate.h"
+#include "place.h"
+
+#include <string.h>
+
+static const char *const weft__policy_names[] = {
+    "default", "single", "round-robin", "locality", "heft",
+};
+
+const char *weft_place_policy_name(weft_place_policy policy)
+{
+    if ((unsigned)policy >= WEFT__COUNTOF(weft__policy_names))
+        return NULL;
+    return weft__policy_names[policy];
+}
+
+int weft__place_policy_parse(const char *env, int opt, int *out)
+{
+    if (env) {
+        for (unsigned i = 1; i < WEFT__COUNTOF(weft__policy_names); i++)
+            if (strcmp(env, weft__policy_names[i]) == 0) {
+                *out = (int)i;
+                return 0;
+            }
+        return weft__error(WEFT_EINVAL,
+                           "WEFT_PLACE=\"%s\" is not a placement policy "
+                           "(single, round-robin, locality, heft)",
+                           env);
+    }
+    if (opt < 0 || (unsigned)opt >= WEFT__COUNTOF(weft__policy_names))
+        return weft__error(WEFT_EINVAL, "placement policy %d is not a "
+                                        "weft_place_policy",
+                           opt);
+    *out = opt == WEFT_PLACE_DEFAULT ? WEFT_PLACE_HEFT : opt;
+    return 0;
+}
+
+/* ---- the runtime's models ---------------------------------------------- */
+
+/* Through the host at 25 GB/s and 10 us each way: a PCIe guess. */
+static int weft__links_default(weft_runtime *rt, weft__links *l)
+{
+    int rc = weft__links_alloc(l, rt->ndevices);
+
+    for (unsigned d = 0; rc == 0 && d < rt->ndevices; d++) {
+        l->h2d[d] = (weft__link){25e9, 10e3};
+        l->d2h[d] = (weft__link){25e9, 10e3};
+        l->d2d[d] = (weft__link){500e9, 5e3};
+        l->source[d] = WEFT__LINK_GIVEN;
+    }
+    if (rc == 0 && (rc = weft__links_finish(l)) < 0)
+        weft__links_free(l);
+    return rc;
+}
+
+/*
+ * Not rt->lock: measuring the links makes contexts, which takes it. One
+ * lock for every runtime's models: they are loaded once each.
+ */
+static pthread_mutex_t weft__models_lock = PTHREAD_MUTEX_INITIALIZER;
+
+weft__links *weft__runtime_links(weft_runtime *rt)
+{
+    weft__links *l;
+
+    pthread_mutex_lock(&weft__models_lock);
+    if (rt->links_state == 0) {
+        l = weft__calloc(1, sizeof *l);
+        if (l && weft__links_load(rt, l) < 0) {
+            weft__warn("sched",
+                       "placement: the links could not be measured (%s); "
+                       "using a default model",
+                       weft_last_error());
+            if (weft__links_default(rt, l) < 0) {
+                weft__free(l);
+                l = NULL;
+            }
+        }
+        rt->links = l;
+        rt->links_state = l ? 1 : -1;
+        weft_clear_error();
+    }
+    l = rt->links;
+    pthread_mutex_unlock(&weft__models_lock);
+    return l;
+}
+
+weft__ktime *weft__runtime_ktime(weft_runtime *rt)
+{
+    weft__ktime *m;
+
+    pthread_mutex_lock(&weft__models_lock);
+    if (!rt->ktime) {
+        unsigned *cu = weft__calloc((size_t)rt->ndevices + 1, sizeof *cu);
+
+        for (unsigned d = 0; cu && d < rt->ndevices; d++)
+            cu[d] = rt->devices[d]->props.compute_units;
+        if (cu && weft__ktime_create(rt->ndevices, cu, &rt->ktime) < 0)
+            weft_clear_error();
+        weft__free(cu);
+    }
+    m = rt->ktime;
+    pthread_mutex_unlock(&weft__models_lock);
+    return m;
+}
+
+/* ---- describing the graph ---------------------------------------------- */
+
+typedef struct weft__range_key {
+    uint32_t root;
+    size_t lo, hi;
+} weft__range_key;
+
+/* The "buffer" of a (root, range), added if new (a linear search per root
+ * would be quadratic: an open-addressing table). */
+typedef struct weft__range_table {
+    weft__range_key *keys;
+    uint32_t *slot; /* index + 1, 0 empty */
+    uint32_t n, cap;
+} weft__range_table;
+
+static uint64_t weft__range_hash(const weft__range_key *k)
+{
+    uint64_t h = k->root * 0x9e3779b97f4a7c15ull;
+
+    h ^= (uint64_t)k->lo + 0x7f4a7c159e3779b9ull + (h << 6) + (h >> 2);
+    h ^= (uint64_t)k->hi + 0x94d049bb133111ebull + (h << 6) + (h >> 2);
+    return h ^ (h >> 31);
+}
+
+static unsigned weft__range_index(weft__range_table *t,
+                                  const weft__range_key *k)
+{
+    uint32_t m = t->cap - 1, i = (uint32_t)weft__range_hash(k) & m;
+
+    for (;; i = (i + 1) & m) {
+        uint32_t s = t->slot[i];
+
+        if (!s) {
+            t->keys[t->n] = *k;
+            t->slot[i] = ++t->n;
+            return t->n - 1;
+        }
+        if (t->keys[s - 1].root == k->root && t->keys[s - 1].lo == k->lo &&
+            t->keys[s - 1].hi == k->hi)
+            return s - 1;
+    }
+}
+
+static uint64_t weft__node_items(const weft__node *nd)
+{
+    return (uint64_t)nd->u.kernel.dims.items[0] *
+           (nd->u.kernel.dims.items[1] ? nd->u.kernel.dims.items[1] : 1) *
+           (nd->u.kernel.dims.items[2] ? nd->u.kernel.dims.items[2] : 1);
+}
+
+int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
+                      const uint32_t *pred_first, const uint32_t *preds,
+                      unsigned *node_dev, unsigned *ndev_used)
+{
+    weft_runtime *rt = g->rt;
+    unsigned nd = rt->ndevices, ncand = 0, used = 0;
+    const weft__driver *drv = rt->devices[dflt]->drv;
+    unsigned char *cand = NULL, *capable = NULL, *seen = NULL;
+    weft__place_node *pn = NULL;
+    weft__place_access *pa = NULL;
+    weft__range_table rt_ = {0};
+    weft__place_input in = {0};
+    weft__place_output out = {0};
+    weft__place_policy pol;
+    uint32_t n = g->nnodes, unplaced = 0;
+    int rc = 0;
+
+    *ndev_used = 0;
+    if (policy == WEFT_PLACE_SINGLE)
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        unplaced +=
+            g->nodes[i].kind == WEFT__NODE_KERNEL && g->nodes[i].device < 0;
+    cand = weft__calloc((size_t)nd + 1, 1);
+    if (!cand)
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    for (unsigned d = 0; d < nd; d++)
+        if (rt->devices[d]->drv == drv) {
+            cand[d] = 1;
+            ncand++;
+        }
+    if (ncand < 2 || unplaced == 0)
+        goto out;
+    rt_.cap = 16;
+    while (rt_.cap < 2 * (g->nacc + 1))
+        rt_.cap *= 2;
+    pn = weft__calloc((size_t)n + 1, sizeof *pn);
+    pa = weft__calloc((size_t)g->nacc + 1, sizeof *pa);
+    capable = weft__calloc((size_t)n * nd + 1, 1);
+    seen = weft__calloc((size_t)nd + 1, 1);
+    rt_.keys = weft__malloc(((size_t)g->nacc + 1) * sizeof *rt_.keys);
+    rt_.slot = weft__calloc(rt_.cap, sizeof *rt_.slot);
+    out.device = weft__malloc(((size_t)n + 1) * sizeof *out.device);
+    if (!pn || !pa || !capable || !seen || !rt_.keys || !rt_.slot ||
+        !out.device) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const weft__node *x = &g->nodes[i];
+        weft__place_node *p = &pn[i];
+        unsigned char *cap = &capable[(size_t)i * nd];
+
+        p->device = -1;
+        p->access = &pa[x->acc_first];
+        p->naccess = x->nacc;
+        p->preds = &preds[pred_first[i]];
+        p->npreds = pred_first[i + 1] - pred_first[i];
+        for (uint32_t a = 0; a < x->nacc; a++) {
+            const weft__access *ac = &g->acc[x->acc_first + a];
+            weft__range_key k;
+
+            k.root = ac->root;
+            weft__access_root_range(ac, &k.lo, &k.hi);
+            pa[x->acc_first + a].buffer = weft__range_index(&rt_, &k);
+            pa[x->acc_first + a].bytes = k.hi - k.lo;
+            pa[x->acc_first + a].mode =
+                ((ac->mode & WEFT_READ) ? WEFT__ACC_READ : 0) |
+                ((ac->mode & WEFT_WRITE) ? WEFT__ACC_WRITE : 0);
+        }
+        switch (x->kind) {
+        case WEFT__NODE_KERNEL:
+            p->kind = WEFT__PNODE_KERNEL;
+            p->kernel = weft_kernel_name(x->u.kernel.k);
+            p->items = weft__node_items(x);
+            p->capable = cap;
+            if (x->device >= 0) {
+                p->device = x->device;
+                cap[x->device] = 1;
+                break;
+            }
+            for (unsigned d = 0; d < nd; d++)
+                cap[d] = cand[d] && weft__kernel_impl(x->u.kernel.k, d);
+            break;
+        case WEFT__NODE_EMPTY:
+            p->kind = WEFT__PNODE_EMPTY;
+            break;
+        default:
+            p->kind = WEFT__PNODE_HOST;
+            break;
+        }
+    }
+    in.nodes = pn;
+    in.nnodes = n;
+    in.ndevices = nd;
+    in.nbuffers = rt_.n;
+    if (policy == WEFT_PLACE_LOCALITY || policy == WEFT_PLACE_HEFT) {
+        in.links = weft__runtime_links(rt);
+        in.ktime = weft__runtime_ktime(rt);
+    }
+    if ((policy == WEFT_PLACE_LOCALITY || policy == WEFT_PLACE_HEFT) &&
+        (!in.links || !in.ktime)) {
+        weft__warn("sched", "placement: no cost model; round-robin instead");
+        policy = WEFT_PLACE_ROUND_ROBIN;
+    }
+    pol = policy == WEFT_PLACE_ROUND_ROBIN ? WEFT__PLACE_ROUND_ROBIN
+          : policy == WEFT_PLACE_LOCALITY  ? WEFT__PLACE_LOCALITY
+                                           : WEFT__PLACE_HEFT;
+    if ((rc = weft__place(&in, pol, &out)) < 0) {
+        weft__error_prefix(rc, "instantiate: placement (%s)",
+                           weft_place_policy_name(policy));
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (g->nodes[i].kind != WEFT__NODE_KERNEL || out.device[i] < 0)
+            continue;
+        if (g->nodes[i].device < 0)
+            node_dev[i] = (unsigned)out.device[i];
+        if (!seen[out.device[i]]) {
+            seen[out.device[i]] = 1;
+            used++;
+        }
+    }
+    *ndev_used = used;
+    weft__debug("sched",
+                "placement %s: %u nodes over %u devices, estimated %.3f ms, "
+                "%llu bytes moved",
+                weft_place_policy_name(policy), n, used, out.makespan_ns / 1e6,
+                (unsigned long long)out.bytes_moved);
+out:
+    weft__free(cand);
+    weft__free(capable);
+    weft__free(seen);
+    weft__free(pn);
+    weft__free(pa);
+    weft__free(rt_.keys);
+    weft__free(rt_.slot);
+    weft__free(out.device);
+    return rc;
+}

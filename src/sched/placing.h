@@ -1,0 +1,46 @@
+/*
+ * Placement of an executable graph's kernel nodes (src/sched/): the glue
+ * between the graph (src/graph/), the runtime's models (the link model of
+ * calibrate.h and the kernel times of cost.h) and the policies of place.h.
+ *
+ * At instantiate, when no exec device is given and the policy is not
+ * "single", every kernel node the user did not place gets a device among
+ * the candidates: the devices of the default device's driver that have an
+ * implementation of it. With fewer than two candidates nothing is asked of
+ * the models. The graph is described to place.h with one "buffer" per
+ * distinct (root, range) that nodes access, so that the chunks of one
+ * large buffer are placed as the separate data they are; transfer, map and
+ * host nodes run on the host, joins take no time.
+ *
+ * The link model is loaded once per runtime (the calibration cache, else a
+ * quick measurement, see calibrate.h); if that fails, a default of 25 GB/s
+ * and 10 us each way through the host is used and a warning says so.
+ * Kernel times are learned from timed launches (plan.c records them while
+ * a launch is timed: traced, or among an executable graph's first ones).
+ */
+#ifndef WEFT_SCHED_PLACING_H
+#define WEFT_SCHED_PLACING_H
+
+#include "../runtime.h"
+
+struct weft_graph;
+
+/*
+ * The policy from WEFT_PLACE (env, may be NULL) else opt (a
+ * weft_place_policy; DEFAULT means heft) into *out (never DEFAULT).
+ * WEFT_EINVAL names a bad value.
+ */
+int weft__place_policy_parse(const char *env, int opt, int *out);
+
+/*
+ * Devices for the unplaced kernel nodes of g under policy (a
+ * weft_place_policy, not DEFAULT), dflt being the default device: their
+ * entries of node_dev are set, the others left alone. preds in CSR form.
+ * *ndev_used receives the number of distinct devices chosen (0 if the
+ * graph was left to dflt).
+ */
+int weft__place_graph(const struct weft_graph *g, int policy, unsigned dflt,
+                      const uint32_t *pred_first, const uint32_t *preds,
+                      unsigned *node_dev, unsigned *ndev_used);
+
+#endif /* WEFT_SCHED_PLACING_H */
