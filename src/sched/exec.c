@@ -5,6 +5,7 @@
  */
 #include "exec.h"
 
+#include "../base/trace.h"
 #include "placing.h"
 
 #include <stdio.h>
@@ -810,12 +811,25 @@ static int weft__lock_roots(weft_exec *e, uint32_t l0, uint32_t l1)
     }
 }
 
+/* Nodes whose work the issuing thread does itself (timed on the host). */
+static int weft__node_on_host(const weft__node *nd)
+{
+    return nd->kind == WEFT__NODE_MAP || nd->kind == WEFT__NODE_HOST ||
+           nd->kind == WEFT__NODE_WRITE || nd->kind == WEFT__NODE_READ;
+}
+
+static int weft__node_trace_kind(const weft__node *nd)
+{
+    return nd->kind == WEFT__NODE_MAP ? WEFT__TRACE_MAP : WEFT__TRACE_HOST;
+}
+
 static int weft__run_node(weft_exec *e, uint32_t i)
 {
     const weft__node *nd = &e->nodes[i];
     const weft__access *a = &e->acc[nd->acc_first];
     uint32_t l0 = e->lock_first[i], l1 = e->lock_first[i + 1];
     uint64_t tick = __atomic_add_fetch(&e->rt->tick, 1, __ATOMIC_RELAXED);
+    uint64_t t0 = weft__plan_timed(e->plan) ? weft__now_ns() : 0;
     int rc = 0;
 
     weft__plan_step_begin(e->plan, i);
@@ -885,6 +899,9 @@ static int weft__run_node(weft_exec *e, uint32_t i)
         rc = weft__plan_step_end(e->plan);
     else
         weft__plan_step_end_failed(e->plan);
+    if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
+        weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
+                             weft__now_ns(), nd->nacc ? a->size : 0);
     for (uint32_t l = l1; l-- > l0;) {
         weft_buffer *root = e->roots[e->locks[l]];
         int shared = __atomic_load_n(&root->root_execs, __ATOMIC_ACQUIRE) > 1;
@@ -970,6 +987,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         weft__error_prefix(drc, "launch");
         weft__strlcpy(msg, weft_last_error(), size);
     }
+    weft__plan_launch_end(e->plan);
     weft__plan_counts_get(e->plan, &c);
     nlc = weft__plan_lane_counts(e->plan, lc, WEFT__COUNTOF(lc));
     weft__stat_add(&e->rt->stats.plan_events, c.events);

@@ -8,7 +8,11 @@
  */
 #include "plan.h"
 
+#include "../base/trace.h"
+#include "cost.h"
+
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #define WEFT__NO_LANE UINT32_MAX
@@ -22,7 +26,26 @@ typedef struct weft__lane {
     uint64_t mark; /* the step that last readied the lane */
     uint64_t seq0;  /* seq when the launch began */
     uint64_t nodes; /* steps that ended on the lane, this launch */
+    /* Timed launches: the lane's latest operation record, and records on
+     * other lanes its next one waited for (flows). */
+    uint32_t last_top;
+    uint32_t flow_from[4];
+    unsigned nflow;
 } weft__lane;
+
+/*
+ * One timed operation of a launch: device work between two timing events,
+ * or a host step between two readings of the host clock.
+ */
+typedef struct weft__top {
+    uint32_t lane, node;
+    weft__event *start, *end; /* device work; NULL for host steps */
+    uint64_t t0, t1;          /* host steps: the host clock */
+    uint64_t bytes;
+    weft__trace_kind kind;
+    uint32_t flow_from[4]; /* earlier records this one waited for */
+    unsigned nflow;
+} weft__top;
 
 /* A copy into [off, off + len) of root's copy `where`, op seq of lane. */
 typedef struct weft__pending {
@@ -70,6 +93,26 @@ struct weft__plan {
     } *xfer;                   /* n */
     weft__queue_role cur_role; /* of the queue last handed out */
 
+    /*
+     * Timing (trace.h, and the kernel time model): a launch is timed when
+     * the runtime traces, or while learning (its first launches). Every
+     * device operation is then bracketed by two timing events; a device's
+     * times are placed on the host clock by an origin event recorded on an
+     * idle lane and waited for.
+     */
+    weft__trace *trace;
+    unsigned learn;   /* launches still to time for the kernel times */
+    unsigned timed;   /* this launch */
+    unsigned id;      /* names the host track */
+    weft__event_pool *tpools;
+    weft__event **origin;   /* ndev: this launch's, or NULL */
+    uint64_t *origin_ns;    /* ndev: its host time */
+    weft__event *cur_start; /* recorded by the last queue hook */
+    uint32_t cur_start_lane;
+    weft__top *tops;
+    size_t ntops, cap_tops;
+    uint32_t *tracks; /* nlanes: trace track, or UINT32_MAX */
+
     /* The step in progress. */
     uint64_t stepno;
     uint32_t node;
@@ -112,6 +155,8 @@ static unsigned weft__slot(const weft__plan *p, unsigned device,
     return compute;
 }
 
+static void weft__time_origin(weft__plan *p, weft__lane *ln);
+
 static int weft__lane_open(weft__plan *p, weft__lane *ln)
 {
     static const weft__queue_role roles[] = {WEFT__QUEUE_H2D, WEFT__QUEUE_D2H,
@@ -131,6 +176,8 @@ static int weft__lane_open(weft__plan *p, weft__lane *ln)
         return weft__error_prefix(rc, "lane %u of device %u (%s)", ln->slot,
                                   ln->device, p->rt->devices[ln->device]->name);
     p->counts.lanes_used++;
+    if (p->timed)
+        weft__time_origin(p, ln);
     return 0;
 }
 
@@ -162,9 +209,10 @@ static void weft__lane_bump(weft__lane *ln, uint32_t self)
     ln->vc[self] = ln->seq;
 }
 
-static int weft__event_take(weft__plan *p, unsigned device, weft__event **ev)
+static int weft__pool_take(weft__plan *p, weft__event_pool *pools,
+                           unsigned device, unsigned flags, weft__event **ev)
 {
-    weft__event_pool *pool = &p->pools[device];
+    weft__event_pool *pool = &pools[device];
     weft__context *ctx;
     int rc;
 
@@ -181,13 +229,137 @@ static int weft__event_take(weft__plan *p, unsigned device, weft__event **ev)
         }
         rc = weft__runtime_context(p->rt, device, &ctx);
         if (rc == 0)
-            rc = weft__drv_event_create(ctx, 0, &pool->ev[pool->n]);
+            rc = weft__drv_event_create(ctx, flags, &pool->ev[pool->n]);
         if (rc < 0)
             return rc;
         pool->n++;
     }
     *ev = pool->ev[pool->used++];
     return 0;
+}
+
+static int weft__event_take(weft__plan *p, unsigned device, weft__event **ev)
+{
+    return weft__pool_take(p, p->pools, device, 0, ev);
+}
+
+/* ---- timing ------------------------------------------------------------ */
+
+/*
+ * Device d's origin for this launch, on lane ln, which has nothing in
+ * flight (a new queue, or any lane at the start of a launch): waited for
+ * at once, so that its time on the device is the host's time now. A
+ * device that cannot give one is not timed in this launch.
+ */
+static void weft__time_origin(weft__plan *p, weft__lane *ln)
+{
+    weft__event *ev;
+
+    if (p->origin[ln->device])
+        return;
+    if (weft__pool_take(p, p->tpools, ln->device, WEFT__EVENT_TIMING, &ev) <
+            0 ||
+        weft__drv_event_record(ev, ln->q) < 0 || weft__drv_event_sync(ev) < 0) {
+        weft__debug("sched", "no timing on device %u: %s", ln->device,
+                    weft_last_error());
+        weft_clear_error();
+        return;
+    }
+    p->origin[ln->device] = ev;
+    p->origin_ns[ln->device] = weft__now_ns();
+}
+
+/* Room for one more record; NULL (and timing stops) if there is none. */
+static weft__top *weft__top_push(weft__plan *p, uint32_t lane)
+{
+    weft__lane *l = &p->lanes[lane];
+    weft__top *t;
+
+    if (p->ntops == p->cap_tops) {
+        size_t cap = p->cap_tops ? 2 * p->cap_tops : 256;
+
+        t = weft__realloc(p->tops, cap * sizeof *t);
+        if (!t) {
+            weft_clear_error();
+            return NULL;
+        }
+        p->tops = t;
+        p->cap_tops = cap;
+    }
+    t = &p->tops[p->ntops];
+    memset(t, 0, sizeof *t);
+    t->lane = lane;
+    t->node = p->node;
+    memcpy(t->flow_from, l->flow_from, sizeof t->flow_from);
+    t->nflow = l->nflow;
+    l->nflow = 0;
+    l->last_top = (uint32_t)p->ntops++;
+    return t;
+}
+
+/* Lane l now waits for x's work so far: a flow from x's latest record. */
+static void weft__time_flow(weft__plan *p, weft__lane *l, const weft__lane *x)
+{
+    if (p->timed && x->last_top != UINT32_MAX &&
+        l->nflow < WEFT__COUNTOF(l->flow_from))
+        l->flow_from[l->nflow++] = x->last_top;
+}
+
+/* The start of the operation about to go onto l. */
+static void weft__time_start(weft__plan *p, weft__lane *l)
+{
+    weft__event *ev;
+
+    p->cur_start = NULL;
+    if (!p->origin[l->device])
+        return;
+    if (weft__pool_take(p, p->tpools, l->device, WEFT__EVENT_TIMING, &ev) <
+            0 ||
+        weft__drv_event_record(ev, l->q) < 0) {
+        weft_clear_error();
+        return;
+    }
+    p->cur_start = ev;
+    p->cur_start_lane = weft__lane_index(p, l);
+}
+
+/* The end of what went onto l since its start: one record. */
+static void weft__time_end(weft__plan *p, weft__lane *l, uint64_t bytes,
+                           int has_root)
+{
+    uint32_t li = weft__lane_index(p, l);
+    weft__event *ev;
+    weft__top *t;
+
+    if (!p->cur_start || p->cur_start_lane != li)
+        return;
+    if (weft__pool_take(p, p->tpools, l->device, WEFT__EVENT_TIMING, &ev) <
+            0 ||
+        weft__drv_event_record(ev, l->q) < 0 || !(t = weft__top_push(p, li))) {
+        weft_clear_error();
+        p->cur_start = NULL;
+        return;
+    }
+    t->start = p->cur_start;
+    t->end = ev;
+    t->bytes = bytes;
+    switch (p->cur_role) {
+    case WEFT__QUEUE_H2D:
+        t->kind = WEFT__TRACE_H2D;
+        break;
+    case WEFT__QUEUE_D2H:
+        t->kind = WEFT__TRACE_D2H;
+        break;
+    case WEFT__QUEUE_PEER:
+        t->kind = WEFT__TRACE_PEER;
+        break;
+    default:
+        t->kind = !has_root                                ? WEFT__TRACE_KERNEL
+                  : p->nodes[p->node].kind == WEFT__NODE_FILL ? WEFT__TRACE_FILL
+                                                            : WEFT__TRACE_PEER;
+        break;
+    }
+    p->cur_start = NULL;
 }
 
 /* An event after everything enqueued on ln so far. */
@@ -236,6 +408,7 @@ static int weft__order_after(weft__plan *p, weft__lane *l, weft__lane *x,
             weft__vc_merge(p, l->vc, xvc);
         return 0;
     }
+    weft__time_flow(p, l, x);
     if (l == h) {
         if (!ev || weft__drv_event_sync(ev) < 0) {
             weft_clear_error();
@@ -347,6 +520,8 @@ static int weft__hook_queue(void *set, unsigned device, weft__queue_role role,
         return rc;
     p->last_lane = weft__lane_index(p, l);
     p->cur_role = role;
+    if (p->timed)
+        weft__time_start(p, l);
     *q = l->q;
     return 0;
 }
@@ -359,6 +534,8 @@ static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
     weft__pending *pd;
 
     weft__assert(l);
+    if (p->timed)
+        weft__time_end(p, l, root ? len : 0, root != NULL);
     weft__lane_bump(l, weft__lane_index(p, l));
     if (root && len && p->node < p->n && p->cur_role != WEFT__QUEUE_COMPUTE &&
         l->slot >= WEFT__COMPUTE_LANES) {
@@ -538,13 +715,26 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     p->stamp_vc = weft__calloc((size_t)n * nl + 1, sizeof *p->stamp_vc);
     p->edge_kind = weft__calloc((size_t)pred_first[n] + 1, 1);
     p->xfer = weft__calloc((size_t)n + 1, sizeof *p->xfer);
+    p->tpools = weft__calloc((size_t)p->ndev + 1, sizeof *p->tpools);
+    p->origin = weft__calloc((size_t)p->ndev + 1, sizeof *p->origin);
+    p->origin_ns = weft__calloc((size_t)p->ndev + 1, sizeof *p->origin_ns);
+    p->tracks = weft__malloc(nl * sizeof *p->tracks);
+    p->trace = rt->trace;
+    p->learn = rt->ndevices > 1 ? 2 : 0;
+    {
+        static unsigned ids;
+
+        p->id = __atomic_fetch_add(&ids, 1, __ATOMIC_RELAXED);
+    }
     if (!p->lanes || !p->vcs || !p->pools || !p->succ_first || !p->succs ||
         !p->plan_lane || !p->stamps || !p->stamp_vc || !p->edge_kind ||
-        !p->xfer) {
+        !p->xfer || !p->tpools || !p->origin || !p->origin_ns || !p->tracks) {
         weft__plan_destroy(p);
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     }
     for (unsigned i = 0; i < nl; i++) {
+        p->tracks[i] = UINT32_MAX;
+        p->lanes[i].last_top = UINT32_MAX;
         p->lanes[i].vc = &p->vcs[(size_t)i * nl];
         p->lanes[i].device = i / WEFT__LANE_SLOTS;
         p->lanes[i].slot = i % WEFT__LANE_SLOTS;
@@ -575,6 +765,16 @@ void weft__plan_destroy(weft__plan *p)
             weft__drv_event_destroy(p->pools[d].ev[i]);
         weft__free(p->pools[d].ev);
     }
+    for (unsigned d = 0; p->tpools && d < p->ndev; d++) {
+        for (unsigned i = 0; i < p->tpools[d].n; i++)
+            weft__drv_event_destroy(p->tpools[d].ev[i]);
+        weft__free(p->tpools[d].ev);
+    }
+    weft__free(p->tpools);
+    weft__free(p->origin);
+    weft__free(p->origin_ns);
+    weft__free(p->tops);
+    weft__free(p->tracks);
     weft__free(p->pools);
     weft__free(p->lanes);
     weft__free(p->vcs);
@@ -617,6 +817,185 @@ void weft__plan_launch_begin(weft__plan *p)
     }
     memset(p->edge_kind, 0, p->pred_first[p->n]);
     memset(p->xfer, 0, (size_t)p->n * sizeof *p->xfer);
+    p->timed = p->trace != NULL || p->learn > 0;
+    p->ntops = 0;
+    p->cur_start = NULL;
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        p->lanes[i].last_top = UINT32_MAX;
+        p->lanes[i].nflow = 0;
+    }
+    for (unsigned d = 0; d < p->ndev; d++) {
+        p->origin[d] = NULL;
+        p->tpools[d].used = 0;
+    }
+    /* Every lane is idle between launches: an origin on any of them. */
+    for (unsigned i = 0; p->timed && i < p->host; i++)
+        if (p->lanes[i].q)
+            weft__time_origin(p, &p->lanes[i]);
+}
+
+int weft__plan_timed(const weft__plan *p)
+{
+    return p->timed != 0;
+}
+
+void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0,
+                          uint64_t t1, uint64_t bytes)
+{
+    weft__top *t;
+
+    if (!p->timed || !(t = weft__top_push(p, p->host)))
+        return;
+    t->t0 = t0;
+    t->t1 = t1 < t0 ? t0 : t1;
+    t->bytes = bytes;
+    t->kind = (weft__trace_kind)kind;
+}
+
+/* Why the copy of record t was made, for the trace. */
+static void weft__top_cause(const weft__plan *p, const weft__top *t, char *buf,
+                            size_t n)
+{
+    const weft__node *nd = &p->nodes[t->node];
+    char label[128];
+    unsigned d = p->lanes[t->lane].device;
+
+    weft__node_label(nd, label, sizeof label);
+    switch (t->kind) {
+    case WEFT__TRACE_H2D:
+    case WEFT__TRACE_PEER:
+        if (nd->kind == WEFT__NODE_KERNEL)
+            snprintf(buf, n, "read by %s on %s, not valid there", label,
+                     p->rt->devices[d]->name);
+        else
+            snprintf(buf, n, "for %s on %s", label, p->rt->devices[d]->name);
+        break;
+    case WEFT__TRACE_D2H:
+        if (nd->kind == WEFT__NODE_KERNEL || nd->kind == WEFT__NODE_COPY)
+            snprintf(buf, n, "evicted from %s (write-back) to make room for %s",
+                     p->rt->devices[d]->name, label);
+        else if (nd->kind == WEFT__NODE_MAP)
+            snprintf(buf, n, "for %s: the host maps bytes valid only on %s",
+                     label, p->rt->devices[d]->name);
+        else
+            snprintf(buf, n, "for %s: the host needs bytes valid only on %s",
+                     label, p->rt->devices[d]->name);
+        break;
+    default:
+        buf[0] = '\0';
+        break;
+    }
+}
+
+/* The trace track of lane li, registered on first use. */
+static uint32_t weft__lane_track(weft__plan *p, uint32_t li)
+{
+    char proc[300], name[340];
+
+    if (p->tracks[li] != UINT32_MAX)
+        return p->tracks[li];
+    if (li == p->host) {
+        snprintf(proc, sizeof proc, "host");
+        snprintf(name, sizeof name, "graph %u worker", p->id);
+    } else {
+        unsigned d = p->lanes[li].device;
+
+        snprintf(proc, sizeof proc, "dev%u %s", d, p->rt->devices[d]->name);
+        snprintf(name, sizeof name, "dev%u %s", d,
+                 weft__plan_slot_name(p->lanes[li].slot));
+    }
+    if (weft__trace_track(p->trace, proc, name, &p->tracks[li]) < 0) {
+        weft_clear_error();
+        p->tracks[li] = UINT32_MAX;
+    }
+    return p->tracks[li];
+}
+
+void weft__plan_launch_end(weft__plan *p)
+{
+    weft__ktime *kt = NULL;
+    uint64_t *ids = NULL;
+
+    if (!p->timed)
+        return;
+    if (p->learn)
+        p->learn--;
+    if (p->ntops && p->trace) {
+        ids = weft__malloc(p->ntops * sizeof *ids);
+        if (!ids)
+            weft_clear_error();
+        /* Rows in device and lane order, the host's last. */
+        for (uint32_t li = 0; li < p->nlanes; li++)
+            for (size_t k = 0; k < p->ntops; k++)
+                if (p->tops[k].lane == li) {
+                    weft__lane_track(p, li);
+                    break;
+                }
+    }
+    for (size_t k = 0; k < p->ntops; k++) {
+        weft__top *t = &p->tops[k];
+        const weft__node *nd = &p->nodes[t->node];
+        unsigned d = p->lanes[t->lane].device;
+        uint64_t a = 0, b = 0, t0 = t->t0, t1 = t->t1;
+        weft__trace_slice sl;
+        char name[160], cause[700];
+
+        if (ids)
+            ids[k] = UINT64_MAX;
+        if (t->start) {
+            if (!p->origin[d] ||
+                weft__drv_event_elapsed(p->origin[d], t->start, &a) < 0 ||
+                weft__drv_event_elapsed(p->origin[d], t->end, &b) < 0) {
+                weft_clear_error();
+                continue;
+            }
+            t0 = p->origin_ns[d] + a;
+            t1 = p->origin_ns[d] + (b < a ? a : b);
+            if (t->kind == WEFT__TRACE_KERNEL && nd->kind == WEFT__NODE_KERNEL) {
+                if (!kt)
+                    kt = weft__runtime_ktime(p->rt);
+                if (kt)
+                    weft__ktime_record(
+                        kt, weft_kernel_name(nd->u.kernel.k), d,
+                        (uint64_t)nd->u.kernel.dims.items[0] *
+                            WEFT__MAX(nd->u.kernel.dims.items[1], 1u) *
+                            WEFT__MAX(nd->u.kernel.dims.items[2], 1u),
+                        b > a ? b - a : 0);
+            }
+        }
+        if (!p->trace || !ids)
+            continue;
+        memset(&sl, 0, sizeof sl);
+        sl.track = weft__lane_track(p, t->lane);
+        if (sl.track == UINT32_MAX)
+            continue;
+        sl.kind = t->kind;
+        weft__node_label(nd, name, sizeof name);
+        sl.name = nd->kind == WEFT__NODE_KERNEL && t->kind == WEFT__TRACE_KERNEL
+                      ? weft_kernel_name(nd->u.kernel.k)
+                      : name;
+        sl.start_ns = t0;
+        sl.end_ns = t1;
+        sl.bytes = t->bytes;
+        sl.node = (long)t->node;
+        sl.kernel = nd->kind == WEFT__NODE_KERNEL
+                        ? weft_kernel_name(nd->u.kernel.k)
+                        : NULL;
+        weft__top_cause(p, t, cause, sizeof cause);
+        sl.cause = cause[0] ? cause : NULL;
+        if (weft__trace_add_slice(p->trace, &sl, &ids[k]) < 0) {
+            weft_clear_error();
+            ids[k] = UINT64_MAX;
+            continue;
+        }
+        for (unsigned f = 0; f < t->nflow; f++)
+            if (t->flow_from[f] < k && ids[t->flow_from[f]] != UINT64_MAX &&
+                weft__trace_add_flow(p->trace, ids[t->flow_from[f]], ids[k]) <
+                    0)
+                weft_clear_error();
+    }
+    weft__free(ids);
+    p->ntops = 0;
 }
 
 uint32_t weft__plan_node_final(const weft__plan *p, uint32_t i)

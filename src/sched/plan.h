@@ -83,6 +83,17 @@ int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
 /* One launch: counters back to 0 (begin); wait for everything (end). */
 void weft__plan_launch_begin(weft__plan *p);
 int weft__plan_drain(weft__plan *p);
+/*
+ * After the launch's drain: its timed operations go to the runtime's trace
+ * (slices and flows, see trace.h) and its kernels' times to the kernel
+ * time model (cost.h). Nothing for an untimed launch.
+ */
+void weft__plan_launch_end(weft__plan *p);
+/* Whether this launch is timed (tracing, or learning kernel times). */
+int weft__plan_timed(const weft__plan *p);
+/* A host step of the current node took [t0, t1] (weft__now_ns). */
+void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0, uint64_t t1,
+                          uint64_t bytes);
 void weft__plan_counts_get(const weft__plan *p, weft__plan_counts *c);
 
 /* What one lane did over the launch so far. */
