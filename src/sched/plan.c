@@ -56,6 +56,15 @@ typedef struct weft__pending {
     uint64_t seq;
 } weft__pending;
 
+enum { WEFT__PEND_BUCKETS = 64 };
+
+static unsigned weft__pend_bucket(const weft_buffer *root, unsigned where)
+{
+    uint64_t h = ((uintptr_t)root >> 4) * 0x9e3779b97f4a7c15ull + where;
+
+    return (unsigned)(h >> 58) % WEFT__PEND_BUCKETS;
+}
+
 typedef struct weft__event_pool {
     weft__event **ev;
     unsigned n, used, cap; /* made; handed out since the last drain */
@@ -84,6 +93,9 @@ struct weft__plan {
 
     weft__pending *pending;
     size_t npending, cap_pending;
+    /* Pending entries per hash of (root, where): a lookup for a pair
+     * with none skips the scan (first launches queue a copy per node). */
+    uint32_t pend_count[WEFT__PEND_BUCKETS];
 
     /* What the last launch did, for DOT and traces. */
     unsigned char *edge_kind; /* pred_first[n]: see weft__plan_edge_kind */
@@ -567,6 +579,7 @@ static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
     pd->len = len;
     pd->lane = weft__lane_index(p, l);
     pd->seq = l->seq;
+    p->pend_count[weft__pend_bucket(root, where)]++;
     return 0;
 }
 
@@ -580,6 +593,8 @@ static int weft__hook_after(void *set, weft__queue *q, weft_buffer *root,
     int rc = 0;
 
     weft__assert(l);
+    if (!p->pend_count[weft__pend_bucket(root, where)])
+        return 0;
     for (size_t i = 0; i < p->npending && rc == 0; i++) {
         weft__pending *pd = &p->pending[i];
         weft__lane *x = &p->lanes[pd->lane];
@@ -592,6 +607,9 @@ static int weft__hook_after(void *set, weft__queue *q, weft_buffer *root,
     for (size_t i = 0; i < p->npending; i++)
         if (h->vc[p->pending[i].lane] < p->pending[i].seq)
             p->pending[k++] = p->pending[i];
+        else
+            p->pend_count[weft__pend_bucket(p->pending[i].root,
+                                            p->pending[i].where)]--;
     p->npending = k;
     return rc;
 }
@@ -1073,6 +1091,7 @@ int weft__plan_drain(weft__plan *p)
     for (unsigned d = 0; d < p->ndev; d++)
         p->pools[d].used = 0;
     p->npending = 0;
+    memset(p->pend_count, 0, sizeof p->pend_count);
     return first < 0 ? weft__error(first, "%s", msg) : 0;
 }
 
@@ -1174,7 +1193,10 @@ int weft__plan_host_copy(weft__plan *p, weft_buffer *root, size_t off,
     for (unsigned i = 0; size && i < p->host; i++)
         if (p->lanes[i].mark == p->stepno && p->lanes[i].q)
             f = &p->lanes[i];
-    for (size_t i = 0; size && !f && i < p->npending; i++) {
+    for (size_t i = 0;
+         size && !f && p->pend_count[weft__pend_bucket(root, WEFT__HOST)] &&
+         i < p->npending;
+         i++) {
         weft__pending *pd = &p->pending[i];
 
         if (pd->root == root && pd->where == WEFT__HOST &&
