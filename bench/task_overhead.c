@@ -1,0 +1,363 @@
+/*
+ * task_overhead: what the scheduler costs per node, with nothing to do.
+ *
+ * N empty kernel nodes of a host-driver module, through the public API, in
+ * two shapes:
+ *   independent  each node reads and writes its own small slice of one
+ *                buffer: no edges, every node free to run;
+ *   chained      every node reads and writes the same slice: a chain of
+ *                N - 1 edges through one buffer.
+ * For each shape, per node: instantiate (building the graph is not timed),
+ * the first launch of the executable graph (weft_exec_launch +
+ * weft_exec_wait; a fresh buffer each time, filled on the host before, so
+ * the first launch brings its bytes to the device as a program's would),
+ * and a relaunch of it; medians of R.
+ * Targets (issue 6): relaunch at most 0.5 us/node, first launch at most
+ * 1.5 us/node; "... / target" is the median over the target.
+ *
+ * Floors, measured in the same run with the same empty function:
+ *   function call   N calls through a function pointer;
+ *   pthread queue   N tasks pushed one by one into a mutex-protected FIFO
+ *                   that one worker thread drains, then waited for: the
+ *                   least a runtime with a worker thread can do.
+ *
+ *     task_overhead [--json] [--nodes N] [--reps R]
+ */
+#include <weft.h>
+
+#include "figures.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAXREPS = 64 };
+
+static uint32_t nodes = 10000;
+static int reps = 7;
+static double queue_floor; /* us/node, measured first */
+
+/* Issue 6's targets, us per node. */
+static const double target_relaunch = 0.5, target_first = 1.5;
+
+#define DIE(...)                                                               \
+    do {                                                                       \
+        fprintf(stderr, "task_overhead: " __VA_ARGS__);                        \
+        fputc('\n', stderr);                                                   \
+        exit(1);                                                               \
+    } while (0)
+
+#define CHECK(call)                                                            \
+    do {                                                                       \
+        int rc_ = (call);                                                      \
+        if (rc_ < 0)                                                           \
+            DIE("%s: %s: %s", #call, weft_err_name(rc_), weft_last_error());   \
+    } while (0)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double us_per_node(uint64_t ns)
+{
+    return (double)ns / 1e3 / nodes;
+}
+
+/*
+ * The task: it only counts its calls, so that a run that skipped nodes
+ * cannot pass for a fast one. Weft's nodes and both floors run it.
+ */
+static unsigned long calls;
+
+static void empty(const weft_host_group *g, void *const *args)
+{
+    (void)g;
+    (void)args;
+    __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+}
+
+static const weft_param_type empty_params[] = {WEFT_PARAM_BUFFER};
+static const weft_host_kernel host_kernels[] = {
+    {"empty", empty, 1, empty_params, NULL, NULL, NULL},
+};
+
+static void expect_calls(const char *what, unsigned long before)
+{
+    unsigned long n = __atomic_load_n(&calls, __ATOMIC_RELAXED) - before;
+
+    if (n != nodes)
+        DIE("%s ran %lu tasks, not %u", what, n, nodes);
+}
+
+/* ---- weft -------------------------------------------------------------- */
+
+typedef enum shape { INDEPENDENT, CHAINED, NSHAPES } shape;
+static const char *const shape_names[NSHAPES] = {"independent", "chained"};
+
+/* A fresh buffer (filled, so that its bytes are defined) and the graph. */
+static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
+                  weft_buffer **buf, weft_graph **g)
+{
+    uint32_t zero = 0;
+
+    CHECK(weft_buffer_create(rt, (size_t)nodes * slice, buf));
+    CHECK(weft_buffer_fill(*buf, 0, (size_t)nodes * slice, &zero, sizeof zero));
+    CHECK(weft_graph_create(rt, g));
+    for (uint32_t i = 0; i < nodes; i++) {
+        size_t off = s == INDEPENDENT ? (size_t)i * slice : 0;
+        weft_arg arg = weft_arg_buffer(*buf, off, slice, WEFT_READ_WRITE);
+
+        CHECK(weft_graph_add_kernel(*g, k, weft_dims1(1), &arg, 1, NULL));
+    }
+    if (weft_graph_edge_count(*g) != (s == CHAINED ? nodes - 1 : 0))
+        DIE("%s: %u edges", shape_names[s], weft_graph_edge_count(*g));
+}
+
+static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
+{
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    double inst[MAXREPS], first[MAXREPS], again[MAXREPS];
+    weft_buffer *buf = NULL;
+    weft_graph *g = NULL;
+    weft_exec *e = NULL;
+    char name[96];
+
+    /*
+     * Every first launch is the program's first on its bytes: a fresh
+     * buffer, graph and executable graph each round (the last stays for
+     * the relaunches). One executable graph at a time: a buffer shared by
+     * two live ones costs fences that are not what this measures.
+     */
+    o.device = weft_runtime_device(rt, 0); /* one device, however many */
+    for (int r = 0; r < reps; r++) {
+        unsigned long before;
+        uint64_t t0, t1, t2;
+
+        bench_progress(shape_names[s]);
+        if (e) {
+            CHECK(weft_exec_destroy(e));
+            CHECK(weft_graph_destroy(g));
+            CHECK(weft_buffer_destroy(buf));
+        }
+        build(rt, k, s, slice, &buf, &g);
+        before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
+        t0 = now_ns();
+        CHECK(weft_graph_instantiate(g, &o, &e));
+        t1 = now_ns();
+        CHECK(weft_exec_launch(e));
+        CHECK(weft_exec_wait(e));
+        t2 = now_ns();
+        expect_calls("a first launch", before);
+        inst[r] = us_per_node(t1 - t0);
+        first[r] = us_per_node(t2 - t1);
+    }
+    for (int r = 0; r < reps; r++) {
+        unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
+        uint64_t t0 = now_ns();
+
+        CHECK(weft_exec_launch(e));
+        CHECK(weft_exec_wait(e));
+        again[r] = us_per_node(now_ns() - t0);
+        expect_calls("a relaunch", before);
+    }
+    bench_progress("");
+    CHECK(weft_exec_destroy(e));
+    CHECK(weft_graph_destroy(g));
+    CHECK(weft_buffer_destroy(buf));
+
+    double mi = bench_median(inst, reps), mf = bench_median(first, reps);
+    double mr = bench_median(again, reps);
+
+    snprintf(name, sizeof name, "%s instantiate", shape_names[s]);
+    bench_figure(name, mi, "us/node");
+    snprintf(name, sizeof name, "%s first launch", shape_names[s]);
+    bench_figure(name, mf, "us/node");
+    snprintf(name, sizeof name, "%s relaunch", shape_names[s]);
+    bench_figure(name, mr, "us/node");
+    snprintf(name, sizeof name, "%s first launch / target", shape_names[s]);
+    bench_figure(name, mf / target_first, "x");
+    snprintf(name, sizeof name, "%s relaunch / target", shape_names[s]);
+    bench_figure(name, mr / target_relaunch, "x");
+    snprintf(name, sizeof name, "%s relaunch / pthread queue", shape_names[s]);
+    bench_figure(name, mr / queue_floor, "x");
+}
+
+/* ---- floors ------------------------------------------------------------ */
+
+static double floor_calls(void)
+{
+    /* volatile: the compiler must call through the pointer every time */
+    weft_host_kernel_fn *volatile fn = empty;
+    weft_host_group grp = {{0, 0, 0}, {1, 1, 1}, {1, 1, 1}};
+    void *arg = NULL;
+    double t[MAXREPS];
+
+    for (int r = 0; r < reps; r++) {
+        unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
+        uint64_t t0 = now_ns();
+
+        for (uint32_t i = 0; i < nodes; i++)
+            fn(&grp, &arg);
+        t[r] = us_per_node(now_ns() - t0);
+        expect_calls("the function-call floor", before);
+    }
+    return bench_median(t, reps);
+}
+
+/*
+ * One worker thread and a FIFO under one mutex: the producer pushes one
+ * task at a time (lock, store, signal if the worker sleeps, unlock), the
+ * worker pops one at a time and runs it outside the lock, and the last
+ * one wakes the producer.
+ */
+typedef struct task_queue {
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    weft_host_kernel_fn **tasks; /* nodes slots: a round never wraps */
+    uint32_t head, tail, finished;
+    int idle, stop;
+    pthread_t worker;
+} task_queue;
+
+static void *queue_worker(void *arg)
+{
+    task_queue *q = arg;
+    weft_host_group grp = {{0, 0, 0}, {1, 1, 1}, {1, 1, 1}};
+    void *targ = NULL;
+
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        weft_host_kernel_fn *fn;
+
+        while (q->head == q->tail && !q->stop) {
+            q->idle = 1;
+            pthread_cond_wait(&q->work, &q->lock);
+            q->idle = 0;
+        }
+        if (q->head == q->tail)
+            break;
+        fn = q->tasks[q->head++];
+        pthread_mutex_unlock(&q->lock);
+        fn(&grp, &targ);
+        pthread_mutex_lock(&q->lock);
+        if (++q->finished == nodes)
+            pthread_cond_signal(&q->done);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return NULL;
+}
+
+static double floor_queue(void)
+{
+    task_queue q;
+    double t[MAXREPS];
+
+    memset(&q, 0, sizeof q);
+    q.tasks = calloc(nodes, sizeof *q.tasks);
+    if (!q.tasks)
+        DIE("out of memory");
+    pthread_mutex_init(&q.lock, NULL);
+    pthread_cond_init(&q.work, NULL);
+    pthread_cond_init(&q.done, NULL);
+    if (pthread_create(&q.worker, NULL, queue_worker, &q))
+        DIE("pthread_create failed");
+    /* Round -1 warms the worker up and is not counted. */
+    for (int r = -1; r < reps; r++) {
+        unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
+        uint64_t t0 = now_ns();
+
+        pthread_mutex_lock(&q.lock);
+        q.head = q.tail = q.finished = 0;
+        pthread_mutex_unlock(&q.lock);
+        for (uint32_t i = 0; i < nodes; i++) {
+            pthread_mutex_lock(&q.lock);
+            q.tasks[q.tail++] = empty;
+            if (q.idle)
+                pthread_cond_signal(&q.work);
+            pthread_mutex_unlock(&q.lock);
+        }
+        pthread_mutex_lock(&q.lock);
+        while (q.finished < nodes)
+            pthread_cond_wait(&q.done, &q.lock);
+        pthread_mutex_unlock(&q.lock);
+        if (r >= 0)
+            t[r] = us_per_node(now_ns() - t0);
+        expect_calls("the pthread-queue floor", before);
+    }
+    pthread_mutex_lock(&q.lock);
+    q.stop = 1;
+    pthread_cond_signal(&q.work);
+    pthread_mutex_unlock(&q.lock);
+    pthread_join(q.worker, NULL);
+    pthread_cond_destroy(&q.done);
+    pthread_cond_destroy(&q.work);
+    pthread_mutex_destroy(&q.lock);
+    free(q.tasks);
+    return bench_median(t, reps);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: task_overhead [--json] [--nodes N] [--reps R]";
+    weft_runtime_options opts = WEFT_RUNTIME_OPTIONS_INIT;
+    const weft_module_source src = {WEFT_SOURCE_HOST, host_kernels, 1, NULL,
+                                    "task_overhead"};
+    weft_device_info info;
+    weft_runtime *rt;
+    weft_module *mod;
+    weft_kernel *k;
+    size_t slice;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            bench_json = 1;
+        else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc)
+            nodes = (uint32_t)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else
+            DIE("%s", usage);
+    }
+    if (nodes < 2 || reps < 1 || reps > MAXREPS)
+        DIE("--nodes >= 2 and 1 <= --reps <= %d", MAXREPS);
+
+    opts.devices = "host";
+    CHECK(weft_runtime_create(&rt, &opts));
+    if (weft_runtime_device_count(rt) == 0)
+        DIE("no host device");
+    memset(&info, 0, sizeof info);
+    info.size = sizeof info;
+    CHECK(weft_device_get_info(weft_runtime_device(rt, 0), &info));
+    slice = info.arg_offset_align > 16 ? info.arg_offset_align : 16;
+    CHECK(weft_module_create(rt, &src, 1, &mod));
+    CHECK(weft_module_get_kernel(mod, "empty", &k));
+
+    if (bench_json)
+        printf("{\"bench\": \"task_overhead\", \"device\": \"%s\", "
+               "\"nodes\": %u, \"reps\": %d, \"figures\": [",
+               info.name, nodes, reps);
+    else
+        printf("# %s (%u cores), %u empty kernel nodes, medians of %d\n",
+               info.name, info.ncores, nodes, reps);
+    bench_figure("function call", floor_calls(), "us/node");
+    queue_floor = floor_queue();
+    bench_figure("pthread queue", queue_floor, "us/node");
+    for (int s = 0; s < NSHAPES; s++)
+        measure(rt, k, (shape)s, slice);
+    if (bench_json)
+        printf("\n]}\n");
+
+    CHECK(weft_module_destroy(mod));
+    CHECK(weft_runtime_destroy(rt));
+    return 0;
+}
