@@ -235,16 +235,30 @@ int weft__buffer_is_valid(const weft_buffer *root, unsigned where, size_t off,
                           size_t size);
 
 /*
- * Write, read and fill a range. store and fill write every copy that
- * holds the whole range (the host copy if none does), so that a small
- * write does not invalidate a device's copy; load brings the host copy of
- * the range up to date and reads it. A failure leaves the bytes as they
- * were, or wholly new.
+ * Write, read and fill a range. store and fill write every device copy
+ * that holds the whole range, so that a small write does not invalidate a
+ * device's copy, and the host copy where it holds the range too, unless
+ * the range is large and a device holds it (or where no device does);
+ * load brings the host copy of the range up to date and reads it. A
+ * failure leaves the bytes as they were, or wholly new.
  */
 int weft__buffer_store(weft_buffer *root, size_t off, const void *src,
                        size_t size, weft__lanes *l);
 int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
                       weft__lanes *l);
+/*
+ * A read node's copy out to the caller's host memory dst straight from a
+ * device, where the host copy lacks some of the range and one device holds
+ * all of it: on that device's D2H lane, in place where dst is pinned, else
+ * through the stager (with asynchronous lanes, without waiting for it).
+ * The host copy and the tracker stay as they were (the host copy was not
+ * written). 1 if it did: dst holds the bytes once the lane's work so far
+ * has completed (the plan's drain, at the latest); 0 if the range does not
+ * qualify and nothing was done: the caller goes through the host copy
+ * (make_valid, then a copy out of it).
+ */
+int weft__buffer_load_direct(weft_buffer *root, size_t off, void *dst,
+                             size_t size, weft__lanes *l);
 int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
                             const void *pattern, size_t pattern_size,
                             weft__lanes *l);

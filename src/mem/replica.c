@@ -238,23 +238,29 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
     weft_runtime *rt = root->rt;
     weft__stager *s = NULL;
     weft__queue *q = NULL;
-    int rc;
+    int pinned, rc;
 
     if (from_copy)
         weft__maybe_register(root, d);
+    pinned = (from_copy && root->replicas[d].reg) ||
+             weft__drv_host_is_pinned(dst->ctx, src, len);
+    if (!pinned && len >= WEFT__STAGE_MIN)
+        s = weft__runtime_stager(rt, d);
     if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_H2D, &q)) < 0)
         return rc;
-    /* The host copy may still be on its way in from another device. */
-    if (from_copy &&
-        (rc = weft__lanes_after(l, q, root, WEFT__HOST, roff, len)) < 0)
+    /*
+     * The host copy may still be on its way in from another device: the
+     * copy waits for it on q, or the host does where the stager reads the
+     * bytes now, on this thread.
+     */
+    if (from_copy && (rc = weft__lanes_after(l, s ? NULL : q, root, WEFT__HOST,
+                                             roff, len)) < 0)
         return rc;
-    if (from_copy && root->replicas[d].reg) {
+    if (pinned) {
         rc = weft__drv_copy_h2d(q, dst, doff, src, len);
         if (rc == 0)
             weft__stat_add(&rt->stats.pinned_bytes, len);
-    } else if (len >= WEFT__STAGE_MIN &&
-               !weft__drv_host_is_pinned(dst->ctx, src, len) &&
-               (s = weft__runtime_stager(rt, d))) {
+    } else if (s) {
         rc = weft__stager_h2d(s, q, dst, doff, src, len);
         if (rc == 0)
             weft__stat_add(&rt->stats.staged_bytes, len);
@@ -272,13 +278,43 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
     return rc;
 }
 
+/*
+ * len bytes of (src, soff) on device d into host memory `to`, on q: in
+ * place where the device copies into `to` directly (pinned: registered
+ * with d, or memory the driver says is page-locked), else large copies
+ * through the stager (without waiting, with asynchronous lanes: q's later
+ * work runs once the bytes are in `to`), else directly (the driver deals
+ * with pageable memory itself). A failure leaves nothing in flight that
+ * the caller does not know of: q's earlier work, or nothing.
+ */
+static int weft__d2h_to(weft_runtime *rt, unsigned d, weft__queue *q, void *to,
+                        int pinned, weft__mem *src, size_t soff, size_t len,
+                        weft__lanes *l)
+{
+    weft__stager *s = NULL;
+    int rc;
+
+    if (pinned || weft__drv_host_is_pinned(src->ctx, to, len)) {
+        rc = weft__drv_copy_d2h(q, to, src, soff, len);
+        if (rc == 0)
+            weft__stat_add(&rt->stats.pinned_bytes, len);
+    } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
+        rc = l->hooks ? weft__stager_d2h_async(s, q, to, src, soff, len)
+                      : weft__stager_d2h(s, q, to, src, soff, len);
+        if (rc == 0)
+            weft__stat_add(&rt->stats.staged_bytes, len);
+    } else {
+        rc = weft__drv_copy_d2h(q, to, src, soff, len);
+    }
+    return rc;
+}
+
 /* len bytes of (src, soff) on device d into the host copy at off. */
 static int weft__d2h(weft_buffer *root, unsigned d, weft__mem *src, size_t soff,
                      size_t off, size_t len, enum weft__cause cause,
                      weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
-    weft__stager *s = NULL;
     weft__queue *q = NULL;
     int rc;
 
@@ -287,26 +323,14 @@ static int weft__d2h(weft_buffer *root, unsigned d, weft__mem *src, size_t soff,
         (rc = weft__lanes_after(l, q, root, d, off, len)) < 0 ||
         (rc = weft__lanes_after(l, q, root, WEFT__HOST, off, len)) < 0)
         return rc;
-    if (root->replicas[d].reg) {
-        rc = weft__drv_copy_d2h(q, root->host + off, src, soff, len);
-        if (rc == 0)
-            rc = weft__lanes_issued(l, q, root, WEFT__HOST, off, len);
-        if (rc == 0)
-            weft__stat_add(&rt->stats.pinned_bytes, len);
-    } else if (len >= WEFT__STAGE_MIN &&
-               !weft__drv_host_is_pinned(src->ctx, root->host + off, len) &&
-               (s = weft__runtime_stager(rt, d))) {
-        /* The stager returns once the host copy holds the bytes. */
-        rc = weft__stager_d2h(s, q, root->host + off, src, soff, len);
-        if (rc == 0)
-            weft__stat_add(&rt->stats.staged_bytes, len);
-        else
-            weft__lanes_settle(l, q);
-    } else {
-        rc = weft__drv_copy_d2h(q, root->host + off, src, soff, len);
-        if (rc == 0)
-            rc = weft__lanes_issued(l, q, root, WEFT__HOST, off, len);
-    }
+    rc = weft__d2h_to(rt, d, q, root->host + off, root->replicas[d].reg != NULL,
+                      src, soff, len, l);
+    /* Pending on q's lane until known complete: later readers of these
+     * host bytes are ordered after it. */
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, WEFT__HOST, off, len);
+    else
+        weft__lanes_settle(l, q);
     if (rc == 0)
         weft__count(rt, &rt->stats.d2h_bytes, &rt->stats.d2h_copies, cause,
                     len);
@@ -808,7 +832,13 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
         if ((holders >> (d + 1) & 1) &&
             weft__extent_covering(root, d, off, size))
             targets[n++] = d;
-    host = (holders & 1) || n == 0;
+    /*
+     * The host copy too where it holds the range, unless that is a large
+     * range a device holds as well: its bytes would be copied on this
+     * thread, the one that issues every node, and only a later host
+     * reader would gain (it copies them back then).
+     */
+    host = n == 0 || ((holders & 1) && size < WEFT__STAGE_MIN);
     for (f = 0; f < n && rc == 0; f++) {
         weft__extent *x = weft__extent_covering(root, targets[f], off, size);
         size_t xo = x->blk.offset + (off - x->lo);
@@ -829,7 +859,8 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
     if (rc < 0) {
         unsigned failed = f - 1;
 
-        if (host || failed + 1 < n) {
+        /* The host copy is written last, if at all: it has the old bytes. */
+        if ((holders & 1) || failed + 1 < n) {
             for (unsigned i = 0; i <= failed; i++)
                 weft__coherence_drop(&root->coh, 1 + targets[i], off, size);
         } else if (failed > 0) {
@@ -889,6 +920,40 @@ int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
     return 0;
 }
 
+int weft__buffer_load_direct(weft_buffer *root, size_t off, void *dst,
+                             size_t size, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    weft__queue *q = NULL;
+    weft__extent *x;
+    unsigned d;
+    int rc;
+
+    /* Bytes the host copy holds are copied from there, the cheapest. */
+    if (size == 0 || weft__buffer_is_valid(root, WEFT__HOST, off, size))
+        return 0;
+    if ((d = weft__buffer_device_holding(root, off, size)) == WEFT__HOST)
+        return 0;
+    x = weft__extent_covering(root, d, off, size);
+    x->pin = root->epoch;
+    x->last_use = __atomic_load_n(&rt->tick, __ATOMIC_RELAXED);
+    if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_D2H, &q)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, d, off, size)) < 0)
+        return rc;
+    rc = weft__d2h_to(rt, d, q, dst, 0, x->blk.mem,
+                      x->blk.offset + (off - x->lo), size, l);
+    /* The caller's memory is no copy of the root's: nothing pending. */
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, NULL, WEFT__HOST, 0, 0);
+    else
+        weft__lanes_settle(l, q);
+    if (rc < 0)
+        return rc;
+    weft__count(rt, &rt->stats.d2h_bytes, &rt->stats.d2h_copies,
+                WEFT__CAUSE_HOST, size);
+    return 1;
+}
+
 int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
                       size_t soff, size_t size, unsigned device, weft__lanes *l)
 {
@@ -907,8 +972,23 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
                    ? rc
                    : weft__buffer_store(dst, doff, src->host + soff, size, l);
     }
-    if ((rc = weft__buffer_make_valid(src, device, soff, size, l)) < 0 ||
-        (rc = weft__buffer_prepare(dst, device, doff, size, l)) < 0)
+    rc = weft__buffer_make_valid(src, device, soff, size, l);
+    if (rc == 0)
+        rc = weft__buffer_prepare(dst, device, doff, size, l);
+    /*
+     * Out of room between the blocks that the two ranges (and extents
+     * merged for them) pinned: once more from an empty device, where both
+     * pack. (The caller's own retry may empty another device: the copy
+     * runs where the source is, not necessarily on the node's device.)
+     */
+    if (rc == WEFT_EDEVMEM) {
+        if ((rc = weft__buffer_evict_all(src->rt, device, l)) < 0)
+            return rc;
+        rc = weft__buffer_make_valid(src, device, soff, size, l);
+        if (rc == 0)
+            rc = weft__buffer_prepare(dst, device, doff, size, l);
+    }
+    if (rc < 0)
         return rc;
     /* After both: readying dst may have merged src's extent. */
     weft__buffer_device_ptr(src, device, soff, &sm, &smo);

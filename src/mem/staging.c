@@ -4,17 +4,8 @@
 #include <pthread.h>
 #include <string.h>
 
-/*
- * One pinned buffer of the ring. pending: an event was recorded after the
- * copy that uses the buffer, and has not been waited for.
- */
-typedef struct weft__slot {
-    weft__mem *mem;
-    weft__event *ev;
-    int pending;
-} weft__slot;
-
 typedef struct weft__crew weft__crew;
+typedef struct weft__slot weft__slot;
 
 /* What a worker is told at start: its crew and its part of each job. */
 typedef struct weft__crew_start {
@@ -25,9 +16,14 @@ typedef struct weft__crew_start {
 /*
  * The copy crew: threads - 1 workers plus the calling thread split each
  * chunk. A job is published by bumping generation under lock; each worker
- * takes part `index` of it, and the last one done signals done_cond.
+ * takes part `index` of it, and the last one done signals done_cond. One
+ * job at a time: `use` is held by the thread whose job it is (a caller of
+ * the stager, or a host function copying out of a pinned buffer) for the
+ * whole job, and for nothing else, so that it never waits on a device
+ * while held.
  */
 struct weft__crew {
+    pthread_mutex_t use;
     pthread_mutex_t lock;
     pthread_cond_t work_cond, done_cond;
     unsigned long generation;
@@ -41,12 +37,38 @@ struct weft__crew {
     weft__crew_start starts[64];
 };
 
+/*
+ * One pinned buffer. ev is recorded after each use of it (the device's
+ * copy of an upload, the host function of an asynchronous download);
+ * pending: ev was recorded and not yet seen complete. held: a synchronous
+ * download has filled it and not yet copied it out. copied, dst, size: an
+ * asynchronous download's event after the device's copy into the buffer,
+ * and where its host function copies the bytes (set by the caller under
+ * the stager's lock before the host function is enqueued, read by it;
+ * not changed again until ev completes).
+ */
+struct weft__slot {
+    weft__stager *s;
+    weft__mem *mem;
+    weft__event *ev, *copied;
+    int pending, held;
+    uint64_t taken; /* s->taken when last handed out: the oldest is waited */
+    char *dst;
+    size_t size;
+};
+
 struct weft__stager {
     weft__context *ctx;
-    pthread_mutex_t lock; /* one copy at a time through the ring */
+    pthread_mutex_t lock; /* one call at a time through the buffers */
     size_t chunk;
-    unsigned nslots, next;
-    weft__slot *slots;
+    unsigned nslots, maxslots;
+    unsigned window;    /* buffers a synchronous download fills ahead */
+    weft__slot **slots; /* maxslots entries, nslots made (pointers: the
+                           host functions in flight hold theirs) */
+    weft__slot **ahead; /* window entries, for the synchronous download */
+    uint64_t taken;
+    /* Host functions of asynchronous downloads, made on first use. */
+    weft__queue *hostq;
     weft__crew crew;
     weft__stager_stats stats;
 };
@@ -98,10 +120,11 @@ static void weft__crew_copy(weft__crew *c, void *dst, const void *src,
 {
     size_t off, len;
 
-    if (c->nthreads == 1 || size < (256u << 10)) {
+    if (c->nthreads == 1 || !c->tids || size < (256u << 10)) {
         memcpy(dst, src, size);
         return;
     }
+    pthread_mutex_lock(&c->use);
     pthread_mutex_lock(&c->lock);
     c->dst = dst;
     c->src = src;
@@ -116,6 +139,7 @@ static void weft__crew_copy(weft__crew *c, void *dst, const void *src,
     while (c->running)
         pthread_cond_wait(&c->done_cond, &c->lock);
     pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->use);
 }
 
 static void weft__crew_stop(weft__crew *c, unsigned started)
@@ -127,9 +151,11 @@ static void weft__crew_stop(weft__crew *c, unsigned started)
     for (unsigned i = 0; i < started; i++)
         pthread_join(c->tids[i], NULL);
     weft__free(c->tids);
+    c->tids = NULL;
     pthread_cond_destroy(&c->work_cond);
     pthread_cond_destroy(&c->done_cond);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->use);
 }
 
 static int weft__crew_start_threads(weft__crew *c)
@@ -139,6 +165,7 @@ static int weft__crew_start_threads(weft__crew *c)
     c->tids = weft__calloc(c->nthreads, sizeof *c->tids);
     if (!c->tids)
         return weft__error(WEFT_ENOMEM, "staging: copy threads");
+    pthread_mutex_init(&c->use, NULL);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->work_cond, NULL);
     pthread_cond_init(&c->done_cond, NULL);
@@ -184,19 +211,59 @@ static void weft__unbind(weft__crew *c, hwloc_bitmap_t old)
     hwloc_bitmap_free(old);
 }
 
+/* Free a buffer that no work in flight uses any more. */
+static void weft__slot_free(weft__slot *slot)
+{
+    if (slot->ev)
+        weft__drv_event_destroy(slot->ev);
+    if (slot->copied)
+        weft__drv_event_destroy(slot->copied);
+    if (slot->mem)
+        weft__drv_mem_free(slot->mem);
+    weft__free(slot);
+}
+
+/* One more pinned buffer, near the device. */
+static int weft__slot_add(weft__stager *s, weft__slot **out)
+{
+    weft__slot *slot = weft__calloc(1, sizeof *slot);
+    hwloc_bitmap_t old;
+    int rc;
+
+    if (!slot)
+        return weft__error(WEFT_ENOMEM, "staging: out of memory");
+    slot->s = s;
+    weft__bind_near(&s->crew, &old);
+    rc = weft__drv_host_alloc(s->ctx, s->chunk, &slot->mem);
+    weft__unbind(&s->crew, old);
+    if (rc == 0)
+        rc = weft__drv_event_create(s->ctx, 0, &slot->ev);
+    if (rc == 0)
+        rc = weft__drv_event_create(s->ctx, 0, &slot->copied);
+    if (rc < 0) {
+        weft__slot_free(slot);
+        return rc;
+    }
+    s->slots[s->nslots++] = slot;
+    s->stats.slots = s->nslots;
+    *out = slot;
+    return 0;
+}
+
 void weft__stager_destroy(weft__stager *s)
 {
     if (!s)
         return;
-    for (unsigned i = 0; s->slots && i < s->nslots; i++) {
-        if (s->slots[i].pending)
-            weft__drv_event_sync(s->slots[i].ev);
-        if (s->slots[i].ev)
-            weft__drv_event_destroy(s->slots[i].ev);
-        if (s->slots[i].mem)
-            weft__drv_mem_free(s->slots[i].mem);
+    /* Its host functions copy out of the buffers with the crew: first. */
+    if (s->hostq)
+        weft__drv_queue_destroy(s->hostq);
+    for (unsigned i = 0; i < s->nslots; i++) {
+        if (s->slots[i]->pending)
+            weft__drv_event_sync(s->slots[i]->ev);
+        weft__slot_free(s->slots[i]);
     }
     weft__free(s->slots);
+    weft__free(s->ahead);
     if (s->crew.tids)
         weft__crew_stop(&s->crew, s->crew.nthreads - 1);
     if (s->crew.cpuset)
@@ -210,7 +277,7 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
 {
     weft__stager_options o = {0};
     weft__stager *s;
-    hwloc_bitmap_t old;
+    weft__slot *slot;
     int rc = 0;
 
     if (opts)
@@ -221,7 +288,12 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
     pthread_mutex_init(&s->lock, NULL);
     s->ctx = ctx;
     s->chunk = o.chunk ? o.chunk : (size_t)8 << 20;
-    s->nslots = o.slots ? o.slots : 3;
+    s->window = o.slots ? o.slots : 3;
+    /* 256 MiB of buffers by default: a few large downloads in flight. */
+    s->maxslots =
+        o.max_slots ? o.max_slots
+                    : (unsigned)WEFT__MIN(((size_t)256 << 20) / s->chunk, 1024);
+    s->maxslots = WEFT__MAX(s->maxslots, s->window);
     s->crew.topology = o.topology;
     /*
      * Bind only where it helps: a device nearer some cores than others.
@@ -254,18 +326,14 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
                     : hwloc_topology_get_topology_cpuset(o.topology));
         s->crew.nthreads = pus > 0 ? (unsigned)WEFT__MIN(pus, 8) : 4;
     }
-    s->slots = weft__calloc(s->nslots, sizeof *s->slots);
-    if (!s->slots) {
+    s->slots = weft__calloc(s->maxslots, sizeof *s->slots);
+    s->ahead = weft__calloc(s->window, sizeof *s->ahead);
+    if (!s->slots || !s->ahead) {
         rc = weft__error(WEFT_ENOMEM, "staging: out of memory");
         goto fail;
     }
-    weft__bind_near(&s->crew, &old);
-    for (unsigned i = 0; i < s->nslots && rc == 0; i++) {
-        rc = weft__drv_host_alloc(ctx, s->chunk, &s->slots[i].mem);
-        if (rc == 0)
-            rc = weft__drv_event_create(ctx, 0, &s->slots[i].ev);
-    }
-    weft__unbind(&s->crew, old);
+    for (unsigned i = 0; i < s->window && rc == 0; i++)
+        rc = weft__slot_add(s, &slot);
     if (rc < 0)
         goto fail;
     if (s->crew.nthreads > 1 && (rc = weft__crew_start_threads(&s->crew)) < 0) {
@@ -279,20 +347,47 @@ fail:
     return rc;
 }
 
-/* The next slot of the ring, once the copy that last used it is done. */
-static int weft__next_slot(weft__stager *s, weft__slot **out)
+/*
+ * A buffer for the next chunk: a free one (not held, its last use over),
+ * else a new one (grow, below max_slots), else the one in use the longest
+ * once its last use is over. Making one that fails is no error: the
+ * stager stays at the buffers it has.
+ */
+static int weft__next_slot(weft__stager *s, int grow, weft__slot **out)
 {
-    weft__slot *slot = &s->slots[s->next];
+    weft__slot *slot = NULL, *oldest = NULL;
     int rc;
 
-    s->next = (s->next + 1) % s->nslots;
-    if (slot->pending) {
-        if (weft__drv_event_query(slot->ev) == WEFT_ENOTREADY)
-            s->stats.waits++;
-        if ((rc = weft__drv_event_sync(slot->ev)) < 0)
-            return rc;
-        slot->pending = 0;
+    for (unsigned i = 0; i < s->nslots && !slot; i++) {
+        weft__slot *x = s->slots[i];
+
+        if (x->held)
+            continue;
+        if (x->pending && weft__drv_event_query(x->ev) == 0)
+            x->pending = 0;
+        if (!x->pending)
+            slot = x;
+        else if (!oldest || x->taken < oldest->taken)
+            oldest = x;
     }
+    if (!slot && grow && s->nslots < s->maxslots &&
+        weft__slot_add(s, &slot) < 0) {
+        weft__info("mem", "staging: %u pinned buffers, no more: %s", s->nslots,
+                   weft_last_error());
+        weft_clear_error();
+        s->maxslots = s->nslots;
+        slot = NULL;
+    }
+    if (!slot) {
+        /* Fewer than window buffers are ever held (see d2h). */
+        weft__assert(oldest);
+        s->stats.waits++;
+        if ((rc = weft__drv_event_sync(oldest->ev)) < 0)
+            return rc;
+        oldest->pending = 0;
+        slot = oldest;
+    }
+    slot->taken = ++s->taken;
     *out = slot;
     return 0;
 }
@@ -308,7 +403,7 @@ int weft__stager_h2d(weft__stager *s, weft__queue *q, weft__mem *dst,
         size_t n = WEFT__MIN(s->chunk, size - done);
         weft__slot *slot;
 
-        if ((rc = weft__next_slot(s, &slot)) < 0)
+        if ((rc = weft__next_slot(s, 1, &slot)) < 0)
             break;
         weft__crew_copy(&s->crew, slot->mem->host, (const char *)src + done, n);
         if ((rc = weft__drv_copy_h2d(q, dst, off + done, slot->mem->host, n)) <
@@ -331,42 +426,115 @@ int weft__stager_h2d(weft__stager *s, weft__queue *q, weft__mem *dst,
 int weft__stager_d2h(weft__stager *s, weft__queue *q, void *dst, weft__mem *src,
                      size_t off, size_t size)
 {
-    /* chunk i lives in slots[(first + i) % nslots] */
-    size_t nchunks = (size + s->chunk - 1) / s->chunk, issued = 0;
-    unsigned first;
+    /* chunk i is in ahead[i % window], held from its copy to its copy out */
+    size_t nchunks = (size + s->chunk - 1) / s->chunk, issued = 0, i;
     int rc = 0;
 
     pthread_mutex_lock(&s->lock);
-    first = s->next;
-    for (size_t i = 0; i < nchunks && rc == 0; i++) {
+    for (i = 0; i < nchunks; i++) {
+        size_t n = WEFT__MIN(s->chunk, size - i * s->chunk);
         weft__slot *slot;
 
-        /* keep the ring full: copies of later chunks run meanwhile */
-        while (issued < nchunks && issued < i + s->nslots) {
+        /* keep the window full: copies of later chunks run meanwhile */
+        while (issued < nchunks && issued < i + s->window) {
             size_t o = issued * s->chunk;
-            size_t n = WEFT__MIN(s->chunk, size - o);
 
-            if ((rc = weft__next_slot(s, &slot)) < 0 ||
-                (rc = weft__drv_copy_d2h(q, slot->mem->host, src, off + o, n)) <
-                    0)
+            if ((rc = weft__next_slot(s, 0, &slot)) < 0 ||
+                (rc = weft__drv_copy_d2h(q, slot->mem->host, src, off + o,
+                                         WEFT__MIN(s->chunk, size - o))) < 0)
                 break;
             if ((rc = weft__drv_event_record(slot->ev, q)) < 0) {
                 weft__drv_queue_sync(q); /* as in h2d */
                 break;
             }
             slot->pending = 1;
+            slot->held = 1;
+            s->ahead[issued % s->window] = slot;
             issued++;
         }
         if (rc < 0)
             break;
-        slot = &s->slots[(first + i) % s->nslots];
+        slot = s->ahead[i % s->window];
         if ((rc = weft__drv_event_sync(slot->ev)) < 0)
             break;
         slot->pending = 0;
         weft__crew_copy(&s->crew, (char *)dst + i * s->chunk, slot->mem->host,
-                        WEFT__MIN(s->chunk, size - i * s->chunk));
-        s->stats.d2h_bytes += WEFT__MIN(s->chunk, size - i * s->chunk);
+                        n);
+        slot->held = 0;
+        s->stats.d2h_bytes += n;
         s->stats.chunks++;
+    }
+    /* After a failure the buffers filled ahead are free again (their
+     * copies still run: their events say when). */
+    for (; i < issued; i++)
+        s->ahead[i % s->window]->held = 0;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+/* A host function of an asynchronous download: one chunk, copied out. */
+static void weft__slot_copy_out(void *user)
+{
+    weft__slot *slot = user;
+
+    weft__crew_copy(&slot->s->crew, slot->dst, slot->mem->host, slot->size);
+}
+
+int weft__stager_d2h_async(weft__stager *s, weft__queue *q, void *dst,
+                           weft__mem *src, size_t off, size_t size)
+{
+    weft__queue_desc desc = {WEFT__QUEUE_D2H, 0, 0};
+    weft__slot *last = NULL;
+    size_t done = 0;
+    int rc = 0;
+
+    pthread_mutex_lock(&s->lock);
+    if (!s->hostq)
+        rc = weft__drv_queue_create(s->ctx, &desc, &s->hostq);
+    /*
+     * Per chunk: q copies it into a buffer and records `copied`; the host
+     * queue waits for that, copies it out and records ev (the buffer is
+     * free again then). The buffer is pending from the first enqueue on:
+     * should one of them fail, both queues are drained below anyway.
+     */
+    while (rc == 0 && done < size) {
+        size_t n = WEFT__MIN(s->chunk, size - done);
+        weft__slot *slot;
+
+        if ((rc = weft__next_slot(s, 1, &slot)) < 0)
+            break;
+        slot->dst = (char *)dst + done;
+        slot->size = n;
+        rc = weft__drv_copy_d2h(q, slot->mem->host, src, off + done, n);
+        if (rc == 0)
+            rc = weft__drv_event_record(slot->copied, q);
+        if (rc == 0)
+            rc = weft__drv_queue_wait_event(s->hostq, slot->copied);
+        if (rc == 0)
+            rc = weft__drv_host_fn(s->hostq, weft__slot_copy_out, slot);
+        if (rc == 0)
+            rc = weft__drv_event_record(slot->ev, s->hostq);
+        if (rc < 0)
+            break;
+        slot->pending = 1;
+        last = slot;
+        done += n;
+        s->stats.d2h_bytes += n;
+        s->stats.chunks++;
+    }
+    /* q's later work after the last copy out (the host queue is in order). */
+    if (rc == 0 && last)
+        rc = weft__drv_queue_wait_event(q, last->ev);
+    if (rc < 0) {
+        /* What was enqueued writes dst: it lands before the failure says
+         * so, and every buffer's last use is then over. */
+        char keep[512];
+
+        weft__strlcpy(keep, weft_last_error(), sizeof keep);
+        weft__drv_queue_sync(q);
+        if (s->hostq)
+            weft__drv_queue_sync(s->hostq);
+        weft__error(rc, "%s", keep);
     }
     pthread_mutex_unlock(&s->lock);
     return rc;

@@ -1,9 +1,14 @@
 /*
  * Pinned staging: moving pageable host memory to and from a device at
- * close to the speed of pinned memory. Chunks go through a ring of pinned
- * buffers; several host threads (near the device, by hwloc) copy each
- * chunk into its pinned buffer while the device's copy engine moves the
- * previous one.
+ * close to the speed of pinned memory. Chunks go through pinned buffers;
+ * several host threads (near the device, by hwloc) copy each chunk into
+ * or out of its pinned buffer while the device's copy engine moves the
+ * next one.
+ *
+ * The buffers: `slots` made at create, more made on demand (up to
+ * max_slots) when every one is in use by copies in flight, so that the
+ * caller waits for a buffer only at that limit. A buffer is reused once
+ * the event recorded after its last use has completed.
  */
 #ifndef WEFT_MEM_STAGING_H
 #define WEFT_MEM_STAGING_H
@@ -15,10 +20,12 @@
 typedef struct weft__stager weft__stager;
 
 typedef struct weft__stager_options {
-    size_t chunk;     /* bytes per pinned buffer; 0: 8 MiB */
-    unsigned slots;   /* pinned buffers in the ring; 0: 3 */
-    unsigned threads; /* host threads copying each chunk; 0: the cores
-                         near the device, at most 8 */
+    size_t chunk;       /* bytes per pinned buffer; 0: 8 MiB */
+    unsigned slots;     /* pinned buffers made at create; 0: 3 */
+    unsigned max_slots; /* at most, made on demand; 0: 256 MiB of them
+                           (never fewer than slots) */
+    unsigned threads;   /* host threads copying each chunk; 0: the cores
+                           near the device, at most 8 */
     /* Where to put threads and pinned memory: the machine's topology and
      * the device's nearest cores (NULL: anywhere). */
     hwloc_topology_t topology;
@@ -29,6 +36,7 @@ typedef struct weft__stager_stats {
     uint64_t h2d_bytes, d2h_bytes; /* moved through the stager */
     uint64_t chunks;
     uint64_t waits; /* times a chunk waited for its pinned buffer */
+    unsigned slots; /* pinned buffers made so far */
 } weft__stager_stats;
 
 /* A stager for the device of ctx. opts may be NULL. */
@@ -51,6 +59,18 @@ int weft__stager_h2d(weft__stager *s, weft__queue *q, weft__mem *dst,
  */
 int weft__stager_d2h(weft__stager *s, weft__queue *q, void *dst, weft__mem *src,
                      size_t off, size_t size);
+/*
+ * The same without waiting: enqueued on q, whose later work runs once dst
+ * holds the bytes (record an event on q, or sync it, to know when). Each
+ * chunk is copied by the device into a pinned buffer on q, then out of it
+ * by a host function on the stager's own queue (so that q's engine moves
+ * the next chunk meanwhile), and q waits for the last of those. The
+ * caller blocks only when max_slots buffers are in flight. dst must stay
+ * valid until then. A failure waits for what was enqueued before it, so
+ * that nothing writes dst after the call returned.
+ */
+int weft__stager_d2h_async(weft__stager *s, weft__queue *q, void *dst,
+                           weft__mem *src, size_t off, size_t size);
 
 void weft__stager_get_stats(weft__stager *s, weft__stager_stats *st);
 

@@ -811,6 +811,33 @@ static int weft__lock_roots(weft_exec *e, uint32_t l0, uint32_t l1)
     }
 }
 
+/*
+ * A read node: straight from the device that holds the range into the
+ * caller's memory, on its D2H lane, where the host copy lacks the bytes
+ * (the host copy is not made valid: no copy of it is needed); else the
+ * host copy is made valid and copied out of, on a lane after the copies
+ * into it if any are in flight. Either way the node is complete when its
+ * lane's work is, and the launch's drain waits for that.
+ */
+static int weft__run_read(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *a = &e->acc[nd->acc_first];
+    weft_buffer *root = a->buf->root;
+    size_t off = a->buf->offset + a->offset;
+    int rc;
+
+    rc =
+        weft__buffer_load_direct(root, off, nd->u.read_dst, a->size, &e->lanes);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    rc = weft__buffer_make_valid(root, WEFT__HOST, off, a->size, &e->lanes);
+    if (rc == 0)
+        rc = weft__plan_host_copy(e->plan, root, off, nd->u.read_dst, a->size,
+                                  &e->copies[i]);
+    return rc;
+}
+
 /* Nodes whose work the issuing thread does itself (timed on the host). */
 static int weft__node_on_host(const weft__node *nd)
 {
@@ -859,14 +886,7 @@ static int weft__run_node(weft_exec *e, uint32_t i)
                                     nd->u.write_src, a->size, &e->lanes);
         break;
     case WEFT__NODE_READ:
-        /* The copy out to the caller's memory waits on a lane, if any. */
-        rc = weft__buffer_make_valid(a->buf->root, WEFT__HOST,
-                                     a->buf->offset + a->offset, a->size,
-                                     &e->lanes);
-        if (rc == 0)
-            rc = weft__plan_host_copy(e->plan, a->buf->root,
-                                      a->buf->offset + a->offset,
-                                      nd->u.read_dst, a->size, &e->copies[i]);
+        rc = weft__run_read(e, i);
         break;
     case WEFT__NODE_FILL:
         rc = weft__plan_host_wait(e->plan);

@@ -77,7 +77,10 @@
  * Data. With real_data=0 device memory is only counted against mem (beyond
  * it mem_alloc fails with WEFT_EDEVMEM), copies move nothing and kernels do
  * not run. With real_data=1 device memory is host memory and effects run.
- * Pinned memory and host functions are always real.
+ * Pinned memory and host functions are always real. host_is_pinned says
+ * 1 for ranges inside pinned memory of the platform (host_alloc), as CUDA
+ * does for memory from cuMemHostAlloc, so that the layers above copy from
+ * and into it in place.
  *
  * Execution. Effects run asynchronously, in order, on a worker thread of
  * their queue, started when the queue first has something to run (in
@@ -162,9 +165,12 @@ typedef struct sim_work {
     void **argv;
 } sim_work;
 
+typedef struct sim_mem sim_mem;
+
 typedef struct sim_platform {
     weft__platform base;
     sim_config cfg;
+    sim_mem *pinned; /* PINNED memory alive, for host_is_pinned */
     pthread_mutex_t lock;
     pthread_cond_t done_cv; /* broadcast whenever a queue retires an item */
     unsigned inited;        /* SIM_INIT_* bits: what platform_free undoes */
@@ -209,11 +215,12 @@ typedef struct sim_queue {
     unsigned stop;    /* the worker should exit once pending is empty */
 } sim_queue;
 
-typedef struct sim_mem {
+struct sim_mem {
     weft__mem base;
     unsigned char *data; /* the bytes, or NULL for counted device memory */
     unsigned owned;      /* data was allocated here */
-} sim_mem;
+    sim_mem *next;       /* PINNED: the platform's list (platform lock) */
+};
 
 typedef struct sim_kernel {
     weft__kernel base;
@@ -1119,6 +1126,7 @@ static int sim_mem_alloc(weft__context *ctx, size_t size, weft__mem **out)
 
 static int sim_host_alloc(weft__context *ctx, size_t size, weft__mem **out)
 {
+    sim_platform *p = sim_ctx_platform(ctx);
     sim_mem *m = weft__calloc(1, sizeof *m);
 
     if (m)
@@ -1133,8 +1141,26 @@ static int sim_host_alloc(weft__context *ctx, size_t size, weft__mem **out)
     m->base.kind = WEFT__MEM_PINNED;
     m->base.size = size;
     m->base.host = m->data;
+    sim_lock(p);
+    m->next = p->pinned;
+    p->pinned = m;
+    sim_unlock(p);
     *out = &m->base;
     return 0;
+}
+
+static int sim_host_is_pinned(weft__context *ctx, const void *ptr, size_t size)
+{
+    sim_platform *p = sim_ctx_platform(ctx);
+    const unsigned char *a = ptr;
+    int in = 0;
+
+    sim_lock(p);
+    for (sim_mem *m = p->pinned; m && !in; m = m->next)
+        in = a >= m->data && size <= m->base.size &&
+             (size_t)(a - m->data) <= m->base.size - size;
+    sim_unlock(p);
+    return in;
 }
 
 static int sim_host_register(weft__context *ctx, void *ptr, size_t size,
@@ -1163,6 +1189,16 @@ static void sim_mem_free(weft__mem *wm)
         sim_lock(p);
         weft__assert(d->mem_used >= wm->size);
         d->mem_used -= wm->size;
+        sim_unlock(p);
+    }
+    if (wm->kind == WEFT__MEM_PINNED) {
+        sim_platform *p = sim_ctx_platform(wm->ctx);
+        sim_mem **pp;
+
+        sim_lock(p);
+        for (pp = &p->pinned; *pp != m; pp = &(*pp)->next)
+            ;
+        *pp = m->next;
         sim_unlock(p);
     }
     if (m->owned)
@@ -1719,6 +1755,7 @@ const weft__driver weft__driver_sim = {
     .mem_alloc = sim_mem_alloc,
     .host_alloc = sim_host_alloc,
     .host_register = sim_host_register,
+    .host_is_pinned = sim_host_is_pinned,
     .mem_free = sim_mem_free,
     .copy_h2d = sim_copy_h2d,
     .copy_d2h = sim_copy_d2h,

@@ -1,7 +1,8 @@
 /*
  * Pinned staging: bytes survive the trip through the ring whatever the
- * sizes and offsets, the pipeline reuses its buffers, and every failure
- * point fails cleanly.
+ * sizes and offsets (both ways, and down without waiting), the pipeline
+ * reuses its buffers and makes more only up to its limit, and every
+ * failure point fails cleanly.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,10 +83,17 @@ static void round_trips(void **state)
         assert_int_equal(weft__stager_d2h(s, q, back, m, off, sizes[i]), 0);
         fill_random(src, sizes[i], i + 1);
         assert_memory_equal(back, src, sizes[i]);
+        /* down again without waiting: the bytes are there once q is done */
+        memset(back, 0xee, sizes[i]);
+        assert_int_equal(weft__stager_d2h_async(s, q, back, m, off, sizes[i]),
+                         0);
+        assert_int_equal(weft__drv_queue_sync(q), 0);
+        assert_memory_equal(back, src, sizes[i]);
     }
     weft__stager_get_stats(s, &st);
-    assert_true(st.chunks >= 2 * (1 + 1 + 1 + 4 + 12));
-    assert_true(st.h2d_bytes == st.d2h_bytes);
+    assert_true(st.chunks >= 3 * (1 + 1 + 1 + 4 + 12));
+    assert_true(2 * st.h2d_bytes == st.d2h_bytes);
+    assert_true(st.slots >= 3);
     printf("# %llu chunks, %llu bytes each way, %llu waits for a buffer\n",
            (unsigned long long)st.chunks, (unsigned long long)st.h2d_bytes,
            (unsigned long long)st.waits);
@@ -126,6 +134,59 @@ static void follows_queue_order(void **state)
     free(back);
 }
 
+/*
+ * Downloads without waiting, more of them than there are buffers: the
+ * stager makes buffers up to max_slots, then reuses the oldest once its
+ * copy out is done; a later upload on the same queue runs after every
+ * copy out, and every byte lands where it should.
+ */
+static void async_downloads_reuse(void **state)
+{
+    enum { PIECES = 6 };
+    const size_t piece = (2 << 20) + 11;
+    weft__stager_options o = {
+        .chunk = 1 << 20, .slots = 2, .max_slots = 4, .threads = 2};
+    weft__stager_stats st;
+    weft__stager *s;
+    weft__queue *q;
+    weft__mem *m;
+    unsigned char *src = malloc(PIECES * piece), *back = malloc(PIECES * piece);
+    unsigned char *zeros = calloc(1, piece);
+    (void)state;
+
+    assert_non_null(src);
+    assert_non_null(back);
+    assert_non_null(zeros);
+    o.topology = rt->topology;
+    o.cpuset = dev->props.cpuset;
+    assert_int_equal(weft__stager_create(ctx, &o, &s), 0);
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, PIECES * piece, &m), 0);
+    fill_random(src, PIECES * piece, 5);
+    memset(back, 0, PIECES * piece);
+    assert_int_equal(weft__stager_h2d(s, q, m, 0, src, PIECES * piece), 0);
+    for (unsigned i = 0; i < PIECES; i++)
+        assert_int_equal(
+            weft__stager_d2h_async(s, q, back + i * piece, m, i * piece, piece),
+            0);
+    /* overwrite the device copy after the downloads: they read it first */
+    assert_int_equal(weft__stager_h2d(s, q, m, 0, zeros, piece), 0);
+    assert_int_equal(weft__drv_queue_sync(q), 0);
+    assert_memory_equal(back, src, PIECES * piece);
+    weft__stager_get_stats(s, &st);
+    assert_int_equal(st.slots, 4);
+    assert_int_equal(st.d2h_bytes, PIECES * piece);
+    assert_true(st.waits > 0);
+    printf("# %u buffers, %llu waits for one\n", st.slots,
+           (unsigned long long)st.waits);
+    assert_int_equal(weft__drv_mem_free(m), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+    weft__stager_destroy(s);
+    free(src);
+    free(back);
+    free(zeros);
+}
+
 /* Every failure point of create, h2d and d2h: an error, nothing leaked. */
 static void failure_points(void **state)
 {
@@ -140,7 +201,8 @@ static void failure_points(void **state)
     assert_int_equal(weft__drv_mem_alloc(ctx, n, &m), 0);
     fill_random(src, n, 7);
     for (i = 1;; i++) {
-        weft__stager_options o = {.chunk = 1 << 20, .slots = 2, .threads = 2};
+        weft__stager_options o = {
+            .chunk = 1 << 20, .slots = 2, .max_slots = 3, .threads = 2};
         weft__stager *s = NULL;
         int rc, fired;
 
@@ -150,6 +212,13 @@ static void failure_points(void **state)
             rc = weft__stager_h2d(s, q, m, 0, src, n);
             if (rc == 0)
                 rc = weft__stager_d2h(s, q, back, m, 0, n);
+            if (rc == 0) {
+                memset(back, 0, n);
+                rc = weft__stager_d2h_async(s, q, back, m, 0, n);
+            }
+            /* A failed asynchronous download left nothing in flight. */
+            if (rc == 0)
+                rc = weft__drv_queue_sync(q);
         }
         fired = weft__fault_fired();
         weft__fault_disarm();
@@ -180,6 +249,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trips),
         cmocka_unit_test(follows_queue_order),
+        cmocka_unit_test(async_downloads_reuse),
         cmocka_unit_test(failure_points),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
