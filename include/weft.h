@@ -787,7 +787,8 @@ WEFT_API const weft_device *weft_exec_node_device(const weft_exec *e,
 typedef struct weft_lane_stats {
     const weft_device *device;
     const char *role; /* "compute0", "compute1", "h2d", "d2h", "peer" */
-    uint64_t ops;     /* operations enqueued: work, event records, waits */
+    uint64_t ops;     /* operations enqueued: work and waits (not the
+                         event records that others wait on) */
     uint64_t nodes;   /* graph nodes whose work ended on this lane */
 } weft_lane_stats;
 

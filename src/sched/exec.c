@@ -589,6 +589,10 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
         goto fail;
     e->lanes.hooks = &weft__plan_hooks;
     e->lanes.set = e->plan;
+    /* Kernel times for the cost model, where a model placed the nodes. */
+    if (e->devices_used &&
+        (e->policy == WEFT_PLACE_HEFT || e->policy == WEFT_PLACE_LOCALITY))
+        weft__plan_set_learn(e->plan, 2);
     /* The device's first lane now, so that a device that cannot make one
      * fails here rather than at the first launch. */
     if ((rc = weft__plan_lane_queue(e->plan, dev, 0, &q)) < 0) {
@@ -842,7 +846,7 @@ static int weft__run_read(weft_exec *e, uint32_t i)
 static int weft__node_on_host(const weft__node *nd)
 {
     return nd->kind == WEFT__NODE_MAP || nd->kind == WEFT__NODE_HOST ||
-           nd->kind == WEFT__NODE_WRITE || nd->kind == WEFT__NODE_READ;
+           nd->kind == WEFT__NODE_WRITE;
 }
 
 static int weft__node_trace_kind(const weft__node *nd)

@@ -174,6 +174,7 @@ int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
     weft__place_input in = {0};
     weft__place_output out = {0};
     weft__place_policy pol;
+    int *home = NULL;
     uint32_t n = g->nnodes, unplaced = 0;
     int rc = 0;
 
@@ -252,6 +253,24 @@ int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
             break;
         }
     }
+    /* Where each range is now: data already on a device stays a reason
+     * to run there (locality, heft). */
+    home = weft__malloc(((size_t)rt_.n + 1) * sizeof *home);
+    if (!home) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto out;
+    }
+    for (uint32_t b = 0; b < rt_.n; b++) {
+        weft_buffer *root = g->roots[rt_.keys[b].root].buf;
+        unsigned at;
+
+        weft__buffer_lock(root);
+        at = weft__buffer_device_holding(root, rt_.keys[b].lo,
+                                         rt_.keys[b].hi - rt_.keys[b].lo);
+        weft__buffer_unlock(root);
+        home[b] = at == WEFT__HOST || at >= nd ? WEFT__MEM_HOST : (int)at;
+    }
+    in.buffer_home = home;
     in.nodes = pn;
     in.nnodes = n;
     in.ndevices = nd;
@@ -290,6 +309,7 @@ int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
                 weft_place_policy_name(policy), n, used, out.makespan_ns / 1e6,
                 (unsigned long long)out.bytes_moved);
 out:
+    weft__free(home);
     weft__free(cand);
     weft__free(capable);
     weft__free(seen);

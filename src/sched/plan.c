@@ -12,6 +12,7 @@
 #include "cost.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -524,10 +525,16 @@ static int weft__hook_queue(void *set, unsigned device, weft__queue_role role,
     if (p->node < p->n && p->plan_lane[p->node] != WEFT__NO_LANE)
         compute = p->plan_lane[p->node] % WEFT__LANE_SLOTS;
     l = weft__lane_at(p, device, weft__slot(p, device, role, compute));
-    rc = weft__ready(p, l);
-    /* The step's own work on a compute lane follows its transfers. */
+    /*
+     * The step's own work on a compute lane follows its transfers: joined
+     * first, so that the predecessors those transfers already waited for
+     * are implied on this lane and cost no second wait.
+     */
+    rc = weft__lane_open(p, l);
     if (rc == 0 && role == WEFT__QUEUE_COMPUTE)
         rc = weft__join(p, l);
+    if (rc == 0)
+        rc = weft__ready(p, l);
     if (rc < 0)
         return rc;
     p->last_lane = weft__lane_index(p, l);
@@ -738,7 +745,6 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     p->origin_ns = weft__calloc((size_t)p->ndev + 1, sizeof *p->origin_ns);
     p->tracks = weft__malloc(nl * sizeof *p->tracks);
     p->trace = rt->trace;
-    p->learn = rt->ndevices > 1 ? 2 : 0;
     {
         static unsigned ids;
 
@@ -852,6 +858,11 @@ void weft__plan_launch_begin(weft__plan *p)
             weft__time_origin(p, &p->lanes[i]);
 }
 
+void weft__plan_set_learn(weft__plan *p, unsigned n)
+{
+    p->learn = n;
+}
+
 int weft__plan_timed(const weft__plan *p)
 {
     return p->timed != 0;
@@ -929,59 +940,118 @@ static uint32_t weft__lane_track(weft__plan *p, uint32_t li)
     return p->tracks[li];
 }
 
+/* Kernel records of one device by end time, for their engine time. */
+static const weft__top *weft__sort_tops;
+static int weft__cmp_top_end(const void *x, const void *y)
+{
+    const weft__top *a = &weft__sort_tops[*(const uint32_t *)x];
+    const weft__top *b = &weft__sort_tops[*(const uint32_t *)y];
+
+    return (a->t1 > b->t1) - (a->t1 < b->t1);
+}
+
+/*
+ * Kernel times for the model: a kernel's time on its device is from its
+ * end back to the later of its start event and the end of the kernel
+ * before it on the device, so that time spent queued behind another
+ * compute lane's kernel is not counted as its own.
+ */
+static void weft__learn_kernels(weft__plan *p, const unsigned char *ok)
+{
+    static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+    weft__ktime *kt = weft__runtime_ktime(p->rt);
+    uint32_t *idx = weft__malloc((p->ntops + 1) * sizeof *idx);
+
+    if (!kt || !idx) {
+        weft__free(idx);
+        weft_clear_error();
+        return;
+    }
+    for (unsigned d = 0; d < p->ndev; d++) {
+        uint32_t m = 0;
+        uint64_t prev = 0;
+
+        for (size_t k = 0; k < p->ntops; k++)
+            if (ok[k] && p->tops[k].kind == WEFT__TRACE_KERNEL &&
+                p->lanes[p->tops[k].lane].device == d &&
+                p->nodes[p->tops[k].node].kind == WEFT__NODE_KERNEL)
+                idx[m++] = (uint32_t)k;
+        pthread_mutex_lock(&sort_lock);
+        weft__sort_tops = p->tops;
+        qsort(idx, m, sizeof *idx, weft__cmp_top_end);
+        pthread_mutex_unlock(&sort_lock);
+        for (uint32_t j = 0; j < m; j++) {
+            const weft__top *t = &p->tops[idx[j]];
+            const weft__node *nd = &p->nodes[t->node];
+            uint64_t from = WEFT__MAX(t->t0, prev);
+
+            weft__ktime_record(kt, weft_kernel_name(nd->u.kernel.k), d,
+                               (uint64_t)nd->u.kernel.dims.items[0] *
+                                   WEFT__MAX(nd->u.kernel.dims.items[1], 1u) *
+                                   WEFT__MAX(nd->u.kernel.dims.items[2], 1u),
+                               t->t1 > from ? t->t1 - from : 0);
+            prev = WEFT__MAX(prev, t->t1);
+        }
+    }
+    weft__free(idx);
+}
+
 void weft__plan_launch_end(weft__plan *p)
 {
-    weft__ktime *kt = NULL;
+    unsigned char *ok;
     uint64_t *ids = NULL;
 
     if (!p->timed)
         return;
-    if (p->learn)
+    ok = weft__calloc(p->ntops + 1, 1);
+    if (!ok) {
+        weft_clear_error();
+        p->ntops = 0;
+        return;
+    }
+    /* Device records onto the host clock. */
+    for (size_t k = 0; k < p->ntops; k++) {
+        weft__top *t = &p->tops[k];
+        unsigned d = p->lanes[t->lane].device;
+        uint64_t a = 0, b = 0;
+
+        ok[k] = 1;
+        if (!t->start)
+            continue;
+        if (!p->origin[d] ||
+            weft__drv_event_elapsed(p->origin[d], t->start, &a) < 0 ||
+            weft__drv_event_elapsed(p->origin[d], t->end, &b) < 0) {
+            weft_clear_error();
+            ok[k] = 0;
+            continue;
+        }
+        t->t0 = p->origin_ns[d] + a;
+        t->t1 = p->origin_ns[d] + (b < a ? a : b);
+    }
+    if (p->learn) {
         p->learn--;
+        weft__learn_kernels(p, ok);
+    }
     if (p->ntops && p->trace) {
         ids = weft__malloc(p->ntops * sizeof *ids);
         if (!ids)
             weft_clear_error();
         /* Rows in device and lane order, the host's last. */
-        for (uint32_t li = 0; li < p->nlanes; li++)
+        for (uint32_t li = 0; ids && li < p->nlanes; li++)
             for (size_t k = 0; k < p->ntops; k++)
                 if (p->tops[k].lane == li) {
                     weft__lane_track(p, li);
                     break;
                 }
     }
-    for (size_t k = 0; k < p->ntops; k++) {
+    for (size_t k = 0; ids && k < p->ntops; k++) {
         weft__top *t = &p->tops[k];
         const weft__node *nd = &p->nodes[t->node];
-        unsigned d = p->lanes[t->lane].device;
-        uint64_t a = 0, b = 0, t0 = t->t0, t1 = t->t1;
         weft__trace_slice sl;
         char name[160], cause[700];
 
-        if (ids)
-            ids[k] = UINT64_MAX;
-        if (t->start) {
-            if (!p->origin[d] ||
-                weft__drv_event_elapsed(p->origin[d], t->start, &a) < 0 ||
-                weft__drv_event_elapsed(p->origin[d], t->end, &b) < 0) {
-                weft_clear_error();
-                continue;
-            }
-            t0 = p->origin_ns[d] + a;
-            t1 = p->origin_ns[d] + (b < a ? a : b);
-            if (t->kind == WEFT__TRACE_KERNEL && nd->kind == WEFT__NODE_KERNEL) {
-                if (!kt)
-                    kt = weft__runtime_ktime(p->rt);
-                if (kt)
-                    weft__ktime_record(
-                        kt, weft_kernel_name(nd->u.kernel.k), d,
-                        (uint64_t)nd->u.kernel.dims.items[0] *
-                            WEFT__MAX(nd->u.kernel.dims.items[1], 1u) *
-                            WEFT__MAX(nd->u.kernel.dims.items[2], 1u),
-                        b > a ? b - a : 0);
-            }
-        }
-        if (!p->trace || !ids)
+        ids[k] = UINT64_MAX;
+        if (!ok[k])
             continue;
         memset(&sl, 0, sizeof sl);
         sl.track = weft__lane_track(p, t->lane);
@@ -992,8 +1062,8 @@ void weft__plan_launch_end(weft__plan *p)
         sl.name = nd->kind == WEFT__NODE_KERNEL && t->kind == WEFT__TRACE_KERNEL
                       ? weft_kernel_name(nd->u.kernel.k)
                       : name;
-        sl.start_ns = t0;
-        sl.end_ns = t1;
+        sl.start_ns = t->t0;
+        sl.end_ns = t->t1;
         sl.bytes = t->bytes;
         sl.node = (long)t->node;
         sl.kernel = nd->kind == WEFT__NODE_KERNEL
@@ -1013,6 +1083,7 @@ void weft__plan_launch_end(weft__plan *p)
                 weft_clear_error();
     }
     weft__free(ids);
+    weft__free(ok);
     p->ntops = 0;
 }
 

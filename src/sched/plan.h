@@ -89,6 +89,8 @@ int weft__plan_drain(weft__plan *p);
  * time model (cost.h). Nothing for an untimed launch.
  */
 void weft__plan_launch_end(weft__plan *p);
+/* Time the next n launches to learn kernel times (0 by default). */
+void weft__plan_set_learn(weft__plan *p, unsigned n);
 /* Whether this launch is timed (tracing, or learning kernel times). */
 int weft__plan_timed(const weft__plan *p);
 /* A host step of the current node took [t0, t1] (weft__now_ns). */
