@@ -668,22 +668,6 @@ static timing weft_wrapped(bench *b, float *pin, float *pout)
     return t;
 }
 
-/*
- * Tracing hook. weft records traces internally (src/base/trace.h) but the
- * public API cannot switch them on yet; when it can, start the trace
- * before the weft figures and write it to path here, so that the overlap
- * can be seen lane by lane.
- */
-static void trace_hook(weft_runtime *rt, const char *path)
-{
-    (void)rt;
-    if (path)
-        fprintf(stderr,
-                "overlap: --trace %s: tracing is not reachable through the "
-                "public API yet; no trace written\n",
-                path);
-}
-
 /* ---- main -------------------------------------------------------------- */
 
 /* One chunk's stage times: raw where CUDA is, else through weft. */
@@ -771,6 +755,8 @@ int main(int argc, char **argv)
     chunk_elems = (uint32_t)(chunk_bytes / sizeof(float));
 
     o.devices = getenv("WEFT_DEVICES") ? NULL : "cuda,opencl,host";
+    /* --trace: every launch of the run, written when the runtime goes. */
+    o.trace_file = trace_path;
     WEFT(weft_runtime_create(&b.rt, &o));
     if (!weft_runtime_device_count(b.rt))
         DIE("no device");
@@ -887,7 +873,6 @@ int main(int argc, char **argv)
         bench_figure("hand overlap", overlap_pct(t_hand, h, k, d), "%");
     }
 
-    trace_hook(b.rt, trace_path);
     bench_progress("weft");
     memset(hout, 0, bytes);
     tw = weft_chains(&b, bin, bout, hin, hout);
