@@ -715,11 +715,12 @@ WEFT_API int weft_graph_write_dot(const weft_graph *g, FILE *f);
 /*
  * Placement policies for the kernel nodes that weft_graph_set_device did
  * not place (a placed node stays where the user put it under every
- * policy). Candidates are the devices of one driver: the driver of the
- * first device (in runtime order) that has an implementation of every
- * unplaced kernel, so that one GPU is not driven twice (through CUDA and
- * OpenCL) and the host is not mixed with GPUs unless the user places
- * nodes there.
+ * policy). Candidates are the devices of one driver and one device type:
+ * those of the first device (in runtime order) that has an implementation
+ * of every unplaced kernel, so that one GPU is not driven twice (through
+ * CUDA and OpenCL) and CPUs are not mixed with GPUs unless the user places
+ * nodes there; a node goes only where its group size and buffer offsets
+ * fit the device.
  */
 typedef enum weft_place_policy {
     WEFT_PLACE_DEFAULT = 0,     /* the runtime's choice (heft unless set) */

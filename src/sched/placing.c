@@ -160,6 +160,29 @@ static uint64_t weft__node_items(const weft__node *nd)
            (nd->u.kernel.dims.items[2] ? nd->u.kernel.dims.items[2] : 1);
 }
 
+/*
+ * Whether kernel node x can launch on dev as the graph gave it: its group
+ * size and the offsets of its buffer arguments (instantiate checks the
+ * same for the device it picks, and fails on an explicit one).
+ */
+static int weft__fits(const weft_graph *g, const weft__node *x,
+                      const weft__device *dev)
+{
+    const weft_device_info *p = &dev->props;
+    const weft_arg *args = &g->args[x->u.kernel.arg_first];
+    uint64_t group = 1;
+
+    for (int d = 0; d < 3; d++)
+        group *= x->u.kernel.dims.group[d] ? x->u.kernel.dims.group[d] : 1;
+    if (p->max_group_size && group > p->max_group_size)
+        return 0;
+    for (uint32_t a = 0; a < x->u.kernel.nargs; a++)
+        if (args[a].type == WEFT_PARAM_BUFFER && p->arg_offset_align > 1 &&
+            (args[a].buffer->offset + args[a].offset) % p->arg_offset_align)
+            return 0;
+    return 1;
+}
+
 int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
                       const uint32_t *pred_first, const uint32_t *preds,
                       unsigned *node_dev, unsigned *ndev_used)
@@ -188,7 +211,8 @@ int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
     if (!cand)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     for (unsigned d = 0; d < nd; d++)
-        if (rt->devices[d]->drv == drv) {
+        if (rt->devices[d]->drv == drv &&
+            rt->devices[d]->props.type == rt->devices[dflt]->props.type) {
             cand[d] = 1;
             ncand++;
         }
@@ -243,7 +267,8 @@ int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
                 break;
             }
             for (unsigned d = 0; d < nd; d++)
-                cap[d] = cand[d] && weft__kernel_impl(x->u.kernel.k, d);
+                cap[d] = cand[d] && weft__kernel_impl(x->u.kernel.k, d) &&
+                         weft__fits(g, x, rt->devices[d]);
             break;
         case WEFT__NODE_EMPTY:
             p->kind = WEFT__PNODE_EMPTY;

@@ -5,8 +5,9 @@
  *
  * At instantiate, when no exec device is given and the policy is not
  * "single", every kernel node the user did not place gets a device among
- * the candidates: the devices of the default device's driver that have an
- * implementation of it. With fewer than two candidates nothing is asked of
+ * the candidates: the devices of the default device's driver and type
+ * that have an implementation of it and where its group size and buffer
+ * offsets fit. With fewer than two candidates nothing is asked of
  * the models. The graph is described to place.h with one "buffer" per
  * distinct (root, range) that nodes access, so that the chunks of one
  * large buffer are placed as the separate data they are; transfer, map and
