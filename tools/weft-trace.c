@@ -38,11 +38,15 @@ static const char *const kind_colors[WEFT__TRACE_KIND_COUNT] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: weft-trace TRACE.json [-o OUT.svg|OUT.html] [-q]\n"
+    fprintf(f, "usage: weft-trace TRACE.json [-o OUT.svg|OUT.html] "
+               "[--last MS] [-q]\n"
                "  Prints busy time per lane, copy/kernel overlap and bytes "
                "per link;\n"
                "  -o draws the timeline as SVG, or HTML (the SVG and the "
                "summary);\n"
+               "  --last MS keeps only what ran in the trace's last MS "
+               "milliseconds\n"
+               "    (e.g. the last launch of a benchmark);\n"
                "  -q prints nothing unless something fails.\n");
 }
 
@@ -551,6 +555,7 @@ int main(int argc, char **argv)
     report r = {0};
     char title[512];
     int quiet = 0, rc;
+    double last_ms = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -558,6 +563,16 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             out = argv[++i];
+        } else if (strcmp(argv[i], "--last") == 0 && i + 1 < argc) {
+            char *end;
+
+            last_ms = strtod(argv[++i], &end);
+            if (*end || !(last_ms > 0)) {
+                fprintf(stderr, "weft-trace: --last %s: not a positive "
+                                "number of milliseconds\n",
+                        argv[i]);
+                return 2;
+            }
         } else if (strcmp(argv[i], "-q") == 0) {
             quiet = 1;
         } else if (argv[i][0] == '-' || in) {
@@ -571,8 +586,18 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if ((rc = weft__trace_view_load(in, &v)) < 0 ||
-        (rc = weft__trace_summarize(v, &s)) < 0 ||
+    if ((rc = weft__trace_view_load(in, &v)) < 0)
+        goto done;
+    if (last_ms > 0) {
+        uint64_t end = 0, span = (uint64_t)(last_ms * 1e6);
+
+        for (size_t i = 0; i < v->nslices; i++)
+            end = v->slices[i].end_ns > end ? v->slices[i].end_ns : end;
+        if ((rc = weft__trace_view_window(v, end > span ? end - span : 0,
+                                          end)) < 0)
+            goto done;
+    }
+    if ((rc = weft__trace_summarize(v, &s)) < 0 ||
         (rc = make_report(v, s, &r)) < 0)
         goto done;
     base = strrchr(in, '/') ? strrchr(in, '/') + 1 : in;

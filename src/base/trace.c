@@ -421,6 +421,29 @@ const weft__trace_slice_view *weft__trace_view_find(const weft__trace_view *v,
     return NULL;
 }
 
+static int weft__view_finish(weft__trace_view *v);
+
+int weft__trace_view_window(weft__trace_view *v, uint64_t from_ns,
+                            uint64_t to_ns)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < v->nslices; i++) {
+        weft__trace_slice_view *sl = &v->slices[i];
+
+        if (sl->start_ns >= from_ns && sl->end_ns <= to_ns) {
+            v->slices[kept++] = *sl;
+            continue;
+        }
+        weft__free(sl->name);
+        weft__free(sl->kernel);
+        weft__free(sl->cause);
+        weft__free(sl->link);
+    }
+    v->nslices = kept;
+    return weft__view_finish(v);
+}
+
 /*
  * Index the slices, then keep only the flows whose two ends exist (a slice
  * whose recording failed, a foreign file); flows stay in their order.

@@ -132,6 +132,10 @@ int weft__trace_view_load(const char *path, weft__trace_view **out);
 int weft__trace_view_parse(const char *json, size_t len,
                            weft__trace_view **out);
 void weft__trace_view_destroy(weft__trace_view *v);
+/* Keep only the slices within [from_ns, to_ns] (times as in the view),
+ * and the flows between them. */
+int weft__trace_view_window(weft__trace_view *v, uint64_t from_ns,
+                            uint64_t to_ns);
 /* The slice with that id, or NULL. O(log n). */
 const weft__trace_slice_view *weft__trace_view_find(const weft__trace_view *v,
                                                     uint64_t id);
