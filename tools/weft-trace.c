@@ -39,7 +39,7 @@ static const char *const kind_colors[WEFT__TRACE_KIND_COUNT] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: weft-trace TRACE.json [-o OUT.svg|OUT.html] "
-               "[--last MS] [-q]\n"
+               "[--last MS | --window FROM:TO] [-q]\n"
                "  Prints busy time per lane, copy/kernel overlap and bytes "
                "per link;\n"
                "  -o draws the timeline as SVG, or HTML (the SVG and the "
@@ -47,6 +47,8 @@ static void usage(FILE *f)
                "  --last MS keeps only what ran in the trace's last MS "
                "milliseconds\n"
                "    (e.g. the last launch of a benchmark);\n"
+               "  --window FROM:TO keeps what ran between FROM and TO ms "
+               "after the trace's start;\n"
                "  -q prints nothing unless something fails.\n");
 }
 
@@ -555,7 +557,7 @@ int main(int argc, char **argv)
     report r = {0};
     char title[512];
     int quiet = 0, rc;
-    double last_ms = 0;
+    double last_ms = 0, win_from = 0, win_to = -1;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -570,6 +572,18 @@ int main(int argc, char **argv)
             if (*end || !(last_ms > 0)) {
                 fprintf(stderr, "weft-trace: --last %s: not a positive "
                                 "number of milliseconds\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--window") == 0 && i + 1 < argc) {
+            char *end;
+
+            win_from = strtod(argv[++i], &end);
+            if (*end == ':')
+                win_to = strtod(end + 1, &end);
+            if (*end || !(win_from >= 0) || !(win_to > win_from)) {
+                fprintf(stderr, "weft-trace: --window %s: want FROM:TO in "
+                                "milliseconds, FROM < TO\n",
                         argv[i]);
                 return 2;
             }
@@ -588,7 +602,19 @@ int main(int argc, char **argv)
     }
     if ((rc = weft__trace_view_load(in, &v)) < 0)
         goto done;
-    if (last_ms > 0) {
+    if (win_to > win_from) {
+        uint64_t start = UINT64_MAX;
+
+        for (size_t i = 0; i < v->nslices; i++)
+            start = v->slices[i].start_ns < start ? v->slices[i].start_ns
+                                                  : start;
+        if (start == UINT64_MAX)
+            start = 0;
+        if ((rc = weft__trace_view_window(
+                 v, start + (uint64_t)(win_from * 1e6),
+                 start + (uint64_t)(win_to * 1e6))) < 0)
+            goto done;
+    } else if (last_ms > 0) {
         uint64_t end = 0, span = (uint64_t)(last_ms * 1e6);
 
         for (size_t i = 0; i < v->nslices; i++)

@@ -110,7 +110,9 @@ struct weft_buffer {
  * queue: a queue of role on device for work of the step in progress,
  *   already ordered after whatever the step must follow.
  * issued: work was enqueued on q; if root is not NULL, that work writes
- *   [off, off + len) of root's copy `where` (a device, or WEFT__HOST).
+ *   [off, off + len) of root's copy `where` (a device, or WEFT__HOST);
+ *   with root NULL, len may give the bytes it moved to memory that is no
+ *   copy of a buffer (a read node's destination).
  * after: work about to be enqueued on q (NULL: the calling thread) uses
  *   [off, off + len) of root's copy `where`: order it after the copies
  *   still on their way into that range, whoever they were made for (the

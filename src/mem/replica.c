@@ -942,9 +942,10 @@ int weft__buffer_load_direct(weft_buffer *root, size_t off, void *dst,
         return rc;
     rc = weft__d2h_to(rt, d, q, dst, 0, x->blk.mem,
                       x->blk.offset + (off - x->lo), size, l);
-    /* The caller's memory is no copy of the root's: nothing pending. */
+    /* The caller's memory is no copy of the root's: nothing pending (no
+     * root), only the bytes, for the plan's counts and traces. */
     if (rc == 0)
-        rc = weft__lanes_issued(l, q, NULL, WEFT__HOST, 0, 0);
+        rc = weft__lanes_issued(l, q, NULL, WEFT__HOST, 0, size);
     else
         weft__lanes_settle(l, q);
     if (rc < 0)

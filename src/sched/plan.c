@@ -554,9 +554,9 @@ static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
 
     weft__assert(l);
     if (p->timed)
-        weft__time_end(p, l, root ? len : 0, root != NULL);
+        weft__time_end(p, l, len, root != NULL);
     weft__lane_bump(l, weft__lane_index(p, l));
-    if (root && len && p->node < p->n && p->cur_role != WEFT__QUEUE_COMPUTE &&
+    if (len && p->node < p->n && p->cur_role != WEFT__QUEUE_COMPUTE &&
         l->slot >= WEFT__COMPUTE_LANES) {
         unsigned k = p->cur_role == WEFT__QUEUE_H2D   ? 0
                      : p->cur_role == WEFT__QUEUE_D2H ? 1
