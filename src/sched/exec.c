@@ -967,9 +967,59 @@ static int weft__run_node(weft_exec *e, uint32_t i)
     return rc;
 }
 
+/* Nodes whose issue makes the worker wait for their predecessors. */
+static int weft__waits_on_host(const weft_exec *e, uint32_t i)
+{
+    switch (e->nodes[i].kind) {
+    case WEFT__NODE_MAP:
+    case WEFT__NODE_HOST:
+    case WEFT__NODE_WRITE:
+    case WEFT__NODE_FILL:
+        return 1;
+    case WEFT__NODE_COPY:
+        return e->node_dev[i] == WEFT__HOST;
+    default:
+        return 0;
+    }
+}
+
+enum { WEFT__LOOKAHEAD = 256 };
+
 /*
- * One launch: every node in order; a node whose predecessor failed or was
- * canceled is canceled. The first failure's detail goes to msg.
+ * The position in the order of the node to issue next, from next (the
+ * first not issued). A node that would make the worker wait for device
+ * work not finished yet (a map, a host task, a write into host memory)
+ * lets the nodes after it go first, within WEFT__LOOKAHEAD of the order,
+ * as long as they do not depend on it: so that device work for later
+ * chunks is queued while a host node waits. Any topological order gives
+ * the same result (the oracle's WEFT_EXEC_ORDER=latest checks that); when
+ * every candidate would wait, the first one in the order goes.
+ */
+static uint32_t weft__pick(weft_exec *e, uint32_t next)
+{
+    uint32_t seen = 0;
+
+    for (uint32_t k = next; k < e->nnodes && seen < WEFT__LOOKAHEAD; k++) {
+        uint32_t i = e->order[k], p;
+
+        if (e->state[i] != WEFT__NODE_PENDING)
+            continue;
+        seen++;
+        for (p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
+            if (e->state[e->preds[p]] == WEFT__NODE_PENDING)
+                break;
+        if (p < e->pred_first[i + 1])
+            continue; /* after a node not issued yet */
+        if (!weft__waits_on_host(e, i) || weft__plan_preds_done(e->plan, i))
+            return k;
+    }
+    return next;
+}
+
+/*
+ * One launch: every node in a topological order (weft__pick); a node
+ * whose predecessor failed or was canceled is canceled. The first
+ * failure's detail goes to msg.
  */
 static int weft__run_once(weft_exec *e, char *msg, size_t size)
 {
@@ -981,11 +1031,18 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
 
     weft__plan_launch_begin(e->plan);
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
-    for (uint32_t k = 0; k < e->nnodes; k++) {
-        uint32_t i = e->order[k];
+    for (uint32_t next = 0, k; next < e->nnodes;) {
+        uint32_t i;
         unsigned char st = WEFT__NODE_DONE;
         char label[128];
         int rc;
+
+        k = weft__pick(e, next);
+        i = e->order[k];
+        if (k == next)
+            while (++next < e->nnodes &&
+                   e->state[e->order[next]] != WEFT__NODE_PENDING)
+                ;
 
         for (uint32_t p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
             if (e->state[e->preds[p]] != WEFT__NODE_DONE)

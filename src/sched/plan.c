@@ -1189,6 +1189,27 @@ int weft__plan_host_wait(weft__plan *p)
     return rc;
 }
 
+int weft__plan_preds_done(weft__plan *p, uint32_t i)
+{
+    weft__lane *h = weft__host_lane(p);
+
+    for (uint32_t e = p->pred_first[i]; e < p->pred_first[i + 1]; e++) {
+        uint32_t j = p->preds[e];
+        const weft__stamp *st = &p->stamps[j];
+
+        if (st->lane == WEFT__NO_LANE || st->lane == p->host ||
+            h->vc[st->lane] >= p->stamp_vc[(size_t)j * p->nlanes + st->lane])
+            continue;
+        if (!st->ev)
+            return 0; /* no event says when: only a wait will tell */
+        if (weft__drv_event_query(st->ev) == WEFT_ENOTREADY)
+            return 0;
+        /* Complete, or failed: the host step's wait will say which. */
+        weft_clear_error();
+    }
+    return 1;
+}
+
 /* Whether a successor of node i is lowered to a lane other than f. */
 static int weft__needs_event(const weft__plan *p, uint32_t i, uint32_t f)
 {

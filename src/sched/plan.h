@@ -135,6 +135,12 @@ uint32_t weft__plan_node_lane(const weft__plan *p, uint32_t i);
  */
 void weft__plan_step_begin(weft__plan *p, uint32_t node);
 int weft__plan_host_wait(weft__plan *p);
+/*
+ * Whether every issued predecessor of node i is known complete (by the
+ * host's clock, or its event queried now): then a host step for i would
+ * not wait. Between steps only.
+ */
+int weft__plan_preds_done(weft__plan *p, uint32_t i);
 int weft__plan_step_end(weft__plan *p);
 void weft__plan_step_end_failed(weft__plan *p);
 /*

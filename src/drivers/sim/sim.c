@@ -71,7 +71,9 @@
  * only once the wait has returned. The clock is per thread so that a
  * progress thread that waits does not hold back, by a race, what another
  * thread submits; event_query moves no clock, since a poll has no virtual
- * time of its own. A thread keeps the clock of the last platform it waited
+ * time of its own, and answers as of the calling thread's clock: an event
+ * whose virtual time is later is not complete yet (so a host that polls
+ * before it waits sees what a real one would). A thread keeps the clock of the last platform it waited
  * on.
  *
  * Data. With real_data=0 device memory is only counted against mem (beyond
@@ -1581,7 +1583,7 @@ static int sim_event_query(weft__event *we)
     int done;
 
     sim_lock(p);
-    done = !e->marker || e->marker->done;
+    done = !e->marker || (e->marker->done && e->time <= sim_host_now(p));
     sim_unlock(p);
     return done ? 0 : WEFT_ENOTREADY;
 }
