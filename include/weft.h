@@ -245,7 +245,7 @@ typedef struct weft_runtime_options {
     uint64_t device_mem_limit;
     /*
      * How executable graphs place the kernel nodes the user did not place
-     * (weft_place_policy; WEFT_PLACE_DEFAULT: heft). WEFT_PLACE ("explicit",
+     * (weft_place_policy; WEFT_PLACE_DEFAULT: heft). WEFT_PLACE ("single",
      * "round-robin", "locality", "heft") overrides it. A graph can choose
      * its own in weft_exec_options.
      */

@@ -1,7 +1,8 @@
 #!/bin/sh
 # weft's two entry points, as the README gives them:
 #   tools/run.sh demo   install what is missing, build, run the demo (the
-#                       pipeline example, after weft-info's device list)
+#                       pipeline example on every device, after weft-info's
+#                       device list), and draw its trace as an SVG timeline
 #   tools/run.sh test   install what is missing, build and run the whole test
 #                       suite: a -Werror build, then the address+undefined
 #                       sanitizer build, then the thread-sanitizer build
@@ -58,9 +59,23 @@ case $mode in
 demo)
     install_missing
     build build -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF
+    # PoCL shows the CPU as one OpenCL device; as two (sharing the cores),
+    # the demo has devices to spread its chunks over. GPUs come first when
+    # there are any, and a machine without OpenCL runs on the host driver.
+    export POCL_DEVICES="${POCL_DEVICES:-pthread pthread}"
     ./build/tools/weft-info | sed -n '/^Drivers:/,/^Devices:/p'
-    ./build/examples/pipeline
-    echo "weft: more: build/tools/weft-info (every device), build/examples/{saxpy,stencil}"
+    out=build/weft-demo
+    mkdir -p "$out"
+    # The pipeline on every device of the first driver that has some: it
+    # checks its result, prints where the kernels ran and what moved, and
+    # writes the trace; weft-trace sums the trace up and draws it.
+    ./build/examples/pipeline --trace "$out/pipeline-trace.json"
+    echo "weft: == the trace, summed up (build/tools/weft-trace) =="
+    ./build/tools/weft-trace "$out/pipeline-trace.json" -o "$out/pipeline-timeline.svg"
+    ./build/tools/weft-trace "$out/pipeline-trace.json" -o "$out/pipeline-timeline.html" -q
+    echo "weft: trace:    $PWD/$out/pipeline-trace.json (ui.perfetto.dev or chrome://tracing opens it)"
+    echo "weft: timeline: $PWD/$out/pipeline-timeline.svg (any browser), $PWD/$out/pipeline-timeline.html (with the summary as tables)"
+    echo "weft: more: build/tools/weft-info (every device), build/examples/{saxpy,stencil}, WEFT_STATS=1, WEFT_PLACE=round-robin"
     ;;
 test)
     install_missing $test_packages

@@ -846,7 +846,8 @@ static int weft__run_read(weft_exec *e, uint32_t i)
 static int weft__node_on_host(const weft__node *nd)
 {
     return nd->kind == WEFT__NODE_MAP || nd->kind == WEFT__NODE_HOST ||
-           nd->kind == WEFT__NODE_WRITE;
+           nd->kind == WEFT__NODE_WRITE || nd->kind == WEFT__NODE_READ ||
+           nd->kind == WEFT__NODE_FILL;
 }
 
 static int weft__node_trace_kind(const weft__node *nd)

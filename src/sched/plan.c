@@ -356,6 +356,17 @@ static void weft__time_end(weft__plan *p, weft__lane *l, uint64_t bytes,
     t->start = p->cur_start;
     t->end = ev;
     t->bytes = bytes;
+    if (has_root && p->nodes[p->node].kind == WEFT__NODE_FILL) {
+        t->kind = WEFT__TRACE_FILL; /* on whichever lane it ran */
+        p->cur_start = NULL;
+        return;
+    }
+    if (has_root && p->cur_role == WEFT__QUEUE_COMPUTE &&
+        p->nodes[p->node].kind == WEFT__NODE_COPY) {
+        t->kind = WEFT__TRACE_OTHER; /* a copy inside the device: no link */
+        p->cur_start = NULL;
+        return;
+    }
     switch (p->cur_role) {
     case WEFT__QUEUE_H2D:
         t->kind = WEFT__TRACE_H2D;
@@ -557,6 +568,7 @@ static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
         weft__time_end(p, l, len, root != NULL);
     weft__lane_bump(l, weft__lane_index(p, l));
     if (len && p->node < p->n && p->cur_role != WEFT__QUEUE_COMPUTE &&
+        p->nodes[p->node].kind != WEFT__NODE_FILL &&
         l->slot >= WEFT__COMPUTE_LANES) {
         unsigned k = p->cur_role == WEFT__QUEUE_H2D   ? 0
                      : p->cur_role == WEFT__QUEUE_D2H ? 1
