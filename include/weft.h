@@ -802,6 +802,10 @@ typedef struct weft_exec_stats {
     uint64_t host_syncs;  /* times the host waited for a device */
     uint64_t last_ns;     /* host time of the last launch, issue to end */
     unsigned devices_used;/* distinct devices that ran kernel nodes */
+    /* Launches that ran as one native graph (a CUDA graph per device,
+     * replayed when a launch issues exactly what the one before did;
+     * WEFT_NATIVE_GRAPHS=0 turns this off). */
+    uint64_t native_launches;
     unsigned nlanes;      /* entries of lanes that are filled */
     weft_lane_stats lanes[64];
 } weft_exec_stats;

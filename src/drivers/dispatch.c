@@ -13,6 +13,7 @@
  * WEFT_EDESTROYED instead of touching freed memory.
  */
 #include "kcache.h"
+#include "tape.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -186,6 +187,12 @@ int weft__drv_queue_sync(weft__queue *q)
 
     if (rc < 0)
         return rc;
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        int trc = weft__tape_host_waits(weft__tape_cur);
+
+        if (trc < 0)
+            return trc;
+    }
     WEFT__INJECT(q->drv, "queue_sync", WEFT_EDRIVER);
     return q->drv->queue_sync(q);
 }
@@ -329,6 +336,13 @@ int weft__drv_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
         return weft__error(WEFT_EINVAL, "copy_h2d: source pointer is NULL");
     if (size == 0)
         return 0;
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_H2D, .q = q, .dst = dst, .dst_off = dst_off, .host = (void *)(uintptr_t)src, .size = size};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "copy_h2d", WEFT_EDRIVER);
     return q->drv->copy_h2d(q, dst, dst_off, src, size);
 }
@@ -347,6 +361,13 @@ int weft__drv_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
                            "copy_d2h: destination pointer is NULL");
     if (size == 0)
         return 0;
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_D2H, .q = q, .src = src, .src_off = src_off, .host = dst, .size = size};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "copy_d2h", WEFT_EDRIVER);
     return q->drv->copy_d2h(q, dst, src, src_off, size);
 }
@@ -379,6 +400,13 @@ int weft__drv_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
         return rc;
     if (size == 0)
         return 0;
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_D2D, .q = q, .dst = dst, .dst_off = dst_off, .src = src, .src_off = src_off, .size = size};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "copy_d2d", WEFT_EDRIVER);
     return q->drv->copy_d2d(q, dst, dst_off, src, src_off, size);
 }
@@ -404,6 +432,13 @@ int weft__drv_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     if (size == 0)
         return 0;
     WEFT__NEED_OP(q->drv, copy_peer);
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_PEER, .q = q, .dst = dst, .dst_off = dst_off, .src = src, .src_off = src_off, .size = size};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "copy_peer", WEFT_EDRIVER);
     return q->drv->copy_peer(q, dst, dst_off, src, src_off, size);
 }
@@ -430,6 +465,13 @@ int weft__drv_fill(weft__queue *q, weft__mem *dst, size_t off,
                            off, size, pattern_size);
     if (size == 0)
         return 0;
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_FILL, .q = q, .dst = dst, .dst_off = off, .size = size, .nargs = (uint32_t)pattern_size};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, pattern);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "fill", WEFT_EDRIVER);
     return q->drv->fill(q, dst, off, pattern, pattern_size, size);
 }
@@ -707,6 +749,13 @@ int weft__drv_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
     for (unsigned i = 0; i < nargs; i++)
         if ((rc = weft__check_arg(q, k, i, &args[i])) < 0)
             return rc;
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_LAUNCH, .q = q, .k = k, .grid = *grid, .nargs = nargs};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, args, NULL);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "launch", WEFT_EDRIVER);
     return q->drv->launch(q, k, grid, args, nargs);
 }
@@ -752,6 +801,13 @@ int weft__drv_event_record(weft__event *ev, weft__queue *q)
                            "event_record: the event belongs to device %s, "
                            "the queue to %s",
                            ev->ctx->dev->name, q->ctx->dev->name);
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_RECORD, .q = q, .ev = ev};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "event_record", WEFT_EDRIVER);
     return q->drv->event_record(ev, q);
 }
@@ -769,6 +825,13 @@ int weft__drv_queue_wait_event(weft__queue *q, weft__event *ev)
                            "queue_wait_event: a %s queue cannot wait on a %s "
                            "event",
                            q->drv->name, ev->drv->name);
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_WAIT, .q = q, .ev = ev};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "queue_wait_event", WEFT_EDRIVER);
     return q->drv->queue_wait_event(q, ev);
 }
@@ -777,6 +840,12 @@ int weft__drv_event_query(weft__event *ev)
 {
     if (!ev)
         return weft__error(WEFT_EINVAL, "event_query: event is NULL");
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        int trc = weft__tape_host_waits(weft__tape_cur);
+
+        if (trc < 0)
+            return trc;
+    }
     return ev->drv->event_query(ev);
 }
 
@@ -784,6 +853,12 @@ int weft__drv_event_sync(weft__event *ev)
 {
     if (!ev)
         return weft__error(WEFT_EINVAL, "event_sync: event is NULL");
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        int trc = weft__tape_host_waits(weft__tape_cur);
+
+        if (trc < 0)
+            return trc;
+    }
     WEFT__INJECT(ev->drv, "event_sync", WEFT_EDRIVER);
     return ev->drv->event_sync(ev);
 }
@@ -801,6 +876,12 @@ int weft__drv_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
     if (start->drv != end->drv)
         return weft__error(WEFT_EINVAL,
                            "event_elapsed: events of different drivers");
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        int trc = weft__tape_host_waits(weft__tape_cur);
+
+        if (trc < 0)
+            return trc;
+    }
     return start->drv->event_elapsed(start, end, ns);
 }
 
@@ -824,6 +905,13 @@ int weft__drv_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
         return rc;
     if (!fn)
         return weft__error(WEFT_EINVAL, "host_fn: function is NULL");
+    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
+        weft__tape_op op = {.kind = WEFT__TAPE_HOST_FN, .q = q, .fn = fn, .user = user};
+        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
+
+        if (trc != 0)
+            return trc > 0 ? 0 : trc;
+    }
     WEFT__INJECT(q->drv, "host_fn", WEFT_EDRIVER);
     return q->drv->host_fn(q, fn, user);
 }

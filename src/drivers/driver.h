@@ -333,6 +333,19 @@ struct weft__driver {
     void (*event_destroy)(weft__event *ev);
 
     int (*host_fn)(weft__queue *q, weft__host_fn *fn, void *user);
+
+    /*
+     * Native graphs (optional; NULL where the driver has none). graph_begin
+     * starts capturing what is enqueued on q (and on queues that wait for
+     * events recorded on it) instead of running it; graph_end stops and,
+     * with graph not NULL, makes the capture an executable graph (with
+     * graph NULL it only ends a capture that failed); graph_launch runs it
+     * on q; graph_destroy frees it. See src/drivers/tape.h.
+     */
+    int (*graph_begin)(weft__queue *q);
+    int (*graph_end)(weft__queue *q, void **graph);
+    int (*graph_launch)(void *graph, weft__queue *q);
+    void (*graph_destroy)(void *graph);
 };
 
 /* The drivers compiled in, in discovery order (cuda, opencl, host, sim). */

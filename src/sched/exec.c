@@ -1031,6 +1031,14 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     int first = 0, drc;
 
     weft__plan_launch_begin(e->plan);
+    {
+        int shared = 0;
+
+        for (uint32_t r = 0; r < e->nroots && !shared; r++)
+            shared = __atomic_load_n(&e->roots[r]->root_execs,
+                                     __ATOMIC_ACQUIRE) > 1;
+        weft__plan_native_begin(e->plan, !shared);
+    }
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
     for (uint32_t next = 0, k; next < e->nnodes;) {
         uint32_t i;
@@ -1060,6 +1068,12 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         }
         e->state[i] = st;
     }
+    /* Deferred work goes to the device now (a native graph, or op by op). */
+    if ((drc = weft__plan_native_end(e->plan)) < 0 && !first) {
+        first = drc;
+        weft__error_prefix(drc, "launch");
+        weft__strlcpy(msg, weft_last_error(), size);
+    }
     /*
      * The launch is over once its work is: a failure seen only here (work
      * that failed on the device) belongs to no node in particular.
@@ -1080,6 +1094,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     e->nlane_counts = nlc;
     e->launches++;
     e->last_ns = weft__now_ns() - t0;
+    e->native_launches = weft__plan_native_launches(e->plan);
     pthread_mutex_unlock(&e->lock);
     return first;
 }
@@ -1263,6 +1278,7 @@ int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
     st.waits = e->counts.waits;
     st.host_syncs = e->counts.host_syncs;
     st.last_ns = e->last_ns;
+    st.native_launches = e->native_launches;
     for (unsigned i = 0;
          i < e->nlane_counts && st.nlanes < WEFT__COUNTOF(st.lanes); i++) {
         const weft__plan_lane_count *c = &e->lane_counts[i];

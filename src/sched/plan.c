@@ -9,6 +9,7 @@
 #include "plan.h"
 
 #include "../base/trace.h"
+#include "../drivers/tape.h"
 #include "cost.h"
 
 #include <stddef.h>
@@ -125,6 +126,12 @@ struct weft__plan {
     weft__top *tops;
     size_t ntops, cap_tops;
     uint32_t *tracks; /* nlanes: trace track, or UINT32_MAX */
+
+    /* Native graphs (src/drivers/tape.h): for a plan whose device work is
+     * all on one device whose driver has them. */
+    weft__tape tape;
+    unsigned tape_ok;  /* the plan could use one */
+    unsigned tape_now; /* this launch taped */
 
     /* The step in progress. */
     uint64_t stepno;
@@ -781,6 +788,20 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
         weft__plan_destroy(p);
         return rc;
     }
+    {
+        unsigned dev = UINT32_MAX;
+
+        p->tape_ok = 1;
+        for (uint32_t i = 0; i < n && p->tape_ok; i++) {
+            if (p->plan_lane[i] == WEFT__NO_LANE)
+                continue;
+            if (dev == UINT32_MAX)
+                dev = node_dev[i];
+            p->tape_ok = node_dev[i] == dev;
+        }
+        p->tape_ok = p->tape_ok && dev != UINT32_MAX &&
+                     weft__tape_supported(rt->devices[dev]);
+    }
     *out = p;
     return 0;
 }
@@ -792,6 +813,7 @@ void weft__plan_destroy(weft__plan *p)
     if (p->lanes && p->lanes[0].vc) {
         if (weft__plan_drain(p) < 0)
             weft__warn("sched", "plan: %s", weft_last_error());
+        weft__tape_release(&p->tape);
         for (unsigned i = 0; i < p->host; i++)
             if (p->lanes[i].q)
                 weft__drv_queue_destroy(p->lanes[i].q);
@@ -868,6 +890,28 @@ void weft__plan_launch_begin(weft__plan *p)
     for (unsigned i = 0; p->timed && i < p->host; i++)
         if (p->lanes[i].q)
             weft__time_origin(p, &p->lanes[i]);
+    p->tape_now = 0;
+}
+
+void weft__plan_native_begin(weft__plan *p, int allow)
+{
+    /* Timed launches need every operation to run as it is issued. */
+    p->tape_now = allow && p->tape_ok && !p->timed;
+    if (p->tape_now)
+        weft__tape_begin(&p->tape);
+}
+
+int weft__plan_native_end(weft__plan *p)
+{
+    if (!p->tape_now)
+        return 0;
+    p->tape_now = 0;
+    return weft__tape_end(&p->tape);
+}
+
+uint64_t weft__plan_native_launches(const weft__plan *p)
+{
+    return p->tape.launches;
 }
 
 void weft__plan_set_learn(weft__plan *p, unsigned n)

@@ -89,6 +89,17 @@ int weft__plan_drain(weft__plan *p);
  * time model (cost.h). Nothing for an untimed launch.
  */
 void weft__plan_launch_end(weft__plan *p);
+/*
+ * Native graphs (src/drivers/tape.h), around the issue of one launch
+ * (after launch_begin, before the drain): allow is 0 when another graph
+ * shares a buffer of this one (whose fences must be real events). end
+ * launches the native graph, or flushes, or builds one from this launch;
+ * it returns the launch's error. native_launches: how many launches ran
+ * as one native graph so far.
+ */
+void weft__plan_native_begin(weft__plan *p, int allow);
+int weft__plan_native_end(weft__plan *p);
+uint64_t weft__plan_native_launches(const weft__plan *p);
 /* Time the next n launches to learn kernel times (0 by default). */
 void weft__plan_set_learn(weft__plan *p, unsigned n);
 /* Whether this launch is timed (tracing, or learning kernel times). */

@@ -1590,6 +1590,103 @@ static int cuda_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     return 0;
 }
 
+/* ---- native graphs (stream capture) ------------------------------------ */
+
+typedef struct cuda_graph {
+    CUgraph graph;
+    CUgraphExec exec;
+    int ordinal;
+} cuda_graph;
+
+static int cuda_graph_begin(weft__queue *q)
+{
+    CUresult res;
+    int rc;
+
+    if (!cu.StreamBeginCapture || !cu.StreamEndCapture ||
+        !cu.GraphInstantiateWithFlags || !cu.GraphLaunch ||
+        !cu.GraphExecDestroy || !cu.GraphDestroy)
+        return weft__error(WEFT_ENOTSUP, "cuda: the driver has no graphs");
+    if ((rc = cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuStreamBeginCapture")
+              ? CUDA_ERROR_UNKNOWN
+              : cu.StreamBeginCapture(cuda_stream(q),
+                                      CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (res != CUDA_SUCCESS)
+        return cuda_fail(res, 0, "cuStreamBeginCapture: GPU %d",
+                         cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+static int cuda_graph_end(weft__queue *q, void **out)
+{
+    cuda_graph *g;
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    CUresult res;
+    int rc;
+
+    if ((rc = cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = cu.StreamEndCapture(cuda_stream(q), &graph);
+    if (res != CUDA_SUCCESS || !out) {
+        if (graph)
+            cu.GraphDestroy(graph);
+        return res != CUDA_SUCCESS
+                   ? cuda_fail(res, 0, "cuStreamEndCapture: GPU %d",
+                               cuda_ctx(q->ctx)->ordinal)
+                   : 0;
+    }
+    res = weft__fault("cuda.cuGraphInstantiateWithFlags")
+              ? CUDA_ERROR_UNKNOWN
+              : cu.GraphInstantiateWithFlags(&exec, graph, 0);
+    if (res != CUDA_SUCCESS) {
+        cu.GraphDestroy(graph);
+        return cuda_fail(res, 0, "cuGraphInstantiateWithFlags: GPU %d",
+                         cuda_ctx(q->ctx)->ordinal);
+    }
+    if (!(g = weft__calloc(1, sizeof *g))) {
+        cu.GraphExecDestroy(exec);
+        cu.GraphDestroy(graph);
+        return weft__error(WEFT_ENOMEM, "cuda: out of memory for a graph");
+    }
+    g->graph = graph;
+    g->exec = exec;
+    g->ordinal = cuda_ctx(q->ctx)->ordinal;
+    *out = g;
+    return 0;
+}
+
+static int cuda_graph_launch(void *graph, weft__queue *q)
+{
+    cuda_graph *g = graph;
+    CUresult res;
+    int rc;
+
+    if ((rc = cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuGraphLaunch")
+              ? CUDA_ERROR_UNKNOWN
+              : cu.GraphLaunch(g->exec, cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        return cuda_fail(res, 0, "cuGraphLaunch: GPU %d", g->ordinal);
+    return 0;
+}
+
+static void cuda_graph_destroy(void *graph)
+{
+    cuda_graph *g = graph;
+
+    if (!g)
+        return;
+    if (cu.GraphExecDestroy(g->exec) != CUDA_SUCCESS ||
+        cu.GraphDestroy(g->graph) != CUDA_SUCCESS)
+        weft__warn("cuda", "a graph of GPU %d was not freed cleanly",
+                   g->ordinal);
+    weft__free(g);
+}
+
 const weft__driver weft__driver_cuda = {
     .name = "cuda",
     .platforms_open = cuda_platforms_open,
@@ -1623,4 +1720,8 @@ const weft__driver weft__driver_cuda = {
     .event_elapsed = cuda_event_elapsed,
     .event_destroy = cuda_event_destroy,
     .host_fn = cuda_host_fn,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 };

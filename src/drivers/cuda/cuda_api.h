@@ -214,6 +214,19 @@ typedef CUresult weft__cu_LaunchKernel_fn(CUfunction fn, unsigned gx,
                                           unsigned shared, CUstream s,
                                           void **params, void **extra);
 
+/* Graphs (stream capture into a graph, instantiated and launched). */
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
+typedef CUresult weft__cu_StreamBeginCapture_fn(CUstream s, int mode);
+typedef CUresult weft__cu_StreamEndCapture_fn(CUstream s, CUgraph *graph);
+typedef CUresult weft__cu_GraphInstantiateWithFlags_fn(CUgraphExec *exec,
+                                                       CUgraph graph,
+                                                       unsigned long long f);
+typedef CUresult weft__cu_GraphLaunch_fn(CUgraphExec exec, CUstream s);
+typedef CUresult weft__cu_GraphExecDestroy_fn(CUgraphExec exec);
+typedef CUresult weft__cu_GraphDestroy_fn(CUgraph graph);
+
 /*
  * X(member, required, symbol, fallback symbol or NULL). An optional entry
  * point that the library lacks stays NULL and the feature degrades
@@ -270,7 +283,13 @@ typedef CUresult weft__cu_LaunchKernel_fn(CUfunction fn, unsigned gx,
     X(ModuleUnload, 1, "cuModuleUnload", NULL)                                 \
     X(ModuleGetFunction, 1, "cuModuleGetFunction", NULL)                       \
     X(FuncGetParamInfo, 0, "cuFuncGetParamInfo", NULL)                         \
-    X(LaunchKernel, 1, "cuLaunchKernel", NULL)
+    X(LaunchKernel, 1, "cuLaunchKernel", NULL)                                 \
+    X(StreamBeginCapture, 0, "cuStreamBeginCapture_v2", NULL)                  \
+    X(StreamEndCapture, 0, "cuStreamEndCapture", NULL)                         \
+    X(GraphInstantiateWithFlags, 0, "cuGraphInstantiateWithFlags", NULL)       \
+    X(GraphLaunch, 0, "cuGraphLaunch", NULL)                                   \
+    X(GraphExecDestroy, 0, "cuGraphExecDestroy", NULL)                         \
+    X(GraphDestroy, 0, "cuGraphDestroy", NULL)
 
 typedef struct weft__cuda_api {
     void *lib; /* dlopen handle; NULL until loaded */

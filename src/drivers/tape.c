@@ -1,0 +1,376 @@
+/*
+ * The tape: tape.h.
+ */
+#include "tape.h"
+
+#include <string.h>
+
+enum { WEFT__TAPE_MAX_QUEUES = 16 };
+
+_Thread_local weft__tape *weft__tape_cur;
+
+int weft__tape_supported(const weft__device *dev)
+{
+    const char *v = weft__env("WEFT_NATIVE_GRAPHS");
+
+    if (v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no")))
+        return 0;
+    return dev->drv->graph_begin && dev->drv->graph_end &&
+           dev->drv->graph_launch && dev->drv->graph_destroy;
+}
+
+static void weft__tape_drop_graph(weft__tape *t)
+{
+    if (t->graph && t->ctx)
+        t->ctx->drv->graph_destroy(t->graph);
+    t->graph = NULL;
+    t->gq = NULL;
+}
+
+static void weft__tape_clear(weft__tape *t)
+{
+    t->n = t->pos = t->nargs = t->nbytes = 0;
+    t->unfit = 0;
+    t->ctx = NULL;
+}
+
+void weft__tape_begin(weft__tape *t)
+{
+    t->pos = 0;
+    if (t->graph && !t->broken) {
+        t->mode = WEFT__TAPE_DEFER_MODE;
+    } else {
+        weft__tape_drop_graph(t);
+        weft__tape_clear(t);
+        t->mode = t->broken ? WEFT__TAPE_OFF : WEFT__TAPE_RECORD_MODE;
+    }
+    weft__tape_cur = t->mode != WEFT__TAPE_OFF ? t : NULL;
+}
+
+/* Room for n more of size each in *arr of *cap; 0, or -1 (no memory). */
+static int weft__tape_grow(void **arr, size_t *cap, size_t used, size_t n,
+                           size_t size)
+{
+    size_t c = *cap ? *cap : 64;
+    void *p;
+
+    if (used + n <= *cap)
+        return 0;
+    while (c < used + n)
+        c *= 2;
+    if (!(p = weft__realloc(*arr, c * size))) {
+        weft_clear_error();
+        return -1;
+    }
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+/* Run one taped operation now, through the checked entry points. */
+static int weft__tape_run(weft__tape *t, const weft__tape_op *o)
+{
+    switch (o->kind) {
+    case WEFT__TAPE_LAUNCH:
+        return weft__drv_launch(o->q, o->k, &o->grid, &t->args[o->arg_first],
+                                o->nargs);
+    case WEFT__TAPE_H2D:
+        return weft__drv_copy_h2d(o->q, o->dst, o->dst_off, o->host, o->size);
+    case WEFT__TAPE_D2H:
+        return weft__drv_copy_d2h(o->q, o->host, o->src, o->src_off, o->size);
+    case WEFT__TAPE_D2D:
+        return weft__drv_copy_d2d(o->q, o->dst, o->dst_off, o->src, o->src_off,
+                                  o->size);
+    case WEFT__TAPE_PEER:
+        return weft__drv_copy_peer(o->q, o->dst, o->dst_off, o->src,
+                                   o->src_off, o->size);
+    case WEFT__TAPE_FILL:
+        return weft__drv_fill(o->q, o->dst, o->dst_off, &t->bytes[o->arg_first],
+                              o->nargs, o->size);
+    case WEFT__TAPE_RECORD:
+        return weft__drv_event_record(o->ev, o->q);
+    case WEFT__TAPE_WAIT:
+        return weft__drv_queue_wait_event(o->q, o->ev);
+    case WEFT__TAPE_HOST_FN:
+        return weft__drv_host_fn(o->q, o->fn, o->user);
+    }
+    return weft__error(WEFT_EINVAL, "tape: operation %d", (int)o->kind);
+}
+
+/*
+ * Leave DEFER: what was deferred runs now, in order; the graph is dropped
+ * and the launch goes on op by op (nothing more taped).
+ */
+static int weft__tape_flush(weft__tape *t)
+{
+    int rc = 0;
+
+    weft__tape_cur = NULL;
+    for (size_t i = 0; i < t->pos && rc == 0; i++)
+        rc = weft__tape_run(t, &t->ops[i]);
+    t->mode = WEFT__TAPE_OFF;
+    weft__tape_drop_graph(t);
+    weft__tape_clear(t);
+    weft__debug("tape", "launch left its native graph");
+    return rc;
+}
+
+/* Whether argument i of the launch equals the taped one. */
+static int weft__karg_equal(const weft__tape *t, const weft__karg *a,
+                            const weft__karg *b)
+{
+    if (a->type != b->type || a->size != b->size)
+        return 0;
+    if (a->type == WEFT_PARAM_BUFFER)
+        return a->u.buf.mem == b->u.buf.mem &&
+               a->u.buf.offset == b->u.buf.offset;
+    if (a->type == WEFT_PARAM_LOCAL)
+        return 1;
+    (void)t;
+    return !a->size || !memcmp(a->u.value, b->u.value, a->size);
+}
+
+static int weft__op_equal(const weft__tape *t, const weft__tape_op *a,
+                          const weft__tape_op *b, const weft__karg *args,
+                          const void *pattern)
+{
+    if (a->kind != b->kind || a->q != b->q)
+        return 0;
+    switch (a->kind) {
+    case WEFT__TAPE_LAUNCH:
+        if (a->k != b->k || a->nargs != b->nargs ||
+            memcmp(&a->grid, &b->grid, sizeof a->grid))
+            return 0;
+        for (uint32_t i = 0; i < a->nargs; i++)
+            if (!weft__karg_equal(t, &args[i], &t->args[b->arg_first + i]))
+                return 0;
+        return 1;
+    case WEFT__TAPE_FILL:
+        return a->dst == b->dst && a->dst_off == b->dst_off &&
+               a->size == b->size && a->nargs == b->nargs &&
+               !memcmp(pattern, &t->bytes[b->arg_first], a->nargs);
+    case WEFT__TAPE_H2D:
+    case WEFT__TAPE_D2H:
+    case WEFT__TAPE_D2D:
+    case WEFT__TAPE_PEER:
+        return a->dst == b->dst && a->src == b->src &&
+               a->dst_off == b->dst_off && a->src_off == b->src_off &&
+               a->size == b->size && a->host == b->host;
+    case WEFT__TAPE_RECORD:
+    case WEFT__TAPE_WAIT:
+        return a->ev == b->ev;
+    case WEFT__TAPE_HOST_FN:
+        return a->fn == b->fn && a->user == b->user;
+    }
+    return 0;
+}
+
+/* Append op (RECORD); a tape that cannot hold it is unfit. */
+static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
+                              const weft__karg *args, const void *pattern)
+{
+    weft__tape_op *o;
+
+    if (t->unfit)
+        return;
+    if (!t->ctx)
+        t->ctx = op->q->ctx;
+    /* One device per graph; copies only between pinned memory and it. */
+    if (op->q->ctx != t->ctx ||
+        ((op->kind == WEFT__TAPE_H2D || op->kind == WEFT__TAPE_D2H) &&
+         weft__drv_host_is_pinned(op->q->ctx, op->host, op->size) != 1) ||
+        op->kind == WEFT__TAPE_PEER ||
+        weft__tape_grow((void **)&t->ops, &t->cap, t->n, 1, sizeof *t->ops) <
+            0) {
+        weft_clear_error();
+        t->unfit = 1;
+        return;
+    }
+    o = &t->ops[t->n];
+    *o = *op;
+    if (op->kind == WEFT__TAPE_LAUNCH) {
+        size_t need = 0;
+
+        for (uint32_t i = 0; i < op->nargs; i++)
+            if (args[i].type != WEFT_PARAM_BUFFER &&
+                args[i].type != WEFT_PARAM_LOCAL)
+                need += args[i].size;
+        if (weft__tape_grow((void **)&t->args, &t->cap_args, t->nargs,
+                            op->nargs + 1, sizeof *t->args) < 0 ||
+            weft__tape_grow((void **)&t->bytes, &t->cap_bytes, t->nbytes,
+                            need + 1, 1) < 0) {
+            t->unfit = 1;
+            return;
+        }
+        o->arg_first = (uint32_t)t->nargs;
+        for (uint32_t i = 0; i < op->nargs; i++) {
+            weft__karg *a = &t->args[t->nargs++];
+
+            *a = args[i];
+            if (a->type != WEFT_PARAM_BUFFER && a->type != WEFT_PARAM_LOCAL &&
+                a->size) {
+                memcpy(&t->bytes[t->nbytes], args[i].u.value, a->size);
+                /* An offset until weft__tape_rebase: bytes may move. */
+                a->u.value = (const void *)(uintptr_t)t->nbytes;
+                t->nbytes += a->size;
+            }
+        }
+    } else if (op->kind == WEFT__TAPE_FILL) {
+        if (weft__tape_grow((void **)&t->bytes, &t->cap_bytes, t->nbytes,
+                            op->nargs + 1, 1) < 0) {
+            t->unfit = 1;
+            return;
+        }
+        o->arg_first = (uint32_t)t->nbytes;
+        memcpy(&t->bytes[t->nbytes], pattern, op->nargs);
+        t->nbytes += op->nargs;
+    }
+    t->n++;
+}
+
+/* Scalar arguments point into bytes once the tape is complete. */
+static void weft__tape_rebase(weft__tape *t)
+{
+    for (size_t i = 0; i < t->nargs; i++) {
+        weft__karg *a = &t->args[i];
+
+        if (a->type != WEFT_PARAM_BUFFER && a->type != WEFT_PARAM_LOCAL &&
+            a->size)
+            a->u.value = &t->bytes[(uintptr_t)a->u.value];
+    }
+}
+
+int weft__tape_enqueue(weft__tape *t, const weft__tape_op *op,
+                       const weft__karg *args, const void *pattern)
+{
+    if (t->mode == WEFT__TAPE_RECORD_MODE) {
+        weft__tape_append(t, op, args, pattern);
+        return 0;
+    }
+    if (t->mode != WEFT__TAPE_DEFER_MODE)
+        return 0;
+    if (t->pos < t->n &&
+        weft__op_equal(t, op, &t->ops[t->pos], args, pattern)) {
+        t->pos++;
+        return 1;
+    }
+    return weft__tape_flush(t);
+}
+
+int weft__tape_host_waits(weft__tape *t)
+{
+    if (t->mode == WEFT__TAPE_RECORD_MODE) {
+        t->unfit = 1;
+        return 0;
+    }
+    if (t->mode == WEFT__TAPE_DEFER_MODE)
+        return weft__tape_flush(t);
+    return 0;
+}
+
+/*
+ * Capture the tape on its queues into the driver's graph: the first
+ * queue begins, every other queue forks off it by an event and joins it
+ * again at the end.
+ */
+static int weft__tape_build(weft__tape *t)
+{
+    const weft__driver *drv = t->ctx->drv;
+    weft__queue *q0 = t->ops[0].q, *qs[WEFT__TAPE_MAX_QUEUES];
+    unsigned nq = 0;
+    int rc, erc;
+
+    for (size_t i = 0; i < t->n; i++) {
+        unsigned j;
+
+        if (t->ops[i].q == q0)
+            continue;
+        for (j = 0; j < nq && qs[j] != t->ops[i].q; j++)
+            ;
+        if (j == nq) {
+            if (nq == WEFT__TAPE_MAX_QUEUES)
+                return weft__error(WEFT_ENOTSUP, "tape: too many queues");
+            qs[nq++] = t->ops[i].q;
+        }
+    }
+    while (t->njoin < 2 * nq) {
+        weft__event **grown =
+            weft__realloc(t->join, (t->njoin + 1) * sizeof *grown);
+
+        if (!grown)
+            return weft__error(WEFT_ENOMEM, "tape: out of memory");
+        t->join = grown;
+        if ((rc = weft__drv_event_create(t->ctx, 0, &t->join[t->njoin])) < 0)
+            return rc;
+        t->njoin++;
+    }
+    if ((rc = drv->graph_begin(q0)) < 0)
+        return rc;
+    for (unsigned j = 0; j < nq && rc == 0; j++) {
+        rc = weft__drv_event_record(t->join[2 * j], q0);
+        if (rc == 0)
+            rc = weft__drv_queue_wait_event(qs[j], t->join[2 * j]);
+    }
+    for (size_t i = 0; i < t->n && rc == 0; i++)
+        rc = weft__tape_run(t, &t->ops[i]);
+    for (unsigned j = 0; j < nq && rc == 0; j++) {
+        rc = weft__drv_event_record(t->join[2 * j + 1], qs[j]);
+        if (rc == 0)
+            rc = weft__drv_queue_wait_event(q0, t->join[2 * j + 1]);
+    }
+    /* The capture ends either way, so that the queues work again. */
+    erc = drv->graph_end(q0, rc == 0 ? &t->graph : NULL);
+    if (rc == 0)
+        rc = erc;
+    if (rc == 0)
+        t->gq = q0;
+    return rc;
+}
+
+int weft__tape_end(weft__tape *t)
+{
+    int rc = 0;
+
+    weft__tape_cur = NULL;
+    switch (t->mode) {
+    case WEFT__TAPE_DEFER_MODE:
+        if (t->pos == t->n) {
+            rc = t->ctx->drv->graph_launch(t->graph, t->gq);
+            if (rc == 0)
+                t->launches++;
+            else
+                weft__tape_drop_graph(t);
+        } else {
+            rc = weft__tape_flush(t);
+        }
+        break;
+    case WEFT__TAPE_RECORD_MODE:
+        weft__tape_rebase(t);
+        if (t->unfit || t->n == 0)
+            break;
+        if (weft__tape_build(t) < 0) {
+            weft__info("tape", "no native graph for this launch: %s",
+                       weft_last_error());
+            weft_clear_error();
+            weft__tape_drop_graph(t);
+            t->broken = 1;
+        } else {
+            weft__debug("tape", "%zu operations captured", t->n);
+        }
+        break;
+    }
+    t->mode = WEFT__TAPE_OFF;
+    return rc;
+}
+
+void weft__tape_release(weft__tape *t)
+{
+    weft__tape_drop_graph(t);
+    for (unsigned i = 0; i < t->njoin; i++)
+        weft__drv_event_destroy(t->join[i]);
+    weft__free(t->join);
+    weft__free(t->ops);
+    weft__free(t->args);
+    weft__free(t->bytes);
+    memset(t, 0, sizeof *t);
+}
