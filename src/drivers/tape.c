@@ -335,11 +335,19 @@ int weft__tape_end(weft__tape *t)
     switch (t->mode) {
     case WEFT__TAPE_DEFER_MODE:
         if (t->pos == t->n) {
+            /*
+             * The graph holds every lane's work but runs on one queue:
+             * the plan, which knows lanes, would sync the others (empty)
+             * and take this one as done through their clocks. So the
+             * launch ends here, with the graph.
+             */
             rc = t->ctx->drv->graph_launch(t->graph, t->gq);
             if (rc == 0)
                 t->launches++;
             else
                 weft__tape_drop_graph(t);
+            if (rc == 0)
+                rc = weft__drv_queue_sync(t->gq);
         } else {
             rc = weft__tape_flush(t);
         }

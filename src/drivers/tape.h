@@ -18,7 +18,9 @@
  *           runs as usual (the tape's graph is then dropped).
  *
  * After the issue (weft__tape_end), a DEFER launch that matched the whole
- * tape launches the native graph instead; a RECORD launch fit for one
+ * tape launches the native graph instead, and waits for it (the graph
+ * runs every lane's work on one queue, which the plan's drain, counting
+ * per lane, would not know); a RECORD launch fit for one
  * builds it by capturing the tape's operations on its queues (the driver's
  * graph_begin/graph_end, with events forking the other queues off the
  * first and joining them back). So the executor still does all of its

@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static wt_devices devs;
@@ -248,6 +249,64 @@ static void test_relaunch_keeps_copies(void **state)
 }
 
 /* A failing kernel cancels what depends on it, and only that. */
+/*
+ * Relaunches that issue the same work: a driver with native graphs (CUDA)
+ * runs them as one graph once a recorded launch is issued again exactly
+ * (the first launch uploads; the first relaunches may still differ, by the
+ * lanes and events they use): at least half of 6 launches; the bytes must
+ * be those of every launch having run, node by node.
+ */
+static void test_native_relaunch(void **state)
+{
+    enum { M = 1024, LAUNCHES = 6 };
+    static uint32_t data[M], out[M];
+    weft_exec_stats st = {.size = sizeof st};
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    int native = wt_device(&devs, 0)->drv->graph_launch != NULL &&
+                 !getenv("WEFT_NATIVE_GRAPHS");
+
+    (void)state;
+    for (int i = 0; i < M; i++)
+        data[i] = (uint32_t)i;
+    check(weft_buffer_wrap(devs.rt, data, sizeof data, &x));
+    check(weft_graph_create(devs.rt, &g));
+    for (uint32_t k = 1; k <= 5; k++) {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(k), weft_arg_i64(M)};
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3, NULL));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int l = 0; l < LAUNCHES; l++) {
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+    }
+    /* Right after the wait: the bytes of the last launch are there. */
+    check(weft_buffer_read(x, 0, out, sizeof out));
+    check(weft_exec_get_stats(e, &st));
+    printf("# %d launches, %llu as a native graph\n", LAUNCHES,
+           (unsigned long long)st.native_launches);
+    if (native)
+        assert_true(st.native_launches >= LAUNCHES / 2);
+    else
+        assert_int_equal(st.native_launches, 0);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_sync_host(x));
+    for (int i = 0; i < M; i++) {
+        uint32_t v = (uint32_t)i;
+
+        for (int it = 0; it < LAUNCHES; it++)
+            for (uint32_t k = 1; k <= 5; k++)
+                v = gt_advance(v, k);
+        if (out[i] != v || data[i] != v)
+            fail_msg("data[%d] = %u (read after the wait: %u), want %u", i,
+                     data[i], out[i], v);
+    }
+    check(weft_buffer_destroy(x));
+}
+
 static void test_failure_cancels(void **state)
 {
     static uint32_t a_in[64], a_out[64], b_in[64], b_out[64];
@@ -462,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_node_kinds),
         cmocka_unit_test(test_relaunch_keeps_copies),
+        cmocka_unit_test(test_native_relaunch),
         cmocka_unit_test(test_failure_cancels),
         cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_mapped_launch),
