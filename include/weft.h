@@ -782,8 +782,10 @@ WEFT_API const weft_device *weft_exec_node_device(const weft_exec *e,
 
 /*
  * What the last finished launch of e did, per lane of every device it
- * used. Times come from the devices' own clocks where the driver has
- * them (timed when tracing is on, else only the lane's span).
+ * used. Busy times come from the devices' own clocks (timing events) and
+ * are measured only in timed launches: when the runtime traces
+ * (WEFT_TRACE), when WEFT_STATS is set, and in the first launches of a
+ * graph that a cost model placed; otherwise they are 0 and timed is 0.
  */
 typedef struct weft_lane_stats {
     const weft_device *device;
@@ -791,6 +793,9 @@ typedef struct weft_lane_stats {
     uint64_t ops;     /* operations enqueued: work and waits (not the
                          event records that others wait on) */
     uint64_t nodes;   /* graph nodes whose work ended on this lane */
+    uint64_t busy_ns; /* time the lane's work ran (timed launches) */
+    uint64_t span_ns; /* from its first start to its last end; idle time
+                         is span_ns - busy_ns (timed launches) */
 } weft_lane_stats;
 
 typedef struct weft_exec_stats {
@@ -801,6 +806,7 @@ typedef struct weft_exec_stats {
     uint64_t waits;       /* device-side waits on them */
     uint64_t host_syncs;  /* times the host waited for a device */
     uint64_t last_ns;     /* host time of the last launch, issue to end */
+    unsigned timed;       /* 1 if the last launch was timed (busy_ns) */
     unsigned devices_used;/* distinct devices that ran kernel nodes */
     /* Launches that ran as one native graph (a CUDA graph per device,
      * replayed when a launch issues exactly what the one before did;

@@ -1028,9 +1028,11 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     uint64_t t0 = weft__now_ns();
     weft__plan_counts c;
     unsigned nlc;
+    int timed;
     int first = 0, drc;
 
     weft__plan_launch_begin(e->plan);
+    timed = weft__plan_timed(e->plan);
     {
         int shared = 0;
 
@@ -1095,6 +1097,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     e->launches++;
     e->last_ns = weft__now_ns() - t0;
     e->native_launches = weft__plan_native_launches(e->plan);
+    e->timed = (unsigned)timed;
     pthread_mutex_unlock(&e->lock);
     return first;
 }
@@ -1279,6 +1282,7 @@ int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
     st.host_syncs = e->counts.host_syncs;
     st.last_ns = e->last_ns;
     st.native_launches = e->native_launches;
+    st.timed = e->timed;
     for (unsigned i = 0;
          i < e->nlane_counts && st.nlanes < WEFT__COUNTOF(st.lanes); i++) {
         const weft__plan_lane_count *c = &e->lane_counts[i];
@@ -1288,6 +1292,8 @@ int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
         l->role = weft__plan_slot_name(c->slot);
         l->ops = c->ops;
         l->nodes = c->nodes;
+        l->busy_ns = c->busy_ns;
+        l->span_ns = c->last_ns > c->first_ns ? c->last_ns - c->first_ns : 0;
     }
     pthread_mutex_unlock(&e->lock);
     st.size = stats->size;

@@ -85,6 +85,7 @@ struct weft_exec {
     uint64_t launches; /* that ended */
     uint64_t last_ns;  /* the last one's host time, issue to end */
     uint64_t native_launches; /* that ran as one native graph */
+    unsigned timed;           /* the last launch was */
     char first_msg[WEFT__EXEC_MSG], last_msg[WEFT__EXEC_MSG];
 };
 

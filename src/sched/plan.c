@@ -28,6 +28,7 @@ typedef struct weft__lane {
     uint64_t mark; /* the step that last readied the lane */
     uint64_t seq0;  /* seq when the launch began */
     uint64_t nodes; /* steps that ended on the lane, this launch */
+    uint64_t busy_ns, first_ns, last_ns; /* timed launches */
     /* Timed launches: the lane's latest operation record, and records on
      * other lanes its next one waited for (flows). */
     uint32_t last_top;
@@ -117,6 +118,7 @@ struct weft__plan {
     weft__trace *trace;
     unsigned learn;   /* launches still to time for the kernel times */
     unsigned timed;   /* this launch */
+    unsigned stats;   /* WEFT_STATS: time every launch */
     unsigned id;      /* names the host track */
     weft__event_pool *tpools;
     weft__event **origin;   /* ndev: this launch's, or NULL */
@@ -765,6 +767,11 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     p->tracks = weft__malloc(nl * sizeof *p->tracks);
     p->trace = rt->trace;
     {
+        const char *v = weft__env("WEFT_STATS");
+
+        p->stats = v && strcmp(v, "0") != 0;
+    }
+    {
         static unsigned ids;
 
         p->id = __atomic_fetch_add(&ids, 1, __ATOMIC_RELAXED);
@@ -872,10 +879,11 @@ void weft__plan_launch_begin(weft__plan *p)
     for (unsigned i = 0; i < p->nlanes; i++) {
         p->lanes[i].seq0 = p->lanes[i].seq;
         p->lanes[i].nodes = 0;
+        p->lanes[i].busy_ns = p->lanes[i].first_ns = p->lanes[i].last_ns = 0;
     }
     memset(p->edge_kind, 0, p->pred_first[p->n]);
     memset(p->xfer, 0, (size_t)p->n * sizeof *p->xfer);
-    p->timed = p->trace != NULL || p->learn > 0;
+    p->timed = p->trace != NULL || p->learn > 0 || p->stats;
     p->ntops = 0;
     p->cur_start = NULL;
     for (unsigned i = 0; i < p->nlanes; i++) {
@@ -1084,6 +1092,19 @@ void weft__plan_launch_end(weft__plan *p)
         t->t0 = p->origin_ns[d] + a;
         t->t1 = p->origin_ns[d] + (b < a ? a : b);
     }
+    /* Busy time per lane: its records do not overlap (in order). */
+    for (size_t k = 0; k < p->ntops; k++) {
+        weft__top *t = &p->tops[k];
+        weft__lane *l = &p->lanes[t->lane];
+
+        if (!ok[k])
+            continue;
+        l->busy_ns += t->t1 - t->t0;
+        if (!l->first_ns || t->t0 < l->first_ns)
+            l->first_ns = t->t0;
+        if (t->t1 > l->last_ns)
+            l->last_ns = t->t1;
+    }
     if (p->learn) {
         p->learn--;
         weft__learn_kernels(p, ok);
@@ -1176,6 +1197,9 @@ unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
         out[k].slot = l->slot;
         out[k].ops = l->seq - l->seq0;
         out[k].nodes = l->nodes;
+        out[k].busy_ns = l->busy_ns;
+        out[k].first_ns = l->first_ns;
+        out[k].last_ns = l->last_ns;
         k++;
     }
     return k;

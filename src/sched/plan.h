@@ -115,6 +115,7 @@ typedef struct weft__plan_lane_count {
     unsigned slot;  /* < WEFT__LANE_SLOTS: compute lanes, then h2d, d2h, peer */
     uint64_t ops;   /* operations enqueued, waits and records included */
     uint64_t nodes; /* steps whose work ended on the lane */
+    uint64_t busy_ns, first_ns, last_ns; /* timed launches, else 0 */
 } weft__plan_lane_count;
 /* The lanes with a queue, up to max of them into out; returns how many. */
 unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,

@@ -947,6 +947,7 @@ static void exec_stats(void **state)
     assert_true(st.events >= 1); /* device 1 waits for device 0 */
     assert_true(st.waits >= 1);
     assert_true(st.nlanes >= 3 && st.nlanes <= 64);
+    assert_int_equal(st.timed, 1);
     for (unsigned i = 0; i < st.nlanes; i++) {
         const weft_lane_stats *l = &st.lanes[i];
         unsigned d = dev_index(l->device);
@@ -957,6 +958,11 @@ static void exec_stats(void **state)
             strcmp(l->role, "compute1") == 0 || strcmp(l->role, "h2d") == 0 ||
             strcmp(l->role, "d2h") == 0 || strcmp(l->role, "peer") == 0);
         assert_true(l->ops >= l->nodes);
+        /* Traced, so timed: busy time within the lane's span, and some on
+         * every lane that ran a node. */
+        assert_true(l->busy_ns <= l->span_ns);
+        if (l->nodes)
+            assert_true(l->busy_ns > 0);
         nodes += l->nodes;
         if (strcmp(l->role, "peer") == 0 && d == 1)
             peer = 1;
