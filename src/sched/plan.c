@@ -1219,11 +1219,45 @@ uint32_t weft__plan_node_lane(const weft__plan *p, uint32_t i)
     return i < p->n ? p->plan_lane[i] : WEFT__NO_LANE;
 }
 
+/*
+ * A failure that the device reports only when waited for (a kernel that
+ * faulted) belongs to work still in flight, which on most drivers cannot
+ * be told apart: err, then the device nodes that were in flight when the
+ * host learnt of it, the culprit among them.
+ */
+static void weft__in_flight(const weft__plan *p, const char *err, char *msg,
+                            size_t size)
+{
+    const weft__lane *h = &p->lanes[p->host];
+    size_t len = (size_t)snprintf(msg, size, "%s", err);
+    unsigned shown = 0, more = 0;
+
+    for (uint32_t j = 0; j < p->n && len < size; j++) {
+        const weft__stamp *st = &p->stamps[j];
+        char label[128];
+
+        if (st->lane == WEFT__NO_LANE || st->lane == p->host ||
+            h->vc[st->lane] >= p->stamp_vc[(size_t)j * p->nlanes + st->lane])
+            continue;
+        if (shown == 4) {
+            more++;
+            continue;
+        }
+        len += (size_t)snprintf(
+            msg + len, size - len, "%s node %u (%s)",
+            shown ? "," : "; in flight then:", j,
+            weft__node_label(&p->nodes[j], label, sizeof label));
+        shown++;
+    }
+    if (more && len < size)
+        snprintf(msg + len, size - len, " and %u more", more);
+}
+
 int weft__plan_drain(weft__plan *p)
 {
     weft__lane *h = weft__host_lane(p);
     int first = 0;
-    char msg[512] = "";
+    char msg[1024] = "";
 
     for (unsigned i = 0; i < p->host; i++) {
         weft__lane *x = &p->lanes[i];
@@ -1234,7 +1268,7 @@ int weft__plan_drain(weft__plan *p)
         rc = weft__lanes_sync(x->q);
         if (rc < 0 && !first) {
             first = rc;
-            weft__strlcpy(msg, weft_last_error(), sizeof msg);
+            weft__in_flight(p, weft_last_error(), msg, sizeof msg);
         }
         weft__vc_merge(p, h->vc, x->vc);
     }

@@ -307,6 +307,51 @@ static void test_native_relaunch(void **state)
     check(weft_buffer_destroy(x));
 }
 
+/*
+ * Work that fails only when the host waits for it (here: the drain's
+ * first queue sync, injected) is reported with the device nodes that
+ * were still in flight, so that the user has the culprit's name.
+ */
+static void test_async_failure_names_nodes(void **state)
+{
+    enum { M = 256 };
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    int rc;
+
+    (void)state;
+    o.device = weft_runtime_device(devs.rt, 0);
+    check(weft_buffer_create(devs.rt, M * sizeof(uint32_t), &x));
+    {
+        static const uint32_t zero = 0;
+
+        check(weft_buffer_fill(x, 0, WEFT_WHOLE, &zero, sizeof zero));
+    }
+    check(weft_graph_create(devs.rt, &g));
+    for (uint32_t k = 1; k <= 3; k++) {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(k), weft_arg_i64(M)};
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3, NULL));
+    }
+    check(weft_graph_instantiate(g, &o, &e));
+    /* The first sync of the launch is the drain's: nothing before it waits
+     * (the buffer is already on the device after the fill). */
+    weft__fault_arm(1, "queue_sync");
+    check(weft_exec_launch(e));
+    rc = weft_exec_wait(e);
+    weft__fault_disarm();
+    assert_int_equal(rc, WEFT_EDRIVER);
+    /* No node's completion was seen: all three are named. */
+    if (!strstr(weft_last_error(), "in flight then: node 0 (kernel advance)") ||
+        !strstr(weft_last_error(), "node 2 (kernel advance)"))
+        fail_msg("the error names no node in flight: %s", weft_last_error());
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+}
+
 static void test_failure_cancels(void **state)
 {
     static uint32_t a_in[64], a_out[64], b_in[64], b_out[64];
@@ -522,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_node_kinds),
         cmocka_unit_test(test_relaunch_keeps_copies),
         cmocka_unit_test(test_native_relaunch),
+        cmocka_unit_test(test_async_failure_names_nodes),
         cmocka_unit_test(test_failure_cancels),
         cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_mapped_launch),
