@@ -9,10 +9,10 @@
  * for a wrapped buffer), always allocated, and on each device of the
  * runtime a replica made of extents: disjoint ranges of the root's bytes,
  * each a block of the device's pool, allocated when a node first needs
- * that range there and freed by eviction or with the buffer. A coherence
- * tracker (coherence.h) says which bytes are valid where: memory 0 is the
- * host copy, memory 1 + d device d. Bytes valid on a device always lie in
- * one of its extents.
+ * that range there (the whole root at once, for a small one) and freed by
+ * eviction or with the buffer. A coherence tracker (coherence.h) says
+ * which bytes are valid where: memory 0 is the host copy, memory 1 + d
+ * device d. Bytes valid on a device always lie in one of its extents.
  *
  * Invariant: every byte is valid in at least one memory (a new buffer's
  * host copy is valid, with undefined contents for weft_buffer_create), and
@@ -40,9 +40,9 @@
 #define WEFT__HOST UINT_MAX
 
 /*
- * One range [lo, hi) of a root held on device `device` in blk. next links
- * the root's extents on that device by lo (root->lock); dprev/dnext link
- * every extent of the device (its devmem lock).
+ * One range [lo, hi) of a root held on device `device` in blk. The root's
+ * replica on that device lists it (root->lock); dprev/dnext link every
+ * extent of the device (its devmem lock).
  */
 struct weft__extent {
     weft_buffer *root;
@@ -51,15 +51,23 @@ struct weft__extent {
     weft__pool_block blk;
     unsigned long pin; /* == root->epoch: in use by the lock holder */
     uint64_t last_use; /* rt->tick when last pinned */
-    weft__extent *next;
     weft__extent *dprev, *dnext;
 };
 
+/*
+ * A root's copy on one device. extents is sorted by lo, the extents
+ * disjoint: a lookup is a binary search, after a look at hint (the index
+ * of the last hit), which the nodes of a graph, touching the root in
+ * order or the same range again, hit most of the time. A small root has
+ * one extent, the whole root (replica.c, WEFT__EXTENT_WHOLE).
+ */
 typedef struct weft__replica {
-    weft__extent *extents; /* by lo, disjoint */
-    weft__mem *reg;        /* the host copy registered with the device */
-    unsigned host_moves;   /* copies between the host copy and the device */
-    unsigned reg_failed;   /* registration failed once: do not retry */
+    weft__extent **extents; /* nextents of cap, by lo, disjoint */
+    size_t nextents, cap;
+    size_t hint;         /* an index into extents, maybe stale */
+    weft__mem *reg;      /* the host copy registered with the device */
+    unsigned host_moves; /* copies between the host copy and the device */
+    unsigned reg_failed; /* registration failed once: do not retry */
 } weft__replica;
 
 struct weft_buffer {
@@ -191,8 +199,11 @@ void weft__buffer_unlock(weft_buffer *root);
  * make_valid: after it, copy `where` holds the current bytes of the range,
  * moved from the cheapest copies that hold them (a peer device before the
  * host) for the bytes it lacked; on a device the range lies in one extent,
- * pinned until the root is unlocked. prepare is the same without moving
- * any bytes, for a range that is about to be overwritten whole.
+ * pinned until the root is unlocked. A tiny range of a small root, at the
+ * root's first use on a device, brings along the rest of the root that is
+ * best copied from the host copy (replica.c, weft__ready). prepare is the
+ * same without moving any bytes, for a range that is about to be
+ * overwritten whole.
  */
 int weft__buffer_make_valid(weft_buffer *root, unsigned where, size_t off,
                             size_t size, weft__lanes *l);

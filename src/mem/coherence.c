@@ -186,6 +186,12 @@ static int weft__coh_update(weft__coherence *c, size_t off, size_t len,
 
     if (len == 0)
         return 0;
+    /* Within one segment that the update leaves as it is (a node writing
+     * again what it wrote at the last launch): nothing to do. */
+    i = weft__coh_find(c, off);
+    if (off + len <= weft__coh_end(c, i) &&
+        ((c->segs[i].valid & ~clear) | set) == c->segs[i].valid)
+        return 0;
     /* both splits' room first, so that nothing changes on failure */
     if ((rc = weft__coherence_reserve(c, 2)) < 0)
         return rc;

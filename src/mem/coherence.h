@@ -29,7 +29,9 @@
  * Cost. The segments are a sorted array: a lookup is a binary search; an
  * update touching k segments makes O(k) comparisons and at most one
  * memmove of the tail of the array (splitting adds at most two segments,
- * merging removes some). A buffer is cut into as many segments as the
+ * merging removes some), and one that changes nothing within a segment
+ * (a node writing again where it wrote at the last launch) only the
+ * search. A buffer is cut into as many segments as the
  * distinct ranges its nodes touch, tens in practice.
  *
  * Failure. A mutation that fails (out of memory, bad range, a refused drop)

@@ -13,6 +13,15 @@
  * so that neighbouring small ranges share one extent instead of many.
  */
 #define WEFT__EXTENT_ALIGN ((size_t)256)
+/* Roots of at most this many bytes are one extent (weft__extent_whole). */
+#define WEFT__EXTENT_WHOLE ((size_t)1 << 20)
+/*
+ * A first read of at most WEFT__WIDEN_RANGE bytes of a root of at most
+ * WEFT__WIDEN_ROOT on a device brings the whole root (weft__ready): about
+ * what a PCIe link moves in the fixed cost of one copy, a few us.
+ */
+#define WEFT__WIDEN_RANGE ((size_t)1 << 10)
+#define WEFT__WIDEN_ROOT  ((size_t)256 << 10)
 /* Pageable copies smaller than this go directly: staging would not pay. */
 #define WEFT__STAGE_MIN ((size_t)64 << 10)
 
@@ -91,19 +100,53 @@ void *weft__buffer_host(weft_buffer *root, size_t off)
 
 /* ---- extents ------------------------------------------------------------ */
 
-/* The extent of device d holding byte off, or NULL. */
-static weft__extent *weft__extent_at(const weft_buffer *root, unsigned d,
-                                     size_t off)
+/*
+ * The index of the last extent of r with lo <= off, or r->nextents if there
+ * is none.
+ */
+static size_t weft__extent_index(const weft__replica *r, size_t off)
 {
-    for (weft__extent *x = root->replicas[d].extents; x && x->lo <= off;
-         x = x->next)
-        if (off < x->hi)
-            return x;
-    return NULL;
+    size_t lo = 0, hi = r->nextents;
+
+    /* extents[i]->lo <= off for every i < lo, > off for every i >= hi */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (r->extents[mid]->lo <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? lo - 1 : r->nextents;
+}
+
+/* The index of r's extent holding byte off, or r->nextents. */
+static size_t weft__extent_find(const weft__replica *r, size_t off)
+{
+    size_t h = r->hint, i;
+
+    /* The last hit, or the one after it (nodes walking a root in order). */
+    for (i = h; i < r->nextents && i <= h + 1; i++)
+        if (r->extents[i]->lo <= off && off < r->extents[i]->hi)
+            return i;
+    i = weft__extent_index(r, off);
+    return i < r->nextents && off < r->extents[i]->hi ? i : r->nextents;
+}
+
+/* The extent of device d holding byte off, or NULL. */
+static weft__extent *weft__extent_at(weft_buffer *root, unsigned d, size_t off)
+{
+    weft__replica *r = &root->replicas[d];
+    size_t i = weft__extent_find(r, off);
+
+    if (i == r->nextents)
+        return NULL;
+    r->hint = i;
+    return r->extents[i];
 }
 
 /* The extent of device d holding the whole range, or NULL. */
-static weft__extent *weft__extent_covering(const weft_buffer *root, unsigned d,
+static weft__extent *weft__extent_covering(weft_buffer *root, unsigned d,
                                            size_t off, size_t size)
 {
     weft__extent *x = weft__extent_at(root, d, off);
@@ -150,17 +193,25 @@ static void weft__dev_unlink(weft_runtime *rt, weft__extent *x)
     pthread_mutex_unlock(&dm->lock);
 }
 
-/* Unlink x from its root's list and the device's, and free its block. */
+/* Take x off the device's list and free its block and x. */
+static void weft__extent_release(weft_runtime *rt, weft__extent *x)
+{
+    weft__dev_unlink(rt, x);
+    weft__pool_free(rt->devmem[x->device].pool, &x->blk);
+    weft__free(x);
+}
+
+/* Take x off its root's replica, then release it. */
 static void weft__extent_free(weft_buffer *root, weft__extent *x)
 {
-    weft__extent **pp = &root->replicas[x->device].extents;
+    weft__replica *r = &root->replicas[x->device];
+    size_t i = weft__extent_index(r, x->lo);
 
-    while (*pp != x)
-        pp = &(*pp)->next;
-    *pp = x->next;
-    weft__dev_unlink(root->rt, x);
-    weft__pool_free(root->rt->devmem[x->device].pool, &x->blk);
-    weft__free(x);
+    weft__assert(i < r->nextents && r->extents[i] == x);
+    memmove(&r->extents[i], &r->extents[i + 1],
+            (r->nextents - i - 1) * sizeof *r->extents);
+    r->nextents--;
+    weft__extent_release(root->rt, x);
 }
 
 void weft__buffer_free_replicas(weft_buffer *root)
@@ -170,8 +221,12 @@ void weft__buffer_free_replicas(weft_buffer *root)
     for (unsigned d = 0; d < rt->ndevices; d++) {
         weft__replica *r = &root->replicas[d];
 
-        while (r->extents)
-            weft__extent_free(root, r->extents);
+        while (r->nextents)
+            weft__extent_release(rt, r->extents[--r->nextents]);
+        weft__free(r->extents);
+        r->extents = NULL;
+        r->cap = 0;
+        r->hint = 0;
         if (r->reg && weft__drv_mem_free(r->reg) < 0)
             weft__warn("mem", "unregistering %zu bytes from %s: %s", root->size,
                        rt->devices[d]->name, weft_last_error());
@@ -229,11 +284,12 @@ static void weft__count(weft_runtime *rt, uint64_t *link, uint64_t *copies,
 
 /*
  * len bytes from host memory src to (dst, doff) on device d, and wait.
- * from_copy: src is the root's host copy (which may be registered).
+ * from_copy: src is the root's host copy (which may be registered). used,
+ * unless NULL: the queue of the copy.
  */
 static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
                      size_t roff, const void *src, size_t len, int from_copy,
-                     enum weft__cause cause, weft__lanes *l)
+                     enum weft__cause cause, weft__lanes *l, weft__queue **used)
 {
     weft_runtime *rt = root->rt;
     weft__stager *s = NULL;
@@ -275,6 +331,8 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
     if (rc == 0)
         weft__count(rt, &rt->stats.h2d_bytes, &rt->stats.h2d_copies, cause,
                     len);
+    if (rc == 0 && used)
+        *used = q;
     return rc;
 }
 
@@ -369,10 +427,11 @@ static int weft__device_to_host(weft_buffer *root, unsigned d, size_t off,
  * Carry out one transfer of the tracker into the range's extent on the
  * destination (which the caller made). Does not update the tracker, except
  * that a move between devices that cannot reach each other leaves the
- * bytes valid in the host copy it went through.
+ * bytes valid in the host copy it went through. h2d, unless NULL: the
+ * queue of a copy from the host copy (src the host).
  */
 static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
-                      enum weft__cause cause, weft__lanes *l)
+                      enum weft__cause cause, weft__lanes *l, weft__queue **h2d)
 {
     weft_runtime *rt = root->rt;
     unsigned sd = t->src - 1, dd = t->dst - 1;
@@ -393,7 +452,8 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
     }
     if (t->src == WEFT__COH_HOST || !rt->peer[sd * rt->ndevices + dd])
         return weft__h2d(root, dd, y->blk.mem, y->blk.offset + (t->off - y->lo),
-                         t->off, root->host + t->off, t->len, 1, cause, l);
+                         t->off, root->host + t->off, t->len, 1, cause, l,
+                         t->src == WEFT__COH_HOST ? h2d : NULL);
     for (size_t off = t->off, end = t->off + t->len; off < end;) {
         weft__extent *x = weft__extent_at(root, sd, off);
         weft__queue *q = NULL;
@@ -594,20 +654,39 @@ static int weft__alloc(weft_runtime *rt, unsigned d, size_t size,
 }
 
 /*
+ * 1 if root gets one extent on device d, the whole root, rather than the
+ * aligned ranges its nodes touch: it is small, for the device and in
+ * itself (an eighth of the memory at most, so that eviction still has
+ * room to work with). Then every lookup hits the one extent, and the first
+ * node that needs the root there brings all of it over at once.
+ */
+static int weft__extent_whole(const weft_buffer *root, unsigned d)
+{
+    const weft_runtime *rt = root->rt;
+    uint64_t mem = rt->devices[d]->props.global_mem;
+
+    if (rt->device_mem_limit && (!mem || rt->device_mem_limit < mem))
+        mem = rt->device_mem_limit;
+    return root->size <= WEFT__EXTENT_WHOLE && root->size <= mem / 8;
+}
+
+/*
  * The extent of device d that holds [off, off + size), made if need be:
  * a new extent takes over the ones it overlaps (their bytes copied into
- * it). Pinned for the lock holder.
+ * it). Pinned for the lock holder. *made: 1 if it is new.
  */
 static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
-                               size_t size, weft__lanes *l, weft__extent **out)
+                               size_t size, weft__lanes *l, weft__extent **out,
+                               int *made)
 {
     weft_runtime *rt = root->rt;
     weft__replica *r = &root->replicas[d];
-    weft__extent *x, *n, **pp;
+    weft__extent *x, *n;
     weft__queue *q = NULL;
-    size_t lo, hi;
-    int rc, grew;
+    size_t lo, hi, i0, i1, i;
+    int rc = 0;
 
+    *made = 0;
     if (size == 0) {
         off = off < root->size ? off : root->size - 1;
         size = 1;
@@ -618,25 +697,41 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
         *out = x;
         return 0;
     }
-    lo = off - off % WEFT__EXTENT_ALIGN;
-    hi = off + size;
-    hi = hi > root->size - root->size % WEFT__EXTENT_ALIGN
-             ? root->size
-             : (hi + WEFT__EXTENT_ALIGN - 1) / WEFT__EXTENT_ALIGN *
-                   WEFT__EXTENT_ALIGN;
-    /* Widen over the extents it touches; pin them, so eviction keeps
-     * their bytes for the copy below. */
-    do {
-        grew = 0;
-        for (x = r->extents; x; x = x->next)
-            if (x->lo < hi && x->hi > lo) {
-                x->pin = root->epoch;
-                if (x->lo < lo || x->hi > hi)
-                    grew = 1;
-                lo = WEFT__MIN(lo, x->lo);
-                hi = WEFT__MAX(hi, x->hi);
-            }
-    } while (grew);
+    /* Room for the new extent's entry first: nothing fails after the
+     * copies below. */
+    if (r->nextents == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 4;
+        weft__extent **xs = weft__realloc(r->extents, cap * sizeof *xs);
+
+        if (!xs)
+            return weft__error(WEFT_ENOMEM, "an extent: out of memory");
+        r->extents = xs;
+        r->cap = cap;
+    }
+    if (weft__extent_whole(root, d)) {
+        lo = 0;
+        hi = root->size;
+    } else {
+        lo = off - off % WEFT__EXTENT_ALIGN;
+        hi = off + size;
+        hi = hi > root->size - root->size % WEFT__EXTENT_ALIGN
+                 ? root->size
+                 : (hi + WEFT__EXTENT_ALIGN - 1) / WEFT__EXTENT_ALIGN *
+                       WEFT__EXTENT_ALIGN;
+    }
+    /*
+     * Widen over the extents it touches, [i0, i1) (disjoint and sorted, so
+     * the first and the last of them say how far); pin them, so that
+     * eviction keeps their bytes for the copy below.
+     */
+    i0 = weft__extent_index(r, lo);
+    i0 = i0 == r->nextents ? 0 : i0 + (r->extents[i0]->hi <= lo);
+    for (i1 = i0; i1 < r->nextents && r->extents[i1]->lo < hi; i1++)
+        r->extents[i1]->pin = root->epoch;
+    if (i1 > i0) {
+        lo = WEFT__MIN(lo, r->extents[i0]->lo);
+        hi = WEFT__MAX(hi, r->extents[i1 - 1]->hi);
+    }
     n = weft__calloc(1, sizeof *n);
     if (!n)
         return weft__error(WEFT_ENOMEM, "an extent: out of memory");
@@ -644,13 +739,17 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
         weft__free(n);
         return rc;
     }
+    /* Eviction for the block above may have freed unpinned extents. */
+    i0 = weft__extent_index(r, lo);
+    i0 = i0 == r->nextents ? 0 : i0 + (r->extents[i0]->hi <= lo);
+    for (i1 = i0; i1 < r->nextents && r->extents[i1]->lo < hi; i1++)
+        ;
     n->root = root;
     n->device = d;
     n->lo = lo;
     n->hi = hi;
-    for (x = r->extents; x && x->lo < hi; x = x->next) {
-        if (x->hi <= lo)
-            continue;
+    for (i = i0; i < i1; i++) {
+        x = r->extents[i];
         /* Work in flight may still use the extents that go: let it end. */
         if (!q)
             rc = weft__lanes_drain(l);
@@ -669,23 +768,19 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
         weft__free(n);
         return rc;
     }
-    for (pp = &r->extents; *pp && (*pp)->lo < hi;) {
-        x = *pp;
-        if (x->hi <= lo) {
-            pp = &x->next;
-            continue;
-        }
-        *pp = x->next;
-        weft__dev_unlink(rt, x);
-        weft__pool_free(rt->devmem[d].pool, &x->blk);
-        weft__free(x);
-    }
-    n->next = *pp;
-    *pp = n;
+    for (i = i0; i < i1; i++)
+        weft__extent_release(rt, r->extents[i]);
+    /* n takes the place of [i0, i1): one entry, reserved above. */
+    memmove(&r->extents[i0 + 1], &r->extents[i1],
+            (r->nextents - i1) * sizeof *r->extents);
+    r->extents[i0] = n;
+    r->nextents = r->nextents - (i1 - i0) + 1;
+    r->hint = i0;
     weft__dev_link(rt, n);
     n->pin = root->epoch;
     n->last_use = __atomic_load_n(&rt->tick, __ATOMIC_RELAXED);
     *out = n;
+    *made = 1;
     return 0;
 }
 
@@ -700,24 +795,64 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
     enum weft__cause cause =
         where == WEFT__HOST ? WEFT__CAUSE_HOST : WEFT__CAUSE_READ;
     weft__extent *x;
-    size_t moved = 0;
-    int rc;
+    weft__queue *wide = NULL;
+    size_t moved = 0, end = off + size;
+    int rc, made = 0, whole;
 
     if (where != WEFT__HOST &&
-        (rc = weft__extent_ensure(root, where, off, size, l, &x)) < 0)
+        (rc = weft__extent_ensure(root, where, off, size, l, &x, &made)) < 0)
         return rc;
+    /*
+     * A tiny range of a small root, which a new extent of the whole root
+     * is made for (the root's first use on the device): every byte of the
+     * root that the device lacks and whose cheapest source is the host
+     * copy comes over with it, in one copy. A copy this small costs its
+     * fixed price, not its bytes, and a root touched in tiny ranges would
+     * pay it once per range; the whole of a root this small costs about
+     * one such price more, once (see WEFT__WIDEN_*). Larger ranges move
+     * only what they lack, so that they overlap the kernels before them.
+     * Only from the host copy: its bytes are current once the copies still
+     * on their way into it land (h2d orders after those), whereas a
+     * device's may still be written by work this node is not ordered
+     * after. And waited for (wide): no node is ordered after this read of
+     * the bytes beyond the range, so a later writer of them (in the host
+     * copy, or on the device, say by a peer copy) would not wait for it.
+     * The wait is once per root and device, and the lane it waits for has
+     * little on it at a root's first use, as a rule.
+     */
+    whole = made && need && size && size <= WEFT__WIDEN_RANGE &&
+            root->size <= WEFT__WIDEN_ROOT && x->lo == 0 && x->hi == root->size;
     if (need && size) {
-        rc = weft__coherence_read(&root->coh, m, off, size, weft__cost, rt,
+        rc = weft__coherence_read(&root->coh, m, whole ? 0 : off,
+                                  whole ? root->size : size, weft__cost, rt,
                                   &l->tr);
         for (size_t i = 0; rc == 0 && i < l->tr.count; i++) {
-            const weft__coherence_transfer *t = &l->tr.items[i];
+            weft__coherence_transfer t = l->tr.items[i];
 
-            rc = weft__move(root, t, cause, l);
+            if (t.src != WEFT__COH_HOST) {
+                size_t lo = WEFT__MAX(t.off, off);
+                size_t hi = WEFT__MIN(t.off + t.len, end);
+
+                if (lo >= hi)
+                    continue;
+                t.off = lo;
+                t.len = hi - lo;
+            }
+            rc = weft__move(root, &t, cause, l,
+                            t.off < off || t.off + t.len > end ? &wide : NULL);
             if (rc == 0)
                 rc = weft__coherence_reserve(&root->coh, 4);
             if (rc == 0)
-                rc = weft__coherence_mark_valid(&root->coh, m, t->off, t->len);
-            moved += t->len;
+                rc = weft__coherence_mark_valid(&root->coh, m, t.off, t.len);
+            if (t.off < end && off < t.off + t.len)
+                moved += WEFT__MIN(end, t.off + t.len) - WEFT__MAX(off, t.off);
+        }
+        /* Synchronous lanes waited already. */
+        if (wide && l->hooks) {
+            int wrc = weft__lanes_sync(wide);
+
+            if (rc == 0)
+                rc = wrc;
         }
         if (rc < 0)
             return rc;
@@ -782,9 +917,16 @@ unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
 {
     uint64_t h = weft__coherence_holders(&root->coh, off, size);
 
-    for (unsigned d = 0; d < root->rt->ndevices; d++)
-        if ((h >> (d + 1) & 1) && weft__extent_covering(root, d, off, size))
+    for (unsigned d = 0; d < root->rt->ndevices; d++) {
+        const weft__replica *r = &root->replicas[d];
+        size_t i;
+
+        if (!(h >> (d + 1) & 1))
+            continue;
+        i = weft__extent_find(r, off);
+        if (i < r->nextents && off + size <= r->extents[i]->hi)
             return d;
+    }
     return WEFT__HOST;
 }
 
@@ -846,7 +988,7 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
 
         if (src) {
             rc = weft__h2d(root, targets[f], x->blk.mem, xo, off, src, size, 0,
-                           WEFT__CAUSE_READ, l);
+                           WEFT__CAUSE_READ, l, NULL);
         } else {
             rc = weft__lanes_get(l, targets[f], WEFT__QUEUE_H2D, &q);
             if (rc == 0)

@@ -7,7 +7,8 @@
  * same protocol as with discrete GPUs.
  *
  * Locks. There are three kinds and no code path holds two at once:
- * - host_queue.lock: the queue's FIFO of operations and its counters.
+ * - host_queue.lock: a queue worker's sleep, syncs and stop (the FIFO
+ *   itself is lock-free: see weft__host_queue).
  * - host_pool.lock: the pool's list of open launches and their counts.
  * - the signal lock (host_queue.c): every signal's state and every event's
  *   current signal pointer.
@@ -106,9 +107,14 @@ typedef enum weft__host_op_kind {
     WEFT__HOST_OP_HOST_FN,
 } weft__host_op_kind;
 
-/* One queued operation; a launch carries its arguments after it. */
+/*
+ * One queued operation; a launch carries its arguments after it. Ops are
+ * recycled by their queue (weft__host_op_alloc): cap says how many bytes
+ * this one has room for.
+ */
 typedef struct weft__host_op {
     struct weft__host_op *next;
+    size_t cap;
     weft__host_op_kind kind;
     union {
         struct {
@@ -131,17 +137,73 @@ typedef struct weft__host_op {
     } u;
 } weft__host_op;
 
+/*
+ * A queue: a FIFO of operations that one worker thread runs in order.
+ *
+ * FIFO. An intrusive lock-free list with many producers and one consumer
+ * (D. Vyukov's): producers swap themselves into tail (atomic exchange),
+ * then link the previous tail's next to themselves (release). The worker
+ * alone moves head, which is the last op it took (stub at first): it
+ * takes head's next once linked, and that op becomes the head, while it
+ * runs and after, until the op after it is taken. So the worker never
+ * writes tail, and an op is recycled only once no producer can still link
+ * after it. Between a producer's exchange and its link the list looks cut
+ * there: the worker waits for the link. Every next of an op in the list is
+ * accessed atomically.
+ *
+ * Counts. submitted: ops pushed (bumped before a producer's exchange,
+ * seq_cst, so that every op ahead of a given one in the FIFO is counted
+ * once that one is); taken: ops the worker took off (<= submitted);
+ * completed: ops run (seq_cst, after running, so that a sync that sees it
+ * sees their effects). A sync waits for completed to reach submitted as
+ * it found it.
+ *
+ * Sleeping. A worker that finds nothing spins a while, then, under lock,
+ * sets sleeping (seq_cst) and sleeps on work while submitted == taken;
+ * push bumps submitted, then reads sleeping (both seq_cst) and, if set,
+ * signals work under lock: one of the two sees the other, so no wake-up
+ * is lost, and a queue kept busy costs no lock and no system call per op.
+ * (A worker that sees submitted > taken but no link yet spins for it.)
+ * Syncs are the same with syncers, completed and idle.
+ *
+ * Recycling. The worker keeps the ops it is done with on spare, its own
+ * (up to WEFT__HOST_SPARE; it frees the rest), and hands the whole list
+ * over in ready when ready is empty (a batch at a time while busy,
+ * whatever it has when idle). weft__host_op_alloc takes ops from cache,
+ * refilled with all of ready at once (one atomic exchange per batch);
+ * cache belongs to the allocating thread that holds cache_busy (atomic
+ * exchange), and a thread that finds it held allocates. So the enqueueing
+ * thread neither locks nor calls malloc in the usual case, and the lines
+ * the two sides write are apart.
+ */
 typedef struct weft__host_queue {
     weft__queue base;
-    pthread_mutex_t lock;
-    pthread_cond_t work; /* the worker waits for an operation or stop */
-    pthread_cond_t idle; /* syncs wait for completed == submitted */
-    weft__host_op *head;
-    weft__host_op **tail;
-    uint64_t submitted;
-    uint64_t completed;
-    unsigned stopping;
+    /* Written seldom: at start and stop, by sleeps and syncs. */
     pthread_t worker;
+    pthread_mutex_t lock; /* for sleeping, syncing and stopping */
+    pthread_cond_t work;  /* the worker waits for an operation or stop */
+    pthread_cond_t idle;  /* syncs wait for completed to reach theirs */
+    unsigned stopping;    /* lock; read atomically by a spinning worker */
+    unsigned sleeping;    /* atomic, written under lock */
+    unsigned syncers;     /* syncs waiting; atomic, written under lock */
+    char pad0[64];
+    /* Written by enqueueing threads. */
+    weft__host_op *tail;  /* the last op linked or being linked; atomic */
+    uint64_t submitted;   /* atomic */
+    unsigned cache_busy;  /* atomic */
+    weft__host_op *cache; /* ops to allocate; cache_busy */
+    char pad1[64];
+    /* Written by both, once a batch each. */
+    weft__host_op *ready; /* spare ops handed over, or NULL; atomic */
+    char pad2[64];
+    /* Written by the worker. */
+    weft__host_op *head;  /* the last op taken, or stub; worker */
+    uint64_t taken;       /* worker */
+    uint64_t completed;   /* atomic */
+    weft__host_op *spare; /* ops done with, for reuse; worker */
+    unsigned nspare;      /* worker */
+    char pad3[64];
+    weft__host_op stub;
 } weft__host_queue;
 
 /* host.c */
@@ -160,7 +222,14 @@ int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
                             weft__queue **q);
 int weft__host_queue_sync(weft__queue *q);
 void weft__host_queue_release(weft__queue *q);
-/* Append op to q's FIFO; it is freed by the worker once it has run. */
+/*
+ * An op of at least bytes bytes (>= sizeof(weft__host_op), < SIZE_MAX) for
+ * q, its header zeroed and kind set; NULL if out of memory (no error set).
+ */
+weft__host_op *weft__host_op_alloc(weft__queue *q, size_t bytes,
+                                   weft__host_op_kind kind);
+/* Append op (from weft__host_op_alloc for q) to q's FIFO; the queue
+ * recycles it once it has run. Lock-free; any thread. */
 void weft__host_queue_push(weft__queue *q, weft__host_op *op);
 int weft__host_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         const void *src, size_t size);

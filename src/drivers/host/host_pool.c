@@ -14,8 +14,9 @@
 #define VALUE_ALIGN    16
 #define ALIGN_UP(n, a) (((n) + ((a)-1)) & ~(size_t)((a)-1))
 
-/* Run claimed chunks of job until none is left, with slot's arguments. */
-static void job_work(weft__host_job *job, unsigned slot)
+/* Run groups [first, end) of job with slot's arguments. */
+static void job_groups(const weft__host_job *job, unsigned slot, uint64_t first,
+                       uint64_t end)
 {
     void *const *args = job->slot_args + (size_t)slot * job->nargs;
     weft_host_group g;
@@ -23,18 +24,23 @@ static void job_work(weft__host_job *job, unsigned slot)
 
     memcpy(g.group_size, job->group_size, sizeof g.group_size);
     memcpy(g.groups, job->groups, sizeof g.groups);
+    for (uint64_t id = first; id < end; id++) {
+        g.group[0] = (uint32_t)(id % job->groups[0]);
+        g.group[1] = (uint32_t)(id / job->groups[0] % job->groups[1]);
+        g.group[2] = (uint32_t)(id / plane);
+        job->fn(&g, args);
+    }
+}
+
+/* Run claimed chunks of job until none is left, with slot's arguments. */
+static void job_work(weft__host_job *job, unsigned slot)
+{
     for (;;) {
         uint64_t first =
             __atomic_fetch_add(&job->claimed, job->chunk, __ATOMIC_RELAXED);
         if (first >= job->total)
             return;
-        uint64_t end = WEFT__MIN(first + job->chunk, job->total);
-        for (uint64_t id = first; id < end; id++) {
-            g.group[0] = (uint32_t)(id % job->groups[0]);
-            g.group[1] = (uint32_t)(id / job->groups[0] % job->groups[1]);
-            g.group[2] = (uint32_t)(id / plane);
-            job->fn(&g, args);
-        }
+        job_groups(job, slot, first, WEFT__MIN(first + job->chunk, job->total));
     }
 }
 
@@ -84,8 +90,10 @@ void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job)
 {
     weft__host_job **p;
 
+    /* Alone: no claims, and no write to the job (whose memory the
+     * enqueueing thread reuses next). */
     if (pool->nhelpers == 0 || job->total <= job->chunk) {
-        job_work(job, 0);
+        job_groups(job, 0, 0, job->total);
         return;
     }
     pthread_mutex_lock(&pool->lock);
@@ -260,11 +268,10 @@ int weft__host_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
     bytes = size_mad(1, bytes, values);
     if (local)
         bytes = size_mad(nslots, local, size_mad(1, bytes, WEFT__HOST_ALIGN));
-    if (bytes == SIZE_MAX || !(op = weft__malloc(bytes)))
+    if (bytes == SIZE_MAX ||
+        !(op = weft__host_op_alloc(q, bytes, WEFT__HOST_OP_LAUNCH)))
         return weft__error(WEFT_ENOMEM, "host: no memory to launch %s",
                            k->name);
-    memset(op, 0, sizeof *op);
-    op->kind = WEFT__HOST_OP_LAUNCH;
 
     weft__host_job *job = &op->u.job;
     void **slot_args = (void **)((char *)op + head);

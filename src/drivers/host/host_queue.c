@@ -7,6 +7,7 @@
 #include "host_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 /*
@@ -16,6 +17,29 @@
  */
 static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t signal_raised = PTHREAD_COND_INITIALIZER;
+
+/* Ops a worker keeps for reuse; more are freed as they complete. */
+#define WEFT__HOST_SPARE 256
+/* Spare ops handed to the enqueueing side at once, in a busy queue. */
+#define WEFT__HOST_BATCH 8
+/*
+ * Op sizes: at least WEFT__HOST_OP_MIN, rounded up to a power of two, so
+ * that a queue's ops fit each other's uses (where one does not, it is
+ * freed and a larger one made: a queue's ops grow to the size it needs).
+ * Ops larger than WEFT__HOST_OP_KEEP (launches with much group-local
+ * scratch, say) are not kept.
+ */
+#define WEFT__HOST_OP_MIN  ((size_t)256)
+#define WEFT__HOST_OP_KEEP ((size_t)4096)
+/*
+ * How long a worker that ran out of operations watches for the next one
+ * before it sleeps: long enough to ride out an enqueueing thread's pauses
+ * between operations (a lock, a node that waits for the host), short
+ * enough not to matter to an idle process; it yields the core meanwhile.
+ */
+#define WEFT__HOST_SPIN_NS 100000
+/* Pauses before the watch starts yielding (worker_next). */
+#define WEFT__HOST_PAUSES 64
 
 static weft__host_queue *host_queue(weft__queue *q)
 {
@@ -104,6 +128,126 @@ static void op_run(weft__host_queue *hq, weft__host_op *op)
     }
 }
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#else
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* ---- the FIFO (see weft__host_queue) ----------------------------------- */
+
+/* Hand spare to ready, if ready is empty. Worker only. */
+static void worker_hand_over(weft__host_queue *hq)
+{
+    weft__host_op *expect = NULL;
+
+    if (hq->spare && !__atomic_load_n(&hq->ready, __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&hq->ready, &expect, hq->spare, 0,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        hq->spare = NULL;
+        hq->nspare = 0;
+    }
+}
+
+/*
+ * Keep op (run, and no longer the FIFO's head) for reuse, or free it.
+ * Worker only.
+ */
+static void worker_recycle(weft__host_queue *hq, weft__host_op *op)
+{
+    if (hq->nspare >= WEFT__HOST_SPARE || op->cap > WEFT__HOST_OP_KEEP) {
+        weft__free(op);
+        return;
+    }
+    op->next = hq->spare;
+    hq->spare = op;
+    if (++hq->nspare >= WEFT__HOST_BATCH)
+        worker_hand_over(hq);
+}
+
+/*
+ * The op after the head, which becomes the head, or NULL if none is linked
+ * yet (none came, or its producer is between exchange and link). The old
+ * head is done with: the FIFO no longer holds it. Worker only.
+ */
+static weft__host_op *fifo_take(weft__host_queue *hq)
+{
+    weft__host_op *h = hq->head;
+    weft__host_op *next = __atomic_load_n(&h->next, __ATOMIC_ACQUIRE);
+
+    if (!next)
+        return NULL;
+    hq->head = next;
+    if (h != &hq->stub)
+        worker_recycle(hq, h);
+    return next;
+}
+
+/*
+ * Sleep until an op may have come or the queue stops. 1 if the worker
+ * is to leave: stopping, and every op linked has been taken.
+ */
+static int worker_sleep(weft__host_queue *hq)
+{
+    int stop;
+
+    pthread_mutex_lock(&hq->lock);
+    __atomic_store_n(&hq->sleeping, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&hq->submitted, __ATOMIC_SEQ_CST) == hq->taken &&
+           !hq->stopping)
+        pthread_cond_wait(&hq->work, &hq->lock);
+    __atomic_store_n(&hq->sleeping, 0, __ATOMIC_RELAXED);
+    stop = hq->stopping &&
+           __atomic_load_n(&hq->submitted, __ATOMIC_SEQ_CST) == hq->taken;
+    pthread_mutex_unlock(&hq->lock);
+    return stop;
+}
+
+/*
+ * The next op to run: taken at once, else after watching the FIFO for up
+ * to WEFT__HOST_SPIN_NS, else after sleeping. NULL: leave. The watch
+ * pauses a little, then yields the core between looks: where threads
+ * outnumber cores (the enqueuer, and a worker per busy queue), a watching
+ * worker must not take the core of the thread it waits for.
+ */
+static weft__host_op *worker_next(weft__host_queue *hq)
+{
+    uint64_t until = 0;
+
+    for (unsigned i = 1;; i++) {
+        weft__host_op *op = fifo_take(hq);
+
+        if (op) {
+            hq->taken++;
+            return op;
+        }
+        if (i < WEFT__HOST_PAUSES) {
+            cpu_relax();
+            continue;
+        }
+        /* Idle: the enqueuer may want what is spare now. */
+        if (i == WEFT__HOST_PAUSES)
+            worker_hand_over(hq);
+        uint64_t now = weft__now_ns();
+        if (!until) {
+            until = now + WEFT__HOST_SPIN_NS;
+        } else if (now >= until ||
+                   __atomic_load_n(&hq->stopping, __ATOMIC_RELAXED)) {
+            if (worker_sleep(hq))
+                return NULL;
+            until = 0;
+            i = 0;
+            continue;
+        }
+        sched_yield();
+    }
+}
+
 /*
  * The worker leaves only when asked to stop and its FIFO is empty, so that
  * queue_release first drains the queue.
@@ -111,41 +255,89 @@ static void op_run(weft__host_queue *hq, weft__host_op *op)
 static void *worker_main(void *arg)
 {
     weft__host_queue *hq = arg;
+    weft__host_op *op;
 
-    pthread_mutex_lock(&hq->lock);
-    for (;;) {
-        while (!hq->head && !hq->stopping)
-            pthread_cond_wait(&hq->work, &hq->lock);
-        weft__host_op *op = hq->head;
-        if (!op)
-            break;
-        hq->head = op->next;
-        if (!hq->head)
-            hq->tail = &hq->head;
-        pthread_mutex_unlock(&hq->lock);
-
+    while ((op = worker_next(hq))) {
         op_run(hq, op);
-        weft__free(op);
-
-        pthread_mutex_lock(&hq->lock);
-        if (++hq->completed == hq->submitted)
+        __atomic_add_fetch(&hq->completed, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&hq->syncers, __ATOMIC_SEQ_CST)) {
+            pthread_mutex_lock(&hq->lock);
             pthread_cond_broadcast(&hq->idle);
+            pthread_mutex_unlock(&hq->lock);
+        }
     }
-    pthread_mutex_unlock(&hq->lock);
     return NULL;
+}
+
+/* Free a list of ops linked by next. */
+static void ops_free(weft__host_op *op)
+{
+    while (op) {
+        weft__host_op *next = op->next;
+
+        weft__free(op);
+        op = next;
+    }
+}
+
+weft__host_op *weft__host_op_alloc(weft__queue *q, size_t bytes,
+                                   weft__host_op_kind kind)
+{
+    weft__host_queue *hq = host_queue(q);
+    weft__host_op *op = NULL;
+    size_t cap;
+
+    /* The cache is one thread's at a time; another allocates. */
+    if (!__atomic_exchange_n(&hq->cache_busy, 1, __ATOMIC_ACQUIRE)) {
+        if (!hq->cache)
+            hq->cache = __atomic_exchange_n(&hq->ready, NULL, __ATOMIC_ACQUIRE);
+        if ((op = hq->cache))
+            hq->cache = op->next;
+        __atomic_store_n(&hq->cache_busy, 0, __ATOMIC_RELEASE);
+    }
+    if (op && op->cap < bytes) {
+        weft__free(op);
+        op = NULL;
+    }
+    if (op) {
+        cap = op->cap;
+    } else {
+        if (bytes > WEFT__HOST_OP_KEEP)
+            cap = bytes;
+        else
+            for (cap = WEFT__HOST_OP_MIN; cap < bytes;)
+                cap *= 2;
+        if (!(op = weft__malloc(cap)))
+            return NULL;
+    }
+    memset(op, 0, sizeof *op);
+    op->cap = cap;
+    op->kind = kind;
+    return op;
 }
 
 void weft__host_queue_push(weft__queue *q, weft__host_op *op)
 {
     weft__host_queue *hq = host_queue(q);
+    weft__host_op *prev;
 
-    op->next = NULL;
-    pthread_mutex_lock(&hq->lock);
-    *hq->tail = op;
-    hq->tail = &op->next;
-    hq->submitted++;
-    pthread_cond_signal(&hq->work);
-    pthread_mutex_unlock(&hq->lock);
+    /*
+     * Counted first: before the exchange, so that whatever precedes op in
+     * the FIFO was counted before it (a sync's target covers it), and
+     * before the link, so that the link (a store to a line the worker is
+     * likely reading) need not complete before the check of sleeping
+     * below, which only has to follow the count. A worker that sees the
+     * count before the link waits for the link.
+     */
+    __atomic_add_fetch(&hq->submitted, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&op->next, NULL, __ATOMIC_RELAXED);
+    prev = __atomic_exchange_n(&hq->tail, op, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&prev->next, op, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&hq->sleeping, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&hq->lock);
+        pthread_cond_signal(&hq->work);
+        pthread_mutex_unlock(&hq->lock);
+    }
 }
 
 int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
@@ -170,7 +362,7 @@ int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
         hq->base.drv = &weft__driver_host;
         hq->base.ctx = ctx;
         hq->base.desc = *desc;
-        hq->tail = &hq->head;
+        hq->head = hq->tail = &hq->stub;
         if (weft__fault("host.pthread_create"))
             rc = EAGAIN;
         else
@@ -192,13 +384,24 @@ int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
                                           : "setting up a queue's lock");
 }
 
+/*
+ * Waits for the work enqueued before the call (by any thread): the ops
+ * counted in submitted now include every op ahead of this thread's last
+ * in the FIFO (push counts before it joins the FIFO), so once completed
+ * reaches that count, that op has run.
+ */
 int weft__host_queue_sync(weft__queue *q)
 {
     weft__host_queue *hq = host_queue(q);
+    uint64_t target = __atomic_load_n(&hq->submitted, __ATOMIC_ACQUIRE);
 
+    if (__atomic_load_n(&hq->completed, __ATOMIC_ACQUIRE) >= target)
+        return 0;
     pthread_mutex_lock(&hq->lock);
-    while (hq->completed != hq->submitted)
+    __atomic_add_fetch(&hq->syncers, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&hq->completed, __ATOMIC_SEQ_CST) < target)
         pthread_cond_wait(&hq->idle, &hq->lock);
+    __atomic_sub_fetch(&hq->syncers, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&hq->lock);
     return 0;
 }
@@ -208,11 +411,19 @@ void weft__host_queue_release(weft__queue *q)
     weft__host_queue *hq = host_queue(q);
 
     pthread_mutex_lock(&hq->lock);
-    hq->stopping = 1;
+    __atomic_store_n(&hq->stopping, 1, __ATOMIC_RELAXED);
     pthread_cond_signal(&hq->work);
     pthread_mutex_unlock(&hq->lock);
     pthread_join(hq->worker, NULL);
-    weft__assert(hq->head == NULL && hq->completed == hq->submitted);
+    weft__assert(hq->completed == hq->submitted);
+    if (hq->head != &hq->stub)
+        weft__free(hq->head);
+    ops_free(hq->spare);
+    ops_free(hq->ready);
+    ops_free(hq->cache);
+    hq->head = hq->tail = &hq->stub;
+    hq->spare = hq->ready = hq->cache = NULL;
+    hq->nspare = 0;
     pthread_cond_destroy(&hq->idle);
     pthread_cond_destroy(&hq->work);
     pthread_mutex_destroy(&hq->lock);
@@ -220,23 +431,20 @@ void weft__host_queue_release(weft__queue *q)
 
 /* ---- copies, fill, host functions -------------------------------------- */
 
-static weft__host_op *op_new(weft__host_op_kind kind, const char *what)
+static weft__host_op *op_new(weft__queue *q, weft__host_op_kind kind,
+                             const char *what)
 {
-    weft__host_op *op = weft__malloc(sizeof *op);
+    weft__host_op *op = weft__host_op_alloc(q, sizeof *op, kind);
 
-    if (!op) {
+    if (!op)
         weft__error(WEFT_ENOMEM, "host: no memory to enqueue %s", what);
-        return NULL;
-    }
-    memset(op, 0, sizeof *op);
-    op->kind = kind;
     return op;
 }
 
 static int copy_push(weft__queue *q, void *dst, const void *src, size_t size,
                      const char *what)
 {
-    weft__host_op *op = op_new(WEFT__HOST_OP_COPY, what);
+    weft__host_op *op = op_new(q, WEFT__HOST_OP_COPY, what);
 
     if (!op)
         return WEFT_ENOMEM;
@@ -281,7 +489,7 @@ int weft__host_fill(weft__queue *q, weft__mem *dst, size_t off,
                            "host: fill of %zu bytes at %zu is not a multiple "
                            "of its %zu-byte pattern",
                            size, off, pattern_size);
-    op = op_new(WEFT__HOST_OP_FILL, "a fill");
+    op = op_new(q, WEFT__HOST_OP_FILL, "a fill");
     if (!op)
         return WEFT_ENOMEM;
     op->u.fill.dst = mem_at(dst, off);
@@ -294,7 +502,7 @@ int weft__host_fill(weft__queue *q, weft__mem *dst, size_t off,
 
 int weft__host_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
 {
-    weft__host_op *op = op_new(WEFT__HOST_OP_HOST_FN, "a host function");
+    weft__host_op *op = op_new(q, WEFT__HOST_OP_HOST_FN, "a host function");
 
     if (!op)
         return WEFT_ENOMEM;
@@ -330,7 +538,7 @@ int weft__host_event_record(weft__event *ev, weft__queue *q)
     weft__host_event *he = host_event(ev);
     weft__host_signal *s = weft__malloc(sizeof *s), *old;
     weft__host_op *op =
-        s ? op_new(WEFT__HOST_OP_RECORD, "an event record") : NULL;
+        s ? op_new(q, WEFT__HOST_OP_RECORD, "an event record") : NULL;
 
     if (!op) {
         weft__free(s);
@@ -376,7 +584,7 @@ int weft__host_queue_wait_event(weft__queue *q, weft__event *ev)
         signal_release(s);
         return 0;
     }
-    op = op_new(WEFT__HOST_OP_WAIT, "an event wait");
+    op = op_new(q, WEFT__HOST_OP_WAIT, "an event wait");
     if (!op) {
         signal_release(s);
         return WEFT_ENOMEM;

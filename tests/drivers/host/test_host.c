@@ -665,6 +665,98 @@ static void host_functions_run_in_order_after_prior_work(void **state)
     OK(weft__drv_queue_destroy(q));
 }
 
+/*
+ * Several threads enqueue on one queue at once, each syncing now and then:
+ * every operation runs once, each thread's in the order it enqueued them,
+ * and a sync returns only after the work its thread enqueued before it.
+ */
+enum { PRODUCERS = 4, PER_PRODUCER = 3000, SYNC_EVERY = 500 };
+
+typedef struct producer {
+    weft__queue *q;
+    weft__mem *m; /* 4 bytes of device memory of this producer's */
+    unsigned ran; /* host functions run so far; written by the worker */
+    unsigned bad; /* one ran out of order */
+    unsigned copied, seen;
+    unsigned row; /* of producer_steps */
+    int rc;
+} producer;
+
+typedef struct producer_step {
+    producer *p;
+    unsigned n;
+} producer_step;
+
+static producer_step producer_steps[PRODUCERS][PER_PRODUCER];
+
+static void producer_fn(void *user)
+{
+    producer_step *st = user;
+    unsigned ran = __atomic_load_n(&st->p->ran, __ATOMIC_RELAXED);
+
+    if (ran != st->n)
+        __atomic_store_n(&st->p->bad, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->p->ran, ran + 1, __ATOMIC_RELAXED);
+}
+
+static void *producer_main(void *arg)
+{
+    producer *p = arg;
+    int rc = 0;
+
+    for (unsigned i = 0; i < PER_PRODUCER && rc == 0; i++) {
+        producer_step *st = &producer_steps[p->row][i];
+
+        st->p = p;
+        st->n = i;
+        rc = weft__drv_host_fn(p->q, producer_fn, st);
+        if (rc == 0 && i % SYNC_EVERY == SYNC_EVERY - 1) {
+            /* A copy through the producer's memory, then a sync: the
+             * bytes are back once it returns. */
+            p->copied = i;
+            rc = weft__drv_copy_h2d(p->q, p->m, 0, &p->copied, 4);
+            if (rc == 0)
+                rc = weft__drv_copy_d2h(p->q, &p->seen, p->m, 0, 4);
+            if (rc == 0)
+                rc = weft__drv_queue_sync(p->q);
+            if (rc == 0 &&
+                (p->seen != i ||
+                 __atomic_load_n(&p->ran, __ATOMIC_RELAXED) != i + 1))
+                rc = -1;
+        }
+    }
+    p->rc = rc;
+    return NULL;
+}
+
+static void many_threads_enqueue_on_one_queue(void **state)
+{
+    fixture *f = *state;
+    producer p[PRODUCERS];
+    pthread_t t[PRODUCERS];
+    weft__queue *q;
+
+    memset(p, 0, sizeof p);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    for (int i = 0; i < PRODUCERS; i++) {
+        p[i].q = q;
+        p[i].row = (unsigned)i;
+        OK(weft__drv_mem_alloc(f->ctx[0], 4, &p[i].m));
+    }
+    for (int i = 0; i < PRODUCERS; i++)
+        OK(pthread_create(&t[i], NULL, producer_main, &p[i]));
+    for (int i = 0; i < PRODUCERS; i++)
+        OK(pthread_join(t[i], NULL));
+    OK(weft__drv_queue_sync(q));
+    for (int i = 0; i < PRODUCERS; i++) {
+        assert_int_equal(p[i].rc, 0);
+        assert_int_equal(p[i].bad, 0);
+        assert_int_equal(p[i].ran, PER_PRODUCER);
+        OK(weft__drv_mem_free(p[i].m));
+    }
+    OK(weft__drv_queue_destroy(q));
+}
+
 static void event_elapsed_is_ordered(void **state)
 {
     fixture *f = *state;
@@ -978,6 +1070,7 @@ int main(void)
         cmocka_unit_test(fill_patterns_and_host_memory),
         cmocka_unit_test(wait_on_other_device_sees_its_writes),
         cmocka_unit_test(host_functions_run_in_order_after_prior_work),
+        cmocka_unit_test(many_threads_enqueue_on_one_queue),
         cmocka_unit_test(event_elapsed_is_ordered),
         cmocka_unit_test(destroy_event_while_a_wait_on_it_is_pending),
         cmocka_unit_test(events_outlive_their_queue),

@@ -469,6 +469,139 @@ static void test_staged_then_registered(void **state)
     free(data);
 }
 
+/* The smallest slice every device takes as a kernel argument's offset. */
+static size_t slice_align(void)
+{
+    weft_device_info a = {.size = sizeof a}, b = {.size = sizeof b};
+
+    check(weft_device_get_info(dev0, &a));
+    check(weft_device_get_info(dev1, &b));
+    return WEFT__MAX(16, WEFT__MAX(a.arg_offset_align, b.arg_offset_align));
+}
+
+/*
+ * A small root touched in tiny ranges, one kernel each, in shuffled order:
+ * the first of them brings the whole root over in one copy (a copy that
+ * small costs its fixed price, not its bytes), and the others find their
+ * bytes there: (N, 0, 0) in one H2D copy. Relaunched: (0, 0, 0).
+ */
+static void test_tiny_ranges_of_a_small_root(void **state)
+{
+    static uint32_t data[M];
+    size_t s = slice_align(), n = N / s;
+    size_t *order = calloc(n, sizeof *order);
+    weft_stats before = {.size = sizeof before}, after = {.size = sizeof after};
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    moved m;
+
+    (void)state;
+    assert_non_null(order);
+    for (uint32_t i = 0; i < M; i++)
+        data[i] = 3 * i;
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    srand(7);
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = (size_t)rand() % (i + 1), t = order[i];
+
+        order[i] = order[j];
+        order[j] = t;
+    }
+    check(weft_buffer_wrap(devs.rt, data, N, &x));
+    check(weft_graph_create(devs.rt, &g));
+    for (size_t i = 0; i < n; i++)
+        add_addone(g, x, order[i] * s, s, dev0);
+    check(weft_graph_instantiate(g, NULL, &e));
+    snap(&m);
+    check(weft_runtime_get_stats(devs.rt, &before));
+    run(e);
+    check(weft_runtime_get_stats(devs.rt, &after));
+    expect_moved(&m, N, 0, 0, "first launch of tiny ranges");
+    assert_int_equal(after.h2d_copies - before.h2d_copies, 1);
+    snap(&m);
+    run(e);
+    expect_moved(&m, 0, 0, 0, "tiny ranges, data in place");
+    check(weft_buffer_sync_host(x));
+    for (uint32_t i = 0; i < M; i++)
+        assert_int_equal(data[i], 3 * i + 2);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+    free(order);
+}
+
+/*
+ * A root larger than one extent takes (2 MiB and a bit): first 256 small
+ * slices in shuffled order, each its own extent on dev0, then ranges of 12
+ * KiB that each cover several of those extents and the bytes between
+ * them, so that the extents merge. No range of it is small enough to bring
+ * more than itself: the bytes moved are exactly the union of the ranges
+ * (the slices' bytes moved once, before the merges), and the values are
+ * each element plus the number of ranges holding it, per launch.
+ */
+static void test_many_extents_of_a_large_root(void **state)
+{
+    enum { WORDS = (2 << 20) / 4 + 1024, SLICES = 256, WIDE = 12 << 10 };
+    size_t s = slice_align(), stride = (size_t)WORDS * 4 / SLICES / s * s;
+    uint32_t *data = calloc(WORDS, 4), *hits = calloc(WORDS, 4);
+    size_t order[SLICES], covered = 0;
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    moved m;
+
+    (void)state;
+    assert_non_null(data);
+    assert_non_null(hits);
+    for (uint32_t i = 0; i < WORDS; i++)
+        data[i] = i;
+    for (size_t i = 0; i < SLICES; i++)
+        order[i] = i;
+    srand(11);
+    for (size_t i = SLICES - 1; i > 0; i--) {
+        size_t j = (size_t)rand() % (i + 1), t = order[i];
+
+        order[i] = order[j];
+        order[j] = t;
+    }
+    check(weft_buffer_wrap(devs.rt, data, (size_t)WORDS * 4, &x));
+    check(weft_graph_create(devs.rt, &g));
+    for (size_t i = 0; i < SLICES; i++) {
+        add_addone(g, x, order[i] * stride, s, dev0);
+        for (size_t w = order[i] * stride / 4; w < (order[i] * stride + s) / 4;
+             w++)
+            hits[w]++;
+    }
+    for (size_t off = stride / 2; off + WIDE <= (size_t)WORDS * 4;
+         off += 5 * WIDE) {
+        size_t lo = off / s * s;
+
+        add_addone(g, x, lo, WIDE, dev0);
+        for (size_t w = lo / 4; w < (lo + WIDE) / 4; w++)
+            hits[w]++;
+    }
+    for (size_t w = 0; w < WORDS; w++)
+        covered += hits[w] ? 4 : 0;
+    check(weft_graph_instantiate(g, NULL, &e));
+    snap(&m);
+    run(e);
+    expect_moved(&m, covered, 0, 0, "first launch over many extents");
+    snap(&m);
+    run(e);
+    expect_moved(&m, 0, 0, 0, "many extents, data in place");
+    check(weft_buffer_sync_host(x));
+    for (uint32_t i = 0; i < WORDS; i++)
+        if (data[i] != i + 2 * hits[i])
+            fail_msg("element %u is %u, want %u", i, data[i], i + 2 * hits[i]);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+    free(hits);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +612,8 @@ int main(void)
         cmocka_unit_test(test_partial_write),
         cmocka_unit_test(test_map_in_the_middle),
         cmocka_unit_test(test_staged_then_registered),
+        cmocka_unit_test(test_tiny_ranges_of_a_small_root),
+        cmocka_unit_test(test_many_extents_of_a_large_root),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
