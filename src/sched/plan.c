@@ -275,7 +275,7 @@ static int weft__event_take(weft__plan *p, unsigned device, weft__event **ev)
  */
 static void weft__time_origin(weft__plan *p, weft__lane *ln)
 {
-    weft__event *ev;
+    weft__event *ev = NULL;
 
     if (p->origin[ln->device])
         return;
@@ -330,7 +330,7 @@ static void weft__time_flow(weft__plan *p, weft__lane *l, const weft__lane *x)
 /* The start of the operation about to go onto l. */
 static void weft__time_start(weft__plan *p, weft__lane *l)
 {
-    weft__event *ev;
+    weft__event *ev = NULL;
 
     p->cur_start = NULL;
     if (!p->origin[l->device])
@@ -350,7 +350,7 @@ static void weft__time_end(weft__plan *p, weft__lane *l, uint64_t bytes,
                            int has_root)
 {
     uint32_t li = weft__lane_index(p, l);
-    weft__event *ev;
+    weft__event *ev = NULL;
     weft__top *t;
 
     if (!p->cur_start || p->cur_start_lane != li)
