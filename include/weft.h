@@ -799,20 +799,20 @@ typedef struct weft_lane_stats {
 } weft_lane_stats;
 
 typedef struct weft_exec_stats {
-    size_t size;          /* set by the caller to sizeof(weft_exec_stats) */
-    uint64_t launches;    /* finished launches */
-    uint64_t nodes;       /* nodes issued by the last launch */
-    uint64_t events;      /* events recorded to order work across lanes */
-    uint64_t waits;       /* device-side waits on them */
-    uint64_t host_syncs;  /* times the host waited for a device */
-    uint64_t last_ns;     /* host time of the last launch, issue to end */
-    unsigned timed;       /* 1 if the last launch was timed (busy_ns) */
-    unsigned devices_used;/* distinct devices that ran kernel nodes */
+    size_t size;           /* set by the caller to sizeof(weft_exec_stats) */
+    uint64_t launches;     /* finished launches */
+    uint64_t nodes;        /* nodes issued by the last launch */
+    uint64_t events;       /* events recorded to order work across lanes */
+    uint64_t waits;        /* device-side waits on them */
+    uint64_t host_syncs;   /* times the host waited for a device */
+    uint64_t last_ns;      /* host time of the last launch, issue to end */
+    unsigned timed;        /* 1 if the last launch was timed (busy_ns) */
+    unsigned devices_used; /* distinct devices that ran kernel nodes */
     /* Launches that ran as one native graph (a CUDA graph per device,
      * replayed when a launch issues exactly what the one before did;
      * WEFT_NATIVE_GRAPHS=0 turns this off). */
     uint64_t native_launches;
-    unsigned nlanes;      /* entries of lanes that are filled */
+    unsigned nlanes; /* entries of lanes that are filled */
     weft_lane_stats lanes[64];
 } weft_exec_stats;
 

@@ -253,9 +253,8 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
                          env);
         goto fail;
     }
-    if ((rc = weft__place_policy_parse(weft__env("WEFT_PLACE"),
-                                       o.place_policy, &rt->place_policy)) <
-        0)
+    if ((rc = weft__place_policy_parse(weft__env("WEFT_PLACE"), o.place_policy,
+                                       &rt->place_policy)) < 0)
         goto fail;
     if ((env = weft__env("WEFT_TRACE")) || (env = o.trace_file)) {
         if (!(rt->trace_file = weft__strdup(env)) ||

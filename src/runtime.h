@@ -66,9 +66,9 @@ struct weft_runtime {
     weft_stats stats;          /* counters, each updated atomically */
 
     /* The scheduler (src/sched/). */
-    int place_policy;         /* weft_place_policy, never DEFAULT */
+    int place_policy;          /* weft_place_policy, never DEFAULT */
     struct weft__trace *trace; /* NULL: tracing off */
-    char *trace_file;         /* where the trace goes at destroy */
+    char *trace_file;          /* where the trace goes at destroy */
     /* Made on first use (placing.c): the link model (links_state 0 not
      * loaded, 1 loaded, -1 failed) and the learned kernel times. */
     int links_state;

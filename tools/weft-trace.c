@@ -570,8 +570,9 @@ int main(int argc, char **argv)
 
             last_ms = strtod(argv[++i], &end);
             if (*end || !(last_ms > 0)) {
-                fprintf(stderr, "weft-trace: --last %s: not a positive "
-                                "number of milliseconds\n",
+                fprintf(stderr,
+                        "weft-trace: --last %s: not a positive "
+                        "number of milliseconds\n",
                         argv[i]);
                 return 2;
             }
@@ -582,8 +583,9 @@ int main(int argc, char **argv)
             if (*end == ':')
                 win_to = strtod(end + 1, &end);
             if (*end || !(win_from >= 0) || !(win_to > win_from)) {
-                fprintf(stderr, "weft-trace: --window %s: want FROM:TO in "
-                                "milliseconds, FROM < TO\n",
+                fprintf(stderr,
+                        "weft-trace: --window %s: want FROM:TO in "
+                        "milliseconds, FROM < TO\n",
                         argv[i]);
                 return 2;
             }
@@ -606,13 +608,13 @@ int main(int argc, char **argv)
         uint64_t start = UINT64_MAX;
 
         for (size_t i = 0; i < v->nslices; i++)
-            start = v->slices[i].start_ns < start ? v->slices[i].start_ns
-                                                  : start;
+            start =
+                v->slices[i].start_ns < start ? v->slices[i].start_ns : start;
         if (start == UINT64_MAX)
             start = 0;
-        if ((rc = weft__trace_view_window(
-                 v, start + (uint64_t)(win_from * 1e6),
-                 start + (uint64_t)(win_to * 1e6))) < 0)
+        if ((rc = weft__trace_view_window(v, start + (uint64_t)(win_from * 1e6),
+                                          start + (uint64_t)(win_to * 1e6))) <
+            0)
             goto done;
     } else if (last_ms > 0) {
         uint64_t end = 0, span = (uint64_t)(last_ms * 1e6);

@@ -337,7 +337,12 @@ int weft__drv_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
     if (size == 0)
         return 0;
     if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_H2D, .q = q, .dst = dst, .dst_off = dst_off, .host = (void *)(uintptr_t)src, .size = size};
+        weft__tape_op op = {.kind = WEFT__TAPE_H2D,
+                            .q = q,
+                            .dst = dst,
+                            .dst_off = dst_off,
+                            .host = (void *)(uintptr_t)src,
+                            .size = size};
         int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
 
         if (trc != 0)
@@ -362,7 +367,12 @@ int weft__drv_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
     if (size == 0)
         return 0;
     if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_D2H, .q = q, .src = src, .src_off = src_off, .host = dst, .size = size};
+        weft__tape_op op = {.kind = WEFT__TAPE_D2H,
+                            .q = q,
+                            .src = src,
+                            .src_off = src_off,
+                            .host = dst,
+                            .size = size};
         int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
 
         if (trc != 0)
@@ -401,7 +411,13 @@ int weft__drv_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
     if (size == 0)
         return 0;
     if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_D2D, .q = q, .dst = dst, .dst_off = dst_off, .src = src, .src_off = src_off, .size = size};
+        weft__tape_op op = {.kind = WEFT__TAPE_D2D,
+                            .q = q,
+                            .dst = dst,
+                            .dst_off = dst_off,
+                            .src = src,
+                            .src_off = src_off,
+                            .size = size};
         int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
 
         if (trc != 0)
@@ -433,7 +449,13 @@ int weft__drv_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         return 0;
     WEFT__NEED_OP(q->drv, copy_peer);
     if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_PEER, .q = q, .dst = dst, .dst_off = dst_off, .src = src, .src_off = src_off, .size = size};
+        weft__tape_op op = {.kind = WEFT__TAPE_PEER,
+                            .q = q,
+                            .dst = dst,
+                            .dst_off = dst_off,
+                            .src = src,
+                            .src_off = src_off,
+                            .size = size};
         int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
 
         if (trc != 0)
@@ -466,7 +488,12 @@ int weft__drv_fill(weft__queue *q, weft__mem *dst, size_t off,
     if (size == 0)
         return 0;
     if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_FILL, .q = q, .dst = dst, .dst_off = off, .size = size, .nargs = (uint32_t)pattern_size};
+        weft__tape_op op = {.kind = WEFT__TAPE_FILL,
+                            .q = q,
+                            .dst = dst,
+                            .dst_off = off,
+                            .size = size,
+                            .nargs = (uint32_t)pattern_size};
         int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, pattern);
 
         if (trc != 0)
@@ -750,7 +777,11 @@ int weft__drv_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
         if ((rc = weft__check_arg(q, k, i, &args[i])) < 0)
             return rc;
     if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_LAUNCH, .q = q, .k = k, .grid = *grid, .nargs = nargs};
+        weft__tape_op op = {.kind = WEFT__TAPE_LAUNCH,
+                            .q = q,
+                            .k = k,
+                            .grid = *grid,
+                            .nargs = nargs};
         int trc = weft__tape_enqueue(weft__tape_cur, &op, args, NULL);
 
         if (trc != 0)
@@ -906,7 +937,8 @@ int weft__drv_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     if (!fn)
         return weft__error(WEFT_EINVAL, "host_fn: function is NULL");
     if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_HOST_FN, .q = q, .fn = fn, .user = user};
+        weft__tape_op op = {
+            .kind = WEFT__TAPE_HOST_FN, .q = q, .fn = fn, .user = user};
         int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
 
         if (trc != 0)

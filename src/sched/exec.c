@@ -333,10 +333,9 @@ static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const weft__node *nd = &g->nodes[i];
         /* node_dev holds placement's choice for an unplaced kernel. */
-        unsigned dev =
-            o->device || nd->kind != WEFT__NODE_KERNEL ? dflt
-            : nd->device >= 0                          ? (unsigned)nd->device
-                                                       : node_dev[i];
+        unsigned dev = o->device || nd->kind != WEFT__NODE_KERNEL ? dflt
+                       : nd->device >= 0 ? (unsigned)nd->device
+                                         : node_dev[i];
         const weft_device_info *p = &g->rt->devices[dev]->props;
         const weft_arg *args;
         uint64_t group = 1;
@@ -1037,8 +1036,8 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         int shared = 0;
 
         for (uint32_t r = 0; r < e->nroots && !shared; r++)
-            shared = __atomic_load_n(&e->roots[r]->root_execs,
-                                     __ATOMIC_ACQUIRE) > 1;
+            shared =
+                __atomic_load_n(&e->roots[r]->root_execs, __ATOMIC_ACQUIRE) > 1;
         weft__plan_native_begin(e->plan, !shared);
     }
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);

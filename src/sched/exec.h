@@ -42,8 +42,8 @@ enum { WEFT__EXEC_MSG = 1024 };
 
 struct weft_exec {
     weft_runtime *rt;
-    unsigned device;    /* the default device */
-    unsigned *node_dev; /* per node: where a kernel or copy node runs */
+    unsigned device;       /* the default device */
+    unsigned *node_dev;    /* per node: where a kernel or copy node runs */
     int policy;            /* weft_place_policy used, 0 if a device given */
     unsigned devices_used; /* by placement, 0 if all on the default */
 
@@ -79,11 +79,11 @@ struct weft_exec {
     unsigned started, stop;
     unsigned long pending;
     int first_err, last_err;
-    weft__plan_counts counts; /* of the last launch that ended */
+    weft__plan_counts counts;              /* of the last launch that ended */
     weft__plan_lane_count lane_counts[64]; /* ... and its lanes */
     unsigned nlane_counts;
-    uint64_t launches; /* that ended */
-    uint64_t last_ns;  /* the last one's host time, issue to end */
+    uint64_t launches;        /* that ended */
+    uint64_t last_ns;         /* the last one's host time, issue to end */
     uint64_t native_launches; /* that ran as one native graph */
     unsigned timed;           /* the last launch was */
     char first_msg[WEFT__EXEC_MSG], last_msg[WEFT__EXEC_MSG];

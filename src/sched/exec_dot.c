@@ -44,8 +44,7 @@ static uint32_t weft__dot_lane(const weft_exec *e, uint32_t i, int ran)
     return l;
 }
 
-static void weft__dot_nodes(const weft_exec *e, FILE *f, uint32_t lane,
-                            int ran)
+static void weft__dot_nodes(const weft_exec *e, FILE *f, uint32_t lane, int ran)
 {
     static const char *const kinds[3] = {"h2d", "d2h", "peer"};
     char label[160], text[400], a[32];
@@ -63,10 +62,9 @@ static void weft__dot_nodes(const weft_exec *e, FILE *f, uint32_t lane,
         weft__plan_node_copies(e->plan, i, bytes, copies);
         for (int k = 0; k < 3 && len < sizeof text; k++)
             if (copies[k])
-                len += (size_t)snprintf(text + len, sizeof text - len,
-                                        "\\n+%s %s in %u", kinds[k],
-                                        weft__mib(a, sizeof a, bytes[k]),
-                                        copies[k]);
+                len += (size_t)snprintf(
+                    text + len, sizeof text - len, "\\n+%s %s in %u", kinds[k],
+                    weft__mib(a, sizeof a, bytes[k]), copies[k]);
         fprintf(f, "      n%u [label=", i);
         weft__dot_str(f, text);
         if (e->nodes[i].kind == WEFT__NODE_KERNEL)
@@ -91,8 +89,9 @@ int weft_exec_write_dot(weft_exec *e, FILE *f)
     while (e->pending)
         pthread_cond_wait(&e->done, &e->lock);
     ran = e->launches > 0;
-    fprintf(f, "digraph weft_plan {\n  compound=true;\n  node [shape=box];\n"
-               "  label=\"plan of %u nodes (%s)\";\n",
+    fprintf(f,
+            "digraph weft_plan {\n  compound=true;\n  node [shape=box];\n"
+            "  label=\"plan of %u nodes (%s)\";\n",
             e->nnodes, ran ? "lanes of the last launch" : "lowered lanes");
     for (unsigned d = 0; d <= nd; d++) {
         int any = 0;
@@ -138,8 +137,7 @@ int weft_exec_write_dot(weft_exec *e, FILE *f)
     }
     for (uint32_t i = 0; i < e->nnodes; i++) {
         if (ran && weft__dot_lane(e, i, ran) == UINT32_MAX)
-            fprintf(f, "  n%u [label=\"%u (not run)\", style=dotted];\n", i,
-                    i);
+            fprintf(f, "  n%u [label=\"%u (not run)\", style=dotted];\n", i, i);
         for (uint32_t k = e->pred_first[i]; k < e->pred_first[i + 1]; k++) {
             unsigned kind = ran ? weft__plan_edge_kind(e->plan, k) : 0;
 

@@ -34,8 +34,9 @@ int weft__place_policy_parse(const char *env, int opt, int *out)
                            env);
     }
     if (opt < 0 || (unsigned)opt >= WEFT__COUNTOF(weft__policy_names))
-        return weft__error(WEFT_EINVAL, "placement policy %d is not a "
-                                        "weft_place_policy",
+        return weft__error(WEFT_EINVAL,
+                           "placement policy %d is not a "
+                           "weft_place_policy",
                            opt);
     *out = opt == WEFT_PLACE_DEFAULT ? WEFT_PLACE_HEFT : opt;
     return 0;

@@ -73,8 +73,8 @@
  * thread submits; event_query moves no clock, since a poll has no virtual
  * time of its own, and answers as of the calling thread's clock: an event
  * whose virtual time is later is not complete yet (so a host that polls
- * before it waits sees what a real one would). A thread keeps the clock of the last platform it waited
- * on.
+ * before it waits sees what a real one would). A thread keeps the clock of the
+ * last platform it waited on.
  *
  * Data. With real_data=0 device memory is only counted against mem (beyond
  * it mem_alloc fails with WEFT_EDEVMEM), copies move nothing and kernels do
