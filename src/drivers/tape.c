@@ -82,8 +82,8 @@ static int weft__tape_run(weft__tape *t, const weft__tape_op *o)
         return weft__drv_copy_d2d(o->q, o->dst, o->dst_off, o->src, o->src_off,
                                   o->size);
     case WEFT__TAPE_PEER:
-        return weft__drv_copy_peer(o->q, o->dst, o->dst_off, o->src,
-                                   o->src_off, o->size);
+        return weft__drv_copy_peer(o->q, o->dst, o->dst_off, o->src, o->src_off,
+                                   o->size);
     case WEFT__TAPE_FILL:
         return weft__drv_fill(o->q, o->dst, o->dst_off, &t->bytes[o->arg_first],
                               o->nargs, o->size);
@@ -115,9 +115,8 @@ static int weft__tape_flush(weft__tape *t)
     return rc;
 }
 
-/* Whether argument i of the launch equals the taped one. */
-static int weft__karg_equal(const weft__tape *t, const weft__karg *a,
-                            const weft__karg *b)
+/* Whether a launch argument equals the taped one. */
+static int weft__karg_equal(const weft__karg *a, const weft__karg *b)
 {
     if (a->type != b->type || a->size != b->size)
         return 0;
@@ -126,7 +125,6 @@ static int weft__karg_equal(const weft__tape *t, const weft__karg *a,
                a->u.buf.offset == b->u.buf.offset;
     if (a->type == WEFT_PARAM_LOCAL)
         return 1;
-    (void)t;
     return !a->size || !memcmp(a->u.value, b->u.value, a->size);
 }
 
@@ -142,7 +140,7 @@ static int weft__op_equal(const weft__tape *t, const weft__tape_op *a,
             memcmp(&a->grid, &b->grid, sizeof a->grid))
             return 0;
         for (uint32_t i = 0; i < a->nargs; i++)
-            if (!weft__karg_equal(t, &args[i], &t->args[b->arg_first + i]))
+            if (!weft__karg_equal(&args[i], &t->args[b->arg_first + i]))
                 return 0;
         return 1;
     case WEFT__TAPE_FILL:

@@ -23,9 +23,9 @@ typedef struct weft__lane {
     weft__queue *q; /* NULL until first used; none for the host lane */
     unsigned device;
     unsigned slot;
-    uint64_t seq;  /* operations enqueued, waits included */
-    uint64_t *vc;  /* nlanes: see plan.h; vc[self] == seq */
-    uint64_t mark; /* the step that last readied the lane */
+    uint64_t seq;   /* operations enqueued, waits included */
+    uint64_t *vc;   /* nlanes: see plan.h; vc[self] == seq */
+    uint64_t mark;  /* the step that last readied the lane */
     uint64_t seq0;  /* seq when the launch began */
     uint64_t nodes; /* steps that ended on the lane, this launch */
     uint64_t busy_ns, first_ns, last_ns; /* timed launches */
@@ -105,7 +105,7 @@ struct weft__plan {
     struct weft__plan_xfer {
         uint64_t bytes[3];
         uint32_t copies[3];
-    } *xfer;                   /* n */
+    } * xfer;                  /* n */
     weft__queue_role cur_role; /* of the queue last handed out */
 
     /*
@@ -116,10 +116,10 @@ struct weft__plan {
      * idle lane and waited for.
      */
     weft__trace *trace;
-    unsigned learn;   /* launches still to time for the kernel times */
-    unsigned timed;   /* this launch */
-    unsigned stats;   /* WEFT_STATS: time every launch */
-    unsigned id;      /* names the host track */
+    unsigned learn; /* launches still to time for the kernel times */
+    unsigned timed; /* this launch */
+    unsigned stats; /* WEFT_STATS: time every launch */
+    unsigned id;    /* names the host track */
     weft__event_pool *tpools;
     weft__event **origin;   /* ndev: this launch's, or NULL */
     uint64_t *origin_ns;    /* ndev: its host time */
@@ -335,14 +335,31 @@ static void weft__time_start(weft__plan *p, weft__lane *l)
     p->cur_start = NULL;
     if (!p->origin[l->device])
         return;
-    if (weft__pool_take(p, p->tpools, l->device, WEFT__EVENT_TIMING, &ev) <
-            0 ||
+    if (weft__pool_take(p, p->tpools, l->device, WEFT__EVENT_TIMING, &ev) < 0 ||
         weft__drv_event_record(ev, l->q) < 0) {
         weft_clear_error();
         return;
     }
     p->cur_start = ev;
     p->cur_start_lane = weft__lane_index(p, l);
+}
+
+/* What the operation just issued for the step is, for the trace. */
+static weft__trace_kind weft__op_kind(const weft__plan *p, int has_root)
+{
+    if (has_root && p->nodes[p->node].kind == WEFT__NODE_FILL)
+        return WEFT__TRACE_FILL; /* on whichever lane it ran */
+    switch (p->cur_role) {
+    case WEFT__QUEUE_H2D:
+        return WEFT__TRACE_H2D;
+    case WEFT__QUEUE_D2H:
+        return WEFT__TRACE_D2H;
+    case WEFT__QUEUE_PEER:
+        return WEFT__TRACE_PEER;
+    default:
+        /* With bytes on a compute lane: a copy inside the device, no link. */
+        return has_root ? WEFT__TRACE_OTHER : WEFT__TRACE_KERNEL;
+    }
 }
 
 /* The end of what went onto l since its start: one record. */
@@ -355,8 +372,7 @@ static void weft__time_end(weft__plan *p, weft__lane *l, uint64_t bytes,
 
     if (!p->cur_start || p->cur_start_lane != li)
         return;
-    if (weft__pool_take(p, p->tpools, l->device, WEFT__EVENT_TIMING, &ev) <
-            0 ||
+    if (weft__pool_take(p, p->tpools, l->device, WEFT__EVENT_TIMING, &ev) < 0 ||
         weft__drv_event_record(ev, l->q) < 0 || !(t = weft__top_push(p, li))) {
         weft_clear_error();
         p->cur_start = NULL;
@@ -365,33 +381,7 @@ static void weft__time_end(weft__plan *p, weft__lane *l, uint64_t bytes,
     t->start = p->cur_start;
     t->end = ev;
     t->bytes = bytes;
-    if (has_root && p->nodes[p->node].kind == WEFT__NODE_FILL) {
-        t->kind = WEFT__TRACE_FILL; /* on whichever lane it ran */
-        p->cur_start = NULL;
-        return;
-    }
-    if (has_root && p->cur_role == WEFT__QUEUE_COMPUTE &&
-        p->nodes[p->node].kind == WEFT__NODE_COPY) {
-        t->kind = WEFT__TRACE_OTHER; /* a copy inside the device: no link */
-        p->cur_start = NULL;
-        return;
-    }
-    switch (p->cur_role) {
-    case WEFT__QUEUE_H2D:
-        t->kind = WEFT__TRACE_H2D;
-        break;
-    case WEFT__QUEUE_D2H:
-        t->kind = WEFT__TRACE_D2H;
-        break;
-    case WEFT__QUEUE_PEER:
-        t->kind = WEFT__TRACE_PEER;
-        break;
-    default:
-        t->kind = !has_root                                ? WEFT__TRACE_KERNEL
-                  : p->nodes[p->node].kind == WEFT__NODE_FILL ? WEFT__TRACE_FILL
-                                                            : WEFT__TRACE_PEER;
-        break;
-    }
+    t->kind = weft__op_kind(p, has_root);
     p->cur_start = NULL;
 }
 
@@ -932,8 +922,8 @@ int weft__plan_timed(const weft__plan *p)
     return p->timed != 0;
 }
 
-void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0,
-                          uint64_t t1, uint64_t bytes)
+void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0, uint64_t t1,
+                          uint64_t bytes)
 {
     weft__top *t;
 
@@ -1004,14 +994,17 @@ static uint32_t weft__lane_track(weft__plan *p, uint32_t li)
     return p->tracks[li];
 }
 
-/* Kernel records of one device by end time, for their engine time. */
-static const weft__top *weft__sort_tops;
-static int weft__cmp_top_end(const void *x, const void *y)
-{
-    const weft__top *a = &weft__sort_tops[*(const uint32_t *)x];
-    const weft__top *b = &weft__sort_tops[*(const uint32_t *)y];
+/* A kernel record of one device, sorted by end time. */
+typedef struct weft__kend {
+    uint64_t end;
+    uint32_t top;
+} weft__kend;
 
-    return (a->t1 > b->t1) - (a->t1 < b->t1);
+static int weft__cmp_kend(const void *x, const void *y)
+{
+    const weft__kend *a = x, *b = y;
+
+    return (a->end > b->end) - (a->end < b->end);
 }
 
 /*
@@ -1022,12 +1015,11 @@ static int weft__cmp_top_end(const void *x, const void *y)
  */
 static void weft__learn_kernels(weft__plan *p, const unsigned char *ok)
 {
-    static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
     weft__ktime *kt = weft__runtime_ktime(p->rt);
-    uint32_t *idx = weft__malloc((p->ntops + 1) * sizeof *idx);
+    weft__kend *ks = weft__malloc((p->ntops + 1) * sizeof *ks);
 
-    if (!kt || !idx) {
-        weft__free(idx);
+    if (!kt || !ks) {
+        weft__free(ks);
         weft_clear_error();
         return;
     }
@@ -1038,14 +1030,13 @@ static void weft__learn_kernels(weft__plan *p, const unsigned char *ok)
         for (size_t k = 0; k < p->ntops; k++)
             if (ok[k] && p->tops[k].kind == WEFT__TRACE_KERNEL &&
                 p->lanes[p->tops[k].lane].device == d &&
-                p->nodes[p->tops[k].node].kind == WEFT__NODE_KERNEL)
-                idx[m++] = (uint32_t)k;
-        pthread_mutex_lock(&sort_lock);
-        weft__sort_tops = p->tops;
-        qsort(idx, m, sizeof *idx, weft__cmp_top_end);
-        pthread_mutex_unlock(&sort_lock);
+                p->nodes[p->tops[k].node].kind == WEFT__NODE_KERNEL) {
+                ks[m].end = p->tops[k].t1;
+                ks[m++].top = (uint32_t)k;
+            }
+        qsort(ks, m, sizeof *ks, weft__cmp_kend);
         for (uint32_t j = 0; j < m; j++) {
-            const weft__top *t = &p->tops[idx[j]];
+            const weft__top *t = &p->tops[ks[j].top];
             const weft__node *nd = &p->nodes[t->node];
             uint64_t from = WEFT__MAX(t->t0, prev);
 
@@ -1057,7 +1048,7 @@ static void weft__learn_kernels(weft__plan *p, const unsigned char *ok)
             prev = WEFT__MAX(prev, t->t1);
         }
     }
-    weft__free(idx);
+    weft__free(ks);
 }
 
 void weft__plan_launch_end(weft__plan *p)
