@@ -335,15 +335,24 @@ struct weft__driver {
     int (*host_fn)(weft__queue *q, weft__host_fn *fn, void *user);
 
     /*
-     * Native graphs (optional; NULL where the driver has none). graph_begin
+     * Native graphs (optional; NULL where the driver has none).
+     * graph_supported says whether dev can make them at all (an OpenCL
+     * device needs cl_khr_command_buffer); NULL means yes. graph_begin
      * starts capturing what is enqueued on q (and on queues that wait for
-     * events recorded on it) instead of running it; graph_end stops and,
+     * events recorded on it) instead of running it. graph_end stops and,
      * with graph not NULL, makes the capture an executable graph (with
-     * graph NULL it only ends a capture that failed); graph_launch runs it
-     * on q; graph_destroy frees it. See src/drivers/tape.h.
+     * graph NULL it only ends a capture that failed): where old is not
+     * NULL (a graph of the same queue from an earlier capture, which the
+     * driver then owns) it first tries to update old in place to the new
+     * capture (the same operations, other scalar arguments or memory) and
+     * gives old back in *graph; where that cannot be done old is destroyed
+     * and a new graph is made. *updated (when not NULL) says which.
+     * graph_launch runs it on q; graph_destroy frees it. See
+     * src/drivers/tape.h.
      */
+    int (*graph_supported)(const weft__device *dev);
     int (*graph_begin)(weft__queue *q);
-    int (*graph_end)(weft__queue *q, void **graph);
+    int (*graph_end)(weft__queue *q, void *old, void **graph, int *updated);
     int (*graph_launch)(void *graph, weft__queue *q);
     void (*graph_destroy)(void *graph);
 };

@@ -15,8 +15,10 @@ int weft__tape_supported(const weft__device *dev)
 
     if (v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no")))
         return 0;
-    return dev->drv->graph_begin && dev->drv->graph_end &&
-           dev->drv->graph_launch && dev->drv->graph_destroy;
+    if (!dev->drv->graph_begin || !dev->drv->graph_end ||
+        !dev->drv->graph_launch || !dev->drv->graph_destroy)
+        return 0;
+    return !dev->drv->graph_supported || dev->drv->graph_supported(dev);
 }
 
 static void weft__tape_drop_graph(weft__tape *t)
@@ -317,7 +319,7 @@ static int weft__tape_build(weft__tape *t)
             rc = weft__drv_queue_wait_event(q0, t->join[2 * j + 1]);
     }
     /* The capture ends either way, so that the queues work again. */
-    erc = drv->graph_end(q0, rc == 0 ? &t->graph : NULL);
+    erc = drv->graph_end(q0, NULL, rc == 0 ? &t->graph : NULL, NULL);
     if (rc == 0)
         rc = erc;
     if (rc == 0)

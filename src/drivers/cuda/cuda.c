@@ -1598,6 +1598,16 @@ typedef struct cuda_graph {
     int ordinal;
 } cuda_graph;
 
+static void cuda_graph_destroy(void *graph);
+
+static int cuda_graph_supported(const weft__device *dev)
+{
+    (void)dev;
+    return cu.StreamBeginCapture && cu.StreamEndCapture &&
+           cu.GraphInstantiateWithFlags && cu.GraphLaunch &&
+           cu.GraphExecDestroy && cu.GraphDestroy;
+}
+
 static int cuda_graph_begin(weft__queue *q)
 {
     CUresult res;
@@ -1619,14 +1629,20 @@ static int cuda_graph_begin(weft__queue *q)
     return 0;
 }
 
-static int cuda_graph_end(weft__queue *q, void **out)
+/*
+ * The capture becomes old's graph if old's executable graph can take it
+ * (cuGraphExecUpdate: same topology, other parameters), else a new one.
+ */
+static int cuda_graph_end(weft__queue *q, void *old, void **out, int *updated)
 {
-    cuda_graph *g;
+    cuda_graph *g = old;
     CUgraph graph = NULL;
     CUgraphExec exec = NULL;
     CUresult res;
     int rc;
 
+    if (updated)
+        *updated = 0;
     if ((rc = cuda_enter(q->ctx)) < 0)
         return rc;
     res = cu.StreamEndCapture(cuda_stream(q), &graph);
@@ -1638,6 +1654,29 @@ static int cuda_graph_end(weft__queue *q, void **out)
                                cuda_ctx(q->ctx)->ordinal)
                    : 0;
     }
+    if (g && cu.GraphExecUpdate) {
+        CUgraphExecUpdateResultInfo info;
+
+        memset(&info, 0, sizeof info);
+        res = weft__fault("cuda.cuGraphExecUpdate")
+                  ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+                  : cu.GraphExecUpdate(g->exec, graph, &info);
+        if (res == CUDA_SUCCESS) {
+            /* The executable graph keeps what it needs of the new one. */
+            cu.GraphDestroy(g->graph);
+            g->graph = graph;
+            if (updated)
+                *updated = 1;
+            *out = g;
+            return 0;
+        }
+        weft__debug("cuda",
+                    "cuGraphExecUpdate: GPU %d: error %d (result %d): a new "
+                    "graph",
+                    g->ordinal, (int)res, (int)info.result);
+    }
+    cuda_graph_destroy(g);
+    g = NULL;
     res = weft__fault("cuda.cuGraphInstantiateWithFlags")
               ? CUDA_ERROR_UNKNOWN
               : cu.GraphInstantiateWithFlags(&exec, graph, 0);
@@ -1720,6 +1759,7 @@ const weft__driver weft__driver_cuda = {
     .event_elapsed = cuda_event_elapsed,
     .event_destroy = cuda_event_destroy,
     .host_fn = cuda_host_fn,
+    .graph_supported = cuda_graph_supported,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,

@@ -226,6 +226,16 @@ typedef CUresult weft__cu_GraphInstantiateWithFlags_fn(CUgraphExec *exec,
 typedef CUresult weft__cu_GraphLaunch_fn(CUgraphExec exec, CUstream s);
 typedef CUresult weft__cu_GraphExecDestroy_fn(CUgraphExec exec);
 typedef CUresult weft__cu_GraphDestroy_fn(CUgraph graph);
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExecUpdateResultInfo {
+    int result; /* CUgraphExecUpdateResult */
+    CUgraphNode errorNode;
+    CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo;
+#define CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE 910
+/* The CUDA 12 signature (cuGraphExecUpdate_v2). */
+typedef CUresult weft__cu_GraphExecUpdate_fn(CUgraphExec exec, CUgraph graph,
+                                             CUgraphExecUpdateResultInfo *info);
 
 /*
  * X(member, required, symbol, fallback symbol or NULL). An optional entry
@@ -289,7 +299,8 @@ typedef CUresult weft__cu_GraphDestroy_fn(CUgraph graph);
     X(GraphInstantiateWithFlags, 0, "cuGraphInstantiateWithFlags", NULL)       \
     X(GraphLaunch, 0, "cuGraphLaunch", NULL)                                   \
     X(GraphExecDestroy, 0, "cuGraphExecDestroy", NULL)                         \
-    X(GraphDestroy, 0, "cuGraphDestroy", NULL)
+    X(GraphDestroy, 0, "cuGraphDestroy", NULL)                                 \
+    X(GraphExecUpdate, 0, "cuGraphExecUpdate_v2", NULL)
 
 typedef struct weft__cuda_api {
     void *lib; /* dlopen handle; NULL until loaded */
