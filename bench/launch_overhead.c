@@ -517,6 +517,16 @@ int main(int argc, char **argv)
             wr[s][r] = weft_round(&w, (shape)s);
     }
     bench_progress("");
+    for (int s = 0; s < NSHAPES; s++) {
+        weft_exec_stats st = {.size = sizeof st};
+
+        WEFT(weft_exec_get_stats(w.exec[s], &st));
+        NOTE("weft %s: %llu launches, %llu as a native graph, %llu of them "
+             "replayed without an issue",
+             shape_names[s], (unsigned long long)st.launches,
+             (unsigned long long)st.native_launches,
+             (unsigned long long)st.native_replays);
+    }
 
     double rsm = raw ? bench_median(rs, reps) : 0;
 

@@ -40,7 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { MAXDEV = 64, MAXREPS = 64, BLOCK = 4096 };
+enum { MAXDEV = 64, MAXREPS = 64, BLOCK = 4096, MAXTILES = 4096 };
 
 static int reduce = 1;
 static unsigned devices_max = 8, tiles = 64;
@@ -269,6 +269,8 @@ static weft_node add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
  * total on device 0; else no placement. The host arrays stay the
  * caller's; *sum receives the total.
  */
+static weft_node work_node[MAXTILES]; /* of the graph build made last */
+
 static weft_graph *build(machine *m, int rr, float *hin, float *hout,
                          float *sum)
 {
@@ -295,7 +297,8 @@ static weft_graph *build(machine *m, int rr, float *hin, float *hout,
 
         WEFT(weft_graph_add_write(g, m->bin, off, (char *)hin + off, tile_bytes,
                                   NULL));
-        add_kernel(g, m->work, weft_dims1(tile_elems), wa, 4, place);
+        work_node[t] =
+            add_kernel(g, m->work, weft_dims1(tile_elems), wa, 4, place);
         if (reduce)
             add_kernel(g, m->tilesum, one_group, sa, 3, place);
         WEFT(weft_graph_add_read(g, m->bout, off, (char *)hout + off,
@@ -312,6 +315,26 @@ static weft_graph *build(machine *m, int rr, float *hin, float *hout,
         WEFT(weft_graph_add_read(g, m->total, 0, sum, sizeof *sum, NULL));
     }
     return g;
+}
+
+/* How many tiles' kernels ran on each device (a note). */
+static void note_split(machine *m, weft_exec *e, const char *what)
+{
+    unsigned count[MAXDEV] = {0};
+    char line[MAXDEV * 8];
+    size_t len = 0;
+
+    for (unsigned t = 0; t < tiles; t++) {
+        const weft_device *d = weft_exec_node_device(e, work_node[t]);
+
+        for (unsigned i = 0; i < m->n; i++)
+            if (d == m->dev[i])
+                count[i]++;
+    }
+    for (unsigned i = 0; i < m->n; i++)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s%u",
+                                i ? "/" : "", count[i]);
+    NOTE("%s: tiles per device %s", what, line);
 }
 
 /* The outputs against the host's, on a sample; the total against hout. */
@@ -482,9 +505,9 @@ int main(int argc, char **argv)
         else
             usage();
     }
-    if (devices_max < 1 || tiles < 1 || tiles > UINT32_MAX / (BLOCK / 4) ||
-        tile_bytes == 0 || tile_bytes / 4 > UINT32_MAX || reps < 1 ||
-        reps > MAXREPS || !(sim_fma_rate > 0))
+    if (devices_max < 1 || tiles < 1 || tiles > MAXTILES || tile_bytes == 0 ||
+        tile_bytes / 4 > UINT32_MAX || reps < 1 || reps > MAXREPS ||
+        !(sim_fma_rate > 0))
         DIE("need --devices-max >= 1, --tiles >= 1, --tile-mib >= 1, "
             "1 <= --reps <= %d, --sim-fma-rate > 0",
             MAXREPS);
@@ -537,6 +560,7 @@ int main(int argc, char **argv)
             g = build(&m, rr, hin, hout, &sum);
             WEFT(weft_graph_instantiate(g, NULL, &e));
             r = time_exec(&m, e);
+            note_split(&m, e, what);
             WEFT(weft_exec_destroy(e));
             WEFT(weft_graph_destroy(g));
             if (!sel.sim)

@@ -776,6 +776,18 @@ WEFT_API int weft_exec_status(weft_exec *e);
 /* Wait for e, then destroy it. NULL is ignored. */
 WEFT_API int weft_exec_destroy(weft_exec *e);
 
+/*
+ * Change a value argument (a scalar or bytes, not a buffer or local array)
+ * of kernel node node in e, for the launches made after this call: arg must
+ * have the type and size of the argument it replaces. Waits for the
+ * launches already made. On CUDA a graph running as one native graph is
+ * updated in place (no new lowering). WEFT_EARGS for a buffer or local
+ * argument, or another type or size; WEFT_EINVAL for a node that is not a
+ * kernel node.
+ */
+WEFT_API int weft_exec_set_arg(weft_exec *e, unsigned node, unsigned index,
+                               weft_arg arg);
+
 /* The device node runs on in e (kernel nodes: where placement put it). */
 WEFT_API const weft_device *weft_exec_node_device(const weft_exec *e,
                                                   unsigned node);
@@ -814,6 +826,14 @@ typedef struct weft_exec_stats {
     uint64_t native_launches;
     unsigned nlanes; /* entries of lanes that are filled */
     weft_lane_stats lanes[64];
+    /* Native launches that skipped the issue: every buffer's copies were
+     * where the launch before (which ran the same graph) found and left
+     * them, so the graph ran again without weft walking the nodes. */
+    uint64_t native_replays;
+    /* Native graphs updated in place (or made anew) because a launch
+     * changed only parameters: scalar arguments (weft_exec_set_arg) or
+     * the device memory a buffer occupies. */
+    uint64_t native_updates;
 } weft_exec_stats;
 
 /* Fill stats (size set by the caller) for the last finished launch. */

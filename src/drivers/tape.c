@@ -33,12 +33,15 @@ static void weft__tape_clear(weft__tape *t)
 {
     t->n = t->pos = t->nargs = t->nbytes = 0;
     t->unfit = 0;
+    t->changed = 0;
     t->ctx = NULL;
 }
 
 void weft__tape_begin(weft__tape *t)
 {
     t->pos = 0;
+    t->changed = 0;
+    t->matched = 0;
     if (t->graph && !t->broken) {
         t->mode = WEFT__TAPE_DEFER_MODE;
     } else {
@@ -113,6 +116,7 @@ static int weft__tape_flush(weft__tape *t)
     t->mode = WEFT__TAPE_OFF;
     weft__tape_drop_graph(t);
     weft__tape_clear(t);
+    t->matched = 0;
     weft__debug("tape", "launch left its native graph");
     return rc;
 }
@@ -163,6 +167,67 @@ static int weft__op_equal(const weft__tape *t, const weft__tape_op *a,
         return a->fn == b->fn && a->user == b->user;
     }
     return 0;
+}
+
+/*
+ * Whether a (DEFER) differs from the taped b only where a native graph
+ * can be updated in place: a launch's argument values and buffers (same
+ * kernel, grid, queue, argument types and sizes), a fill's or device
+ * copy's memory and offsets, a pinned host copy's host pointer.
+ */
+static int weft__op_similar(const weft__tape *t, const weft__tape_op *a,
+                            const weft__tape_op *b, const weft__karg *args)
+{
+    if (a->kind != b->kind || a->q != b->q)
+        return 0;
+    switch (a->kind) {
+    case WEFT__TAPE_LAUNCH:
+        if (a->k != b->k || a->nargs != b->nargs ||
+            memcmp(&a->grid, &b->grid, sizeof a->grid))
+            return 0;
+        for (uint32_t i = 0; i < a->nargs; i++) {
+            const weft__karg *x = &args[i], *y = &t->args[b->arg_first + i];
+
+            if (x->type != y->type || x->size != y->size)
+                return 0;
+        }
+        return 1;
+    case WEFT__TAPE_FILL:
+        return a->size == b->size && a->nargs == b->nargs;
+    case WEFT__TAPE_H2D:
+    case WEFT__TAPE_D2H:
+        return a->size == b->size &&
+               weft__drv_host_is_pinned(a->q->ctx, a->host, a->size) == 1;
+    case WEFT__TAPE_D2D:
+        return a->size == b->size;
+    default:
+        return 0;
+    }
+}
+
+/* Take a's parameters into the taped b (weft__op_similar said so). */
+static void weft__op_update(weft__tape *t, const weft__tape_op *a,
+                            weft__tape_op *b, const weft__karg *args,
+                            const void *pattern)
+{
+    if (a->kind == WEFT__TAPE_LAUNCH) {
+        for (uint32_t i = 0; i < a->nargs; i++) {
+            weft__karg *y = &t->args[b->arg_first + i];
+
+            if (y->type == WEFT_PARAM_BUFFER)
+                y->u.buf = args[i].u.buf;
+            else if (y->type != WEFT_PARAM_LOCAL && y->size)
+                memcpy((void *)(uintptr_t)y->u.value, args[i].u.value, y->size);
+        }
+        return;
+    }
+    if (a->kind == WEFT__TAPE_FILL)
+        memcpy(&t->bytes[b->arg_first], pattern, a->nargs);
+    b->dst = a->dst;
+    b->src = a->src;
+    b->dst_off = a->dst_off;
+    b->src_off = a->src_off;
+    b->host = a->host;
 }
 
 /* Append op (RECORD); a tape that cannot hold it is unfit. */
@@ -254,6 +319,12 @@ int weft__tape_enqueue(weft__tape *t, const weft__tape_op *op,
         t->pos++;
         return 1;
     }
+    if (t->pos < t->n && weft__op_similar(t, op, &t->ops[t->pos], args)) {
+        weft__op_update(t, op, &t->ops[t->pos], args, pattern);
+        t->changed = 1;
+        t->pos++;
+        return 1;
+    }
     return weft__tape_flush(t);
 }
 
@@ -273,7 +344,7 @@ int weft__tape_host_waits(weft__tape *t)
  * queue begins, every other queue forks off it by an event and joins it
  * again at the end.
  */
-static int weft__tape_build(weft__tape *t)
+static int weft__tape_build(weft__tape *t, int *updated)
 {
     const weft__driver *drv = t->ctx->drv;
     weft__queue *q0 = t->ops[0].q, *qs[WEFT__TAPE_MAX_QUEUES];
@@ -319,12 +390,58 @@ static int weft__tape_build(weft__tape *t)
             rc = weft__drv_queue_wait_event(q0, t->join[2 * j + 1]);
     }
     /* The capture ends either way, so that the queues work again. */
-    erc = drv->graph_end(q0, NULL, rc == 0 ? &t->graph : NULL, NULL);
+    {
+        void *old = rc == 0 ? t->graph : NULL;
+
+        if (old)
+            t->graph = NULL; /* the driver's now: given back or freed */
+        erc = drv->graph_end(q0, old, rc == 0 ? &t->graph : NULL, updated);
+    }
     if (rc == 0)
         rc = erc;
     if (rc == 0)
         t->gq = q0;
     return rc;
+}
+
+/* Launch the graph on its queue and wait for it (see weft__tape_end). */
+static int weft__tape_launch(weft__tape *t)
+{
+    int rc = t->ctx->drv->graph_launch(t->graph, t->gq);
+
+    if (rc == 0)
+        t->launches++;
+    else
+        weft__tape_drop_graph(t);
+    if (rc == 0)
+        rc = weft__drv_queue_sync(t->gq);
+    return rc;
+}
+
+/*
+ * A DEFER launch that matched the tape only up to parameters: the graph is
+ * captured again from the updated tape and given to the driver to update
+ * in place. Where no graph comes of it, the deferred work runs op by op.
+ */
+static int weft__tape_rebuild(weft__tape *t)
+{
+    int updated = 0;
+
+    if (weft__tape_build(t, &updated) == 0) {
+        if (updated)
+            t->updates++;
+        else
+            t->rebuilds++;
+        weft__debug("tape", "native graph %s",
+                    updated ? "updated in place" : "made anew");
+        return 0;
+    }
+    weft__info("tape", "no native graph for this launch: %s",
+               weft_last_error());
+    weft_clear_error();
+    weft__tape_drop_graph(t);
+    t->broken = 1;
+    return -1;
 }
 
 int weft__tape_end(weft__tape *t)
@@ -334,20 +451,17 @@ int weft__tape_end(weft__tape *t)
     weft__tape_cur = NULL;
     switch (t->mode) {
     case WEFT__TAPE_DEFER_MODE:
-        if (t->pos == t->n) {
+        if (t->pos == t->n && t->changed && weft__tape_rebuild(t) < 0) {
+            rc = weft__tape_flush(t);
+        } else if (t->pos == t->n) {
             /*
              * The graph holds every lane's work but runs on one queue:
              * the plan, which knows lanes, would sync the others (empty)
              * and take this one as done through their clocks. So the
              * launch ends here, with the graph.
              */
-            rc = t->ctx->drv->graph_launch(t->graph, t->gq);
-            if (rc == 0)
-                t->launches++;
-            else
-                weft__tape_drop_graph(t);
-            if (rc == 0)
-                rc = weft__drv_queue_sync(t->gq);
+            rc = weft__tape_launch(t);
+            t->matched = rc == 0;
         } else {
             rc = weft__tape_flush(t);
         }
@@ -356,7 +470,7 @@ int weft__tape_end(weft__tape *t)
         weft__tape_rebase(t);
         if (t->unfit || t->n == 0)
             break;
-        if (weft__tape_build(t) < 0) {
+        if (weft__tape_build(t, NULL) < 0) {
             weft__info("tape", "no native graph for this launch: %s",
                        weft_last_error());
             weft_clear_error();
@@ -369,6 +483,12 @@ int weft__tape_end(weft__tape *t)
     }
     t->mode = WEFT__TAPE_OFF;
     return rc;
+}
+
+int weft__tape_replay(weft__tape *t)
+{
+    weft__assert(t->graph && t->mode == WEFT__TAPE_OFF);
+    return weft__tape_launch(t);
 }
 
 void weft__tape_release(weft__tape *t)

@@ -15,7 +15,13 @@
  *           events, host function), it is not run now. The first that
  *           differs, and any wait by the host, flushes: the operations
  *           deferred so far run now, in order, and the rest of the launch
- *           runs as usual (the tape's graph is then dropped).
+ *           runs as usual (the tape's graph is then dropped). An
+ *           operation that differs only in parameters (a launch's argument
+ *           values or buffers, a fill's or device copy's memory, a pinned
+ *           host copy's pointer) is taken into the tape and deferred too;
+ *           at the end the graph is captured again from the tape and the
+ *           driver updates the old one in place (cuGraphExecUpdate), or
+ *           makes a new one where it cannot.
  *
  * After the issue (weft__tape_end), a DEFER launch that matched the whole
  * tape launches the native graph instead, and waits for it (the graph
@@ -79,6 +85,10 @@ typedef struct weft__tape {
     weft__event **join; /* fork and join events, one per other queue */
     unsigned njoin;
     uint64_t launches; /* native graph launches, for statistics */
+    uint64_t updates;  /* graphs updated in place (parameters changed) */
+    uint64_t rebuilds; /* ... that the driver could not update: made anew */
+    int changed;       /* DEFER: a parameter differed from the tape's */
+    int matched;       /* the last launch ran the graph, nothing changed */
 } weft__tape;
 
 /* The calling thread's tape, or NULL (dispatch.c looks at it). */
@@ -97,6 +107,12 @@ void weft__tape_begin(weft__tape *t);
  * operation failed.
  */
 int weft__tape_end(weft__tape *t);
+/*
+ * Run the graph again with no issue at all (t->matched said the last
+ * launch ran it unchanged, and the caller knows this launch would issue
+ * the same): launch it and wait for it.
+ */
+int weft__tape_replay(weft__tape *t);
 /* Free what the tape holds (its graph included). */
 void weft__tape_release(weft__tape *t);
 

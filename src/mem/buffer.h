@@ -287,6 +287,14 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
 /* The lowest device holding the whole range, or WEFT__HOST if none. */
 unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
                                      size_t size);
+/*
+ * The root's tracker state as bytes, for telling whether it changed
+ * between two moments: where each range is valid, each device's extents
+ * and their memory, the host copy, the fence. Writes what fits in cap
+ * bytes of out and returns the size of the whole. Under root's lock.
+ */
+size_t weft__buffer_state(const weft_buffer *root, unsigned char *out,
+                          size_t cap);
 
 /*
  * For the executor: an executable graph names buf (count it in or out);

@@ -1151,3 +1151,50 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
         weft__buffer_discard(dst, device, doff, size);
     return rc;
 }
+
+/*
+ * Append v's bytes at *pos of out (of cap bytes) where they fit; *pos
+ * counts them either way.
+ */
+static void weft__state_put(unsigned char *out, size_t cap, size_t *pos,
+                            const void *v, size_t n)
+{
+    if (*pos + n <= cap)
+        memcpy(out + *pos, v, n);
+    *pos += n;
+}
+
+size_t weft__buffer_state(const weft_buffer *root, unsigned char *out,
+                          size_t cap)
+{
+    size_t pos = 0;
+
+    weft__state_put(out, cap, &pos, &root->host, sizeof root->host);
+    weft__state_put(out, cap, &pos, &root->coh.nsegs, sizeof root->coh.nsegs);
+    for (size_t i = 0; i < root->coh.nsegs; i++) {
+        const weft__coherence_seg *g = &root->coh.segs[i];
+
+        weft__state_put(out, cap, &pos, &g->off, sizeof g->off);
+        weft__state_put(out, cap, &pos, &g->valid, sizeof g->valid);
+        weft__state_put(out, cap, &pos, &g->flags, sizeof g->flags);
+    }
+    for (unsigned d = 0; root->replicas && d < root->rt->ndevices; d++) {
+        const weft__replica *r = &root->replicas[d];
+
+        weft__state_put(out, cap, &pos, &r->nextents, sizeof r->nextents);
+        weft__state_put(out, cap, &pos, &r->reg, sizeof r->reg);
+        for (size_t i = 0; i < r->nextents; i++) {
+            const weft__extent *x = r->extents[i];
+
+            weft__state_put(out, cap, &pos, &x->lo, sizeof x->lo);
+            weft__state_put(out, cap, &pos, &x->hi, sizeof x->hi);
+            weft__state_put(out, cap, &pos, &x->blk.mem, sizeof x->blk.mem);
+            weft__state_put(out, cap, &pos, &x->blk.offset,
+                            sizeof x->blk.offset);
+        }
+    }
+    weft__state_put(out, cap, &pos, &root->fence, sizeof root->fence);
+    weft__state_put(out, cap, &pos, &root->fence_owner,
+                    sizeof root->fence_owner);
+    return pos;
+}

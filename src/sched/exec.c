@@ -412,6 +412,8 @@ static void weft__exec_free(weft_exec *e)
     weft__free(e->kargs);
     weft__free(e->ptrs);
     weft__free(e->state);
+    weft__free(e->snap);
+    weft__free(e->steady);
     weft__free(e);
 }
 
@@ -1016,6 +1018,55 @@ static uint32_t weft__pick(weft_exec *e, uint32_t next)
     return next;
 }
 
+/* Every root's tracker state into *buf (see weft_exec.snap). */
+static int weft__exec_snapshot(weft_exec *e, unsigned char **buf, size_t *cap,
+                               size_t *len)
+{
+    size_t pos = 0;
+
+    for (uint32_t r = 0; r < e->nroots; r++) {
+        weft_buffer *root = e->roots[r];
+        size_t need;
+
+        weft__buffer_lock(root);
+        need = weft__buffer_state(root, *buf ? *buf + pos : NULL,
+                                  *buf ? *cap - pos : 0);
+        if (pos + need > *cap) {
+            size_t c = WEFT__MAX(2 * *cap, pos + need + 256);
+            unsigned char *p = weft__realloc(*buf, c);
+
+            if (!p) {
+                weft__buffer_unlock(root);
+                return weft__error(WEFT_ENOMEM, "launch: out of memory");
+            }
+            *buf = p;
+            *cap = c;
+            need = weft__buffer_state(root, *buf + pos, *cap - pos);
+        }
+        weft__buffer_unlock(root);
+        pos += need;
+    }
+    *len = pos;
+    return 0;
+}
+
+/*
+ * After an issued launch: steady if it ran as the native graph unchanged
+ * and the roots end as they began (e->snap, taken before the issue).
+ */
+static void weft__note_steady(weft_exec *e, int have_snap)
+{
+    e->steady_ok = 0;
+    if (!have_snap || !weft__plan_native_matched(e->plan) ||
+        weft__exec_snapshot(e, &e->steady, &e->steady_cap, &e->steady_len) <
+            0) {
+        weft_clear_error();
+        return;
+    }
+    e->steady_ok = e->steady_len == e->snap_len &&
+                   memcmp(e->steady, e->snap, e->snap_len) == 0;
+}
+
 /*
  * One launch: every node in a topological order (weft__pick); a node
  * whose predecessor failed or was canceled is canceled. The first
@@ -1027,19 +1078,45 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     uint64_t t0 = weft__now_ns();
     weft__plan_counts c;
     unsigned nlc;
-    int timed;
+    int timed, shared = 0, have_snap;
     int first = 0, drc;
 
     weft__plan_launch_begin(e->plan);
     timed = weft__plan_timed(e->plan);
-    {
-        int shared = 0;
-
-        for (uint32_t r = 0; r < e->nroots && !shared; r++)
-            shared =
-                __atomic_load_n(&e->roots[r]->root_execs, __ATOMIC_ACQUIRE) > 1;
-        weft__plan_native_begin(e->plan, !shared);
+    for (uint32_t r = 0; r < e->nroots && !shared; r++)
+        shared =
+            __atomic_load_n(&e->roots[r]->root_execs, __ATOMIC_ACQUIRE) > 1;
+    /*
+     * A replay: the last launch ran the native graph unchanged and every
+     * root is in the state that left it in, which was also the state it
+     * began in; so an issue would make the same decisions, operation for
+     * operation, and the graph is run again without one.
+     */
+    have_snap =
+        !timed && !shared && weft__plan_native_possible(e->plan) &&
+        weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
+    weft_clear_error();
+    if (have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&
+        e->snap_len == e->steady_len &&
+        memcmp(e->snap, e->steady, e->snap_len) == 0) {
+        /* The same decisions as the last launch: its graph, no issue. */
+        __atomic_add_fetch(&e->rt->tick, e->nnodes, __ATOMIC_RELAXED);
+        if ((first = weft__plan_native_replay(e->plan)) < 0) {
+            e->steady_ok = 0;
+            weft__error_prefix(first, "launch (native graph)");
+            weft__strlcpy(msg, weft_last_error(), size);
+        }
+        weft__plan_launch_end(e->plan);
+        pthread_mutex_lock(&e->lock);
+        e->launches++;
+        e->replays++;
+        e->last_ns = weft__now_ns() - t0;
+        e->native_launches = weft__plan_native_launches(e->plan);
+        e->timed = 0;
+        pthread_mutex_unlock(&e->lock);
+        return first;
     }
+    weft__plan_native_begin(e->plan, !shared);
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
     for (uint32_t next = 0, k; next < e->nnodes;) {
         uint32_t i;
@@ -1085,6 +1162,10 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         weft__strlcpy(msg, weft_last_error(), size);
     }
     weft__plan_launch_end(e->plan);
+    if (!first)
+        weft__note_steady(e, have_snap);
+    else
+        e->steady_ok = 0;
     weft__plan_counts_get(e->plan, &c);
     nlc = weft__plan_lane_counts(e->plan, lc, WEFT__COUNTOF(lc));
     weft__stat_add(&e->rt->stats.plan_events, c.events);
@@ -1096,6 +1177,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     e->launches++;
     e->last_ns = weft__now_ns() - t0;
     e->native_launches = weft__plan_native_launches(e->plan);
+    e->native_updates = weft__plan_native_updates(e->plan);
     e->timed = (unsigned)timed;
     pthread_mutex_unlock(&e->lock);
     return first;
@@ -1240,6 +1322,54 @@ int weft_exec_destroy(weft_exec *e)
     return 0;
 }
 
+int weft_exec_set_arg(weft_exec *e, unsigned node, unsigned index, weft_arg arg)
+{
+    weft_arg *old;
+    const weft__node *nd;
+
+    if (!e)
+        return weft__error(WEFT_EINVAL, "weft_exec_set_arg: exec is NULL");
+    if (node >= e->nnodes || e->nodes[node].kind != WEFT__NODE_KERNEL)
+        return weft__error(WEFT_EINVAL,
+                           "weft_exec_set_arg: node %u is not a kernel node "
+                           "(of %u nodes)",
+                           node, e->nnodes);
+    nd = &e->nodes[node];
+    if (index >= nd->u.kernel.nargs)
+        return weft__error(WEFT_EARGS,
+                           "weft_exec_set_arg: node %u has %u arguments, not "
+                           "%u",
+                           node, nd->u.kernel.nargs, index + 1);
+    old = &e->args[nd->u.kernel.arg_first + index];
+    if (old->type == WEFT_PARAM_BUFFER || old->type == WEFT_PARAM_LOCAL)
+        return weft__error(WEFT_EARGS,
+                           "weft_exec_set_arg: node %u argument %u is a %s: "
+                           "only values can change (the graph's dependencies "
+                           "were inferred from its buffers)",
+                           node, index,
+                           old->type == WEFT_PARAM_BUFFER ? "buffer"
+                                                          : "local array");
+    if (arg.type != old->type || arg.size != old->size ||
+        (arg.type == WEFT_PARAM_BYTES && !arg.value.bytes))
+        return weft__error(WEFT_EARGS,
+                           "weft_exec_set_arg: node %u argument %u: a value "
+                           "of type %d and %zu bytes replaces one of type %d "
+                           "and %zu bytes",
+                           node, index, (int)arg.type, arg.size, (int)old->type,
+                           old->size);
+    /* Launches already made run with the old value. */
+    pthread_mutex_lock(&e->lock);
+    while (e->pending)
+        pthread_cond_wait(&e->done, &e->lock);
+    if (arg.type == WEFT_PARAM_BYTES)
+        memcpy(e->bytes + old->value.u64, arg.value.bytes, arg.size);
+    else
+        old->value = arg.value;
+    e->steady_ok = 0;
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
 const weft_device *weft_exec_node_device(const weft_exec *e, unsigned node)
 {
     if (!e || node >= e->nnodes) {
@@ -1281,6 +1411,8 @@ int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
     st.host_syncs = e->counts.host_syncs;
     st.last_ns = e->last_ns;
     st.native_launches = e->native_launches;
+    st.native_replays = e->replays;
+    st.native_updates = e->native_updates;
     st.timed = e->timed;
     for (unsigned i = 0;
          i < e->nlane_counts && st.nlanes < WEFT__COUNTOF(st.lanes); i++) {

@@ -72,6 +72,16 @@ struct weft_exec {
     weft__plan *plan;
     weft__plan_memcpy *copies; /* per node: a read node's host function */
     weft__event **fences;      /* nroots * ndevices, see weft_buffer.fence */
+    /*
+     * Replays: every root's tracker state (weft__buffer_state) at the start
+     * of the last launch (snap), and after the last launch that ran as its
+     * native graph unchanged and ended in the state it began in (steady,
+     * valid when steady_ok). A launch that finds the roots in the steady
+     * state would issue exactly that graph again: it replays it instead.
+     */
+    unsigned char *snap, *steady;
+    size_t snap_len, snap_cap, steady_len, steady_cap;
+    int steady_ok;
 
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
@@ -85,6 +95,8 @@ struct weft_exec {
     uint64_t launches;        /* that ended */
     uint64_t last_ns;         /* the last one's host time, issue to end */
     uint64_t native_launches; /* that ran as one native graph */
+    uint64_t replays;         /* ... of which with no issue at all */
+    uint64_t native_updates;  /* native graphs updated for new parameters */
     unsigned timed;           /* the last launch was */
     char first_msg[WEFT__EXEC_MSG], last_msg[WEFT__EXEC_MSG];
 };

@@ -912,6 +912,30 @@ uint64_t weft__plan_native_launches(const weft__plan *p)
     return p->tape.launches;
 }
 
+uint64_t weft__plan_native_updates(const weft__plan *p)
+{
+    return p->tape.updates + p->tape.rebuilds;
+}
+
+int weft__plan_native_possible(const weft__plan *p)
+{
+    return p->tape_ok && p->tape.graph && !p->tape.broken;
+}
+
+int weft__plan_native_matched(const weft__plan *p)
+{
+    return p->tape_ok && p->tape.matched && p->tape.graph && !p->tape.broken;
+}
+
+int weft__plan_native_replay(weft__plan *p)
+{
+    int rc = weft__tape_replay(&p->tape);
+
+    if (rc < 0)
+        p->tape.matched = 0;
+    return rc;
+}
+
 void weft__plan_set_learn(weft__plan *p, unsigned n)
 {
     p->learn = n;

@@ -100,6 +100,18 @@ void weft__plan_launch_end(weft__plan *p);
 void weft__plan_native_begin(weft__plan *p, int allow);
 int weft__plan_native_end(weft__plan *p);
 uint64_t weft__plan_native_launches(const weft__plan *p);
+/* Native graphs updated or made again because parameters changed. */
+uint64_t weft__plan_native_updates(const weft__plan *p);
+/*
+ * Whether the last launch ran as the native graph with nothing changed,
+ * and weft__plan_native_replay may run it again without an issue (the
+ * caller checks that the launch would issue the same: the trackers' state
+ * and the arguments are those of the last launch).
+ */
+int weft__plan_native_matched(const weft__plan *p);
+/* Whether the next launch may run as the native graph (it has one). */
+int weft__plan_native_possible(const weft__plan *p);
+int weft__plan_native_replay(weft__plan *p);
 /* Time the next n launches to learn kernel times (0 by default). */
 void weft__plan_set_learn(weft__plan *p, unsigned n);
 /* Whether this launch is timed (tracing, or learning kernel times). */

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gt_kernels.h"
+#include "drivers/tape.h"
 #include "mem/buffer.h"
 #include "wt_devices.h"
 
@@ -264,7 +265,7 @@ static void test_native_relaunch(void **state)
     weft_buffer *x;
     weft_graph *g;
     weft_exec *e;
-    int native = wt_device(&devs, 0)->drv->graph_launch != NULL &&
+    int native = weft__tape_supported(wt_device(&devs, 0)) &&
                  !getenv("WEFT_NATIVE_GRAPHS");
 
     (void)state;
@@ -285,12 +286,19 @@ static void test_native_relaunch(void **state)
     /* Right after the wait: the bytes of the last launch are there. */
     check(weft_buffer_read(x, 0, out, sizeof out));
     check(weft_exec_get_stats(e, &st));
-    printf("# %d launches, %llu as a native graph\n", LAUNCHES,
-           (unsigned long long)st.native_launches);
-    if (native)
+    printf("# %d launches, %llu as a native graph, %llu of them replays\n",
+           LAUNCHES, (unsigned long long)st.native_launches,
+           (unsigned long long)st.native_replays);
+    if (native) {
         assert_true(st.native_launches >= LAUNCHES / 2);
-    else
+        /* The buffer stays on the device: once a launch ran the graph
+         * and left the copies as it found them, the next ones replay. */
+        assert_true(st.native_replays >= 1);
+        assert_true(st.native_replays < st.native_launches);
+    } else {
         assert_int_equal(st.native_launches, 0);
+        assert_int_equal(st.native_replays, 0);
+    }
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
     check(weft_buffer_sync_host(x));
@@ -304,6 +312,104 @@ static void test_native_relaunch(void **state)
             fail_msg("data[%d] = %u (read after the wait: %u), want %u", i,
                      data[i], out[i], v);
     }
+    check(weft_buffer_destroy(x));
+}
+
+/* gt_advance k times over v with the steps ks[0..n). */
+static uint32_t advance_all(uint32_t v, const uint32_t *ks, int n)
+{
+    for (int i = 0; i < n; i++)
+        v = gt_advance(v, ks[i]);
+    return v;
+}
+
+/*
+ * Between launches the program changes what the graph must do: a scalar
+ * argument (weft_exec_set_arg), and the buffer's bytes (weft_buffer_write).
+ * Each launch must do exactly what a fresh graph would: a native graph is
+ * updated in place for the scalar, and not replayed blindly after the
+ * write. Bad uses of weft_exec_set_arg are refused and change nothing.
+ */
+static void test_relaunch_changes(void **state)
+{
+    enum { M = 512, NK = 4 };
+    static uint32_t data[M], out[M];
+    uint32_t ks[NK] = {1, 2, 3, 4};
+    weft_exec_stats st = {.size = sizeof st};
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    weft_node nodes[NK];
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    int native = weft__tape_supported(wt_device(&devs, 0)) &&
+                 !getenv("WEFT_NATIVE_GRAPHS");
+
+    (void)state;
+    o.device = weft_runtime_device(devs.rt, 0);
+    for (int i = 0; i < M; i++)
+        data[i] = (uint32_t)i;
+    check(weft_buffer_create(devs.rt, sizeof data, &x));
+    check(weft_buffer_write(x, 0, data, sizeof data));
+    check(weft_graph_create(devs.rt, &g));
+    for (int k = 0; k < NK; k++) {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(ks[k]), weft_arg_i64(M)};
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3,
+                                    &nodes[k]));
+    }
+    check(weft_graph_instantiate(g, &o, &e));
+    /* Refused: a buffer, another type, a node that is no kernel, an index
+     * past the arguments. */
+    assert_int_equal(
+        weft_exec_set_arg(e, nodes[0], 0,
+                          weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE)),
+        WEFT_EARGS);
+    assert_int_equal(weft_exec_set_arg(e, nodes[0], 1, weft_arg_u64(7)),
+                     WEFT_EARGS);
+    assert_int_equal(weft_exec_set_arg(e, nodes[0], 3, weft_arg_u32(7)),
+                     WEFT_EARGS);
+    assert_int_equal(weft_exec_set_arg(e, 99, 1, weft_arg_u32(7)), WEFT_EINVAL);
+    for (int round = 0; round < 4; round++) {
+        /* Launches that repeat themselves (a native graph, replays). */
+        for (int l = 0; l < 4; l++) {
+            check(weft_exec_launch(e));
+            check(weft_exec_wait(e));
+            for (int i = 0; i < M; i++)
+                data[i] = advance_all(data[i], ks, NK);
+        }
+        check(weft_buffer_read(x, 0, out, sizeof out));
+        for (int i = 0; i < M; i++)
+            if (out[i] != data[i])
+                fail_msg("round %d: x[%d] = %u, want %u", round, i, out[i],
+                         data[i]);
+        if (round == 1) {
+            /* New bytes from the program: the next launch starts there. */
+            for (int i = 0; i < M; i++)
+                data[i] = (uint32_t)(i * 7 + 1);
+            check(weft_buffer_write(x, 0, data, sizeof data));
+        } else {
+            /* A new step for one node. */
+            int j = 1 + round % (NK - 1);
+
+            ks[j] = (uint32_t)(10 + round);
+            check(weft_exec_set_arg(e, nodes[j], 1, weft_arg_u32(ks[j])));
+        }
+    }
+    check(weft_exec_get_stats(e, &st));
+    printf("# %llu launches: %llu native, %llu replays, %llu graph updates\n",
+           (unsigned long long)st.launches,
+           (unsigned long long)st.native_launches,
+           (unsigned long long)st.native_replays,
+           (unsigned long long)st.native_updates);
+    if (native) {
+        /* Two scalar changes took the graph along (no new recording). */
+        assert_true(st.native_updates >= 2);
+        assert_true(st.native_replays >= 2);
+    } else {
+        assert_int_equal(st.native_updates, 0);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
     check(weft_buffer_destroy(x));
 }
 
@@ -567,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_node_kinds),
         cmocka_unit_test(test_relaunch_keeps_copies),
         cmocka_unit_test(test_native_relaunch),
+        cmocka_unit_test(test_relaunch_changes),
         cmocka_unit_test(test_async_failure_names_nodes),
         cmocka_unit_test(test_failure_cancels),
         cmocka_unit_test(test_two_threads),
