@@ -290,7 +290,8 @@ unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
 /*
  * The root's tracker state as bytes, for telling whether it changed
  * between two moments: where each range is valid, each device's extents
- * and their memory, the host copy, the fence. Writes what fits in cap
+ * and their memory, the host copy (not the fence: a root shared by two
+ * executable graphs is never compared). Writes what fits in cap
  * bytes of out and returns the size of the whole. Under root's lock.
  */
 size_t weft__buffer_state(const weft_buffer *root, unsigned char *out,

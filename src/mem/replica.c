@@ -1193,8 +1193,5 @@ size_t weft__buffer_state(const weft_buffer *root, unsigned char *out,
                             sizeof x->blk.offset);
         }
     }
-    weft__state_put(out, cap, &pos, &root->fence, sizeof root->fence);
-    weft__state_put(out, cap, &pos, &root->fence_owner,
-                    sizeof root->fence_owner);
     return pos;
 }

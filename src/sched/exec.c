@@ -1065,6 +1065,17 @@ static void weft__note_steady(weft_exec *e, int have_snap)
     }
     e->steady_ok = e->steady_len == e->snap_len &&
                    memcmp(e->steady, e->snap, e->snap_len) == 0;
+    if (!e->steady_ok) {
+        size_t at = 0;
+
+        while (at < e->snap_len && at < e->steady_len &&
+               e->snap[at] == e->steady[at])
+            at++;
+        weft__debug("exec",
+                    "no replay next: the launch changed the buffers' state "
+                    "(%zu bytes before, %zu after, first difference at %zu)",
+                    e->snap_len, e->steady_len, at);
+    }
 }
 
 /*
