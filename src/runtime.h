@@ -88,10 +88,27 @@ struct weft__ktime *weft__runtime_ktime(weft_runtime *rt);
  */
 int weft__runtime_pool(weft_runtime *rt, unsigned index, weft__pool **pool);
 weft__stager *weft__runtime_stager(weft_runtime *rt, unsigned index);
+/*
+ * Where a thread also counts what it adds to one runtime's statistics:
+ * an executable graph's issuing thread, so that a launch that replays a
+ * native graph without an issue counts what the issue would have.
+ */
+typedef struct weft__stat_sink {
+    const weft_stats *of; /* the runtime's counters */
+    weft_stats add;       /* what this thread added to them */
+} weft__stat_sink;
+extern _Thread_local weft__stat_sink *weft__stat_sink_cur;
+
 /* Add n to a statistics counter (a field of rt->stats). */
 static inline void weft__stat_add(uint64_t *counter, uint64_t n)
 {
+    weft__stat_sink *s = weft__stat_sink_cur;
+
     __atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
+    if (s && (const char *)counter >= (const char *)s->of &&
+        (const char *)counter < (const char *)(s->of + 1))
+        *(uint64_t *)((char *)&s->add +
+                      ((const char *)counter - (const char *)s->of)) += n;
 }
 
 /* The context of device index, created on first use. */

@@ -1018,6 +1018,8 @@ static uint32_t weft__pick(weft_exec *e, uint32_t next)
     return next;
 }
 
+_Thread_local weft__stat_sink *weft__stat_sink_cur;
+
 /* Every root's tracker state into *buf (see weft_exec.snap). */
 static int weft__exec_snapshot(weft_exec *e, unsigned char **buf, size_t *cap,
                                size_t *len)
@@ -1091,6 +1093,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     unsigned nlc;
     int timed, shared = 0, have_snap;
     int first = 0, drc;
+    weft__stat_sink sink;
 
     weft__plan_launch_begin(e->plan);
     timed = weft__plan_timed(e->plan);
@@ -1111,6 +1114,13 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         e->snap_len == e->steady_len &&
         memcmp(e->snap, e->steady, e->snap_len) == 0) {
         /* The same decisions as the last launch: its graph, no issue. */
+        const uint64_t *add = (const uint64_t *)&e->replay_stats;
+        uint64_t *to = (uint64_t *)&e->rt->stats;
+
+        /* Counters the issue would have added (the fields after size). */
+        for (size_t f = 1; f < sizeof e->replay_stats / sizeof *add; f++)
+            if (add[f])
+                weft__stat_add(&to[f], add[f]);
         __atomic_add_fetch(&e->rt->tick, e->nnodes, __ATOMIC_RELAXED);
         if ((first = weft__plan_native_replay(e->plan)) < 0) {
             e->steady_ok = 0;
@@ -1127,6 +1137,9 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         pthread_mutex_unlock(&e->lock);
         return first;
     }
+    memset(&sink, 0, sizeof sink);
+    sink.of = &e->rt->stats;
+    weft__stat_sink_cur = &sink;
     weft__plan_native_begin(e->plan, !shared);
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
     for (uint32_t next = 0, k; next < e->nnodes;) {
@@ -1181,6 +1194,9 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     nlc = weft__plan_lane_counts(e->plan, lc, WEFT__COUNTOF(lc));
     weft__stat_add(&e->rt->stats.plan_events, c.events);
     weft__stat_add(&e->rt->stats.plan_waits, c.waits);
+    weft__stat_sink_cur = NULL;
+    if (e->steady_ok)
+        e->replay_stats = sink.add;
     pthread_mutex_lock(&e->lock);
     e->counts = c;
     memcpy(e->lane_counts, lc, nlc * sizeof *lc);

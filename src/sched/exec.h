@@ -82,6 +82,7 @@ struct weft_exec {
     unsigned char *snap, *steady;
     size_t snap_len, snap_cap, steady_len, steady_cap;
     int steady_ok;
+    weft_stats replay_stats; /* what the steady launch added to rt->stats */
 
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
