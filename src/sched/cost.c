@@ -368,6 +368,32 @@ double weft__ktime_estimate(weft__ktime *m, const char *kernel, unsigned dev,
         how = 1;
     } else {
         t = p.launch_ns + x * p.item_ns * p.scale;
+        /*
+         * Never run here, but learned on another device: that time, in
+         * the ratio of the two devices' priors (a kernel that the prior
+         * underrates by far does so on every device alike).
+         */
+        for (unsigned d = 0; !e && d < m->ndevices && !how; d++) {
+            weft__ktime_prior q;
+            weft__ktime_entry *o;
+            int k = 0;
+            double td, pd;
+
+            if (d == dev)
+                continue;
+            pthread_mutex_lock(&m->lock);
+            o = weft__ktime_find(m, kernel, d);
+            q = m->prior[d];
+            pthread_mutex_unlock(&m->lock);
+            if (!o)
+                continue;
+            td = weft__ktime_estimate(m, kernel, d, items, &k);
+            pd = q.launch_ns + x * q.item_ns * q.scale;
+            if (k && pd > 0) {
+                t = td * t / pd;
+                how = 1;
+            }
+        }
     }
     if (known)
         *known = how;

@@ -91,8 +91,10 @@ int weft__ktime_record(weft__ktime *model, const char *kernel, unsigned dev,
  * The expected ns of kernel on dev over items items: the median of its
  * bucket if it has samples; else interpolated between the nearest buckets
  * below and above that have, extrapolated in proportion to items from the
- * nearest one if only one side has; else the prior. *known (may be NULL)
- * says which: 2 the bucket, 1 neighbours, 0 the prior.
+ * nearest one if only one side has; else, if another device has samples
+ * of it, that device's estimate in the ratio of the two priors; else the
+ * prior. *known (may be NULL) says which: 2 the bucket, 1 neighbours or
+ * another device, 0 the prior.
  */
 double weft__ktime_estimate(weft__ktime *model, const char *kernel,
                             unsigned dev, uint64_t items, int *known);

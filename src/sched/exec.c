@@ -543,13 +543,22 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     }
     for (uint32_t i = 0; i < g->nnodes; i++)
         e->node_dev[i] = dev;
+    e->roots = weft__malloc(((size_t)g->nroots + 1) * sizeof *e->roots);
+    if (!e->roots) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < g->nroots; i++)
+        e->roots[i] = g->roots[i].buf;
     if (!o.device) {
+        weft__place_src src = {g->rt,   g->nodes, g->nnodes, g->acc,
+                               g->nacc, g->args,  e->roots};
         int policy = e->rt->place_policy;
 
         if (o.policy != WEFT_PLACE_DEFAULT &&
             (rc = weft__place_policy_parse(NULL, o.policy, &policy)) < 0)
             goto fail;
-        if ((rc = weft__place_graph(g, policy, dev, e->pred_first, e->preds,
+        if ((rc = weft__place_graph(&src, policy, dev, e->pred_first, e->preds,
                                     e->node_dev, &e->devices_used)) < 0)
             goto fail;
         e->policy = policy;
@@ -568,20 +577,17 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->acc = weft__dup(g->acc, (size_t)g->nacc * sizeof *g->acc);
     e->args = weft__dup(g->args, (size_t)g->nargs * sizeof *g->args);
     e->bytes = weft__dup(g->bytes, g->nbytes);
-    e->roots = weft__malloc(((size_t)g->nroots + 1) * sizeof *e->roots);
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
     e->state = weft__malloc((size_t)g->nnodes + 1);
     e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
-    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->roots ||
-        !e->kargs || !e->ptrs || !e->state || !e->copies || !e->fences) {
+    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->kargs ||
+        !e->ptrs || !e->state || !e->copies || !e->fences) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto fail;
     }
-    for (uint32_t i = 0; i < g->nroots; i++)
-        e->roots[i] = g->roots[i].buf;
     if ((rc = weft__build_locks(e)) < 0 || (rc = weft__build_next_use(e)) < 0)
         goto fail;
     if ((rc = weft__plan_create(e->rt, e->nodes, e->nnodes, e->node_dev,
@@ -592,8 +598,10 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->lanes.set = e->plan;
     /* Kernel times for the cost model, where a model placed the nodes. */
     if (e->devices_used &&
-        (e->policy == WEFT_PLACE_HEFT || e->policy == WEFT_PLACE_LOCALITY))
+        (e->policy == WEFT_PLACE_HEFT || e->policy == WEFT_PLACE_LOCALITY)) {
         weft__plan_set_learn(e->plan, 2);
+        e->replace = 1;
+    }
     /* The device's first lane now, so that a device that cannot make one
      * fails here rather than at the first launch. */
     if ((rc = weft__plan_lane_queue(e->plan, dev, 0, &q)) < 0) {
@@ -1020,6 +1028,73 @@ static uint32_t weft__pick(weft_exec *e, uint32_t next)
 
 _Thread_local weft__stat_sink *weft__stat_sink_cur;
 
+/*
+ * Placement again, once the first (timed) launches have taught the kernel
+ * time model what the graph's kernels cost: a cost model placing with its
+ * prior guesses (a kernel's time from its size and the device's compute
+ * units) can put the weight on the wrong side, copies against compute.
+ * Where the devices change, the plan is lowered anew, between launches
+ * (nothing in flight). A graph sharing a root with another is left alone
+ * (the other may wait on this plan's fences), as is one whose new devices
+ * would not take a kernel's arguments.
+ */
+static void weft__replace(weft_exec *e)
+{
+    weft__place_src src = {e->rt,   e->nodes, e->nnodes, e->acc,
+                           e->nacc, e->args,  e->roots};
+    unsigned *dev, used = 0, moved = 0;
+    weft__plan *plan;
+    int rc;
+
+    for (uint32_t r = 0; r < e->nroots; r++)
+        if (__atomic_load_n(&e->roots[r]->root_execs, __ATOMIC_ACQUIRE) > 1)
+            return;
+    dev = weft__malloc(((size_t)e->nnodes + 1) * sizeof *dev);
+    if (!dev)
+        goto fail;
+    memcpy(dev, e->node_dev, (size_t)e->nnodes * sizeof *dev);
+    if (weft__place_graph(&src, e->policy, e->device, e->pred_first, e->preds,
+                          dev, &used) < 0)
+        goto fail;
+    for (uint32_t i = 0; i < e->nnodes; i++) {
+        const weft__node *nd = &e->nodes[i];
+
+        if (dev[i] == e->node_dev[i])
+            continue;
+        if (nd->kind != WEFT__NODE_KERNEL ||
+            weft__args_match(
+                nd->u.kernel.k, weft__kernel_impl(nd->u.kernel.k, dev[i]),
+                &e->args[nd->u.kernel.arg_first], nd->u.kernel.nargs) < 0)
+            goto fail;
+        moved++;
+    }
+    if (!moved) {
+        weft__free(dev);
+        return;
+    }
+    rc = weft__plan_create(e->rt, e->nodes, e->nnodes, dev, e->order,
+                           e->pred_first, e->preds, &plan);
+    if (rc < 0)
+        goto fail;
+    weft__plan_destroy(e->plan);
+    e->plan = plan;
+    e->lanes.set = plan;
+    weft__free(e->node_dev);
+    e->node_dev = dev;
+    e->devices_used = used;
+    e->steady_ok = 0;
+    weft__debug("exec",
+                "placed again with the learned kernel times: %u kernel "
+                "nodes moved, %u devices used",
+                moved, used);
+    return;
+fail:
+    weft__debug("exec", "placement kept: %s",
+                dev ? weft_last_error() : "out of memory");
+    weft_clear_error();
+    weft__free(dev);
+}
+
 /* Every root's tracker state into *buf (see weft_exec.snap). */
 static int weft__exec_snapshot(weft_exec *e, unsigned char **buf, size_t *cap,
                                size_t *len)
@@ -1095,6 +1170,10 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     int first = 0, drc;
     weft__stat_sink sink;
 
+    if (e->replace && !weft__plan_learning(e->plan)) {
+        e->replace = 0;
+        weft__replace(e);
+    }
     weft__plan_launch_begin(e->plan);
     timed = weft__plan_timed(e->plan);
     for (uint32_t r = 0; r < e->nroots && !shared; r++)

@@ -46,6 +46,7 @@ struct weft_exec {
     unsigned *node_dev;    /* per node: where a kernel or copy node runs */
     int policy;            /* weft_place_policy used, 0 if a device given */
     unsigned devices_used; /* by placement, 0 if all on the default */
+    unsigned replace;      /* place again once the kernel times are learned */
 
     weft__node *nodes;
     uint32_t nnodes;

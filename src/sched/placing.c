@@ -166,7 +166,7 @@ static uint64_t weft__node_items(const weft__node *nd)
  * size and the offsets of its buffer arguments (instantiate checks the
  * same for the device it picks, and fails on an explicit one).
  */
-static int weft__fits(const weft_graph *g, const weft__node *x,
+static int weft__fits(const weft__place_src *g, const weft__node *x,
                       const weft__device *dev)
 {
     const weft_device_info *p = &dev->props;
@@ -184,7 +184,7 @@ static int weft__fits(const weft_graph *g, const weft__node *x,
     return 1;
 }
 
-int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
+int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
                       const uint32_t *pred_first, const uint32_t *preds,
                       unsigned *node_dev, unsigned *ndev_used)
 {
@@ -287,7 +287,7 @@ int weft__place_graph(const weft_graph *g, int policy, unsigned dflt,
         goto out;
     }
     for (uint32_t b = 0; b < rt_.n; b++) {
-        weft_buffer *root = g->roots[rt_.keys[b].root].buf;
+        weft_buffer *root = g->roots[rt_.keys[b].root];
         unsigned at;
 
         weft__buffer_lock(root);

@@ -18,6 +18,12 @@
  * and 10 us each way through the host is used and a warning says so.
  * Kernel times are learned from timed launches (plan.c records them while
  * a launch is timed: traced, or among an executable graph's first ones).
+ * A time learned on one device stands for the others (in the ratio of
+ * their priors) until they have their own. Once an executable graph's
+ * first launches have been timed, it is placed again with what they taught
+ * (exec.c, weft__replace), and lowered anew if any kernel moves: the
+ * prior alone can take a long kernel for a short one and let the copies
+ * decide.
  */
 #ifndef WEFT_SCHED_PLACING_H
 #define WEFT_SCHED_PLACING_H
@@ -25,6 +31,19 @@
 #include "../runtime.h"
 
 struct weft_graph;
+struct weft__node;
+struct weft__access;
+
+/* What placement reads of a graph (an instantiated one keeps copies). */
+typedef struct weft__place_src {
+    weft_runtime *rt;
+    const struct weft__node *nodes;
+    uint32_t nnodes;
+    const struct weft__access *acc;
+    uint32_t nacc;
+    const weft_arg *args;
+    weft_buffer *const *roots; /* as weft__access.root indexes them */
+} weft__place_src;
 
 /*
  * The policy from WEFT_PLACE (env, may be NULL) else opt (a
@@ -34,13 +53,13 @@ struct weft_graph;
 int weft__place_policy_parse(const char *env, int opt, int *out);
 
 /*
- * Devices for the unplaced kernel nodes of g under policy (a
+ * Devices for the unplaced kernel nodes of src under policy (a
  * weft_place_policy, not DEFAULT), dflt being the default device: their
  * entries of node_dev are set, the others left alone. preds in CSR form.
  * *ndev_used receives the number of distinct devices chosen (0 if the
  * graph was left to dflt).
  */
-int weft__place_graph(const struct weft_graph *g, int policy, unsigned dflt,
+int weft__place_graph(const weft__place_src *src, int policy, unsigned dflt,
                       const uint32_t *pred_first, const uint32_t *preds,
                       unsigned *node_dev, unsigned *ndev_used);
 

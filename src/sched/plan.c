@@ -936,6 +936,11 @@ int weft__plan_native_replay(weft__plan *p)
     return rc;
 }
 
+unsigned weft__plan_learning(const weft__plan *p)
+{
+    return p->learn;
+}
+
 void weft__plan_set_learn(weft__plan *p, unsigned n)
 {
     p->learn = n;

@@ -113,6 +113,8 @@ int weft__plan_native_matched(const weft__plan *p);
 int weft__plan_native_possible(const weft__plan *p);
 int weft__plan_native_replay(weft__plan *p);
 /* Time the next n launches to learn kernel times (0 by default). */
+/* Launches still to be timed for the kernel time model. */
+unsigned weft__plan_learning(const weft__plan *p);
 void weft__plan_set_learn(weft__plan *p, unsigned n);
 /* Whether this launch is timed (tracing, or learning kernel times). */
 int weft__plan_timed(const weft__plan *p);

@@ -113,11 +113,16 @@ static void test_prior(void **state)
     assert_int_equal(known, 0);
     assert_true(fabs(weft__ktime_estimate(m, "new", 1, 1000000, NULL) - 25000) <
                 1e-6);
-    /* What device 0 learns says nothing about device 1. */
+    /* What device 0 learns goes for device 1 too, in the priors' ratio,
+     * until device 1 has times of its own. */
     assert_int_equal(weft__ktime_record(m, "new", 0, 1000000, 777), 0);
     assert_true(weft__ktime_estimate(m, "new", 0, 1000000, NULL) == 777);
-    assert_true(fabs(weft__ktime_estimate(m, "new", 1, 1000000, NULL) - 25000) <
-                1e-6);
+    assert_true(fabs(weft__ktime_estimate(m, "new", 1, 1000000, &known) -
+                     777.0 * 25000 / 15000) < 1e-6);
+    assert_int_equal(known, 1);
+    assert_int_equal(weft__ktime_record(m, "new", 1, 1000000, 900), 0);
+    assert_true(weft__ktime_estimate(m, "new", 1, 1000000, &known) == 900);
+    assert_int_equal(known, 2);
     weft__ktime_set_prior(m, 1, 100, 1);
     /* 100 + 1000 * 1 * 2 */
     assert_true(fabs(weft__ktime_estimate(m, "other", 1, 1000, NULL) - 2100) <

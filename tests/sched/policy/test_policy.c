@@ -632,6 +632,90 @@ static void test_locality_follows_data(void **state)
 }
 
 /*
+ * HEFT learns: n kernels, each reading its own buffer that only device 0
+ * holds (set there by an earlier graph), cost KERNEL_NS each, far more
+ * than moving their input anywhere. At instantiate the kernel time model
+ * knows only its prior, which takes these kernels for cheap next to the
+ * copies, so most (on 2 and 4 GPUs all) go to device 0. The first launches are
+ * timed and teach it the real time; the launch after that places the graph
+ * again, and the kernels spread over every device (the results stay right
+ * throughout).
+ */
+static void test_heft_learns(void **state)
+{
+    enum { M = 8192 };
+    const size_t bytes = M * sizeof(float);
+    fixture *f = *state;
+    unsigned n = f->m->n, before = 0, after = 0;
+    unsigned char used[MAXDEV];
+    weft_buffer *b[MAXDEV], *y[MAXDEV];
+    static float out[MAXDEV][M];
+    weft_node kn[MAXDEV];
+    weft_graph *g;
+    weft_exec *e;
+
+    check(weft_graph_create(f->rt, &g));
+    for (unsigned k = 0; k < n; k++) {
+        weft_arg a[] = {weft_arg_buffer(b[k], 0, bytes, WEFT_WRITE),
+                        weft_arg_f32((float)(k + 1)), weft_arg_i64(M)};
+        weft_node set;
+
+        check(weft_buffer_create(f->rt, bytes, &b[k]));
+        check(weft_buffer_create(f->rt, bytes, &y[k]));
+        a[0] = weft_arg_buffer(b[k], 0, bytes, WEFT_WRITE);
+        check(weft_graph_add_kernel(g, f->k_set, weft_dims1(M), a, 3, &set));
+        check(weft_graph_set_device(g, set, dev(f, 0)));
+    }
+    e = instantiate(g, WEFT_PLACE_DEFAULT);
+    run(e);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+
+    check(weft_graph_create(f->rt, &g));
+    for (unsigned k = 0; k < n; k++) {
+        weft_arg a[] = {weft_arg_buffer(y[k], 0, bytes, WEFT_WRITE),
+                        weft_arg_buffer(b[k], 0, bytes, WEFT_READ),
+                        weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(g, f->k_tile, weft_dims1(M), a, 3, &kn[k]));
+        check(weft_graph_add_read(g, y[k], 0, out[k], bytes, NULL));
+    }
+    e = instantiate(g, WEFT_PLACE_HEFT);
+    memset(used, 0, sizeof used);
+    for (unsigned k = 0; k < n; k++)
+        used[node_dev(f, e, kn[k])] = 1;
+    for (unsigned d = 0; d < n; d++)
+        before += used[d];
+    for (int l = 0; l < 4; l++) {
+        memset(out, 0, sizeof out);
+        run(e);
+        for (unsigned k = 0; k < n; k++)
+            for (unsigned i = 0; i < M; i++)
+                if (out[k][i] != (float)(2 * (k + 1) + 1))
+                    fail_msg("%s, launch %d: y_%u[%u] = %g, want %u", f->name,
+                             l, k, i, out[k][i], 2 * (k + 1) + 1);
+    }
+    memset(used, 0, sizeof used);
+    for (unsigned k = 0; k < n; k++)
+        used[node_dev(f, e, kn[k])] = 1;
+    for (unsigned d = 0; d < n; d++)
+        after += used[d];
+    printf("# %s: heft used %u device(s) at instantiate, %u once the kernel "
+           "times were learned\n",
+           f->name, before, after);
+    /* The prior keeps (most of) the kernels on device 0. */
+    assert_true(before < n);
+    assert_int_equal(after, n);
+    assert_int_equal(stats_of(e).devices_used, n);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    for (unsigned k = 0; k < n; k++) {
+        check(weft_buffer_destroy(b[k]));
+        check(weft_buffer_destroy(y[k]));
+    }
+}
+
+/*
  * Data from device 0 to device n - 1 (a kernel placed on each: set x on
  * 0, y = 2 x + 1 on n - 1): with peer links it crosses once, device to
  * device, and never touches the host's link; without them it goes
@@ -863,6 +947,7 @@ static const struct {
     {"explicit_kept", test_explicit_kept},
     {"locality_follows_data", test_locality_follows_data},
     {"peer_path", test_peer_path},
+    {"heft_learns", test_heft_learns},
     {"chain_stays", test_chain_stays},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
