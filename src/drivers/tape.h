@@ -27,8 +27,9 @@
  * bookkeeping (the trackers end exactly as after a launch that ran op by
  * op) and only the submission is replaced, never the decisions.
  *
- * Only drivers with graph operations (CUDA) get a tape; WEFT_NATIVE_GRAPHS=0
- * turns it off.
+ * Only devices whose driver has graph operations get a tape (CUDA; OpenCL
+ * where the device has cl_khr_command_buffer); WEFT_NATIVE_GRAPHS=0 turns
+ * it off.
  */
 #ifndef WEFT_DRIVERS_TAPE_H
 #define WEFT_DRIVERS_TAPE_H
