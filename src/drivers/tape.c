@@ -12,13 +12,21 @@ _Thread_local weft__tape *weft__tape_cur;
 int weft__tape_supported(const weft__device *dev)
 {
     const char *v = weft__env("WEFT_NATIVE_GRAPHS");
+    int force = v && (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "yes"));
 
     if (v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no")))
         return 0;
     if (!dev->drv->graph_begin || !dev->drv->graph_end ||
         !dev->drv->graph_launch || !dev->drv->graph_destroy)
         return 0;
-    return !dev->drv->graph_supported || dev->drv->graph_supported(dev);
+    if (dev->drv->graph_supported && !dev->drv->graph_supported(dev))
+        return 0;
+    /*
+     * A CPU device has no submission cost worth a graph: PoCL 3.1 replays a
+     * command buffer several times slower than it runs the same commands
+     * one by one (bench/RESULTS.md). On only where asked for.
+     */
+    return force || dev->props.type != WEFT_DEVICE_CPU;
 }
 
 static void weft__tape_drop_graph(weft__tape *t)

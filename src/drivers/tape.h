@@ -33,8 +33,11 @@
  * bookkeeping (the trackers end exactly as after a launch that ran op by
  * op) and only the submission is replaced, never the decisions.
  *
- * Only drivers with graph operations (CUDA) get a tape; WEFT_NATIVE_GRAPHS=0
- * turns it off.
+ * Only devices whose driver has graph operations get a tape (CUDA; OpenCL
+ * where the device has cl_khr_command_buffer), and not CPU devices unless
+ * WEFT_NATIVE_GRAPHS=1 asks for it (their submission costs little, and
+ * PoCL replays command buffers slower than it runs the commands);
+ * WEFT_NATIVE_GRAPHS=0 turns it off everywhere.
  */
 #ifndef WEFT_DRIVERS_TAPE_H
 #define WEFT_DRIVERS_TAPE_H

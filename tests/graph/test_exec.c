@@ -251,11 +251,12 @@ static void test_relaunch_keeps_copies(void **state)
 
 /* A failing kernel cancels what depends on it, and only that. */
 /*
- * Relaunches that issue the same work: a driver with native graphs (CUDA)
- * runs them as one graph once a recorded launch is issued again exactly
- * (the first launch uploads; the first relaunches may still differ, by the
- * lanes and events they use): at least half of 6 launches; the bytes must
- * be those of every launch having run, node by node.
+ * Relaunches that issue the same work: a device with native graphs (CUDA;
+ * OpenCL with cl_khr_command_buffer, as PoCL) runs them as one graph once a
+ * recorded launch is issued again exactly (the first launch uploads; the first
+ * relaunches may still differ, by the lanes and events they use): at least half
+ * of 6 launches; the bytes must be those of every launch having run, node by
+ * node.
  */
 static void test_native_relaunch(void **state)
 {
@@ -265,8 +266,7 @@ static void test_native_relaunch(void **state)
     weft_buffer *x;
     weft_graph *g;
     weft_exec *e;
-    int native = weft__tape_supported(wt_device(&devs, 0)) &&
-                 !getenv("WEFT_NATIVE_GRAPHS");
+    int native = weft__tape_supported(wt_device(&devs, 0));
 
     (void)state;
     for (int i = 0; i < M; i++)
@@ -341,8 +341,7 @@ static void test_relaunch_changes(void **state)
     weft_exec *e;
     weft_node nodes[NK];
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
-    int native = weft__tape_supported(wt_device(&devs, 0)) &&
-                 !getenv("WEFT_NATIVE_GRAPHS");
+    int native = weft__tape_supported(wt_device(&devs, 0));
 
     (void)state;
     o.device = weft_runtime_device(devs.rt, 0);

@@ -128,7 +128,10 @@
     X(CL_INVALID_DEVICE_QUEUE, WEFT_EINVAL)                                    \
     X(CL_INVALID_SPEC_ID, WEFT_EINVAL)                                         \
     X(CL_MAX_SIZE_RESTRICTION_EXCEEDED, WEFT_EINVAL)                           \
-    X(CL_PLATFORM_NOT_FOUND_KHR, WEFT_ENOTSUP)
+    X(CL_PLATFORM_NOT_FOUND_KHR, WEFT_ENOTSUP)                                 \
+    X(CL_INVALID_COMMAND_BUFFER_KHR, WEFT_EINVAL)                              \
+    X(CL_INVALID_SYNC_POINT_WAIT_LIST_KHR, WEFT_EINVAL)                        \
+    X(CL_INCOMPATIBLE_COMMAND_QUEUE_KHR, WEFT_ENOTSUP)
 
 typedef struct ocl_code {
     cl_int code;
@@ -167,10 +170,43 @@ static int ocl_fail(cl_int rc, const char *fmt, ...)
 
 /* ---- objects ----------------------------------------------------------- */
 
+/*
+ * cl_khr_command_buffer, looked up once per platform at discovery (which
+ * runs on one thread). The extension is provisional and its ABI changed at
+ * 0.9.5: the copy, fill and barrier commands gained a properties parameter
+ * after the queue. The pointers of both forms are kept untyped and called
+ * through the type that the device's version says (ocl_cmd_*).
+ */
+typedef void (*ocl_any_fn)(void);
+typedef cl_int(CL_API_CALL *ocl_cmd_copy_v5)(
+    cl_command_buffer_khr, cl_command_queue, const cl_properties *, cl_mem,
+    cl_mem, size_t, size_t, size_t, cl_uint, const cl_sync_point_khr *,
+    cl_sync_point_khr *, cl_mutable_command_khr *);
+typedef cl_int(CL_API_CALL *ocl_cmd_fill_v5)(
+    cl_command_buffer_khr, cl_command_queue, const cl_properties *, cl_mem,
+    const void *, size_t, size_t, size_t, cl_uint, const cl_sync_point_khr *,
+    cl_sync_point_khr *, cl_mutable_command_khr *);
+typedef cl_int(CL_API_CALL *ocl_cmd_barrier_v5)(
+    cl_command_buffer_khr, cl_command_queue, const cl_properties *, cl_uint,
+    const cl_sync_point_khr *, cl_sync_point_khr *, cl_mutable_command_khr *);
+
+typedef struct ocl_cmdbuf_api {
+    unsigned resolved; /* looked up, found or not */
+    unsigned ok;       /* every entry point below was found */
+    clCreateCommandBufferKHR_fn create;
+    clFinalizeCommandBufferKHR_fn finalize;
+    clReleaseCommandBufferKHR_fn release;
+    clEnqueueCommandBufferKHR_fn enqueue;
+    clCommandNDRangeKernelKHR_fn ndrange; /* the same in every version */
+    /* the form of these depends on the version */
+    ocl_any_fn copy, fill, barrier;
+} ocl_cmdbuf_api;
+
 typedef struct ocl_platform {
     weft__platform base;
     cl_platform_id id;
     unsigned version; /* major * 100 + minor */
+    ocl_cmdbuf_api cmdbuf;
 } ocl_platform;
 
 typedef cl_program(CL_API_CALL *ocl_il_fn)(cl_context, const void *, size_t,
@@ -186,6 +222,10 @@ typedef struct ocl_device {
     unsigned priorities; /* cl_khr_priority_hints */
     ocl_il_fn il_khr;    /* clCreateProgramWithILKHR, or NULL */
     unsigned il_core;    /* clCreateProgramWithIL takes SPIR-V */
+    /* cl_khr_command_buffer where weft can use it (native graphs), or NULL */
+    const ocl_cmdbuf_api *cmdbuf;
+    unsigned cmdbuf_v5;           /* version 0.9.5 or later: that ABI */
+    unsigned cmdbuf_simultaneous; /* may be enqueued while pending */
     char platform_name[128];
 } ocl_device;
 
@@ -208,7 +248,8 @@ typedef struct ocl_context {
     pthread_cond_t idle;
     ocl_bounce *bounce_free;
     unsigned nbounce_free;
-    long bounce_out; /* lent to peer copies in flight */
+    long bounce_out;              /* lent to peer copies in flight */
+    struct ocl_capture *captures; /* in progress; guarded by lock */
 } ocl_context;
 
 typedef struct ocl_host_call ocl_host_call;
@@ -227,11 +268,25 @@ typedef struct ocl_host_worker {
     int stop;
 } ocl_host_worker;
 
+/*
+ * While a queue takes part in a capture (cap not NULL), its enqueues
+ * record into the capture's command buffer; the lanes of the queues map
+ * onto sync points: last is the queue's last recorded command (in-order
+ * semantics), waits the sync points that its next command must also wait
+ * for (its waits on events recorded in the capture). Only the capturing
+ * thread touches these, as it is the only one that enqueues on the queues
+ * of its capture.
+ */
 typedef struct ocl_queue {
     weft__queue base;
     cl_command_queue cl;
     pthread_mutex_t lock;    /* guards the creation of worker */
     ocl_host_worker *worker; /* started by the first host function */
+    struct ocl_capture *cap;
+    unsigned has_last;
+    cl_sync_point_khr last;
+    cl_sync_point_khr *waits;
+    unsigned nwaits, cap_waits;
 } ocl_queue;
 
 typedef struct ocl_sub {
@@ -267,10 +322,18 @@ typedef struct ocl_module {
     ocl_kernel *kernels;
 } ocl_module;
 
+/*
+ * An event recorded in a capture has no marker (last is NULL): it names
+ * the sync point of what its queue had recorded then (has_sp 0: nothing),
+ * for the capture cap_id, and only while that capture is in progress.
+ */
 typedef struct ocl_event {
     weft__event base;
-    pthread_mutex_t lock; /* guards last */
+    pthread_mutex_t lock; /* guards the rest */
     cl_event last;        /* the marker of the last record, or NULL */
+    uint64_t cap_id;      /* the capture of the last record, or 0 */
+    unsigned has_sp;
+    cl_sync_point_khr sp;
 } ocl_event;
 
 static ocl_device *ocl_dev(weft__device *d)
@@ -379,6 +442,12 @@ static cl_int ocl_device_get(cl_device_id d, cl_device_info what, size_t size,
     return OCL("clGetDeviceInfo", clGetDeviceInfo(d, what, size, out, NULL));
 }
 
+static cl_int ocl_device_get_size(cl_device_id d, cl_device_info what,
+                                  size_t *size)
+{
+    return OCL("clGetDeviceInfo", clGetDeviceInfo(d, what, 0, NULL, size));
+}
+
 /* "OpenCL 3.0 ..." -> 300; 0 if unreadable. */
 static unsigned ocl_parse_version(const char *s)
 {
@@ -433,6 +502,104 @@ static void ocl_pci_bus_id(ocl_device *d, const char *exts)
                      (slot >> 3) & 0x1f, slot & 7);
         }
     }
+}
+
+/* The platform's command-buffer entry points, looked up on first need. */
+static const ocl_cmdbuf_api *ocl_cmdbuf_resolve(ocl_platform *p)
+{
+    ocl_cmdbuf_api *a = &p->cmdbuf;
+
+    if (a->resolved)
+        return a->ok ? a : NULL;
+    a->resolved = 1;
+#define OCL_RESOLVE(field, type, name)                                         \
+    a->field = (type)clGetExtensionFunctionAddressForPlatform(p->id, name)
+    OCL_RESOLVE(create, clCreateCommandBufferKHR_fn,
+                "clCreateCommandBufferKHR");
+    OCL_RESOLVE(finalize, clFinalizeCommandBufferKHR_fn,
+                "clFinalizeCommandBufferKHR");
+    OCL_RESOLVE(release, clReleaseCommandBufferKHR_fn,
+                "clReleaseCommandBufferKHR");
+    OCL_RESOLVE(enqueue, clEnqueueCommandBufferKHR_fn,
+                "clEnqueueCommandBufferKHR");
+    OCL_RESOLVE(ndrange, clCommandNDRangeKernelKHR_fn,
+                "clCommandNDRangeKernelKHR");
+    OCL_RESOLVE(copy, ocl_any_fn, "clCommandCopyBufferKHR");
+    OCL_RESOLVE(fill, ocl_any_fn, "clCommandFillBufferKHR");
+    OCL_RESOLVE(barrier, ocl_any_fn, "clCommandBarrierWithWaitListKHR");
+#undef OCL_RESOLVE
+    a->ok = a->create && a->finalize && a->release && a->enqueue &&
+            a->ndrange && a->copy && a->fill && a->barrier;
+    if (!a->ok)
+        weft__info("opencl",
+                   "%s lists cl_khr_command_buffer but not all of its entry "
+                   "points: no native graphs",
+                   p->base.name);
+    return a->ok ? a : NULL;
+}
+
+/*
+ * Native graphs need cl_khr_command_buffer at a version whose ABI weft
+ * knows (0.9.x: it is provisional, and 0.9.5 changed it), the entry points,
+ * and command buffers that take weft's queues as they are (in order,
+ * profiling where the device can). Optional: anything missing or
+ * unreadable leaves d->cmdbuf NULL.
+ */
+static void ocl_cmdbuf_probe(ocl_platform *p, ocl_device *d, const char *exts)
+{
+    cl_command_queue_properties ours =
+        d->profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
+    cl_command_queue_properties required = 0, supported = 0;
+    cl_device_command_buffer_capabilities_khr caps = 0;
+    cl_name_version *list = NULL;
+    cl_version version = 0;
+    const ocl_cmdbuf_api *api;
+    size_t n = 0;
+
+    if (!ocl_has_ext(exts, "cl_khr_command_buffer"))
+        return;
+    /* Only OpenCL 3.0 devices say which version of it they have. */
+    if (d->version < 300 || p->version < 300 ||
+        ocl_device_get_size(d->id, CL_DEVICE_EXTENSIONS_WITH_VERSION, &n) !=
+            CL_SUCCESS ||
+        !(list = weft__malloc(n ? n : 1))) {
+        weft_clear_error();
+        return;
+    }
+    if (ocl_device_get(d->id, CL_DEVICE_EXTENSIONS_WITH_VERSION, n, list) ==
+        CL_SUCCESS)
+        for (size_t i = 0; i < n / sizeof *list; i++)
+            if (!strcmp(list[i].name, "cl_khr_command_buffer"))
+                version = list[i].version;
+    weft__free(list);
+    if (CL_VERSION_MAJOR(version) != 0 || CL_VERSION_MINOR(version) != 9) {
+        weft__info("opencl",
+                   "%s: cl_khr_command_buffer %u.%u.%u is a version weft "
+                   "does not know: no native graphs",
+                   d->base.name, (unsigned)CL_VERSION_MAJOR(version),
+                   (unsigned)CL_VERSION_MINOR(version),
+                   (unsigned)CL_VERSION_PATCH(version));
+        return;
+    }
+    if (ocl_device_get(d->id,
+                       CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR,
+                       sizeof required, &required) != CL_SUCCESS ||
+        ocl_device_get(d->id, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR,
+                       sizeof caps, &caps) != CL_SUCCESS ||
+        (required & ~ours))
+        return;
+    /* 0.9.5 also says which queue properties command buffers take. */
+    if (CL_VERSION_PATCH(version) >= 5 &&
+        ocl_device_get(d->id, 0x129A /* ..._SUPPORTED_QUEUE_PROPERTIES_KHR */,
+                       sizeof supported, &supported) == CL_SUCCESS &&
+        (ours & ~supported))
+        return;
+    if (!(api = ocl_cmdbuf_resolve(p)))
+        return;
+    d->cmdbuf = api;
+    d->cmdbuf_v5 = CL_VERSION_PATCH(version) >= 5;
+    d->cmdbuf_simultaneous =
+        (caps & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR) != 0;
 }
 
 /*
@@ -560,6 +727,7 @@ static int ocl_device_fill(ocl_platform *p, ocl_device *d)
         }
     }
     ocl_pci_bus_id(d, exts);
+    ocl_cmdbuf_probe(p, d, exts);
     weft__free(exts);
     return 0;
 }
@@ -908,9 +1076,16 @@ static void ocl_host_acquire(void)
     (void)__atomic_load_n(&ocl_host_epoch, __ATOMIC_ACQUIRE);
 }
 
+static int ocl_capture_refuse(ocl_queue *q, const char *what);
+
 static int ocl_queue_sync(weft__queue *q)
 {
-    cl_int rc = OCL("clFinish", clFinish(((ocl_queue *)q)->cl));
+    cl_int rc;
+
+    /* What a capture recorded has not run: there is nothing to wait for. */
+    if (((ocl_queue *)q)->cap)
+        return ocl_capture_refuse((ocl_queue *)q, "a wait by the host");
+    rc = OCL("clFinish", clFinish(((ocl_queue *)q)->cl));
 
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clFinish: queue on %s", ocl_qname(q));
@@ -934,7 +1109,433 @@ static void ocl_queue_release(weft__queue *q)
     oq->worker = NULL;
     clReleaseCommandQueue(oq->cl);
     oq->cl = NULL;
+    weft__free(oq->waits);
+    oq->waits = NULL;
+    oq->nwaits = oq->cap_waits = 0;
     pthread_mutex_destroy(&oq->lock);
+}
+
+/* ---- native graphs: captures into command buffers --------------------- */
+
+/*
+ * A capture (graph_begin .. graph_end) records what its queues enqueue
+ * into one command buffer, made for the queue it began on: the base
+ * extension has exactly one queue per command buffer, and every queue of
+ * the capture maps onto it through sync points (ocl_queue). A queue takes
+ * part once it waits for an event recorded in the capture (as CUDA's
+ * stream capture), so other threads' work on other queues of the same
+ * context keeps running as usual while one thread captures.
+ *
+ * What a command buffer cannot hold (copies from or to host memory, host
+ * functions, peer copies, waits for events from outside the capture that
+ * are not complete) fails with WEFT_ENOTSUP and marks the capture failed;
+ * graph_end then makes no graph of it.
+ *
+ * The context's list of captures in progress (under its lock) lets a
+ * queue that waits for a captured event find the capture to join, and
+ * tells a stale event (its capture ended) from a live one.
+ */
+typedef struct ocl_capture {
+    struct ocl_capture *next; /* in the context's list */
+    uint64_t id;              /* never 0 */
+    ocl_context *ctx;
+    const ocl_device *dev;
+    cl_command_buffer_khr cb;
+    ocl_queue **queues; /* taking part, the first one first */
+    unsigned nqueues, cap_queues;
+    cl_mem *keep; /* one-off sub-buffers of recorded launches */
+    unsigned nkeep, cap_keep;
+    cl_kernel *kernels; /* of recorded launches (ocl_capture_kernel) */
+    unsigned nkernels, cap_kernels;
+    int failed; /* the first failure (a weft code), or 0 */
+} ocl_capture;
+
+/* A graph: a finalized command buffer and what its commands use. */
+typedef struct ocl_graph {
+    weft__context *ctx;
+    const ocl_device *dev;
+    cl_command_buffer_khr cb;
+    cl_mem *keep;
+    unsigned nkeep;
+    cl_kernel *kernels;
+    unsigned nkernels;
+    cl_event done; /* of the last launch, or NULL */
+} ocl_graph;
+
+static uint64_t ocl_capture_ids; /* atomic: the last id given */
+
+static void ocl_flush(cl_command_queue q);
+
+static int ocl_graph_supported(const weft__device *dev)
+{
+    return ((const ocl_device *)dev)->cmdbuf != NULL;
+}
+
+/* Room for one more element of size in *arr of *cap (used n); 0 or -1. */
+static int ocl_grow(void **arr, unsigned *cap, unsigned n, size_t size)
+{
+    unsigned c = *cap ? *cap * 2 : 8;
+    void *p;
+
+    if (n < *cap)
+        return 0;
+    if (!(p = weft__realloc(*arr, (size_t)c * size)))
+        return -1;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+/* Mark q's capture failed with err (a weft code, detail set); err. */
+static int ocl_capture_fail(ocl_queue *q, int err)
+{
+    if (q->cap && !q->cap->failed)
+        q->cap->failed = err;
+    return err;
+}
+
+/* An operation a command buffer cannot hold, enqueued on a capturing q. */
+static int ocl_capture_refuse(ocl_queue *q, const char *what)
+{
+    return ocl_capture_fail(
+        q, weft__error(WEFT_ENOTSUP,
+                       "opencl: %s cannot be recorded in a command buffer "
+                       "(cl_khr_command_buffer), and a queue on %s is "
+                       "capturing one",
+                       what, q->base.ctx->dev->name));
+}
+
+/*
+ * The sync points q's next command waits for: its waits and its last
+ * command. They stay valid until the next call on q.
+ */
+static int ocl_capture_deps(ocl_queue *q, const cl_sync_point_khr **list,
+                            cl_uint *n)
+{
+    if (ocl_grow((void **)&q->waits, &q->cap_waits, q->nwaits,
+                 sizeof *q->waits) < 0)
+        return ocl_capture_fail(
+            q, weft__error(WEFT_ENOMEM, "opencl: recording a command"));
+    *n = q->nwaits;
+    if (q->has_last)
+        q->waits[(*n)++] = q->last;
+    *list = *n ? q->waits : NULL;
+    return 0;
+}
+
+/* sp is q's last command now; what it waited for is behind it. */
+static void ocl_capture_then(ocl_queue *q, cl_sync_point_khr sp)
+{
+    q->last = sp;
+    q->has_last = 1;
+    q->nwaits = 0;
+}
+
+/* Take q out of whatever capture it took part in. */
+static void ocl_capture_leave(ocl_queue *q)
+{
+    q->cap = NULL;
+    q->has_last = 0;
+    q->nwaits = 0;
+}
+
+/* Join q to c, after the commands of c so far that sp names (has_sp). */
+static int ocl_capture_join(ocl_capture *c, ocl_queue *q, unsigned has_sp,
+                            cl_sync_point_khr sp)
+{
+    if (ocl_grow((void **)&c->queues, &c->cap_queues, c->nqueues,
+                 sizeof *c->queues) < 0 ||
+        (has_sp &&
+         ocl_grow((void **)&q->waits, &q->cap_waits, 0, sizeof *q->waits) < 0))
+        return weft__error(WEFT_ENOMEM, "opencl: a queue joining a capture");
+    c->queues[c->nqueues++] = q;
+    ocl_capture_leave(q);
+    q->cap = c;
+    if (has_sp)
+        q->waits[q->nwaits++] = sp;
+    return 0;
+}
+
+/* Record a copy between buffers on capturing q. */
+static int ocl_capture_copy(ocl_queue *q, cl_mem src, size_t src_off,
+                            cl_mem dst, size_t dst_off, size_t size)
+{
+    ocl_capture *c = q->cap;
+    const ocl_device *d = c->dev;
+    const cl_sync_point_khr *w;
+    cl_sync_point_khr sp;
+    cl_uint n;
+    cl_int rc;
+    int err;
+
+    if ((err = ocl_capture_deps(q, &w, &n)) < 0)
+        return err;
+    if (OCL_FAULT("clCommandCopyBufferKHR"))
+        rc = CL_OUT_OF_HOST_MEMORY;
+    else if (d->cmdbuf_v5)
+        rc = ((ocl_cmd_copy_v5)d->cmdbuf->copy)(c->cb, NULL, NULL, src, dst,
+                                                src_off, dst_off, size, n, w,
+                                                &sp, NULL);
+    else
+        rc = ((clCommandCopyBufferKHR_fn)d->cmdbuf->copy)(
+            c->cb, NULL, src, dst, src_off, dst_off, size, n, w, &sp, NULL);
+    if (rc != CL_SUCCESS)
+        return ocl_capture_fail(
+            q, ocl_fail(rc, "clCommandCopyBufferKHR: %zu bytes on %s", size,
+                        d->base.name));
+    ocl_capture_then(q, sp);
+    return 0;
+}
+
+static int ocl_capture_fill(ocl_queue *q, cl_mem dst, size_t off,
+                            const void *pattern, size_t pattern_size,
+                            size_t size)
+{
+    ocl_capture *c = q->cap;
+    const ocl_device *d = c->dev;
+    const cl_sync_point_khr *w;
+    cl_sync_point_khr sp;
+    cl_uint n;
+    cl_int rc;
+    int err;
+
+    if ((err = ocl_capture_deps(q, &w, &n)) < 0)
+        return err;
+    if (OCL_FAULT("clCommandFillBufferKHR"))
+        rc = CL_OUT_OF_HOST_MEMORY;
+    else if (d->cmdbuf_v5)
+        rc = ((ocl_cmd_fill_v5)d->cmdbuf->fill)(c->cb, NULL, NULL, dst, pattern,
+                                                pattern_size, off, size, n, w,
+                                                &sp, NULL);
+    else
+        rc = ((clCommandFillBufferKHR_fn)d->cmdbuf->fill)(
+            c->cb, NULL, dst, pattern, pattern_size, off, size, n, w, &sp,
+            NULL);
+    if (rc != CL_SUCCESS)
+        return ocl_capture_fail(
+            q, ocl_fail(rc, "clCommandFillBufferKHR: %zu bytes on %s", size,
+                        d->base.name));
+    ocl_capture_then(q, sp);
+    return 0;
+}
+
+/*
+ * Make q's waits and last command one sync point (a barrier), so that an
+ * event recorded now can name them all.
+ */
+static int ocl_capture_barrier(ocl_queue *q)
+{
+    ocl_capture *c = q->cap;
+    const ocl_device *d = c->dev;
+    const cl_sync_point_khr *w;
+    cl_sync_point_khr sp;
+    cl_uint n;
+    cl_int rc;
+    int err;
+
+    if ((err = ocl_capture_deps(q, &w, &n)) < 0)
+        return err;
+    if (OCL_FAULT("clCommandBarrierWithWaitListKHR"))
+        rc = CL_OUT_OF_HOST_MEMORY;
+    else if (d->cmdbuf_v5)
+        rc = ((ocl_cmd_barrier_v5)d->cmdbuf->barrier)(c->cb, NULL, NULL, n, w,
+                                                      &sp, NULL);
+    else
+        rc = ((clCommandBarrierWithWaitListKHR_fn)d->cmdbuf->barrier)(
+            c->cb, NULL, n, w, &sp, NULL);
+    if (rc != CL_SUCCESS)
+        return ocl_capture_fail(
+            q, ocl_fail(rc, "clCommandBarrierWithWaitListKHR: on %s",
+                        d->base.name));
+    ocl_capture_then(q, sp);
+    return 0;
+}
+
+/* Free what a capture holds that did not go to a graph. */
+static void ocl_capture_free(ocl_capture *c)
+{
+    if (c->cb && c->dev->cmdbuf->release(c->cb) != CL_SUCCESS)
+        weft__warn("opencl", "a command buffer of %s was not released",
+                   c->dev->base.name);
+    for (unsigned i = 0; i < c->nkeep; i++)
+        clReleaseMemObject(c->keep[i]);
+    for (unsigned i = 0; i < c->nkernels; i++)
+        clReleaseKernel(c->kernels[i]);
+    weft__free(c->keep);
+    weft__free(c->kernels);
+    weft__free(c->queues);
+    weft__free(c);
+}
+
+static void ocl_graph_destroy(void *graph)
+{
+    ocl_graph *g = graph;
+
+    if (!g)
+        return;
+    if (g->done)
+        clReleaseEvent(g->done);
+    if (g->dev->cmdbuf->release(g->cb) != CL_SUCCESS)
+        weft__warn("opencl", "a command buffer of %s was not released",
+                   g->dev->base.name);
+    for (unsigned i = 0; i < g->nkeep; i++)
+        clReleaseMemObject(g->keep[i]);
+    for (unsigned i = 0; i < g->nkernels; i++)
+        clReleaseKernel(g->kernels[i]);
+    weft__free(g->keep);
+    weft__free(g->kernels);
+    weft__free(g);
+}
+
+static int ocl_graph_begin(weft__queue *q)
+{
+    ocl_queue *oq = (ocl_queue *)q;
+    ocl_context *ctx = ocl_ctx(q->ctx);
+    const ocl_device *d = ocl_ctx_dev(q->ctx);
+    cl_command_buffer_properties_khr props[] = {
+        CL_COMMAND_BUFFER_FLAGS_KHR, CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, 0};
+    ocl_capture *c;
+    cl_int rc;
+
+    if (!d->cmdbuf)
+        return weft__error(WEFT_ENOTSUP,
+                           "opencl: %s has no cl_khr_command_buffer that weft "
+                           "can use: no native graphs",
+                           d->base.name);
+    if (oq->cap)
+        return weft__error(WEFT_EINVAL,
+                           "graph_begin: a queue on %s is capturing already",
+                           d->base.name);
+    if (!(c = weft__calloc(1, sizeof *c)) ||
+        ocl_grow((void **)&c->queues, &c->cap_queues, 0, sizeof *c->queues) <
+            0) {
+        weft__free(c);
+        return weft__error(WEFT_ENOMEM, "opencl: a capture");
+    }
+    c->ctx = ctx;
+    c->dev = d;
+    /*
+     * Simultaneous use where the device has it: a launch then never finds
+     * the buffer still pending from the launch before (whose completion
+     * the implementation may learn after the queue's own).
+     */
+    c->cb =
+        OCL_NEW("clCreateCommandBufferKHR", rc,
+                d->cmdbuf->create(1, &oq->cl,
+                                  d->cmdbuf_simultaneous ? props : NULL, &rc));
+    if (!c->cb) {
+        ocl_capture_free(c);
+        return ocl_fail(rc, "clCreateCommandBufferKHR: on %s", d->base.name);
+    }
+    c->id = __atomic_add_fetch(&ocl_capture_ids, 1, __ATOMIC_RELAXED);
+    c->queues[c->nqueues++] = oq;
+    ocl_capture_leave(oq);
+    oq->cap = c;
+    pthread_mutex_lock(&ctx->lock);
+    c->next = ctx->captures;
+    ctx->captures = c;
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
+}
+
+/*
+ * cl_khr_command_buffer_mutable_dispatch could update old in place; it is
+ * rare, so old is always replaced by a new command buffer (*updated = 0).
+ */
+static int ocl_graph_end(weft__queue *q, void *old, void **graph, int *updated)
+{
+    ocl_queue *oq = (ocl_queue *)q;
+    ocl_capture *c = oq->cap, **link;
+    ocl_graph *g;
+    cl_int rc;
+    int err;
+
+    if (updated)
+        *updated = 0;
+    ocl_graph_destroy(old);
+    if (!c || c->queues[0] != oq)
+        return weft__error(WEFT_EINVAL,
+                           "graph_end: a queue on %s that no capture began on",
+                           q->ctx->dev->name);
+    pthread_mutex_lock(&c->ctx->lock);
+    for (link = &c->ctx->captures; *link != c; link = &(*link)->next)
+        ;
+    *link = c->next;
+    pthread_mutex_unlock(&c->ctx->lock);
+    for (unsigned i = 0; i < c->nqueues; i++)
+        ocl_capture_leave(c->queues[i]);
+    if (!graph || c->failed) {
+        err = graph ? weft__error(c->failed,
+                                  "graph_end: the capture on %s failed (%s): "
+                                  "no graph",
+                                  c->dev->base.name, weft_err_name(c->failed))
+                    : 0;
+        ocl_capture_free(c);
+        return err;
+    }
+    rc = OCL("clFinalizeCommandBufferKHR", c->dev->cmdbuf->finalize(c->cb));
+    if (rc != CL_SUCCESS) {
+        err = ocl_fail(rc, "clFinalizeCommandBufferKHR: on %s",
+                       c->dev->base.name);
+        ocl_capture_free(c);
+        return err;
+    }
+    if (!(g = weft__calloc(1, sizeof *g))) {
+        ocl_capture_free(c);
+        return weft__error(WEFT_ENOMEM, "opencl: a graph");
+    }
+    g->ctx = q->ctx;
+    g->dev = c->dev;
+    g->cb = c->cb;
+    g->keep = c->keep;
+    g->nkeep = c->nkeep;
+    g->kernels = c->kernels;
+    g->nkernels = c->nkernels;
+    c->cb = NULL;
+    c->keep = NULL;
+    c->nkeep = 0;
+    c->kernels = NULL;
+    c->nkernels = 0;
+    ocl_capture_free(c);
+    *graph = g;
+    return 0;
+}
+
+static int ocl_graph_launch(void *graph, weft__queue *q)
+{
+    ocl_graph *g = graph;
+    ocl_queue *oq = (ocl_queue *)q;
+    cl_event done = NULL;
+    cl_int rc;
+
+    if (q->ctx != g->ctx)
+        return weft__error(WEFT_EINVAL,
+                           "graph_launch: a graph of %s on a queue of %s",
+                           g->dev->base.name, q->ctx->dev->name);
+    if (oq->cap)
+        return ocl_capture_refuse(oq, "a command buffer's launch");
+    /*
+     * Without simultaneous use a pending buffer cannot be enqueued again:
+     * the launch before must be over first.
+     */
+    if (!g->dev->cmdbuf_simultaneous && g->done) {
+        rc = OCL("clWaitForEvents", clWaitForEvents(1, &g->done));
+        if (rc != CL_SUCCESS &&
+            rc != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+            return ocl_fail(rc, "clWaitForEvents: a graph's launch on %s",
+                            g->dev->base.name);
+    }
+    /* An event always: some implementations (PoCL 3) need one. */
+    rc = OCL("clEnqueueCommandBufferKHR",
+             g->dev->cmdbuf->enqueue(1, &oq->cl, g->cb, 0, NULL, &done));
+    if (rc != CL_SUCCESS)
+        return ocl_fail(rc, "clEnqueueCommandBufferKHR: on %s",
+                        g->dev->base.name);
+    if (g->done)
+        clReleaseEvent(g->done);
+    g->done = done;
+    ocl_flush(oq->cl);
+    return 0;
 }
 
 /* ---- memory ------------------------------------------------------------ */
@@ -1137,9 +1738,13 @@ static void ocl_flush(cl_command_queue q)
 static int ocl_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         const void *src, size_t size)
 {
-    cl_int rc = OCL("clEnqueueWriteBuffer",
-                    clEnqueueWriteBuffer(ocl_q(q), ocl_cl(dst), CL_FALSE,
-                                         dst_off, size, src, 0, NULL, NULL));
+    cl_int rc;
+
+    if (((ocl_queue *)q)->cap)
+        return ocl_capture_refuse((ocl_queue *)q, "a copy from host memory");
+    rc = OCL("clEnqueueWriteBuffer",
+             clEnqueueWriteBuffer(ocl_q(q), ocl_cl(dst), CL_FALSE, dst_off,
+                                  size, src, 0, NULL, NULL));
 
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clEnqueueWriteBuffer: %zu bytes to %s", size,
@@ -1150,9 +1755,13 @@ static int ocl_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 static int ocl_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
                         size_t src_off, size_t size)
 {
-    cl_int rc = OCL("clEnqueueReadBuffer",
-                    clEnqueueReadBuffer(ocl_q(q), ocl_cl(src), CL_FALSE,
-                                        src_off, size, dst, 0, NULL, NULL));
+    cl_int rc;
+
+    if (((ocl_queue *)q)->cap)
+        return ocl_capture_refuse((ocl_queue *)q, "a copy to host memory");
+    rc = OCL("clEnqueueReadBuffer",
+             clEnqueueReadBuffer(ocl_q(q), ocl_cl(src), CL_FALSE, src_off, size,
+                                 dst, 0, NULL, NULL));
 
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clEnqueueReadBuffer: %zu bytes from %s", size,
@@ -1163,9 +1772,14 @@ static int ocl_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
 static int ocl_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size)
 {
-    cl_int rc = OCL("clEnqueueCopyBuffer",
-                    clEnqueueCopyBuffer(ocl_q(q), ocl_cl(src), ocl_cl(dst),
-                                        src_off, dst_off, size, 0, NULL, NULL));
+    cl_int rc;
+
+    if (((ocl_queue *)q)->cap)
+        return ocl_capture_copy((ocl_queue *)q, ocl_cl(src), src_off,
+                                ocl_cl(dst), dst_off, size);
+    rc = OCL("clEnqueueCopyBuffer",
+             clEnqueueCopyBuffer(ocl_q(q), ocl_cl(src), ocl_cl(dst), src_off,
+                                 dst_off, size, 0, NULL, NULL));
 
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clEnqueueCopyBuffer: %zu bytes on %s", size,
@@ -1176,10 +1790,14 @@ static int ocl_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 static int ocl_fill(weft__queue *q, weft__mem *dst, size_t off,
                     const void *pattern, size_t pattern_size, size_t size)
 {
-    cl_int rc =
-        OCL("clEnqueueFillBuffer",
-            clEnqueueFillBuffer(ocl_q(q), ocl_cl(dst), pattern, pattern_size,
-                                off, size, 0, NULL, NULL));
+    cl_int rc;
+
+    if (((ocl_queue *)q)->cap)
+        return ocl_capture_fill((ocl_queue *)q, ocl_cl(dst), off, pattern,
+                                pattern_size, size);
+    rc = OCL("clEnqueueFillBuffer",
+             clEnqueueFillBuffer(ocl_q(q), ocl_cl(dst), pattern, pattern_size,
+                                 off, size, 0, NULL, NULL));
 
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clEnqueueFillBuffer: %zu bytes on %s", size,
@@ -1468,6 +2086,8 @@ static int ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     cl_int rc;
     int err;
 
+    if (((ocl_queue *)q)->cap)
+        return ocl_capture_refuse((ocl_queue *)q, "a copy between devices");
     if ((err = ocl_bounce_take(a, size, &bb)) < 0)
         return err;
     if (qa != ocl_q(q)) {
@@ -1845,6 +2465,73 @@ fail:
 }
 
 /*
+ * The kernel object that a launch of k recorded on capturing q sets its
+ * arguments on: one of its own, which the capture keeps for the graph's
+ * life. The extension says that a recorded command takes the argument
+ * values as they are when it is recorded, but PoCL 3.1 reads them from
+ * the kernel object when the command buffer is enqueued: with k's own
+ * object, every recorded launch of k would run with the arguments of the
+ * last one set.
+ */
+static int ocl_capture_kernel(ocl_queue *q, ocl_kernel *k, cl_kernel *out)
+{
+    ocl_capture *c = q->cap;
+    ocl_module *m = (ocl_module *)k->base.module;
+    cl_kernel own;
+    cl_int rc;
+
+    if (ocl_grow((void **)&c->kernels, &c->cap_kernels, c->nkernels,
+                 sizeof *c->kernels) < 0)
+        return ocl_capture_fail(
+            q, weft__error(WEFT_ENOMEM, "opencl: recording %s", k->name));
+    own = OCL_NEW("clCreateKernel", rc, clCreateKernel(m->prog, k->name, &rc));
+    if (!own)
+        return ocl_capture_fail(
+            q, ocl_fail(rc, "clCreateKernel: %s, recorded on %s", k->name,
+                        c->dev->base.name));
+    c->kernels[c->nkernels++] = own;
+    *out = own;
+    return 0;
+}
+
+/*
+ * Record a launch of k, whose arguments are set on kcl, on capturing q. The
+ * one-off sub-buffers go to the capture, which keeps them for the graph's life
+ * (*noneoff = 0: the caller releases none).
+ */
+static int ocl_capture_launch(ocl_queue *q, ocl_kernel *k, cl_kernel kcl,
+                              cl_uint dims, const size_t *gws,
+                              const size_t *lws, cl_mem *oneoff,
+                              unsigned *noneoff)
+{
+    ocl_capture *c = q->cap;
+    const cl_sync_point_khr *w;
+    cl_sync_point_khr sp;
+    cl_uint n;
+    cl_int rc;
+    int err;
+
+    while (*noneoff > 0) {
+        if (ocl_grow((void **)&c->keep, &c->cap_keep, c->nkeep,
+                     sizeof *c->keep) < 0)
+            return ocl_capture_fail(
+                q, weft__error(WEFT_ENOMEM, "opencl: recording %s", k->name));
+        c->keep[c->nkeep++] = oneoff[--*noneoff];
+    }
+    if ((err = ocl_capture_deps(q, &w, &n)) < 0)
+        return err;
+    rc = OCL("clCommandNDRangeKernelKHR",
+             c->dev->cmdbuf->ndrange(c->cb, NULL, NULL, kcl, dims, NULL, gws,
+                                     lws, n, w, &sp, NULL));
+    if (rc != CL_SUCCESS)
+        return ocl_capture_fail(
+            q, ocl_fail(rc, "clCommandNDRangeKernelKHR: %s on %s", k->name,
+                        c->dev->base.name));
+    ocl_capture_then(q, sp);
+    return 0;
+}
+
+/*
  * Arguments are kernel state in OpenCL, so setting them and enqueueing is
  * one critical section per kernel: two threads launching the same kernel
  * cannot mix their arguments.
@@ -1854,10 +2541,12 @@ static int ocl_launch(weft__queue *q, weft__kernel *kernel,
                       unsigned nargs)
 {
     ocl_kernel *k = (ocl_kernel *)kernel;
+    ocl_queue *oq = (ocl_queue *)q;
     size_t gws[3], lws[3];
     cl_uint dims = 1;
     cl_mem *oneoff = NULL;
     unsigned noneoff = 0;
+    cl_kernel kcl = k->cl;
     cl_int rc = CL_SUCCESS;
     int err = 0;
 
@@ -1872,6 +2561,8 @@ static int ocl_launch(weft__queue *q, weft__kernel *kernel,
         if (i > 0 && gws[i] > 1)
             dims = i + 1;
     }
+    if (oq->cap && (err = ocl_capture_kernel(oq, k, &kcl)) < 0)
+        return err;
     pthread_mutex_lock(&k->lock);
     for (unsigned i = 0; i < nargs && rc == CL_SUCCESS; i++) {
         const weft__karg *a = &args[i];
@@ -1896,16 +2587,16 @@ static int ocl_launch(weft__queue *q, weft__kernel *kernel,
                 if (one)
                     oneoff[noneoff++] = arg;
             }
-            rc = OCL("clSetKernelArg",
-                     clSetKernelArg(k->cl, i, sizeof arg, &arg));
+            rc =
+                OCL("clSetKernelArg", clSetKernelArg(kcl, i, sizeof arg, &arg));
             break;
         }
         case WEFT_PARAM_LOCAL:
-            rc = OCL("clSetKernelArg", clSetKernelArg(k->cl, i, a->size, NULL));
+            rc = OCL("clSetKernelArg", clSetKernelArg(kcl, i, a->size, NULL));
             break;
         default:
             rc = OCL("clSetKernelArg",
-                     clSetKernelArg(k->cl, i, a->size, a->u.value));
+                     clSetKernelArg(kcl, i, a->size, a->u.value));
             break;
         }
         if (rc != CL_SUCCESS) {
@@ -1915,6 +2606,10 @@ static int ocl_launch(weft__queue *q, weft__kernel *kernel,
                            k->name, i, ocl_qname(q));
             goto out;
         }
+    }
+    if (oq->cap) {
+        err = ocl_capture_launch(oq, k, kcl, dims, gws, lws, oneoff, &noneoff);
+        goto out;
     }
     rc = OCL("clEnqueueNDRangeKernel",
              clEnqueueNDRangeKernel(ocl_q(q), k->cl, dims, NULL, gws, lws, 0,
@@ -2008,12 +2703,43 @@ static cl_event ocl_event_get(weft__event *ev)
     return cl;
 }
 
+/*
+ * An event recorded in a capture names its queue's last command, after a
+ * barrier that makes the queue's waits part of it where it has any.
+ */
+static int ocl_capture_record(ocl_event *e, ocl_queue *q)
+{
+    cl_event old;
+    int err;
+
+    if (q->base.ctx != e->base.ctx)
+        return ocl_capture_fail(
+            q, weft__error(WEFT_EINVAL,
+                           "event_record: an event of %s on a capturing "
+                           "queue of %s",
+                           e->base.ctx->dev->name, q->base.ctx->dev->name));
+    if (q->nwaits > 0 && (err = ocl_capture_barrier(q)) < 0)
+        return err;
+    pthread_mutex_lock(&e->lock);
+    old = e->last;
+    e->last = NULL;
+    e->cap_id = q->cap->id;
+    e->has_sp = q->has_last;
+    e->sp = q->last;
+    pthread_mutex_unlock(&e->lock);
+    if (old)
+        clReleaseEvent(old);
+    return 0;
+}
+
 static int ocl_event_record(weft__event *ev, weft__queue *q)
 {
     ocl_event *e = (ocl_event *)ev;
     cl_event marker, old;
     cl_int rc;
 
+    if (((ocl_queue *)q)->cap)
+        return ocl_capture_record(e, (ocl_queue *)q);
     rc = OCL("clEnqueueMarkerWithWaitList",
              clEnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
     if (rc != CL_SUCCESS)
@@ -2023,6 +2749,7 @@ static int ocl_event_record(weft__event *ev, weft__queue *q)
     pthread_mutex_lock(&e->lock);
     old = e->last;
     e->last = marker;
+    e->cap_id = 0;
     pthread_mutex_unlock(&e->lock);
     if (old)
         clReleaseEvent(old);
@@ -2036,13 +2763,84 @@ static cl_int ocl_event_status(cl_event e, cl_int *status)
                               sizeof *status, status, NULL));
 }
 
-static int ocl_queue_wait_event(weft__queue *q, weft__event *ev)
+/*
+ * A wait that involves a capture: q is capturing, or ev was recorded in a
+ * capture (cap_id, has_sp and sp, read under ev's lock). A wait for an
+ * event of q's capture is a dependency between sync points; a queue that
+ * is not capturing joins the capture of the event it waits for while that
+ * capture is in progress (an event of a capture that has ended stands for
+ * nothing, as one never recorded); a capture cannot wait for work outside
+ * it that is still to complete.
+ */
+static int ocl_capture_wait(ocl_queue *q, weft__event *ev, uint64_t cap_id,
+                            unsigned has_sp, cl_sync_point_khr sp)
 {
-    cl_event e = ocl_event_get(ev), wait;
-    cl_int rc, status;
+    ocl_context *ctx = ocl_ctx(ev->ctx);
+    ocl_capture *c;
+    cl_event e;
+    cl_int status;
     int err = 0;
 
-    if (!e)
+    if (q->cap && cap_id == q->cap->id) {
+        if (!has_sp)
+            return 0;
+        if (ocl_grow((void **)&q->waits, &q->cap_waits, q->nwaits,
+                     sizeof *q->waits) < 0)
+            return ocl_capture_fail(
+                q, weft__error(WEFT_ENOMEM, "opencl: recording a wait"));
+        q->waits[q->nwaits++] = sp;
+        return 0;
+    }
+    if (q->cap && cap_id)
+        return ocl_capture_fail(
+            q, weft__error(WEFT_ENOTSUP,
+                           "opencl: a capture on %s waits for an event of "
+                           "another capture",
+                           q->base.ctx->dev->name));
+    if (q->cap) {
+        /* Work from before the capture: fine if it is over already. */
+        if (!(e = ocl_event_get(ev)))
+            return 0;
+        if (ocl_event_status(e, &status) != CL_SUCCESS || status != CL_COMPLETE)
+            err = ocl_capture_refuse(
+                q, "a wait for an event recorded outside the capture and "
+                   "not yet complete");
+        clReleaseEvent(e);
+        return err;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    for (c = ctx->captures; c && c->id != cap_id; c = c->next)
+        ;
+    if (c && q->base.ctx != ev->ctx)
+        err = weft__error(WEFT_ENOTSUP,
+                          "opencl: a queue on %s waits for an event that a "
+                          "capture on %s recorded; a command buffer holds "
+                          "the work of one device",
+                          q->base.ctx->dev->name, ev->ctx->dev->name);
+    else if (c)
+        err = ocl_capture_join(c, q, has_sp, sp);
+    pthread_mutex_unlock(&ctx->lock);
+    return err;
+}
+
+static int ocl_queue_wait_event(weft__queue *q, weft__event *ev)
+{
+    ocl_event *oe = (ocl_event *)ev;
+    cl_event e, wait;
+    cl_int rc, status;
+    uint64_t cap_id;
+    unsigned has_sp;
+    cl_sync_point_khr sp;
+    int err = 0;
+
+    pthread_mutex_lock(&oe->lock);
+    cap_id = oe->cap_id;
+    has_sp = oe->has_sp;
+    sp = oe->sp;
+    pthread_mutex_unlock(&oe->lock);
+    if (cap_id || ((ocl_queue *)q)->cap)
+        return ocl_capture_wait((ocl_queue *)q, ev, cap_id, has_sp, sp);
+    if (!(e = ocl_event_get(ev)))
         return 0;
     rc = ocl_event_status(e, &status);
     if (rc == CL_SUCCESS && status == CL_COMPLETE) {
@@ -2275,6 +3073,8 @@ static int ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     cl_int rc;
     int err;
 
+    if (((ocl_queue *)q)->cap)
+        return ocl_capture_refuse((ocl_queue *)q, "a host function");
     if (!(call = weft__calloc(1, sizeof *call)))
         return weft__error(WEFT_ENOMEM, "opencl: host function");
     if ((err = ocl_worker_get((ocl_queue *)q, &call->worker)) < 0) {
@@ -2376,4 +3176,9 @@ const weft__driver weft__driver_opencl = {
     .event_elapsed = ocl_event_elapsed,
     .event_destroy = ocl_event_destroy,
     .host_fn = ocl_host_fn,
+    .graph_supported = ocl_graph_supported,
+    .graph_begin = ocl_graph_begin,
+    .graph_end = ocl_graph_end,
+    .graph_launch = ocl_graph_launch,
+    .graph_destroy = ocl_graph_destroy,
 };

@@ -56,6 +56,13 @@ static const char kernels_src[] =
     "{\n"
     "    a[0] = c + (char)v.x;\n"
     "}\n"
+    "__kernel void plus(__global int *dst, __global const int *src, int add,\n"
+    "                   uint n)\n"
+    "{\n"
+    "    uint i = get_global_id(0);\n"
+    "    if (i < n)\n"
+    "        dst[i] = src[i] + add;\n"
+    "}\n"
     "__kernel void group_sum(__global int *out, __global const int *in,\n"
     "                        __local int *tmp)\n"
     "{\n"
@@ -691,6 +698,274 @@ static void timing_events(void **state)
     OK(weft__drv_mem_free(m));
 }
 
+/* ---- native graphs (cl_khr_command_buffer) ---------------------------- */
+
+static const weft__driver *const drv = &weft__driver_opencl;
+
+/* Whether device 0 can make native graphs; says so where it cannot. */
+static int have_cmdbuf(const fixture *f)
+{
+    if (drv->graph_supported(f->dev[0]))
+        return 1;
+    print_message("skipped: %s has no usable cl_khr_command_buffer\n",
+                  f->dev[0]->name);
+    return 0;
+}
+
+enum { CB_N = 256 };
+
+typedef struct cb_scene {
+    weft__queue *qa, *qb;
+    weft__kernel *iota, *plus;
+    weft__mem *a, *b, *c, *d;
+    weft__event *fork, *join;
+} cb_scene;
+
+static int cb_scene_open(fixture *f, cb_scene *s)
+{
+    unsigned char ff = 0xff;
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    s->qa = f->q[0];
+    if ((rc = weft__drv_queue_create(f->ctx[0], NULL, &s->qb)) < 0 ||
+        (rc = weft__drv_kernel_get(f->mod[0], "iota", &s->iota)) < 0 ||
+        (rc = weft__drv_kernel_get(f->mod[0], "plus", &s->plus)) < 0 ||
+        (rc = weft__drv_mem_alloc(f->ctx[0], CB_N * sizeof(int), &s->a)) < 0 ||
+        (rc = weft__drv_mem_alloc(f->ctx[0], CB_N * sizeof(int), &s->b)) < 0 ||
+        (rc = weft__drv_mem_alloc(f->ctx[0], CB_N * sizeof(int), &s->c)) < 0 ||
+        (rc = weft__drv_mem_alloc(f->ctx[0], CB_N * sizeof(int), &s->d)) < 0 ||
+        (rc = weft__drv_event_create(f->ctx[0], 0, &s->fork)) < 0 ||
+        (rc = weft__drv_event_create(f->ctx[0], 0, &s->join)) < 0)
+        return rc;
+    /* every byte 0xff: what the graph writes shows */
+    if ((rc = weft__drv_fill(s->qa, s->a, 0, &ff, 1, CB_N * sizeof(int))) < 0 ||
+        (rc = weft__drv_fill(s->qa, s->b, 0, &ff, 1, CB_N * sizeof(int))) < 0 ||
+        (rc = weft__drv_fill(s->qa, s->c, 0, &ff, 1, CB_N * sizeof(int))) < 0 ||
+        (rc = weft__drv_fill(s->qa, s->d, 0, &ff, 1, CB_N * sizeof(int))) < 0)
+        return rc;
+    return weft__drv_queue_sync(s->qa);
+}
+
+static void cb_scene_close(cb_scene *s)
+{
+    weft__mem *m[] = {s->a, s->b, s->c, s->d};
+
+    if (s->qa)
+        weft__drv_queue_sync(s->qa);
+    if (s->qb)
+        weft__drv_queue_sync(s->qb);
+    for (size_t i = 0; i < WEFT__COUNTOF(m); i++)
+        if (m[i])
+            weft__drv_mem_free(m[i]);
+    if (s->fork)
+        weft__drv_event_destroy(s->fork);
+    if (s->join)
+        weft__drv_event_destroy(s->join);
+    if (s->qb)
+        weft__drv_queue_destroy(s->qb);
+}
+
+/*
+ * The work of the graph, on two queues of one context: queue A writes a
+ * (iota from base) and fills d with 5; queue B, after A's event, makes
+ * b = a + 100 and copies b to c; A, after B's event, copies the first half
+ * of b over the second half of d.
+ */
+static int cb_record(cb_scene *s, int base)
+{
+    unsigned n = CB_N;
+    int add = 100, five = 5, rc;
+    weft__grid g = grid1(CB_N / 16, 16);
+    weft__karg ia[] = {arg_buf(s->a, 0), arg_val(WEFT_PARAM_I32, &base, 4),
+                       arg_val(WEFT_PARAM_U32, &n, 4)};
+    weft__karg pa[] = {arg_buf(s->b, 0), arg_buf(s->a, 0),
+                       arg_val(WEFT_PARAM_I32, &add, 4),
+                       arg_val(WEFT_PARAM_U32, &n, 4)};
+
+    if ((rc = weft__drv_launch(s->qa, s->iota, &g, ia, 3)) < 0 ||
+        (rc = weft__drv_fill(s->qa, s->d, 0, &five, 4, CB_N * sizeof(int))) <
+            0 ||
+        (rc = weft__drv_event_record(s->fork, s->qa)) < 0 ||
+        (rc = weft__drv_queue_wait_event(s->qb, s->fork)) < 0 ||
+        (rc = weft__drv_launch(s->qb, s->plus, &g, pa, 4)) < 0 ||
+        (rc = weft__drv_copy_d2d(s->qb, s->c, 0, s->b, 0, CB_N * sizeof(int))) <
+            0 ||
+        (rc = weft__drv_event_record(s->join, s->qb)) < 0 ||
+        (rc = weft__drv_queue_wait_event(s->qa, s->join)) < 0)
+        return rc;
+    return weft__drv_copy_d2d(s->qa, s->d, CB_N / 2 * sizeof(int), s->b, 0,
+                              CB_N / 2 * sizeof(int));
+}
+
+/* Read back through the usual path; 1 if the bytes are the graph's. */
+static int cb_check(cb_scene *s, int base)
+{
+    static int a[CB_N], b[CB_N], c[CB_N], d[CB_N];
+
+    if (weft__drv_copy_d2h(s->qa, a, s->a, 0, sizeof a) < 0 ||
+        weft__drv_copy_d2h(s->qa, b, s->b, 0, sizeof b) < 0 ||
+        weft__drv_copy_d2h(s->qa, c, s->c, 0, sizeof c) < 0 ||
+        weft__drv_copy_d2h(s->qa, d, s->d, 0, sizeof d) < 0 ||
+        weft__drv_queue_sync(s->qa) < 0)
+        return 0;
+    for (int i = 0; i < CB_N; i++)
+        if (a[i] != base + i || b[i] != base + i + 100 || c[i] != b[i] ||
+            d[i] != (i < CB_N / 2 ? 5 : b[i - CB_N / 2]))
+            return 0;
+    return 1;
+}
+
+/*
+ * Capture on two queues joined by events, end, launch twice (the bytes are
+ * spoiled in between through the usual path), then the old path of
+ * graph_end: a second capture replaces the first graph.
+ */
+static void command_buffer_graph(void **state)
+{
+    fixture *f = *state;
+    unsigned char ff = 0xff;
+    void *graph = NULL, *again = NULL;
+    int updated = -1, seen;
+    cb_scene s;
+
+    if (!have_cmdbuf(f))
+        skip();
+    OK(cb_scene_open(f, &s));
+    OK(drv->graph_begin(s.qa));
+    OK(cb_record(&s, 7));
+    OK(drv->graph_end(s.qa, NULL, &graph, &updated));
+    assert_non_null(graph);
+    assert_int_equal(updated, 0);
+    /* recorded, not run: a still holds the bytes from before */
+    OK(weft__drv_copy_d2h(s.qa, &seen, s.a, 0, sizeof seen));
+    OK(weft__drv_queue_sync(s.qa));
+    assert_int_equal(seen, -1);
+
+    for (int l = 0; l < 2; l++) {
+        OK(drv->graph_launch(graph, s.qa));
+        OK(weft__drv_queue_sync(s.qa));
+        assert_true(cb_check(&s, 7));
+        OK(weft__drv_fill(s.qb, s.b, 0, &ff, 1, CB_N * sizeof(int)));
+        OK(weft__drv_fill(s.qb, s.d, 0, &ff, 1, CB_N * sizeof(int)));
+        OK(weft__drv_queue_sync(s.qb));
+    }
+
+    /* the same work with another base: a new graph in place of the old */
+    OK(drv->graph_begin(s.qa));
+    OK(cb_record(&s, -40));
+    OK(drv->graph_end(s.qa, graph, &again, &updated));
+    assert_non_null(again);
+    assert_int_equal(updated, 0);
+    OK(drv->graph_launch(again, s.qa));
+    OK(weft__drv_queue_sync(s.qa));
+    assert_true(cb_check(&s, -40));
+    drv->graph_destroy(again);
+    cb_scene_close(&s);
+}
+
+/*
+ * What a command buffer cannot hold fails the capture with WEFT_ENOTSUP;
+ * the capture ends cleanly and the queues work as before.
+ */
+static void command_buffer_refuses(void **state)
+{
+    fixture *f = *state;
+    int one = 1, back = 0;
+    void *graph = NULL;
+    cb_scene s;
+
+    if (!have_cmdbuf(f))
+        skip();
+    OK(cb_scene_open(f, &s));
+    /* a copy from host memory, then end without a graph */
+    OK(drv->graph_begin(s.qa));
+    OK(cb_record(&s, 3));
+    assert_int_equal(weft__drv_copy_h2d(s.qb, s.a, 0, &one, sizeof one),
+                     WEFT_ENOTSUP);
+    assert_non_null(strstr(weft_last_error(), "command buffer"));
+    OK(drv->graph_end(s.qa, NULL, NULL, NULL));
+    /* a host function, then end asking for a graph: none */
+    OK(drv->graph_begin(s.qa));
+    assert_int_equal(weft__drv_host_fn(s.qa, gate_fn, NULL), WEFT_ENOTSUP);
+    assert_int_equal(drv->graph_end(s.qa, NULL, &graph, NULL), WEFT_ENOTSUP);
+    assert_null(graph);
+    /* both queues run as usual again, events too */
+    OK(weft__drv_copy_h2d(s.qb, s.a, 0, &one, sizeof one));
+    OK(weft__drv_event_record(s.join, s.qb));
+    OK(weft__drv_queue_wait_event(s.qa, s.join));
+    OK(weft__drv_copy_d2h(s.qa, &back, s.a, 0, sizeof back));
+    OK(weft__drv_queue_sync(s.qa));
+    assert_int_equal(back, 1);
+    OK(weft__drv_queue_sync(s.qb));
+    cb_scene_close(&s);
+}
+
+/*
+ * Failure injection over capture, end and launch: whatever fails, the
+ * capture ends, nothing leaks, and a graph that was made is right.
+ */
+static int cb_attempt(fixture *f, int *data_ok)
+{
+    void *graph = NULL;
+    cb_scene s;
+    int rc, erc;
+
+    *data_ok = 1;
+    if ((rc = cb_scene_open(f, &s)) < 0)
+        goto out;
+    if ((rc = drv->graph_begin(s.qa)) < 0)
+        goto out;
+    rc = cb_record(&s, 11);
+    erc = drv->graph_end(s.qa, NULL, rc == 0 ? &graph : NULL, NULL);
+    if (rc == 0)
+        rc = erc;
+    if (rc == 0 && (rc = drv->graph_launch(graph, s.qa)) == 0 &&
+        (rc = weft__drv_queue_sync(s.qa)) == 0) {
+        weft__fault_disarm();
+        *data_ok = cb_check(&s, 11);
+    }
+out:
+    weft__fault_disarm();
+    if (graph)
+        drv->graph_destroy(graph);
+    cb_scene_close(&s);
+    return rc;
+}
+
+static void command_buffer_failures(void **state)
+{
+    fixture *f = *state;
+    const char *filters[] = {"opencl.", "malloc"};
+    int data_ok;
+
+    if (!have_cmdbuf(f))
+        skip();
+    for (size_t fi = 0; fi < WEFT__COUNTOF(filters); fi++) {
+        long n;
+
+        for (n = 1; n < 10000; n++) {
+            int rc;
+
+            weft__fault_arm(n, filters[fi]);
+            rc = cb_attempt(f, &data_ok);
+            if (!weft__fault_fired()) {
+                OK(rc);
+                break;
+            }
+            if (rc == 0)
+                assert_true(data_ok);
+            else
+                assert_true(rc < 0 && weft_last_error()[0]);
+        }
+        assert_true(n > 5 && n < 10000);
+        print_message("%ld failure points (%s) over a capture\n", n - 1,
+                      filters[fi]);
+    }
+    OK(cb_attempt(f, &data_ok));
+    assert_true(data_ok);
+}
+
 /*
  * Failure injection over the OpenCL-specific paths (module build, kernel
  * lookup, sub-buffers, peer copy, host function, cross-context wait): the
@@ -816,6 +1091,9 @@ int main(void)
         cmocka_unit_test(cross_context_wait),
         cmocka_unit_test(peer_copy),
         cmocka_unit_test(failure_injection),
+        cmocka_unit_test(command_buffer_graph),
+        cmocka_unit_test(command_buffer_refuses),
+        cmocka_unit_test(command_buffer_failures),
     };
     weft__driver_config cfg = {NULL, 0, 0, 0};
     int rc;
