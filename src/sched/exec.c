@@ -819,14 +819,15 @@ static void weft__host_job_run(weft__host_task *task)
 }
 
 /*
- * Whether map or host node i goes to a host worker: not in a timed launch
- * (the trace shows host steps one after another on the worker's track),
- * not on a root that other graphs name (their nodes wait for this one's
- * fence, and a host node has none), and only where there are workers.
+ * Whether map or host node i goes to a host worker: not when the runtime
+ * traces (the trace shows host steps one after another on the worker's
+ * track; other timed launches do not time host steps handed over), not on
+ * a root that other graphs name (their nodes wait for this one's fence,
+ * and a host node has none), and only where there are workers.
  */
 static int weft__host_handover(weft_exec *e, uint32_t i)
 {
-    if (weft__plan_timed(e->plan))
+    if (e->rt->trace)
         return 0;
     for (uint32_t l = e->lock_first[i]; l < e->lock_first[i + 1]; l++)
         if (__atomic_load_n(&e->roots[e->locks[l]]->root_execs,

@@ -44,8 +44,8 @@
  * wait, and when nothing else can be issued the worker waits for a host
  * node to finish. Finished nodes are noted on the worker's thread between
  * steps (the plan is the worker's alone). A host node whose roots other
- * graphs name, and every host node of a timed launch, runs on the worker
- * as before.
+ * graphs name, and every host node while the runtime traces, runs on the
+ * worker as before.
  */
 #ifndef WEFT_SCHED_EXEC_H
 #define WEFT_SCHED_EXEC_H
