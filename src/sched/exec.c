@@ -1268,6 +1268,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         weft__host_finished(e, 0, &first, msg, size);
         k = weft__pick(e, next);
         if (k == WEFT__NONE) {
+            weft__assert(e->host_out > 0);
             weft__host_finished(e, 1, &first, msg, size);
             continue;
         }
