@@ -8,8 +8,10 @@
 #include "mem/pool.h"
 #include "mem/staging.h"
 #include "sched/cost.h"
+#include "sched/hostwork.h"
 #include "sched/placing.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +193,25 @@ static void weft__place_device(weft_runtime *rt, weft__device *dev)
     dev->props.cpuset = dev->cpuset;
 }
 
+hwloc_bitmap_t weft__cpuset_near(hwloc_topology_t topo, const char *cpuset)
+{
+    hwloc_const_cpuset_t all;
+    hwloc_bitmap_t set;
+
+    if (!topo || !cpuset || !*cpuset)
+        return NULL;
+    all = hwloc_topology_get_topology_cpuset(topo);
+    if (hwloc_bitmap_weight(all) <= 2 || !(set = hwloc_bitmap_alloc()))
+        return NULL;
+    /* Binding to the whole machine gains nothing and costs a system call. */
+    if (hwloc_bitmap_list_sscanf(set, cpuset) < 0 || hwloc_bitmap_iszero(set) ||
+        hwloc_bitmap_isequal(set, all)) {
+        hwloc_bitmap_free(set);
+        return NULL;
+    }
+    return set;
+}
+
 static void weft__finish_props(weft__device *dev, unsigned index)
 {
     weft_device_info *p = &dev->props;
@@ -245,6 +266,9 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
     rt->cfg.host_threads =
         (unsigned)weft__env_ulong("WEFT_HOST_THREADS", o.host_threads);
     rt->device_mem_limit = o.device_mem_limit;
+    rt->host_workers =
+        (unsigned)WEFT__MIN(weft__env_ulong("WEFT_HOST_WORKERS", UINT_MAX),
+                            (unsigned long)UINT_MAX);
     if ((env = weft__env("WEFT_DEVICE_MEM_LIMIT")) &&
         weft__parse_size(env, &rt->device_mem_limit) < 0) {
         rc = weft__error(WEFT_EINVAL,
@@ -439,6 +463,8 @@ int weft_runtime_destroy(weft_runtime *rt)
         else
             weft__info("runtime", "trace written to %s", rt->trace_file);
     }
+    /* No graph is left, so no host node is queued or running. */
+    weft__hostwork_destroy(rt);
     weft__trace_destroy(rt->trace);
     weft__free(rt->trace_file);
     if (rt->links) {

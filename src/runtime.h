@@ -74,6 +74,12 @@ struct weft_runtime {
     int links_state;
     struct weft__links *links;
     struct weft__ktime *ktime;
+    /* Host workers for maps and host tasks (hostwork.h): made on first use
+     * under lock, read with an acquire load; hostwork_off: not to be made.
+     * host_workers: WEFT_HOST_WORKERS, or UINT_MAX for the default. */
+    struct weft__hostwork *hostwork;
+    unsigned hostwork_off;
+    unsigned host_workers;
 };
 
 /* The link model and the kernel time model of rt, loaded on first use
@@ -127,6 +133,16 @@ static inline weft__device *weft__device_of(const weft_device *dev)
 
 /* The implementation of kernel k on device index, NULL if none. */
 weft__kernel *weft__kernel_impl(const weft_kernel *k, unsigned index);
+
+/*
+ * The cores to bind a helper thread of a device to (staging copies, host
+ * nodes), from the device's cpuset string (weft_device_info.cpuset): a
+ * new bitmap, or NULL where binding would not help or might hurt: no
+ * topology, no locality (the set is the whole machine), or a machine of 2
+ * cores or fewer (CI VMs, where a PoCL process was seen to stall in
+ * binding). The caller frees it with hwloc_bitmap_free.
+ */
+hwloc_bitmap_t weft__cpuset_near(hwloc_topology_t topo, const char *cpuset);
 
 /* Read WEFT_LOG once (log.c). */
 void weft__log_setup(void);

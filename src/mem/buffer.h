@@ -108,6 +108,14 @@ struct weft_buffer {
     long root_execs;
     weft__event *fence;
     const void *fence_owner;
+    /*
+     * Host nodes running on a host worker that write the host copy
+     * (atomic; raised under the lock by the issuing thread, lowered by the
+     * worker once the node's function has returned). While any does, a
+     * read does not widen over bytes its node did not ask for (replica.c,
+     * weft__ready): those may be the ones being written.
+     */
+    long host_writers;
 };
 
 /*

@@ -821,7 +821,9 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
      * little on it at a root's first use, as a rule.
      */
     whole = made && need && size && size <= WEFT__WIDEN_RANGE &&
-            root->size <= WEFT__WIDEN_ROOT && x->lo == 0 && x->hi == root->size;
+            root->size <= WEFT__WIDEN_ROOT && x->lo == 0 &&
+            x->hi == root->size &&
+            !__atomic_load_n(&root->host_writers, __ATOMIC_ACQUIRE);
     if (need && size) {
         rc = weft__coherence_read(&root->coh, m, whole ? 0 : off,
                                   whole ? root->size : size, weft__cost, rt,

@@ -1,6 +1,8 @@
 /* Pinned staging (see staging.h). */
 #include "staging.h"
 
+#include "../runtime.h"
+
 #include <pthread.h>
 #include <string.h>
 
@@ -295,20 +297,8 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
                     : (unsigned)WEFT__MIN(((size_t)256 << 20) / s->chunk, 1024);
     s->maxslots = WEFT__MAX(s->maxslots, s->window);
     s->crew.topology = o.topology;
-    /*
-     * Bind only where it helps: a device nearer some cores than others.
-     * Binding to the whole machine gains nothing and costs a system call.
-     */
-    if (o.topology && o.cpuset && *o.cpuset) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
-
-        if (set && hwloc_bitmap_list_sscanf(set, o.cpuset) == 0 &&
-            !hwloc_bitmap_isequal(
-                set, hwloc_topology_get_topology_cpuset(o.topology)))
-            s->crew.cpuset = set;
-        else if (set)
-            hwloc_bitmap_free(set);
-    }
+    /* Bind only where it helps: a device nearer some cores than others. */
+    s->crew.cpuset = weft__cpuset_near(o.topology, o.cpuset);
     /*
      * Threads: on the H200 machine one thread copies about 10 GB/s into
      * pinned memory and eight keep the copy engine (55 GB/s) nearly busy

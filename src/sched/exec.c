@@ -6,6 +6,7 @@
 #include "exec.h"
 
 #include "../base/trace.h"
+#include "hostwork.h"
 #include "placing.h"
 
 #include <stdio.h>
@@ -17,7 +18,27 @@ enum {
     WEFT__NODE_DONE,
     WEFT__NODE_FAILED,
     WEFT__NODE_CANCELED,
+    WEFT__NODE_INFLIGHT, /* a host node on a host worker */
 };
+
+/* run_node: the node went to a host worker. */
+enum { WEFT__HANDED_OVER = 1 };
+
+/*
+ * A map or host node handed to a host worker: the task first (the pool's
+ * link). Set by the exec's worker before the hand-over, read by the host
+ * worker; rc and msg set by the host worker, read after `finished`.
+ */
+typedef struct weft__host_job {
+    weft__host_task task;
+    weft_exec *e;
+    uint32_t node;
+    int rc;
+    weft__plan_ticket ticket;
+    void **ptrs; /* the node's accesses in the host copy */
+    struct weft__host_job *next;
+    char msg[256];
+} weft__host_job;
 
 /* ---- validation -------------------------------------------------------- */
 
@@ -387,8 +408,22 @@ static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
 
 /* ---- the executable graph ---------------------------------------------- */
 
+/* The host jobs (their tickets are sized for the plan). */
+static void weft__free_jobs(weft_exec *e)
+{
+    for (uint32_t i = 0; e->jobs && i < e->nnodes; i++)
+        if (e->jobs[i]) {
+            weft__plan_ticket_fini(&e->jobs[i]->ticket);
+            weft__free(e->jobs[i]->ptrs);
+            weft__free(e->jobs[i]);
+            e->jobs[i] = NULL;
+        }
+}
+
 static void weft__exec_free(weft_exec *e)
 {
+    weft__free_jobs(e);
+    weft__free(e->jobs);
     weft__plan_destroy(e->plan);
     for (size_t i = 0; e->fences && i < (size_t)e->nroots * e->rt->ndevices;
          i++)
@@ -580,11 +615,12 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
     e->state = weft__malloc((size_t)g->nnodes + 1);
+    e->jobs = weft__calloc((size_t)g->nnodes + 1, sizeof *e->jobs);
     e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->kargs ||
-        !e->ptrs || !e->state || !e->copies || !e->fences) {
+        !e->ptrs || !e->state || !e->jobs || !e->copies || !e->fences) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto fail;
     }
@@ -611,6 +647,8 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->wake, NULL);
     pthread_cond_init(&e->done, NULL);
+    pthread_mutex_init(&e->host_lock, NULL);
+    pthread_cond_init(&e->host_done, NULL);
     for (uint32_t i = 0; i < e->nacc; i++)
         weft__buffer_exec_ref(e->acc[i].buf, 1);
     for (uint32_t r = 0; r < e->nroots; r++)
@@ -762,6 +800,176 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
                                  acc[a].buf->offset + acc[a].offset,
                                  acc[a].size);
     return 0;
+}
+
+/* On a host worker: wait for the ticket's events, run, report. */
+static void weft__host_job_run(weft__host_task *task)
+{
+    weft__host_job *j = (weft__host_job *)task;
+    weft_exec *e = j->e;
+    const weft__node *nd = &e->nodes[j->node];
+    const weft__access *acc = &e->acc[nd->acc_first];
+    int rc = 0;
+
+    for (unsigned k = 0; k < j->ticket.nev && rc == 0; k++)
+        rc = weft__drv_event_sync(j->ticket.ev[k]);
+    if (rc < 0) {
+        weft__strlcpy(j->msg, weft_last_error(), sizeof j->msg);
+        weft_clear_error();
+    } else if (nd->kind == WEFT__NODE_MAP) {
+        nd->u.map.fn(j->ptrs[0], acc[0].size, nd->u.map.user);
+    } else {
+        nd->u.host.fn(j->ptrs, nd->u.host.user);
+    }
+    j->rc = rc;
+    /* Release: the bytes written above, for whoever reads the count. */
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        if (acc[a].mode & WEFT_WRITE)
+            __atomic_sub_fetch(&acc[a].buf->root->host_writers, 1,
+                               __ATOMIC_RELEASE);
+    pthread_mutex_lock(&e->host_lock);
+    j->next = e->finished;
+    __atomic_store_n(&e->finished, j, __ATOMIC_RELAXED);
+    pthread_cond_signal(&e->host_done);
+    pthread_mutex_unlock(&e->host_lock);
+}
+
+/*
+ * Whether map or host node i goes to a host worker: not when the runtime
+ * traces (the trace shows host steps one after another on the worker's
+ * track; other timed launches do not time host steps handed over), not on
+ * a root that other graphs name (their nodes wait for this one's fence,
+ * and a host node has none), and only where there are workers.
+ */
+static int weft__host_handover(weft_exec *e, uint32_t i)
+{
+    if (e->rt->trace)
+        return 0;
+    for (uint32_t l = e->lock_first[i]; l < e->lock_first[i + 1]; l++)
+        if (__atomic_load_n(&e->roots[e->locks[l]]->root_execs,
+                            __ATOMIC_ACQUIRE) > 1)
+            return 0;
+    return weft__hostwork_get(e->rt) != NULL;
+}
+
+/* The job of node i, made on first use; NULL if it cannot be. */
+static weft__host_job *weft__host_job_of(weft_exec *e, uint32_t i)
+{
+    weft__host_job *j = e->jobs[i];
+
+    if (j)
+        return j;
+    j = weft__calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->ptrs = weft__calloc(e->nodes[i].nacc + 1, sizeof *j->ptrs);
+    if (!j->ptrs || weft__plan_ticket_init(e->plan, &j->ticket) < 0) {
+        weft__free(j->ptrs);
+        weft__free(j);
+        weft_clear_error();
+        return NULL;
+    }
+    j->task.run = weft__host_job_run;
+    j->e = e;
+    j->node = i;
+    e->jobs[i] = j;
+    return j;
+}
+
+/*
+ * weft__run_host up to the wait, with the roots locked: the host copy
+ * readied, what the node writes marked written there, and the node handed
+ * to a host worker near the device its bytes come from, with the ticket
+ * of what it must wait for. WEFT__HANDED_OVER, 0 if it must run here
+ * after all (no memory for its job), or an error (nothing handed over).
+ */
+static int weft__host_hand_over(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *acc = &e->acc[nd->acc_first];
+    weft__host_job *j = weft__host_job_of(e, i);
+    unsigned near = WEFT__HOST;
+    int rc;
+
+    if (!j)
+        return 0;
+    if (nd->nacc)
+        near = weft__buffer_device_holding(
+            acc[0].buf->root, acc[0].buf->offset + acc[0].offset, acc[0].size);
+    if (near == WEFT__HOST)
+        near = e->node_dev[i];
+    weft__plan_host_begin(e->plan, &j->ticket);
+    rc = weft__plan_host_wait(e->plan);
+    for (uint32_t a = 0; a < nd->nacc && rc == 0; a++) {
+        weft_buffer *root = acc[a].buf->root;
+        size_t off = acc[a].buf->offset + acc[a].offset;
+
+        if (acc[a].mode & WEFT_READ)
+            rc = weft__buffer_make_valid(root, WEFT__HOST, off, acc[a].size,
+                                         &e->lanes);
+        if (rc == 0)
+            rc = weft__lanes_after(&e->lanes, NULL, root, WEFT__HOST, off,
+                                   acc[a].size);
+        j->ptrs[a] = weft__buffer_host(root, off);
+    }
+    if ((rc = weft__plan_host_end(e->plan, rc)) < 0)
+        return rc;
+    /*
+     * Written now, not when the function returns: from here the host copy
+     * alone holds these bytes, so that no write-back from a device lands
+     * in them while the function writes them. Nothing reads them meanwhile
+     * but the nodes after this one, which wait for it, and reads that
+     * widen, which host_writers stops.
+     */
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        if (acc[a].mode & WEFT_WRITE) {
+            weft_buffer *root = acc[a].buf->root;
+
+            weft__buffer_written(root, WEFT__HOST,
+                                 acc[a].buf->offset + acc[a].offset,
+                                 acc[a].size);
+            __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
+        }
+    j->rc = 0;
+    e->host_out++;
+    weft__hostwork_submit(weft__hostwork_get(e->rt), (int)near, &j->task);
+    return WEFT__HANDED_OVER;
+}
+
+/*
+ * Host nodes that finished (waiting for one if wait): done, or failed
+ * (the first failure's detail into msg, as run_once does), so that their
+ * successors may go.
+ */
+static void weft__host_finished(weft_exec *e, int wait, int *first, char *msg,
+                                size_t size)
+{
+    weft__host_job *j;
+
+    if (!e->host_out ||
+        (!wait && !__atomic_load_n(&e->finished, __ATOMIC_RELAXED)))
+        return;
+    pthread_mutex_lock(&e->host_lock);
+    while (wait && !e->finished)
+        pthread_cond_wait(&e->host_done, &e->host_lock);
+    j = e->finished;
+    __atomic_store_n(&e->finished, NULL, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&e->host_lock);
+    for (; j; j = j->next) {
+        char label[128];
+
+        weft__plan_host_done(e->plan, j->node, &j->ticket, j->rc == 0);
+        e->state[j->node] = j->rc == 0 ? WEFT__NODE_DONE : WEFT__NODE_FAILED;
+        e->host_out--;
+        if (j->rc < 0 && !*first) {
+            *first = j->rc;
+            weft__error(j->rc, "%s", j->msg);
+            weft__error_prefix(
+                j->rc, "node %u (%s)", j->node,
+                weft__node_label(&e->nodes[j->node], label, sizeof label));
+            weft__strlcpy(msg, weft_last_error(), size);
+        }
+    }
 }
 
 /*
@@ -917,7 +1125,9 @@ static int weft__run_node(weft_exec *e, uint32_t i)
         break;
     case WEFT__NODE_MAP:
     case WEFT__NODE_HOST:
-        rc = weft__run_host(e, nd);
+        rc = weft__host_handover(e, i) ? weft__host_hand_over(e, i) : 0;
+        if (rc == 0)
+            rc = weft__run_host(e, nd);
         break;
     case WEFT__NODE_EMPTY:
         /* A join: on a lane, so that it needs no host wait. */
@@ -931,7 +1141,7 @@ static int weft__run_node(weft_exec *e, uint32_t i)
     }
     if (rc == 0)
         rc = weft__plan_step_end(e->plan);
-    else
+    else if (rc < 0)
         weft__plan_step_end_failed(e->plan);
     if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
         weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
@@ -942,6 +1152,14 @@ static int weft__run_node(weft_exec *e, uint32_t i)
         int frc = 0;
 
         root->next_use = tick + e->lock_next[l];
+        if (rc == WEFT__HANDED_OVER) {
+            /* No fence says when a host worker is done: the launch's end
+             * does (for a graph that came to share the root meanwhile). */
+            root->fence = NULL;
+            root->fence_owner = &e->lanes;
+            weft__buffer_unlock(root);
+            continue;
+        }
         /* Other graphs sharing the root wait for this step's work. */
         if (shared && rc == 0)
             frc = weft__plan_fence(
@@ -1003,11 +1221,14 @@ enum { WEFT__LOOKAHEAD = 256 };
  * as long as they do not depend on it: so that device work for later
  * chunks is queued while a host node waits. Any topological order gives
  * the same result (the oracle's WEFT_EXEC_ORDER=latest checks that); when
- * every candidate would wait, the first one in the order goes.
+ * every candidate would wait, the first one in the order goes. A node
+ * after a host node in flight (on a host worker) is no candidate:
+ * WEFT__NONE when there is none (then one is in flight: next, the first
+ * not issued, has every predecessor issued).
  */
 static uint32_t weft__pick(weft_exec *e, uint32_t next)
 {
-    uint32_t seen = 0;
+    uint32_t seen = 0, ready = WEFT__NONE;
 
     for (uint32_t k = next; k < e->nnodes && seen < WEFT__LOOKAHEAD; k++) {
         uint32_t i = e->order[k], p;
@@ -1016,14 +1237,17 @@ static uint32_t weft__pick(weft_exec *e, uint32_t next)
             continue;
         seen++;
         for (p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
-            if (e->state[e->preds[p]] == WEFT__NODE_PENDING)
+            if (e->state[e->preds[p]] == WEFT__NODE_PENDING ||
+                e->state[e->preds[p]] == WEFT__NODE_INFLIGHT)
                 break;
         if (p < e->pred_first[i + 1])
-            continue; /* after a node not issued yet */
+            continue; /* after a node not issued, or not finished, yet */
         if (!weft__waits_on_host(e, i) || weft__plan_preds_done(e->plan, i))
             return k;
+        if (ready == WEFT__NONE)
+            ready = k;
     }
-    return next;
+    return ready;
 }
 
 _Thread_local weft__stat_sink *weft__stat_sink_cur;
@@ -1077,6 +1301,7 @@ static void weft__replace(weft_exec *e)
     if (rc < 0)
         goto fail;
     weft__plan_destroy(e->plan);
+    weft__free_jobs(e); /* made again for the new plan */
     e->plan = plan;
     e->lanes.set = plan;
     weft__free(e->node_dev);
@@ -1227,7 +1452,13 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         char label[128];
         int rc;
 
+        weft__host_finished(e, 0, &first, msg, size);
         k = weft__pick(e, next);
+        if (k == WEFT__NONE) {
+            weft__assert(e->host_out > 0);
+            weft__host_finished(e, 1, &first, msg, size);
+            continue;
+        }
         i = e->order[k];
         if (k == next)
             while (++next < e->nnodes &&
@@ -1237,7 +1468,10 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         for (uint32_t p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
             if (e->state[e->preds[p]] != WEFT__NODE_DONE)
                 st = WEFT__NODE_CANCELED;
-        if (st == WEFT__NODE_DONE && (rc = weft__run_node(e, i)) < 0) {
+        rc = st == WEFT__NODE_DONE ? weft__run_node(e, i) : 0;
+        if (rc == WEFT__HANDED_OVER) {
+            st = WEFT__NODE_INFLIGHT;
+        } else if (rc < 0) {
             st = WEFT__NODE_FAILED;
             if (!first) {
                 first = rc;
@@ -1249,6 +1483,8 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         }
         e->state[i] = st;
     }
+    while (e->host_out)
+        weft__host_finished(e, 1, &first, msg, size);
     /* Deferred work goes to the device now (a native graph, or op by op). */
     if ((drc = weft__plan_native_end(e->plan)) < 0 && !first) {
         first = drc;
@@ -1422,6 +1658,8 @@ int weft_exec_destroy(weft_exec *e)
     pthread_cond_destroy(&e->done);
     pthread_cond_destroy(&e->wake);
     pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->host_done);
+    pthread_mutex_destroy(&e->host_lock);
     rt = e->rt;
     weft__exec_free(e);
     weft__runtime_live(rt, -1);

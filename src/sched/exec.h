@@ -31,6 +31,21 @@
  * root was not shared when it was left) drops all its root locks and waits
  * on that root's idle condition for the other launch to end: that launch
  * needs none of this one's locks to finish, so the wait ends.
+ *
+ * Host nodes (maps, host tasks) run on the runtime's host workers
+ * (hostwork.h) while the worker issues the nodes that do not depend on
+ * them: at a host node, the worker readies the host copy under the
+ * node's root locks as for any step (make_valid enqueues the copies into
+ * it), marks what the node writes as written there at once (so that no
+ * write-back or read of other bytes touches those host bytes while the
+ * node runs: see weft_buffer.host_writers), and hands a host worker the
+ * events the plan would have waited for (a ticket, plan.h). The node is
+ * then in flight: weft__pick treats it as not done, so its successors
+ * wait, and when nothing else can be issued the worker waits for a host
+ * node to finish. Finished nodes are noted on the worker's thread between
+ * steps (the plan is the worker's alone). A host node whose roots other
+ * graphs name, and every host node while the runtime traces, runs on the
+ * worker as before.
  */
 #ifndef WEFT_SCHED_EXEC_H
 #define WEFT_SCHED_EXEC_H
@@ -84,6 +99,18 @@ struct weft_exec {
     size_t snap_len, snap_cap, steady_len, steady_cap;
     int steady_ok;
     weft_stats replay_stats; /* what the steady launch added to rt->stats */
+    /*
+     * Maps and host tasks on the host workers (hostwork.h): a job per such
+     * node, made when first handed over (NULL until then); host_out of
+     * them not finished yet (the worker's count). A host worker that has
+     * finished one pushes it on `finished` under host_lock and signals
+     * host_done; the worker takes the list (an atomic load peeks at it).
+     */
+    struct weft__host_job **jobs;
+    uint32_t host_out;
+    struct weft__host_job *finished;
+    pthread_mutex_t host_lock;
+    pthread_cond_t host_done;
 
     pthread_mutex_t lock;
     pthread_cond_t wake, done;

@@ -4,7 +4,8 @@
  *
  * Threads: a plan is used by its executor's worker alone (the hooks run on
  * that thread, inside the buffer calls it makes), except the host
- * functions it enqueues, which touch only their own weft__plan_memcpy.
+ * functions it enqueues, which touch only their own weft__plan_memcpy, and
+ * the host workers, which only wait for the events of a ticket.
  */
 #include "plan.h"
 
@@ -76,6 +77,9 @@ typedef struct weft__event_pool {
 typedef struct weft__stamp {
     uint32_t lane; /* WEFT__NO_LANE: not issued */
     weft__event *ev;
+    /* A host step that a worker finished and the host lane has not learnt
+     * from yet (host_done, step_begin). */
+    weft__plan_ticket *held;
 } weft__stamp;
 
 struct weft__plan {
@@ -134,6 +138,12 @@ struct weft__plan {
     weft__tape tape;
     unsigned tape_ok;  /* the plan could use one */
     unsigned tape_now; /* this launch taped */
+
+    /* A host step being handed to a worker (host_begin to host_end), and
+     * the tickets of those not done yet, whose events stay recorded. */
+    weft__plan_ticket *defer;
+    unsigned tickets;
+    unsigned held; /* stamps with held set, at most */
 
     /* The step in progress. */
     uint64_t stepno;
@@ -413,6 +423,38 @@ static int weft__host_sync_lane(weft__plan *p, weft__lane *x)
 }
 
 /*
+ * The host, for a step handed to a worker, after x's first upto operations
+ * (clock xvc, event ev as in order_after): noted in the ticket, the host's
+ * wait counted as if it had waited. A stamp's event will do; else an
+ * event after x's tail, recorded by host_end, which covers x's clock.
+ */
+static int weft__defer_after(weft__plan *p, weft__lane *x, uint64_t upto,
+                             const uint64_t *xvc, weft__event *ev)
+{
+    weft__plan_ticket *t = p->defer;
+    uint32_t xi = weft__lane_index(p, x);
+
+    if (t->vc[xi] >= upto) {
+        if (xvc)
+            weft__vc_merge(p, t->vc, xvc);
+        return 0;
+    }
+    p->counts.host_syncs++;
+    if (ev && xvc) {
+        if (t->up[xi] < upto) {
+            t->up[xi] = upto;
+            t->ev[xi] = ev;
+        }
+        weft__vc_merge(p, t->vc, xvc);
+    } else {
+        t->up[xi] = UINT64_MAX;
+        t->ev[xi] = NULL;
+        weft__vc_merge(p, t->vc, x->vc);
+    }
+    return 0;
+}
+
+/*
  * Lane l's later work after x's first `upto` operations, whose clock is
  * xvc (NULL: unknown, only what x knows now may be learnt, and only by
  * waiting for x's tail); ev is an event recorded after them (NULL: record
@@ -431,6 +473,8 @@ static int weft__order_after(weft__plan *p, weft__lane *l, weft__lane *x,
             weft__vc_merge(p, l->vc, xvc);
         return 0;
     }
+    if (l == h && p->defer)
+        return weft__defer_after(p, x, upto, xvc, ev);
     weft__time_flow(p, l, x);
     if (l == h) {
         if (!ev || weft__drv_event_sync(ev) < 0) {
@@ -865,6 +909,7 @@ void weft__plan_launch_begin(weft__plan *p)
     for (uint32_t i = 0; i < p->n; i++) {
         p->stamps[i].lane = WEFT__NO_LANE;
         p->stamps[i].ev = NULL;
+        p->stamps[i].held = NULL;
     }
     for (unsigned i = 0; i < p->nlanes; i++) {
         p->lanes[i].seq0 = p->lanes[i].seq;
@@ -1292,9 +1337,18 @@ int weft__plan_drain(weft__plan *p)
         }
         weft__vc_merge(p, h->vc, x->vc);
     }
-    /* Everything has completed: the events may be recorded again. */
-    for (unsigned d = 0; d < p->ndev; d++)
+    /*
+     * Everything has completed: the events may be recorded again, unless
+     * a host worker may still be waiting on some (it would wait for later
+     * work: harmless, but for nothing).
+     */
+    for (unsigned d = 0; d < p->ndev && !p->tickets; d++)
         p->pools[d].used = 0;
+    /* What the finished host steps waited for, the host now knows. */
+    for (uint32_t i = 0; i < p->n && p->held && !p->tickets; i++)
+        p->stamps[i].held = NULL;
+    if (!p->tickets)
+        p->held = 0;
     p->npending = 0;
     memset(p->pend_count, 0, sizeof p->pend_count);
     return first < 0 ? weft__error(first, "%s", msg) : 0;
@@ -1307,6 +1361,27 @@ void weft__plan_counts_get(const weft__plan *p, weft__plan_counts *c)
 
 void weft__plan_step_begin(weft__plan *p, uint32_t node)
 {
+    weft__lane *h = weft__host_lane(p);
+
+    /*
+     * After a host step that a worker finished: the host learns now what
+     * the worker waited for (its events are complete: the syncs return at
+     * once), so that the lanes ordered after it need no wait; only now, so
+     * that a driver whose host clock is per thread (the sim's virtual time)
+     * holds back only the work that follows the host step, as a real
+     * machine would.
+     */
+    for (uint32_t e = p->pred_first[node]; e < p->pred_first[node + 1]; e++) {
+        weft__stamp *st = &p->stamps[p->preds[e]];
+
+        if (!st->held)
+            continue;
+        for (unsigned k = 0; k < st->held->nev; k++)
+            if (weft__drv_event_sync(st->held->ev[k]) < 0)
+                weft_clear_error();
+        weft__vc_merge(p, h->vc, st->held->vc);
+        st->held = NULL;
+    }
     p->stepno++;
     p->node = node;
     p->counts.steps++;
@@ -1401,6 +1476,108 @@ void weft__plan_step_end_failed(weft__plan *p)
 {
     p->stamps[p->node].lane = WEFT__NO_LANE;
     p->last_lane = WEFT__NO_LANE;
+}
+
+int weft__plan_ticket_init(const weft__plan *p, weft__plan_ticket *t)
+{
+    memset(t, 0, sizeof *t);
+    t->ev = weft__calloc(p->nlanes, sizeof *t->ev);
+    t->up = weft__calloc(p->nlanes, sizeof *t->up);
+    t->vc = weft__calloc(p->nlanes, sizeof *t->vc);
+    if (!t->ev || !t->up || !t->vc) {
+        weft__plan_ticket_fini(t);
+        return weft__error(WEFT_ENOMEM, "plan: out of memory");
+    }
+    return 0;
+}
+
+void weft__plan_ticket_fini(weft__plan_ticket *t)
+{
+    weft__free(t->ev);
+    weft__free(t->up);
+    weft__free(t->vc);
+    memset(t, 0, sizeof *t);
+}
+
+void weft__plan_host_begin(weft__plan *p, weft__plan_ticket *t)
+{
+    memset(t->ev, 0, p->nlanes * sizeof *t->ev);
+    memset(t->up, 0, p->nlanes * sizeof *t->up);
+    memcpy(t->vc, weft__host_lane(p)->vc, p->nlanes * sizeof *t->vc);
+    t->nev = 0;
+    p->defer = t;
+}
+
+int weft__plan_host_end(weft__plan *p, int rc)
+{
+    weft__plan_ticket *t = p->defer;
+    weft__lane *h = weft__host_lane(p);
+    int any = 0;
+
+    p->defer = NULL;
+    if (rc < 0)
+        return rc;
+    /* The step's own copies (into the host copy) are waited for too. */
+    for (unsigned i = 0; i < p->host; i++)
+        if (p->lanes[i].mark == p->stepno && p->lanes[i].q &&
+            h->vc[i] < p->lanes[i].seq)
+            t->up[i] = UINT64_MAX;
+    for (unsigned i = 0; i < p->host; i++)
+        any |= t->up[i] > h->vc[i];
+    /*
+     * A native graph's deferred work must be submitted before anything is
+     * waited for (the issuing thread's tape; the worker has none).
+     */
+    if (any && weft__tape_cur &&
+        (rc = weft__tape_host_waits(weft__tape_cur)) < 0)
+        return rc;
+    for (unsigned i = 0; i < p->host && rc == 0; i++) {
+        weft__lane *x = &p->lanes[i];
+        weft__event *ev = t->ev[i];
+
+        if (t->up[i] <= h->vc[i])
+            continue;
+        if (t->up[i] == UINT64_MAX) {
+            if (weft__record(p, x, &ev) < 0) {
+                /* No event: the host waits now, as it did inline. */
+                weft_clear_error();
+                rc = weft__host_sync_lane(p, x);
+                continue;
+            }
+            weft__vc_merge(p, t->vc, x->vc);
+        }
+        t->ev[t->nev++] = ev;
+    }
+    if (rc < 0)
+        return rc;
+    p->last_lane = WEFT__NO_LANE;
+    p->tickets++;
+    return 0;
+}
+
+void weft__plan_host_done(weft__plan *p, uint32_t node, weft__plan_ticket *t,
+                          int ok)
+{
+    weft__lane *h = weft__host_lane(p);
+    weft__stamp *st = &p->stamps[node];
+
+    weft__assert(p->tickets > 0);
+    p->tickets--;
+    if (!ok) {
+        st->lane = WEFT__NO_LANE;
+        return;
+    }
+    /* Done on the host lane; what the worker waited for is learnt by the
+     * first step after it (step_begin). */
+    weft__lane_bump(h, p->host);
+    h->nodes++;
+    st->lane = p->host;
+    st->ev = NULL;
+    st->held = t;
+    p->held++;
+    memcpy(&p->stamp_vc[(size_t)node * p->nlanes], h->vc,
+           p->nlanes * sizeof *h->vc);
+    weft__vc_merge(p, &p->stamp_vc[(size_t)node * p->nlanes], t->vc);
 }
 
 static void weft__memcpy_fn(void *user)

@@ -169,6 +169,36 @@ int weft__plan_host_wait(weft__plan *p);
 int weft__plan_preds_done(weft__plan *p, uint32_t i);
 int weft__plan_step_end(weft__plan *p);
 void weft__plan_step_end_failed(weft__plan *p);
+
+/*
+ * A host step handed to another thread (a host worker, hostwork.h): what
+ * the host would wait for goes into a ticket instead, events that the
+ * worker waits for. Between host_begin and host_end of the step the host
+ * lane's waits (host_wait, and the buffer layer's after hooks on the host
+ * copy) only note what they need; host_end records an event after each
+ * lane that needs one and ends the step, whose node stays unstamped (its
+ * successors must not be issued) until host_done, on the issuing thread,
+ * once the worker has finished: then the node is done on the host lane
+ * (ok), or failed, and the first step after it makes the host learn the
+ * ticket's events complete. The plan records the ticket's events again
+ * only after the launch's drain; the ticket must live until then.
+ */
+typedef struct weft__plan_ticket {
+    weft__event **ev; /* the events to wait for: nev of them */
+    unsigned nev;
+    uint64_t *up; /* per lane, while collecting (UINT64_MAX: its tail) */
+    uint64_t *vc; /* per lane: what the host knows once they completed */
+} weft__plan_ticket;
+int weft__plan_ticket_init(const weft__plan *p, weft__plan_ticket *t);
+void weft__plan_ticket_fini(weft__plan_ticket *t);
+void weft__plan_host_begin(weft__plan *p, weft__plan_ticket *t);
+/*
+ * rc: the step's status so far (< 0: nothing is recorded and rc returned).
+ * On failure the step is still open: end it with step_end_failed.
+ */
+int weft__plan_host_end(weft__plan *p, int rc);
+void weft__plan_host_done(weft__plan *p, uint32_t node, weft__plan_ticket *t,
+                          int ok);
 /*
  * size bytes of root's host copy at off into dst, for a node that read
  * them: after the copies of this step and any still on their way into

@@ -1,0 +1,234 @@
+/* The host workers: hostwork.h has the model. */
+#include "hostwork.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { WEFT__MAX_HOST_WORKERS = 64 };
+
+/* Workers near one set of cores (NULL: unbound) and the tasks for them. */
+typedef struct weft__host_group {
+    hwloc_bitmap_t cpuset;
+    weft__host_task *head, *tail;
+} weft__host_group;
+
+typedef struct weft__host_worker {
+    weft__hostwork *pool;
+    unsigned group;
+    pthread_t tid;
+} weft__host_worker;
+
+struct weft__hostwork {
+    hwloc_topology_t topology;
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    unsigned stop;
+    unsigned queued; /* tasks in every group's queue */
+    weft__host_group *groups;
+    unsigned ngroups;
+    int *dev_group; /* per device: its group */
+    unsigned ndevices;
+    weft__host_worker *workers;
+    unsigned nworkers; /* started */
+};
+
+/* The first task of group g, else of any group; NULL if none. Locked. */
+static weft__host_task *weft__take(weft__hostwork *hw, unsigned g)
+{
+    for (unsigned k = 0; k < hw->ngroups; k++) {
+        weft__host_group *gr = &hw->groups[(g + k) % hw->ngroups];
+        weft__host_task *t = gr->head;
+
+        if (!t)
+            continue;
+        gr->head = t->next;
+        if (!gr->head)
+            gr->tail = NULL;
+        hw->queued--;
+        return t;
+    }
+    return NULL;
+}
+
+static void *weft__host_worker_main(void *arg)
+{
+    weft__host_worker *w = arg;
+    weft__hostwork *hw = w->pool;
+    hwloc_bitmap_t set = hw->groups[w->group].cpuset;
+
+    /* A failed binding leaves the thread where it was: no error. */
+    if (set)
+        hwloc_set_cpubind(hw->topology, set, HWLOC_CPUBIND_THREAD);
+    pthread_mutex_lock(&hw->lock);
+    for (;;) {
+        weft__host_task *t;
+
+        while (!hw->queued && !hw->stop)
+            pthread_cond_wait(&hw->work, &hw->lock);
+        if (!(t = weft__take(hw, w->group)))
+            break; /* stopping, and nothing left */
+        pthread_mutex_unlock(&hw->lock);
+        t->run(t);
+        pthread_mutex_lock(&hw->lock);
+    }
+    pthread_mutex_unlock(&hw->lock);
+    return NULL;
+}
+
+static void weft__hostwork_free(weft__hostwork *hw)
+{
+    pthread_mutex_lock(&hw->lock);
+    hw->stop = 1;
+    pthread_cond_broadcast(&hw->work);
+    pthread_mutex_unlock(&hw->lock);
+    for (unsigned i = 0; i < hw->nworkers; i++)
+        pthread_join(hw->workers[i].tid, NULL);
+    for (unsigned g = 0; g < hw->ngroups; g++)
+        if (hw->groups[g].cpuset)
+            hwloc_bitmap_free(hw->groups[g].cpuset);
+    pthread_cond_destroy(&hw->work);
+    pthread_mutex_destroy(&hw->lock);
+    weft__free(hw->groups);
+    weft__free(hw->dev_group);
+    weft__free(hw->workers);
+    weft__free(hw);
+}
+
+/* How many workers: WEFT_HOST_WORKERS, else the cores, at most 4. */
+static unsigned weft__worker_count(const weft_runtime *rt)
+{
+    long n = -1;
+
+    if (rt->host_workers != UINT_MAX)
+        return WEFT__MIN(rt->host_workers, (unsigned)WEFT__MAX_HOST_WORKERS);
+    if (rt->topology)
+        n = hwloc_bitmap_weight(
+            hwloc_topology_get_topology_cpuset(rt->topology));
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n <= 0 ? 1 : (unsigned)WEFT__MIN(n, 4L);
+}
+
+/* The pool: groups by the devices' near cores, then the workers. */
+static int weft__hostwork_make(weft_runtime *rt, weft__hostwork **out)
+{
+    unsigned n = weft__worker_count(rt), nd = rt->ndevices;
+    weft__hostwork *hw;
+
+    if (n == 0)
+        return WEFT_ENOTSUP;
+    hw = weft__calloc(1, sizeof *hw);
+    if (!hw)
+        return WEFT_ENOMEM;
+    pthread_mutex_init(&hw->lock, NULL);
+    pthread_cond_init(&hw->work, NULL);
+    hw->topology = rt->topology;
+    hw->ndevices = nd;
+    /* Group 0 is the unbound one: devices with no locality, and any. */
+    hw->groups = weft__calloc((size_t)nd + 1, sizeof *hw->groups);
+    hw->dev_group = weft__calloc((size_t)nd + 1, sizeof *hw->dev_group);
+    hw->workers = weft__calloc(n, sizeof *hw->workers);
+    if (!hw->groups || !hw->dev_group || !hw->workers) {
+        weft__hostwork_free(hw);
+        return WEFT_ENOMEM;
+    }
+    hw->ngroups = 1;
+    for (unsigned d = 0; d < nd; d++) {
+        hwloc_bitmap_t set =
+            weft__cpuset_near(rt->topology, rt->devices[d]->props.cpuset);
+        unsigned g;
+
+        for (g = 1; set && g < hw->ngroups; g++)
+            if (hwloc_bitmap_isequal(set, hw->groups[g].cpuset))
+                break;
+        if (!set) {
+            g = 0;
+        } else if (g < hw->ngroups) {
+            hwloc_bitmap_free(set);
+        } else {
+            hw->groups[g].cpuset = set;
+            hw->ngroups++;
+        }
+        hw->dev_group[d] = (int)g;
+    }
+    /*
+     * Workers round the bound groups (the unbound one serves the rest by
+     * taking from every queue); with no bound group, all unbound.
+     */
+    for (unsigned i = 0; i < n; i++) {
+        weft__host_worker *w = &hw->workers[i];
+        int err;
+
+        w->pool = hw;
+        w->group = hw->ngroups > 1 ? 1 + i % (hw->ngroups - 1) : 0;
+        err = weft__fault("hostwork.pthread_create")
+                  ? EAGAIN
+                  : pthread_create(&w->tid, NULL, weft__host_worker_main, w);
+        if (err)
+            break;
+        hw->nworkers++;
+    }
+    if (!hw->nworkers) {
+        weft__hostwork_free(hw);
+        return WEFT_ENOMEM;
+    }
+    weft__debug("sched", "%u host workers in %u groups", hw->nworkers,
+                hw->ngroups);
+    *out = hw;
+    return 0;
+}
+
+weft__hostwork *weft__hostwork_get(weft_runtime *rt)
+{
+    weft__hostwork *hw = __atomic_load_n(&rt->hostwork, __ATOMIC_ACQUIRE);
+    int rc = 0;
+
+    if (hw || __atomic_load_n(&rt->hostwork_off, __ATOMIC_RELAXED))
+        return hw;
+    pthread_mutex_lock(&rt->lock);
+    if (!rt->hostwork && !rt->hostwork_off) {
+        rc = weft__hostwork_make(rt, &hw);
+        if (rc == 0)
+            __atomic_store_n(&rt->hostwork, hw, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n(&rt->hostwork_off, 1, __ATOMIC_RELAXED);
+    }
+    hw = rt->hostwork;
+    pthread_mutex_unlock(&rt->lock);
+    if (rc < 0 && rc != WEFT_ENOTSUP)
+        weft__info("sched",
+                   "no host workers (%s): host nodes run on the issuing "
+                   "thread",
+                   weft_strerror(rc));
+    return hw;
+}
+
+void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
+{
+    weft__host_group *g;
+
+    t->next = NULL;
+    pthread_mutex_lock(&hw->lock);
+    g = &hw->groups[device >= 0 && (unsigned)device < hw->ndevices
+                        ? hw->dev_group[device]
+                        : 0];
+    if (g->tail)
+        g->tail->next = t;
+    else
+        g->head = t;
+    g->tail = t;
+    hw->queued++;
+    /* Any worker may take it (from another group when its own is idle). */
+    pthread_cond_signal(&hw->work);
+    pthread_mutex_unlock(&hw->lock);
+}
+
+void weft__hostwork_destroy(weft_runtime *rt)
+{
+    if (rt->hostwork)
+        weft__hostwork_free(rt->hostwork);
+    rt->hostwork = NULL;
+}

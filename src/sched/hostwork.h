@@ -1,0 +1,44 @@
+/*
+ * The host workers (src/sched/): a pool of threads per runtime that run
+ * the host side of graph nodes (maps and host tasks) off the thread that
+ * issues a launch, so that it keeps issuing device work meanwhile.
+ *
+ * The pool is made on first use: WEFT_HOST_WORKERS threads (default: the
+ * machine's cores, at most 4; 0 turns the pool off and host nodes run on
+ * the issuing thread). Workers are grouped by the cores nearest a device
+ * (weft__cpuset_near): a task for device d goes to the group of d's cores,
+ * whose workers bind themselves there (each its own thread, so that a
+ * binding that is slow holds back no caller); an idle worker of another
+ * group takes it when the group's own are busy. Without locality (or on a
+ * machine of 2 cores or fewer) there is one group, unbound.
+ *
+ * Locking: one mutex per pool guards the queues; it is taken once per
+ * task submitted and once per task taken, never on a launch that has no
+ * host node.
+ */
+#ifndef WEFT_SCHED_HOSTWORK_H
+#define WEFT_SCHED_HOSTWORK_H
+
+#include "../runtime.h"
+
+typedef struct weft__host_task weft__host_task;
+
+/* A task: run() is called once, on a worker; the caller owns the memory. */
+struct weft__host_task {
+    void (*run)(weft__host_task *t);
+    weft__host_task *next; /* the pool's */
+};
+
+typedef struct weft__hostwork weft__hostwork;
+
+/*
+ * The runtime's pool, made on first use; NULL when it is off or could not
+ * be made: the caller runs the work itself.
+ */
+weft__hostwork *weft__hostwork_get(weft_runtime *rt);
+/* Queue t for a worker near device (a runtime device index; -1: any). */
+void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t);
+/* Stop and join the workers (the runtime's destroy; nothing queued). */
+void weft__hostwork_destroy(weft_runtime *rt);
+
+#endif /* WEFT_SCHED_HOSTWORK_H */

@@ -1,0 +1,437 @@
+/*
+ * Maps and host tasks on the host workers, on the first device of
+ * WEFT_DEVICES (host, sim with real data, PoCL), with two workers:
+ * two independent host nodes of one launch run at the same time; a host
+ * node's successors see what it wrote (write-only over bytes a device
+ * wrote last included); device work is issued while a host node runs; a
+ * failed node cancels the host nodes after it only; several executable
+ * graphs launched at once from several threads all end right.
+ *
+ * Nothing here measures time: two nodes prove that they overlap by each
+ * waiting, with a generous limit, until the other has started.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "gt_kernels.h"
+#include "wt_devices.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static wt_devices devs;
+static weft_module *mod;
+static weft_kernel *k_advance, *k_addone;
+
+static int setup(void **state)
+{
+    (void)state;
+    wt_devices_open(&devs);
+    if (gt_module(devs.rt, &mod) < 0 ||
+        weft_module_get_kernel(mod, "advance", &k_advance) < 0 ||
+        weft_module_get_kernel(mod, "addone", &k_addone) < 0) {
+        fprintf(stderr, "setup: %s\n", weft_last_error());
+        return -1;
+    }
+    printf("# device 0: %s (%s)\n", wt_device(&devs, 0)->name,
+           wt_device(&devs, 0)->drv->name);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    weft_module_destroy(mod);
+    return weft_runtime_destroy(devs.rt);
+}
+
+static void check(int rc)
+{
+    if (rc < 0)
+        fail_msg("%s: %s", weft_err_name(rc), weft_last_error());
+}
+
+/* ---- a meeting point for host nodes ------------------------------------ */
+
+enum { MEET_SECONDS = 30 };
+
+typedef struct meeting {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned started; /* a bit per party */
+} meeting;
+
+static meeting meet = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+/* Party `me` has started; wait (MEET_SECONDS at most) for every party in
+ * `others`. 1 if they came. */
+static int meet_wait(unsigned me, unsigned others)
+{
+    struct timespec until;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += MEET_SECONDS;
+    pthread_mutex_lock(&meet.lock);
+    meet.started |= me;
+    pthread_cond_broadcast(&meet.cond);
+    while ((meet.started & others) != others && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&meet.cond, &meet.lock, &until);
+    rc = (meet.started & others) == others;
+    pthread_mutex_unlock(&meet.lock);
+    return rc;
+}
+
+static void meet_reset(void)
+{
+    pthread_mutex_lock(&meet.lock);
+    meet.started = 0;
+    pthread_mutex_unlock(&meet.lock);
+}
+
+/* A map that meets the other party: user is a party, with the result. */
+typedef struct party {
+    unsigned me, others;
+    int met;
+    uint32_t first; /* the map's first word when it ran */
+} party;
+
+static void map_meet(void *ptr, size_t size, void *user)
+{
+    party *p = user;
+
+    (void)size;
+    p->first = *(const uint32_t *)ptr;
+    p->met = meet_wait(p->me, p->others);
+}
+
+/* ---- the tests ---------------------------------------------------------- */
+
+/* Two maps of one launch, on different buffers: each waits for the other. */
+static void test_two_host_nodes_overlap(void **state)
+{
+    static const uint32_t one = 1, two = 2;
+    party a = {1, 2, 0, 0}, b = {2, 1, 0, 0};
+    weft_buffer *x, *y;
+    weft_graph *g;
+    weft_exec *e;
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, 4096, &x));
+    check(weft_buffer_create(devs.rt, 4096, &y));
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_write(g, x, 0, &one, 4, NULL));
+    check(weft_graph_add_write(g, y, 0, &two, 4, NULL));
+    check(weft_graph_add_map(g, x, 0, 4096, WEFT_READ, map_meet, &a, NULL));
+    check(weft_graph_add_map(g, y, 0, 4096, WEFT_READ, map_meet, &b, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int it = 0; it < 2; it++) {
+        meet_reset();
+        a.met = b.met = 0;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        if (!a.met || !b.met)
+            fail_msg("launch %d: the two maps did not run at the same time "
+                     "(first met the second: %d, second the first: %d)",
+                     it, a.met, b.met);
+        assert_int_equal(a.first, 1);
+        assert_int_equal(b.first, 2);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+    check(weft_buffer_destroy(y));
+}
+
+enum { M = 1024 };
+
+static void host_fill(void *const *ptrs, void *user)
+{
+    uint32_t *x = ptrs[0], base = *(const uint32_t *)user;
+
+    for (uint32_t i = 0; i < M; i++)
+        x[i] = base + i;
+}
+
+static void host_sum(void *const *ptrs, void *user)
+{
+    const uint32_t *x = ptrs[0];
+    uint32_t *s = ptrs[1];
+
+    (void)user;
+    s[0] = 0;
+    for (uint32_t i = 0; i < M; i++)
+        s[0] += x[i];
+}
+
+static void map_triple(void *ptr, size_t size, void *user)
+{
+    uint32_t *x = ptr;
+
+    (void)user;
+    for (size_t i = 0; i < size / 4; i++)
+        x[i] *= 3;
+}
+
+/*
+ * kernel (x on the device) -> host task overwriting x whole (write-only,
+ * over bytes only the device held) -> kernel -> map -> host task summing
+ * x into s -> read of x and s: each sees what the one before wrote.
+ */
+static void test_successors_see_writes(void **state)
+{
+    static uint32_t out[M], sum;
+    uint32_t base = 100, want_sum = 0;
+    weft_buffer *x, *s;
+    weft_graph *g;
+    weft_exec *e;
+    weft_arg k[] = {weft_arg_buffer(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                    weft_arg_i64(M)};
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, M * 4, &x));
+    check(weft_buffer_create(devs.rt, 4, &s));
+    k[0].buffer = x;
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_kernel(g, k_addone, weft_dims1(M), k, 2, NULL));
+    {
+        weft_access_desc acc[] = {{x, 0, M * 4, WEFT_WRITE}};
+
+        check(weft_graph_add_host(g, host_fill, &base, acc, 1, NULL));
+    }
+    check(weft_graph_add_kernel(g, k_addone, weft_dims1(M), k, 2, NULL));
+    check(weft_graph_add_map(g, x, 0, M * 4, WEFT_READ_WRITE, map_triple, NULL,
+                             NULL));
+    {
+        weft_access_desc acc[] = {{x, 0, M * 4, WEFT_READ},
+                                  {s, 0, 4, WEFT_WRITE}};
+
+        check(weft_graph_add_host(g, host_sum, NULL, acc, 2, NULL));
+    }
+    check(weft_graph_add_read(g, x, 0, out, sizeof out, NULL));
+    check(weft_graph_add_read(g, s, 0, &sum, 4, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (uint32_t i = 0; i < M; i++)
+        want_sum += (base + i + 1) * 3;
+    for (int it = 0; it < 3; it++) {
+        memset(out, 0, sizeof out);
+        sum = 0;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        for (uint32_t i = 0; i < M; i++)
+            if (out[i] != (base + i + 1) * 3)
+                fail_msg("launch %d: x[%u] = %u, want %u", it, i, out[i],
+                         (base + i + 1) * 3);
+        assert_int_equal(sum, want_sum);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+    check(weft_buffer_destroy(s));
+}
+
+/*
+ * map A on x; kernel on y; map B on y, after the kernel. A waits until B
+ * has started, which needs the kernel issued, and B issued after it: so
+ * device work must go out while A runs (inline, A would wait in vain).
+ * B sees the kernel's result.
+ */
+static void test_interleaves_with_device_work(void **state)
+{
+    static const uint32_t one = 1, seven = 7;
+    party a = {1, 2, 0, 0}, b = {2, 0, 0, 0};
+    weft_buffer *x, *y;
+    weft_graph *g;
+    weft_exec *e;
+    weft_arg k[] = {weft_arg_buffer(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                    weft_arg_u32(5), weft_arg_i64(M)};
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, M * 4, &x));
+    check(weft_buffer_create(devs.rt, M * 4, &y));
+    k[0].buffer = y;
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_write(g, x, 0, &one, 4, NULL));
+    check(weft_graph_add_write(g, y, 0, &seven, 4, NULL));
+    check(weft_graph_add_map(g, x, 0, M * 4, WEFT_READ, map_meet, &a, NULL));
+    check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), k, 3, NULL));
+    check(weft_graph_add_map(g, y, 0, M * 4, WEFT_READ, map_meet, &b, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int it = 0; it < 2; it++) {
+        meet_reset();
+        a.met = 0;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        if (!a.met)
+            fail_msg("launch %d: the map after the kernel did not start "
+                     "while the first map ran",
+                     it);
+        assert_int_equal(a.first, 1);
+        assert_int_equal(b.first, gt_advance(7, 5));
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+    check(weft_buffer_destroy(y));
+}
+
+static void map_count(void *ptr, size_t size, void *user)
+{
+    (void)ptr;
+    (void)size;
+    __atomic_add_fetch((int *)user, 1, __ATOMIC_RELAXED);
+}
+
+/* A failed kernel cancels the map after it; an independent map runs. */
+static void test_failure_cancels_host_nodes(void **state)
+{
+    static const uint32_t zero = 0;
+    int after = 0, independent = 0, rc;
+    weft_buffer *a, *b;
+    weft_graph *g;
+    weft_exec *e;
+    weft_arg k[] = {weft_arg_buffer(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                    weft_arg_i64(64)};
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, 256, &a));
+    check(weft_buffer_create(devs.rt, 256, &b));
+    k[0].buffer = a;
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_fill(g, a, 0, 256, &zero, 4, NULL));
+    check(weft_graph_add_kernel(g, k_addone, weft_dims1(64), k, 2, NULL));
+    check(weft_graph_add_map(g, a, 0, 256, WEFT_READ, map_count, &after, NULL));
+    check(weft_graph_add_map(g, b, 0, 256, WEFT_READ_WRITE, map_count,
+                             &independent, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    weft__fault_arm(1, ".launch");
+    check(weft_exec_launch(e));
+    rc = weft_exec_wait(e);
+    weft__fault_disarm();
+    assert_true(rc < 0);
+    if (!strstr(weft_last_error(), "node 1 (kernel addone)"))
+        fail_msg("detail: %s", weft_last_error());
+    assert_int_equal(after, 0);
+    assert_int_equal(independent, 1);
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    assert_int_equal(after, 1);
+    assert_int_equal(independent, 2);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(a));
+    check(weft_buffer_destroy(b));
+}
+
+/* ---- several graphs in flight at once ----------------------------------- */
+
+enum { GRAPHS = 3, CHUNKS = 4, LAUNCHES = 8 };
+
+typedef struct graph_run {
+    uint32_t in[M], out[M];
+    int rc;
+    char msg[256];
+} graph_run;
+
+static void map_double(void *ptr, size_t size, void *user)
+{
+    uint32_t *x = ptr;
+
+    (void)user;
+    for (size_t i = 0; i < size / 4; i++)
+        x[i] *= 2;
+}
+
+/* Per chunk: write, advance, map (double), addone, read; relaunched. */
+static void *run_graph(void *arg)
+{
+    graph_run *r = arg;
+    size_t chunk = M / CHUNKS * 4;
+    weft_buffer *x = NULL;
+    weft_graph *g = NULL;
+    weft_exec *e = NULL;
+    int rc;
+
+    rc = weft_buffer_create(devs.rt, M * 4, &x);
+    if (rc == 0)
+        rc = weft_graph_create(devs.rt, &g);
+    for (unsigned c = 0; rc == 0 && c < CHUNKS; c++) {
+        weft_arg adv[] = {weft_arg_buffer(x, c * chunk, chunk, WEFT_READ_WRITE),
+                          weft_arg_u32(c), weft_arg_i64(M / CHUNKS)};
+        weft_arg one[] = {weft_arg_buffer(x, c * chunk, chunk, WEFT_READ_WRITE),
+                          weft_arg_i64(M / CHUNKS)};
+
+        rc = weft_graph_add_write(g, x, c * chunk, (char *)r->in + c * chunk,
+                                  chunk, NULL);
+        if (rc == 0)
+            rc = weft_graph_add_kernel(g, k_advance, weft_dims1(M / CHUNKS),
+                                       adv, 3, NULL);
+        if (rc == 0)
+            rc = weft_graph_add_map(g, x, c * chunk, chunk, WEFT_READ_WRITE,
+                                    map_double, NULL, NULL);
+        if (rc == 0)
+            rc = weft_graph_add_kernel(g, k_addone, weft_dims1(M / CHUNKS), one,
+                                       2, NULL);
+        if (rc == 0)
+            rc = weft_graph_add_read(g, x, c * chunk,
+                                     (char *)r->out + c * chunk, chunk, NULL);
+    }
+    if (rc == 0)
+        rc = weft_graph_instantiate(g, NULL, &e);
+    for (int i = 0; rc == 0 && i < LAUNCHES; i++)
+        rc = weft_exec_launch(e);
+    if (rc == 0)
+        rc = weft_exec_wait(e);
+    if (rc < 0)
+        snprintf(r->msg, sizeof r->msg, "%s: %s", weft_err_name(rc),
+                 weft_last_error());
+    r->rc = rc;
+    weft_exec_destroy(e);
+    weft_graph_destroy(g);
+    weft_buffer_destroy(x);
+    return NULL;
+}
+
+static void test_graphs_in_flight(void **state)
+{
+    static graph_run runs[GRAPHS];
+    pthread_t t[GRAPHS];
+
+    (void)state;
+    for (int r = 0; r < GRAPHS; r++)
+        for (uint32_t i = 0; i < M; i++)
+            runs[r].in[i] = (uint32_t)r * 100000u + i;
+    for (int r = 0; r < GRAPHS; r++)
+        assert_int_equal(pthread_create(&t[r], NULL, run_graph, &runs[r]), 0);
+    for (int r = 0; r < GRAPHS; r++) {
+        pthread_join(t[r], NULL);
+        if (runs[r].rc < 0)
+            fail_msg("graph %d: %s", r, runs[r].msg);
+        for (uint32_t i = 0; i < M; i++) {
+            uint32_t c = i / (M / CHUNKS);
+            uint32_t want = gt_advance(runs[r].in[i], c) * 2 + 1;
+
+            if (runs[r].out[i] != want)
+                fail_msg("graph %d: out[%u] = %u, want %u", r, i,
+                         runs[r].out[i], want);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_host_nodes_overlap),
+        cmocka_unit_test(test_successors_see_writes),
+        cmocka_unit_test(test_interleaves_with_device_work),
+        cmocka_unit_test(test_failure_cancels_host_nodes),
+        cmocka_unit_test(test_graphs_in_flight),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
