@@ -220,6 +220,37 @@ static void test_heft_spread(void **state)
     machine_close(&m);
 }
 
+/*
+ * Two GPUs whose host links were measured a little apart (55 and 50
+ * GB/s), 32 independent tiles reading 16 MiB each from the host, with a
+ * kernel (0.16 ms) shorter than its copy (0.31 / 0.34 ms): the copies run
+ * concurrently in the model, so after the first tiles each device's next
+ * finish is its kernel queue, and the tiles alternate: 16 and 16, give or
+ * take the one or two that the faster link's head start buys.
+ */
+static void test_heft_near_links(void **state)
+{
+    unsigned per[2] = {0};
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 2, 1);
+    m.links.h2d[1] = (weft__link){50e9, 2000};
+    assert_int_equal(weft__links_finish(&m.links), 0);
+    machine_kernel(&m, "k", 0.16 * MS);
+    for (unsigned i = 0; i < 32; i++)
+        dag_access(&g, dag_kernel(&g, "k"), i, 16u << 20, WEFT__ACC_READ);
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out), 0);
+    for (unsigned i = 0; i < 32; i++)
+        per[dev[i]]++;
+    print_message("near links: %u / %u\n", per[0], per[1]);
+    assert_true(per[0] >= 14 && per[0] <= 18);
+    machine_close(&m);
+}
+
 static void test_heft_chain(void **state)
 {
     weft__place_output out;
@@ -426,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_round_robin),
         cmocka_unit_test(test_locality_chain),
         cmocka_unit_test(test_heft_spread),
+        cmocka_unit_test(test_heft_near_links),
         cmocka_unit_test(test_heft_chain),
         cmocka_unit_test(test_heft_fork_join_long_kernels),
         cmocka_unit_test(test_heft_fork_join_huge_data),
