@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-enum { WEFT__TAPE_MAX_QUEUES = 16 };
+enum { WEFT__TAPE_MAX_QUEUES = 128 };
 
 _Thread_local weft__tape *weft__tape_cur;
 
@@ -248,11 +248,10 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
         return;
     if (!t->ctx)
         t->ctx = op->q->ctx;
-    /* One device per graph; copies only between pinned memory and it. */
-    if (op->q->ctx != t->ctx ||
+    /* Devices of one driver; copies only between them and pinned memory. */
+    if (op->q->ctx->drv != t->ctx->drv ||
         ((op->kind == WEFT__TAPE_H2D || op->kind == WEFT__TAPE_D2H) &&
          weft__drv_host_is_pinned(op->q->ctx, op->host, op->size) != 1) ||
-        op->kind == WEFT__TAPE_PEER ||
         weft__tape_grow((void **)&t->ops, &t->cap, t->n, 1, sizeof *t->ops) <
             0) {
         weft_clear_error();
@@ -372,6 +371,8 @@ static int weft__tape_build(weft__tape *t, int *updated)
             qs[nq++] = t->ops[i].q;
         }
     }
+    /* Fork events are q0's, join events their queue's (an event is
+     * recorded on a queue of its own context). */
     while (t->njoin < 2 * nq) {
         weft__event **grown =
             weft__realloc(t->join, (t->njoin + 1) * sizeof *grown);
@@ -379,9 +380,18 @@ static int weft__tape_build(weft__tape *t, int *updated)
         if (!grown)
             return weft__error(WEFT_ENOMEM, "tape: out of memory");
         t->join = grown;
-        if ((rc = weft__drv_event_create(t->ctx, 0, &t->join[t->njoin])) < 0)
+        t->join[t->njoin++] = NULL;
+    }
+    for (unsigned k = 0; k < 2 * nq; k++) {
+        weft__context *ctx = k % 2 ? qs[k / 2]->ctx : q0->ctx;
+
+        if (t->join[k] && t->join[k]->ctx != ctx) {
+            weft__drv_event_destroy(t->join[k]);
+            t->join[k] = NULL;
+        }
+        if (!t->join[k] &&
+            (rc = weft__drv_event_create(ctx, 0, &t->join[k])) < 0)
             return rc;
-        t->njoin++;
     }
     if ((rc = drv->graph_begin(q0)) < 0)
         return rc;
@@ -503,7 +513,8 @@ void weft__tape_release(weft__tape *t)
 {
     weft__tape_drop_graph(t);
     for (unsigned i = 0; i < t->njoin; i++)
-        weft__drv_event_destroy(t->join[i]);
+        if (t->join[i])
+            weft__drv_event_destroy(t->join[i]);
     weft__free(t->join);
     weft__free(t->ops);
     weft__free(t->args);

@@ -8,8 +8,11 @@
  *
  *   RECORD  the operation runs and is appended. A wait by the host (queue
  *           or event sync, a query, an elapsed time), a copy from or to
- *           memory that is not pinned, or work on a second context marks
- *           the tape unfit for a native graph.
+ *           memory that is not pinned, or work on a device of another
+ *           driver marks the tape unfit for a native graph. Work on
+ *           several devices of one driver makes one graph over all of
+ *           them (a CUDA graph spans devices; the capture fails, and the
+ *           tape gives up, where the driver cannot).
  *   DEFER   the operation is compared with the next one on the tape; equal
  *           (same queue, kernel, grid, argument bytes, memory and offsets,
  *           events, host function), it is not run now. The first that
@@ -82,7 +85,7 @@ typedef struct weft__tape {
     size_t nargs, cap_args;
     unsigned char *bytes;
     size_t nbytes, cap_bytes;
-    weft__context *ctx; /* every operation's */
+    weft__context *ctx; /* the first operation's (all: its driver's) */
     void *graph;        /* the driver's instantiated graph, or NULL */
     weft__queue *gq;    /* the queue the graph launches on */
     weft__event **join; /* fork and join events, one per other queue */

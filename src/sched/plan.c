@@ -134,7 +134,7 @@ struct weft__plan {
     uint32_t *tracks; /* nlanes: trace track, or UINT32_MAX */
 
     /* Native graphs (src/drivers/tape.h): for a plan whose device work is
-     * all on one device whose driver has them. */
+     * all on devices of one driver that has them. */
     weft__tape tape;
     unsigned tape_ok;  /* the plan could use one */
     unsigned tape_now; /* this launch taped */
@@ -832,16 +832,18 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     {
         unsigned dev = UINT32_MAX;
 
+        /* Device work on devices of one driver that has native graphs. */
         p->tape_ok = 1;
         for (uint32_t i = 0; i < n && p->tape_ok; i++) {
             if (p->plan_lane[i] == WEFT__NO_LANE)
                 continue;
             if (dev == UINT32_MAX)
                 dev = node_dev[i];
-            p->tape_ok = node_dev[i] == dev;
+            p->tape_ok =
+                rt->devices[node_dev[i]]->drv == rt->devices[dev]->drv &&
+                weft__tape_supported(rt->devices[node_dev[i]]);
         }
-        p->tape_ok = p->tape_ok && dev != UINT32_MAX &&
-                     weft__tape_supported(rt->devices[dev]);
+        p->tape_ok = p->tape_ok && dev != UINT32_MAX;
     }
     *out = p;
     return 0;
