@@ -35,7 +35,9 @@ typedef struct weft__host_job {
     uint32_t node;
     int rc;
     weft__plan_ticket ticket;
-    void **ptrs; /* the node's accesses in the host copy */
+    void **ptrs;     /* the node's accesses in the host copy */
+    uint64_t t0, t1; /* the host clock around the function */
+    int worker;      /* the worker that ran it */
     struct weft__host_job *next;
     char msg[256];
 } weft__host_job;
@@ -802,6 +804,11 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
     return 0;
 }
 
+static int weft__node_trace_kind(const weft__node *nd)
+{
+    return nd->kind == WEFT__NODE_MAP ? WEFT__TRACE_MAP : WEFT__TRACE_HOST;
+}
+
 /* On a host worker: wait for the ticket's events, run, report. */
 static void weft__host_job_run(weft__host_task *task)
 {
@@ -813,6 +820,8 @@ static void weft__host_job_run(weft__host_task *task)
 
     for (unsigned k = 0; k < j->ticket.nev && rc == 0; k++)
         rc = weft__drv_event_sync(j->ticket.ev[k]);
+    j->worker = weft__hostwork_self;
+    j->t0 = weft__now_ns();
     if (rc < 0) {
         weft__strlcpy(j->msg, weft_last_error(), sizeof j->msg);
         weft_clear_error();
@@ -821,6 +830,7 @@ static void weft__host_job_run(weft__host_task *task)
     } else {
         nd->u.host.fn(j->ptrs, nd->u.host.user);
     }
+    j->t1 = weft__now_ns();
     j->rc = rc;
     /* Release: the bytes written above, for whoever reads the count. */
     for (uint32_t a = 0; a < nd->nacc; a++)
@@ -835,16 +845,13 @@ static void weft__host_job_run(weft__host_task *task)
 }
 
 /*
- * Whether map or host node i goes to a host worker: not when the runtime
- * traces (the trace shows host steps one after another on the worker's
- * track; other timed launches do not time host steps handed over), not on
- * a root that other graphs name (their nodes wait for this one's fence,
- * and a host node has none), and only where there are workers.
+ * Whether map or host node i goes to a host worker: not on a root that
+ * other graphs name (their nodes wait for this one's fence, and a host
+ * node has none), and only where there are workers. In a timed launch a
+ * handed-over node's function is timed on its worker's own track.
  */
 static int weft__host_handover(weft_exec *e, uint32_t i)
 {
-    if (e->rt->trace)
-        return 0;
     for (uint32_t l = e->lock_first[i]; l < e->lock_first[i + 1]; l++)
         if (__atomic_load_n(&e->roots[e->locks[l]]->root_execs,
                             __ATOMIC_ACQUIRE) > 1)
@@ -959,6 +966,13 @@ static void weft__host_finished(weft_exec *e, int wait, int *first, char *msg,
         char label[128];
 
         weft__plan_host_done(e->plan, j->node, &j->ticket, j->rc == 0);
+        if (j->rc == 0 && weft__plan_timed(e->plan)) {
+            const weft__node *nd = &e->nodes[j->node];
+
+            weft__plan_time_worker(e->plan, j->node, j->worker,
+                                   weft__node_trace_kind(nd), j->t0, j->t1,
+                                   nd->nacc ? e->acc[nd->acc_first].size : 0);
+        }
         e->state[j->node] = j->rc == 0 ? WEFT__NODE_DONE : WEFT__NODE_FAILED;
         e->host_out--;
         if (j->rc < 0 && !*first) {
@@ -1065,11 +1079,6 @@ static int weft__node_on_host(const weft__node *nd)
     return nd->kind == WEFT__NODE_MAP || nd->kind == WEFT__NODE_HOST ||
            nd->kind == WEFT__NODE_WRITE || nd->kind == WEFT__NODE_READ ||
            nd->kind == WEFT__NODE_FILL;
-}
-
-static int weft__node_trace_kind(const weft__node *nd)
-{
-    return nd->kind == WEFT__NODE_MAP ? WEFT__TRACE_MAP : WEFT__TRACE_HOST;
 }
 
 static int weft__run_node(weft_exec *e, uint32_t i)

@@ -53,12 +53,15 @@ static weft__host_task *weft__take(weft__hostwork *hw, unsigned g)
     return NULL;
 }
 
+_Thread_local int weft__hostwork_self = -1;
+
 static void *weft__host_worker_main(void *arg)
 {
     weft__host_worker *w = arg;
     weft__hostwork *hw = w->pool;
     hwloc_bitmap_t set = hw->groups[w->group].cpuset;
 
+    weft__hostwork_self = (int)(w - hw->workers);
     /* A failed binding leaves the thread where it was: no error. */
     if (set)
         hwloc_set_cpubind(hw->topology, set, HWLOC_CPUBIND_THREAD);

@@ -38,6 +38,8 @@ typedef struct weft__hostwork weft__hostwork;
 weft__hostwork *weft__hostwork_get(weft_runtime *rt);
 /* Queue t for a worker near device (a runtime device index; -1: any). */
 void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t);
+/* On a worker: its index in the pool (traces name its track); else -1. */
+extern _Thread_local int weft__hostwork_self;
 /* Stop and join the workers (the runtime's destroy; nothing queued). */
 void weft__hostwork_destroy(weft_runtime *rt);
 

@@ -43,6 +43,7 @@ typedef struct weft__lane {
  */
 typedef struct weft__top {
     uint32_t lane, node;
+    uint32_t worker; /* host steps: the host worker's index + 1, or 0 */
     weft__event *start, *end; /* device work; NULL for host steps */
     uint64_t t0, t1;          /* host steps: the host clock */
     uint64_t bytes;
@@ -131,7 +132,8 @@ struct weft__plan {
     uint32_t cur_start_lane;
     weft__top *tops;
     size_t ntops, cap_tops;
-    uint32_t *tracks; /* nlanes: trace track, or UINT32_MAX */
+    uint32_t *tracks;     /* nlanes: trace track, or UINT32_MAX */
+    uint32_t wtracks[64]; /* host workers' trace tracks + 1, or 0 */
 
     /* Native graphs (src/drivers/tape.h): for a plan whose device work is
      * all on devices of one driver that has them. */
@@ -1011,6 +1013,22 @@ void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0, uint64_t t1,
     t->kind = (weft__trace_kind)kind;
 }
 
+void weft__plan_time_worker(weft__plan *p, uint32_t node, int worker, int kind,
+                            uint64_t t0, uint64_t t1, uint64_t bytes)
+{
+    weft__top *t;
+
+    if (!p->timed || !(t = weft__top_push(p, p->host)))
+        return;
+    t->node = node;
+    t->worker = worker >= 0 ? (uint32_t)worker + 1 : 0;
+    t->nflow = 0;
+    t->t0 = t0;
+    t->t1 = t1 < t0 ? t0 : t1;
+    t->bytes = bytes;
+    t->kind = (weft__trace_kind)kind;
+}
+
 /* Why the copy of record t was made, for the trace. */
 static void weft__top_cause(const weft__plan *p, const weft__top *t, char *buf,
                             size_t n)
@@ -1068,6 +1086,25 @@ static uint32_t weft__lane_track(weft__plan *p, uint32_t li)
         p->tracks[li] = UINT32_MAX;
     }
     return p->tracks[li];
+}
+
+/* The trace track of host worker w (its index + 1), on first use. */
+static uint32_t weft__worker_track(weft__plan *p, uint32_t w)
+{
+    char name[64];
+    uint32_t id;
+
+    if (w > WEFT__COUNTOF(p->wtracks))
+        return weft__lane_track(p, p->host);
+    if (p->wtracks[w - 1])
+        return p->wtracks[w - 1] - 1;
+    snprintf(name, sizeof name, "graph %u host worker %u", p->id, w - 1);
+    if (weft__trace_track(p->trace, "host", name, &id) < 0) {
+        weft_clear_error();
+        return UINT32_MAX;
+    }
+    p->wtracks[w - 1] = id + 1;
+    return id;
 }
 
 /* A kernel record of one device, sorted by end time. */
@@ -1198,7 +1235,8 @@ void weft__plan_launch_end(weft__plan *p)
         if (!ok[k])
             continue;
         memset(&sl, 0, sizeof sl);
-        sl.track = weft__lane_track(p, t->lane);
+        sl.track = t->worker ? weft__worker_track(p, t->worker)
+                             : weft__lane_track(p, t->lane);
         if (sl.track == UINT32_MAX)
             continue;
         sl.kind = t->kind;

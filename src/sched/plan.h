@@ -113,6 +113,13 @@ int weft__plan_native_matched(const weft__plan *p);
 int weft__plan_native_possible(const weft__plan *p);
 int weft__plan_native_replay(weft__plan *p);
 /* Time the next n launches to learn kernel times (0 by default). */
+/*
+ * A host step that host worker worker (its pool index, or -1) ran for node
+ * from t0 to t1 on the host clock (timed launches): on the worker's own
+ * trace track. Called by the issuing thread once the step finished.
+ */
+void weft__plan_time_worker(weft__plan *p, uint32_t node, int worker, int kind,
+                            uint64_t t0, uint64_t t1, uint64_t bytes);
 /* Launches still to be timed for the kernel time model. */
 unsigned weft__plan_learning(const weft__plan *p);
 void weft__plan_set_learn(weft__plan *p, unsigned n);

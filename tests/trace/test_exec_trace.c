@@ -179,12 +179,21 @@ static int starts_with(const char *s, const char *head)
     return strncmp(s, head, strlen(head)) == 0;
 }
 
-/* The host worker tracks ("graph N worker", process "host"). */
+/*
+ * The host's tracks (process "host"): the thread issuing a graph ("graph N
+ * worker") and the host workers that ran its maps and host tasks ("graph
+ * N host worker K").
+ */
 static int on_worker(const weft__trace_view *v, const weft__trace_slice_view *s)
 {
+    unsigned g, k;
+    char tail[8];
+
     return strcmp(process_name(v, s), "host") == 0 &&
            starts_with(track_name(v, s), "graph ") &&
-           ends_with(track_name(v, s), " worker");
+           (ends_with(track_name(v, s), " worker") ||
+            sscanf(track_name(v, s), "graph %u host worker %u%7s", &g, &k,
+                   tail) == 2);
 }
 
 /*
@@ -894,6 +903,18 @@ static void every_node_kind(void **state)
     }
     if (mlen)
         fail_msg("nodes not in the trace in each launch:%s", missing);
+    /* The map and the host task ran on host workers, and show there. */
+    if (!getenv("WEFT_HOST_WORKERS") || atoi(getenv("WEFT_HOST_WORKERS")))
+        for (size_t k = 0; k < v->nslices; k++) {
+            const weft__trace_slice_view *sl = &v->slices[k];
+
+            if ((sl->node == (long)n[4] || sl->node == (long)n[5]) &&
+                (sl->kind == WEFT__TRACE_MAP || sl->kind == WEFT__TRACE_HOST) &&
+                !strstr(track_name(v, sl), " host worker "))
+                fail_msg("node %ld ran on the track \"%s\", not a host "
+                         "worker's",
+                         sl->node, track_name(v, sl));
+        }
     /* A fill moves no bytes over a link, nor does a copy in one device. */
     for (size_t k = 0; k < v->nslices; k++) {
         const weft__trace_slice_view *sl = &v->slices[k];
