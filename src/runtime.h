@@ -105,6 +105,18 @@ typedef struct weft__stat_sink {
 } weft__stat_sink;
 extern _Thread_local weft__stat_sink *weft__stat_sink_cur;
 
+/*
+ * Host-side work done on the calling thread (or set off by it) while it
+ * issues a launch: bytes moved or filled in host memory by the thread or
+ * by staging threads, a map or host task run. A native graph holds device
+ * work only, so a launch that did any of it is never replayed.
+ */
+extern _Thread_local unsigned long weft__host_effects;
+static inline void weft__host_effect(void)
+{
+    weft__host_effects++;
+}
+
 /* Add n to a statistics counter (a field of rt->stats). */
 static inline void weft__stat_add(uint64_t *counter, uint64_t n)
 {

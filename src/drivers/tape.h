@@ -94,7 +94,7 @@ typedef struct weft__tape {
     uint64_t updates;  /* graphs updated in place (parameters changed) */
     uint64_t rebuilds; /* ... that the driver could not update: made anew */
     int changed;       /* DEFER: a parameter differed from the tape's */
-    int matched;       /* the last launch ran the graph, nothing changed */
+    int matched;       /* the last launch ran the graph (updated or not) */
 } weft__tape;
 
 /* The calling thread's tape, or NULL (dispatch.c looks at it). */

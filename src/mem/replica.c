@@ -317,6 +317,7 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
         if (rc == 0)
             weft__stat_add(&rt->stats.pinned_bytes, len);
     } else if (s) {
+        weft__host_effect();
         rc = weft__stager_h2d(s, q, dst, doff, src, len);
         if (rc == 0)
             weft__stat_add(&rt->stats.staged_bytes, len);
@@ -357,6 +358,7 @@ static int weft__d2h_to(weft_runtime *rt, unsigned d, weft__queue *q, void *to,
         if (rc == 0)
             weft__stat_add(&rt->stats.pinned_bytes, len);
     } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
+        weft__host_effect();
         rc = l->hooks ? weft__stager_d2h_async(s, q, to, src, soff, len)
                       : weft__stager_d2h(s, q, to, src, soff, len);
         if (rc == 0)
@@ -1021,6 +1023,7 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
     if (host) {
         unsigned char *h = root->host + off;
 
+        weft__host_effect();
         if (src) {
             memmove(h, src, size);
         } else if (pattern_size == 1) {
@@ -1060,6 +1063,7 @@ int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
     if ((rc = weft__buffer_make_valid(root, WEFT__HOST, off, size, l)) < 0 ||
         (rc = weft__lanes_after(l, NULL, root, WEFT__HOST, off, size)) < 0)
         return rc;
+    weft__host_effect();
     memmove(dst, root->host + off, size);
     return 0;
 }

@@ -792,6 +792,7 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
             return rc;
         e->ptrs[a] = weft__buffer_host(root, off);
     }
+    weft__host_effect();
     if (nd->kind == WEFT__NODE_MAP)
         nd->u.map.fn(e->ptrs[0], acc[0].size, nd->u.map.user);
     else
@@ -939,6 +940,7 @@ static int weft__host_hand_over(weft_exec *e, uint32_t i)
         }
     j->rc = 0;
     e->host_out++;
+    weft__host_effect();
     weft__hostwork_submit(weft__hostwork_get(e->rt), (int)near, &j->task);
     return WEFT__HANDED_OVER;
 }
@@ -1260,6 +1262,7 @@ static uint32_t weft__pick(weft_exec *e, uint32_t next)
 }
 
 _Thread_local weft__stat_sink *weft__stat_sink_cur;
+_Thread_local unsigned long weft__host_effects;
 
 /*
  * Placement again, once the first (timed) launches have taught the kernel
@@ -1309,14 +1312,22 @@ static void weft__replace(weft_exec *e)
                            e->pred_first, e->preds, &plan);
     if (rc < 0)
         goto fail;
-    weft__plan_destroy(e->plan);
     weft__free_jobs(e); /* made again for the new plan */
-    e->plan = plan;
-    e->lanes.set = plan;
-    weft__free(e->node_dev);
-    e->node_dev = dev;
-    e->devices_used = used;
-    e->steady_ok = 0;
+    {
+        weft__plan *old = e->plan;
+        unsigned *old_dev = e->node_dev;
+
+        /* Readers of node_dev and the plan (stats, DOT) take the lock. */
+        pthread_mutex_lock(&e->lock);
+        e->plan = plan;
+        e->lanes.set = plan;
+        e->node_dev = dev;
+        e->devices_used = used;
+        e->steady_ok = 0;
+        pthread_mutex_unlock(&e->lock);
+        weft__plan_destroy(old);
+        weft__free(old_dev);
+    }
     weft__debug("exec",
                 "placed again with the learned kernel times: %u kernel "
                 "nodes moved, %u devices used",
@@ -1362,13 +1373,14 @@ static int weft__exec_snapshot(weft_exec *e, unsigned char **buf, size_t *cap,
 }
 
 /*
- * After an issued launch: steady if it ran as the native graph unchanged
- * and the roots end as they began (e->snap, taken before the issue).
+ * After an issued launch: steady if it ran as the native graph unchanged,
+ * did no host-side work (which the graph does not hold: host_work) and
+ * the roots end as they began (e->snap, taken before the issue).
  */
-static void weft__note_steady(weft_exec *e, int have_snap)
+static void weft__note_steady(weft_exec *e, int have_snap, int host_work)
 {
     e->steady_ok = 0;
-    if (!have_snap || !weft__plan_native_matched(e->plan) ||
+    if (!have_snap || host_work || !weft__plan_native_matched(e->plan) ||
         weft__exec_snapshot(e, &e->steady, &e->steady_cap, &e->steady_len) <
             0) {
         weft_clear_error();
@@ -1403,6 +1415,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     int timed, shared = 0, have_snap;
     int first = 0, drc;
     weft__stat_sink sink;
+    unsigned long effects0;
 
     if (e->replace && !weft__plan_learning(e->plan)) {
         e->replace = 0;
@@ -1426,7 +1439,9 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     if (have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&
         e->snap_len == e->steady_len &&
         memcmp(e->snap, e->steady, e->snap_len) == 0) {
-        /* The same decisions as the last launch: its graph, no issue. */
+        /* The same decisions as the last launch: its graph, no issue.
+         * Its roots are this launch's while it runs, as a step makes
+         * them (eviction by another graph passes them by). */
         const uint64_t *add = (const uint64_t *)&e->replay_stats;
         uint64_t *to = (uint64_t *)&e->rt->stats;
 
@@ -1434,6 +1449,14 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         for (size_t f = 1; f < sizeof e->replay_stats / sizeof *add; f++)
             if (add[f])
                 weft__stat_add(&to[f], add[f]);
+        for (uint32_t r = 0; r < e->nroots; r++) {
+            weft_buffer *root = e->roots[r];
+
+            weft__buffer_lock(root);
+            if (!root->fence_owner)
+                root->fence_owner = &e->lanes;
+            weft__buffer_unlock(root);
+        }
         __atomic_add_fetch(&e->rt->tick, e->nnodes, __ATOMIC_RELAXED);
         if ((first = weft__plan_native_replay(e->plan)) < 0) {
             e->steady_ok = 0;
@@ -1453,6 +1476,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     memset(&sink, 0, sizeof sink);
     sink.of = &e->rt->stats;
     weft__stat_sink_cur = &sink;
+    effects0 = weft__host_effects;
     weft__plan_native_begin(e->plan, !shared);
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
     for (uint32_t next = 0, k; next < e->nnodes;) {
@@ -1511,7 +1535,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     }
     weft__plan_launch_end(e->plan);
     if (!first)
-        weft__note_steady(e, have_snap);
+        weft__note_steady(e, have_snap, weft__host_effects != effects0);
     else
         e->steady_ok = 0;
     weft__plan_counts_get(e->plan, &c);
@@ -1725,12 +1749,18 @@ int weft_exec_set_arg(weft_exec *e, unsigned node, unsigned index, weft_arg arg)
 
 const weft_device *weft_exec_node_device(const weft_exec *e, unsigned node)
 {
+    unsigned d;
+
     if (!e || node >= e->nnodes) {
         weft__error(WEFT_EINVAL, "weft_exec_node_device: %s",
                     e ? "no such node" : "exec is NULL");
         return NULL;
     }
-    return weft_runtime_device(e->rt, e->node_dev[node]);
+    /* The lock: placement again (weft__replace) swaps node_dev. */
+    pthread_mutex_lock((pthread_mutex_t *)&e->lock);
+    d = e->node_dev[node];
+    pthread_mutex_unlock((pthread_mutex_t *)&e->lock);
+    return weft_runtime_device(e->rt, d);
 }
 
 int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
@@ -1750,13 +1780,13 @@ int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
     if (!seen)
         return weft__error(WEFT_ENOMEM, "weft_exec_get_stats: out of memory");
     memset(&st, 0, sizeof st);
+    pthread_mutex_lock(&e->lock);
     for (uint32_t i = 0; i < e->nnodes; i++)
         if (e->nodes[i].kind == WEFT__NODE_KERNEL && !seen[e->node_dev[i]]) {
             seen[e->node_dev[i]] = 1;
             st.devices_used++;
         }
     weft__free(seen);
-    pthread_mutex_lock(&e->lock);
     st.launches = e->launches;
     st.nodes = e->counts.steps;
     st.events = e->counts.events;

@@ -44,8 +44,11 @@
  * wait, and when nothing else can be issued the worker waits for a host
  * node to finish. Finished nodes are noted on the worker's thread between
  * steps (the plan is the worker's alone). A host node whose roots other
- * graphs name, and every host node while the runtime traces, runs on the
- * worker as before.
+ * graphs name runs on the worker as before. In a timed launch a host
+ * worker's steps go on a trace track of that worker's own. If the wait
+ * for a handed-over node's inputs fails (device work failed), the bytes it
+ * was to write stay marked written on the host though the function never
+ * ran: the launch reports the failure, and those bytes are undefined.
  */
 #ifndef WEFT_SCHED_EXEC_H
 #define WEFT_SCHED_EXEC_H

@@ -8,8 +8,9 @@
  * the issuing thread). Workers are grouped by the cores nearest a device
  * (weft__cpuset_near): a task for device d goes to the group of d's cores,
  * whose workers bind themselves there (each its own thread, so that a
- * binding that is slow holds back no caller); an idle worker of another
- * group takes it when the group's own are busy. Without locality (or on a
+ * binding that is slow holds back no caller). A submit wakes one idle
+ * worker, of any group, which takes a task of its own group first, else
+ * any other group's. Without locality (or on a
  * machine of 2 cores or fewer) there is one group, unbound.
  *
  * Locking: one mutex per pool guards the queues; it is taken once per

@@ -1016,10 +1016,19 @@ void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0, uint64_t t1,
 void weft__plan_time_worker(weft__plan *p, uint32_t node, int worker, int kind,
                             uint64_t t0, uint64_t t1, uint64_t bytes)
 {
+    weft__lane *h = weft__host_lane(p);
+    uint32_t flow_from[WEFT__COUNTOF(h->flow_from)], last = h->last_top;
+    unsigned nflow = h->nflow;
     weft__top *t;
 
+    /* Not the issuing thread's record: its pending arrows and last record
+     * stay its own. */
+    memcpy(flow_from, h->flow_from, sizeof flow_from);
     if (!p->timed || !(t = weft__top_push(p, p->host)))
         return;
+    memcpy(h->flow_from, flow_from, sizeof flow_from);
+    h->nflow = nflow;
+    h->last_top = last;
     t->node = node;
     t->worker = worker >= 0 ? (uint32_t)worker + 1 : 0;
     t->nflow = 0;
@@ -1196,12 +1205,13 @@ void weft__plan_launch_end(weft__plan *p)
         t->t0 = p->origin_ns[d] + a;
         t->t1 = p->origin_ns[d] + (b < a ? a : b);
     }
-    /* Busy time per lane: its records do not overlap (in order). */
+    /* Busy time per lane: its records do not overlap (in order); the host
+     * workers' steps overlap, and are no part of the issuing thread's. */
     for (size_t k = 0; k < p->ntops; k++) {
         weft__top *t = &p->tops[k];
         weft__lane *l = &p->lanes[t->lane];
 
-        if (!ok[k])
+        if (!ok[k] || t->worker)
             continue;
         l->busy_ns += t->t1 - t->t0;
         if (!l->first_ns || t->t0 < l->first_ns)
@@ -1652,8 +1662,10 @@ int weft__plan_host_copy(weft__plan *p, weft_buffer *root, size_t off,
          * step's successors take for granted. */
         if ((rc = weft__plan_host_wait(p)) < 0)
             return rc;
-        if (size)
+        if (size) {
+            weft__host_effect();
             memmove(dst, root->host + off, size);
+        }
         return 0;
     }
     /* On a lane, after the copies into the host copy: no host wait. */

@@ -412,6 +412,68 @@ static void test_relaunch_changes(void **state)
     check(weft_buffer_destroy(x));
 }
 
+static void count_call(void *const *ptrs, void *user)
+{
+    (void)ptrs;
+    __atomic_add_fetch((int *)user, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A graph whose host task waits for nothing (no accesses) beside kernels
+ * whose buffer stays on the device: a native graph holds only the device
+ * work, so no launch may be replayed without the task. It runs once per
+ * launch, and the kernels' bytes are right.
+ */
+static void test_replay_keeps_host_work(void **state)
+{
+    enum { M = 256, LAUNCHES = 8 };
+    static uint32_t out[M];
+    weft_exec_stats st = {.size = sizeof st};
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    int calls = 0;
+    const uint32_t zero = 0;
+
+    (void)state;
+    o.device = weft_runtime_device(devs.rt, 0);
+    check(weft_buffer_create(devs.rt, sizeof out, &x));
+    check(weft_buffer_fill(x, 0, WEFT_WHOLE, &zero, sizeof zero));
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_host(g, count_call, &calls, NULL, 0, NULL));
+    {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(3), weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3, NULL));
+    }
+    check(weft_graph_instantiate(g, &o, &e));
+    for (int l = 0; l < LAUNCHES; l++) {
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+    }
+    check(weft_exec_get_stats(e, &st));
+    printf("# host task ran %d times in %d launches (%llu native, %llu "
+           "replays)\n",
+           calls, LAUNCHES, (unsigned long long)st.native_launches,
+           (unsigned long long)st.native_replays);
+    assert_int_equal(calls, LAUNCHES);
+    assert_int_equal(st.native_replays, 0);
+    check(weft_buffer_read(x, 0, out, sizeof out));
+    for (int i = 0; i < M; i++) {
+        uint32_t v = 0;
+
+        for (int l = 0; l < LAUNCHES; l++)
+            v = gt_advance(v, 3);
+        if (out[i] != v)
+            fail_msg("x[%d] = %u, want %u", i, out[i], v);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+}
+
 /*
  * Work that fails only when the host waits for it (here: the drain's
  * first queue sync, injected) is reported with the device nodes that
@@ -673,6 +735,7 @@ int main(void)
         cmocka_unit_test(test_relaunch_keeps_copies),
         cmocka_unit_test(test_native_relaunch),
         cmocka_unit_test(test_relaunch_changes),
+        cmocka_unit_test(test_replay_keeps_host_work),
         cmocka_unit_test(test_async_failure_names_nodes),
         cmocka_unit_test(test_failure_cancels),
         cmocka_unit_test(test_two_threads),

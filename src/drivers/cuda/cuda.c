@@ -1643,12 +1643,20 @@ static int cuda_graph_end(weft__queue *q, void *old, void **out, int *updated)
 
     if (updated)
         *updated = 0;
-    if ((rc = cuda_enter(q->ctx)) < 0)
+    if ((rc = cuda_enter(q->ctx)) < 0) {
+        if (out)
+            cuda_graph_destroy(g); /* ours, as driver.h says */
         return rc;
+    }
     res = cu.StreamEndCapture(cuda_stream(q), &graph);
     if (res != CUDA_SUCCESS || !out) {
-        if (graph)
-            cu.GraphDestroy(graph);
+        if (graph && cu.GraphDestroy(graph) != CUDA_SUCCESS)
+            weft__warn("cuda",
+                       "a captured graph of GPU %d was not freed "
+                       "cleanly",
+                       cuda_ctx(q->ctx)->ordinal);
+        if (out)
+            cuda_graph_destroy(g);
         return res != CUDA_SUCCESS
                    ? cuda_fail(res, 0, "cuStreamEndCapture: GPU %d",
                                cuda_ctx(q->ctx)->ordinal)
@@ -1663,7 +1671,9 @@ static int cuda_graph_end(weft__queue *q, void *old, void **out, int *updated)
                   : cu.GraphExecUpdate(g->exec, graph, &info);
         if (res == CUDA_SUCCESS) {
             /* The executable graph keeps what it needs of the new one. */
-            cu.GraphDestroy(g->graph);
+            if (cu.GraphDestroy(g->graph) != CUDA_SUCCESS)
+                weft__warn("cuda", "a graph of GPU %d was not freed cleanly",
+                           g->ordinal);
             g->graph = graph;
             if (updated)
                 *updated = 1;

@@ -154,6 +154,26 @@ static const ocl_code *ocl_code_of(cl_int rc)
 }
 
 /* Report rc (a CL_* code) as the weft code of the table. */
+/*
+ * Releases, checked: a release that fails can only be logged (the object
+ * is gone for weft either way).
+ */
+#define OCL_RELEASE_FN(name, type, call)                                       \
+    static void name(type x)                                                   \
+    {                                                                          \
+        cl_int rc_ = call(x);                                                  \
+        if (rc_ != CL_SUCCESS)                                                 \
+            weft__warn("opencl", "%s: error %d", #call, (int)rc_);             \
+    }
+OCL_RELEASE_FN(ocl_release_event, cl_event, clReleaseEvent)
+OCL_RELEASE_FN(ocl_release_memobject, cl_mem, clReleaseMemObject)
+OCL_RELEASE_FN(ocl_release_kernel, cl_kernel, clReleaseKernel)
+OCL_RELEASE_FN(ocl_release_program, cl_program, clReleaseProgram)
+OCL_RELEASE_FN(ocl_release_commandqueue, cl_command_queue,
+               clReleaseCommandQueue)
+OCL_RELEASE_FN(ocl_release_context, cl_context, clReleaseContext)
+#undef OCL_RELEASE_FN
+
 static int ocl_fail(cl_int rc, const char *fmt, ...) WEFT__PRINTF(2, 3);
 static int ocl_fail(cl_int rc, const char *fmt, ...)
 {
@@ -968,9 +988,9 @@ static int ocl_context_create(weft__device *dev, weft__context **out)
     return 0;
 fail:
     if (c->mapq)
-        clReleaseCommandQueue(c->mapq);
+        ocl_release_commandqueue(c->mapq);
     if (c->cl)
-        clReleaseContext(c->cl);
+        ocl_release_context(c->cl);
     ocl_signaller_leave();
     pthread_cond_destroy(&c->idle);
     pthread_mutex_destroy(&c->lock);
@@ -987,7 +1007,7 @@ static void ocl_bounce_drop(ocl_context *c, ocl_bounce *b)
     if (rc != CL_SUCCESS)
         weft__warn("opencl", "unmapping a bounce buffer on %s failed (%d)",
                    c->base.dev->name, (int)rc);
-    clReleaseMemObject(b->mem);
+    ocl_release_memobject(b->mem);
     weft__free(b);
 }
 
@@ -1019,9 +1039,9 @@ static void ocl_context_destroy(weft__context *ctx)
     }
     weft__debug("opencl", "%s: finishing the map queue", ctx->dev->name);
     clFinish(c->mapq);
-    clReleaseCommandQueue(c->aux);
-    clReleaseCommandQueue(c->mapq);
-    clReleaseContext(c->cl);
+    ocl_release_commandqueue(c->aux);
+    ocl_release_commandqueue(c->mapq);
+    ocl_release_context(c->cl);
     ocl_signaller_leave();
     pthread_cond_destroy(&c->idle);
     pthread_mutex_destroy(&c->lock);
@@ -1107,7 +1127,7 @@ static void ocl_queue_release(weft__queue *q)
     if (oq->worker)
         ocl_worker_stop(oq->worker);
     oq->worker = NULL;
-    clReleaseCommandQueue(oq->cl);
+    ocl_release_commandqueue(oq->cl);
     oq->cl = NULL;
     weft__free(oq->waits);
     oq->waits = NULL;
@@ -1358,9 +1378,9 @@ static void ocl_capture_free(ocl_capture *c)
         weft__warn("opencl", "a command buffer of %s was not released",
                    c->dev->base.name);
     for (unsigned i = 0; i < c->nkeep; i++)
-        clReleaseMemObject(c->keep[i]);
+        ocl_release_memobject(c->keep[i]);
     for (unsigned i = 0; i < c->nkernels; i++)
-        clReleaseKernel(c->kernels[i]);
+        ocl_release_kernel(c->kernels[i]);
     weft__free(c->keep);
     weft__free(c->kernels);
     weft__free(c->queues);
@@ -1374,14 +1394,14 @@ static void ocl_graph_destroy(void *graph)
     if (!g)
         return;
     if (g->done)
-        clReleaseEvent(g->done);
+        ocl_release_event(g->done);
     if (g->dev->cmdbuf->release(g->cb) != CL_SUCCESS)
         weft__warn("opencl", "a command buffer of %s was not released",
                    g->dev->base.name);
     for (unsigned i = 0; i < g->nkeep; i++)
-        clReleaseMemObject(g->keep[i]);
+        ocl_release_memobject(g->keep[i]);
     for (unsigned i = 0; i < g->nkernels; i++)
-        clReleaseKernel(g->kernels[i]);
+        ocl_release_kernel(g->kernels[i]);
     weft__free(g->keep);
     weft__free(g->kernels);
     weft__free(g);
@@ -1532,7 +1552,7 @@ static int ocl_graph_launch(void *graph, weft__queue *q)
         return ocl_fail(rc, "clEnqueueCommandBufferKHR: on %s",
                         g->dev->base.name);
     if (g->done)
-        clReleaseEvent(g->done);
+        ocl_release_event(g->done);
     g->done = done;
     ocl_flush(oq->cl);
     return 0;
@@ -1587,11 +1607,11 @@ static void ocl_mem_release(ocl_mem *m)
     while (s) {
         ocl_sub *next = s->next;
 
-        clReleaseMemObject(s->cl);
+        ocl_release_memobject(s->cl);
         weft__free(s);
         s = next;
     }
-    clReleaseMemObject(m->cl);
+    ocl_release_memobject(m->cl);
     pthread_mutex_destroy(&m->lock);
     weft__free(m);
 }
@@ -1852,7 +1872,7 @@ static void *ocl_signaller_main(void *arg)
         pthread_mutex_unlock(&ocl_sig.lock);
         clSetUserEventStatus(sig->user,
                              sig->status < 0 ? sig->status : CL_COMPLETE);
-        clReleaseEvent(sig->user);
+        ocl_release_event(sig->user);
         weft__free(sig);
         pthread_mutex_lock(&ocl_sig.lock);
         ocl_sig.pending--;
@@ -1938,7 +1958,7 @@ static int ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
     }
     rc = OCL("clRetainEvent", clRetainEvent(sig->user));
     if (rc != CL_SUCCESS) {
-        clReleaseEvent(sig->user);
+        ocl_release_event(sig->user);
         weft__free(sig);
         return ocl_fail(rc, "clRetainEvent: on %s", to->base.dev->name);
     }
@@ -1953,8 +1973,8 @@ static int ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
         pthread_mutex_lock(&ocl_sig.lock);
         ocl_sig.pending--;
         pthread_mutex_unlock(&ocl_sig.lock);
-        clReleaseEvent(sig->user);
-        clReleaseEvent(sig->user);
+        ocl_release_event(sig->user);
+        ocl_release_event(sig->user);
         weft__free(sig);
         return ocl_fail(rc, "clSetEventCallback: waiting from %s",
                         to->base.dev->name);
@@ -2033,7 +2053,7 @@ static int ocl_bounce_take(ocl_context *c, size_t size, ocl_bounce **out)
                                          CL_MAP_READ | CL_MAP_WRITE, 0, want, 0,
                                          NULL, NULL, &rc));
     if (!b->host) {
-        clReleaseMemObject(b->mem);
+        ocl_release_memobject(b->mem);
         weft__free(b);
         return ocl_fail(rc, "clEnqueueMapBuffer: bounce buffer on %s",
                         c->base.dev->name);
@@ -2100,7 +2120,7 @@ static int ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         }
         ocl_flush(ocl_q(q));
         err = ocl_bridge(m0, a, &pre);
-        clReleaseEvent(m0);
+        ocl_release_event(m0);
         if (err < 0)
             goto unused;
     }
@@ -2109,7 +2129,7 @@ static int ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
             clEnqueueReadBuffer(qa, ocl_cl(src), CL_FALSE, src_off, size,
                                 bb->host, pre ? 1 : 0, pre ? &pre : NULL, &e1));
     if (pre)
-        clReleaseEvent(pre);
+        ocl_release_event(pre);
     if (rc != CL_SUCCESS) {
         err = ocl_fail(rc,
                        "clEnqueueReadBuffer: peer copy of %zu bytes from "
@@ -2120,22 +2140,22 @@ static int ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     ocl_flush(qa);
     if ((err = ocl_bridge(e1, b, &u1)) < 0) {
         ocl_bounce_after(e1, bb);
-        clReleaseEvent(e1);
+        ocl_release_event(e1);
         return err;
     }
     rc = OCL("clEnqueueWriteBuffer",
              clEnqueueWriteBuffer(qb, ocl_cl(dst), CL_FALSE, dst_off, size,
                                   bb->host, 1, &u1, &e2));
-    clReleaseEvent(u1);
+    ocl_release_event(u1);
     if (rc != CL_SUCCESS) {
         ocl_bounce_after(e1, bb);
-        clReleaseEvent(e1);
+        ocl_release_event(e1);
         return ocl_fail(rc,
                         "clEnqueueWriteBuffer: peer copy of %zu bytes "
                         "to %s",
                         size, dst->ctx->dev->name);
     }
-    clReleaseEvent(e1);
+    ocl_release_event(e1);
     ocl_flush(qb);
     ocl_bounce_after(e2, bb);
     if (qb != ocl_q(q)) {
@@ -2143,7 +2163,7 @@ static int ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         if (err == 0) {
             rc = OCL("clEnqueueBarrierWithWaitList",
                      clEnqueueBarrierWithWaitList(ocl_q(q), 1, &back, NULL));
-            clReleaseEvent(back);
+            ocl_release_event(back);
         }
         if (err < 0 || rc != CL_SUCCESS) {
             weft__warn("opencl",
@@ -2152,13 +2172,13 @@ static int ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                        ocl_qname(q));
             rc = clWaitForEvents(1, &e2);
             if (rc != CL_SUCCESS) {
-                clReleaseEvent(e2);
+                ocl_release_event(e2);
                 return ocl_fail(rc, "clWaitForEvents: peer copy to %s",
                                 dst->ctx->dev->name);
             }
         }
     }
-    clReleaseEvent(e2);
+    ocl_release_event(e2);
     return 0;
 unused:
     ocl_bounce_put(bb);
@@ -2261,7 +2281,7 @@ static int ocl_module_create(weft__context *ctx, const weft__module_source *src,
                     clCreateProgramWithBinary(c->cl, 1, &d->id, &src->size,
                                               &bytes, &bstatus, &rc));
         if (m->prog && bstatus != CL_SUCCESS) {
-            clReleaseProgram(m->prog);
+            ocl_release_program(m->prog);
             m->prog = NULL;
             rc = bstatus;
         }
@@ -2291,7 +2311,7 @@ static int ocl_module_create(weft__context *ctx, const weft__module_source *src,
 fail:
     weft__free(opts);
     if (m->prog)
-        clReleaseProgram(m->prog);
+        ocl_release_program(m->prog);
     pthread_mutex_destroy(&m->lock);
     weft__free(m->name);
     weft__free(m);
@@ -2301,7 +2321,7 @@ fail:
 static void ocl_kernel_free(ocl_kernel *k)
 {
     if (k->cl)
-        clReleaseKernel(k->cl);
+        ocl_release_kernel(k->cl);
     pthread_mutex_destroy(&k->lock);
     weft__free(k->params);
     weft__free(k->sizes);
@@ -2320,7 +2340,7 @@ static void ocl_module_destroy(weft__module *mod)
         ocl_kernel_free(k);
         k = next;
     }
-    clReleaseProgram(m->prog);
+    ocl_release_program(m->prog);
     pthread_mutex_destroy(&m->lock);
     weft__free(m->name);
     weft__free(m);
@@ -2621,7 +2641,7 @@ out:
     pthread_mutex_unlock(&k->lock);
     /* the queued launch keeps them alive until it completes */
     for (unsigned i = 0; i < noneoff; i++)
-        clReleaseMemObject(oneoff[i]);
+        ocl_release_memobject(oneoff[i]);
     weft__free(oneoff);
     return err;
 }
@@ -2684,7 +2704,7 @@ static void ocl_event_destroy(weft__event *ev)
     ocl_event *e = (ocl_event *)ev;
 
     if (e->last)
-        clReleaseEvent(e->last);
+        ocl_release_event(e->last);
     pthread_mutex_destroy(&e->lock);
     weft__free(e);
 }
@@ -2728,7 +2748,7 @@ static int ocl_capture_record(ocl_event *e, ocl_queue *q)
     e->sp = q->last;
     pthread_mutex_unlock(&e->lock);
     if (old)
-        clReleaseEvent(old);
+        ocl_release_event(old);
     return 0;
 }
 
@@ -2752,7 +2772,7 @@ static int ocl_event_record(weft__event *ev, weft__queue *q)
     e->cap_id = 0;
     pthread_mutex_unlock(&e->lock);
     if (old)
-        clReleaseEvent(old);
+        ocl_release_event(old);
     return 0;
 }
 
@@ -2805,7 +2825,7 @@ static int ocl_capture_wait(ocl_queue *q, weft__event *ev, uint64_t cap_id,
             err = ocl_capture_refuse(
                 q, "a wait for an event recorded outside the capture and "
                    "not yet complete");
-        clReleaseEvent(e);
+        ocl_release_event(e);
         return err;
     }
     pthread_mutex_lock(&ctx->lock);
@@ -2844,13 +2864,13 @@ static int ocl_queue_wait_event(weft__queue *q, weft__event *ev)
         return 0;
     rc = ocl_event_status(e, &status);
     if (rc == CL_SUCCESS && status == CL_COMPLETE) {
-        clReleaseEvent(e);
+        ocl_release_event(e);
         return 0;
     }
     if (ev->ctx == q->ctx) {
         wait = e;
     } else if ((err = ocl_bridge(e, ocl_ctx(q->ctx), &wait)) < 0) {
-        clReleaseEvent(e);
+        ocl_release_event(e);
         return err;
     }
     rc = OCL("clEnqueueBarrierWithWaitList",
@@ -2861,8 +2881,8 @@ static int ocl_queue_wait_event(weft__queue *q, weft__event *ev)
                        "event of %s",
                        ocl_qname(q), ev->ctx->dev->name);
     if (wait != e)
-        clReleaseEvent(wait);
-    clReleaseEvent(e);
+        ocl_release_event(wait);
+    ocl_release_event(e);
     return err;
 }
 
@@ -2874,7 +2894,7 @@ static int ocl_event_query(weft__event *ev)
     if (!e)
         return 0;
     rc = ocl_event_status(e, &status);
-    clReleaseEvent(e);
+    ocl_release_event(e);
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clGetEventInfo: event of %s", ev->ctx->dev->name);
     if (status < 0)
@@ -2897,7 +2917,7 @@ static int ocl_event_sync(weft__event *ev)
     if (rc == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST &&
         ocl_event_status(e, &status) == CL_SUCCESS && status < 0)
         rc = status;
-    clReleaseEvent(e);
+    ocl_release_event(e);
     if (rc != CL_SUCCESS)
         return ocl_fail(rc, "clWaitForEvents: event of %s", ev->ctx->dev->name);
     ocl_host_acquire();
@@ -2936,7 +2956,7 @@ static int ocl_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
     }
     for (int i = 0; i < 2; i++)
         if (ev[i])
-            clReleaseEvent(ev[i]);
+            ocl_release_event(ev[i]);
     if (err == 0)
         *ns = t[1] > t[0] ? t[1] - t[0] : 0;
     return err;
@@ -2980,7 +3000,7 @@ static void *ocl_worker_main(void *arg)
         __atomic_add_fetch(&ocl_host_epoch, 1, __ATOMIC_RELEASE);
         clSetUserEventStatus(call->gate,
                              call->status < 0 ? call->status : CL_COMPLETE);
-        clReleaseEvent(call->gate);
+        ocl_release_event(call->gate);
         weft__free(call);
         pthread_mutex_lock(&w->lock);
     }
@@ -3100,7 +3120,7 @@ static int ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     rc = OCL("clEnqueueBarrierWithWaitList",
              clEnqueueBarrierWithWaitList(ocl_q(q), 1, &call->gate, NULL));
     if (rc != CL_SUCCESS) {
-        clReleaseEvent(marker);
+        ocl_release_event(marker);
         err = ocl_fail(rc,
                        "clEnqueueBarrierWithWaitList: host function on "
                        "%s",
@@ -3117,7 +3137,7 @@ static int ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     pthread_mutex_unlock(&call->worker->lock);
     rc = OCL("clSetEventCallback",
              clSetEventCallback(marker, CL_COMPLETE, ocl_host_call_fire, call));
-    clReleaseEvent(marker);
+    ocl_release_event(marker);
     ocl_flush(ocl_q(q));
     if (rc != CL_SUCCESS) {
         /* the barrier is queued: open it, the function never runs */
@@ -3128,7 +3148,7 @@ static int ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     }
     return 0;
 fail:
-    clReleaseEvent(call->gate);
+    ocl_release_event(call->gate);
     weft__free(call);
     return err;
 }
