@@ -2377,6 +2377,8 @@ static int sim_graph_end(weft__queue *wq, void *old, void **graph, int *updated)
     }
     sim_unlock(p);
     weft__free(c);
+    weft__debug("sim", "a graph of %zu operations on %u queues%s", g->n,
+                g->nqueues, old ? ", updating the last one" : "");
     if (old) {
         /* An update in place: old takes the new nodes and events. */
         sim_graph *o = old, t = *o;
