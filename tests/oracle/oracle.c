@@ -39,7 +39,9 @@ static struct {
     unsigned max_fail; /* stop after this many failures */
     int dump, shrink, quiet, self_check;
     const char *dot;
-} opt = {1, 500, 0, 20, 0, 1, 0, 0, NULL};
+    unsigned relaunch;   /* launches added to every case, unchanged */
+    unsigned min_native; /* fail unless this many launched native graphs */
+} opt = {1, 500, 0, 20, 0, 1, 0, 0, NULL, 0, 0};
 
 static weft_runtime *rt;
 static weft_module *module;
@@ -346,6 +348,7 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
 /* Stats over the whole run. */
 typedef struct run_stats {
     unsigned long long nodes, node_runs, edges, launches;
+    unsigned long long native;   /* launches that ran a native graph */
     unsigned long long unplaced; /* placement refused with WEFT_ENOTSUP */
     unsigned long long kinds[OR_EMPTY + 1];
 } run_stats;
@@ -497,6 +500,12 @@ static int run_weft(const or_case *c, outcome *o)
             failf("view %u reads other bytes than its root %u", h, hd->root);
             goto out;
         }
+    }
+    {
+        weft_exec_stats st = {.size = sizeof st};
+
+        WEFT_CHECK(weft_exec_get_stats(e, &st));
+        stats.native += st.native_launches;
     }
     for (unsigned r = 0; r < c->nroots; r++) {
         if (!user[r])
@@ -799,6 +808,22 @@ out:
  * depends on, which is usually all of them. Each probe runs twice, since
  * a race need not strike every time.
  */
+/*
+ * opt.relaunch launches more that repeat the last one (no write between, a
+ * wait before every other one): what native graphs replay, once the first
+ * (timed) launches are over.
+ */
+static void add_relaunches(or_case *c)
+{
+    for (unsigned r = 0; r < opt.relaunch; r++) {
+        or_between *b = &c->between[c->launches - 1];
+
+        memset(b, 0, sizeof *b);
+        b->wait_first = r % 2 == 0;
+        c->launches++;
+    }
+}
+
 static unsigned shrink(const or_case *whole, uint64_t seed)
 {
     unsigned lo = 0, hi = whole->nnodes;
@@ -813,6 +838,7 @@ static unsigned shrink(const or_case *whole, uint64_t seed)
             if (or_case_generate(&c, seed, &limits) < 0)
                 return hi;
             truncate_case(&c, mid);
+            add_relaunches(&c);
             fails = check_case(&c) == 1;
             or_case_free(&c);
         }
@@ -828,7 +854,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: oracle [--seed S] [--graphs N] [--prefix K] "
                     "[--max-fail N] [--dump] [--self-check] [--dot FILE] "
-                    "[--no-shrink] [--quiet]\n");
+                    "[--no-shrink] [--quiet] [--relaunch N] "
+                    "[--min-native N]\n");
     exit(2);
 }
 
@@ -903,6 +930,10 @@ int main(int argc, char **argv)
             opt.max_fail = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--dot") && i + 1 < argc)
             opt.dot = argv[++i];
+        else if (!strcmp(argv[i], "--relaunch") && i + 1 < argc)
+            opt.relaunch = (unsigned)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--min-native") && i + 1 < argc)
+            opt.min_native = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--dump"))
             opt.dump = 1;
         else if (!strcmp(argv[i], "--no-shrink"))
@@ -915,6 +946,11 @@ int main(int argc, char **argv)
             usage();
     }
 
+    if (opt.relaunch > OR_MAX_LAUNCHES - OR_GEN_LAUNCHES) {
+        fprintf(stderr, "oracle: --relaunch takes at most %d\n",
+                OR_MAX_LAUNCHES - OR_GEN_LAUNCHES);
+        return 2;
+    }
     if (opt.self_check)
         return self_check();
     wt_devices_open(&d); /* exits 77 when the selection has no device */
@@ -933,6 +969,7 @@ int main(int argc, char **argv)
         }
         if (opt.prefix)
             truncate_case(&c, opt.prefix);
+        add_relaunches(&c);
         if (opt.dump)
             or_case_dump(&c, stdout);
         rc = check_case(&c);
@@ -953,9 +990,9 @@ int main(int argc, char **argv)
             printf("FAIL seed %" PRIu64 " (%u nodes, %u launches): %s\n"
                    "  replay: WEFT_DEVICES='%s' WEFT_SIM='%s' "
                    "POCL_DEVICES='%s' oracle --seed %" PRIu64
-                   " --graphs 1 --dump\n",
+                   " --graphs 1 --relaunch %u --dump\n",
                    seed, c.nnodes, c.launches, first, env("WEFT_DEVICES"),
-                   env("WEFT_SIM"), env("POCL_DEVICES"), seed);
+                   env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch);
             if (opt.shrink && failed <= 3 && !opt.prefix) {
                 run_stats before = stats; /* probes don't count */
                 unsigned k = shrink(&c, seed);
@@ -977,7 +1014,7 @@ int main(int argc, char **argv)
            "read, %llu copy, %llu fill, %llu map, %llu host, %llu empty), "
            "%llu edges kept, %llu launches, %llu node runs on %u device(s) "
            "[%s] in %.2f s (%llu cases without their per-node placement: "
-           "WEFT_ENOTSUP): %u failed\n",
+           "WEFT_ENOTSUP), %llu native graph launches: %u failed\n",
            ran, stats.nodes, stats.kinds[OR_KERNEL], stats.kinds[OR_WRITE],
            stats.kinds[OR_READ], stats.kinds[OR_COPY], stats.kinds[OR_FILL],
            stats.kinds[OR_MAP], stats.kinds[OR_HOST], stats.kinds[OR_EMPTY],
@@ -985,11 +1022,17 @@ int main(int argc, char **argv)
            d.selection,
            (double)(t1.tv_sec - t0.tv_sec) +
                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-           stats.unplaced, failed);
+           stats.unplaced, stats.native, failed);
     if (weft_module_destroy(module) < 0) {
         fprintf(stderr, "oracle: weft_module_destroy: %s\n", weft_last_error());
         return 1;
     }
     wt_devices_close(&d);
+    if (!failed && stats.native < opt.min_native) {
+        printf("oracle: %llu native graph launches, fewer than the %u "
+               "asked for (--min-native)\n",
+               stats.native, opt.min_native);
+        return 1;
+    }
     return failed ? 1 : 0;
 }

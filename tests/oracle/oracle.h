@@ -116,7 +116,8 @@ typedef struct or_between {
     size_t src_off;   /* bytes from or_case.src */
 } or_between;
 
-enum { OR_MAX_HANDLES = 12, OR_MAX_LAUNCHES = 3 };
+/* Cases have 1 to 3 launches; oracle --relaunch adds up to 5 more. */
+enum { OR_MAX_HANDLES = 12, OR_MAX_LAUNCHES = 8, OR_GEN_LAUNCHES = 3 };
 
 typedef struct or_case {
     uint64_t seed;

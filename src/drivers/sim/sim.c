@@ -37,6 +37,9 @@
  *   compute_units=N  reported compute units (default 132)
  *   real_data=0|1    1: device memory is real and copies, fills and kernels
  *                    run (default: weft__driver_config.sim_real_data, else 0)
+ *   graphs=0|1       1: the devices make native graphs (graph_supported says
+ *                    yes), so that the tape runs on the sim (default 0; see
+ *                    "Native graphs" below)
  *
  * Time model. A device has one compute engine (engine 0: kernels, fills and
  * copies within the device, one at a time) and copy_engines copy engines
@@ -100,6 +103,36 @@
  * Workers take it to pick up and retire items, never while running an
  * effect. done_cv is broadcast whenever an item retires; syncs and waiting
  * workers wait on it.
+ *
+ * Native graphs (graphs=1), as CUDA's stream capture in relaxed mode.
+ * graph_begin(q) starts a capture on q. An event recorded on a queue in the
+ * capture becomes a capture event (its earlier record is forgotten); a
+ * queue of any device of the platform that waits on a capture event joins
+ * the capture. What a queue in the capture enqueues (launches with their
+ * argument values copied, copies, fills with their pattern, host functions,
+ * records and waits) becomes a node of the capture's graph, in order, and
+ * neither runs nor enters the record. A wait there on an event outside any
+ * capture records nothing if the event's work has completed, and fails
+ * with WEFT_EINVAL if not (the dependency would cross the capture's
+ * boundary), as does a wait on another capture's event; a sync of a queue
+ * in the capture, or a query or sync of a capture event, fails with
+ * WEFT_EINVAL too, and changes nothing. graph_end(q) takes every queue out;
+ * each queue that joined must have been joined back (its last node comes
+ * before q's last one, through waits), or the capture is discarded with
+ * WEFT_EINVAL, like CUDA's "unjoined" error. Once the capture has ended, an
+ * event last recorded in it reads as never recorded.
+ *
+ * A graph keeps its nodes (queues, memory by handle and offset, values
+ * copied) and one private event per record node. graph_launch(q) enqueues,
+ * as one step under the lock (all items prepared first, so that a launch
+ * that fails has no effect): a fork (a record on q, a wait on it by each
+ * other queue of the graph), every node on its own queue in capture order
+ * (records and waits on the private events, so that the order across
+ * queues holds), and a join (a record on each other queue, a wait on each
+ * by q). So a launch enters the record and runs like the same operations
+ * enqueued by hand, and a sync of q waits for all of it. An update in place
+ * (graph_end with old) gives old the new capture's nodes: every change is
+ * taken, the sim has no topology to keep.
  */
 #include "sim.h"
 
@@ -123,7 +156,7 @@ typedef struct sim_config {
     double h2d_bw, d2h_bw, peer_bw, d2d_bw;
     double h2d_lat, d2h_lat, peer_lat, launch_lat, host_fn_ns;
     double item_ns;
-    unsigned peer, peer_group, compute_units, real_data;
+    unsigned peer, peer_group, compute_units, real_data, graphs;
 } sim_config;
 
 typedef struct sim_span {
@@ -168,6 +201,8 @@ typedef struct sim_work {
 } sim_work;
 
 typedef struct sim_mem sim_mem;
+typedef struct sim_queue sim_queue;
+typedef struct sim_capture sim_capture;
 
 typedef struct sim_platform {
     weft__platform base;
@@ -182,6 +217,8 @@ typedef struct sim_platform {
     uint64_t horizon; /* latest virtual end so far */
     uint64_t id;      /* unique in the process, for the host's clock */
     unsigned next_queue, next_event;
+    sim_capture *captures; /* in progress */
+    uint64_t next_capture; /* last capture id handed out; 0 is none */
 } sim_platform;
 
 enum {
@@ -200,7 +237,7 @@ typedef struct sim_context {
     weft__context base;
 } sim_context;
 
-typedef struct sim_queue {
+struct sim_queue {
     weft__queue base;
     unsigned id;
     uint64_t ready;    /* virtual time at which the next op may start */
@@ -215,7 +252,9 @@ typedef struct sim_queue {
     pthread_t worker;
     unsigned started; /* the worker runs */
     unsigned stop;    /* the worker should exit once pending is empty */
-} sim_queue;
+    sim_capture *cap; /* the capture q takes part in, or NULL */
+    long cap_last;    /* index of q's last node in cap, or -1 */
+};
 
 struct sim_mem {
     weft__mem base;
@@ -241,7 +280,55 @@ typedef struct sim_event {
     sim_marker *marker; /* of the last record; NULL if never recorded */
     int device;         /* where it was last recorded */
     uint64_t time;      /* virtual time when recorded */
+    uint64_t cap_id;    /* the capture of the last record, or 0 */
+    long cap_node;      /* that record's node in the capture */
 } sim_event;
+
+/*
+ * A node of a native graph: one operation as enqueued during the capture.
+ * kind is that of the record entry it makes when the graph launches.
+ */
+typedef struct sim_node {
+    weft__sim_op_kind kind;
+    sim_queue *q;
+    long prev;      /* q's node before this one in the capture, or -1 */
+    long dep;       /* a wait: the record node it waits for; else -1 */
+    unsigned event; /* record, wait: the graph's private event */
+    weft__mem *dst, *src;
+    size_t dst_off, src_off, size;
+    void *host; /* h2d: the source; d2h: the destination */
+    unsigned char pattern[4];
+    size_t pattern_size;
+    const weft__kernel *k;
+    weft__grid grid;
+    weft__karg *args; /* nargs, then the values (one allocation) */
+    unsigned nargs;
+    weft__host_fn *fn;
+    void *user;
+} sim_node;
+
+/*
+ * A graph (made by a capture). queues[0] is the queue the capture began
+ * on. events holds nevents private events for the record nodes, then one
+ * to fork a launch and one per queue to join it (graph_end makes them).
+ */
+typedef struct sim_graph {
+    sim_platform *p;
+    sim_node *nodes;
+    size_t n, cap;
+    sim_queue **queues;
+    unsigned nqueues, cap_queues;
+    sim_event *events;
+    unsigned nevents;
+} sim_graph;
+
+/* A capture in progress: in its platform's list, under the lock. */
+struct sim_capture {
+    sim_capture *next;
+    uint64_t id;
+    sim_graph *g;
+    const char *broken; /* why no graph can come of it, or NULL */
+};
 
 static sim_platform *sim_platform_of(weft__device *dev)
 {
@@ -313,6 +400,7 @@ static const sim_key sim_keys[] = {
     SIM_KEY(host_fn_ns, SIM_KEY_DOUBLE, 0, 1e15),
     SIM_KEY(compute_units, SIM_KEY_UINT, 1, 65536),
     SIM_KEY(real_data, SIM_KEY_UINT, 0, 1),
+    SIM_KEY(graphs, SIM_KEY_UINT, 0, 1),
 };
 #undef SIM_KEY
 
@@ -364,7 +452,7 @@ static int sim_config_set(sim_config *c, const char *key, const char *value)
                            "name, mem, copy_engines, h2d_bw, d2h_bw, "
                            "h2d_lat, d2h_lat, peer_bw, peer_lat, peer, "
                            "peer_group, d2d_bw, launch_lat, item_ns, "
-                           "host_fn_ns, compute_units, real_data)",
+                           "host_fn_ns, compute_units, real_data, graphs)",
                            key);
     field = (char *)c + k->offset;
     switch (k->type) {
@@ -678,6 +766,40 @@ static int sim_pthread_fail(const char *call, int e)
  * starting q's worker if need be; op->seq gets the sequence number. On
  * failure nothing changed.
  */
+/* Under the lock: room in the record for n more entries. */
+static int sim_record_reserve(sim_platform *p, size_t n)
+{
+    size_t cap = p->caprecord ? p->caprecord : 256;
+    weft__sim_op *r;
+
+    if (p->nrecord + n <= p->caprecord)
+        return 0;
+    while (cap < p->nrecord + n)
+        cap *= 2;
+    r = weft__realloc(p->record, cap * sizeof *r);
+    if (!r)
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for the record");
+    p->record = r;
+    p->caprecord = cap;
+    return 0;
+}
+
+/* Under the lock: start q's worker if it does not run yet. */
+static int sim_queue_start(sim_queue *q)
+{
+    int e;
+
+    if (q->started)
+        return 0;
+    e = weft__fault("sim.pthread_create")
+            ? EAGAIN
+            : pthread_create(&q->worker, NULL, sim_worker, q);
+    if (e)
+        return sim_pthread_fail("pthread_create", e);
+    q->started = 1;
+    return 0;
+}
+
 static int sim_submit(sim_queue *q, weft__sim_op *op, uint64_t dur,
                       unsigned first, unsigned count, sim_work *w)
 {
@@ -685,26 +807,11 @@ static int sim_submit(sim_queue *q, weft__sim_op *op, uint64_t dur,
     sim_device *d = sim_dev(q->base.ctx->dev);
     sim_engine *best = NULL;
     uint64_t ready = WEFT__MAX(q->ready, sim_host_now(p)), start = ready;
+    int rc;
 
-    if (p->nrecord == p->caprecord) {
-        size_t cap = p->caprecord ? p->caprecord * 2 : 256;
-        weft__sim_op *r = weft__realloc(p->record, cap * sizeof *r);
-
-        if (!r)
-            return weft__error(WEFT_ENOMEM,
-                               "sim: out of memory for the record");
-        p->record = r;
-        p->caprecord = cap;
-    }
-    if (w && !q->started) {
-        int e = weft__fault("sim.pthread_create")
-                    ? EAGAIN
-                    : pthread_create(&q->worker, NULL, sim_worker, q);
-
-        if (e)
-            return sim_pthread_fail("pthread_create", e);
-        q->started = 1;
-    }
+    if ((rc = sim_record_reserve(p, 1)) < 0 ||
+        (w && (rc = sim_queue_start(q)) < 0))
+        return rc;
     for (unsigned i = first; i < first + count; i++) {
         sim_engine *e = &d->engine[i];
         uint64_t t;
@@ -746,18 +853,28 @@ static int sim_submit(sim_queue *q, weft__sim_op *op, uint64_t dur,
     return 0;
 }
 
-/* Lock, submit, unlock; frees w on failure. */
-static int sim_enqueue(sim_queue *q, weft__sim_op *op, uint64_t dur,
-                       unsigned first, unsigned count, sim_work *w)
+/*
+ * An operation ready to submit (sim_submit's arguments): prepared outside
+ * the lock, where the kernel's cost function may run.
+ */
+typedef struct sim_prep {
+    weft__sim_op op;
+    uint64_t dur;
+    unsigned first, count;
+    sim_work *w; /* or NULL */
+} sim_prep;
+
+/* Lock, submit, unlock; frees the item on failure. */
+static int sim_enqueue(sim_queue *q, sim_prep *pr)
 {
     sim_platform *p = sim_ctx_platform(q->base.ctx);
     int rc;
 
     sim_lock(p);
-    rc = sim_submit(q, op, dur, first, count, w);
+    rc = sim_submit(q, &pr->op, pr->dur, pr->first, pr->count, pr->w);
     sim_unlock(p);
     if (rc < 0)
-        weft__free(w);
+        weft__free(pr->w);
     return rc;
 }
 
@@ -798,47 +915,55 @@ static sim_work *sim_data_work(unsigned char *dst, const unsigned char *src,
     return w;
 }
 
+/* A copy on a queue of platform p's devices. */
+static int sim_copy_prep(const sim_platform *p, weft__sim_op_kind kind,
+                         unsigned char *dst, const unsigned char *src,
+                         size_t size, int src_dev, int dst_dev, sim_prep *pr)
+{
+    const sim_config *c = &p->cfg;
+    int rc;
+
+    memset(pr, 0, sizeof *pr);
+    pr->w = sim_data_work(dst, src, size, &rc);
+    if (rc < 0)
+        return rc;
+    pr->op.kind = kind;
+    pr->op.bytes = size;
+    pr->op.src_device = src_dev;
+    pr->op.dst_device = dst_dev;
+    pr->op.event_device = WEFT__SIM_HOST;
+    switch (kind) {
+    case WEFT__SIM_H2D:
+        pr->dur = sim_xfer_ns(c->h2d_lat, c->h2d_bw, size);
+        break;
+    case WEFT__SIM_D2H:
+        pr->dur = sim_xfer_ns(c->d2h_lat, c->d2h_bw, size);
+        break;
+    case WEFT__SIM_PEER:
+        pr->dur = sim_xfer_ns(c->peer_lat, c->peer_bw, size);
+        break;
+    default:
+        pr->dur = sim_xfer_ns(c->launch_lat, c->d2d_bw, size);
+        break;
+    }
+    if (kind == WEFT__SIM_D2D) {
+        pr->first = WEFT__SIM_ENGINE_COMPUTE;
+        pr->count = 1;
+    } else {
+        sim_copy_engines(c, kind, &pr->first, &pr->count);
+    }
+    return 0;
+}
+
 static int sim_copy(weft__queue *wq, weft__sim_op_kind kind, unsigned char *dst,
                     const unsigned char *src, size_t size, int src_dev,
                     int dst_dev)
 {
-    sim_queue *q = (sim_queue *)wq;
-    const sim_config *c = &sim_ctx_platform(wq->ctx)->cfg;
-    weft__sim_op op = {0};
-    unsigned first, count;
-    uint64_t dur;
-    sim_work *w;
-    int rc;
+    sim_prep pr;
+    int rc = sim_copy_prep(sim_ctx_platform(wq->ctx), kind, dst, src, size,
+                           src_dev, dst_dev, &pr);
 
-    w = sim_data_work(dst, src, size, &rc);
-    if (rc < 0)
-        return rc;
-    op.kind = kind;
-    op.bytes = size;
-    op.src_device = src_dev;
-    op.dst_device = dst_dev;
-    op.event_device = WEFT__SIM_HOST;
-    switch (kind) {
-    case WEFT__SIM_H2D:
-        dur = sim_xfer_ns(c->h2d_lat, c->h2d_bw, size);
-        break;
-    case WEFT__SIM_D2H:
-        dur = sim_xfer_ns(c->d2h_lat, c->d2h_bw, size);
-        break;
-    case WEFT__SIM_PEER:
-        dur = sim_xfer_ns(c->peer_lat, c->peer_bw, size);
-        break;
-    default:
-        dur = sim_xfer_ns(c->launch_lat, c->d2d_bw, size);
-        break;
-    }
-    if (kind == WEFT__SIM_D2D) {
-        first = WEFT__SIM_ENGINE_COMPUTE;
-        count = 1;
-    } else {
-        sim_copy_engines(c, kind, &first, &count);
-    }
-    return sim_enqueue(q, &op, dur, first, count, w);
+    return rc < 0 ? rc : sim_enqueue((sim_queue *)wq, &pr);
 }
 
 static int sim_dev_index(const weft__mem *m)
@@ -1046,19 +1171,36 @@ static int sim_queue_create(weft__context *ctx, const weft__queue_desc *desc,
     return 0;
 }
 
-static int sim_queue_sync(weft__queue *wq)
+/* Under the lock: take q out of its capture, which it does not outlive. */
+static void sim_capture_forget(sim_platform *p, sim_queue *q);
+
+/* Wait for what q has enqueued; the lock is held and is released. */
+static void sim_queue_drain(sim_platform *p, sim_queue *q)
 {
-    sim_queue *q = (sim_queue *)wq;
-    sim_platform *p = sim_ctx_platform(wq->ctx);
     uint64_t seq, t;
 
-    sim_lock(p);
     seq = q->last_seq;
     t = q->ready;
     while (!sim_queue_done(q, seq))
         pthread_cond_wait(&p->done_cv, &p->lock);
     sim_unlock(p);
     sim_host_saw(p, t);
+}
+
+static int sim_queue_sync(weft__queue *wq)
+{
+    sim_queue *q = (sim_queue *)wq;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+
+    sim_lock(p);
+    if (q->cap) {
+        sim_unlock(p);
+        return weft__error(WEFT_EINVAL,
+                           "sim: queue_sync of a queue on %s that takes part "
+                           "in a capture (its work is recorded, not run)",
+                           wq->ctx->dev->name);
+    }
+    sim_queue_drain(p, q);
     return 0;
 }
 
@@ -1067,7 +1209,10 @@ static void sim_queue_release(weft__queue *wq)
     sim_queue *q = (sim_queue *)wq;
     sim_platform *p = sim_ctx_platform(wq->ctx);
 
-    sim_queue_sync(wq);
+    sim_lock(p);
+    if (q->cap)
+        sim_capture_forget(p, q);
+    sim_queue_drain(p, q);
     if (q->started) {
         sim_lock(p);
         q->stop = 1;
@@ -1216,11 +1361,131 @@ static unsigned char *sim_bytes(weft__mem *wm, size_t off)
     return m->data ? m->data + off : NULL;
 }
 
+/* ---- captures ---------------------------------------------------------- */
+
+/* Under the lock: the capture in progress with id (not 0), or NULL. */
+static sim_capture *sim_capture_find(const sim_platform *p, uint64_t id)
+{
+    sim_capture *c = p->captures;
+
+    while (c && c->id != id)
+        c = c->next;
+    return c;
+}
+
+/* Under the lock: the capture in progress that e was last recorded in. */
+static sim_capture *sim_event_capture(const sim_platform *p, const sim_event *e)
+{
+    return e->cap_id ? sim_capture_find(p, e->cap_id) : NULL;
+}
+
+/* A node of kind with nothing else set. */
+static sim_node sim_node_of(weft__sim_op_kind kind)
+{
+    sim_node n;
+
+    memset(&n, 0, sizeof n);
+    n.kind = kind;
+    n.prev = n.dep = -1;
+    return n;
+}
+
+/* A launch's arguments with their values, in one allocation; or NULL. */
+static weft__karg *sim_args_copy(const weft__karg *args, unsigned nargs)
+{
+    size_t bytes = SIM_ALIGN_UP(nargs * sizeof *args);
+    unsigned char *blob, *val;
+    weft__karg *copy;
+
+    for (unsigned i = 0; i < nargs; i++)
+        if (args[i].type != WEFT_PARAM_BUFFER &&
+            args[i].type != WEFT_PARAM_LOCAL)
+            bytes += SIM_ALIGN_UP(args[i].size);
+    if (!(blob = weft__malloc(bytes)))
+        return NULL;
+    copy = (weft__karg *)(void *)blob;
+    val = blob + SIM_ALIGN_UP(nargs * sizeof *args);
+    for (unsigned i = 0; i < nargs; i++) {
+        copy[i] = args[i];
+        if (args[i].type != WEFT_PARAM_BUFFER &&
+            args[i].type != WEFT_PARAM_LOCAL) {
+            if (args[i].size)
+                memcpy(val, args[i].u.value, args[i].size);
+            copy[i].u.value = val;
+            val += SIM_ALIGN_UP(args[i].size);
+        }
+    }
+    return copy;
+}
+
+/*
+ * Under the lock, q in a capture: append node (a launch's arguments are
+ * copied) as q's next. Its index, or < 0 on error (nothing changed).
+ */
+static long sim_capture_add(sim_queue *q, const sim_node *node)
+{
+    sim_graph *g = q->cap->g;
+    weft__karg *args = NULL;
+    sim_node *n;
+
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        sim_node *grown = weft__realloc(g->nodes, cap * sizeof *grown);
+
+        if (!grown)
+            return weft__error(WEFT_ENOMEM, "sim: out of memory for a node "
+                                            "of a capture");
+        g->nodes = grown;
+        g->cap = cap;
+    }
+    if (node->kind == WEFT__SIM_KERNEL && node->nargs &&
+        !(args = sim_args_copy(node->args, node->nargs)))
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for the "
+                                        "arguments of a captured launch");
+    n = &g->nodes[g->n];
+    *n = *node;
+    n->q = q;
+    n->args = args;
+    n->prev = q->cap_last;
+    q->cap_last = (long)g->n;
+    return (long)g->n++;
+}
+
+/*
+ * If q takes part in a capture, append node to it instead of running it:
+ * 1 if so, 0 if q is not capturing, < 0 on error.
+ */
+static int sim_capture_try(weft__queue *wq, const sim_node *node)
+{
+    sim_queue *q = (sim_queue *)wq;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    long rc = 0;
+    int in;
+
+    sim_lock(p);
+    in = q->cap != NULL;
+    if (in)
+        rc = sim_capture_add(q, node);
+    sim_unlock(p);
+    if (!in)
+        return 0;
+    return rc < 0 ? (int)rc : 1;
+}
+
 /* ---- copies and fills -------------------------------------------------- */
 
 static int sim_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         const void *src, size_t size)
 {
+    sim_node n = sim_node_of(WEFT__SIM_H2D);
+    int rc;
+
+    n.dst = dst;
+    n.dst_off = dst_off;
+    n.host = (void *)(uintptr_t)src;
+    n.size = size;
+    if ((rc = sim_capture_try(q, &n)) != 0)
+        return rc < 0 ? rc : 0;
     return sim_copy(q, WEFT__SIM_H2D, sim_bytes(dst, dst_off), src, size,
                     WEFT__SIM_HOST, sim_dev_index(dst));
 }
@@ -1228,6 +1493,15 @@ static int sim_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 static int sim_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
                         size_t src_off, size_t size)
 {
+    sim_node n = sim_node_of(WEFT__SIM_D2H);
+    int rc;
+
+    n.src = src;
+    n.src_off = src_off;
+    n.host = dst;
+    n.size = size;
+    if ((rc = sim_capture_try(q, &n)) != 0)
+        return rc < 0 ? rc : 0;
     return sim_copy(q, WEFT__SIM_D2H, dst, sim_bytes(src, src_off), size,
                     sim_dev_index(src), WEFT__SIM_HOST);
 }
@@ -1235,6 +1509,16 @@ static int sim_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
 static int sim_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size)
 {
+    sim_node n = sim_node_of(WEFT__SIM_D2D);
+    int rc;
+
+    n.dst = dst;
+    n.dst_off = dst_off;
+    n.src = src;
+    n.src_off = src_off;
+    n.size = size;
+    if ((rc = sim_capture_try(q, &n)) != 0)
+        return rc < 0 ? rc : 0;
     return sim_copy(q, WEFT__SIM_D2D, sim_bytes(dst, dst_off),
                     sim_bytes(src, src_off), size, sim_dev_index(src),
                     sim_dev_index(dst));
@@ -1257,36 +1541,70 @@ static int sim_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                                   "peer_group=%u): stage through the host",
                                   dd->name, sd->name, p->cfg.peer,
                                   p->cfg.peer_group);
+    {
+        sim_node n = sim_node_of(WEFT__SIM_PEER);
+        int rc;
+
+        n.dst = dst;
+        n.dst_off = dst_off;
+        n.src = src;
+        n.src_off = src_off;
+        n.size = size;
+        if ((rc = sim_capture_try(q, &n)) != 0)
+            return rc < 0 ? rc : 0;
+    }
     return sim_copy(q, WEFT__SIM_PEER, sim_bytes(dst, dst_off),
                     sim_bytes(src, src_off), size, sim_dev_index(src),
                     sim_dev_index(dst));
 }
 
-static int sim_fill(weft__queue *wq, weft__mem *dst, size_t off,
-                    const void *pattern, size_t pattern_size, size_t size)
+static int sim_fill_prep(const sim_platform *p, weft__mem *dst, size_t off,
+                         const void *pattern, size_t pattern_size, size_t size,
+                         sim_prep *pr)
 {
-    sim_queue *q = (sim_queue *)wq;
-    const sim_config *c = &sim_ctx_platform(wq->ctx)->cfg;
-    weft__sim_op op = {0};
-    sim_work *w = NULL;
+    const sim_config *c = &p->cfg;
     unsigned char *bytes = sim_bytes(dst, off);
 
+    memset(pr, 0, sizeof *pr);
     if (bytes) {
-        w = weft__calloc(1, sizeof *w);
+        sim_work *w = weft__calloc(1, sizeof *w);
+
         if (!w)
             return weft__error(WEFT_ENOMEM, "sim: out of memory for a fill");
         w->dst = bytes;
         w->size = size;
         w->pattern_size = pattern_size;
         memcpy(w->pattern, pattern, pattern_size);
+        pr->w = w;
     }
-    op.kind = WEFT__SIM_FILL;
-    op.bytes = size;
-    op.src_device = WEFT__SIM_HOST;
-    op.dst_device = sim_dev_index(dst);
-    op.event_device = WEFT__SIM_HOST;
-    return sim_enqueue(q, &op, sim_xfer_ns(c->launch_lat, c->d2d_bw, size),
-                       WEFT__SIM_ENGINE_COMPUTE, 1, w);
+    pr->op.kind = WEFT__SIM_FILL;
+    pr->op.bytes = size;
+    pr->op.src_device = WEFT__SIM_HOST;
+    pr->op.dst_device = sim_dev_index(dst);
+    pr->op.event_device = WEFT__SIM_HOST;
+    pr->dur = sim_xfer_ns(c->launch_lat, c->d2d_bw, size);
+    pr->first = WEFT__SIM_ENGINE_COMPUTE;
+    pr->count = 1;
+    return 0;
+}
+
+static int sim_fill(weft__queue *wq, weft__mem *dst, size_t off,
+                    const void *pattern, size_t pattern_size, size_t size)
+{
+    sim_node n = sim_node_of(WEFT__SIM_FILL);
+    sim_prep pr;
+    int rc;
+
+    n.dst = dst;
+    n.dst_off = off;
+    n.size = size;
+    n.pattern_size = pattern_size;
+    memcpy(n.pattern, pattern, pattern_size);
+    if ((rc = sim_capture_try(wq, &n)) != 0)
+        return rc < 0 ? rc : 0;
+    rc = sim_fill_prep(sim_ctx_platform(wq->ctx), dst, off, pattern,
+                       pattern_size, size, &pr);
+    return rc < 0 ? rc : sim_enqueue((sim_queue *)wq, &pr);
 }
 
 /* ---- modules and kernels ----------------------------------------------- */
@@ -1434,17 +1752,16 @@ static sim_work *sim_launch_work(const weft__karg *args, unsigned nargs,
     return w;
 }
 
-static int sim_launch(weft__queue *wq, weft__kernel *wk, const weft__grid *grid,
-                      const weft__karg *args, unsigned nargs)
+static int sim_launch_prep(const sim_platform *p, const sim_kernel *k,
+                           const weft__grid *grid, const weft__karg *args,
+                           unsigned nargs, sim_prep *pr)
 {
-    sim_queue *q = (sim_queue *)wq;
-    const sim_kernel *k = (const sim_kernel *)wk;
-    const sim_config *c = &sim_ctx_platform(wq->ctx)->cfg;
+    const sim_config *c = &p->cfg;
     uint64_t items = weft__grid_items(grid), cost;
     int run = c->real_data && k->hk.fn;
-    weft__sim_op op = {0};
     sim_work *w;
 
+    memset(pr, 0, sizeof *pr);
     w = sim_launch_work(args, nargs, run);
     if (!w)
         return weft__error(WEFT_ENOMEM, "sim: out of memory for a launch of %s",
@@ -1457,16 +1774,37 @@ static int sim_launch(weft__queue *wq, weft__kernel *wk, const weft__grid *grid,
     if (run) {
         w->kfn = k->hk.fn;
         w->grid = *grid;
+        pr->w = w;
     } else {
         weft__free(w);
-        w = NULL;
     }
-    op.kind = WEFT__SIM_KERNEL;
-    op.items = items;
-    op.src_device = op.dst_device = op.event_device = WEFT__SIM_HOST;
-    weft__strlcpy(op.kernel, k->hk.name, sizeof op.kernel);
-    return sim_enqueue(q, &op, sim_ns(c->launch_lat) + cost,
-                       WEFT__SIM_ENGINE_COMPUTE, 1, w);
+    pr->op.kind = WEFT__SIM_KERNEL;
+    pr->op.items = items;
+    pr->op.src_device = pr->op.dst_device = pr->op.event_device =
+        WEFT__SIM_HOST;
+    weft__strlcpy(pr->op.kernel, k->hk.name, sizeof pr->op.kernel);
+    pr->dur = sim_ns(c->launch_lat) + cost;
+    pr->first = WEFT__SIM_ENGINE_COMPUTE;
+    pr->count = 1;
+    return 0;
+}
+
+static int sim_launch(weft__queue *wq, weft__kernel *wk, const weft__grid *grid,
+                      const weft__karg *args, unsigned nargs)
+{
+    sim_node n = sim_node_of(WEFT__SIM_KERNEL);
+    sim_prep pr;
+    int rc;
+
+    n.k = wk;
+    n.grid = *grid;
+    n.args = (weft__karg *)(uintptr_t)args; /* copied by sim_capture_add */
+    n.nargs = nargs;
+    if ((rc = sim_capture_try(wq, &n)) != 0)
+        return rc < 0 ? rc : 0;
+    rc = sim_launch_prep(sim_ctx_platform(wq->ctx), (const sim_kernel *)wk,
+                         grid, args, nargs, &pr);
+    return rc < 0 ? rc : sim_enqueue((sim_queue *)wq, &pr);
 }
 
 /* ---- events and host functions ----------------------------------------- */
@@ -1487,28 +1825,23 @@ static int sim_event_create(weft__context *ctx, unsigned flags,
     return 0;
 }
 
-static int sim_event_record(weft__event *we, weft__queue *wq)
+/*
+ * Under the lock: record e on q, with a new marker m and an item w for it
+ * (both allocated; both taken, kept or freed, whatever the outcome).
+ */
+static int sim_record_submit(sim_event *e, sim_queue *q, sim_marker *m,
+                             sim_work *w)
 {
-    sim_event *e = (sim_event *)we;
-    sim_queue *q = (sim_queue *)wq;
-    sim_platform *p = sim_ctx_platform(wq->ctx);
     weft__sim_op op = {0};
-    sim_marker *m = weft__calloc(1, sizeof *m);
-    sim_work *w = weft__calloc(1, sizeof *w);
     int rc;
 
-    if (!m || !w) {
-        weft__free(m);
-        weft__free(w);
-        return weft__error(WEFT_ENOMEM, "sim: out of memory for a record");
-    }
     op.kind = WEFT__SIM_EVENT_RECORD;
     op.src_device = op.dst_device = WEFT__SIM_HOST;
     op.event = e->id;
-    op.event_device = (int)wq->ctx->dev->driver_index;
-    sim_lock(p);
+    op.event_device = (int)q->base.ctx->dev->driver_index;
     /* With nothing unfinished on q the marker is set at once. */
     m->refs = 1;
+    m->done = 0;
     if (q->pending) {
         m->refs++;
         w->marker = m;
@@ -1518,42 +1851,30 @@ static int sim_event_record(weft__event *we, weft__queue *wq)
         w = NULL;
     }
     rc = sim_submit(q, &op, 0, 0, 0, w);
-    if (rc == 0) {
-        sim_marker_unref(e->marker);
-        e->marker = m;
-        e->time = op.end_ns;
-        e->device = op.device;
-    }
-    sim_unlock(p);
     if (rc < 0) {
         weft__free(w);
         weft__free(m);
+        return rc;
     }
-    return rc;
+    sim_marker_unref(e->marker);
+    e->marker = m;
+    e->time = op.end_ns;
+    e->device = op.device;
+    e->cap_id = 0;
+    return 0;
 }
 
-static int sim_queue_wait_event(weft__queue *wq, weft__event *we)
+/* Under the lock: q waits for e; the item w (allocated) is taken. */
+static int sim_wait_submit(sim_platform *p, sim_event *e, sim_queue *q,
+                           sim_work *w)
 {
-    sim_event *e = (sim_event *)we;
-    sim_queue *q = (sim_queue *)wq;
-    sim_platform *p = sim_ctx_platform(wq->ctx);
     weft__sim_op op = {0};
-    sim_work *w;
     uint64_t delay, ready;
     int rc;
 
-    if (we->ctx->dev->platform != &p->base)
-        return weft__error(WEFT_EINVAL,
-                           "sim: queue on %s cannot wait on an event of %s: "
-                           "not one simulated machine",
-                           wq->ctx->dev->name, we->ctx->dev->name);
-    w = weft__calloc(1, sizeof *w);
-    if (!w)
-        return weft__error(WEFT_ENOMEM, "sim: out of memory for a wait");
     op.kind = WEFT__SIM_EVENT_WAIT;
     op.src_device = op.dst_device = WEFT__SIM_HOST;
     op.event = e->id;
-    sim_lock(p);
     op.event_device = e->device;
     /* From when the wait itself can start (sim_submit's ready time), so
      * that it ends at the event's time and not past it. */
@@ -1568,23 +1889,156 @@ static int sim_queue_wait_event(weft__queue *wq, weft__event *we)
         w = NULL;
     }
     rc = sim_submit(q, &op, delay, 0, 0, w);
-    if (rc < 0 && w)
+    if (rc < 0 && w) {
         e->marker->refs--; /* still referenced by e: never reaches 0 */
-    sim_unlock(p);
-    if (rc < 0)
         weft__free(w);
+    }
     return rc;
+}
+
+static int sim_event_record(weft__event *we, weft__queue *wq)
+{
+    sim_event *e = (sim_event *)we;
+    sim_queue *q = (sim_queue *)wq;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    sim_marker *m = weft__calloc(1, sizeof *m);
+    sim_work *w = weft__calloc(1, sizeof *w);
+    int rc;
+
+    if (!m || !w) {
+        weft__free(m);
+        weft__free(w);
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for a record");
+    }
+    sim_lock(p);
+    if (q->cap) {
+        /* A capture event: what it names is the node, not a marker. */
+        sim_node n = sim_node_of(WEFT__SIM_EVENT_RECORD);
+        long i;
+
+        n.event = q->cap->g->nevents;
+        i = sim_capture_add(q, &n);
+        if (i >= 0) {
+            q->cap->g->nevents++;
+            sim_marker_unref(e->marker);
+            e->marker = NULL;
+            e->device = (int)wq->ctx->dev->driver_index;
+            e->cap_id = q->cap->id;
+            e->cap_node = i;
+        }
+        sim_unlock(p);
+        weft__free(m);
+        weft__free(w);
+        return i < 0 ? (int)i : 0;
+    }
+    rc = sim_record_submit(e, q, m, w);
+    sim_unlock(p);
+    return rc;
+}
+
+/*
+ * Under the lock: q, in a capture or waiting on an event of capture ec (or
+ * both), waits for e. See "Native graphs" at the top.
+ */
+static int sim_capture_wait(sim_queue *q, sim_event *e, sim_capture *ec)
+{
+    const char *dev = q->base.ctx->dev->name;
+    sim_node n = sim_node_of(WEFT__SIM_EVENT_WAIT);
+    sim_graph *g;
+    long i;
+
+    if (!ec) {
+        if (e->marker && !e->marker->done)
+            return weft__error(WEFT_EINVAL,
+                               "sim: a queue on %s in a capture waits for an "
+                               "event of unfinished work outside the capture "
+                               "(the dependency would cross the capture's "
+                               "boundary)",
+                               dev);
+        return 0; /* complete, or never recorded: nothing to wait for */
+    }
+    if (q->cap && q->cap != ec)
+        return weft__error(WEFT_EINVAL,
+                           "sim: a queue on %s in one capture waits for an "
+                           "event recorded in another capture",
+                           dev);
+    g = ec->g;
+    n.dep = e->cap_node;
+    n.event = g->nodes[e->cap_node].event;
+    if (q->cap)
+        return (i = sim_capture_add(q, &n)) < 0 ? (int)i : 0;
+    /* q joins the capture with this wait. */
+    if (g->nqueues == g->cap_queues) {
+        unsigned cap = g->cap_queues * 2;
+        sim_queue **grown = weft__realloc(g->queues, cap * sizeof *grown);
+
+        if (!grown)
+            return weft__error(WEFT_ENOMEM,
+                               "sim: out of memory for a queue joining a "
+                               "capture");
+        g->queues = grown;
+        g->cap_queues = cap;
+    }
+    q->cap = ec;
+    q->cap_last = -1;
+    if ((i = sim_capture_add(q, &n)) < 0) {
+        q->cap = NULL;
+        return (int)i;
+    }
+    g->queues[g->nqueues++] = q;
+    return 0;
+}
+
+static int sim_queue_wait_event(weft__queue *wq, weft__event *we)
+{
+    sim_event *e = (sim_event *)we;
+    sim_queue *q = (sim_queue *)wq;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    sim_capture *ec;
+    sim_work *w;
+    int rc;
+
+    if (we->ctx->dev->platform != &p->base)
+        return weft__error(WEFT_EINVAL,
+                           "sim: queue on %s cannot wait on an event of %s: "
+                           "not one simulated machine",
+                           wq->ctx->dev->name, we->ctx->dev->name);
+    w = weft__calloc(1, sizeof *w);
+    if (!w)
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for a wait");
+    sim_lock(p);
+    ec = sim_event_capture(p, e);
+    if (ec || q->cap) {
+        rc = sim_capture_wait(q, e, ec);
+        weft__free(w);
+    } else {
+        rc = sim_wait_submit(p, e, q, w);
+    }
+    sim_unlock(p);
+    return rc;
+}
+
+/* The refusal of a host's wait for, or query of, a capture event. */
+static int sim_captured_event(const char *op, const weft__event *we)
+{
+    return weft__error(WEFT_EINVAL,
+                       "sim: %s of an event of %s recorded in a capture in "
+                       "progress (its work has not been enqueued to run)",
+                       op, we->ctx->dev->name);
 }
 
 static int sim_event_query(weft__event *we)
 {
     sim_event *e = (sim_event *)we;
     sim_platform *p = sim_ctx_platform(we->ctx);
-    int done;
+    int done, captured;
 
     sim_lock(p);
+    captured = sim_event_capture(p, e) != NULL;
     done = !e->marker || (e->marker->done && e->time <= sim_host_now(p));
     sim_unlock(p);
+    if (captured)
+        return sim_captured_event("event_query", we);
     return done ? 0 : WEFT_ENOTREADY;
 }
 
@@ -1596,6 +2050,10 @@ static int sim_event_sync(weft__event *we)
     uint64_t t;
 
     sim_lock(p);
+    if (sim_event_capture(p, e)) {
+        sim_unlock(p);
+        return sim_captured_event("event_sync", we);
+    }
     m = e->marker;
     t = e->time;
     /* The caller keeps e (and so m) alive while it waits. */
@@ -1630,7 +2088,7 @@ static int sim_event_elapsed(weft__event *ws, weft__event *we, uint64_t *ns)
     if (rc == WEFT_EINVAL)
         return weft__error(rc,
                            "sim: event_elapsed: the %s event was never "
-                           "recorded",
+                           "recorded (or last in a capture)",
                            s->marker ? "end" : "start");
     if (rc == WEFT_ENOTREADY)
         return weft__error(rc, "sim: event_elapsed: events not complete");
@@ -1652,20 +2110,443 @@ static void sim_event_destroy(weft__event *we)
     weft__free(e);
 }
 
-static int sim_host_fn(weft__queue *wq, weft__host_fn *fn, void *user)
+static int sim_host_fn_prep(const sim_platform *p, weft__host_fn *fn,
+                            void *user, sim_prep *pr)
 {
-    sim_queue *q = (sim_queue *)wq;
-    const sim_config *c = &sim_ctx_platform(wq->ctx)->cfg;
-    weft__sim_op op = {0};
     sim_work *w = weft__calloc(1, sizeof *w);
 
+    memset(pr, 0, sizeof *pr);
     if (!w)
         return weft__error(WEFT_ENOMEM, "sim: out of memory for a host fn");
     w->fn = fn;
     w->user = user;
-    op.kind = WEFT__SIM_HOST_FN;
-    op.src_device = op.dst_device = op.event_device = WEFT__SIM_HOST;
-    return sim_enqueue(q, &op, sim_ns(c->host_fn_ns), 0, 0, w);
+    pr->w = w;
+    pr->op.kind = WEFT__SIM_HOST_FN;
+    pr->op.src_device = pr->op.dst_device = pr->op.event_device =
+        WEFT__SIM_HOST;
+    pr->dur = sim_ns(p->cfg.host_fn_ns);
+    return 0;
+}
+
+static int sim_host_fn(weft__queue *wq, weft__host_fn *fn, void *user)
+{
+    sim_node n = sim_node_of(WEFT__SIM_HOST_FN);
+    sim_prep pr;
+    int rc;
+
+    n.fn = fn;
+    n.user = user;
+    if ((rc = sim_capture_try(wq, &n)) != 0)
+        return rc < 0 ? rc : 0;
+    rc = sim_host_fn_prep(sim_ctx_platform(wq->ctx), fn, user, &pr);
+    return rc < 0 ? rc : sim_enqueue((sim_queue *)wq, &pr);
+}
+
+/* ---- native graphs ----------------------------------------------------- */
+
+static int sim_graph_supported(const weft__device *dev)
+{
+    return sim_platform_of((weft__device *)(uintptr_t)dev)->cfg.graphs != 0;
+}
+
+/* Free what g holds; under the lock once g has events (markers). */
+static void sim_graph_clear(sim_graph *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        weft__free(g->nodes[i].args);
+    if (g->events)
+        for (unsigned i = 0; i < g->nevents + 1 + g->nqueues; i++)
+            sim_marker_unref(g->events[i].marker);
+    weft__free(g->nodes);
+    weft__free(g->queues);
+    weft__free(g->events);
+    memset(g, 0, sizeof *g);
+}
+
+/* Under the lock: c is no longer in progress; its queues leave it. */
+static void sim_capture_unlink(sim_platform *p, sim_capture *c)
+{
+    sim_capture **link;
+
+    for (link = &p->captures; *link != c; link = &(*link)->next)
+        ;
+    *link = c->next;
+    for (unsigned i = 0; i < c->g->nqueues; i++) {
+        c->g->queues[i]->cap = NULL;
+        c->g->queues[i]->cap_last = -1;
+    }
+}
+
+/* Under the lock: free a capture that has been unlinked. */
+static void sim_capture_free(sim_capture *c)
+{
+    sim_graph_clear(c->g);
+    weft__free(c->g);
+    weft__free(c);
+}
+
+static void sim_capture_forget(sim_platform *p, sim_queue *q)
+{
+    sim_capture *c = q->cap;
+    sim_graph *g = c->g;
+
+    if (g->queues[0] == q) {
+        /* The capture's own queue: nothing can end it any more. */
+        sim_capture_unlink(p, c);
+        sim_capture_free(c);
+        return;
+    }
+    c->broken = "a queue that took part in it was destroyed";
+    for (unsigned i = 1; i < g->nqueues; i++)
+        if (g->queues[i] == q) {
+            memmove(g->queues + i, g->queues + i + 1,
+                    (g->nqueues - i - 1) * sizeof *g->queues);
+            g->nqueues--;
+            break;
+        }
+    q->cap = NULL;
+    q->cap_last = -1;
+}
+
+/*
+ * Under the lock, before the queues leave: the first queue of g that was
+ * not joined back (its last node does not come before queues[0]'s last
+ * one, in queue order and through waits), or NULL; *rc < 0 when out of
+ * memory.
+ */
+static sim_queue *sim_graph_unjoined(const sim_graph *g, int *rc)
+{
+    unsigned char *seen;
+    long *stack;
+    size_t top = 0;
+    sim_queue *bad = NULL;
+
+    *rc = 0;
+    if (g->nqueues < 2 || g->n == 0)
+        return NULL;
+    seen = weft__calloc(g->n, 1);
+    /* Each node is expanded once and pushes at most two others. */
+    stack = weft__malloc((2 * g->n + 1) * sizeof *stack);
+    if (!seen || !stack) {
+        weft__free(seen);
+        weft__free(stack);
+        *rc = weft__error(WEFT_ENOMEM, "sim: out of memory ending a capture");
+        return NULL;
+    }
+    if (g->queues[0]->cap_last >= 0)
+        stack[top++] = g->queues[0]->cap_last;
+    while (top) {
+        long i = stack[--top];
+        const sim_node *n = &g->nodes[i];
+
+        if (seen[i])
+            continue;
+        seen[i] = 1;
+        if (n->prev >= 0 && !seen[n->prev])
+            stack[top++] = n->prev;
+        if (n->dep >= 0 && !seen[n->dep])
+            stack[top++] = n->dep;
+    }
+    for (unsigned k = 1; k < g->nqueues && !bad; k++)
+        if (g->queues[k]->cap_last >= 0 && !seen[g->queues[k]->cap_last])
+            bad = g->queues[k];
+    weft__free(seen);
+    weft__free(stack);
+    return bad;
+}
+
+static void sim_graph_destroy(void *graph)
+{
+    sim_graph *g = graph;
+    sim_platform *p;
+
+    if (!g)
+        return;
+    p = g->p;
+    sim_lock(p);
+    sim_graph_clear(g);
+    sim_unlock(p);
+    weft__free(g);
+}
+
+static int sim_graph_begin(weft__queue *wq)
+{
+    sim_queue *q = (sim_queue *)wq;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    sim_capture *c;
+    sim_graph *g;
+
+    if (!p->cfg.graphs)
+        return weft__error(WEFT_ENOTSUP,
+                           "sim: %s makes no native graphs (sim config "
+                           "graphs=1 turns them on)",
+                           wq->ctx->dev->name);
+    c = weft__calloc(1, sizeof *c);
+    g = weft__calloc(1, sizeof *g);
+    if (g)
+        g->queues = weft__calloc(4, sizeof *g->queues);
+    if (!c || !g || !g->queues) {
+        if (g)
+            weft__free(g->queues);
+        weft__free(g);
+        weft__free(c);
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for a capture");
+    }
+    g->p = p;
+    g->cap_queues = 4;
+    sim_lock(p);
+    if (q->cap) {
+        sim_unlock(p);
+        weft__free(g->queues);
+        weft__free(g);
+        weft__free(c);
+        return weft__error(WEFT_EINVAL,
+                           "graph_begin: a queue on %s takes part in a "
+                           "capture already",
+                           wq->ctx->dev->name);
+    }
+    c->id = ++p->next_capture;
+    c->g = g;
+    g->queues[g->nqueues++] = q;
+    q->cap = c;
+    q->cap_last = -1;
+    c->next = p->captures;
+    p->captures = c;
+    sim_unlock(p);
+    return 0;
+}
+
+static int sim_graph_end(weft__queue *wq, void *old, void **graph, int *updated)
+{
+    sim_queue *q = (sim_queue *)wq, *bad = NULL;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    const char *broken;
+    unsigned bad_id = 0;
+    int bad_dev = 0, rc = 0;
+    sim_capture *c;
+    sim_graph *g;
+
+    if (updated)
+        *updated = 0;
+    sim_lock(p);
+    c = q->cap;
+    if (!c || c->g->queues[0] != q) {
+        sim_unlock(p);
+        sim_graph_destroy(old); /* the driver's, as the interface says */
+        return weft__error(WEFT_EINVAL,
+                           "graph_end: no capture began on this queue of %s",
+                           wq->ctx->dev->name);
+    }
+    g = c->g;
+    broken = c->broken;
+    if (graph && !broken) {
+        bad = sim_graph_unjoined(g, &rc);
+        if (bad) {
+            bad_id = bad->id;
+            bad_dev = (int)bad->base.ctx->dev->driver_index;
+        }
+    }
+    if (graph && !broken && !bad && rc == 0) {
+        unsigned ne = g->nevents + 1 + g->nqueues;
+
+        if (!(g->events = weft__calloc(ne, sizeof *g->events)))
+            rc = weft__error(WEFT_ENOMEM, "sim: out of memory for a graph");
+        for (unsigned i = 0; g->events && i < ne; i++) {
+            g->events[i].id = ++p->next_event;
+            g->events[i].device = WEFT__SIM_HOST;
+        }
+    }
+    sim_capture_unlink(p, c);
+    if (!graph || broken || bad || rc < 0) {
+        sim_capture_free(c); /* no events yet: nothing to unref */
+        sim_unlock(p);
+        sim_graph_destroy(old);
+        if (broken && graph)
+            return weft__error(WEFT_EINVAL,
+                               "graph_end: the capture on %s failed: %s",
+                               wq->ctx->dev->name, broken);
+        if (bad)
+            return weft__error(WEFT_EINVAL,
+                               "graph_end: the capture on %s (queue %u) has a "
+                               "queue that was not joined back (queue %u on "
+                               "device %d): record an event on it and make a "
+                               "queue of the capture wait for it before the "
+                               "end (unjoined)",
+                               wq->ctx->dev->name, q->id, bad_id, bad_dev);
+        return rc;
+    }
+    sim_unlock(p);
+    weft__free(c);
+    weft__debug("sim", "a graph of %zu operations on %u queues%s", g->n,
+                g->nqueues, old ? ", updating the last one" : "");
+    if (old) {
+        /* An update in place: old takes the new nodes and events. */
+        sim_graph *o = old, t = *o;
+
+        weft__assert(o->p == p);
+        *o = *g;
+        *g = t;
+        sim_graph_destroy(g);
+        g = o;
+        if (updated)
+            *updated = 1;
+    }
+    *graph = g;
+    return 0;
+}
+
+/* A step of a launch: a node, or a record or wait of the fork or join. */
+typedef struct sim_step {
+    sim_queue *q;
+    sim_event *ev; /* record, wait: one of the graph's events */
+    sim_marker *m; /* record: its new marker */
+    sim_prep pr;   /* pr.op.kind says what the step is */
+} sim_step;
+
+/* Outside the lock: what node asks for, ready to submit (sim_step). */
+static int sim_node_prep(const sim_platform *p, const sim_node *n, sim_prep *pr)
+{
+    switch (n->kind) {
+    case WEFT__SIM_H2D:
+        return sim_copy_prep(p, n->kind, sim_bytes(n->dst, n->dst_off), n->host,
+                             n->size, WEFT__SIM_HOST, sim_dev_index(n->dst),
+                             pr);
+    case WEFT__SIM_D2H:
+        return sim_copy_prep(p, n->kind, n->host, sim_bytes(n->src, n->src_off),
+                             n->size, sim_dev_index(n->src), WEFT__SIM_HOST,
+                             pr);
+    case WEFT__SIM_D2D:
+    case WEFT__SIM_PEER:
+        return sim_copy_prep(p, n->kind, sim_bytes(n->dst, n->dst_off),
+                             sim_bytes(n->src, n->src_off), n->size,
+                             sim_dev_index(n->src), sim_dev_index(n->dst), pr);
+    case WEFT__SIM_FILL:
+        return sim_fill_prep(p, n->dst, n->dst_off, n->pattern, n->pattern_size,
+                             n->size, pr);
+    case WEFT__SIM_KERNEL:
+        return sim_launch_prep(p, (const sim_kernel *)n->k, &n->grid, n->args,
+                               n->nargs, pr);
+    case WEFT__SIM_HOST_FN:
+        return sim_host_fn_prep(p, n->fn, n->user, pr);
+    case WEFT__SIM_EVENT_RECORD:
+    case WEFT__SIM_EVENT_WAIT:
+        break;
+    }
+    return weft__error(WEFT_EINTERNAL, "sim: a node of kind %d", (int)n->kind);
+}
+
+/* Outside the lock: the items of a record (marker and work) or a wait. */
+static int sim_step_prep(sim_step *st)
+{
+    weft__sim_op_kind kind = st->pr.op.kind;
+
+    if (kind != WEFT__SIM_EVENT_RECORD && kind != WEFT__SIM_EVENT_WAIT)
+        return 0; /* a node: sim_node_prep did it */
+    if ((kind == WEFT__SIM_EVENT_RECORD &&
+         !(st->m = weft__calloc(1, sizeof *st->m))) ||
+        !(st->pr.w = weft__calloc(1, sizeof *st->pr.w)))
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for a launch");
+    return 0;
+}
+
+static int sim_graph_launch(void *graph, weft__queue *wq)
+{
+    sim_graph *g = graph;
+    sim_queue *q = (sim_queue *)wq;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    sim_event *fork, *join;
+    sim_step *steps;
+    size_t n = 0, max;
+    int rc = 0;
+
+    if (g->p != p)
+        return weft__error(WEFT_EINVAL,
+                           "graph_launch: a graph of another simulated "
+                           "machine on a queue of %s",
+                           wq->ctx->dev->name);
+    for (unsigned i = 0; i < g->nqueues; i++)
+        if (__atomic_load_n(&g->queues[i]->base.destroyed, __ATOMIC_ACQUIRE))
+            return weft__error(WEFT_EDESTROYED,
+                               "graph_launch: a queue of the graph (on %s) "
+                               "was destroyed",
+                               g->queues[i]->base.ctx->dev->name);
+    fork = &g->events[g->nevents];
+    join = fork + 1;
+    max = 1 + 3 * (size_t)g->nqueues + g->n;
+    if (!(steps = weft__calloc(max, sizeof *steps)))
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for a launch");
+    /* Fork: every other queue of the graph waits for what q had. */
+    steps[n].q = q;
+    steps[n].ev = fork;
+    steps[n++].pr.op.kind = WEFT__SIM_EVENT_RECORD;
+    for (unsigned i = 0; i < g->nqueues; i++)
+        if (g->queues[i] != q) {
+            steps[n].q = g->queues[i];
+            steps[n].ev = fork;
+            steps[n++].pr.op.kind = WEFT__SIM_EVENT_WAIT;
+        }
+    for (size_t i = 0; i < g->n && rc == 0; i++) {
+        const sim_node *nd = &g->nodes[i];
+
+        steps[n].q = nd->q;
+        if (nd->kind == WEFT__SIM_EVENT_RECORD ||
+            nd->kind == WEFT__SIM_EVENT_WAIT) {
+            steps[n].ev = &g->events[nd->event];
+            steps[n].pr.op.kind = nd->kind;
+        } else {
+            rc = sim_node_prep(p, nd, &steps[n].pr);
+        }
+        n++;
+    }
+    /* Join: q waits for every other queue's part. */
+    for (unsigned i = 0; i < g->nqueues; i++)
+        if (g->queues[i] != q) {
+            steps[n].q = g->queues[i];
+            steps[n].ev = &join[i];
+            steps[n++].pr.op.kind = WEFT__SIM_EVENT_RECORD;
+            steps[n].q = q;
+            steps[n].ev = &join[i];
+            steps[n++].pr.op.kind = WEFT__SIM_EVENT_WAIT;
+        }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = sim_step_prep(&steps[i]);
+    sim_lock(p);
+    /* Nothing of what follows may fail once the first step is in. */
+    for (unsigned i = 0; i <= g->nqueues && rc == 0; i++) {
+        sim_queue *gq = i < g->nqueues ? g->queues[i] : q;
+
+        if (gq->cap)
+            rc = weft__error(WEFT_EINVAL,
+                             "graph_launch: a queue on %s takes part in a "
+                             "capture",
+                             gq->base.ctx->dev->name);
+        else
+            rc = sim_queue_start(gq);
+    }
+    if (rc == 0)
+        rc = sim_record_reserve(p, n);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        sim_step *st = &steps[i];
+        int src;
+
+        if (st->pr.op.kind == WEFT__SIM_EVENT_RECORD)
+            src = sim_record_submit(st->ev, st->q, st->m, st->pr.w);
+        else if (st->pr.op.kind == WEFT__SIM_EVENT_WAIT)
+            src = sim_wait_submit(p, st->ev, st->q, st->pr.w);
+        else
+            src = sim_submit(st->q, &st->pr.op, st->pr.dur, st->pr.first,
+                             st->pr.count, st->pr.w);
+        weft__assert(src == 0);
+        st->m = NULL;
+        st->pr.w = NULL;
+    }
+    sim_unlock(p);
+    for (size_t i = 0; i < n; i++) {
+        weft__free(steps[i].m);
+        weft__free(steps[i].pr.w);
+    }
+    weft__free(steps);
+    return rc;
 }
 
 /* ---- the record (sim.h) ------------------------------------------------ */
@@ -1776,4 +2657,9 @@ const weft__driver weft__driver_sim = {
     .event_elapsed = sim_event_elapsed,
     .event_destroy = sim_event_destroy,
     .host_fn = sim_host_fn,
+    .graph_supported = sim_graph_supported,
+    .graph_begin = sim_graph_begin,
+    .graph_end = sim_graph_end,
+    .graph_launch = sim_graph_launch,
+    .graph_destroy = sim_graph_destroy,
 };

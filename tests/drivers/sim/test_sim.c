@@ -293,6 +293,7 @@ static void test_config_errors(void **state)
         {"copy_engines=17", "copy_engines"},
         {"peer=2", "peer=2"},
         {"real_data=yes", "real_data"},
+        {"graphs=2", "graphs=2"},
         {"item_ns=-1", "item_ns"},
         {"launch_lat=1e20", "launch_lat"},
         {"name=", "name"},
@@ -1187,6 +1188,426 @@ static void test_modules(void **state)
     machine_close(&m);
 }
 
+/* ---- native graphs --------------------------------------------------------
+ */
+
+static const weft__driver *const sim = &weft__driver_sim;
+
+/* The entries of the record from index from on: how many of kind on dev. */
+static size_t count_ops(machine *m, size_t from, weft__sim_op_kind kind,
+                        int dev)
+{
+    size_t n, count = 0;
+    const weft__sim_op *r = record(m, &n);
+
+    for (size_t i = from; i < n; i++)
+        count += r[i].kind == kind && r[i].device == dev;
+    return count;
+}
+
+/* The first entry from index from on of kind on dev (which must exist). */
+static const weft__sim_op *find_op(machine *m, size_t from,
+                                   weft__sim_op_kind kind, int dev)
+{
+    size_t n;
+    const weft__sim_op *r = record(m, &n);
+
+    for (size_t i = from; i < n; i++)
+        if (r[i].kind == kind && r[i].device == dev)
+            return &r[i];
+    fail_msg("no %s on device %d in the record from entry %zu",
+             weft__sim_op_name(kind), dev, from);
+    return NULL;
+}
+
+static size_t record_len(machine *m)
+{
+    size_t n;
+
+    record(m, &n);
+    return n;
+}
+
+static void test_graph_supported(void **state)
+{
+    machine m;
+    weft__queue *q;
+    void *g = NULL;
+
+    (void)state;
+    machine_open(&m, NULL, 0);
+    assert_int_equal(sim->graph_supported(m.dev[0]), 0);
+    q = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    assert_int_equal(sim->graph_begin(q), WEFT_ENOTSUP);
+    assert_non_null(strstr(weft_last_error(), "graphs=1"));
+    /* Nothing began: there is nothing to end. */
+    assert_int_equal(sim->graph_end(q, NULL, &g, NULL), WEFT_EINVAL);
+    assert_null(g);
+    OK(weft__drv_queue_destroy(q));
+    machine_close(&m);
+    machine_open(&m, "devices=3,graphs=1", 0);
+    for (unsigned i = 0; i < m.ndev; i++)
+        assert_int_equal(sim->graph_supported(m.dev[i]), 1);
+    machine_close(&m);
+}
+
+/*
+ * A capture over two queues of one device: an upload and a fill on q0, a
+ * kernel on q1 (forked off q0 by an event and joined back), a host
+ * function and a download on q0. The capture runs nothing and records
+ * nothing; each launch runs it all with the values of the capture, in the
+ * capture's order, and shows in the record.
+ */
+static void test_graph_two_queues(void **state)
+{
+    enum { N = 256 };
+    machine m;
+    weft__queue *q0, *q1;
+    weft__mem *x, *h;
+    weft__module *mod;
+    weft__kernel *k;
+    weft__event *fork, *join;
+    uint32_t *in, out[N], pattern = 7;
+    order_log log = {0, {0}};
+    void *g = NULL;
+    int updated = -1;
+    size_t before;
+
+    (void)state;
+    machine_open(&m, "devices=1,graphs=1", 1);
+    q0 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    q1 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    x = devmem(&m, 0, N * 4);
+    OK(weft__drv_host_alloc(m.ctx[0], N * 4, &h));
+    in = h->host;
+    k = kernel(&m, 0, "scale", &mod);
+    OK(weft__drv_event_create(m.ctx[0], 0, &fork));
+    OK(weft__drv_event_create(m.ctx[0], 0, &join));
+    for (uint32_t i = 0; i < N; i++)
+        in[i] = 1000; /* the capture must not copy these */
+    memset(out, 0, sizeof out);
+    before = record_len(&m);
+    OK(sim->graph_begin(q0));
+    assert_int_equal(sim->graph_begin(q0), WEFT_EINVAL); /* once */
+    OK(weft__drv_copy_h2d(q0, x, 0, in, N * 4));
+    OK(weft__drv_fill(q0, x, 0, &pattern, 4, 8)); /* x[0], x[1] = 7 */
+    OK(weft__drv_event_record(fork, q0));
+    OK(weft__drv_queue_wait_event(q1, fork)); /* q1 joins */
+    launch(q1, k, x, 3, N);                   /* x *= 3 */
+    OK(weft__drv_event_record(join, q1));
+    OK(weft__drv_queue_wait_event(q0, join));
+    OK(weft__drv_host_fn(q0, log_a, &log));
+    OK(weft__drv_copy_d2h(q0, out, x, 0, N * 4));
+    /* A wait by the host on the capture fails and changes nothing. */
+    assert_int_equal(weft__drv_queue_sync(q0), WEFT_EINVAL);
+    assert_int_equal(weft__drv_queue_sync(q1), WEFT_EINVAL);
+    assert_int_equal(weft__drv_event_query(fork), WEFT_EINVAL);
+    assert_int_equal(weft__drv_event_sync(join), WEFT_EINVAL);
+    OK(sim->graph_end(q0, NULL, &g, &updated));
+    assert_non_null(g);
+    assert_int_equal(updated, 0);
+    assert_int_equal(record_len(&m), before); /* nothing ran */
+    assert_int_equal(log.n, 0);
+    assert_int_equal(out[5], 0);
+    pattern = 9; /* the graph has its own copy of the pattern */
+    for (int launch_no = 1; launch_no <= 2; launch_no++) {
+        const weft__sim_op *up, *fill, *kern, *down, *fn;
+
+        for (uint32_t i = 0; i < N; i++)
+            in[i] = i * (uint32_t)launch_no;
+        before = record_len(&m);
+        OK(sim->graph_launch(g, q0));
+        OK(weft__drv_queue_sync(q0)); /* the whole graph */
+        for (uint32_t i = 0; i < N; i++)
+            assert_int_equal(out[i], 3 * (i < 2 ? 7 : i * launch_no));
+        assert_int_equal(log.n, launch_no);
+        assert_int_equal(count_ops(&m, before, WEFT__SIM_KERNEL, 0), 1);
+        assert_int_equal(count_ops(&m, before, WEFT__SIM_H2D, 0), 1);
+        assert_int_equal(count_ops(&m, before, WEFT__SIM_D2H, 0), 1);
+        up = find_op(&m, before, WEFT__SIM_H2D, 0);
+        fill = find_op(&m, before, WEFT__SIM_FILL, 0);
+        kern = find_op(&m, before, WEFT__SIM_KERNEL, 0);
+        fn = find_op(&m, before, WEFT__SIM_HOST_FN, 0);
+        down = find_op(&m, before, WEFT__SIM_D2H, 0);
+        assert_string_equal(kern->kernel, "scale");
+        assert_int_equal(kern->items, N);
+        assert_int_equal(fill->bytes, 8);
+        /* On their own queues, in the capture's order in virtual time. */
+        assert_int_equal(up->queue, fill->queue);
+        assert_int_not_equal(kern->queue, up->queue);
+        assert_int_equal(down->queue, up->queue);
+        assert_true(fill->start_ns >= up->end_ns);
+        assert_true(kern->start_ns >= fill->end_ns);
+        assert_true(fn->start_ns >= kern->end_ns);
+        assert_true(down->start_ns >= fn->end_ns);
+    }
+    assert_int_equal(pattern, 9);
+    sim->graph_destroy(g);
+    /* The queues work as usual after the capture. */
+    launch(q1, k, x, 2, N);
+    OK(weft__drv_copy_d2h(q1, out, x, 0, N * 4));
+    OK(weft__drv_queue_sync(q1));
+    assert_int_equal(out[10], 2 * 3 * 10 * 2);
+    OK(weft__drv_event_query(fork)); /* its capture is over */
+    OK(weft__drv_event_destroy(fork));
+    OK(weft__drv_event_destroy(join));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_mem_free(x));
+    OK(weft__drv_mem_free(h));
+    OK(weft__drv_module_destroy(mod));
+    machine_close(&m);
+}
+
+/*
+ * A capture over queues of two devices: a kernel on device 0 writes x0;
+ * after an event, a queue of device 1 copies it into x1 (peer), scales it
+ * and downloads it; device 0's queue waits for that and copies x1 back
+ * into x0 (peer, on device 0's queue).
+ */
+static void test_graph_two_devices(void **state)
+{
+    enum { N = 1000 };
+    machine m;
+    weft__queue *q0, *q1;
+    weft__mem *x0, *x1;
+    weft__module *mod0, *mod1;
+    weft__kernel *k0, *k1;
+    weft__event *e0, *e1;
+    uint32_t in[N], out[N], back[N];
+    void *g = NULL;
+    size_t before;
+
+    (void)state;
+    machine_open(&m, "devices=2,graphs=1", 1);
+    q0 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    q1 = queue(&m, 1, WEFT__QUEUE_COMPUTE);
+    x0 = devmem(&m, 0, sizeof in);
+    x1 = devmem(&m, 1, sizeof in);
+    k0 = kernel(&m, 0, "scale", &mod0);
+    k1 = kernel(&m, 1, "scale", &mod1);
+    OK(weft__drv_event_create(m.ctx[0], 0, &e0));
+    OK(weft__drv_event_create(m.ctx[1], 0, &e1));
+    OK(sim->graph_begin(q0));
+    OK(weft__drv_copy_h2d(q0, x0, 0, in, sizeof in));
+    launch(q0, k0, x0, 2, N); /* x0 = 2 in */
+    OK(weft__drv_event_record(e0, q0));
+    OK(weft__drv_queue_wait_event(q1, e0)); /* device 1 joins */
+    OK(weft__drv_copy_peer(q1, x1, 0, x0, 0, sizeof in));
+    launch(q1, k1, x1, 5, N); /* x1 = 10 in */
+    OK(weft__drv_copy_d2h(q1, out, x1, 0, sizeof out));
+    OK(weft__drv_event_record(e1, q1));
+    OK(weft__drv_queue_wait_event(q0, e1)); /* joined back */
+    OK(weft__drv_copy_peer(q0, x0, 0, x1, 0, sizeof in));
+    OK(weft__drv_copy_d2h(q0, back, x0, 0, sizeof back));
+    OK(sim->graph_end(q0, NULL, &g, NULL));
+    for (uint32_t launch_no = 1; launch_no <= 2; launch_no++) {
+        const weft__sim_op *k0op, *peer1, *k1op, *d2h1, *peer0;
+
+        for (uint32_t i = 0; i < N; i++)
+            in[i] = i + launch_no;
+        memset(out, 0, sizeof out);
+        memset(back, 0, sizeof back);
+        before = record_len(&m);
+        OK(sim->graph_launch(g, q0));
+        OK(weft__drv_queue_sync(q0));
+        for (uint32_t i = 0; i < N; i++) {
+            assert_int_equal(out[i], 10 * (i + launch_no));
+            assert_int_equal(back[i], 10 * (i + launch_no));
+        }
+        k0op = find_op(&m, before, WEFT__SIM_KERNEL, 0);
+        peer1 = find_op(&m, before, WEFT__SIM_PEER, 1);
+        k1op = find_op(&m, before, WEFT__SIM_KERNEL, 1);
+        d2h1 = find_op(&m, before, WEFT__SIM_D2H, 1);
+        peer0 = find_op(&m, before, WEFT__SIM_PEER, 0);
+        assert_int_equal(peer1->src_device, 0);
+        assert_int_equal(peer1->dst_device, 1);
+        assert_int_equal(peer0->src_device, 1);
+        assert_int_equal(peer0->dst_device, 0);
+        assert_int_equal(d2h1->src_device, 1);
+        assert_true(peer1->start_ns >= k0op->end_ns);
+        assert_true(k1op->start_ns >= peer1->end_ns);
+        assert_true(peer0->start_ns >= d2h1->end_ns);
+        assert_int_equal(count_ops(&m, before, WEFT__SIM_KERNEL, 0), 1);
+        assert_int_equal(count_ops(&m, before, WEFT__SIM_KERNEL, 1), 1);
+        /* The host's clock after the sync is past all of it. */
+        assert_true(weft__sim_now(m.dev[0]) >= peer0->end_ns);
+    }
+    sim->graph_destroy(g);
+    OK(weft__drv_event_destroy(e0));
+    OK(weft__drv_event_destroy(e1));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_mem_free(x0));
+    OK(weft__drv_mem_free(x1));
+    OK(weft__drv_module_destroy(mod0));
+    OK(weft__drv_module_destroy(mod1));
+    machine_close(&m);
+}
+
+/*
+ * A queue that joined and was not joined back: graph_end fails with
+ * WEFT_EINVAL like CUDA's "unjoined" error, discards the capture, and
+ * every queue works as usual afterwards. Waits across captures and on
+ * unfinished work outside the capture fail cleanly.
+ */
+static void test_graph_unjoined(void **state)
+{
+    machine m;
+    weft__queue *q0, *q1, *q2;
+    weft__mem *x;
+    weft__module *mod;
+    weft__kernel *k;
+    weft__event *ev, *other;
+    uint32_t data[64], out[64];
+    order_log log = {0, {0}};
+    gate gt;
+    void *g = NULL;
+    size_t before;
+
+    (void)state;
+    for (uint32_t i = 0; i < 64; i++)
+        data[i] = i;
+    gate_init(&gt);
+    machine_open(&m, "devices=2,graphs=1", 1);
+    q0 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    q1 = queue(&m, 1, WEFT__QUEUE_COMPUTE);
+    q2 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    x = devmem(&m, 0, sizeof data);
+    k = kernel(&m, 0, "scale", &mod);
+    OK(weft__drv_event_create(m.ctx[0], 0, &ev));
+    OK(weft__drv_event_create(m.ctx[0], 0, &other));
+    /* Unfinished work outside the capture: q2 holds at a gate. */
+    OK(weft__drv_host_fn(q2, gate_wait, &gt));
+    OK(weft__drv_event_record(other, q2));
+    before = record_len(&m);
+    OK(sim->graph_begin(q0));
+    launch(q0, k, x, 2, 64);
+    OK(weft__drv_event_record(ev, q0));
+    OK(weft__drv_queue_wait_event(q1, ev)); /* q1 joins ... */
+    OK(weft__drv_host_fn(q1, log_a, &log));
+    assert_int_equal(weft__drv_queue_wait_event(q0, other), WEFT_EINVAL);
+    assert_non_null(strstr(weft_last_error(), "boundary"));
+    /* ... and nothing joins it back */
+    assert_int_equal(sim->graph_end(q0, NULL, &g, NULL), WEFT_EINVAL);
+    assert_non_null(strstr(weft_last_error(), "unjoined"));
+    assert_null(g);
+    assert_int_equal(record_len(&m), before);
+    assert_int_equal(log.n, 0);
+    assert_int_equal(sim->graph_end(q0, NULL, &g, NULL), WEFT_EINVAL);
+    /* Two captures at once: a wait across them is refused. */
+    OK(sim->graph_begin(q0));
+    OK(weft__drv_event_record(ev, q0));
+    OK(sim->graph_begin(q1));
+    assert_int_equal(weft__drv_queue_wait_event(q1, ev), WEFT_EINVAL);
+    assert_non_null(strstr(weft_last_error(), "another capture"));
+    OK(sim->graph_end(q1, NULL, NULL, NULL)); /* discard: end only */
+    OK(sim->graph_end(q0, NULL, NULL, NULL));
+    /* The queues are usable: the work runs and is recorded. */
+    OK(weft__drv_copy_h2d(q0, x, 0, data, sizeof data));
+    launch(q0, k, x, 3, 64);
+    OK(weft__drv_event_record(ev, q0));
+    OK(weft__drv_queue_wait_event(q1, ev));
+    OK(weft__drv_queue_sync(q1));
+    OK(weft__drv_copy_d2h(q0, out, x, 0, sizeof out));
+    OK(weft__drv_queue_sync(q0));
+    for (uint32_t i = 0; i < 64; i++)
+        assert_int_equal(out[i], 3 * i);
+    assert_int_equal(count_ops(&m, before, WEFT__SIM_KERNEL, 0), 1);
+    assert_int_equal(count_ops(&m, before, WEFT__SIM_EVENT_WAIT, 1), 1);
+    gate_open(&gt);
+    OK(weft__drv_queue_sync(q2));
+    /* Now complete: a capture may wait for it (and records nothing). */
+    OK(sim->graph_begin(q0));
+    OK(weft__drv_queue_wait_event(q0, other));
+    launch(q0, k, x, 1, 64);
+    OK(sim->graph_end(q0, NULL, &g, NULL));
+    before = record_len(&m);
+    OK(sim->graph_launch(g, q2)); /* on another queue than the capture's */
+    OK(weft__drv_queue_sync(q2));
+    assert_int_equal(count_ops(&m, before, WEFT__SIM_KERNEL, 0), 1);
+    assert_int_equal(count_ops(&m, before, WEFT__SIM_EVENT_WAIT, 0), 2);
+    sim->graph_destroy(g);
+    OK(weft__drv_event_destroy(ev));
+    OK(weft__drv_event_destroy(other));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_queue_destroy(q2));
+    OK(weft__drv_mem_free(x));
+    OK(weft__drv_module_destroy(mod));
+    machine_close(&m);
+    gate_destroy(&gt);
+}
+
+/*
+ * graph_end with old: old takes the new capture (another scalar, another
+ * buffer) and comes back with *updated = 1. A queue destroyed during a
+ * capture fails it; the capture's own queue destroyed discards it.
+ */
+static void test_graph_update(void **state)
+{
+    machine m;
+    weft__queue *q0, *q1;
+    weft__mem *x, *y;
+    weft__module *mod;
+    weft__kernel *k;
+    weft__event *ev;
+    uint32_t data[64], out[64];
+    void *g = NULL, *g2 = NULL;
+    int updated = 0;
+
+    (void)state;
+    for (uint32_t i = 0; i < 64; i++)
+        data[i] = i + 1;
+    machine_open(&m, "devices=1,graphs=1", 1);
+    q0 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    x = devmem(&m, 0, sizeof data);
+    y = devmem(&m, 0, sizeof data);
+    k = kernel(&m, 0, "scale", &mod);
+    OK(weft__drv_event_create(m.ctx[0], 0, &ev));
+    OK(weft__drv_copy_h2d(q0, x, 0, data, sizeof data));
+    OK(weft__drv_copy_h2d(q0, y, 0, data, sizeof data));
+    OK(weft__drv_queue_sync(q0));
+    OK(sim->graph_begin(q0));
+    launch(q0, k, x, 2, 64);
+    OK(sim->graph_end(q0, NULL, &g, &updated));
+    assert_int_equal(updated, 0);
+    OK(sim->graph_begin(q0));
+    launch(q0, k, y, 7, 64);
+    OK(sim->graph_end(q0, g, &g2, &updated));
+    assert_ptr_equal(g2, g);
+    assert_int_equal(updated, 1);
+    OK(sim->graph_launch(g2, q0));
+    OK(weft__drv_copy_d2h(q0, out, y, 0, sizeof out));
+    OK(weft__drv_queue_sync(q0));
+    for (uint32_t i = 0; i < 64; i++)
+        assert_int_equal(out[i], 7 * (i + 1));
+    OK(weft__drv_copy_d2h(q0, out, x, 0, sizeof out));
+    OK(weft__drv_queue_sync(q0));
+    assert_int_equal(out[3], 4); /* x untouched: the old capture is gone */
+    /* A queue that joined is destroyed: the capture fails, old is freed. */
+    q1 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    OK(sim->graph_begin(q0));
+    OK(weft__drv_event_record(ev, q0));
+    OK(weft__drv_queue_wait_event(q1, ev));
+    OK(weft__drv_queue_destroy(q1));
+    g2 = NULL;
+    assert_int_equal(sim->graph_end(q0, g, &g2, &updated), WEFT_EINVAL);
+    assert_non_null(strstr(weft_last_error(), "destroyed"));
+    assert_null(g2);
+    /* The capture's own queue destroyed: the capture goes with it. */
+    q1 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    OK(sim->graph_begin(q1));
+    launch(q1, k, x, 2, 64);
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_event_destroy(ev));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_mem_free(x));
+    OK(weft__drv_mem_free(y));
+    OK(weft__drv_module_destroy(mod));
+    machine_close(&m);
+}
+
 /* ---- failure injection ------------------------------------------------------
  */
 
@@ -1266,16 +1687,131 @@ out:
     return rc;
 }
 
-static void inject_each(const char *filter, unsigned real)
+/* The arguments of scale(x, a, n) for the graph session. */
+static void scale_args(weft__karg *args, weft__mem *x, const uint32_t *a,
+                       const uint64_t *n)
+{
+    memset(args, 0, 3 * sizeof *args);
+    args[0].type = WEFT_PARAM_BUFFER;
+    args[0].u.buf.mem = x;
+    args[1].type = WEFT_PARAM_U32;
+    args[1].size = 4;
+    args[1].u.value = a;
+    args[2].type = WEFT_PARAM_U64;
+    args[2].size = 8;
+    args[2].u.value = n;
+}
+
+/*
+ * A session of native graphs over two devices: a capture of every kind
+ * of operation, its launch, and a second capture that updates the first
+ * graph in place (another scalar). Returns 0 or the first error; on error
+ * everything made so far is released.
+ */
+static int graph_session(const char *config, unsigned real)
+{
+    machine m;
+    weft__queue *q0 = NULL, *q1 = NULL;
+    weft__mem *x0 = NULL, *x1 = NULL, *h = NULL;
+    weft__module *mod0 = NULL, *mod1 = NULL;
+    weft__kernel *k0, *k1;
+    weft__event *e0 = NULL, *e1 = NULL;
+    weft__grid grid = {{2, 1, 1}, {4, 1, 1}, 0};
+    weft__module_source src = {WEFT__SRC_HOST_TABLE, kernels,
+                               WEFT__COUNTOF(kernels), NULL, "test"};
+    uint32_t a, five = 5, zero = 0;
+    uint64_t n = 8;
+    weft__karg args0[3], args1[3];
+    order_log log = {0, {0}};
+    void *g = NULL, *old;
+    int rc, updated;
+
+    rc = machine_try_open(&m, config, real);
+    if (rc < 0)
+        return rc;
+    if ((rc = weft__drv_queue_create(m.ctx[0], NULL, &q0)) < 0 ||
+        (rc = weft__drv_queue_create(m.ctx[1], NULL, &q1)) < 0 ||
+        (rc = weft__drv_mem_alloc(m.ctx[0], 32, &x0)) < 0 ||
+        (rc = weft__drv_mem_alloc(m.ctx[1], 32, &x1)) < 0 ||
+        (rc = weft__drv_host_alloc(m.ctx[0], 64, &h)) < 0 ||
+        (rc = weft__drv_module_create(m.ctx[0], &src, &mod0)) < 0 ||
+        (rc = weft__drv_module_create(m.ctx[1], &src, &mod1)) < 0 ||
+        (rc = weft__drv_kernel_get(mod0, "scale", &k0)) < 0 ||
+        (rc = weft__drv_kernel_get(mod1, "scale", &k1)) < 0 ||
+        (rc = weft__drv_event_create(m.ctx[0], 0, &e0)) < 0 ||
+        (rc = weft__drv_event_create(m.ctx[1], 0, &e1)) < 0)
+        goto out;
+    for (uint32_t i = 0; i < 8; i++)
+        ((uint32_t *)h->host)[i] = i + 1;
+    scale_args(args0, x0, &a, &n);
+    scale_args(args1, x1, &five, &n);
+    for (a = 2; a <= 3; a++) {
+        if ((rc = sim->graph_begin(q0)) < 0)
+            goto out;
+        if ((rc = weft__drv_copy_h2d(q0, x0, 0, h->host, 32)) < 0 ||
+            (rc = weft__drv_launch(q0, k0, &grid, args0, 3)) < 0 ||
+            (rc = weft__drv_event_record(e0, q0)) < 0 ||
+            (rc = weft__drv_queue_wait_event(q1, e0)) < 0 ||
+            (rc = weft__drv_copy_peer(q1, x1, 0, x0, 0, 32)) < 0 ||
+            (rc = weft__drv_launch(q1, k1, &grid, args1, 3)) < 0 ||
+            (rc = weft__drv_copy_d2h(q1, (uint32_t *)h->host + 8, x1, 0, 32)) <
+                0 ||
+            (rc = weft__drv_host_fn(q1, log_a, &log)) < 0 ||
+            (rc = weft__drv_event_record(e1, q1)) < 0 ||
+            (rc = weft__drv_queue_wait_event(q0, e1)) < 0 ||
+            (rc = weft__drv_fill(q0, x0, 0, &zero, 4, 32)) < 0) {
+            sim->graph_end(q0, NULL, NULL, NULL); /* end it, keep old */
+            goto out;
+        }
+        old = g;
+        g = NULL; /* the driver's now: given back or freed */
+        if ((rc = sim->graph_end(q0, old, &g, &updated)) < 0)
+            goto out;
+        assert_int_equal(updated, old != NULL);
+        if ((rc = sim->graph_launch(g, q0)) < 0 ||
+            (rc = weft__drv_queue_sync(q0)) < 0)
+            goto out;
+        assert_int_equal(log.n, (int)a - 1);
+        for (uint32_t i = 0; i < 8 && real; i++)
+            assert_int_equal(((uint32_t *)h->host)[8 + i], (i + 1) * a * 5);
+    }
+out:
+    if (g)
+        sim->graph_destroy(g);
+    if (q0)
+        OK(weft__drv_queue_destroy(q0));
+    if (q1)
+        OK(weft__drv_queue_destroy(q1));
+    if (e0)
+        OK(weft__drv_event_destroy(e0));
+    if (e1)
+        OK(weft__drv_event_destroy(e1));
+    if (mod0)
+        OK(weft__drv_module_destroy(mod0));
+    if (mod1)
+        OK(weft__drv_module_destroy(mod1));
+    if (h)
+        OK(weft__drv_mem_free(h));
+    if (x1)
+        OK(weft__drv_mem_free(x1));
+    if (x0)
+        OK(weft__drv_mem_free(x0));
+    machine_close(&m);
+    return rc;
+}
+
+static void inject_each_in(int (*run)(const char *, unsigned),
+                           const char *config, const char *filter,
+                           unsigned real)
 {
     int failures = 0;
 
-    OK(session("devices=2", real));
+    OK(run(config, real));
     for (long n = 1;; n++) {
         int rc;
 
         weft__fault_arm(n, filter);
-        rc = session("devices=2", real);
+        rc = run(config, real);
         if (!weft__fault_fired()) {
             weft__fault_disarm();
             OK(rc);
@@ -1286,7 +1822,13 @@ static void inject_each(const char *filter, unsigned real)
         failures++;
     }
     assert_true(failures > 5);
-    OK(session("devices=2", real)); /* nothing left in a bad state */
+    OK(run(config, real)); /* nothing left in a bad state */
+}
+
+static void inject_each(const char *filter, unsigned real)
+{
+    inject_each_in(session, "devices=2", filter, real);
+    inject_each_in(graph_session, "devices=2,graphs=1", filter, real);
 }
 
 static void test_inject_sim(void **state)
@@ -1383,6 +1925,11 @@ int main(void)
         cmocka_unit_test(test_event_destroyed_while_waited),
         cmocka_unit_test(test_many_gaps),
         cmocka_unit_test(test_modules),
+        cmocka_unit_test(test_graph_supported),
+        cmocka_unit_test(test_graph_two_queues),
+        cmocka_unit_test(test_graph_two_devices),
+        cmocka_unit_test(test_graph_unjoined),
+        cmocka_unit_test(test_graph_update),
         cmocka_unit_test(test_inject_sim),
         cmocka_unit_test(test_inject_malloc),
         cmocka_unit_test(test_threads),
