@@ -37,7 +37,8 @@
  * op) and only the submission is replaced, never the decisions.
  *
  * Only devices whose driver has graph operations get a tape (CUDA; OpenCL
- * where the device has cl_khr_command_buffer), and not CPU devices unless
+ * where the device has cl_khr_command_buffer; the sim with graphs=1), and
+ * not CPU devices unless
  * WEFT_NATIVE_GRAPHS=1 asks for it (their submission costs little, and
  * PoCL replays command buffers slower than it runs the commands);
  * WEFT_NATIVE_GRAPHS=0 turns it off everywhere.

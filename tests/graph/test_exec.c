@@ -412,6 +412,84 @@ static void test_relaunch_changes(void **state)
     check(weft_buffer_destroy(x));
 }
 
+/*
+ * A graph over two devices of one driver: x goes through a kernel on
+ * device 0, then one on device 1, and back, every launch (the bytes move
+ * between the devices). Where the driver captures across devices (CUDA,
+ * the sim with graphs=1) its relaunches run as one native graph over
+ * both; the bytes are right either way.
+ */
+static void test_native_two_devices(void **state)
+{
+    enum { M = 512, LAUNCHES = 6 };
+    static uint32_t out[M];
+    weft_exec_stats st = {.size = sizeof st};
+    weft_device_info i0 = {.size = sizeof i0}, i1 = {.size = sizeof i1};
+    const weft_device *d0, *d1;
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    weft_node n0, n1;
+    const uint32_t zero = 0;
+    int across;
+
+    (void)state;
+    if (weft_runtime_device_count(devs.rt) < 2) {
+        printf("skipped: test_native_two_devices needs two devices\n");
+        return;
+    }
+    d0 = weft_runtime_device(devs.rt, 0);
+    d1 = weft_runtime_device(devs.rt, 1);
+    check(weft_device_get_info(d0, &i0));
+    check(weft_device_get_info(d1, &i1));
+    if (strcmp(i0.driver, i1.driver) != 0) {
+        printf("skipped: test_native_two_devices needs two devices of one "
+               "driver\n");
+        return;
+    }
+    across = weft__tape_supported(weft__device_of(d0)) &&
+             weft__tape_supported(weft__device_of(d1)) &&
+             (strcmp(i0.driver, "cuda") == 0 || strcmp(i0.driver, "sim") == 0);
+    check(weft_buffer_create(devs.rt, sizeof out, &x));
+    check(weft_buffer_fill(x, 0, WEFT_WHOLE, &zero, sizeof zero));
+    check(weft_graph_create(devs.rt, &g));
+    {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(1), weft_arg_i64(M)};
+        weft_arg b[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(2), weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3, &n0));
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), b, 3, &n1));
+    }
+    check(weft_graph_set_device(g, n0, d0));
+    check(weft_graph_set_device(g, n1, d1));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int l = 0; l < LAUNCHES; l++) {
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+    }
+    check(weft_exec_get_stats(e, &st));
+    printf("# two devices: %d launches, %llu native, %llu replays\n", LAUNCHES,
+           (unsigned long long)st.native_launches,
+           (unsigned long long)st.native_replays);
+    assert_int_equal(st.devices_used, 2);
+    if (across)
+        assert_true(st.native_launches >= LAUNCHES / 2);
+    check(weft_buffer_read(x, 0, out, sizeof out));
+    for (int i = 0; i < M; i++) {
+        uint32_t v = 0;
+
+        for (int l = 0; l < LAUNCHES; l++)
+            v = gt_advance(gt_advance(v, 1), 2);
+        if (out[i] != v)
+            fail_msg("x[%d] = %u, want %u", i, out[i], v);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+}
+
 static void count_call(void *const *ptrs, void *user)
 {
     (void)ptrs;
@@ -736,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_native_relaunch),
         cmocka_unit_test(test_relaunch_changes),
         cmocka_unit_test(test_replay_keeps_host_work),
+        cmocka_unit_test(test_native_two_devices),
         cmocka_unit_test(test_async_failure_names_nodes),
         cmocka_unit_test(test_failure_cancels),
         cmocka_unit_test(test_two_threads),
