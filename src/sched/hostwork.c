@@ -1,7 +1,10 @@
 /* The host workers: hostwork.h has the model. */
 #include "hostwork.h"
 
+#include "../base/ring.h"
+
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
@@ -9,10 +12,15 @@
 
 enum { WEFT__MAX_HOST_WORKERS = 64 };
 
+/* Tasks a group's ring holds; a submit that finds it full yields. */
+enum { WEFT__HOST_RING = 1024 };
+/* Polls of the rings before an idle worker goes to sleep. */
+enum { WEFT__HOST_POLLS = 200 };
+
 /* Workers near one set of cores (NULL: unbound) and the tasks for them. */
 typedef struct weft__host_group {
     hwloc_bitmap_t cpuset;
-    weft__host_task *head, *tail;
+    weft__ring tasks;
 } weft__host_group;
 
 typedef struct weft__host_worker {
@@ -23,10 +31,11 @@ typedef struct weft__host_worker {
 
 struct weft__hostwork {
     hwloc_topology_t topology;
+    /* Only for sleeping and waking: the rings need no lock. */
     pthread_mutex_t lock;
     pthread_cond_t work;
-    unsigned stop;
-    unsigned queued; /* tasks in every group's queue */
+    unsigned stop;     /* atomic */
+    unsigned sleepers; /* workers asleep or about to be (atomic) */
     weft__host_group *groups;
     unsigned ngroups;
     int *dev_group; /* per device: its group */
@@ -35,22 +44,48 @@ struct weft__hostwork {
     unsigned nworkers; /* started */
 };
 
-/* The first task of group g, else of any group; NULL if none. Locked. */
+/* The next task of group g, else of any group; NULL if none. */
 static weft__host_task *weft__take(weft__hostwork *hw, unsigned g)
 {
     for (unsigned k = 0; k < hw->ngroups; k++) {
-        weft__host_group *gr = &hw->groups[(g + k) % hw->ngroups];
-        weft__host_task *t = gr->head;
+        weft__host_task *t =
+            weft__ring_pop(&hw->groups[(g + k) % hw->ngroups].tasks);
 
-        if (!t)
-            continue;
-        gr->head = t->next;
-        if (!gr->head)
-            gr->tail = NULL;
-        hw->queued--;
-        return t;
+        if (t)
+            return t;
     }
     return NULL;
+}
+
+/*
+ * The next task for worker w: from the rings, polling a while, then
+ * asleep until a submit wakes it; NULL once the pool stops. Sleeping is
+ * announced (sleepers) before the last look at the rings, and a submit
+ * looks at sleepers after its push, both with full fences: one of the two
+ * sees the other, so no task is left with every worker asleep.
+ */
+static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
+{
+    weft__host_task *t;
+
+    for (unsigned i = 0; i < WEFT__HOST_POLLS; i++) {
+        if ((t = weft__take(hw, g)))
+            return t;
+        if (__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
+            return NULL;
+        sched_yield();
+    }
+    __atomic_add_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
+    t = weft__take(hw, g);
+    if (!t) {
+        pthread_mutex_lock(&hw->lock);
+        while (!(t = weft__take(hw, g)) &&
+               !__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
+            pthread_cond_wait(&hw->work, &hw->lock);
+        pthread_mutex_unlock(&hw->lock);
+    }
+    __atomic_sub_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
+    return t;
 }
 
 _Thread_local int weft__hostwork_self = -1;
@@ -65,33 +100,25 @@ static void *weft__host_worker_main(void *arg)
     /* A failed binding leaves the thread where it was: no error. */
     if (set)
         hwloc_set_cpubind(hw->topology, set, HWLOC_CPUBIND_THREAD);
-    pthread_mutex_lock(&hw->lock);
-    for (;;) {
-        weft__host_task *t;
-
-        while (!hw->queued && !hw->stop)
-            pthread_cond_wait(&hw->work, &hw->lock);
-        if (!(t = weft__take(hw, w->group)))
-            break; /* stopping, and nothing left */
-        pthread_mutex_unlock(&hw->lock);
+    for (weft__host_task *t; (t = weft__next(hw, w->group));)
         t->run(t);
-        pthread_mutex_lock(&hw->lock);
-    }
-    pthread_mutex_unlock(&hw->lock);
     return NULL;
 }
 
 static void weft__hostwork_free(weft__hostwork *hw)
 {
     pthread_mutex_lock(&hw->lock);
-    hw->stop = 1;
+    __atomic_store_n(&hw->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&hw->work);
     pthread_mutex_unlock(&hw->lock);
     for (unsigned i = 0; i < hw->nworkers; i++)
         pthread_join(hw->workers[i].tid, NULL);
-    for (unsigned g = 0; g < hw->ngroups; g++)
+    /* Every group made (ndevices + 1 of them), used or not. */
+    for (unsigned g = 0; hw->groups && g <= hw->ndevices; g++) {
         if (hw->groups[g].cpuset)
             hwloc_bitmap_free(hw->groups[g].cpuset);
+        weft__ring_fini(&hw->groups[g].tasks);
+    }
     pthread_cond_destroy(&hw->work);
     pthread_mutex_destroy(&hw->lock);
     weft__free(hw->groups);
@@ -138,6 +165,11 @@ static int weft__hostwork_make(weft_runtime *rt, weft__hostwork **out)
         weft__hostwork_free(hw);
         return WEFT_ENOMEM;
     }
+    for (unsigned g = 0; g <= nd; g++)
+        if (weft__ring_init(&hw->groups[g].tasks, WEFT__HOST_RING) < 0) {
+            weft__hostwork_free(hw);
+            return WEFT_ENOMEM;
+        }
     hw->ngroups = 1;
     for (unsigned d = 0; d < nd; d++) {
         hwloc_bitmap_t set =
@@ -211,22 +243,21 @@ weft__hostwork *weft__hostwork_get(weft_runtime *rt)
 
 void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
 {
-    weft__host_group *g;
-
-    t->next = NULL;
-    pthread_mutex_lock(&hw->lock);
-    g = &hw->groups[device >= 0 && (unsigned)device < hw->ndevices
+    weft__host_group *g =
+        &hw->groups[device >= 0 && (unsigned)device < hw->ndevices
                         ? hw->dev_group[device]
                         : 0];
-    if (g->tail)
-        g->tail->next = t;
-    else
-        g->head = t;
-    g->tail = t;
-    hw->queued++;
-    /* Any worker may take it (from another group when its own is idle). */
-    pthread_cond_signal(&hw->work);
-    pthread_mutex_unlock(&hw->lock);
+
+    t->next = NULL;
+    /* Full: the workers are taking from it; wait for room. */
+    while (!weft__ring_push(&g->tasks, t))
+        sched_yield();
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&hw->lock);
+        pthread_cond_signal(&hw->work);
+        pthread_mutex_unlock(&hw->lock);
+    }
 }
 
 void weft__hostwork_destroy(weft_runtime *rt)

@@ -13,9 +13,11 @@
  * any other group's. Without locality (or on a
  * machine of 2 cores or fewer) there is one group, unbound.
  *
- * Locking: one mutex per pool guards the queues; it is taken once per
- * task submitted and once per task taken, never on a launch that has no
- * host node.
+ * No lock on the way in or out: each group's tasks are a lock-free ring
+ * (src/base/ring.h) that submits push to and workers pop from, any group
+ * when their own is empty. A worker with nothing to do polls a while, then
+ * sleeps on the pool's condition; the pool's mutex is taken only to sleep
+ * and to wake a sleeper (a submit that sees one).
  */
 #ifndef WEFT_SCHED_HOSTWORK_H
 #define WEFT_SCHED_HOSTWORK_H
