@@ -61,8 +61,8 @@ static weft__host_task *weft__take(weft__hostwork *hw, unsigned g)
  * The next task for worker w: from the rings, polling a while, then
  * asleep until a submit wakes it; NULL once the pool stops. Sleeping is
  * announced (sleepers) before the last look at the rings, and a submit
- * looks at sleepers after its push, both with full fences: one of the two
- * sees the other, so no task is left with every worker asleep.
+ * looks at sleepers after its push, both by read-modify-writes of it: one
+ * of the two sees the other, so no task is left with every worker asleep.
  */
 static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
 {
@@ -252,8 +252,12 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
     /* Full: the workers are taking from it; wait for room. */
     while (!weft__ring_push(&g->tasks, t))
         sched_yield();
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST)) {
+    /*
+     * A read-modify-write of sleepers, not a plain load: it is ordered with
+     * a sleeping worker's own (the total order of sleepers' changes), so
+     * either this sees the worker, or the worker, after it, sees the push.
+     */
+    if (__atomic_fetch_add(&hw->sleepers, 0, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&hw->lock);
         pthread_cond_signal(&hw->work);
         pthread_mutex_unlock(&hw->lock);
