@@ -194,7 +194,9 @@ typedef struct weft__grid {
 /* One kernel argument at launch. */
 typedef struct weft__karg {
     weft_param_type type;
-    size_t size; /* value bytes for scalars/BYTES, scratch bytes for LOCAL */
+    /* value bytes for scalars/BYTES, scratch bytes for LOCAL; for buffers
+     * the bytes the kernel may touch from offset (0: unknown) */
+    size_t size;
     union {
         struct {
             weft__mem *mem; /* DEVICE memory of the queue's context */
@@ -202,6 +204,7 @@ typedef struct weft__karg {
         } buf;
         const void *value; /* scalars and BYTES: points at size bytes */
     } u;
+    unsigned access; /* buffers: WEFT_READ | WEFT_WRITE (0: unknown) */
 } weft__karg;
 
 enum {

@@ -716,8 +716,11 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
 
         k->type = ar->type;
         k->size = ar->size;
+        k->access = 0;
         switch (ar->type) {
         case WEFT_PARAM_BUFFER:
+            k->size = weft__arg_size(ar);
+            k->access = ar->access;
             weft__buffer_device_ptr(ar->buffer->root, dev,
                                     ar->buffer->offset + ar->offset,
                                     &k->u.buf.mem, &k->u.buf.offset);

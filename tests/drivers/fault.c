@@ -123,6 +123,7 @@ static void wt_scenario(wt_outcome *o)
     weft__grid grid = {{WT_N / 64, 1, 1}, {64, 1, 1}, 0};
     weft__karg args[3];
 
+    memset(args, 0, sizeof args);
     memset(o, 0, sizeof *o);
     o->step = "none";
     WT_STEP("runtime_create", weft_runtime_create(&rt, NULL));

@@ -22,6 +22,7 @@
  * --self-check runs no weft at all: it measures how often
  * the oracle notices a schedule that drops one kind of dependency.
  */
+#include "drivers/sim/sim.h"
 #include "oracle.h"
 #include "wt_devices.h"
 
@@ -1026,6 +1027,26 @@ int main(int argc, char **argv)
     if (weft_module_destroy(module) < 0) {
         fprintf(stderr, "oracle: weft_module_destroy: %s\n", weft_last_error());
         return 1;
+    }
+    /* The sim's check (WEFT_SIM=check=1): work on the same bytes that
+     * nothing ordered, whatever the bytes came out as. */
+    {
+        weft_device_info info = {.size = sizeof info};
+        uint64_t hazards = 0;
+
+        for (unsigned i = 0; i < d.n; i++)
+            if (weft_device_get_info(weft_runtime_device(d.rt, i), &info) ==
+                    0 &&
+                info.type == WEFT_DEVICE_SIMULATED) {
+                hazards = weft__sim_hazards(wt_device(&d, i));
+                break; /* one platform: its count */
+            }
+        if (hazards) {
+            printf("oracle: the sim saw %llu hazards (operations on the "
+                   "same bytes that nothing ordered)\n",
+                   (unsigned long long)hazards);
+            failed++;
+        }
     }
     wt_devices_close(&d);
     if (!failed && stats.native < opt.min_native) {

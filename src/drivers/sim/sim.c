@@ -37,6 +37,9 @@
  *   compute_units=N  reported compute units (default 132)
  *   real_data=0|1    1: device memory is real and copies, fills and kernels
  *                    run (default: weft__driver_config.sim_real_data, else 0)
+ *   check=0|1        with real_data=1: 1 checks that every two operations
+ *                    touching the same bytes, one of them writing, are
+ *                    ordered in virtual time (weft__sim_hazards; default 0)
  *   graphs=0|1       1: the devices make native graphs (graph_supported says
  *                    yes), so that the tape runs on the sim (default 0; see
  *                    "Native graphs" below)
@@ -156,7 +159,7 @@ typedef struct sim_config {
     double h2d_bw, d2h_bw, peer_bw, d2d_bw;
     double h2d_lat, d2h_lat, peer_lat, launch_lat, host_fn_ns;
     double item_ns;
-    unsigned peer, peer_group, compute_units, real_data, graphs;
+    unsigned peer, peer_group, compute_units, real_data, graphs, check;
 } sim_config;
 
 typedef struct sim_span {
@@ -204,6 +207,20 @@ typedef struct sim_mem sim_mem;
 typedef struct sim_queue sim_queue;
 typedef struct sim_capture sim_capture;
 
+/*
+ * What an operation reads or writes (check=1): host addresses, which with
+ * real_data=1 are the device memory's too; and, in the log, when.
+ */
+typedef struct sim_access {
+    const unsigned char *lo;
+    size_t len;
+    unsigned write;
+    uint64_t start, end, seq; /* the log's */
+    uint64_t thread;          /* the log's: who submitted it */
+} sim_access;
+
+enum { SIM_MAX_ACCESS = 16, SIM_LOG = 2048 };
+
 typedef struct sim_platform {
     weft__platform base;
     sim_config cfg;
@@ -219,6 +236,10 @@ typedef struct sim_platform {
     unsigned next_queue, next_event;
     sim_capture *captures; /* in progress */
     uint64_t next_capture; /* last capture id handed out; 0 is none */
+    /* check=1: the last SIM_LOG accesses (a ring), and the hazards. */
+    sim_access *log;
+    size_t nlog;
+    uint64_t hazards;
 } sim_platform;
 
 enum {
@@ -401,6 +422,7 @@ static const sim_key sim_keys[] = {
     SIM_KEY(compute_units, SIM_KEY_UINT, 1, 65536),
     SIM_KEY(real_data, SIM_KEY_UINT, 0, 1),
     SIM_KEY(graphs, SIM_KEY_UINT, 0, 1),
+    SIM_KEY(check, SIM_KEY_UINT, 0, 1),
 };
 #undef SIM_KEY
 
@@ -447,13 +469,14 @@ static int sim_config_set(sim_config *c, const char *key, const char *value)
         if (!strcmp(sim_keys[i].key, key))
             k = &sim_keys[i];
     if (!k)
-        return weft__error(WEFT_EINVAL,
-                           "sim config: unknown key '%s' (known: devices, "
-                           "name, mem, copy_engines, h2d_bw, d2h_bw, "
-                           "h2d_lat, d2h_lat, peer_bw, peer_lat, peer, "
-                           "peer_group, d2d_bw, launch_lat, item_ns, "
-                           "host_fn_ns, compute_units, real_data, graphs)",
-                           key);
+        return weft__error(
+            WEFT_EINVAL,
+            "sim config: unknown key '%s' (known: devices, "
+            "name, mem, copy_engines, h2d_bw, d2h_bw, "
+            "h2d_lat, d2h_lat, peer_bw, peer_lat, peer, "
+            "peer_group, d2d_bw, launch_lat, item_ns, "
+            "host_fn_ns, compute_units, real_data, graphs, check)",
+            key);
     field = (char *)c + k->offset;
     switch (k->type) {
     case SIM_KEY_UINT:
@@ -800,8 +823,65 @@ static int sim_queue_start(sim_queue *q)
     return 0;
 }
 
+/*
+ * check=1, under the lock: op, running [start, end) in virtual time,
+ * touches acc. An access that conflicts with an earlier one (the same
+ * bytes, one of them a write) must start after that one ended: every
+ * dependency moves a queue's ready time past the end of what it waits
+ * for, so a conflicting operation that starts before the earlier one
+ * ends was ordered after it by nothing. Each such pair is a hazard:
+ * counted, and the first ones logged. Only operations one thread submitted
+ * are compared: each thread has a clock of its own, and an order made on
+ * the host between threads (a lock, a join) is not seen here.
+ */
+static void sim_check(sim_platform *p, const weft__sim_op *op,
+                      const sim_access *acc, unsigned nacc)
+{
+    static uint64_t threads; /* atomic: the last tag handed out */
+    static _Thread_local uint64_t self;
+    size_t n = WEFT__MIN(p->nlog, (size_t)SIM_LOG);
+
+    if (!self)
+        self = __atomic_add_fetch(&threads, 1, __ATOMIC_RELAXED);
+
+    for (unsigned a = 0; a < nacc; a++) {
+        const sim_access *x = &acc[a];
+
+        for (size_t i = 0; i < n; i++) {
+            const sim_access *y = &p->log[i];
+
+            if (y->thread != self || op->start_ns >= y->end ||
+                (!x->write && !y->write) || x->lo >= y->lo + y->len ||
+                y->lo >= x->lo + x->len)
+                continue;
+            if (p->hazards++ < 8)
+                weft__warn(
+                    "sim",
+                    "hazard: operation %llu (%s) %s bytes that "
+                    "operation %llu %s, from %llu ns, before that "
+                    "ended at %llu ns: nothing orders them",
+                    (unsigned long long)op->seq, weft__sim_op_name(op->kind),
+                    x->write ? "writes" : "reads", (unsigned long long)y->seq,
+                    y->write ? "writes" : "reads",
+                    (unsigned long long)op->start_ns,
+                    (unsigned long long)y->end);
+            break;
+        }
+    }
+    for (unsigned a = 0; a < nacc; a++) {
+        sim_access *y = &p->log[p->nlog++ % SIM_LOG];
+
+        *y = acc[a];
+        y->start = op->start_ns;
+        y->end = op->end_ns;
+        y->seq = op->seq;
+        y->thread = self;
+    }
+}
+
 static int sim_submit(sim_queue *q, weft__sim_op *op, uint64_t dur,
-                      unsigned first, unsigned count, sim_work *w)
+                      unsigned first, unsigned count, sim_work *w,
+                      const sim_access *acc, unsigned nacc)
 {
     sim_platform *p = sim_ctx_platform(q->base.ctx);
     sim_device *d = sim_dev(q->base.ctx->dev);
@@ -839,6 +919,8 @@ static int sim_submit(sim_queue *q, weft__sim_op *op, uint64_t dur,
     q->last_seq = op->seq;
     p->horizon = WEFT__MAX(p->horizon, op->end_ns);
     p->record[p->nrecord++] = *op;
+    if (p->log && nacc)
+        sim_check(p, op, acc, nacc);
     if (w) {
         w->seq = op->seq;
         w->kind = op->kind;
@@ -862,7 +944,21 @@ typedef struct sim_prep {
     uint64_t dur;
     unsigned first, count;
     sim_work *w; /* or NULL */
+    sim_access acc[SIM_MAX_ACCESS];
+    unsigned nacc;
 } sim_prep;
+
+/* Note that pr touches [lo, lo + len) (check=1; nothing if lo is NULL). */
+static void sim_prep_access(sim_prep *pr, const unsigned char *lo, size_t len,
+                            unsigned write)
+{
+    if (!lo || !len || pr->nacc == SIM_MAX_ACCESS)
+        return;
+    pr->acc[pr->nacc].lo = lo;
+    pr->acc[pr->nacc].len = len;
+    pr->acc[pr->nacc].write = write;
+    pr->nacc++;
+}
 
 /* Lock, submit, unlock; frees the item on failure. */
 static int sim_enqueue(sim_queue *q, sim_prep *pr)
@@ -871,7 +967,8 @@ static int sim_enqueue(sim_queue *q, sim_prep *pr)
     int rc;
 
     sim_lock(p);
-    rc = sim_submit(q, &pr->op, pr->dur, pr->first, pr->count, pr->w);
+    rc = sim_submit(q, &pr->op, pr->dur, pr->first, pr->count, pr->w, pr->acc,
+                    pr->nacc);
     sim_unlock(p);
     if (rc < 0)
         weft__free(pr->w);
@@ -927,6 +1024,10 @@ static int sim_copy_prep(const sim_platform *p, weft__sim_op_kind kind,
     pr->w = sim_data_work(dst, src, size, &rc);
     if (rc < 0)
         return rc;
+    if (p->log) {
+        sim_prep_access(pr, src, size, 0);
+        sim_prep_access(pr, dst, size, 1);
+    }
     pr->op.kind = kind;
     pr->op.bytes = size;
     pr->op.src_device = src_dev;
@@ -985,6 +1086,7 @@ static void sim_platform_free(sim_platform *p)
             weft__free(p->base.devices[i]);
     weft__free(p->base.devices);
     weft__free(p->record);
+    weft__free(p->log);
     weft__free(p);
 }
 
@@ -1064,6 +1166,12 @@ static int sim_platforms_open(const weft__driver_config *cfg,
         return weft__error(WEFT_ENOMEM, "sim: out of memory for the platform");
     }
     p->cfg = c;
+    if (c.check && c.real_data &&
+        !(p->log = weft__calloc(SIM_LOG, sizeof *p->log))) {
+        weft__free(list);
+        weft__free(p);
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for the check");
+    }
     p->id = __atomic_add_fetch(&sim_platform_ids, 1, __ATOMIC_RELAXED);
     p->base.drv = &weft__driver_sim;
     weft__strlcpy(p->base.name, "weft sim", sizeof p->base.name);
@@ -1576,6 +1684,8 @@ static int sim_fill_prep(const sim_platform *p, weft__mem *dst, size_t off,
         w->pattern_size = pattern_size;
         memcpy(w->pattern, pattern, pattern_size);
         pr->w = w;
+        if (p->log)
+            sim_prep_access(pr, bytes, size, 1);
     }
     pr->op.kind = WEFT__SIM_FILL;
     pr->op.bytes = size;
@@ -1771,6 +1881,18 @@ static int sim_launch_prep(const sim_platform *p, const sim_kernel *k,
         cost = k->hk.sim_cost(items, w->argv, k->hk.sim_cost_user);
     else
         cost = sim_ns((double)items * c->item_ns);
+    for (unsigned i = 0; p->log && i < nargs; i++) {
+        const weft__karg *a = &args[i];
+        size_t room;
+
+        if (a->type != WEFT_PARAM_BUFFER || !a->u.buf.mem)
+            continue;
+        room = a->u.buf.mem->size - a->u.buf.offset;
+        sim_prep_access(pr, sim_bytes(a->u.buf.mem, a->u.buf.offset),
+                        a->size && a->size < room ? a->size : room,
+                        !a->access || (a->access & WEFT_WRITE));
+        /* Read and written: a read access too, for the pairs it makes. */
+    }
     if (run) {
         w->kfn = k->hk.fn;
         w->grid = *grid;
@@ -1850,7 +1972,7 @@ static int sim_record_submit(sim_event *e, sim_queue *q, sim_marker *m,
         weft__free(w);
         w = NULL;
     }
-    rc = sim_submit(q, &op, 0, 0, 0, w);
+    rc = sim_submit(q, &op, 0, 0, 0, w, NULL, 0);
     if (rc < 0) {
         weft__free(w);
         weft__free(m);
@@ -1888,7 +2010,7 @@ static int sim_wait_submit(sim_platform *p, sim_event *e, sim_queue *q,
         weft__free(w);
         w = NULL;
     }
-    rc = sim_submit(q, &op, delay, 0, 0, w);
+    rc = sim_submit(q, &op, delay, 0, 0, w, NULL, 0);
     if (rc < 0 && w) {
         e->marker->refs--; /* still referenced by e: never reaches 0 */
         weft__free(w);
@@ -2535,7 +2657,7 @@ static int sim_graph_launch(void *graph, weft__queue *wq)
             src = sim_wait_submit(p, st->ev, st->q, st->pr.w);
         else
             src = sim_submit(st->q, &st->pr.op, st->pr.dur, st->pr.first,
-                             st->pr.count, st->pr.w);
+                             st->pr.count, st->pr.w, st->pr.acc, st->pr.nacc);
         weft__assert(src == 0);
         st->m = NULL;
         st->pr.w = NULL;
@@ -2550,6 +2672,17 @@ static int sim_graph_launch(void *graph, weft__queue *wq)
 }
 
 /* ---- the record (sim.h) ------------------------------------------------ */
+
+uint64_t weft__sim_hazards(weft__device *dev)
+{
+    sim_platform *p = sim_platform_of(dev);
+    uint64_t n;
+
+    sim_lock(p);
+    n = p->hazards;
+    sim_unlock(p);
+    return n;
+}
 
 const weft__sim_op *weft__sim_record(weft__device *dev, size_t *count)
 {

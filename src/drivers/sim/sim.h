@@ -63,6 +63,13 @@ typedef struct weft__sim_op {
  * weft__sim_record_clear(): read it while no other thread enqueues.
  */
 const weft__sim_op *weft__sim_record(weft__device *dev, size_t *count);
+/*
+ * With check=1 (and real_data=1): how many times an operation touched
+ * bytes that an earlier one also touched, one of them writing, while that
+ * one was still running in virtual time, with nothing ordering the two.
+ * 0 for a correct schedule.
+ */
+uint64_t weft__sim_hazards(weft__device *dev);
 /* Forget the record (virtual time goes on from where it is). */
 void weft__sim_record_clear(weft__device *dev);
 /* The latest virtual end of any operation of dev's platform so far. */

@@ -161,6 +161,7 @@ static void launch(weft__queue *q, weft__kernel *k, weft__mem *x, uint32_t a,
     weft__grid grid = {{(uint32_t)((n + 63) / 64), 1, 1}, {64, 1, 1}, 0};
     weft__karg args[3];
 
+    memset(args, 0, sizeof args); /* access 0: read and written */
     args[0].type = WEFT_PARAM_BUFFER;
     args[0].size = 0;
     args[0].u.buf.mem = x;
@@ -493,6 +494,53 @@ static void test_wait_event(void **state)
     OK(weft__drv_queue_destroy(q1));
     OK(weft__drv_mem_free(x));
     OK(weft__drv_mem_free(y));
+    OK(weft__drv_module_destroy(mod));
+    machine_close(&m);
+}
+
+/*
+ * check=1: a kernel writes x on one queue; a copy reads x on another queue
+ * of the same device. Without a wait between them the copy starts while
+ * the kernel runs (both on different engines): one hazard. With the wait,
+ * none; two readers of x at once are no hazard either.
+ */
+static void test_check_hazards(void **state)
+{
+    machine m;
+    weft__queue *qk, *qc, *qr;
+    weft__event *ev;
+    weft__module *mod;
+    weft__kernel *k;
+    weft__mem *x;
+    static char host[4096], other[4096];
+
+    (void)state;
+    machine_open(&m, "devices=1,launch_lat=500,item_ns=2,check=1", 1);
+    qk = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    qc = queue(&m, 0, WEFT__QUEUE_D2H);
+    qr = queue(&m, 0, WEFT__QUEUE_H2D);
+    k = kernel(&m, 0, "scale", &mod);
+    x = devmem(&m, 0, 4096);
+    OK(weft__drv_event_create(m.ctx[0], 0, &ev));
+    launch(qk, k, x, 3, 1024);
+    OK(weft__drv_copy_d2h(qc, host, x, 0, sizeof host)); /* not ordered */
+    assert_int_equal(weft__sim_hazards(m.dev[0]), 1);
+    OK(weft__drv_queue_sync(qc));
+    launch(qk, k, x, 3, 1024);
+    OK(weft__drv_event_record(ev, qk));
+    OK(weft__drv_queue_wait_event(qc, ev));
+    OK(weft__drv_copy_d2h(qc, host, x, 0, sizeof host)); /* ordered */
+    /* Two reads of x at once (the copy above, and one more). */
+    OK(weft__drv_queue_wait_event(qr, ev));
+    OK(weft__drv_copy_d2h(qr, other, x, 0, sizeof other));
+    assert_int_equal(weft__sim_hazards(m.dev[0]), 1);
+    OK(weft__drv_queue_sync(qc));
+    OK(weft__drv_queue_sync(qr));
+    OK(weft__drv_event_destroy(ev));
+    OK(weft__drv_queue_destroy(qk));
+    OK(weft__drv_queue_destroy(qc));
+    OK(weft__drv_queue_destroy(qr));
+    OK(weft__drv_mem_free(x));
     OK(weft__drv_module_destroy(mod));
     machine_close(&m);
 }
@@ -1632,6 +1680,7 @@ static int session(const char *config, unsigned real)
     order_log log = {0, {0}};
     int rc;
 
+    memset(args, 0, sizeof args);
     rc = machine_try_open(&m, config, real);
     if (rc < 0)
         return rc;
@@ -1912,6 +1961,7 @@ int main(void)
         cmocka_unit_test(test_h2d_d2h_overlap),
         cmocka_unit_test(test_kernel_copy_overlap),
         cmocka_unit_test(test_wait_event),
+        cmocka_unit_test(test_check_hazards),
         cmocka_unit_test(test_backfill),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_peer),

@@ -150,7 +150,8 @@ static int setup(void **state)
                               "events"};
     char cfg[64];
 
-    snprintf(cfg, sizeof cfg, "devices=%d,peer=%d,real_data=1", NDEV, f->peer);
+    snprintf(cfg, sizeof cfg, "devices=%d,peer=%d,real_data=1,check=1", NDEV,
+             f->peer);
     o.devices = "sim";
     o.sim_config = cfg;
     check(weft_runtime_create(&f->rt, &o));
@@ -244,6 +245,11 @@ static seen launch(const fixture *f, weft_exec *e, const char *what)
     check(weft_exec_get_stats(e, &s.st));
     s.rt_events = r1.plan_events - r0.plan_events;
     s.rt_waits = r1.plan_waits - r0.plan_waits;
+    /* Fewer events must not mean work on the same bytes left unordered. */
+    if (weft__sim_hazards(sim0(f)))
+        fail_msg("%s: the sim saw %llu hazards (work on the same bytes that "
+                 "nothing ordered)",
+                 what, (unsigned long long)weft__sim_hazards(sim0(f)));
     r = weft__sim_record(sim0(f), &n);
     for (size_t i = 0; i < n; i++) {
         s.rec_events += r[i].kind == WEFT__SIM_EVENT_RECORD;
