@@ -127,6 +127,8 @@ int weft_graph_destroy(weft_graph *g)
     weft__free(g->root_hash);
     weft__free(g->readers);
     weft__free(g->cands);
+    weft__free(g->rawtmp);
+    weft__free(g->raws);
     weft__free(g->stack);
     weft__runtime_live(g->rt, -1);
     weft__free(g);
@@ -310,6 +312,27 @@ static int weft__cand(weft_graph *g, uint32_t from, weft__hazard h,
 }
 
 /*
+ * Note that the node being added reads root's bytes that from wrote (once
+ * per pair as a rule: a writer of two roots the node reads may come twice,
+ * which costs nothing).
+ */
+static int weft__raw_add(weft_graph *g, uint32_t from, uint32_t root)
+{
+    weft__mark *m = &g->marks[from];
+    int rc;
+
+    if (m->raw_epoch == g->epoch && m->raw_root == root)
+        return 0;
+    if ((rc = weft__grow(&g->rawtmp, &g->cap_rawtmp, g->nrawtmp + 1,
+                         sizeof *g->rawtmp)) < 0)
+        return rc;
+    g->rawtmp[g->nrawtmp++] = (weft__raw){from, root};
+    m->raw_epoch = g->epoch;
+    m->raw_root = root;
+    return 0;
+}
+
+/*
  * Pass one over node n's accesses in phase READ then WRITE: the candidate
  * edges, and how many segments each access overlaps (for reservation).
  */
@@ -335,8 +358,9 @@ static int weft__find_candidates(weft_graph *g, const weft__access *acc,
                 if (phase == WEFT_READ) {
                     ++*nreads;
                     if (s->writer != WEFT__NONE && s->writer != n &&
-                        (rc = weft__cand(g, s->writer, WEFT__RAW, acc[a].root,
-                                         olo, ohi)) < 0)
+                        ((rc = weft__cand(g, s->writer, WEFT__RAW, acc[a].root,
+                                          olo, ohi)) < 0 ||
+                         (rc = weft__raw_add(g, s->writer, acc[a].root)) < 0))
                         return rc;
                     continue;
                 }
@@ -436,7 +460,7 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
                          sizeof *g->args)) < 0 ||
         (rc = weft__grow_bytes(g, nbytes)) < 0)
         return rc;
-    g->marks[n] = (weft__mark){0, 0, 0};
+    g->marks[n] = (weft__mark){0, 0, 0, 0, 0};
     /* Written past the counts: invisible until the commit below. */
     ga = g->acc + g->nacc;
     for (i = 0; i < nacc; i++) {
@@ -446,8 +470,13 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
     }
     g->epoch++;
     g->ncands = 0;
+    g->nrawtmp = 0;
     if ((rc = weft__find_candidates(g, ga, nacc, n, &nreads)) < 0)
         return rc;
+    if (g->nrawtmp > UINT32_MAX - g->nraws ||
+        (rc = weft__grow(&g->raws, &g->cap_raws, g->nraws + g->nrawtmp,
+                         sizeof *g->raws)) < 0)
+        return rc < 0 ? rc : weft__error(WEFT_ENOMEM, "graph: too many reads");
     for (i = 0; i < nacc; i++) {
         weft__root *r = &g->roots[ga[i].root];
 
@@ -504,6 +533,11 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
     nd->nacc = nacc;
     nd->in_first = g->nedges;
     nd->nin = g->ncands;
+    nd->raw_first = g->nraws;
+    nd->nraw = g->nrawtmp;
+    if (g->nrawtmp)
+        memcpy(g->raws + g->nraws, g->rawtmp, g->nrawtmp * sizeof *g->raws);
+    g->nraws += g->nrawtmp;
     nd->xin = WEFT__NONE;
     nd->device = -1;
     if (nd->kind == WEFT__NODE_KERNEL) {

@@ -66,6 +66,7 @@ typedef struct weft__node {
     weft__node_kind kind;
     uint32_t acc_first, nacc; /* accesses[acc_first, +nacc) */
     uint32_t in_first, nin;   /* inferred in-edges */
+    uint32_t raw_first, nraw; /* the writers it reads from: raws[] */
     uint32_t xin;             /* last explicit in-edge in xedges, or NONE */
     int32_t device;           /* weft_graph_set_device, or -1 */
     union {
@@ -99,6 +100,15 @@ typedef struct weft__edge {
     size_t lo, hi; /* the bytes of the root that made the edge */
 } weft__edge;
 
+/*
+ * A node that wrote bytes of root (the graph's index) that a later node
+ * reads, whether or not the reduction kept the edge: what a copy of that
+ * root's bytes for the later node must wait for, and no more.
+ */
+typedef struct weft__raw {
+    uint32_t from, root;
+} weft__raw;
+
 typedef struct weft__segment {
     size_t lo, hi;
     uint32_t writer;  /* node, or WEFT__NONE */
@@ -119,7 +129,8 @@ typedef struct weft__root {
 typedef struct weft__mark {
     uint64_t cand_epoch; /* == epoch: the node is a candidate, at cand_slot */
     uint64_t seen_epoch; /* == epoch: reached by the reduction's search */
-    uint32_t cand_slot;
+    uint64_t raw_epoch;  /* == epoch: in rawtmp, for root raw_root */
+    uint32_t cand_slot, raw_root;
 } weft__mark;
 
 struct weft_graph {
@@ -149,8 +160,13 @@ struct weft_graph {
     weft__reader *readers;
     uint32_t nreaders, cap_readers;
 
+    weft__raw *raws; /* per node: raws[raw_first, +nraw) */
+    uint32_t nraws, cap_raws;
+
     weft__edge *cands; /* scratch: candidate in-edges of the node added */
     uint32_t ncands, cap_cands;
+    weft__raw *rawtmp; /* scratch: the writers the node added reads from */
+    uint32_t nrawtmp, cap_rawtmp;
     uint32_t *stack; /* scratch: the reduction's search */
     uint32_t cap_stack;
     uint64_t epoch;

@@ -102,6 +102,12 @@ int weft__lanes_drain(weft__lanes *l)
     return l->hooks ? l->hooks->drain(l->set) : 0;
 }
 
+void weft__lanes_source(weft__lanes *l, weft_buffer *root, int from_host)
+{
+    if (l->hooks && l->hooks->source)
+        l->hooks->source(l->set, root, from_host);
+}
+
 int weft__lanes_fence_wait(weft__lanes *l, weft_buffer *root)
 {
     int rc;

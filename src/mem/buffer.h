@@ -144,6 +144,15 @@ typedef struct weft__lane_hooks {
     int (*after)(void *set, weft__queue *q, weft_buffer *root, unsigned where,
                  size_t off, size_t len);
     int (*drain)(void *set);
+    /*
+     * The transfers from now until the next call (root NULL) copy bytes of
+     * root that the node in progress reads: their lanes need wait only
+     * for the nodes that wrote those bytes, not for all its predecessors;
+     * from_host: from root's host copy, whose bytes are complete but for
+     * copies still on their way in (after) — no node need be waited for.
+     * Optional (NULL: every transfer waits for all of them).
+     */
+    void (*source)(void *set, weft_buffer *root, int from_host);
 } weft__lane_hooks;
 
 /*
@@ -187,6 +196,8 @@ void weft__lanes_settle(weft__lanes *l, weft__queue *q);
 int weft__lanes_after(weft__lanes *l, weft__queue *q, weft_buffer *root,
                       unsigned where, size_t off, size_t len);
 int weft__lanes_drain(weft__lanes *l);
+/* See weft__lane_hooks.source. */
+void weft__lanes_source(weft__lanes *l, weft_buffer *root, int from_host);
 /*
  * Another graph's asynchronous work on root that is not known complete:
  * wait for its fence (root locked by the caller; see fence in weft_buffer)

@@ -430,7 +430,8 @@ static int weft__device_to_host(weft_buffer *root, unsigned d, size_t off,
  * destination (which the caller made). Does not update the tracker, except
  * that a move between devices that cannot reach each other leaves the
  * bytes valid in the host copy it went through. h2d, unless NULL: the
- * queue of a copy from the host copy (src the host).
+ * queue of a copy from the host copy (src the host). Called by
+ * weft__ready only, with the lanes' source set to root.
  */
 static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
                       enum weft__cause cause, weft__lanes *l, weft__queue **h2d)
@@ -452,10 +453,18 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
         if (rc < 0)
             return rc;
     }
-    if (t->src == WEFT__COH_HOST || !rt->peer[sd * rt->ndevices + dd])
-        return weft__h2d(root, dd, y->blk.mem, y->blk.offset + (t->off - y->lo),
-                         t->off, root->host + t->off, t->len, 1, cause, l,
-                         t->src == WEFT__COH_HOST ? h2d : NULL);
+    if (t->src == WEFT__COH_HOST || !rt->peer[sd * rt->ndevices + dd]) {
+        /* (Through the host: the second leg's source is the host copy,
+         * whose bytes the first leg brings; it waits for that copy.) */
+        if (t->src != WEFT__COH_HOST)
+            weft__lanes_source(l, root, 1);
+        rc = weft__h2d(root, dd, y->blk.mem, y->blk.offset + (t->off - y->lo),
+                       t->off, root->host + t->off, t->len, 1, cause, l,
+                       t->src == WEFT__COH_HOST ? h2d : NULL);
+        if (t->src != WEFT__COH_HOST)
+            weft__lanes_source(l, root, 0);
+        return rc;
+    }
     for (size_t off = t->off, end = t->off + t->len; off < end;) {
         weft__extent *x = weft__extent_at(root, sd, off);
         weft__queue *q = NULL;
@@ -833,6 +842,9 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
         for (size_t i = 0; rc == 0 && i < l->tr.count; i++) {
             weft__coherence_transfer t = l->tr.items[i];
 
+            /* A copy of bytes the node reads: it waits for their writers
+             * only (see weft__lane_hooks.source). */
+            weft__lanes_source(l, root, t.src == WEFT__COH_HOST);
             if (t.src != WEFT__COH_HOST) {
                 size_t lo = WEFT__MAX(t.off, off);
                 size_t hi = WEFT__MIN(t.off + t.len, end);
@@ -851,6 +863,7 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
             if (t.off < end && off < t.off + t.len)
                 moved += WEFT__MIN(end, t.off + t.len) - WEFT__MAX(off, t.off);
         }
+        weft__lanes_source(l, NULL, 0);
         /* Synchronous lanes waited already. */
         if (wide && l->hooks) {
             int wrc = weft__lanes_sync(wide);

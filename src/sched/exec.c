@@ -438,6 +438,7 @@ static void weft__exec_free(weft_exec *e)
     weft__free(e->acc);
     weft__free(e->args);
     weft__free(e->bytes);
+    weft__free(e->raws);
     weft__free(e->order);
     weft__free(e->pred_first);
     weft__free(e->preds);
@@ -614,6 +615,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->acc = weft__dup(g->acc, (size_t)g->nacc * sizeof *g->acc);
     e->args = weft__dup(g->args, (size_t)g->nargs * sizeof *g->args);
     e->bytes = weft__dup(g->bytes, g->nbytes);
+    e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
     e->state = weft__malloc((size_t)g->nnodes + 1);
@@ -621,16 +623,17 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
-    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->kargs ||
-        !e->ptrs || !e->state || !e->jobs || !e->copies || !e->fences) {
+    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
+        !e->kargs || !e->ptrs || !e->state || !e->jobs || !e->copies ||
+        !e->fences) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto fail;
     }
     if ((rc = weft__build_locks(e)) < 0 || (rc = weft__build_next_use(e)) < 0)
         goto fail;
     if ((rc = weft__plan_create(e->rt, e->nodes, e->nnodes, e->node_dev,
-                                e->order, e->pred_first, e->preds, &e->plan)) <
-        0)
+                                e->order, e->pred_first, e->preds, e->raws,
+                                e->roots, &e->plan)) < 0)
         goto fail;
     e->lanes.hooks = &weft__plan_hooks;
     e->lanes.set = e->plan;
@@ -1312,7 +1315,7 @@ static void weft__replace(weft_exec *e)
         return;
     }
     rc = weft__plan_create(e->rt, e->nodes, e->nnodes, dev, e->order,
-                           e->pred_first, e->preds, &plan);
+                           e->pred_first, e->preds, e->raws, e->roots, &plan);
     if (rc < 0)
         goto fail;
     weft__free_jobs(e); /* made again for the new plan */

@@ -72,6 +72,7 @@ struct weft_exec {
     uint32_t nacc;
     weft_arg *args;
     unsigned char *bytes;
+    weft__raw *raws;      /* per node: the writers it reads from (graph.h) */
     uint32_t *order;      /* a topological order of the nodes */
     uint32_t *pred_first; /* nnodes + 1: preds[pred_first[i], [i + 1]) */
     uint32_t *preds;

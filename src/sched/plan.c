@@ -24,9 +24,12 @@ typedef struct weft__lane {
     weft__queue *q; /* NULL until first used; none for the host lane */
     unsigned device;
     unsigned slot;
-    uint64_t seq;   /* operations enqueued, waits included */
-    uint64_t *vc;   /* nlanes: see plan.h; vc[self] == seq */
-    uint64_t mark;  /* the step that last readied the lane */
+    uint64_t seq;         /* operations enqueued, waits included */
+    uint64_t *vc;         /* nlanes: see plan.h; vc[self] == seq */
+    uint64_t mark;        /* the step that last used the lane */
+    weft__event *tail_ev; /* recorded when seq was tail_seq (this launch) */
+    uint64_t tail_seq;
+    uint64_t full;  /* the step that last put it after all its preds */
     uint64_t seq0;  /* seq when the launch began */
     uint64_t nodes; /* steps that ended on the lane, this launch */
     uint64_t busy_ns, first_ns, last_ns; /* timed launches */
@@ -146,6 +149,12 @@ struct weft__plan {
     weft__plan_ticket *defer;
     unsigned tickets;
     unsigned held; /* stamps with held set, at most */
+
+    /* The writers each node reads from (graph.h) and the roots they name. */
+    const weft__raw *raws;
+    weft_buffer *const *roots;
+    const weft_buffer *src_root; /* hooks.source: transfers for a read */
+    int src_host;                /* ... from the host copy */
 
     /* The step in progress. */
     uint64_t stepno;
@@ -404,8 +413,11 @@ static int weft__record(weft__plan *p, weft__lane *ln, weft__event **ev)
 
     if (rc == 0)
         rc = weft__drv_event_record(*ev, ln->q);
-    if (rc == 0)
+    if (rc == 0) {
         p->counts.events++;
+        ln->tail_ev = *ev;
+        ln->tail_seq = ln->seq;
+    }
     return rc;
 }
 
@@ -488,7 +500,11 @@ static int weft__order_after(weft__plan *p, weft__lane *l, weft__lane *x,
             weft__vc_merge(p, h->vc, xvc);
         return 0;
     }
-    if (!ev) {
+    if (!ev && x->tail_ev && x->tail_seq == x->seq) {
+        /* An event already marks x's tail: no second one. */
+        ev = x->tail_ev;
+        xvc = x->vc;
+    } else if (!ev) {
         rc = weft__record(p, x, &ev);
         if (rc == 0 && made)
             *made = ev;
@@ -544,26 +560,79 @@ static int weft__ready(weft__plan *p, weft__lane *l)
 {
     int rc = weft__lane_open(p, l);
 
-    if (rc < 0 || l->mark == p->stepno)
+    if (rc < 0 || l->full == p->stepno)
         return rc;
-    l->mark = p->stepno;
+    l->mark = l->full = p->stepno;
     for (uint32_t e = p->pred_first[p->node];
          e < p->pred_first[p->node + 1] && rc == 0; e++)
         rc = weft__after_edge(p, l, e);
     return rc;
 }
 
-/* Lane f after the step's work on every other lane it used. */
+/*
+ * Ready lane l for a transfer of root's bytes that the step's node reads:
+ * after the nodes that wrote them (graph.h, weft__raw), the transfer's
+ * only sources, whether or not they are predecessors still (the reduction
+ * may have left only a path to them); from the host copy, after none (its
+ * bytes are complete once the copies on their way in land, and host work
+ * is done before what follows it is issued). Copies still on their way
+ * into the bytes are the buffer layer's to order (hooks.after). The
+ * compute lane of the step joins l later, and itself waits for all
+ * predecessors. A transfer's destination needs no more: bytes a device
+ * lacks were written after whoever read its old copy, and that writer
+ * waited for them.
+ */
+static int weft__ready_source(weft__plan *p, weft__lane *l,
+                              const weft_buffer *root)
+{
+    const weft__node *nd = &p->nodes[p->node];
+    int rc = weft__lane_open(p, l);
+
+    if (rc < 0 || l->full == p->stepno)
+        return rc;
+    l->mark = p->stepno;
+    for (uint32_t k = 0; !p->src_host && k < nd->nraw && rc == 0; k++) {
+        const weft__raw *w = &p->raws[nd->raw_first + k];
+
+        if (p->roots[w->root] == root)
+            rc = weft__after_node(p, l, w->from);
+    }
+    return rc;
+}
+
+/* Whether another lane the step used has waited for all of lane i. */
+static int weft__known_by_other(const weft__plan *p, const weft__lane *f,
+                                unsigned i)
+{
+    for (unsigned j = 0; j < p->host; j++) {
+        const weft__lane *v = &p->lanes[j];
+
+        if (j != i && v != f && v->mark == p->stepno && v->q &&
+            v->vc[i] >= p->lanes[i].seq)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Lane f after the step's work on every other lane it used: first the
+ * lanes no other used lane has waited for entirely (say the H2D lane of a
+ * copy through the host), then the rest, which the first imply as a rule
+ * (the D2H lane it waited for) and then cost nothing.
+ */
 static int weft__join(weft__plan *p, weft__lane *f)
 {
     int rc = 0;
 
-    for (unsigned i = 0; i < p->host && rc == 0; i++) {
-        weft__lane *u = &p->lanes[i];
+    for (int pass = 0; pass < 2; pass++)
+        for (unsigned i = 0; i < p->host && rc == 0; i++) {
+            weft__lane *u = &p->lanes[i];
 
-        if (u != f && u->mark == p->stepno && u->q)
+            if (u == f || u->mark != p->stepno || !u->q ||
+                weft__known_by_other(p, f, i) != pass)
+                continue;
             rc = weft__order_after(p, f, u, u->seq, u->vc, NULL, NULL);
-    }
+        }
     return rc;
 }
 
@@ -590,7 +659,9 @@ static int weft__hook_queue(void *set, unsigned device, weft__queue_role role,
     if (rc == 0 && role == WEFT__QUEUE_COMPUTE)
         rc = weft__join(p, l);
     if (rc == 0)
-        rc = weft__ready(p, l);
+        rc = role != WEFT__QUEUE_COMPUTE && p->src_root && p->node < p->n
+                 ? weft__ready_source(p, l, p->src_root)
+                 : weft__ready(p, l);
     if (rc < 0)
         return rc;
     p->last_lane = weft__lane_index(p, l);
@@ -683,11 +754,17 @@ static int weft__hook_drain(void *set)
     return weft__plan_drain(set);
 }
 
+static void weft__hook_source(void *set, weft_buffer *root, int from_host)
+{
+    weft__plan *p = set;
+
+    p->src_root = root;
+    p->src_host = from_host;
+}
+
 const weft__lane_hooks weft__plan_hooks = {
-    weft__hook_queue,
-    weft__hook_issued,
-    weft__hook_after,
-    weft__hook_drain,
+    weft__hook_queue, weft__hook_issued, weft__hook_after,
+    weft__hook_drain, weft__hook_source,
 };
 
 /* ---- lowering -------------------------------------------------------------
@@ -767,6 +844,7 @@ out:
 int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
                       const unsigned *node_dev, const uint32_t *order,
                       const uint32_t *pred_first, uint32_t *preds,
+                      const weft__raw *raws, weft_buffer *const *roots,
                       weft__plan **out)
 {
     weft__plan *p = weft__calloc(1, sizeof *p);
@@ -784,6 +862,8 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     p->node_dev = node_dev;
     p->pred_first = pred_first;
     p->preds = preds;
+    p->raws = raws;
+    p->roots = roots;
     p->node = UINT32_MAX;
     p->last_lane = WEFT__NO_LANE;
     nl = p->nlanes;
@@ -1394,6 +1474,8 @@ int weft__plan_drain(weft__plan *p)
      */
     for (unsigned d = 0; d < p->ndev && !p->tickets; d++)
         p->pools[d].used = 0;
+    for (unsigned i = 0; i < p->nlanes; i++)
+        p->lanes[i].tail_ev = NULL;
     /* What the finished host steps waited for, the host now knows. */
     for (uint32_t i = 0; i < p->n && p->held && !p->tickets; i++)
         p->stamps[i].held = NULL;

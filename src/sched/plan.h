@@ -66,12 +66,15 @@ extern const weft__lane_hooks weft__plan_hooks;
 
 /*
  * Lower: nodes n (kinds and devices), predecessors in CSR form (sorted
- * here, latest in order first), order the issue order. The plan keeps
- * pointers to pred_first/preds, which must outlive it.
+ * here, latest in order first), order the issue order; raws (the writers
+ * each node reads from, graph.h) with roots (the graph's root buffers, as
+ * weft__raw.root indexes them). The plan keeps pointers to pred_first,
+ * preds, raws and roots, which must outlive it.
  */
 int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
                       const unsigned *node_dev, const uint32_t *order,
                       const uint32_t *pred_first, uint32_t *preds,
+                      const struct weft__raw *raws, weft_buffer *const *roots,
                       weft__plan **out);
 /* Drain and free (NULL is ignored). */
 void weft__plan_destroy(weft__plan *p);
