@@ -1155,6 +1155,25 @@ static void ocl_queue_release(weft__queue *q)
  * queue that waits for a captured event find the capture to join, and
  * tells a stale event (its capture ended) from a live one.
  */
+/* What a command buffer's recorded commands use, held for its life. */
+typedef struct ocl_held {
+    cl_mem *keep; /* one-off sub-buffers of recorded launches */
+    unsigned nkeep, cap_keep;
+    cl_kernel *kernels; /* of recorded launches (ocl_capture_kernel) */
+    unsigned nkernels, cap_kernels;
+} ocl_held;
+
+static void ocl_held_release(ocl_held *h)
+{
+    for (unsigned i = 0; i < h->nkeep; i++)
+        ocl_release_memobject(h->keep[i]);
+    for (unsigned i = 0; i < h->nkernels; i++)
+        ocl_release_kernel(h->kernels[i]);
+    weft__free(h->keep);
+    weft__free(h->kernels);
+    memset(h, 0, sizeof *h);
+}
+
 typedef struct ocl_capture {
     struct ocl_capture *next; /* in the context's list */
     uint64_t id;              /* never 0 */
@@ -1163,10 +1182,7 @@ typedef struct ocl_capture {
     cl_command_buffer_khr cb;
     ocl_queue **queues; /* taking part, the first one first */
     unsigned nqueues, cap_queues;
-    cl_mem *keep; /* one-off sub-buffers of recorded launches */
-    unsigned nkeep, cap_keep;
-    cl_kernel *kernels; /* of recorded launches (ocl_capture_kernel) */
-    unsigned nkernels, cap_kernels;
+    ocl_held held;
     int failed; /* the first failure (a weft code), or 0 */
 } ocl_capture;
 
@@ -1175,10 +1191,7 @@ typedef struct ocl_graph {
     weft__context *ctx;
     const ocl_device *dev;
     cl_command_buffer_khr cb;
-    cl_mem *keep;
-    unsigned nkeep;
-    cl_kernel *kernels;
-    unsigned nkernels;
+    ocl_held held; /* the capture's */
     cl_event done; /* of the last launch, or NULL */
 } ocl_graph;
 
@@ -1251,6 +1264,29 @@ static void ocl_capture_then(ocl_queue *q, cl_sync_point_khr sp)
     q->nwaits = 0;
 }
 
+/*
+ * After recording one command (rc; its sync point sp): q's last command,
+ * or the capture fails, the message saying which command (fmt, ...).
+ */
+static int ocl_capture_recorded(ocl_queue *q, cl_int rc, cl_sync_point_khr sp,
+                                const char *fmt, ...) WEFT__PRINTF(4, 5);
+static int ocl_capture_recorded(ocl_queue *q, cl_int rc, cl_sync_point_khr sp,
+                                const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+
+    if (rc == CL_SUCCESS) {
+        ocl_capture_then(q, sp);
+        return 0;
+    }
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return ocl_capture_fail(
+        q, ocl_fail(rc, "%s on %s", what, q->cap->dev->base.name));
+}
+
 /* Take q out of whatever capture it took part in. */
 static void ocl_capture_leave(ocl_queue *q)
 {
@@ -1299,12 +1335,8 @@ static int ocl_capture_copy(ocl_queue *q, cl_mem src, size_t src_off,
     else
         rc = ((clCommandCopyBufferKHR_fn)d->cmdbuf->copy)(
             c->cb, NULL, src, dst, src_off, dst_off, size, n, w, &sp, NULL);
-    if (rc != CL_SUCCESS)
-        return ocl_capture_fail(
-            q, ocl_fail(rc, "clCommandCopyBufferKHR: %zu bytes on %s", size,
-                        d->base.name));
-    ocl_capture_then(q, sp);
-    return 0;
+    return ocl_capture_recorded(q, rc, sp, "clCommandCopyBufferKHR: %zu bytes",
+                                size);
 }
 
 static int ocl_capture_fill(ocl_queue *q, cl_mem dst, size_t off,
@@ -1331,12 +1363,8 @@ static int ocl_capture_fill(ocl_queue *q, cl_mem dst, size_t off,
         rc = ((clCommandFillBufferKHR_fn)d->cmdbuf->fill)(
             c->cb, NULL, dst, pattern, pattern_size, off, size, n, w, &sp,
             NULL);
-    if (rc != CL_SUCCESS)
-        return ocl_capture_fail(
-            q, ocl_fail(rc, "clCommandFillBufferKHR: %zu bytes on %s", size,
-                        d->base.name));
-    ocl_capture_then(q, sp);
-    return 0;
+    return ocl_capture_recorded(q, rc, sp, "clCommandFillBufferKHR: %zu bytes",
+                                size);
 }
 
 /*
@@ -1363,12 +1391,7 @@ static int ocl_capture_barrier(ocl_queue *q)
     else
         rc = ((clCommandBarrierWithWaitListKHR_fn)d->cmdbuf->barrier)(
             c->cb, NULL, n, w, &sp, NULL);
-    if (rc != CL_SUCCESS)
-        return ocl_capture_fail(
-            q, ocl_fail(rc, "clCommandBarrierWithWaitListKHR: on %s",
-                        d->base.name));
-    ocl_capture_then(q, sp);
-    return 0;
+    return ocl_capture_recorded(q, rc, sp, "clCommandBarrierWithWaitListKHR");
 }
 
 /* Free what a capture holds that did not go to a graph. */
@@ -1377,12 +1400,7 @@ static void ocl_capture_free(ocl_capture *c)
     if (c->cb && c->dev->cmdbuf->release(c->cb) != CL_SUCCESS)
         weft__warn("opencl", "a command buffer of %s was not released",
                    c->dev->base.name);
-    for (unsigned i = 0; i < c->nkeep; i++)
-        ocl_release_memobject(c->keep[i]);
-    for (unsigned i = 0; i < c->nkernels; i++)
-        ocl_release_kernel(c->kernels[i]);
-    weft__free(c->keep);
-    weft__free(c->kernels);
+    ocl_held_release(&c->held);
     weft__free(c->queues);
     weft__free(c);
 }
@@ -1398,12 +1416,7 @@ static void ocl_graph_destroy(void *graph)
     if (g->dev->cmdbuf->release(g->cb) != CL_SUCCESS)
         weft__warn("opencl", "a command buffer of %s was not released",
                    g->dev->base.name);
-    for (unsigned i = 0; i < g->nkeep; i++)
-        ocl_release_memobject(g->keep[i]);
-    for (unsigned i = 0; i < g->nkernels; i++)
-        ocl_release_kernel(g->kernels[i]);
-    weft__free(g->keep);
-    weft__free(g->kernels);
+    ocl_held_release(&g->held);
     weft__free(g);
 }
 
@@ -1507,15 +1520,9 @@ static int ocl_graph_end(weft__queue *q, void *old, void **graph, int *updated)
     g->ctx = q->ctx;
     g->dev = c->dev;
     g->cb = c->cb;
-    g->keep = c->keep;
-    g->nkeep = c->nkeep;
-    g->kernels = c->kernels;
-    g->nkernels = c->nkernels;
+    g->held = c->held;
     c->cb = NULL;
-    c->keep = NULL;
-    c->nkeep = 0;
-    c->kernels = NULL;
-    c->nkernels = 0;
+    memset(&c->held, 0, sizeof c->held);
     ocl_capture_free(c);
     *graph = g;
     return 0;
@@ -2500,8 +2507,8 @@ static int ocl_capture_kernel(ocl_queue *q, ocl_kernel *k, cl_kernel *out)
     cl_kernel own;
     cl_int rc;
 
-    if (ocl_grow((void **)&c->kernels, &c->cap_kernels, c->nkernels,
-                 sizeof *c->kernels) < 0)
+    if (ocl_grow((void **)&c->held.kernels, &c->held.cap_kernels,
+                 c->held.nkernels, sizeof *c->held.kernels) < 0)
         return ocl_capture_fail(
             q, weft__error(WEFT_ENOMEM, "opencl: recording %s", k->name));
     own = OCL_NEW("clCreateKernel", rc, clCreateKernel(m->prog, k->name, &rc));
@@ -2509,7 +2516,7 @@ static int ocl_capture_kernel(ocl_queue *q, ocl_kernel *k, cl_kernel *out)
         return ocl_capture_fail(
             q, ocl_fail(rc, "clCreateKernel: %s, recorded on %s", k->name,
                         c->dev->base.name));
-    c->kernels[c->nkernels++] = own;
+    c->held.kernels[c->held.nkernels++] = own;
     *out = own;
     return 0;
 }
@@ -2532,23 +2539,19 @@ static int ocl_capture_launch(ocl_queue *q, ocl_kernel *k, cl_kernel kcl,
     int err;
 
     while (*noneoff > 0) {
-        if (ocl_grow((void **)&c->keep, &c->cap_keep, c->nkeep,
-                     sizeof *c->keep) < 0)
+        if (ocl_grow((void **)&c->held.keep, &c->held.cap_keep, c->held.nkeep,
+                     sizeof *c->held.keep) < 0)
             return ocl_capture_fail(
                 q, weft__error(WEFT_ENOMEM, "opencl: recording %s", k->name));
-        c->keep[c->nkeep++] = oneoff[--*noneoff];
+        c->held.keep[c->held.nkeep++] = oneoff[--*noneoff];
     }
     if ((err = ocl_capture_deps(q, &w, &n)) < 0)
         return err;
     rc = OCL("clCommandNDRangeKernelKHR",
              c->dev->cmdbuf->ndrange(c->cb, NULL, NULL, kcl, dims, NULL, gws,
                                      lws, n, w, &sp, NULL));
-    if (rc != CL_SUCCESS)
-        return ocl_capture_fail(
-            q, ocl_fail(rc, "clCommandNDRangeKernelKHR: %s on %s", k->name,
-                        c->dev->base.name));
-    ocl_capture_then(q, sp);
-    return 0;
+    return ocl_capture_recorded(q, rc, sp, "clCommandNDRangeKernelKHR: %s",
+                                k->name);
 }
 
 /*
