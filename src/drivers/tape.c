@@ -142,78 +142,69 @@ static int weft__karg_equal(const weft__karg *a, const weft__karg *b)
     return !a->size || !memcmp(a->u.value, b->u.value, a->size);
 }
 
-static int weft__op_equal(const weft__tape *t, const weft__tape_op *a,
+/* How an operation compares with the taped one at its place. */
+enum { WEFT__OP_DIFFERS, WEFT__OP_PARAMS, WEFT__OP_EQUAL };
+
+/*
+ * EQUAL: the same operation (same queue, kernel, grid, argument bytes,
+ * memory and offsets, events, host function). PARAMS: it differs only
+ * where a native graph can be updated in place: a launch's argument values
+ * and buffers (argument types and sizes the same), a fill's or a device
+ * copy's memory and offsets, a host copy's pointer (pinned). Else DIFFERS.
+ */
+static int weft__op_match(const weft__tape *t, const weft__tape_op *a,
                           const weft__tape_op *b, const weft__karg *args,
                           const void *pattern)
 {
-    if (a->kind != b->kind || a->q != b->q)
-        return 0;
-    switch (a->kind) {
-    case WEFT__TAPE_LAUNCH:
-        if (a->k != b->k || a->nargs != b->nargs ||
-            memcmp(&a->grid, &b->grid, sizeof a->grid))
-            return 0;
-        for (uint32_t i = 0; i < a->nargs; i++)
-            if (!weft__karg_equal(&args[i], &t->args[b->arg_first + i]))
-                return 0;
-        return 1;
-    case WEFT__TAPE_FILL:
-        return a->dst == b->dst && a->dst_off == b->dst_off &&
-               a->size == b->size && a->nargs == b->nargs &&
-               !memcmp(pattern, &t->bytes[b->arg_first], a->nargs);
-    case WEFT__TAPE_H2D:
-    case WEFT__TAPE_D2H:
-    case WEFT__TAPE_D2D:
-    case WEFT__TAPE_PEER:
-        return a->dst == b->dst && a->src == b->src &&
-               a->dst_off == b->dst_off && a->src_off == b->src_off &&
-               a->size == b->size && a->host == b->host;
-    case WEFT__TAPE_RECORD:
-    case WEFT__TAPE_WAIT:
-        return a->ev == b->ev;
-    case WEFT__TAPE_HOST_FN:
-        return a->fn == b->fn && a->user == b->user;
-    }
-    return 0;
-}
+    int same = 1;
 
-/*
- * Whether a (DEFER) differs from the taped b only where a native graph
- * can be updated in place: a launch's argument values and buffers (same
- * kernel, grid, queue, argument types and sizes), a fill's or device
- * copy's memory and offsets, a pinned host copy's host pointer.
- */
-static int weft__op_similar(const weft__tape *t, const weft__tape_op *a,
-                            const weft__tape_op *b, const weft__karg *args)
-{
     if (a->kind != b->kind || a->q != b->q)
-        return 0;
+        return WEFT__OP_DIFFERS;
     switch (a->kind) {
     case WEFT__TAPE_LAUNCH:
         if (a->k != b->k || a->nargs != b->nargs ||
             memcmp(&a->grid, &b->grid, sizeof a->grid))
-            return 0;
+            return WEFT__OP_DIFFERS;
         for (uint32_t i = 0; i < a->nargs; i++) {
             const weft__karg *x = &args[i], *y = &t->args[b->arg_first + i];
 
             if (x->type != y->type || x->size != y->size)
-                return 0;
+                return WEFT__OP_DIFFERS;
+            same = same && weft__karg_equal(x, y);
         }
-        return 1;
+        return same ? WEFT__OP_EQUAL : WEFT__OP_PARAMS;
     case WEFT__TAPE_FILL:
-        return a->size == b->size && a->nargs == b->nargs;
+        if (a->size != b->size || a->nargs != b->nargs)
+            return WEFT__OP_DIFFERS;
+        return a->dst == b->dst && a->dst_off == b->dst_off &&
+                       !memcmp(pattern, &t->bytes[b->arg_first], a->nargs)
+                   ? WEFT__OP_EQUAL
+                   : WEFT__OP_PARAMS;
     case WEFT__TAPE_H2D:
     case WEFT__TAPE_D2H:
-        return a->size == b->size &&
-               weft__drv_host_is_pinned(a->q->ctx, a->host, a->size) == 1;
     case WEFT__TAPE_D2D:
-        return a->size == b->size;
-    default:
-        return 0;
+    case WEFT__TAPE_PEER:
+        if (a->size != b->size)
+            return WEFT__OP_DIFFERS;
+        if (a->dst == b->dst && a->src == b->src && a->dst_off == b->dst_off &&
+            a->src_off == b->src_off && a->host == b->host)
+            return WEFT__OP_EQUAL;
+        if (a->kind == WEFT__TAPE_PEER ||
+            (a->kind != WEFT__TAPE_D2D &&
+             weft__drv_host_is_pinned(a->q->ctx, a->host, a->size) != 1))
+            return WEFT__OP_DIFFERS;
+        return WEFT__OP_PARAMS;
+    case WEFT__TAPE_RECORD:
+    case WEFT__TAPE_WAIT:
+        return a->ev == b->ev ? WEFT__OP_EQUAL : WEFT__OP_DIFFERS;
+    case WEFT__TAPE_HOST_FN:
+        return a->fn == b->fn && a->user == b->user ? WEFT__OP_EQUAL
+                                                    : WEFT__OP_DIFFERS;
     }
+    return WEFT__OP_DIFFERS;
 }
 
-/* Take a's parameters into the taped b (weft__op_similar said so). */
+/* Take a's parameters into the taped b (weft__op_match said PARAMS). */
 static void weft__op_update(weft__tape *t, const weft__tape_op *a,
                             weft__tape_op *b, const weft__karg *args,
                             const void *pattern)
@@ -315,20 +306,22 @@ static void weft__tape_rebase(weft__tape *t)
 int weft__tape_enqueue(weft__tape *t, const weft__tape_op *op,
                        const weft__karg *args, const void *pattern)
 {
+    int match;
+
     if (t->mode == WEFT__TAPE_RECORD_MODE) {
         weft__tape_append(t, op, args, pattern);
         return 0;
     }
     if (t->mode != WEFT__TAPE_DEFER_MODE)
         return 0;
-    if (t->pos < t->n &&
-        weft__op_equal(t, op, &t->ops[t->pos], args, pattern)) {
-        t->pos++;
-        return 1;
-    }
-    if (t->pos < t->n && weft__op_similar(t, op, &t->ops[t->pos], args)) {
+    match = t->pos < t->n
+                ? weft__op_match(t, op, &t->ops[t->pos], args, pattern)
+                : WEFT__OP_DIFFERS;
+    if (match == WEFT__OP_PARAMS) {
         weft__op_update(t, op, &t->ops[t->pos], args, pattern);
         t->changed = 1;
+    }
+    if (match != WEFT__OP_DIFFERS) {
         t->pos++;
         return 1;
     }
@@ -436,6 +429,16 @@ static int weft__tape_launch(weft__tape *t)
     return rc;
 }
 
+/* A capture failed (the error is set): no native graph, and no more tries. */
+static void weft__tape_no_graph(weft__tape *t)
+{
+    weft__info("tape", "no native graph for this launch: %s",
+               weft_last_error());
+    weft_clear_error();
+    weft__tape_drop_graph(t);
+    t->broken = 1;
+}
+
 /*
  * A DEFER launch that matched the tape only up to parameters: the graph is
  * captured again from the updated tape and given to the driver to update
@@ -454,11 +457,7 @@ static int weft__tape_rebuild(weft__tape *t)
                     updated ? "updated in place" : "made anew");
         return 0;
     }
-    weft__info("tape", "no native graph for this launch: %s",
-               weft_last_error());
-    weft_clear_error();
-    weft__tape_drop_graph(t);
-    t->broken = 1;
+    weft__tape_no_graph(t);
     return -1;
 }
 
@@ -469,9 +468,10 @@ int weft__tape_end(weft__tape *t)
     weft__tape_cur = NULL;
     switch (t->mode) {
     case WEFT__TAPE_DEFER_MODE:
-        if (t->pos == t->n && t->changed && weft__tape_rebuild(t) < 0) {
+        /* Short, or changed and no graph for it: op by op after all. */
+        if (t->pos < t->n || (t->changed && weft__tape_rebuild(t) < 0)) {
             rc = weft__tape_flush(t);
-        } else if (t->pos == t->n) {
+        } else {
             /*
              * The graph holds every lane's work but runs on one queue:
              * the plan, which knows lanes, would sync the others (empty)
@@ -480,8 +480,6 @@ int weft__tape_end(weft__tape *t)
              */
             rc = weft__tape_launch(t);
             t->matched = rc == 0;
-        } else {
-            rc = weft__tape_flush(t);
         }
         break;
     case WEFT__TAPE_RECORD_MODE:
@@ -489,11 +487,7 @@ int weft__tape_end(weft__tape *t)
         if (t->unfit || t->n == 0)
             break;
         if (weft__tape_build(t, NULL) < 0) {
-            weft__info("tape", "no native graph for this launch: %s",
-                       weft_last_error());
-            weft_clear_error();
-            weft__tape_drop_graph(t);
-            t->broken = 1;
+            weft__tape_no_graph(t);
         } else {
             weft__debug("tape", "%zu operations captured", t->n);
         }
