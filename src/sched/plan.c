@@ -312,10 +312,9 @@ static void weft__time_origin(weft__plan *p, weft__lane *ln)
     p->origin_ns[ln->device] = weft__now_ns();
 }
 
-/* Room for one more record; NULL (and timing stops) if there is none. */
-static weft__top *weft__top_push(weft__plan *p, uint32_t lane)
+/* Room for one more record, zeroed; NULL if there is none. */
+static weft__top *weft__top_alloc(weft__plan *p, uint32_t lane)
 {
-    weft__lane *l = &p->lanes[lane];
     weft__top *t;
 
     if (p->ntops == p->cap_tops) {
@@ -329,14 +328,25 @@ static weft__top *weft__top_push(weft__plan *p, uint32_t lane)
         p->tops = t;
         p->cap_tops = cap;
     }
-    t = &p->tops[p->ntops];
+    t = &p->tops[p->ntops++];
     memset(t, 0, sizeof *t);
     t->lane = lane;
     t->node = p->node;
+    return t;
+}
+
+/* A record that is lane's latest, with the arrows lane had pending. */
+static weft__top *weft__top_push(weft__plan *p, uint32_t lane)
+{
+    weft__lane *l = &p->lanes[lane];
+    weft__top *t = weft__top_alloc(p, lane);
+
+    if (!t)
+        return NULL;
     memcpy(t->flow_from, l->flow_from, sizeof t->flow_from);
     t->nflow = l->nflow;
     l->nflow = 0;
-    l->last_top = (uint32_t)p->ntops++;
+    l->last_top = (uint32_t)(p->ntops - 1);
     return t;
 }
 
@@ -1053,7 +1063,7 @@ int weft__plan_native_possible(const weft__plan *p)
 
 int weft__plan_native_matched(const weft__plan *p)
 {
-    return p->tape_ok && p->tape.matched && p->tape.graph && !p->tape.broken;
+    return weft__plan_native_possible(p) && p->tape.matched;
 }
 
 int weft__plan_native_replay(weft__plan *p)
@@ -1096,22 +1106,13 @@ void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0, uint64_t t1,
 void weft__plan_time_worker(weft__plan *p, uint32_t node, int worker, int kind,
                             uint64_t t0, uint64_t t1, uint64_t bytes)
 {
-    weft__lane *h = weft__host_lane(p);
-    uint32_t flow_from[WEFT__COUNTOF(h->flow_from)], last = h->last_top;
-    unsigned nflow = h->nflow;
     weft__top *t;
 
-    /* Not the issuing thread's record: its pending arrows and last record
-     * stay its own. */
-    memcpy(flow_from, h->flow_from, sizeof flow_from);
-    if (!p->timed || !(t = weft__top_push(p, p->host)))
+    /* Not the issuing thread's record: its arrows and latest stay. */
+    if (!p->timed || !(t = weft__top_alloc(p, p->host)))
         return;
-    memcpy(h->flow_from, flow_from, sizeof flow_from);
-    h->nflow = nflow;
-    h->last_top = last;
     t->node = node;
     t->worker = worker >= 0 ? (uint32_t)worker + 1 : 0;
-    t->nflow = 0;
     t->t0 = t0;
     t->t1 = t1 < t0 ? t0 : t1;
     t->bytes = bytes;
@@ -1503,7 +1504,8 @@ void weft__plan_step_begin(weft__plan *p, uint32_t node)
      * holds back only the work that follows the host step, as a real
      * machine would.
      */
-    for (uint32_t e = p->pred_first[node]; e < p->pred_first[node + 1]; e++) {
+    for (uint32_t e = p->pred_first[node];
+         p->held && e < p->pred_first[node + 1]; e++) {
         weft__stamp *st = &p->stamps[p->preds[e]];
 
         if (!st->held)
