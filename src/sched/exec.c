@@ -1378,6 +1378,13 @@ static int weft__exec_snapshot(weft_exec *e, unsigned char **buf, size_t *cap,
     return 0;
 }
 
+/* Whether the roots' state now (snap) is the steady one. */
+static int weft__snap_is_steady(const weft_exec *e)
+{
+    return e->snap_len == e->steady_len &&
+           memcmp(e->snap, e->steady, e->snap_len) == 0;
+}
+
 /*
  * After an issued launch: steady if it ran as the native graph unchanged,
  * did no host-side work (which the graph does not hold: host_work) and
@@ -1392,8 +1399,7 @@ static void weft__note_steady(weft_exec *e, int have_snap, int host_work)
         weft_clear_error();
         return;
     }
-    e->steady_ok = e->steady_len == e->snap_len &&
-                   memcmp(e->steady, e->snap, e->snap_len) == 0;
+    e->steady_ok = weft__snap_is_steady(e);
     if (!e->steady_ok) {
         size_t at = 0;
 
@@ -1443,8 +1449,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
     weft_clear_error();
     if (have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&
-        e->snap_len == e->steady_len &&
-        memcmp(e->snap, e->steady, e->snap_len) == 0) {
+        weft__snap_is_steady(e)) {
         /* The same decisions as the last launch: its graph, no issue.
          * Its roots are this launch's while it runs, as a step makes
          * them (eviction by another graph passes them by). */
