@@ -1582,17 +1582,32 @@ static int sim_capture_try(weft__queue *wq, const sim_node *node)
 
 /* ---- copies and fills -------------------------------------------------- */
 
-static int sim_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
-                        const void *src, size_t size)
+/*
+ * A copy on q: recorded if q is capturing (> 0), else 0 to run it; < 0 on
+ * error. host is the host side of an h2d or d2h.
+ */
+static int sim_capture_copy(weft__queue *q, weft__sim_op_kind kind,
+                            weft__mem *dst, size_t dst_off, weft__mem *src,
+                            size_t src_off, const void *host, size_t size)
 {
-    sim_node n = sim_node_of(WEFT__SIM_H2D);
-    int rc;
+    sim_node n = sim_node_of(kind);
 
     n.dst = dst;
     n.dst_off = dst_off;
-    n.host = (void *)(uintptr_t)src;
+    n.src = src;
+    n.src_off = src_off;
+    n.host = (void *)(uintptr_t)host;
     n.size = size;
-    if ((rc = sim_capture_try(q, &n)) != 0)
+    return sim_capture_try(q, &n);
+}
+
+static int sim_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
+                        const void *src, size_t size)
+{
+    int rc =
+        sim_capture_copy(q, WEFT__SIM_H2D, dst, dst_off, NULL, 0, src, size);
+
+    if (rc != 0)
         return rc < 0 ? rc : 0;
     return sim_copy(q, WEFT__SIM_H2D, sim_bytes(dst, dst_off), src, size,
                     WEFT__SIM_HOST, sim_dev_index(dst));
@@ -1601,14 +1616,10 @@ static int sim_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 static int sim_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
                         size_t src_off, size_t size)
 {
-    sim_node n = sim_node_of(WEFT__SIM_D2H);
-    int rc;
+    int rc =
+        sim_capture_copy(q, WEFT__SIM_D2H, NULL, 0, src, src_off, dst, size);
 
-    n.src = src;
-    n.src_off = src_off;
-    n.host = dst;
-    n.size = size;
-    if ((rc = sim_capture_try(q, &n)) != 0)
+    if (rc != 0)
         return rc < 0 ? rc : 0;
     return sim_copy(q, WEFT__SIM_D2H, dst, sim_bytes(src, src_off), size,
                     sim_dev_index(src), WEFT__SIM_HOST);
@@ -1617,15 +1628,10 @@ static int sim_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
 static int sim_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size)
 {
-    sim_node n = sim_node_of(WEFT__SIM_D2D);
-    int rc;
+    int rc = sim_capture_copy(q, WEFT__SIM_D2D, dst, dst_off, src, src_off,
+                              NULL, size);
 
-    n.dst = dst;
-    n.dst_off = dst_off;
-    n.src = src;
-    n.src_off = src_off;
-    n.size = size;
-    if ((rc = sim_capture_try(q, &n)) != 0)
+    if (rc != 0)
         return rc < 0 ? rc : 0;
     return sim_copy(q, WEFT__SIM_D2D, sim_bytes(dst, dst_off),
                     sim_bytes(src, src_off), size, sim_dev_index(src),
@@ -1637,6 +1643,7 @@ static int sim_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
 {
     weft__device *sd = src->ctx->dev, *dd = dst->ctx->dev;
     sim_platform *p = sim_ctx_platform(q->ctx);
+    int rc;
 
     if (sd->platform != &p->base || dd->platform != &p->base)
         return weft__error(WEFT_EINVAL,
@@ -1649,18 +1656,9 @@ static int sim_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                                   "peer_group=%u): stage through the host",
                                   dd->name, sd->name, p->cfg.peer,
                                   p->cfg.peer_group);
-    {
-        sim_node n = sim_node_of(WEFT__SIM_PEER);
-        int rc;
-
-        n.dst = dst;
-        n.dst_off = dst_off;
-        n.src = src;
-        n.src_off = src_off;
-        n.size = size;
-        if ((rc = sim_capture_try(q, &n)) != 0)
-            return rc < 0 ? rc : 0;
-    }
+    if ((rc = sim_capture_copy(q, WEFT__SIM_PEER, dst, dst_off, src, src_off,
+                               NULL, size)) != 0)
+        return rc < 0 ? rc : 0;
     return sim_copy(q, WEFT__SIM_PEER, sim_bytes(dst, dst_off),
                     sim_bytes(src, src_off), size, sim_dev_index(src),
                     sim_dev_index(dst));
