@@ -434,7 +434,8 @@ int weft_buffer_write(weft_buffer *buf, size_t offset, const void *src,
     if ((rc = weft__helper_begin(buf, offset, &size, "weft_buffer_write")) < 0)
         return rc;
     weft__lanes_init(&l, buf->rt);
-    rc = weft__buffer_store(buf->root, buf->offset + offset, src, size, &l);
+    rc = weft__buffer_store(buf->root, buf->offset + offset, src, size,
+                            WEFT__HOST, &l);
     return weft__helper_end(buf, &l, rc, "weft_buffer_write");
 }
 
@@ -488,7 +489,7 @@ int weft_buffer_fill(weft_buffer *buf, size_t offset, size_t size,
         return rc;
     weft__lanes_init(&l, buf->rt);
     rc = weft__buffer_fill_range(buf->root, buf->offset + offset, size, pattern,
-                                 pattern_size, &l);
+                                 pattern_size, WEFT__HOST, &l);
     return weft__helper_end(buf, &l, rc, "weft_buffer_fill");
 }
 

@@ -271,11 +271,14 @@ int weft__buffer_is_valid(const weft_buffer *root, unsigned where, size_t off,
  * that holds the whole range, so that a small write does not invalidate a
  * device's copy, and the host copy where it holds the range too, unless
  * the range is large and a device holds it (or where no device does);
+ * where prefer (a device, or WEFT__HOST for none) is one of those devices,
+ * only it is written and the other copies become stale (a graph's write
+ * node for a kernel on prefer: the bytes go where they are read, once);
  * load brings the host copy of the range up to date and reads it. A
  * failure leaves the bytes as they were, or wholly new.
  */
 int weft__buffer_store(weft_buffer *root, size_t off, const void *src,
-                       size_t size, weft__lanes *l);
+                       size_t size, unsigned prefer, weft__lanes *l);
 int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
                       weft__lanes *l);
 /*
@@ -293,7 +296,7 @@ int weft__buffer_load_direct(weft_buffer *root, size_t off, void *dst,
                              size_t size, weft__lanes *l);
 int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
                             const void *pattern, size_t pattern_size,
-                            weft__lanes *l);
+                            unsigned prefer, weft__lanes *l);
 /*
  * Copy size bytes from src at soff to dst at doff (roots, both locked,
  * ranges disjoint if the roots are the same) on `device`: the source range

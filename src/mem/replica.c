@@ -955,7 +955,8 @@ unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
  */
 static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
                                const void *src, const void *pattern,
-                               size_t pattern_size, weft__lanes *l)
+                               size_t pattern_size, unsigned prefer,
+                               weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
     uint64_t holders;
@@ -976,7 +977,7 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
             return weft__error(WEFT_ENOMEM, "fill of %zu bytes", size);
         for (size_t i = 0; i < size; i += pattern_size)
             memcpy(tmp + i, pattern, pattern_size);
-        rc = weft__store_or_fill(root, off, size, tmp, NULL, 0, l);
+        rc = weft__store_or_fill(root, off, size, tmp, NULL, 0, prefer, l);
         /* Copies from tmp may still be on their way: let them land. */
         drc = weft__lanes_drain(l);
         if (rc == 0)
@@ -991,6 +992,12 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
         if ((holders >> (d + 1) & 1) &&
             weft__extent_covering(root, d, off, size))
             targets[n++] = d;
+    for (unsigned i = 0; i < n; i++)
+        if (targets[i] == prefer) {
+            targets[0] = prefer;
+            n = 1;
+            break;
+        }
     /*
      * The host copy too where it holds the range, unless that is a large
      * range a device holds as well: its bytes would be copied on this
@@ -1054,16 +1061,17 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
 }
 
 int weft__buffer_store(weft_buffer *root, size_t off, const void *src,
-                       size_t size, weft__lanes *l)
+                       size_t size, unsigned prefer, weft__lanes *l)
 {
-    return weft__store_or_fill(root, off, size, src, NULL, 0, l);
+    return weft__store_or_fill(root, off, size, src, NULL, 0, prefer, l);
 }
 
 int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
                             const void *pattern, size_t pattern_size,
-                            weft__lanes *l)
+                            unsigned prefer, weft__lanes *l)
 {
-    return weft__store_or_fill(root, off, size, NULL, pattern, pattern_size, l);
+    return weft__store_or_fill(root, off, size, NULL, pattern, pattern_size,
+                               prefer, l);
 }
 
 int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
@@ -1130,9 +1138,9 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
         rc = weft__buffer_make_valid(src, WEFT__HOST, soff, size, l);
         if (rc == 0)
             rc = weft__lanes_after(l, NULL, src, WEFT__HOST, soff, size);
-        return rc < 0
-                   ? rc
-                   : weft__buffer_store(dst, doff, src->host + soff, size, l);
+        return rc < 0 ? rc
+                      : weft__buffer_store(dst, doff, src->host + soff, size,
+                                           WEFT__HOST, l);
     }
     rc = weft__buffer_make_valid(src, device, soff, size, l);
     if (rc == 0)

@@ -410,6 +410,30 @@ static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
 
 /* ---- the executable graph ---------------------------------------------- */
 
+/*
+ * e->write_dev from node_dev: a write or fill node stores into the device
+ * of the first kernel that follows it (by an edge), so that bytes a kernel
+ * will read there are not also written to where an earlier launch left a
+ * copy (weft__buffer_store's prefer).
+ */
+static void weft__build_write_dev(weft_exec *e, const unsigned *node_dev)
+{
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        e->write_dev[i] = WEFT__HOST;
+    for (uint32_t j = 0; j < e->nnodes; j++) {
+        if (e->nodes[j].kind != WEFT__NODE_KERNEL)
+            continue;
+        for (uint32_t p = e->pred_first[j]; p < e->pred_first[j + 1]; p++) {
+            uint32_t w = e->preds[p];
+
+            if ((e->nodes[w].kind == WEFT__NODE_WRITE ||
+                 e->nodes[w].kind == WEFT__NODE_FILL) &&
+                e->write_dev[w] == WEFT__HOST)
+                e->write_dev[w] = node_dev[j];
+        }
+    }
+}
+
 /* The host jobs (their tickets are sized for the plan). */
 static void weft__free_jobs(weft_exec *e)
 {
@@ -450,6 +474,7 @@ static void weft__exec_free(weft_exec *e)
     weft__free(e->kargs);
     weft__free(e->ptrs);
     weft__free(e->state);
+    weft__free(e->write_dev);
     weft__free(e->snap);
     weft__free(e->steady);
     weft__free(e);
@@ -619,18 +644,20 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
     e->state = weft__malloc((size_t)g->nnodes + 1);
+    e->write_dev = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->write_dev);
     e->jobs = weft__calloc((size_t)g->nnodes + 1, sizeof *e->jobs);
     e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
-        !e->kargs || !e->ptrs || !e->state || !e->jobs || !e->copies ||
-        !e->fences) {
+        !e->kargs || !e->ptrs || !e->state || !e->write_dev || !e->jobs ||
+        !e->copies || !e->fences) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto fail;
     }
     if ((rc = weft__build_locks(e)) < 0 || (rc = weft__build_next_use(e)) < 0)
         goto fail;
+    weft__build_write_dev(e, e->node_dev);
     if ((rc = weft__plan_create(e->rt, e->nodes, e->nnodes, e->node_dev,
                                 e->order, e->pred_first, e->preds, e->raws,
                                 e->roots, &e->plan)) < 0)
@@ -1122,7 +1149,8 @@ static int weft__run_node(weft_exec *e, uint32_t i)
         rc = weft__plan_host_wait(e->plan);
         if (rc == 0)
             rc = weft__buffer_store(a->buf->root, a->buf->offset + a->offset,
-                                    nd->u.write_src, a->size, &e->lanes);
+                                    nd->u.write_src, a->size, e->write_dev[i],
+                                    &e->lanes);
         break;
     case WEFT__NODE_READ:
         rc = weft__run_read(e, i);
@@ -1130,9 +1158,10 @@ static int weft__run_node(weft_exec *e, uint32_t i)
     case WEFT__NODE_FILL:
         rc = weft__plan_host_wait(e->plan);
         if (rc == 0)
-            rc = weft__buffer_fill_range(
-                a->buf->root, a->buf->offset + a->offset, a->size,
-                nd->u.fill.pattern, nd->u.fill.size, &e->lanes);
+            rc = weft__buffer_fill_range(a->buf->root,
+                                         a->buf->offset + a->offset, a->size,
+                                         nd->u.fill.pattern, nd->u.fill.size,
+                                         e->write_dev[i], &e->lanes);
         break;
     case WEFT__NODE_COPY:
         rc = weft__run_copy(e, i);
@@ -1331,6 +1360,7 @@ static void weft__replace(weft_exec *e)
         e->devices_used = used;
         e->steady_ok = 0;
         pthread_mutex_unlock(&e->lock);
+        weft__build_write_dev(e, dev);
         weft__plan_destroy(old);
         weft__free(old_dev);
     }

@@ -60,8 +60,11 @@ enum { WEFT__EXEC_MSG = 1024 };
 
 struct weft_exec {
     weft_runtime *rt;
-    unsigned device;       /* the default device */
-    unsigned *node_dev;    /* per node: where a kernel or copy node runs */
+    unsigned device;    /* the default device */
+    unsigned *node_dev; /* per node: where a kernel or copy node runs */
+    /* per node: for a write or fill node, where its first kernel after it
+     * runs (the copy it writes), else WEFT__HOST */
+    unsigned *write_dev;
     int policy;            /* weft_place_policy used, 0 if a device given */
     unsigned devices_used; /* by placement, 0 if all on the default */
     unsigned replace;      /* place again once the kernel times are learned */

@@ -176,7 +176,7 @@ static void test_device_copies(void **state)
     /* Pretend a kernel wrote the device copy: the host is stale now. */
     weft__buffer_written(w, 0, 0, sizeof user);
     assert_false(weft__buffer_is_valid(w, WEFT__HOST, 0, 4));
-    assert_int_equal(weft__buffer_store(w, 8, "\x05\0\0\0", 4, &l), 0);
+    assert_int_equal(weft__buffer_store(w, 8, "\x05\0\0\0", 4, WEFT__HOST, &l), 0);
     assert_true(weft__buffer_is_valid(w, 0, 0, sizeof user));
     assert_int_equal(user[2], 2); /* only the device copy was valid */
     weft__buffer_unlock(w);

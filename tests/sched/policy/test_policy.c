@@ -632,6 +632,82 @@ static void test_locality_follows_data(void **state)
 }
 
 /*
+ * A write node's bytes go where they are read: x is valid on devices 0
+ * and 1 (set on 0, read on 1 by an earlier graph); a graph that writes x
+ * from the host and reads it with a kernel placed on device 1 uploads x
+ * once per launch, to device 1 only (not to every device that held it),
+ * and y = 2 x + 1 comes out right.
+ */
+static void test_write_goes_to_reader(void **state)
+{
+    enum { M = 4096 };
+    const size_t bytes = M * sizeof(float);
+    fixture *f = *state;
+    weft_buffer *x, *y, *z;
+    static float in[M], out[M];
+    weft_graph *g;
+    weft_exec *e;
+    weft_node k;
+
+    check(weft_buffer_create(f->rt, bytes, &x));
+    check(weft_buffer_create(f->rt, bytes, &y));
+    check(weft_buffer_create(f->rt, bytes, &z));
+    check(weft_graph_create(f->rt, &g));
+    {
+        weft_arg a[] = {weft_arg_buffer(x, 0, bytes, WEFT_WRITE),
+                        weft_arg_f32(1), weft_arg_i64(M)};
+        weft_arg b[] = {weft_arg_buffer(z, 0, bytes, WEFT_WRITE),
+                        weft_arg_buffer(x, 0, bytes, WEFT_READ),
+                        weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(g, f->k_set, weft_dims1(M), a, 3, &k));
+        check(weft_graph_set_device(g, k, dev(f, 0)));
+        check(weft_graph_add_kernel(g, f->k_tile, weft_dims1(M), b, 3, &k));
+        check(weft_graph_set_device(g, k, dev(f, 1)));
+    }
+    e = instantiate(g, WEFT_PLACE_DEFAULT);
+    run(e);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+
+    for (unsigned i = 0; i < M; i++)
+        in[i] = (float)i;
+    check(weft_graph_create(f->rt, &g));
+    check(weft_graph_add_write(g, x, 0, in, bytes, NULL));
+    {
+        weft_arg b[] = {weft_arg_buffer(y, 0, bytes, WEFT_WRITE),
+                        weft_arg_buffer(x, 0, bytes, WEFT_READ),
+                        weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(g, f->k_tile, weft_dims1(M), b, 3, &k));
+        check(weft_graph_set_device(g, k, dev(f, 1)));
+    }
+    check(weft_graph_add_read(g, y, 0, out, bytes, NULL));
+    e = instantiate(g, WEFT_PLACE_DEFAULT);
+    for (int l = 0; l < 2; l++) {
+        weft_stats s0 = rt_stats(f), s1;
+
+        memset(out, 0, sizeof out);
+        run(e);
+        s1 = rt_stats(f);
+        if (s1.h2d_bytes - s0.h2d_bytes != bytes)
+            fail_msg("%s, launch %d: %llu bytes uploaded for a %zu-byte "
+                     "write read on one device",
+                     f->name, l + 1,
+                     (unsigned long long)(s1.h2d_bytes - s0.h2d_bytes), bytes);
+        for (unsigned i = 0; i < M; i++)
+            if (out[i] != 2 * (float)i + 1)
+                fail_msg("%s: y[%u] = %g, want %g", f->name, i, out[i],
+                         2 * (double)i + 1);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+    check(weft_buffer_destroy(y));
+    check(weft_buffer_destroy(z));
+}
+
+/*
  * HEFT learns: n kernels, each reading its own buffer that only device 0
  * holds (set there by an earlier graph), cost KERNEL_NS each, far more
  * than moving their input anywhere. At instantiate the kernel time model
@@ -948,6 +1024,7 @@ static const struct {
     {"locality_follows_data", test_locality_follows_data},
     {"peer_path", test_peer_path},
     {"heft_learns", test_heft_learns},
+    {"write_goes_to_reader", test_write_goes_to_reader},
     {"chain_stays", test_chain_stays},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
