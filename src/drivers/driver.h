@@ -354,6 +354,13 @@ struct weft__driver {
      * src/drivers/tape.h.
      */
     int (*graph_supported)(const weft__device *dev);
+    /*
+     * 1 if one capture may take in queues of several devices (of this
+     * driver): the sim's does. CUDA's capture across devices ends in
+     * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (2x H200, CUDA 13), and an
+     * OpenCL command buffer belongs to one queue's device.
+     */
+    int graph_spans_devices;
     int (*graph_begin)(weft__queue *q);
     int (*graph_end)(weft__queue *q, void *old, void **graph, int *updated);
     int (*graph_launch)(void *graph, weft__queue *q);

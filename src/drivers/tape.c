@@ -239,8 +239,10 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
         return;
     if (!t->ctx)
         t->ctx = op->q->ctx;
-    /* Devices of one driver; copies only between them and pinned memory. */
-    if (op->q->ctx->drv != t->ctx->drv ||
+    /* One device, or devices of one driver whose captures span them;
+     * copies only between them and pinned memory. */
+    if ((op->q->ctx != t->ctx && !(op->q->ctx->drv == t->ctx->drv &&
+                                   t->ctx->drv->graph_spans_devices)) ||
         ((op->kind == WEFT__TAPE_H2D || op->kind == WEFT__TAPE_D2H) &&
          weft__drv_host_is_pinned(op->q->ctx, op->host, op->size) != 1) ||
         weft__tape_grow((void **)&t->ops, &t->cap, t->n, 1, sizeof *t->ops) <

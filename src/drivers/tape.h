@@ -8,11 +8,10 @@
  *
  *   RECORD  the operation runs and is appended. A wait by the host (queue
  *           or event sync, a query, an elapsed time), a copy from or to
- *           memory that is not pinned, or work on a device of another
- *           driver marks the tape unfit for a native graph. Work on
- *           several devices of one driver makes one graph over all of
- *           them (a CUDA graph spans devices; the capture fails, and the
- *           tape gives up, where the driver cannot).
+ *           memory that is not pinned, or work on a second device marks
+ *           the tape unfit for a native graph, unless the driver's
+ *           captures span devices (graph_spans_devices: the sim's), when
+ *           one graph takes in every device's work.
  *   DEFER   the operation is compared with the next one on the tape; equal
  *           (same queue, kernel, grid, argument bytes, memory and offsets,
  *           events, host function), it is not run now. The first that

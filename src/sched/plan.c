@@ -924,15 +924,20 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     {
         unsigned dev = UINT32_MAX;
 
-        /* Device work on devices of one driver that has native graphs. */
+        /* Device work on one device, or on devices of one driver whose
+         * captures span devices, with native graphs. */
         p->tape_ok = 1;
         for (uint32_t i = 0; i < n && p->tape_ok; i++) {
+            const weft__driver *drv;
+
             if (p->plan_lane[i] == WEFT__NO_LANE)
                 continue;
             if (dev == UINT32_MAX)
                 dev = node_dev[i];
+            drv = rt->devices[dev]->drv;
             p->tape_ok =
-                rt->devices[node_dev[i]]->drv == rt->devices[dev]->drv &&
+                (node_dev[i] == dev || (rt->devices[node_dev[i]]->drv == drv &&
+                                        drv->graph_spans_devices)) &&
                 weft__tape_supported(rt->devices[node_dev[i]]);
         }
         p->tape_ok = p->tape_ok && dev != UINT32_MAX;

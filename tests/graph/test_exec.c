@@ -415,9 +415,10 @@ static void test_relaunch_changes(void **state)
 /*
  * A graph over two devices of one driver: x goes through a kernel on
  * device 0, then one on device 1, and back, every launch (the bytes move
- * between the devices). Where the driver captures across devices (CUDA,
- * the sim with graphs=1) its relaunches run as one native graph over
- * both; the bytes are right either way.
+ * between the devices). Where the driver captures across devices (the sim
+ * with graphs=1) its relaunches run as one native graph over both, else
+ * op by op (CUDA, whose captures across devices are invalidated); the
+ * bytes are right either way.
  */
 static void test_native_two_devices(void **state)
 {
@@ -449,7 +450,7 @@ static void test_native_two_devices(void **state)
     }
     across = weft__tape_supported(weft__device_of(d0)) &&
              weft__tape_supported(weft__device_of(d1)) &&
-             (strcmp(i0.driver, "cuda") == 0 || strcmp(i0.driver, "sim") == 0);
+             weft__device_of(d0)->drv->graph_spans_devices;
     check(weft_buffer_create(devs.rt, sizeof out, &x));
     check(weft_buffer_fill(x, 0, WEFT_WHOLE, &zero, sizeof zero));
     check(weft_graph_create(devs.rt, &g));

@@ -2788,6 +2788,7 @@ const weft__driver weft__driver_sim = {
     .event_elapsed = sim_event_elapsed,
     .event_destroy = sim_event_destroy,
     .host_fn = sim_host_fn,
+    .graph_spans_devices = 1,
     .graph_supported = sim_graph_supported,
     .graph_begin = sim_graph_begin,
     .graph_end = sim_graph_end,
