@@ -820,7 +820,7 @@ typedef struct weft_exec_stats {
     uint64_t last_ns;      /* host time of the last launch, issue to end */
     unsigned timed;        /* 1 if the last launch was timed (busy_ns) */
     unsigned devices_used; /* distinct devices that ran kernel nodes */
-    /* Launches that ran as one native graph (a CUDA graph per device,
+    /* Launches that ran as native graphs (a CUDA graph per device,
      * replayed when a launch issues exactly what the one before did;
      * WEFT_NATIVE_GRAPHS=0 turns this off). */
     uint64_t native_launches;
@@ -834,6 +834,11 @@ typedef struct weft_exec_stats {
      * changed only parameters: scalar arguments (weft_exec_set_arg) or
      * the device memory a buffer occupies. */
     uint64_t native_updates;
+    /* Driver graphs that a native launch runs: one per device, and more
+     * where work goes from a device to another and back within a launch
+     * (the graphs wait for each other through events). 0 while the
+     * executable graph has none. */
+    unsigned native_graphs;
 } weft_exec_stats;
 
 /* Fill stats (size set by the caller) for the last finished launch. */

@@ -355,12 +355,23 @@ struct weft__driver {
      */
     int (*graph_supported)(const weft__device *dev);
     /*
-     * 1 if one capture may take in queues of several devices (of this
-     * driver): the sim's does. CUDA's capture across devices ends in
-     * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (2x H200, CUDA 13), and an
-     * OpenCL command buffer belongs to one queue's device.
+     * Graphs of several devices (optional). CUDA's capture across devices
+     * ends in CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (2x H200, CUDA 13), so
+     * the tape makes one graph per device and joins them by events: in a
+     * capture, graph_record_external(ev, q) makes a node that records ev
+     * at each launch of the graph (for graphs of other devices), and
+     * graph_wait_external(q, ev) a node that waits for ev. Such a wait
+     * waits for the record of ev that was latest when its graph was
+     * launched, as cuStreamWaitEvent does when it is called (a graph
+     * launched before the one that records ev does not wait for that
+     * record: tests/gpu/event_nodes.cu showed it on 2x H200), so the
+     * graphs must be launched in an order that puts every record first.
+     * NULL where a driver's graphs cannot wait for each other (OpenCL:
+     * a command buffer belongs to one queue's device): the tape keeps
+     * such plans to one device.
      */
-    int graph_spans_devices;
+    int (*graph_record_external)(weft__event *ev, weft__queue *q);
+    int (*graph_wait_external)(weft__queue *q, weft__event *ev);
     int (*graph_begin)(weft__queue *q);
     int (*graph_end)(weft__queue *q, void *old, void **graph, int *updated);
     int (*graph_launch)(void *graph, weft__queue *q);

@@ -29,12 +29,19 @@ int weft__tape_supported(const weft__device *dev)
     return force || dev->props.type != WEFT_DEVICE_CPU;
 }
 
+int weft__tape_joins_devices(const weft__driver *drv)
+{
+    return drv->graph_record_external && drv->graph_wait_external;
+}
+
 static void weft__tape_drop_graph(weft__tape *t)
 {
-    if (t->graph && t->ctx)
-        t->ctx->drv->graph_destroy(t->graph);
-    t->graph = NULL;
-    t->gq = NULL;
+    for (unsigned i = 0; i < t->nsegs; i++) {
+        if (t->segs[i].graph && t->ctx)
+            t->ctx->drv->graph_destroy(t->segs[i].graph);
+        t->segs[i].graph = NULL;
+    }
+    t->built = 0;
 }
 
 static void weft__tape_clear(weft__tape *t)
@@ -50,7 +57,7 @@ void weft__tape_begin(weft__tape *t)
     t->pos = 0;
     t->changed = 0;
     t->matched = 0;
-    if (t->graph && !t->broken) {
+    if (t->built && !t->broken) {
         t->mode = WEFT__TAPE_DEFER_MODE;
     } else {
         weft__tape_drop_graph(t);
@@ -239,10 +246,10 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
         return;
     if (!t->ctx)
         t->ctx = op->q->ctx;
-    /* One device, or devices of one driver whose captures span them;
-     * copies only between them and pinned memory. */
-    if ((op->q->ctx != t->ctx && !(op->q->ctx->drv == t->ctx->drv &&
-                                   t->ctx->drv->graph_spans_devices)) ||
+    /* One device, or devices of one driver whose graphs wait for each
+     * other; copies only between them and pinned memory. */
+    if ((op->q->ctx != t->ctx && (op->q->ctx->drv != t->ctx->drv ||
+                                  !weft__tape_joins_devices(t->ctx->drv))) ||
         ((op->kind == WEFT__TAPE_H2D || op->kind == WEFT__TAPE_D2H) &&
          weft__drv_host_is_pinned(op->q->ctx, op->host, op->size) != 1) ||
         weft__tape_grow((void **)&t->ops, &t->cap, t->n, 1, sizeof *t->ops) <
@@ -341,22 +348,300 @@ int weft__tape_host_waits(weft__tape *t)
     return 0;
 }
 
+/* Room for n more of size each; as weft__tape_grow, with a set error. */
+static int weft__tape_room(void **arr, unsigned *cap, unsigned used, unsigned n,
+                           size_t size)
+{
+    size_t c = *cap;
+
+    if (weft__tape_grow(arr, &c, used, n, size) < 0)
+        return weft__error(WEFT_ENOMEM, "tape: out of memory");
+    *cap = (unsigned)c;
+    return 0;
+}
+
+/* What weft__tape_segment works with; freed by weft__tape_cut_free. */
+typedef struct weft__tape_cut {
+    weft__context *ctx[WEFT__TAPE_MAX_QUEUES]; /* devices, first seen first */
+    weft__queue *q[WEFT__TAPE_MAX_QUEUES];     /* each one's first queue */
+    unsigned cur[WEFT__TAPE_MAX_QUEUES];       /* each one's last segment */
+    unsigned nctx;
+    unsigned *seg_ctx; /* per segment (in the order made): its device */
+    unsigned nseg, cap_seg;
+    unsigned *from, *to; /* edges between segments: from before to */
+    unsigned nedge, cap_edge, cap_to;
+    weft__event **key; /* event -> the op of its latest record (open hash) */
+    size_t *val, nkey;
+    unsigned char *seen; /* per segment, for searches */
+    unsigned *stack;
+} weft__tape_cut;
+
+static void weft__tape_cut_free(weft__tape_cut *c)
+{
+    weft__free(c->seg_ctx);
+    weft__free(c->from);
+    weft__free(c->to);
+    weft__free(c->key);
+    weft__free(c->val);
+    weft__free(c->seen);
+    weft__free(c->stack);
+}
+
+/* The slot of ev in the hash (its own, or the empty one it would take). */
+static size_t weft__tape_slot(const weft__tape_cut *c, const weft__event *ev)
+{
+    size_t h = ((uintptr_t)ev >> 4) * 0x9E3779B97F4A7C15ull;
+
+    for (h &= c->nkey - 1; c->key[h] && c->key[h] != ev;
+         h = (h + 1) & (c->nkey - 1))
+        ;
+    return h;
+}
+
+static int weft__tape_edge(weft__tape_cut *c, unsigned from, unsigned to)
+{
+    int rc = weft__tape_room((void **)&c->from, &c->cap_edge, c->nedge, 1,
+                             sizeof *c->from);
+
+    if (rc == 0)
+        rc = weft__tape_room((void **)&c->to, &c->cap_to, c->nedge, 1,
+                             sizeof *c->to);
+    if (rc < 0)
+        return rc;
+    c->from[c->nedge] = from;
+    c->to[c->nedge++] = to;
+    return 0;
+}
+
+/* Whether segment b must come after a already (a path of edges a..b). */
+static int weft__tape_reaches(weft__tape_cut *c, unsigned a, unsigned b)
+{
+    unsigned top = 0;
+
+    memset(c->seen, 0, c->nseg);
+    c->stack[top++] = a;
+    c->seen[a] = 1;
+    while (top) {
+        unsigned s = c->stack[--top];
+
+        if (s == b)
+            return 1;
+        for (unsigned e = 0; e < c->nedge; e++)
+            if (c->from[e] == s && !c->seen[c->to[e]]) {
+                c->seen[c->to[e]] = 1;
+                c->stack[top++] = c->to[e];
+            }
+    }
+    return 0;
+}
+
+/* A new segment of device d, after its last one if it has one. */
+static int weft__tape_new_seg(weft__tape_cut *c, unsigned d)
+{
+    unsigned s = c->nseg;
+    int rc = weft__tape_room((void **)&c->seg_ctx, &c->cap_seg, c->nseg, 1,
+                             sizeof *c->seg_ctx);
+    unsigned char *seen;
+    unsigned *stack;
+
+    if (rc < 0)
+        return rc;
+    seen = weft__realloc(c->seen, s + 1);
+    if (seen)
+        c->seen = seen;
+    stack = seen ? weft__realloc(c->stack, (s + 1) * sizeof *stack) : NULL;
+    if (!stack)
+        return weft__error(WEFT_ENOMEM, "tape: out of memory");
+    c->stack = stack;
+    c->seg_ctx[c->nseg++] = d;
+    if (c->cur[d] != UINT32_MAX && (rc = weft__tape_edge(c, c->cur[d], s)) < 0)
+        return rc;
+    c->cur[d] = s;
+    return 0;
+}
+
 /*
- * Capture the tape on its queues into the driver's graph: the first
- * queue begins, every other queue forks off it by an event and joins it
- * again at the end.
+ * Cut the tape into segments (tape.h, "Several devices"): every op gets
+ * its segment and every record and wait its way of capture; t->segs
+ * their launch order (with their queues). Segments are numbered in the
+ * order they are made, then renumbered in launch order.
  */
-static int weft__tape_build(weft__tape *t, int *updated)
+static int weft__tape_segment(weft__tape *t)
+{
+    weft__tape_cut c = {.nctx = 0};
+    unsigned *rank = NULL, *indeg = NULL, nx = 0;
+    int rc = 0;
+
+    for (c.nkey = 16; c.nkey < 2 * t->n; c.nkey *= 2)
+        ;
+    c.key = weft__calloc(c.nkey, sizeof *c.key);
+    c.val = weft__calloc(c.nkey, sizeof *c.val);
+    if (!c.key || !c.val)
+        rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
+    for (size_t i = 0; i < t->n && rc == 0; i++) {
+        weft__tape_op *o = &t->ops[i];
+        unsigned d;
+
+        for (d = 0; d < c.nctx && c.ctx[d] != o->q->ctx; d++)
+            ;
+        if (d == c.nctx) {
+            if (d == WEFT__TAPE_MAX_QUEUES) {
+                rc = weft__error(WEFT_ENOTSUP, "tape: too many devices");
+                break;
+            }
+            c.ctx[d] = o->q->ctx;
+            c.q[d] = o->q;
+            c.cur[d] = UINT32_MAX;
+            c.nctx++;
+            if ((rc = weft__tape_new_seg(&c, d)) < 0)
+                break;
+        }
+        o->how = 0;
+        o->xev = 0;
+        if (o->kind == WEFT__TAPE_WAIT) {
+            size_t h = weft__tape_slot(&c, o->ev);
+            weft__tape_op *r = c.key[h] ? &t->ops[c.val[h]] : NULL;
+
+            /* A record before the launch: waited for as before. */
+            if (r && r->q->ctx == o->q->ctx) {
+                if (r->seg == c.cur[d])
+                    r->how |= WEFT__TAPE_INTERNAL;
+                else
+                    o->how = WEFT__TAPE_SKIP;
+            } else if (r) {
+                /* After the record's segment; a new one if this
+                 * device's last must come before that one. */
+                if (weft__tape_reaches(&c, c.cur[d], r->seg) &&
+                    (rc = weft__tape_new_seg(&c, d)) < 0)
+                    break;
+                if ((rc = weft__tape_edge(&c, r->seg, c.cur[d])) < 0)
+                    break;
+                if (!(r->how & WEFT__TAPE_EXTERNAL)) {
+                    r->how |= WEFT__TAPE_EXTERNAL;
+                    r->xev = nx++;
+                }
+                o->how = WEFT__TAPE_EXTERNAL;
+                o->xev = r->xev;
+            }
+        }
+        o->seg = c.cur[d];
+        if (o->kind == WEFT__TAPE_RECORD) {
+            size_t h = weft__tape_slot(&c, o->ev);
+
+            c.key[h] = o->ev;
+            c.val[h] = i;
+        }
+    }
+    /* The launch order: the edges' (Kahn's), the first made first. */
+    if (rc == 0) {
+        rank = weft__calloc(c.nseg, sizeof *rank);
+        indeg = weft__calloc(c.nseg, sizeof *indeg);
+        if (!rank || !indeg)
+            rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
+    }
+    if (rc == 0 && c.nseg != t->nsegs) {
+        weft__tape_seg *segs;
+
+        weft__tape_drop_graph(t); /* another cut: no graph to update */
+        segs = weft__realloc(t->segs, c.nseg * sizeof *segs);
+        if (!segs) {
+            rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
+        } else {
+            t->segs = segs;
+            for (unsigned s = t->nsegs; s < c.nseg; s++)
+                t->segs[s].graph = NULL;
+            t->nsegs = c.nseg;
+        }
+    }
+    for (unsigned e = 0; rc == 0 && e < c.nedge; e++)
+        indeg[c.to[e]]++;
+    for (unsigned k = 0; rc == 0 && k < c.nseg; k++) {
+        unsigned s = 0;
+
+        while (s < c.nseg && (indeg[s] || c.seen[s] == 2))
+            s++;
+        if (s == c.nseg) {
+            rc = weft__error(WEFT_EINTERNAL, "tape: segments in a cycle");
+            break;
+        }
+        c.seen[s] = 2;
+        rank[s] = k;
+        if (t->segs[k].q != c.q[c.seg_ctx[s]] && t->segs[k].graph) {
+            t->ctx->drv->graph_destroy(t->segs[k].graph);
+            t->segs[k].graph = NULL;
+        }
+        t->segs[k].q = c.q[c.seg_ctx[s]];
+        for (unsigned e = 0; e < c.nedge; e++)
+            if (c.from[e] == s)
+                indeg[c.to[e]]--;
+    }
+    for (size_t i = 0; rc == 0 && i < t->n; i++)
+        t->ops[i].seg = rank[t->ops[i].seg];
+    /* The events of external records: the tape's, of their device. */
+    for (size_t i = 0; rc == 0 && i < t->n; i++) {
+        weft__tape_op *o = &t->ops[i];
+        weft__event **ev;
+
+        if (o->kind != WEFT__TAPE_RECORD || !(o->how & WEFT__TAPE_EXTERNAL))
+            continue;
+        if (o->xev >= t->nxev) {
+            if ((rc = weft__tape_room((void **)&t->xev, &(unsigned){t->nxev},
+                                      t->nxev, o->xev + 1 - t->nxev,
+                                      sizeof *t->xev)) < 0)
+                break;
+            while (t->nxev <= o->xev)
+                t->xev[t->nxev++] = NULL;
+        }
+        ev = &t->xev[o->xev];
+        if (*ev && (*ev)->ctx != o->q->ctx) {
+            weft__drv_event_destroy(*ev);
+            *ev = NULL;
+        }
+        if (!*ev)
+            rc = weft__drv_event_create(o->q->ctx, 0, ev);
+    }
+    weft__free(rank);
+    weft__free(indeg);
+    weft__tape_cut_free(&c);
+    return rc;
+}
+
+/* Run op o of the capture of its segment (a record or wait as cut). */
+static int weft__tape_capture_op(weft__tape *t, const weft__tape_op *o)
 {
     const weft__driver *drv = t->ctx->drv;
-    weft__queue *q0 = t->ops[0].q, *qs[WEFT__TAPE_MAX_QUEUES];
-    unsigned nq = 0;
+    int rc = 0;
+
+    if (o->kind == WEFT__TAPE_RECORD && (o->how & WEFT__TAPE_EXTERNAL)) {
+        rc = drv->graph_record_external(t->xev[o->xev], o->q);
+        if (rc < 0 || !(o->how & WEFT__TAPE_INTERNAL))
+            return rc;
+    } else if (o->kind == WEFT__TAPE_WAIT) {
+        if (o->how & WEFT__TAPE_SKIP)
+            return 0;
+        if (o->how & WEFT__TAPE_EXTERNAL)
+            return drv->graph_wait_external(o->q, t->xev[o->xev]);
+    }
+    return weft__tape_run(t, o);
+}
+
+/*
+ * Capture segment s into its driver graph: its queue begins, every other
+ * queue of its ops forks off it by an event and joins it again at the
+ * end. *next is the first of the tape's join events it may use.
+ */
+static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
+                                int *updated)
+{
+    const weft__driver *drv = t->ctx->drv;
+    weft__queue *q0 = t->segs[s].q, *qs[WEFT__TAPE_MAX_QUEUES];
+    unsigned nq = 0, j0 = *next;
     int rc, erc;
 
     for (size_t i = 0; i < t->n; i++) {
         unsigned j;
 
-        if (t->ops[i].q == q0)
+        if (t->ops[i].seg != s || t->ops[i].q == q0)
             continue;
         for (j = 0; j < nq && qs[j] != t->ops[i].q; j++)
             ;
@@ -368,66 +653,98 @@ static int weft__tape_build(weft__tape *t, int *updated)
     }
     /* Fork events are q0's, join events their queue's (an event is
      * recorded on a queue of its own context). */
-    while (t->njoin < 2 * nq) {
-        weft__event **grown =
-            weft__realloc(t->join, (t->njoin + 1) * sizeof *grown);
-
-        if (!grown)
-            return weft__error(WEFT_ENOMEM, "tape: out of memory");
-        t->join = grown;
+    if ((rc =
+             weft__tape_room((void **)&t->join, &(unsigned){t->njoin}, t->njoin,
+                             j0 + 2 * nq - t->njoin, sizeof *t->join)) < 0)
+        return rc;
+    while (t->njoin < j0 + 2 * nq)
         t->join[t->njoin++] = NULL;
-    }
+    *next = j0 + 2 * nq;
     for (unsigned k = 0; k < 2 * nq; k++) {
         weft__context *ctx = k % 2 ? qs[k / 2]->ctx : q0->ctx;
+        weft__event **ev = &t->join[j0 + k];
 
-        if (t->join[k] && t->join[k]->ctx != ctx) {
-            weft__drv_event_destroy(t->join[k]);
-            t->join[k] = NULL;
+        if (*ev && (*ev)->ctx != ctx) {
+            weft__drv_event_destroy(*ev);
+            *ev = NULL;
         }
-        if (!t->join[k] &&
-            (rc = weft__drv_event_create(ctx, 0, &t->join[k])) < 0)
+        if (!*ev && (rc = weft__drv_event_create(ctx, 0, ev)) < 0)
             return rc;
     }
     if ((rc = drv->graph_begin(q0)) < 0)
         return rc;
     for (unsigned j = 0; j < nq && rc == 0; j++) {
-        rc = weft__drv_event_record(t->join[2 * j], q0);
+        rc = weft__drv_event_record(t->join[j0 + 2 * j], q0);
         if (rc == 0)
-            rc = weft__drv_queue_wait_event(qs[j], t->join[2 * j]);
+            rc = weft__drv_queue_wait_event(qs[j], t->join[j0 + 2 * j]);
     }
     for (size_t i = 0; i < t->n && rc == 0; i++)
-        rc = weft__tape_run(t, &t->ops[i]);
+        if (t->ops[i].seg == s)
+            rc = weft__tape_capture_op(t, &t->ops[i]);
     for (unsigned j = 0; j < nq && rc == 0; j++) {
-        rc = weft__drv_event_record(t->join[2 * j + 1], qs[j]);
+        rc = weft__drv_event_record(t->join[j0 + 2 * j + 1], qs[j]);
         if (rc == 0)
-            rc = weft__drv_queue_wait_event(q0, t->join[2 * j + 1]);
+            rc = weft__drv_queue_wait_event(q0, t->join[j0 + 2 * j + 1]);
     }
     /* The capture ends either way, so that the queues work again. */
     {
-        void *old = rc == 0 ? t->graph : NULL;
+        void *old = rc == 0 ? t->segs[s].graph : NULL;
+        int up = 0;
 
-        if (old)
-            t->graph = NULL; /* the driver's now: given back or freed */
-        erc = drv->graph_end(q0, old, rc == 0 ? &t->graph : NULL, updated);
+        t->segs[s].graph = NULL; /* the driver's now: given back or freed */
+        erc = drv->graph_end(q0, old, rc == 0 ? &t->segs[s].graph : NULL, &up);
+        if (updated && !up)
+            *updated = 0;
     }
-    if (rc == 0)
-        rc = erc;
-    if (rc == 0)
-        t->gq = q0;
+    return rc < 0 ? rc : erc;
+}
+
+/*
+ * Capture the tape into one driver graph per segment (tape.h). Where old
+ * graphs are there (a DEFER launch that changed parameters), the driver
+ * updates each in place if it can; *updated says whether all were.
+ */
+static int weft__tape_build(weft__tape *t, int *updated)
+{
+    unsigned next = 0;
+    int rc = weft__tape_segment(t);
+
+    if (updated)
+        *updated = 1;
+    for (unsigned s = 0; s < t->nsegs && rc == 0; s++)
+        rc = weft__tape_build_seg(t, s, &next, updated);
+    t->built = rc == 0;
     return rc;
 }
 
-/* Launch the graph on its queue and wait for it (see weft__tape_end). */
+/*
+ * Launch the graphs in order and wait for them (see weft__tape_end): a
+ * graph that fails to launch drops them all, after those launched before
+ * it have been waited for.
+ */
 static int weft__tape_launch(weft__tape *t)
 {
-    int rc = t->ctx->drv->graph_launch(t->graph, t->gq);
+    unsigned n = 0;
+    int rc = 0;
 
+    for (; n < t->nsegs && rc == 0; n++)
+        rc = t->ctx->drv->graph_launch(t->segs[n].graph, t->segs[n].q);
     if (rc == 0)
         t->launches++;
-    else
+    for (unsigned s = 0; s < n; s++) {
+        unsigned k;
+
+        for (k = 0; k < s && t->segs[k].q != t->segs[s].q; k++)
+            ;
+        if (k == s) {
+            int src = weft__drv_queue_sync(t->segs[s].q);
+
+            if (rc == 0)
+                rc = src;
+        }
+    }
+    if (rc < 0)
         weft__tape_drop_graph(t);
-    if (rc == 0)
-        rc = weft__drv_queue_sync(t->gq);
     return rc;
 }
 
@@ -501,7 +818,7 @@ int weft__tape_end(weft__tape *t)
 
 int weft__tape_replay(weft__tape *t)
 {
-    weft__assert(t->graph && t->mode == WEFT__TAPE_OFF);
+    weft__assert(t->built && t->mode == WEFT__TAPE_OFF);
     return weft__tape_launch(t);
 }
 
@@ -512,6 +829,11 @@ void weft__tape_release(weft__tape *t)
         if (t->join[i])
             weft__drv_event_destroy(t->join[i]);
     weft__free(t->join);
+    for (unsigned i = 0; i < t->nxev; i++)
+        if (t->xev[i])
+            weft__drv_event_destroy(t->xev[i]);
+    weft__free(t->xev);
+    weft__free(t->segs);
     weft__free(t->ops);
     weft__free(t->args);
     weft__free(t->bytes);

@@ -8,10 +8,10 @@
  *
  *   RECORD  the operation runs and is appended. A wait by the host (queue
  *           or event sync, a query, an elapsed time), a copy from or to
- *           memory that is not pinned, or work on a second device marks
- *           the tape unfit for a native graph, unless the driver's
- *           captures span devices (graph_spans_devices: the sim's), when
- *           one graph takes in every device's work.
+ *           memory that is not pinned, or work on a device of a driver
+ *           whose graphs cannot wait for each other's events (see
+ *           "Several devices" below) marks the tape unfit for a native
+ *           graph.
  *   DEFER   the operation is compared with the next one on the tape; equal
  *           (same queue, kernel, grid, argument bytes, memory and offsets,
  *           events, host function), it is not run now. The first that
@@ -26,14 +26,28 @@
  *           makes a new one where it cannot.
  *
  * After the issue (weft__tape_end), a DEFER launch that matched the whole
- * tape launches the native graph instead, and waits for it (the graph
- * runs every lane's work on one queue, which the plan's drain, counting
- * per lane, would not know); a RECORD launch fit for one
- * builds it by capturing the tape's operations on its queues (the driver's
- * graph_begin/graph_end, with events forking the other queues off the
- * first and joining them back). So the executor still does all of its
- * bookkeeping (the trackers end exactly as after a launch that ran op by
- * op) and only the submission is replaced, never the decisions.
+ * tape launches the native graphs instead, and waits for them (a graph
+ * runs every lane's work of its device on one queue, which the plan's
+ * drain, counting per lane, would not know); a RECORD launch fit for them
+ * builds them by capturing the tape's operations on their queues (the
+ * driver's graph_begin/graph_end, with events forking the device's other
+ * queues off the first and joining them back). So the executor still does
+ * all of its bookkeeping (the trackers end exactly as after a launch that
+ * ran op by op) and only the submission is replaced, never the decisions.
+ *
+ * Several devices. One capture cannot take in queues of two devices
+ * (CUDA invalidates it), so the tape is cut into segments, each the work
+ * of one device captured into one graph, and launched in an order that
+ * keeps every dependency: a wait for an event recorded by another device
+ * becomes an event wait node (graph_wait_external) and its record an
+ * event record node (graph_record_external, on an event of the tape's
+ * own). Such a wait waits for the record that was latest when its graph
+ * was launched, so the recording graph is launched first; where that
+ * would need a device's graph both before and after another's (work going
+ * from A to B and back), A's work is cut in two segments, launched on the
+ * same queue one after the other. A wait for an event recorded by an
+ * earlier segment of the same device is kept by that queue's order and
+ * taken out. Most plans need one segment per device.
  *
  * Only devices whose driver has graph operations get a tape (CUDA; OpenCL
  * where the device has cl_khr_command_buffer; the sim with graphs=1), and
@@ -71,7 +85,24 @@ typedef struct weft__tape_op {
     weft__event *ev;
     weft__host_fn *fn;
     void *user;
+    /* Set when the graphs are built (weft__tape_build): */
+    uint32_t seg; /* the segment it belongs to */
+    uint32_t xev; /* external record or wait: the tape's event (in xev) */
+    uint8_t how;  /* record, wait: WEFT__TAPE_INTERNAL and so on */
 } weft__tape_op;
+
+/* How a record or wait is captured (weft__tape_op.how). */
+enum {
+    WEFT__TAPE_INTERNAL = 1, /* record: waited for in its segment */
+    WEFT__TAPE_EXTERNAL = 2, /* record: by another device; wait: for one */
+    WEFT__TAPE_SKIP = 4,     /* wait: an earlier segment of its queue's */
+};
+
+/* The work of one device between waits for another's: one graph. */
+typedef struct weft__tape_seg {
+    weft__queue *q; /* its graph launches here: the device's first queue */
+    void *graph;    /* the driver's instantiated graph, or NULL */
+} weft__tape_seg;
 
 enum { WEFT__TAPE_OFF = 0, WEFT__TAPE_RECORD_MODE, WEFT__TAPE_DEFER_MODE };
 
@@ -85,11 +116,14 @@ typedef struct weft__tape {
     size_t nargs, cap_args;
     unsigned char *bytes;
     size_t nbytes, cap_bytes;
-    weft__context *ctx; /* the first operation's (all: its driver's) */
-    void *graph;        /* the driver's instantiated graph, or NULL */
-    weft__queue *gq;    /* the queue the graph launches on */
-    weft__event **join; /* fork and join events, one per other queue */
+    weft__context *ctx;   /* the first operation's (all: its driver's) */
+    weft__tape_seg *segs; /* in launch order */
+    unsigned nsegs;
+    unsigned built;     /* 1 when every segment has its graph */
+    weft__event **join; /* fork and join events, two per other queue */
     unsigned njoin;
+    weft__event **xev; /* events of records waited for by other devices */
+    unsigned nxev;
     uint64_t launches; /* native graph launches, for statistics */
     uint64_t updates;  /* graphs updated in place (parameters changed) */
     uint64_t rebuilds; /* ... that the driver could not update: made anew */
@@ -103,7 +137,10 @@ extern _Thread_local weft__tape *weft__tape_cur;
 /* Whether dev's driver can run tapes as native graphs (and not disabled). */
 int weft__tape_supported(const weft__device *dev);
 
-/* Start a launch: DEFER if the tape has a graph, else RECORD anew. */
+/* Whether drv's graphs of several devices can wait for each other. */
+int weft__tape_joins_devices(const weft__driver *drv);
+
+/* Start a launch: DEFER if the tape has its graphs, else RECORD anew. */
 void weft__tape_begin(weft__tape *t);
 /*
  * End the issue of a launch (the calling thread's tape is cleared): run
@@ -114,12 +151,12 @@ void weft__tape_begin(weft__tape *t);
  */
 int weft__tape_end(weft__tape *t);
 /*
- * Run the graph again with no issue at all (t->matched said the last
- * launch ran it unchanged, and the caller knows this launch would issue
- * the same): launch it and wait for it.
+ * Run the graphs again with no issue at all (t->matched said the last
+ * launch ran them unchanged, and the caller knows this launch would issue
+ * the same): launch them and wait for them.
  */
 int weft__tape_replay(weft__tape *t);
-/* Free what the tape holds (its graph included). */
+/* Free what the tape holds (its graphs included). */
 void weft__tape_release(weft__tape *t);
 
 /*

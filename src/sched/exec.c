@@ -1594,6 +1594,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     e->last_ns = weft__now_ns() - t0;
     e->native_launches = weft__plan_native_launches(e->plan);
     e->native_updates = weft__plan_native_updates(e->plan);
+    e->native_graphs = weft__plan_native_graphs(e->plan);
     e->timed = (unsigned)timed;
     pthread_mutex_unlock(&e->lock);
     return first;
@@ -1837,6 +1838,7 @@ int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
     st.native_launches = e->native_launches;
     st.native_replays = e->replays;
     st.native_updates = e->native_updates;
+    st.native_graphs = e->native_graphs;
     st.timed = e->timed;
     for (unsigned i = 0;
          i < e->nlane_counts && st.nlanes < WEFT__COUNTOF(st.lanes); i++) {

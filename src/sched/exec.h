@@ -133,6 +133,7 @@ struct weft_exec {
     uint64_t native_launches; /* that ran as one native graph */
     uint64_t replays;         /* ... of which with no issue at all */
     uint64_t native_updates;  /* native graphs updated for new parameters */
+    unsigned native_graphs;   /* driver graphs of a native launch */
     unsigned timed;           /* the last launch was */
     char first_msg[WEFT__EXEC_MSG], last_msg[WEFT__EXEC_MSG];
 };

@@ -925,7 +925,7 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
         unsigned dev = UINT32_MAX;
 
         /* Device work on one device, or on devices of one driver whose
-         * captures span devices, with native graphs. */
+         * graphs wait for each other (tape.h), with native graphs. */
         p->tape_ok = 1;
         for (uint32_t i = 0; i < n && p->tape_ok; i++) {
             const weft__driver *drv;
@@ -937,7 +937,7 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
             drv = rt->devices[dev]->drv;
             p->tape_ok =
                 (node_dev[i] == dev || (rt->devices[node_dev[i]]->drv == drv &&
-                                        drv->graph_spans_devices)) &&
+                                        weft__tape_joins_devices(drv))) &&
                 weft__tape_supported(rt->devices[node_dev[i]]);
         }
         p->tape_ok = p->tape_ok && dev != UINT32_MAX;
@@ -1061,9 +1061,14 @@ uint64_t weft__plan_native_updates(const weft__plan *p)
     return p->tape.updates + p->tape.rebuilds;
 }
 
+unsigned weft__plan_native_graphs(const weft__plan *p)
+{
+    return p->tape_ok && p->tape.built && !p->tape.broken ? p->tape.nsegs : 0;
+}
+
 int weft__plan_native_possible(const weft__plan *p)
 {
-    return p->tape_ok && p->tape.graph && !p->tape.broken;
+    return p->tape_ok && p->tape.built && !p->tape.broken;
 }
 
 int weft__plan_native_matched(const weft__plan *p)

@@ -105,6 +105,8 @@ int weft__plan_native_end(weft__plan *p);
 uint64_t weft__plan_native_launches(const weft__plan *p);
 /* Native graphs updated or made again because parameters changed. */
 uint64_t weft__plan_native_updates(const weft__plan *p);
+/* The driver graphs a native launch runs (tape.h's segments), or 0. */
+unsigned weft__plan_native_graphs(const weft__plan *p);
 /*
  * Whether the last launch ran as the native graph with nothing changed,
  * and weft__plan_native_replay may run it again without an issue (the

@@ -32,6 +32,10 @@ if want tests; then
 step weft-info 60 ./build-gpu/tools/weft-info
 step ctest 400 ctest --test-dir build-gpu -j 4 --output-on-failure --timeout 240 ${CTEST_REGEX:+-R "$CTEST_REGEX"}
 grep -h -E "^skipped:|^# " build-gpu/Testing/Temporary/LastTest.log | sort -u | head -40
+# what an event wait node in a CUDA graph waits for (driver.h relies on it)
+if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+step event-nodes 120 bash -c "PATH=\$PATH:/usr/local/cuda/bin && nvcc -O2 -o build-gpu/event_nodes tests/gpu/event_nodes.cu && ./build-gpu/event_nodes"
+fi
 fi
 if want bench; then
 step driver_overhead 120 ./build-gpu/bench/driver_overhead --rounds 5

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gt_kernels.h"
+#include "drivers/sim/sim.h"
 #include "drivers/tape.h"
 #include "mem/buffer.h"
 #include "wt_devices.h"
@@ -415,10 +416,9 @@ static void test_relaunch_changes(void **state)
 /*
  * A graph over two devices of one driver: x goes through a kernel on
  * device 0, then one on device 1, and back, every launch (the bytes move
- * between the devices). Where the driver captures across devices (the sim
- * with graphs=1) its relaunches run as one native graph over both, else
- * op by op (CUDA, whose captures across devices are invalidated); the
- * bytes are right either way.
+ * between the devices). Where the driver's graphs wait for each other
+ * (CUDA, the sim with graphs=1) its relaunches run as one native graph per
+ * device, else op by op; the bytes are right either way.
  */
 static void test_native_two_devices(void **state)
 {
@@ -450,7 +450,7 @@ static void test_native_two_devices(void **state)
     }
     across = weft__tape_supported(weft__device_of(d0)) &&
              weft__tape_supported(weft__device_of(d1)) &&
-             weft__device_of(d0)->drv->graph_spans_devices;
+             weft__tape_joins_devices(weft__device_of(d0)->drv);
     check(weft_buffer_create(devs.rt, sizeof out, &x));
     check(weft_buffer_fill(x, 0, WEFT_WHOLE, &zero, sizeof zero));
     check(weft_graph_create(devs.rt, &g));
@@ -475,8 +475,10 @@ static void test_native_two_devices(void **state)
            (unsigned long long)st.native_launches,
            (unsigned long long)st.native_replays);
     assert_int_equal(st.devices_used, 2);
-    if (across)
+    if (across) {
         assert_true(st.native_launches >= LAUNCHES / 2);
+        assert_int_equal(st.native_graphs, 2);
+    }
     check(weft_buffer_read(x, 0, out, sizeof out));
     for (int i = 0; i < M; i++) {
         uint32_t v = 0;
@@ -486,6 +488,96 @@ static void test_native_two_devices(void **state)
         if (out[i] != v)
             fail_msg("x[%d] = %u, want %u", i, out[i], v);
     }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+}
+
+/* On the sim (its check=1 counts them): no work on the same bytes that
+ * nothing ordered, so far in this process. */
+static void sim_no_hazards(const weft_device *d)
+{
+    weft_device_info info = {.size = sizeof info};
+
+    check(weft_device_get_info(d, &info));
+    if (info.type == WEFT_DEVICE_SIMULATED)
+        assert_int_equal(weft__sim_hazards(weft__device_of(d)), 0);
+}
+
+/*
+ * Within one launch x goes from device 0 to device 1 and back: kernels on
+ * 0, 1, 0, 1, 0, each after the one before. Native, that is five driver
+ * graphs (device 0's work cut in three), launched in an order that keeps
+ * every wait for another device's record (tape.h); a wrong order waits
+ * for the launch before's record and shows as wrong bytes, or on the sim
+ * with check=1 as hazards.
+ */
+static void test_native_back_and_forth(void **state)
+{
+    enum { M = 1024, HOPS = 5, LAUNCHES = 6 };
+    static uint32_t out[M];
+    weft_exec_stats st = {.size = sizeof st};
+    weft_device_info i0 = {.size = sizeof i0}, i1 = {.size = sizeof i1};
+    const weft_device *d[2];
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    const uint32_t zero = 0;
+    int across;
+
+    (void)state;
+    if (weft_runtime_device_count(devs.rt) < 2) {
+        printf("skipped: test_native_back_and_forth needs two devices\n");
+        return;
+    }
+    d[0] = weft_runtime_device(devs.rt, 0);
+    d[1] = weft_runtime_device(devs.rt, 1);
+    check(weft_device_get_info(d[0], &i0));
+    check(weft_device_get_info(d[1], &i1));
+    if (strcmp(i0.driver, i1.driver) != 0) {
+        printf("skipped: test_native_back_and_forth needs two devices of "
+               "one driver\n");
+        return;
+    }
+    across = weft__tape_supported(weft__device_of(d[0])) &&
+             weft__tape_supported(weft__device_of(d[1])) &&
+             weft__tape_joins_devices(weft__device_of(d[0])->drv);
+    check(weft_buffer_create(devs.rt, sizeof out, &x));
+    check(weft_buffer_fill(x, 0, WEFT_WHOLE, &zero, sizeof zero));
+    check(weft_graph_create(devs.rt, &g));
+    for (int h = 0; h < HOPS; h++) {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32((uint32_t)h + 1), weft_arg_i64(M)};
+        weft_node n;
+
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3, &n));
+        check(weft_graph_set_device(g, n, d[h % 2]));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int l = 0; l < LAUNCHES; l++) {
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+    }
+    check(weft_exec_get_stats(e, &st));
+    printf("# back and forth: %d launches, %llu native (%u graphs), %llu "
+           "replays\n",
+           LAUNCHES, (unsigned long long)st.native_launches, st.native_graphs,
+           (unsigned long long)st.native_replays);
+    if (across) {
+        assert_true(st.native_launches >= LAUNCHES / 2);
+        assert_int_equal(st.native_graphs, HOPS);
+    }
+    check(weft_buffer_read(x, 0, out, sizeof out));
+    for (int i = 0; i < M; i++) {
+        uint32_t v = 0;
+
+        for (int l = 0; l < LAUNCHES; l++)
+            for (int h = 0; h < HOPS; h++)
+                v = gt_advance(v, (uint32_t)h + 1);
+        if (out[i] != v)
+            fail_msg("x[%d] = %u, want %u", i, out[i], v);
+    }
+    sim_no_hazards(d[0]);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
     check(weft_buffer_destroy(x));
@@ -816,6 +908,7 @@ int main(void)
         cmocka_unit_test(test_relaunch_changes),
         cmocka_unit_test(test_replay_keeps_host_work),
         cmocka_unit_test(test_native_two_devices),
+        cmocka_unit_test(test_native_back_and_forth),
         cmocka_unit_test(test_async_failure_names_nodes),
         cmocka_unit_test(test_failure_cancels),
         cmocka_unit_test(test_two_threads),

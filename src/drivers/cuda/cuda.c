@@ -1630,6 +1630,54 @@ static int cuda_graph_begin(weft__queue *q)
 }
 
 /*
+ * In a capture: an event record node (for graphs of other GPUs to wait
+ * for), and an event wait node (driver.h: the record waited for is the
+ * latest when the graph is launched).
+ */
+static int cuda_graph_record_external(weft__event *ev, weft__queue *q)
+{
+    CUresult res;
+    int rc;
+
+    if (!cu.EventRecordWithFlags)
+        return weft__error(WEFT_ENOTSUP,
+                           "cuda: the driver has no cuEventRecordWithFlags");
+    if (ev->ctx->dev != q->ctx->dev)
+        return weft__error(
+            WEFT_EINVAL, "event of GPU %d recorded on a queue of GPU %d",
+            cuda_ctx(ev->ctx)->ordinal, cuda_ctx(q->ctx)->ordinal);
+    if ((rc = cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuEventRecordWithFlags")
+              ? CUDA_ERROR_UNKNOWN
+              : cu.EventRecordWithFlags(cuda_ev(ev), cuda_stream(q),
+                                        CU_EVENT_RECORD_EXTERNAL);
+    if (res != CUDA_SUCCESS)
+        return cuda_fail(res, 0, "cuEventRecordWithFlags (external): GPU %d",
+                         cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+static int cuda_graph_wait_external(weft__queue *q, weft__event *ev)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuStreamWaitEvent")
+              ? CUDA_ERROR_UNKNOWN
+              : cu.StreamWaitEvent(cuda_stream(q), cuda_ev(ev),
+                                   CU_EVENT_WAIT_EXTERNAL);
+    if (res != CUDA_SUCCESS)
+        return cuda_fail(res, 0,
+                         "cuStreamWaitEvent (external): queue of GPU %d on an "
+                         "event of GPU %d",
+                         cuda_ctx(q->ctx)->ordinal, cuda_ctx(ev->ctx)->ordinal);
+    return 0;
+}
+
+/*
  * The capture becomes old's graph if old's executable graph can take it
  * (cuGraphExecUpdate: same topology, other parameters), else a new one.
  */
@@ -1770,6 +1818,8 @@ const weft__driver weft__driver_cuda = {
     .event_destroy = cuda_event_destroy,
     .host_fn = cuda_host_fn,
     .graph_supported = cuda_graph_supported,
+    .graph_record_external = cuda_graph_record_external,
+    .graph_wait_external = cuda_graph_wait_external,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,

@@ -118,6 +118,8 @@ enum {
     CU_STREAM_NON_BLOCKING = 0x1,
     CU_EVENT_DEFAULT = 0x0,
     CU_EVENT_DISABLE_TIMING = 0x2,
+    CU_EVENT_RECORD_EXTERNAL = 0x1,
+    CU_EVENT_WAIT_EXTERNAL = 0x1,
     CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
     CU_MEMORYTYPE_HOST = 1,
     CU_MEMHOSTALLOC_PORTABLE = 0x1,
@@ -168,6 +170,8 @@ typedef CUresult weft__cu_LaunchHostFunc_fn(CUstream s, CUhostFn *fn,
 typedef CUresult weft__cu_EventCreate_fn(CUevent *ev, unsigned flags);
 typedef CUresult weft__cu_EventDestroy_fn(CUevent ev);
 typedef CUresult weft__cu_EventRecord_fn(CUevent ev, CUstream s);
+typedef CUresult weft__cu_EventRecordWithFlags_fn(CUevent ev, CUstream s,
+                                                  unsigned flags);
 typedef CUresult weft__cu_EventQuery_fn(CUevent ev);
 typedef CUresult weft__cu_EventSynchronize_fn(CUevent ev);
 typedef CUresult weft__cu_EventElapsedTime_fn(float *ms, CUevent start,
@@ -300,7 +304,8 @@ typedef CUresult weft__cu_GraphExecUpdate_fn(CUgraphExec exec, CUgraph graph,
     X(GraphLaunch, 0, "cuGraphLaunch", NULL)                                   \
     X(GraphExecDestroy, 0, "cuGraphExecDestroy", NULL)                         \
     X(GraphDestroy, 0, "cuGraphDestroy", NULL)                                 \
-    X(GraphExecUpdate, 0, "cuGraphExecUpdate_v2", NULL)
+    X(GraphExecUpdate, 0, "cuGraphExecUpdate_v2", NULL)                        \
+    X(EventRecordWithFlags, 0, "cuEventRecordWithFlags", NULL)
 
 typedef struct weft__cuda_api {
     void *lib; /* dlopen handle; NULL until loaded */

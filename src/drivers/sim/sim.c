@@ -315,6 +315,7 @@ typedef struct sim_node {
     long prev;      /* q's node before this one in the capture, or -1 */
     long dep;       /* a wait: the record node it waits for; else -1 */
     unsigned event; /* record, wait: the graph's private event */
+    sim_event *ext; /* an external record or wait: the event (not private) */
     weft__mem *dst, *src;
     size_t dst_off, src_off, size;
     void *host; /* h2d: the source; d2h: the destination */
@@ -2515,6 +2516,56 @@ static int sim_graph_end(weft__queue *wq, void *old, void **graph, int *updated)
     return 0;
 }
 
+/*
+ * An external record or wait in q's capture (driver.h): a node that, at
+ * each launch, records ev on q, or makes q wait for ev's latest record at
+ * the time of the launch (its steps are enqueued then, in order).
+ */
+static int sim_graph_external(weft__queue *wq, weft__event *we,
+                              weft__sim_op_kind kind)
+{
+    sim_queue *q = (sim_queue *)wq;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    sim_node n = sim_node_of(kind);
+    long i = 0;
+    int in;
+
+    if (we->ctx->dev->platform != &p->base)
+        return weft__error(WEFT_EINVAL,
+                           "sim: an external %s on %s of an event of %s: not "
+                           "one simulated machine",
+                           kind == WEFT__SIM_EVENT_RECORD ? "record" : "wait",
+                           wq->ctx->dev->name, we->ctx->dev->name);
+    n.ext = (sim_event *)we;
+    sim_lock(p);
+    in = q->cap != NULL;
+    if (in)
+        i = sim_capture_add(q, &n);
+    sim_unlock(p);
+    if (!in)
+        return weft__error(WEFT_EINVAL,
+                           "sim: an external %s on a queue of %s that takes "
+                           "part in no capture",
+                           kind == WEFT__SIM_EVENT_RECORD ? "record" : "wait",
+                           wq->ctx->dev->name);
+    return i < 0 ? (int)i : 0;
+}
+
+static int sim_graph_record_external(weft__event *we, weft__queue *wq)
+{
+    if (we->ctx != wq->ctx)
+        return weft__error(WEFT_EINVAL,
+                           "sim: an external record of an event of %s on a "
+                           "queue of %s",
+                           we->ctx->dev->name, wq->ctx->dev->name);
+    return sim_graph_external(wq, we, WEFT__SIM_EVENT_RECORD);
+}
+
+static int sim_graph_wait_external(weft__queue *wq, weft__event *we)
+{
+    return sim_graph_external(wq, we, WEFT__SIM_EVENT_WAIT);
+}
+
 /* A step of a launch: a node, or a record or wait of the fork or join. */
 typedef struct sim_step {
     sim_queue *q;
@@ -2611,7 +2662,7 @@ static int sim_graph_launch(void *graph, weft__queue *wq)
         steps[n].q = nd->q;
         if (nd->kind == WEFT__SIM_EVENT_RECORD ||
             nd->kind == WEFT__SIM_EVENT_WAIT) {
-            steps[n].ev = &g->events[nd->event];
+            steps[n].ev = nd->ext ? nd->ext : &g->events[nd->event];
             steps[n].pr.op.kind = nd->kind;
         } else {
             rc = sim_node_prep(p, nd, &steps[n].pr);
@@ -2788,7 +2839,8 @@ const weft__driver weft__driver_sim = {
     .event_elapsed = sim_event_elapsed,
     .event_destroy = sim_event_destroy,
     .host_fn = sim_host_fn,
-    .graph_spans_devices = 1,
+    .graph_record_external = sim_graph_record_external,
+    .graph_wait_external = sim_graph_wait_external,
     .graph_supported = sim_graph_supported,
     .graph_begin = sim_graph_begin,
     .graph_end = sim_graph_end,
