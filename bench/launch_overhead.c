@@ -21,13 +21,19 @@
  *   raw graph <shape> replay    the same again
  *   weft <shape> relaunch / raw graph, / raw stream   ratios of medians
  *
+ * --ndev 2 spreads weft's nodes over the driver's first two devices: the
+ * fan's round-robin, the chain's first half on one and second half on the
+ * other (one hop). Native, that is a graph per device joined by an event
+ * (src/drivers/tape.h); the raw side stays on one device, so the ratios
+ * compare two devices' relaunch with one device's replay.
+ *
  * The raw side loads libcuda itself (weft's declarations of the Driver
  * API, cuda_api.h, plus the few graph entry points declared here) and runs
  * the PTX that weft is given. Without a CUDA device it prints "skipped:"
  * and the reason, and exits 0. --driver opencl or host runs the weft side
  * alone on that driver's first device (PoCL, the host driver).
  *
- *     launch_overhead [--json] [--nodes N] [--reps R]
+ *     launch_overhead [--json] [--nodes N] [--reps R] [--ndev 1|2]
  *                     [--driver cuda|opencl|host]
  */
 #include <weft.h>
@@ -47,6 +53,7 @@ enum { MAXREPS = 64 };
 static uint32_t nodes = 1000;
 static int reps = 7;
 static const char *driver = "cuda";
+static unsigned ndevs = 1;
 
 #define DIE(...)                                                               \
     do {                                                                       \
@@ -294,7 +301,8 @@ static double raw_graph_round(raw_cuda *r, shape s)
 
 typedef struct weft_side {
     weft_runtime *rt;
-    const weft_device *dev; /* every node runs here, as the raw side's */
+    const weft_device *dev;  /* every node runs here, as the raw side's */
+    const weft_device *dev2; /* --ndev 2: the second device, else NULL */
     weft_kernel *k;
     size_t slice;
     weft_buffer *buf[NSHAPES]; /* one per shape: no root shared by two */
@@ -315,9 +323,14 @@ static void weft_build(weft_side *w, shape s)
             s == FAN ? weft_arg_buffer(w->buf[s], (size_t)i * w->slice,
                                        w->slice, WEFT_WRITE)
                      : weft_arg_buffer(w->buf[s], 0, w->slice, WEFT_READ_WRITE);
+        weft_node n;
 
         WEFT(weft_graph_add_kernel(w->graph[s], w->k, weft_dims1(1), &arg, 1,
-                                   NULL));
+                                   &n));
+        if (w->dev2)
+            WEFT(weft_graph_set_device(
+                w->graph[s], n,
+                (s == FAN ? i % 2 : i >= nodes / 2) ? w->dev2 : w->dev));
     }
     if (weft_graph_edge_count(w->graph[s]) != (s == CHAIN ? nodes - 1 : 0))
         DIE("%s: %u edges", shape_names[s], weft_graph_edge_count(w->graph[s]));
@@ -333,7 +346,7 @@ static void weft_first(weft_side *w, shape s, double *inst, double *first)
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
     double ti[MAXREPS], tf[MAXREPS];
 
-    o.device = w->dev;
+    o.device = w->dev2 ? NULL : w->dev; /* two: each node's own */
     for (int r = 0; r < reps; r++) {
         uint64_t t0, t1;
 
@@ -428,11 +441,13 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--driver") == 0 && i + 1 < argc)
             driver = argv[++i];
+        else if (strcmp(argv[i], "--ndev") == 0 && i + 1 < argc)
+            ndevs = (unsigned)strtoul(argv[++i], NULL, 10);
         else
             DIE("%s", usage);
     }
-    if (nodes < 2 || reps < 1 || reps > MAXREPS)
-        DIE("--nodes >= 2 and 1 <= --reps <= %d", MAXREPS);
+    if (nodes < 2 || reps < 1 || reps > MAXREPS || ndevs < 1 || ndevs > 2)
+        DIE("--nodes >= 2, 1 <= --reps <= %d and --ndev 1 or 2", MAXREPS);
     if (strcmp(driver, "cuda") && strcmp(driver, "opencl") &&
         strcmp(driver, "host"))
         DIE("%s", usage);
@@ -475,6 +490,18 @@ int main(int argc, char **argv)
     }
 
     w.dev = weft_runtime_device(w.rt, dev);
+    if (ndevs == 2) {
+        weft_device_info i2 = {.size = sizeof i2};
+
+        if (dev + 1 < ndev)
+            WEFT(weft_device_get_info(weft_runtime_device(w.rt, dev + 1), &i2));
+        if (dev + 1 >= ndev || strcmp(i2.driver, driver) != 0) {
+            snprintf(why, sizeof why, "--ndev 2: one %s device", driver);
+            weft_runtime_destroy(w.rt);
+            skip(why);
+        }
+        w.dev2 = weft_runtime_device(w.rt, dev + 1);
+    }
     w.slice = info.arg_offset_align > 64 ? info.arg_offset_align : 64;
     WEFT(weft_module_create(w.rt, v, 3, &mod));
     WEFT(weft_module_get_kernel(mod, "empty", &w.k));
@@ -484,8 +511,10 @@ int main(int argc, char **argv)
                "\"figures\": [",
                info.name, info.driver, nodes, reps);
     else
-        printf("# %s:%u (%s), %u empty kernels per graph, medians of %d\n",
-               info.driver, info.driver_index, info.name, nodes, reps);
+        printf("# %s:%u (%s)%s, %u empty kernels per graph, medians of %d\n",
+               info.driver, info.driver_index, info.name,
+               w.dev2 ? " and the next (weft's nodes over both)" : "", nodes,
+               reps);
 
     for (int s = 0; s < NSHAPES; s++) {
         bench_progress(shape_names[s]);
@@ -521,10 +550,10 @@ int main(int argc, char **argv)
         weft_exec_stats st = {.size = sizeof st};
 
         WEFT(weft_exec_get_stats(w.exec[s], &st));
-        NOTE("weft %s: %llu launches, %llu as a native graph, %llu of them "
-             "replayed without an issue",
+        NOTE("weft %s: %llu launches, %llu native (%u driver graphs), %llu of "
+             "them replayed without an issue",
              shape_names[s], (unsigned long long)st.launches,
-             (unsigned long long)st.native_launches,
+             (unsigned long long)st.native_launches, st.native_graphs,
              (unsigned long long)st.native_replays);
     }
 

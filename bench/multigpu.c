@@ -335,6 +335,16 @@ static void note_split(machine *m, weft_exec *e, const char *what)
         len += (size_t)snprintf(line + len, sizeof line - len, "%s%u",
                                 i ? "/" : "", count[i]);
     NOTE("%s: tiles per device %s", what, line);
+    {
+        weft_exec_stats st = {.size = sizeof st};
+
+        if (weft_exec_get_stats(e, &st) == 0)
+            NOTE("%s: %llu of %llu launches native (%u driver graphs), %llu "
+                 "replays",
+                 what, (unsigned long long)st.native_launches,
+                 (unsigned long long)st.launches, st.native_graphs,
+                 (unsigned long long)st.native_replays);
+    }
 }
 
 /* The outputs against the host's, on a sample; the total against hout. */

@@ -487,6 +487,15 @@ static void time_exec(bench *b, weft_exec *e, before_launch_fn *before,
         }
     }
     WEFT(weft_runtime_get_stats(b->rt, &s1));
+    {
+        weft_exec_stats st = {.size = sizeof st};
+
+        WEFT(weft_exec_get_stats(e, &st));
+        NOTE("%llu of %llu launches native (%u driver graphs), %llu replays",
+             (unsigned long long)st.native_launches,
+             (unsigned long long)st.launches, st.native_graphs,
+             (unsigned long long)st.native_replays);
+    }
     t->wall_ms = bench_median(wall, reps);
     t->virt_ms = bench_median(virt, reps);
     memset(&t->moved, 0, sizeof t->moved);
