@@ -2,7 +2,8 @@
  * Placement policies over a DAG description (place.h).
  *
  * Every policy walks the nodes in a topological order, picks a device for
- * each and commits it to one simulated state: when each device is free,
+ * each and commits it to one simulated state: when each compute lane of
+ * each device is free and until when kernels that fill a device hold it,
  * when each node finishes, and where each buffer is valid. The same
  * evaluation gives the makespan estimate of every policy, so that policies
  * can be compared on one scale; HEFT also uses it to choose.
@@ -16,8 +17,10 @@
 typedef struct weft__place_state {
     const weft__place_input *in;
     unsigned nmem;          /* ndevices + 1: memory 0 is the host */
+    unsigned lanes;         /* compute lanes per device, >= 1 */
     unsigned char *valid;   /* nbuffers * nmem */
-    double *avail;          /* ndevices: when the device is free */
+    double *avail;          /* ndevices * lanes: when each lane is free */
+    double *full;           /* ndevices: end of the last kernel filling it */
     double *finish;         /* nnodes */
     unsigned *order;        /* nnodes: a topological order */
     unsigned *succ_start;   /* nnodes + 1 (CSR of successors) */
@@ -93,6 +96,7 @@ static void weft__place_state_free(weft__place_state *s)
 {
     weft__free(s->valid);
     weft__free(s->avail);
+    weft__free(s->full);
     weft__free(s->finish);
     weft__free(s->order);
     weft__free(s->succ_start);
@@ -164,12 +168,15 @@ static int weft__place_state_init(weft__place_state *s,
     memset(s, 0, sizeof *s);
     s->in = in;
     s->nmem = in->ndevices + 1;
+    s->lanes = in->compute_lanes ? in->compute_lanes : 1;
     s->valid =
         weft__calloc(in->nbuffers ? (size_t)in->nbuffers * s->nmem : 1, 1);
-    s->avail = weft__calloc(in->ndevices ? in->ndevices : 1, sizeof *s->avail);
+    s->avail = weft__calloc(in->ndevices ? (size_t)in->ndevices * s->lanes : 1,
+                            sizeof *s->avail);
+    s->full = weft__calloc(in->ndevices ? in->ndevices : 1, sizeof *s->full);
     s->finish = weft__calloc(in->nnodes ? in->nnodes : 1, sizeof *s->finish);
     s->counted = weft__calloc(in->nbuffers ? in->nbuffers : 1, 1);
-    if (!s->valid || !s->avail || !s->finish || !s->counted)
+    if (!s->valid || !s->avail || !s->full || !s->finish || !s->counted)
         return weft__error(WEFT_ENOMEM, "placement: out of memory");
     for (unsigned b = 0; b < in->nbuffers; b++)
         *weft__valid(s, b,
@@ -205,16 +212,59 @@ static double weft__fetch_ns(weft__place_state *s, unsigned b, int m,
 }
 
 /*
+ * The compute lane of device d that a kernel whose inputs are there at
+ * ready takes: of the lanes free by then, the one free last, so that an
+ * earlier gap stays for a node ready sooner; else the one free first.
+ */
+static unsigned weft__place_lane(const weft__place_state *s, unsigned d,
+                                 double ready)
+{
+    const double *free_at = &s->avail[(size_t)d * s->lanes];
+    unsigned best = 0;
+
+    for (unsigned k = 1; k < s->lanes; k++) {
+        int fits = free_at[k] <= ready, best_fits = free_at[best] <= ready;
+
+        if (fits != best_fits ? fits
+            : fits            ? free_at[k] > free_at[best]
+                              : free_at[k] < free_at[best])
+            best = k;
+    }
+    return best;
+}
+
+/* Whether kernel n fills device d, leaving no room for another beside. */
+static int weft__place_fills(const weft__place_input *in,
+                             const weft__place_node *n, unsigned d)
+{
+    return !in->resident_items || n->items >= in->resident_items[d];
+}
+
+/* The earliest kernel n could start on device d, its inputs aside. */
+static double weft__place_free(const weft__place_state *s,
+                               const weft__place_node *n, unsigned d)
+{
+    const double *free_at = &s->avail[(size_t)d * s->lanes];
+    double t = free_at[0];
+
+    for (unsigned k = 1; k < s->lanes; k++)
+        t = WEFT__MIN(t, free_at[k]);
+    return weft__place_fills(s->in, n, d) ? WEFT__MAX(t, s->full[d]) : t;
+}
+
+/*
  * Where node i would finish on memory m (a device, or WEFT__MEM_HOST for
- * host and empty nodes), and how many bytes it would move there.
+ * host and empty nodes), how many bytes it would move there, and for a
+ * kernel the compute lane of m it would take.
  */
 static double weft__place_eval(weft__place_state *s, unsigned i, int m,
-                               uint64_t *moved)
+                               uint64_t *moved, unsigned *lane)
 {
     const weft__place_node *n = &s->in->nodes[i];
-    double ready = 0, xfer = 0, start;
+    double ready = 0, xfer = 0;
 
     *moved = 0;
+    *lane = 0;
     for (unsigned p = 0; p < n->npreds; p++)
         ready = WEFT__MAX(ready, s->finish[n->preds[p]]);
     if (n->kind == WEFT__PNODE_EMPTY)
@@ -237,19 +287,26 @@ static double weft__place_eval(weft__place_state *s, unsigned i, int m,
         s->counted[n->access[a].buffer] = 0;
     if (n->kind == WEFT__PNODE_HOST)
         return ready + xfer;
-    start = WEFT__MAX(s->avail[m], ready + xfer);
-    return start + weft__kernel_ns(s->in, n, (unsigned)m);
+    ready += xfer;
+    if (weft__place_fills(s->in, n, (unsigned)m))
+        ready = WEFT__MAX(ready, s->full[m]);
+    *lane = weft__place_lane(s, (unsigned)m, ready);
+    return WEFT__MAX(s->avail[(size_t)m * s->lanes + *lane], ready) +
+           weft__kernel_ns(s->in, n, (unsigned)m);
 }
 
 static void weft__place_commit(weft__place_state *s, unsigned i, int m,
-                               double finish, uint64_t moved)
+                               unsigned lane, double finish, uint64_t moved)
 {
     const weft__place_node *n = &s->in->nodes[i];
 
     s->finish[i] = finish;
     s->bytes_moved += moved;
-    if (n->kind == WEFT__PNODE_KERNEL)
-        s->avail[m] = finish;
+    if (n->kind == WEFT__PNODE_KERNEL) {
+        s->avail[(size_t)m * s->lanes + lane] = finish;
+        if (weft__place_fills(s->in, n, (unsigned)m))
+            s->full[m] = finish;
+    }
     if (n->kind == WEFT__PNODE_EMPTY)
         return;
     for (unsigned a = 0; a < n->naccess; a++) {
@@ -391,19 +448,23 @@ const char *weft__place_policy_name(weft__place_policy policy)
     return "?";
 }
 
-/* The device policy picks for kernel node i, with its finish and bytes. */
+/*
+ * The device policy picks for kernel node i, with its finish, bytes and
+ * compute lane.
+ */
 static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
                             unsigned i, unsigned *rr, double *finish,
-                            uint64_t *moved)
+                            uint64_t *moved, unsigned *lane)
 {
     const weft__place_input *in = s->in;
     const weft__place_node *n = &in->nodes[i];
     double best_f = INFINITY, f;
     uint64_t best_b = UINT64_MAX, b;
+    unsigned best_l = 0, l;
     int best = -1;
 
     if (n->device >= 0) {
-        *finish = weft__place_eval(s, i, n->device, moved);
+        *finish = weft__place_eval(s, i, n->device, moved, lane);
         return n->device;
     }
     switch (policy) {
@@ -418,7 +479,7 @@ static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
         }
         if (policy == WEFT__PLACE_ROUND_ROBIN)
             *rr = ((unsigned)best + 1) % in->ndevices;
-        *finish = weft__place_eval(s, i, best, moved);
+        *finish = weft__place_eval(s, i, best, moved, lane);
         return best;
     case WEFT__PLACE_LOCALITY:
         /*
@@ -428,11 +489,14 @@ static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
         for (unsigned d = 0; d < in->ndevices; d++) {
             if (!weft__node_capable(n, d))
                 continue;
-            f = weft__place_eval(s, i, (int)d, &b);
-            if (b < best_b || (b == best_b && s->avail[d] < s->avail[best])) {
+            f = weft__place_eval(s, i, (int)d, &b, &l);
+            if (b < best_b ||
+                (b == best_b && weft__place_free(s, n, d) <
+                                    weft__place_free(s, n, (unsigned)best))) {
                 best = (int)d;
                 best_b = b;
                 best_f = f;
+                best_l = l;
             }
         }
         break;
@@ -440,11 +504,12 @@ static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
         for (unsigned d = 0; d < in->ndevices; d++) {
             if (!weft__node_capable(n, d))
                 continue;
-            f = weft__place_eval(s, i, (int)d, &b);
+            f = weft__place_eval(s, i, (int)d, &b, &l);
             if (f < best_f) {
                 best = (int)d;
                 best_b = b;
                 best_f = f;
+                best_l = l;
             }
         }
         break;
@@ -452,6 +517,7 @@ static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
     weft__assert(best >= 0);
     *finish = best_f;
     *moved = best_b;
+    *lane = best_l;
     return best;
 }
 
@@ -478,14 +544,15 @@ int weft__place(const weft__place_input *in, weft__place_policy policy,
         unsigned i = s.order[k];
         const weft__place_node *n = &in->nodes[i];
         uint64_t moved;
+        unsigned lane;
         double finish;
         int m = WEFT__MEM_HOST;
 
         if (n->kind == WEFT__PNODE_KERNEL)
-            m = weft__place_pick(&s, policy, i, &rr, &finish, &moved);
+            m = weft__place_pick(&s, policy, i, &rr, &finish, &moved, &lane);
         else
-            finish = weft__place_eval(&s, i, m, &moved);
-        weft__place_commit(&s, i, m, finish, moved);
+            finish = weft__place_eval(&s, i, m, &moved, &lane);
+        weft__place_commit(&s, i, m, lane, finish, moved);
         out->device[i] = n->kind == WEFT__PNODE_KERNEL ? m : -1;
         makespan = WEFT__MAX(makespan, finish);
     }

@@ -10,11 +10,17 @@
  * cheapest memory that holds it); a read leaves it valid in both places; a
  * write leaves it valid only where the node ran.
  *
- * Time model: a device runs one node at a time, in the order nodes are
- * placed; a node starts once the device is free and its inputs have arrived,
- * which is after its predecessors finished plus the copies it needs, one
- * after the other. Copies do not contend with each other or with kernels:
- * the model decides where, not the exact timeline.
+ * Time model: a device has compute_lanes lanes, each running one kernel at
+ * a time in the order nodes are placed. A kernel starts once its inputs
+ * have arrived (its predecessors finished, then the copies it needs, one
+ * after the other) and a lane of its device is free. A kernel that fills
+ * its device (a launch of at least resident_items[d] items) also holds the
+ * whole device while it runs: such kernels run one after another, and
+ * only smaller ones beside them, on the other lanes. So a short reduction
+ * of a tile starts on the tile's device as soon as the tile is done, while
+ * the device goes on with the next tile, as the executor's lanes let it.
+ * Copies do not contend with each other or with kernels: the model decides
+ * where, not the exact timeline.
  */
 #ifndef WEFT_SCHED_PLACE_H
 #define WEFT_SCHED_PLACE_H
@@ -65,6 +71,11 @@ typedef struct weft__place_input {
     const int *buffer_home;
     const weft__links *links; /* links->n == ndevices */
     weft__ktime *ktime;       /* ndevices devices */
+    /* Kernels a device runs at once (its compute lanes); 0 is 1. */
+    unsigned compute_lanes;
+    /* ndevices: the work items device d holds at once, below which a
+     * kernel leaves room for others; NULL: every kernel fills its device. */
+    const uint64_t *resident_items;
 } weft__place_input;
 
 typedef struct weft__place_output {

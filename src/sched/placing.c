@@ -6,6 +6,7 @@
 #include "../graph/graph.h"
 #include "calibrate.h"
 #include "place.h"
+#include "plan.h"
 
 #include <string.h>
 
@@ -113,6 +114,14 @@ weft__ktime *weft__runtime_ktime(weft_runtime *rt)
 
 /* ---- describing the graph ---------------------------------------------- */
 
+/*
+ * Work items a compute unit holds at once: 2048 threads on an SM of
+ * NVIDIA's recent GPUs (1536 on some), 2560 on a CU of AMD's. Only the
+ * order of magnitude counts: it tells a kernel that fills the device from
+ * one that leaves room beside it (place.h).
+ */
+enum { WEFT__PLACE_ITEMS_PER_CU = 2048 };
+
 typedef struct weft__range_key {
     uint32_t root;
     size_t lo, hi;
@@ -198,6 +207,7 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
     weft__place_input in = {0};
     weft__place_output out = {0};
     weft__place_policy pol;
+    uint64_t *resident = NULL;
     int *home = NULL;
     uint32_t n = g->nnodes, unplaced = 0;
     int rc = 0;
@@ -301,6 +311,24 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
     in.nnodes = n;
     in.ndevices = nd;
     in.nbuffers = rt_.n;
+    /*
+     * The executor gives each device WEFT__COMPUTE_LANES compute lanes;
+     * their kernels overlap only where the device runs kernels of several
+     * queues at once (not the sim, which has one compute engine).
+     */
+    resident = weft__calloc((size_t)nd + 1, sizeof *resident);
+    if (!resident) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto out;
+    }
+    in.compute_lanes = WEFT__COMPUTE_LANES;
+    for (unsigned d = 0; d < nd; d++) {
+        if (cand[d] && !rt->devices[d]->props.concurrent_kernels)
+            in.compute_lanes = 1;
+        resident[d] = (uint64_t)rt->devices[d]->props.compute_units *
+                      WEFT__PLACE_ITEMS_PER_CU;
+    }
+    in.resident_items = resident;
     if (policy == WEFT_PLACE_LOCALITY || policy == WEFT_PLACE_HEFT) {
         in.links = weft__runtime_links(rt);
         in.ktime = weft__runtime_ktime(rt);
@@ -335,6 +363,7 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
                 weft_place_policy_name(policy), n, used, out.makespan_ns / 1e6,
                 (unsigned long long)out.bytes_moved);
 out:
+    weft__free(resident);
     weft__free(home);
     weft__free(cand);
     weft__free(capable);

@@ -11,7 +11,10 @@
  * the models. The graph is described to place.h with one "buffer" per
  * distinct (root, range) that nodes access, so that the chunks of one
  * large buffer are placed as the separate data they are; transfer, map and
- * host nodes run on the host, joins take no time.
+ * host nodes run on the host, joins take no time. Each device has the
+ * executor's WEFT__COMPUTE_LANES compute lanes in the model where its
+ * kernels of several queues overlap (concurrent_kernels), else one; a
+ * kernel fills it at compute units x 2048 items.
  *
  * The link model is loaded once per runtime (the calibration cache, else a
  * quick measurement, see calibrate.h); if that fails, a default of 25 GB/s
