@@ -256,6 +256,11 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
             0) {
         weft_clear_error();
         t->unfit = 1;
+        weft__debug("tape",
+                    "no native graph: operation %zu (kind %d on %s) "
+                    "is on another driver, copies unpinned memory, or "
+                    "finds no memory",
+                    t->n, (int)op->kind, op->q->ctx->dev->name);
         return;
     }
     o = &t->ops[t->n];
@@ -340,6 +345,11 @@ int weft__tape_enqueue(weft__tape *t, const weft__tape_op *op,
 int weft__tape_host_waits(weft__tape *t)
 {
     if (t->mode == WEFT__TAPE_RECORD_MODE) {
+        if (!t->unfit)
+            weft__debug("tape",
+                        "no native graph: the host waits after "
+                        "operation %zu",
+                        t->n);
         t->unfit = 1;
         return 0;
     }
