@@ -270,6 +270,7 @@ static weft_node add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
  * caller's; *sum receives the total.
  */
 static weft_node work_node[MAXTILES]; /* of the graph build made last */
+static weft_node sum_node[MAXTILES];  /* ... and its tile sums */
 
 static weft_graph *build(machine *m, int rr, float *hin, float *hout,
                          float *sum)
@@ -300,7 +301,7 @@ static weft_graph *build(machine *m, int rr, float *hin, float *hout,
         work_node[t] =
             add_kernel(g, m->work, weft_dims1(tile_elems), wa, 4, place);
         if (reduce)
-            add_kernel(g, m->tilesum, one_group, sa, 3, place);
+            sum_node[t] = add_kernel(g, m->tilesum, one_group, sa, 3, place);
         WEFT(weft_graph_add_read(g, m->bout, off, (char *)hout + off,
                                  tile_bytes, NULL));
     }
@@ -335,6 +336,15 @@ static void note_split(machine *m, weft_exec *e, const char *what)
         len += (size_t)snprintf(line + len, sizeof line - len, "%s%u",
                                 i ? "/" : "", count[i]);
     NOTE("%s: tiles per device %s", what, line);
+    if (reduce) {
+        unsigned away = 0;
+
+        for (unsigned t = 0; t < tiles; t++)
+            away += weft_exec_node_device(e, sum_node[t]) !=
+                    weft_exec_node_device(e, work_node[t]);
+        NOTE("%s: %u of %u tile sums away from their tile's device", what, away,
+             tiles);
+    }
     {
         weft_exec_stats st = {.size = sizeof st};
 

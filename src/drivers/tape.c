@@ -512,13 +512,14 @@ static int weft__tape_segment(weft__tape *t)
             size_t h = weft__tape_slot(&c, o->ev);
             weft__tape_op *r = c.key[h] ? &t->ops[c.val[h]] : NULL;
 
-            /* A record before the launch: waited for as before. */
-            if (r && r->q->ctx == o->q->ctx) {
+            if (!r) {
+                o->how = WEFT__TAPE_BEFORE;
+            } else if (r->q->ctx == o->q->ctx) {
                 if (r->seg == c.cur[d])
                     r->how |= WEFT__TAPE_INTERNAL;
                 else
                     o->how = WEFT__TAPE_SKIP;
-            } else if (r) {
+            } else {
                 /* After the record's segment; a new one if this
                  * device's last must come before that one. */
                 if (weft__tape_reaches(&c, c.cur[d], r->seg) &&
@@ -631,6 +632,8 @@ static int weft__tape_capture_op(weft__tape *t, const weft__tape_op *o)
             return 0;
         if (o->how & WEFT__TAPE_EXTERNAL)
             return drv->graph_wait_external(o->q, t->xev[o->xev]);
+        if ((o->how & WEFT__TAPE_BEFORE) && drv->graph_wait_external)
+            return drv->graph_wait_external(o->q, o->ev);
     }
     return weft__tape_run(t, o);
 }

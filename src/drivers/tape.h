@@ -47,7 +47,12 @@
  * from A to B and back), A's work is cut in two segments, launched on the
  * same queue one after the other. A wait for an event recorded by an
  * earlier segment of the same device is kept by that queue's order and
- * taken out. Most plans need one segment per device.
+ * taken out. A wait for a record made before the launch (by a launch
+ * before, or work outside the graph) is an event wait node on the event
+ * itself: at each graph launch it waits for that event's latest record,
+ * as the wait would have when issued (a capture cannot wait for work
+ * outside it: CUDA invalidates it). Most plans need one segment per
+ * device.
  *
  * Only devices whose driver has graph operations get a tape (CUDA; OpenCL
  * where the device has cl_khr_command_buffer; the sim with graphs=1), and
@@ -96,6 +101,7 @@ enum {
     WEFT__TAPE_INTERNAL = 1, /* record: waited for in its segment */
     WEFT__TAPE_EXTERNAL = 2, /* record: by another device; wait: for one */
     WEFT__TAPE_SKIP = 4,     /* wait: an earlier segment of its queue's */
+    WEFT__TAPE_BEFORE = 8,   /* wait: for a record made before the launch */
 };
 
 /* The work of one device between waits for another's: one graph. */

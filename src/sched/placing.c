@@ -358,10 +358,10 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
     }
     *ndev_used = used;
     weft__debug("sched",
-                "placement %s: %u nodes over %u devices, estimated %.3f ms, "
-                "%llu bytes moved",
-                weft_place_policy_name(policy), n, used, out.makespan_ns / 1e6,
-                (unsigned long long)out.bytes_moved);
+                "placement %s: %u nodes over %u devices (%u compute lanes "
+                "each), estimated %.3f ms, %llu bytes moved",
+                weft_place_policy_name(policy), n, used, in.compute_lanes,
+                out.makespan_ns / 1e6, (unsigned long long)out.bytes_moved);
 out:
     weft__free(resident);
     weft__free(home);
