@@ -699,17 +699,23 @@ static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
         if (rc == 0)
             rc = weft__drv_queue_wait_event(q0, t->join[j0 + 2 * j + 1]);
     }
-    /* The capture ends either way, so that the queues work again. */
+    /* The capture ends either way, so that the queues work again; the
+     * error said is the first one (the operation the capture failed at). */
     {
         void *old = rc == 0 ? t->segs[s].graph : NULL;
+        char first[256];
         int up = 0;
 
+        if (rc < 0)
+            weft__strlcpy(first, weft_last_error(), sizeof first);
         t->segs[s].graph = NULL; /* the driver's now: given back or freed */
         erc = drv->graph_end(q0, old, rc == 0 ? &t->segs[s].graph : NULL, &up);
         if (updated && !up)
             *updated = 0;
+        if (rc < 0)
+            return weft__error(rc, "%s", first);
     }
-    return rc < 0 ? rc : erc;
+    return erc;
 }
 
 /*

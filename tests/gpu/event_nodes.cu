@@ -14,6 +14,10 @@
  * x into y. Each round launches both (R first, or W first), waits for both
  * and compares y with x: equal means W waited for this round's R.
  * Printed per order: rounds where W saw this round's x.
+ *
+ * Then, with two GPUs, which ways of copying between them a capture on
+ * GPU 1 takes in (cudaMemcpyPeerAsync is cuMemcpyPeerAsync, cudaMemcpyAsync
+ * with cudaMemcpyDefault is cuMemcpyAsync under unified addressing).
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -41,7 +45,10 @@ __global__ void spin_then_bump(unsigned long long ns, int *x)
     atomicAdd(x, 1);
 }
 
-__global__ void copy_one(const int *x, int *y) { *y = *(volatile const int *)x; }
+__global__ void copy_one(const int *x, int *y)
+{
+    *y = *(volatile const int *)x;
+}
 
 int main(int argc, char **argv)
 {
@@ -112,6 +119,31 @@ int main(int argc, char **argv)
         printf("%s: W saw this round's x in %d of %d rounds\n",
                order == 0 ? "record launched first" : "wait launched first",
                saw, rounds);
+    }
+    if (dw) {
+        for (int way = 0; way < 2; way++) {
+            cudaStreamCaptureStatus st;
+            cudaError_t e1, e2;
+            cudaGraph_t gp = NULL;
+
+            CHECK(cudaSetDevice(1));
+            CHECK(cudaStreamBeginCapture(sw, cudaStreamCaptureModeRelaxed));
+            e1 = way == 0
+                     ? cudaMemcpyPeerAsync(y, 1, x, 0, sizeof *x, sw)
+                     : cudaMemcpyAsync(y, x, sizeof *x, cudaMemcpyDefault, sw);
+            CHECK(cudaStreamIsCapturing(sw, &st));
+            e2 = cudaStreamEndCapture(sw, &gp);
+            printf("%s in a capture: call %s, capture %s, end %s\n",
+                   way == 0 ? "cudaMemcpyPeerAsync" : "cudaMemcpyAsync (UVA)",
+                   cudaGetErrorName(e1),
+                   st == cudaStreamCaptureStatusActive        ? "active"
+                   : st == cudaStreamCaptureStatusInvalidated ? "invalidated"
+                                                              : "none",
+                   cudaGetErrorName(e2));
+            (void)cudaGetLastError();
+            if (gp)
+                CHECK(cudaGraphDestroy(gp));
+        }
     }
     CHECK(cudaGraphExecDestroy(xr));
     CHECK(cudaGraphExecDestroy(xw));

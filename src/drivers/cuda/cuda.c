@@ -20,7 +20,8 @@
  * Peer access is enabled lazily, both ways, on the first peer copy between
  * two devices, and forgotten when weft's last context on either device goes.
  * A pair that cannot (or may no longer: CUDA caps the number of peers) is
- * still copied by cuMemcpyPeerAsync, which then goes through host memory.
+ * still copied, by cuMemcpyAsync under unified addressing, which then
+ * goes through host memory.
  *
  * The library is loaded once and never unloaded: CUDA has no way to undo
  * cuInit, and its threads would outlive an unloaded library.
@@ -1071,15 +1072,22 @@ static int cuda_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     cuda_peer_setup_one(sc, dc);
     if ((rc = cuda_enter(q->ctx)) < 0)
         return rc;
-    res = weft__fault("cuda.cuMemcpyPeerAsync")
-              ? CUDA_ERROR_UNKNOWN
-              : cu.MemcpyPeerAsync(cuda_mm(dst)->ptr + dst_off, dc->cu,
-                                   cuda_mm(src)->ptr + src_off, sc->cu, size,
-                                   cuda_stream(q));
+    /*
+     * cuMemcpyAsync under unified addressing, not cuMemcpyPeerAsync: the
+     * same copy (over the peer link where access is enabled), and a stream
+     * capture takes it in, where cuMemcpyPeerAsync fails with
+     * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture
+     * (2x H200, CUDA 13: tests/gpu/event_nodes.cu).
+     */
+    res =
+        weft__fault("cuda.cuMemcpyAsync.peer")
+            ? CUDA_ERROR_UNKNOWN
+            : cu.MemcpyAsync(cuda_mm(dst)->ptr + dst_off,
+                             cuda_mm(src)->ptr + src_off, size, cuda_stream(q));
     if (res != CUDA_SUCCESS)
         return cuda_fail(res, 0,
-                         "cuMemcpyPeerAsync: %zu bytes GPU %d -> GPU %d", size,
-                         sc->ordinal, dc->ordinal);
+                         "cuMemcpyAsync (peer): %zu bytes GPU %d -> GPU %d",
+                         size, sc->ordinal, dc->ordinal);
     return 0;
 }
 

@@ -194,9 +194,6 @@ typedef CUresult weft__cu_MemcpyDtoDAsync_fn(CUdeviceptr dst, CUdeviceptr src,
                                              size_t size, CUstream s);
 typedef CUresult weft__cu_MemcpyAsync_fn(CUdeviceptr dst, CUdeviceptr src,
                                          size_t size, CUstream s);
-typedef CUresult weft__cu_MemcpyPeerAsync_fn(CUdeviceptr dst, CUcontext dst_ctx,
-                                             CUdeviceptr src, CUcontext src_ctx,
-                                             size_t size, CUstream s);
 typedef CUresult weft__cu_MemsetD8Async_fn(CUdeviceptr dst, unsigned char v,
                                            size_t n, CUstream s);
 typedef CUresult weft__cu_MemsetD16Async_fn(CUdeviceptr dst, unsigned short v,
@@ -288,7 +285,6 @@ typedef CUresult weft__cu_GraphExecUpdate_fn(CUgraphExec exec, CUgraph graph,
     X(MemcpyDtoHAsync, 1, "cuMemcpyDtoHAsync_v2", NULL)                        \
     X(MemcpyDtoDAsync, 1, "cuMemcpyDtoDAsync_v2", NULL)                        \
     X(MemcpyAsync, 1, "cuMemcpyAsync", NULL)                                   \
-    X(MemcpyPeerAsync, 1, "cuMemcpyPeerAsync", NULL)                           \
     X(MemsetD8Async, 1, "cuMemsetD8Async", NULL)                               \
     X(MemsetD16Async, 1, "cuMemsetD16Async", NULL)                             \
     X(MemsetD32Async, 1, "cuMemsetD32Async", NULL)                             \
