@@ -227,11 +227,18 @@ static result time_exec(machine *m, weft_exec *e)
     weft_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
     result r;
 
+    uint64_t peer_prev = 0;
+    char peers[MAXREPS * 12];
+    size_t len = 0;
+
+    peers[0] = '\0';
     for (int i = -1; i < reps; i++) {
         uint64_t t0, began = 0;
 
-        if (i == 0)
+        if (i == 0) {
             WEFT(weft_runtime_get_stats(m->rt, &s0));
+            peer_prev = s0.peer_bytes;
+        }
         if (m->sim) {
             weft__sim_record_clear(m->sim);
             began = weft__sim_now(m->sim);
@@ -239,10 +246,18 @@ static result time_exec(machine *m, weft_exec *e)
         t0 = weft__now_ns();
         WEFT(weft_exec_launch(e));
         WEFT(weft_exec_wait(e));
-        if (i >= 0)
+        if (i >= 0) {
             v[i] = m->sim ? sim_span_ms(m->sim, began)
                           : (double)(weft__now_ns() - t0) / 1e6;
+            WEFT(weft_runtime_get_stats(m->rt, &s1));
+            len +=
+                (size_t)snprintf(peers + len, sizeof peers - len, " %.1f",
+                                 (double)(s1.peer_bytes - peer_prev) / 1048576);
+            peer_prev = s1.peer_bytes;
+        }
     }
+    if (m->n > 1)
+        NOTE("peer MiB of each timed launch:%s", peers);
     WEFT(weft_runtime_get_stats(m->rt, &s1));
     r.ms = bench_median(v, reps);
     memset(&r.moved, 0, sizeof r.moved);
