@@ -666,7 +666,8 @@ static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
     }
     /* Fork events are q0's, join events their queue's (an event is
      * recorded on a queue of its own context). */
-    if ((rc =
+    if (j0 + 2 * nq > t->njoin &&
+        (rc =
              weft__tape_room((void **)&t->join, &(unsigned){t->njoin}, t->njoin,
                              j0 + 2 * nq - t->njoin, sizeof *t->join)) < 0)
         return rc;
