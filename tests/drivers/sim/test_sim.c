@@ -1494,6 +1494,86 @@ static void test_graph_two_devices(void **state)
 }
 
 /*
+ * Graphs of two devices joined by external event nodes, as weft's tape
+ * joins CUDA graphs: R (device 0) uploads x0, scales it and records e0 as
+ * a node; W (device 1) waits for e0 as a node and copies x0 into x1
+ * (peer). A wait node waits for the record of e0 that is latest when its
+ * graph is launched (as CUDA's, tests/gpu/event_nodes.cu): R launched
+ * first, W's copy follows this launch's kernel; W launched first, it
+ * waits for the record of the launch before.
+ */
+static void test_graph_external_events(void **state)
+{
+    enum { N = 1000 };
+    machine m;
+    weft__queue *q0, *q1;
+    weft__mem *x0, *x1;
+    weft__module *mod0;
+    weft__kernel *k0;
+    weft__event *e0;
+    uint32_t in[N], out[N];
+    void *gr = NULL, *gw = NULL;
+
+    (void)state;
+    machine_open(&m, "devices=2,graphs=1", 1);
+    q0 = queue(&m, 0, WEFT__QUEUE_COMPUTE);
+    q1 = queue(&m, 1, WEFT__QUEUE_COMPUTE);
+    x0 = devmem(&m, 0, sizeof in);
+    x1 = devmem(&m, 1, sizeof in);
+    k0 = kernel(&m, 0, "scale", &mod0);
+    OK(weft__drv_event_create(m.ctx[0], 0, &e0));
+    /* Outside a capture, and from the wrong device: refused. */
+    assert_int_equal(sim->graph_record_external(e0, q0), WEFT_EINVAL);
+    assert_int_equal(sim->graph_wait_external(q1, e0), WEFT_EINVAL);
+    OK(sim->graph_begin(q0));
+    OK(weft__drv_copy_h2d(q0, x0, 0, in, sizeof in));
+    launch(q0, k0, x0, 2, N);
+    OK(sim->graph_record_external(e0, q0));
+    OK(sim->graph_end(q0, NULL, &gr, NULL));
+    OK(sim->graph_begin(q1));
+    OK(sim->graph_wait_external(q1, e0));
+    OK(weft__drv_copy_peer(q1, x1, 0, x0, 0, sizeof in));
+    OK(weft__drv_copy_d2h(q1, out, x1, 0, sizeof out));
+    OK(sim->graph_end(q1, NULL, &gw, NULL));
+    for (uint32_t round = 1; round <= 3; round++) {
+        int record_first = round != 3;
+        const weft__sim_op *k, *peer;
+        size_t before = record_len(&m);
+
+        for (uint32_t i = 0; i < N; i++)
+            in[i] = i + round;
+        if (record_first) {
+            OK(sim->graph_launch(gr, q0));
+            OK(sim->graph_launch(gw, q1));
+        } else {
+            OK(sim->graph_launch(gw, q1));
+            OK(sim->graph_launch(gr, q0));
+        }
+        OK(weft__drv_queue_sync(q1));
+        OK(weft__drv_queue_sync(q0));
+        k = find_op(&m, before, WEFT__SIM_KERNEL, 0);
+        peer = find_op(&m, before, WEFT__SIM_PEER, 1);
+        if (record_first) {
+            assert_true(peer->start_ns >= k->end_ns);
+            for (uint32_t i = 0; i < N; i++)
+                assert_int_equal(out[i], 2 * (i + round));
+        } else {
+            /* The launch before's record: long done, no wait for k. */
+            assert_true(peer->start_ns < k->end_ns);
+        }
+    }
+    sim->graph_destroy(gr);
+    sim->graph_destroy(gw);
+    OK(weft__drv_event_destroy(e0));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_mem_free(x0));
+    OK(weft__drv_mem_free(x1));
+    OK(weft__drv_module_destroy(mod0));
+    machine_close(&m);
+}
+
+/*
  * A queue that joined and was not joined back: graph_end fails with
  * WEFT_EINVAL like CUDA's "unjoined" error, discards the capture, and
  * every queue works as usual afterwards. Waits across captures and on
@@ -1978,6 +2058,7 @@ int main(void)
         cmocka_unit_test(test_graph_supported),
         cmocka_unit_test(test_graph_two_queues),
         cmocka_unit_test(test_graph_two_devices),
+        cmocka_unit_test(test_graph_external_events),
         cmocka_unit_test(test_graph_unjoined),
         cmocka_unit_test(test_graph_update),
         cmocka_unit_test(test_inject_sim),
