@@ -469,6 +469,7 @@ static void weft__exec_free(weft_exec *e)
     weft__free(e->lock_first);
     weft__free(e->locks);
     weft__free(e->lock_next);
+    weft__free(e->root_first);
     weft__free(e->node_dev);
     weft__free(e->roots);
     weft__free(e->kargs);
@@ -534,8 +535,9 @@ static int weft__build_next_use(weft_exec *e)
 
     e->lock_next =
         weft__malloc(((size_t)e->lock_first[n] + 1) * sizeof *e->lock_next);
+    e->root_first = weft__calloc((size_t)e->nroots + 1, sizeof *e->root_first);
     seen = weft__malloc(((size_t)e->nroots + 1) * sizeof *seen);
-    if (!e->lock_next || !seen) {
+    if (!e->lock_next || !e->root_first || !seen) {
         weft__free(seen);
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     }
@@ -552,6 +554,8 @@ static int weft__build_next_use(weft_exec *e)
             seen[r] = k;
         }
     }
+    for (uint32_t r = 0; r < e->nroots; r++)
+        e->root_first[r] = seen[r] == UINT32_MAX ? 0 : seen[r];
     weft__free(seen);
     return 0;
 }
@@ -1490,15 +1494,24 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         for (size_t f = 1; f < sizeof e->replay_stats / sizeof *add; f++)
             if (add[f])
                 weft__stat_add(&to[f], add[f]);
+        uint64_t tick =
+            __atomic_add_fetch(&e->rt->tick, e->nnodes, __ATOMIC_RELAXED);
+
+        /* Eviction's bookkeeping, as the issue's last steps leave it: the
+         * root is next used at its first node of the next launch, and its
+         * copies were used now. */
         for (uint32_t r = 0; r < e->nroots; r++) {
             weft_buffer *root = e->roots[r];
 
             weft__buffer_lock(root);
             if (!root->fence_owner)
                 root->fence_owner = &e->lanes;
+            root->next_use = tick + e->root_first[r];
+            for (unsigned d = 0; root->replicas && d < e->rt->ndevices; d++)
+                for (size_t x = 0; x < root->replicas[d].nextents; x++)
+                    root->replicas[d].extents[x]->last_use = tick;
             weft__buffer_unlock(root);
         }
-        __atomic_add_fetch(&e->rt->tick, e->nnodes, __ATOMIC_RELAXED);
         if ((first = weft__plan_native_replay(e->plan)) < 0) {
             e->steady_ok = 0;
             weft__error_prefix(first, "launch (native graph)");

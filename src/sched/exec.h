@@ -84,6 +84,7 @@ struct weft_exec {
     /* Parallel to locks: how many nodes later in the order (wrapping into
      * the next launch) the root is used again; eviction keeps the near. */
     uint32_t *lock_next;
+    uint32_t *root_first; /* nroots: a root's first use in the order */
     weft_buffer **roots;
     uint32_t nroots;
 

@@ -251,6 +251,21 @@ static void test_relaunch_keeps_copies(void **state)
 }
 
 /* A failing kernel cancels what depends on it, and only that. */
+/* The latest use of any of root's device copies (eviction's LRU). */
+static uint64_t device_last_use(weft_buffer *root)
+{
+    uint64_t last = 0;
+
+    weft__buffer_lock(root);
+    for (unsigned d = 0;
+         root->replicas && d < weft_runtime_device_count(devs.rt); d++)
+        for (size_t k = 0; k < root->replicas[d].nextents; k++)
+            if (root->replicas[d].extents[k]->last_use > last)
+                last = root->replicas[d].extents[k]->last_use;
+    weft__buffer_unlock(root);
+    return last;
+}
+
 /*
  * Relaunches that issue the same work: a device with native graphs (CUDA;
  * OpenCL with cl_khr_command_buffer, as PoCL) runs them as one graph once a
@@ -281,8 +296,14 @@ static void test_native_relaunch(void **state)
     }
     check(weft_graph_instantiate(g, NULL, &e));
     for (int l = 0; l < LAUNCHES; l++) {
+        uint64_t next = x->next_use, last = device_last_use(x);
+
         check(weft_exec_launch(e));
         check(weft_exec_wait(e));
+        /* Eviction's bookkeeping moves on with every launch, a replay
+         * (which issues nothing) included. */
+        assert_true(x->next_use > next);
+        assert_true(device_last_use(x) > last);
     }
     /* Right after the wait: the bytes of the last launch are there. */
     check(weft_buffer_read(x, 0, out, sizeof out));
