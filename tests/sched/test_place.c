@@ -98,18 +98,29 @@ static void dag_edge(dag *g, unsigned from, unsigned to)
     g->pred[to][g->node[to].npreds++] = from;
 }
 
-/* With lanes compute lanes per device, each holding resident[d] items. */
+/*
+ * With lanes compute lanes per device, each holding resident[d] items, the
+ * nodes issued at issue_pos (NULL: in the order they are placed).
+ */
+static int place_issued(machine *m, dag *g, weft__place_policy policy,
+                        const int *home, unsigned lanes,
+                        const uint64_t *resident, const unsigned *issue_pos,
+                        int *dev, weft__place_output *out)
+{
+    weft__place_input in = {g->node,   g->n,     m->n,  g->nbuffers, home,
+                            &m->links, m->ktime, lanes, resident,    issue_pos};
+
+    memset(out, 0, sizeof *out);
+    out->device = dev;
+    return weft__place(&in, policy, out);
+}
+
 static int place_lanes(machine *m, dag *g, weft__place_policy policy,
                        const int *home, unsigned lanes,
                        const uint64_t *resident, int *dev,
                        weft__place_output *out)
 {
-    weft__place_input in = {g->node,   g->n,     m->n,  g->nbuffers, home,
-                            &m->links, m->ktime, lanes, resident};
-
-    memset(out, 0, sizeof *out);
-    out->device = dev;
-    return weft__place(&in, policy, out);
+    return place_issued(m, g, policy, home, lanes, resident, NULL, dev, out);
 }
 
 /* One kernel at a time per device (compute_lanes 0). */
