@@ -1,8 +1,9 @@
 /*
  * Placement policies over a DAG description (place.h).
  *
- * Every policy walks the nodes in a topological order, picks a device for
- * each and books it into one simulated state: the kernels on each compute
+ * Every policy walks the nodes in a topological order (the executor's
+ * issue order where known; HEFT by rank first), picks a device for each
+ * and books it into one simulated state: the kernels on each compute
  * lane of each device and those that fill a device, each in the order the
  * executor issues them, when each node's inputs are there and when it
  * finishes, and where each buffer is valid. The same evaluation gives the
@@ -254,6 +255,7 @@ static int weft__place_state_init(weft__place_state *s,
                                   const weft__place_input *in)
 {
     size_t n = in->nnodes ? in->nnodes : 1;
+    int rc;
 
     memset(s, 0, sizeof *s);
     s->in = in;
@@ -283,7 +285,17 @@ static int weft__place_state_init(weft__place_state *s,
     for (unsigned b = 0; b < in->nbuffers; b++)
         *weft__valid(s, b,
                      in->buffer_home ? in->buffer_home[b] : WEFT__MEM_HOST) = 1;
-    return weft__place_topo(s);
+    rc = weft__place_topo(s);
+    /*
+     * Policies walk the nodes in issue order where it is known (HEFT: among
+     * equal ranks), so that nodes alike are booked one after the other at
+     * the end of their lane: a node booked before the ones it is issued
+     * after would look free on every device, however much it delays them.
+     */
+    if (rc == 0 && in->issue_pos)
+        for (unsigned i = 0; i < in->nnodes; i++)
+            s->order[in->issue_pos[i]] = i;
+    return rc;
 }
 
 /*
@@ -739,8 +751,9 @@ typedef struct weft__ranked {
 } weft__ranked;
 
 /*
- * Rank descending, then topological position: a predecessor's rank is at
- * least its successor's, so ties broken by position keep the order valid.
+ * Rank descending, then position in s->order (the issue order, where
+ * known): a predecessor's rank is at least its successor's, so ties broken
+ * by a topological position keep the order valid.
  */
 static int weft__cmp_ranked(const void *a, const void *b)
 {

@@ -583,6 +583,25 @@ static void make_multigpu(dag *g, unsigned tiles)
 }
 
 /*
+ * Issue positions of make_multigpu's nodes: insertion order, or (latest)
+ * the order WEFT_EXEC_ORDER=latest gives: the last tile first, its write,
+ * kernel, read, then sum.
+ */
+static void multigpu_order(unsigned *pos, unsigned tiles, int latest)
+{
+    unsigned k = 0;
+
+    for (unsigned i = 0; i < 4 * tiles + 2; i++)
+        pos[i] = i;
+    for (unsigned t = tiles; latest && t-- > 0;) {
+        pos[4 * t] = k++;
+        pos[4 * t + 1] = k++;
+        pos[4 * t + 3] = k++;
+        pos[4 * t + 2] = k++;
+    }
+}
+
+/*
  * Two H200s as the executor learns them (the tile kernel 2.05 ms, a sum
  * 0.17 ms, 394 GB/s between the GPUs, 55 GB/s to the host); "work" fills
  * a GPU (132 SMs of 2048 threads), a sum does not.
@@ -610,10 +629,12 @@ static void machine_multigpu(machine *m)
  * The executor issues each tile's sum right after its kernel; its lane
  * (the tile's, by the lane rule) runs the sum as soon as the tile is
  * done, 45 us (16 MiB at 394 GB/s) before the other GPU could: every sum
- * stays, with one lane per GPU as with two. HEFT places every tile before
- * every sum (their rank is higher); the model booking lanes in placement
- * order made each sum of a one-lane GPU wait for all of its GPU's tiles,
- * and sent sums to whichever GPU ended first (57 of 63 on the sim).
+ * stays, with one lane per GPU as with two; so too in the order that
+ * WEFT_EXEC_ORDER=latest gives, where HEFT must not book a tile before
+ * the tiles it is issued after (it would look free on either GPU). HEFT places
+ * every tile before every sum (their rank is higher); the model booking lanes
+ * in placement order made each sum of a one-lane GPU wait for all of its GPU's
+ * tiles, and sent sums to whichever GPU ended first (57 of 63 on the sim).
  * Moved: every input in, every output out, the total out and the blocks
  * of the GPU that does not add them up.
  */
@@ -633,43 +654,45 @@ static void test_heft_issue_order_sums_stay(void **state)
         unsigned tiles = counts[c];
 
         make_multigpu(&g, tiles);
-        for (unsigned i = 0; i < g.n; i++)
-            pos[i] = i;
-        for (unsigned lanes = 1; lanes <= 2; lanes++) {
-            unsigned away = 0, per[2] = {0}, reduce;
+        for (unsigned order = 0; order < 2; order++)
+            for (unsigned lanes = 1; lanes <= 2; lanes++) {
+                unsigned away = 0, per[2] = {0}, reduce;
 
-            assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL, lanes,
-                                          h200_resident, pos, dev, &out),
-                             0);
-            reduce = (unsigned)dev[4 * tiles];
-            for (unsigned t = 0; t < tiles; t++) {
-                away += dev[4 * t + 2] != dev[4 * t + 1];
-                per[dev[4 * t + 1]]++;
+                multigpu_order(pos, tiles, order);
+                assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL,
+                                              lanes, h200_resident, pos, dev,
+                                              &out),
+                                 0);
+                reduce = (unsigned)dev[4 * tiles];
+                for (unsigned t = 0; t < tiles; t++) {
+                    away += dev[4 * t + 2] != dev[4 * t + 1];
+                    per[dev[4 * t + 1]]++;
+                }
+                print_message("%u tiles, %s order, %u lanes: %u / %u tiles, "
+                              "%u sums away, %.3f ms, %llu bytes\n",
+                              tiles, order ? "latest" : "insertion", lanes,
+                              per[0], per[1], away, out.makespan_ns / MS,
+                              (unsigned long long)out.bytes_moved);
+                assert_int_equal(away, 0);
+                assert_true(per[0] + 1 >= per[1] && per[1] + 1 >= per[0]);
+                assert_int_equal(out.bytes_moved, 2 * tiles * tile +
+                                                      per[1 - reduce] * block +
+                                                      block);
+                /*
+                 * The tiles of a GPU run one after another; with one lane
+                 * its sums too.
+                 */
+                for (unsigned d = 0; d < 2; d++)
+                    assert_true(out.makespan_ns >=
+                                per[d] * (2.05 + (lanes == 1 ? 0.17 : 0)) * MS);
+                /* Booked in placement order, sums did move: not vacuous. */
+                assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL,
+                                              lanes, h200_resident, NULL, dev,
+                                              &out),
+                                 0);
+                for (unsigned t = 0; t < tiles; t++)
+                    moved_before += dev[4 * t + 2] != dev[4 * t + 1];
             }
-            print_message("%u tiles, %u lanes: %u / %u tiles, %u sums "
-                          "away, %.3f ms, %llu bytes\n",
-                          tiles, lanes, per[0], per[1], away,
-                          out.makespan_ns / MS,
-                          (unsigned long long)out.bytes_moved);
-            assert_int_equal(away, 0);
-            assert_true(per[0] + 1 >= per[1] && per[1] + 1 >= per[0]);
-            assert_int_equal(out.bytes_moved, 2 * tiles * tile +
-                                                  per[1 - reduce] * block +
-                                                  block);
-            /*
-             * The tiles of a GPU run one after another; with one lane
-             * its sums too.
-             */
-            for (unsigned d = 0; d < 2; d++)
-                assert_true(out.makespan_ns >=
-                            per[d] * (2.05 + (lanes == 1 ? 0.17 : 0)) * MS);
-            /* Booked in placement order, sums did move: not vacuous. */
-            assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL, lanes,
-                                          h200_resident, NULL, dev, &out),
-                             0);
-            for (unsigned t = 0; t < tiles; t++)
-                moved_before += dev[4 * t + 2] != dev[4 * t + 1];
-        }
     }
     assert_true(moved_before > 0);
     machine_close(&m);
@@ -697,8 +720,7 @@ static void test_heft_issue_order_tiles_first(void **state)
     (void)state;
     machine_multigpu(&m);
     make_multigpu(&g, tiles);
-    for (unsigned i = 0; i < g.n; i++)
-        pos[i] = i;
+    multigpu_order(pos, tiles, 0);
     assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL, 2,
                                   h200_resident, pos, dev, &tile_by_tile),
                      0);
