@@ -625,8 +625,9 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
         if (o.policy != WEFT_PLACE_DEFAULT &&
             (rc = weft__place_policy_parse(NULL, o.policy, &policy)) < 0)
             goto fail;
-        if ((rc = weft__place_graph(&src, policy, dev, e->pred_first, e->preds,
-                                    e->node_dev, &e->devices_used)) < 0)
+        if ((rc = weft__place_graph(&src, policy, dev, e->order, e->pred_first,
+                                    e->preds, e->node_dev, &e->devices_used)) <
+            0)
             goto fail;
         e->policy = policy;
     }
@@ -1328,8 +1329,8 @@ static void weft__replace(weft_exec *e)
     if (!dev)
         goto fail;
     memcpy(dev, e->node_dev, (size_t)e->nnodes * sizeof *dev);
-    if (weft__place_graph(&src, e->policy, e->device, e->pred_first, e->preds,
-                          dev, &used) < 0)
+    if (weft__place_graph(&src, e->policy, e->device, e->order, e->pred_first,
+                          e->preds, dev, &used) < 0)
         goto fail;
     for (uint32_t i = 0; i < e->nnodes; i++) {
         const weft__node *nd = &e->nodes[i];

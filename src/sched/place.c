@@ -1,26 +1,71 @@
 /*
  * Placement policies over a DAG description (place.h).
  *
- * Every policy walks the nodes in a topological order, picks a device for
- * each and commits it to one simulated state: when each compute lane of
- * each device is free and until when kernels that fill a device hold it,
- * when each node finishes, and where each buffer is valid. The same
- * evaluation gives the makespan estimate of every policy, so that policies
- * can be compared on one scale; HEFT also uses it to choose.
+ * Every policy walks the nodes in a topological order (the executor's
+ * issue order where known; HEFT by rank first), picks a device for each
+ * and books it into one simulated state: the kernels on each compute
+ * lane of each device and those that fill a device, each in the order the
+ * executor issues them, when each node's inputs are there and when it
+ * finishes, and where each buffer is valid. The same evaluation gives the
+ * makespan estimate of every policy, so that policies can be compared on
+ * one scale; HEFT also uses it to choose.
+ *
+ * Booking. A lane runs its kernels in issue order, as the executor's
+ * in-order queue does, whatever order a policy places them in: a kernel
+ * placed on a lane starts after the kernels already booked there that are
+ * issued before it, and those issued after it move back behind it (the
+ * rest of the device's timeline is recomputed from it on, in issue order).
+ * Kernels that fill a device are booked the same way on the device, which
+ * starts their blocks in the order they were issued. A moved kernel's
+ * successors already placed keep the start they were placed with until
+ * the end, where the whole timeline is replayed in issue order from the
+ * final booking: that gives the estimate.
  */
 #include "place.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Kernels booked on one resource of a device, in issue order. */
+typedef struct weft__chain {
+    unsigned *node;
+    unsigned n, cap;
+} weft__chain;
+
+/*
+ * A device's chains: its compute lanes 0 .. lanes-1, then these. The
+ * chain of turns holds the kernels that took a lane in turn (the
+ * executor's round-robin, place.h).
+ */
+enum { WEFT__CHAIN_FILL, WEFT__CHAIN_TURN, WEFT__CHAIN_ALL, WEFT__CHAINS };
+
+/* Where kernel (or host node) i would go on one memory, and when. */
+typedef struct weft__booking {
+    double ready;   /* its inputs there: predecessors done, then copies */
+    double xfer;    /* the copies' part of ready */
+    double finish;  /* estimated */
+    uint64_t moved; /* bytes the copies move */
+    unsigned lane;  /* kernels: the compute lane */
+    int turn;       /* kernels: the lane was taken in turn */
+} weft__booking;
 
 typedef struct weft__place_state {
     const weft__place_input *in;
     unsigned nmem;          /* ndevices + 1: memory 0 is the host */
     unsigned lanes;         /* compute lanes per device, >= 1 */
+    unsigned nchains;       /* per device: lanes + WEFT__CHAINS */
     unsigned char *valid;   /* nbuffers * nmem */
-    double *avail;          /* ndevices * lanes: when each lane is free */
-    double *full;           /* ndevices: end of the last kernel filling it */
+    weft__chain *chain;     /* ndevices * nchains */
+    double *lane_free;      /* lanes: scratch of weft__place_push */
+    unsigned char *dirty;   /* lanes: scratch of weft__place_push */
+    unsigned *pos;          /* nnodes: issue position */
+    int *dev;               /* nnodes: a booked kernel's device, else -1 */
+    unsigned *lane;         /* nnodes: a booked kernel's lane */
+    double *ready;          /* nnodes: when its inputs are there */
+    double *xfer;           /* nnodes: the copies' part of ready */
+    double *cost;           /* nnodes: a booked kernel's time */
     double *finish;         /* nnodes */
     unsigned *order;        /* nnodes: a topological order */
     unsigned *succ_start;   /* nnodes + 1 (CSR of successors) */
@@ -92,11 +137,55 @@ static int weft__place_check(const weft__place_input *in)
     return 0;
 }
 
+/* Issue positions: a permutation of the nodes, predecessors first. */
+static int weft__place_check_issue(const weft__place_input *in)
+{
+    const unsigned *pos = in->issue_pos;
+    unsigned char *seen;
+    int rc = 0;
+
+    if (!pos)
+        return 0;
+    seen = weft__calloc(in->nnodes ? in->nnodes : 1, 1);
+    if (!seen)
+        return weft__error(WEFT_ENOMEM, "placement: out of memory");
+    for (unsigned i = 0; i < in->nnodes && rc == 0; i++) {
+        const weft__place_node *n = &in->nodes[i];
+
+        if (pos[i] >= in->nnodes || seen[pos[i]]) {
+            rc = weft__error(WEFT_EINVAL,
+                             "placement: node %u has issue position %u, "
+                             "out of range or taken",
+                             i, pos[i]);
+            break;
+        }
+        seen[pos[i]] = 1;
+        for (unsigned p = 0; p < n->npreds; p++)
+            if (pos[n->preds[p]] > pos[i])
+                rc = weft__error(WEFT_EINVAL,
+                                 "placement: node %u is issued at %u, before "
+                                 "its predecessor %u (at %u)",
+                                 i, pos[i], n->preds[p], pos[n->preds[p]]);
+    }
+    weft__free(seen);
+    return rc;
+}
+
 static void weft__place_state_free(weft__place_state *s)
 {
+    for (size_t c = 0; s->chain && c < (size_t)s->in->ndevices * s->nchains;
+         c++)
+        weft__free(s->chain[c].node);
+    weft__free(s->chain);
     weft__free(s->valid);
-    weft__free(s->avail);
-    weft__free(s->full);
+    weft__free(s->lane_free);
+    weft__free(s->dirty);
+    weft__free(s->pos);
+    weft__free(s->dev);
+    weft__free(s->lane);
+    weft__free(s->ready);
+    weft__free(s->xfer);
+    weft__free(s->cost);
     weft__free(s->finish);
     weft__free(s->order);
     weft__free(s->succ_start);
@@ -165,23 +254,120 @@ out:
 static int weft__place_state_init(weft__place_state *s,
                                   const weft__place_input *in)
 {
+    size_t n = in->nnodes ? in->nnodes : 1;
+    int rc;
+
     memset(s, 0, sizeof *s);
     s->in = in;
     s->nmem = in->ndevices + 1;
     s->lanes = in->compute_lanes ? in->compute_lanes : 1;
+    s->nchains = s->lanes + WEFT__CHAINS;
     s->valid =
         weft__calloc(in->nbuffers ? (size_t)in->nbuffers * s->nmem : 1, 1);
-    s->avail = weft__calloc(in->ndevices ? (size_t)in->ndevices * s->lanes : 1,
-                            sizeof *s->avail);
-    s->full = weft__calloc(in->ndevices ? in->ndevices : 1, sizeof *s->full);
-    s->finish = weft__calloc(in->nnodes ? in->nnodes : 1, sizeof *s->finish);
+    s->chain = weft__calloc(
+        in->ndevices ? (size_t)in->ndevices * s->nchains : 1, sizeof *s->chain);
+    s->lane_free = weft__calloc(s->lanes, sizeof *s->lane_free);
+    s->dirty = weft__calloc(s->lanes, 1);
+    s->pos = weft__calloc(n, sizeof *s->pos);
+    s->dev = weft__calloc(n, sizeof *s->dev);
+    s->lane = weft__calloc(n, sizeof *s->lane);
+    s->ready = weft__calloc(n, sizeof *s->ready);
+    s->xfer = weft__calloc(n, sizeof *s->xfer);
+    s->cost = weft__calloc(n, sizeof *s->cost);
+    s->finish = weft__calloc(n, sizeof *s->finish);
     s->counted = weft__calloc(in->nbuffers ? in->nbuffers : 1, 1);
-    if (!s->valid || !s->avail || !s->full || !s->finish || !s->counted)
+    if (!s->valid || !s->chain || !s->lane_free || !s->dirty || !s->pos ||
+        !s->dev || !s->lane || !s->ready || !s->xfer || !s->cost ||
+        !s->finish || !s->counted)
         return weft__error(WEFT_ENOMEM, "placement: out of memory");
+    for (unsigned i = 0; i < in->nnodes; i++)
+        s->dev[i] = -1;
     for (unsigned b = 0; b < in->nbuffers; b++)
         *weft__valid(s, b,
                      in->buffer_home ? in->buffer_home[b] : WEFT__MEM_HOST) = 1;
-    return weft__place_topo(s);
+    rc = weft__place_topo(s);
+    /*
+     * Policies walk the nodes in issue order where it is known (HEFT: among
+     * equal ranks), so that nodes alike are booked one after the other at
+     * the end of their lane: a node booked before the ones it is issued
+     * after would look free on every device, however much it delays them.
+     */
+    if (rc == 0 && in->issue_pos)
+        for (unsigned i = 0; i < in->nnodes; i++)
+            s->order[in->issue_pos[i]] = i;
+    return rc;
+}
+
+/*
+ * Issue positions: the executor's, else the order the policy places the
+ * nodes in (s->order, final), so that every node is booked after those
+ * placed before it.
+ */
+static void weft__place_positions(weft__place_state *s)
+{
+    for (unsigned k = 0; k < s->in->nnodes; k++)
+        if (s->in->issue_pos)
+            s->pos[k] = s->in->issue_pos[k];
+        else
+            s->pos[s->order[k]] = k;
+}
+
+/* ---- chains -------------------------------------------------------------
+ */
+
+static weft__chain *weft__chain_of(const weft__place_state *s, unsigned d,
+                                   unsigned which)
+{
+    return &s->chain[(size_t)d * s->nchains + which];
+}
+
+/* The entries of c issued before position p. */
+static unsigned weft__chain_before(const weft__place_state *s,
+                                   const weft__chain *c, unsigned p)
+{
+    unsigned lo = 0, hi = c->n;
+
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+
+        if (s->pos[c->node[mid]] < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * When the entries of c issued before position p are done (0 if none): a
+ * chain runs in order, so when the last of them finishes.
+ */
+static double weft__chain_free(const weft__place_state *s, const weft__chain *c,
+                               unsigned p)
+{
+    unsigned k = weft__chain_before(s, c, p);
+
+    return k ? s->finish[c->node[k - 1]] : 0;
+}
+
+static int weft__chain_insert(weft__place_state *s, weft__chain *c, unsigned i)
+{
+    unsigned k;
+
+    if (c->n == c->cap) {
+        unsigned cap = c->cap ? 2 * c->cap : 16;
+        unsigned *node = weft__realloc(c->node, (size_t)cap * sizeof *node);
+
+        if (!node)
+            return weft__error(WEFT_ENOMEM, "placement: out of memory");
+        c->node = node;
+        c->cap = cap;
+    }
+    k = weft__chain_before(s, c, s->pos[i]);
+    memmove(&c->node[k + 1], &c->node[k], (c->n - k) * sizeof *c->node);
+    c->node[k] = i;
+    c->n++;
+    return 0;
 }
 
 static double weft__kernel_ns(const weft__place_input *in,
@@ -211,28 +397,6 @@ static double weft__fetch_ns(weft__place_state *s, unsigned b, int m,
     return isfinite(best) ? best : 0;
 }
 
-/*
- * The compute lane of device d that a kernel whose inputs are there at
- * ready takes: of the lanes free by then, the one free last, so that an
- * earlier gap stays for a node ready sooner; else the one free first.
- */
-static unsigned weft__place_lane(const weft__place_state *s, unsigned d,
-                                 double ready)
-{
-    const double *free_at = &s->avail[(size_t)d * s->lanes];
-    unsigned best = 0;
-
-    for (unsigned k = 1; k < s->lanes; k++) {
-        int fits = free_at[k] <= ready, best_fits = free_at[best] <= ready;
-
-        if (fits != best_fits ? fits
-            : fits            ? free_at[k] > free_at[best]
-                              : free_at[k] < free_at[best])
-            best = k;
-    }
-    return best;
-}
-
 /* Whether kernel n fills device d, leaving no room for another beside. */
 static int weft__place_fills(const weft__place_input *in,
                              const weft__place_node *n, unsigned d)
@@ -240,35 +404,97 @@ static int weft__place_fills(const weft__place_input *in,
     return !in->resident_items || n->items >= in->resident_items[d];
 }
 
-/* The earliest kernel n could start on device d, its inputs aside. */
-static double weft__place_free(const weft__place_state *s,
-                               const weft__place_node *n, unsigned d)
+/*
+ * The compute lane of device d that kernel i takes, its inputs there at
+ * ready (and, where it fills d, d free of the kernels filling it issued
+ * before); *turn is set where it takes the lane in turn.
+ *
+ * With the executor's issue positions, the executor's rule (plan.h): the
+ * lane of i's latest predecessor on d, where that one is still the last
+ * kernel issued on its lane; else the next lane in turn, after as many
+ * turns as kernels of d issued before i took. Nodes not placed yet count
+ * for neither: they may take a turn, or a place between, later.
+ *
+ * Without: of the lanes free by ready, the one free last, so that an
+ * earlier gap stays for a node ready sooner; else the one free first.
+ */
+static unsigned weft__place_lane(const weft__place_state *s, unsigned i,
+                                 unsigned d, double ready, int *turn)
 {
-    const double *free_at = &s->avail[(size_t)d * s->lanes];
-    double t = free_at[0];
+    const weft__place_node *n = &s->in->nodes[i];
+    unsigned p = s->pos[i], best = 0, latest = UINT_MAX;
+    double best_free;
+
+    *turn = 0;
+    if (s->lanes == 1)
+        return 0;
+    if (s->in->issue_pos) {
+        for (unsigned k = 0; k < n->npreds; k++) {
+            unsigned j = n->preds[k];
+
+            if (s->dev[j] == (int)d &&
+                (latest == UINT_MAX || s->pos[j] > s->pos[latest]))
+                latest = j;
+        }
+        if (latest != UINT_MAX) {
+            const weft__chain *c = weft__chain_of(s, d, s->lane[latest]);
+            unsigned k = weft__chain_before(s, c, p);
+
+            if (k && c->node[k - 1] == latest)
+                return s->lane[latest];
+        }
+        *turn = 1;
+        return weft__chain_before(
+                   s, weft__chain_of(s, d, s->lanes + WEFT__CHAIN_TURN), p) %
+               s->lanes;
+    }
+    best_free = weft__chain_free(s, weft__chain_of(s, d, 0), p);
+    for (unsigned k = 1; k < s->lanes; k++) {
+        double f = weft__chain_free(s, weft__chain_of(s, d, k), p);
+        int fits = f <= ready, best_fits = best_free <= ready;
+
+        if (fits != best_fits ? fits : fits ? f > best_free : f < best_free) {
+            best = k;
+            best_free = f;
+        }
+    }
+    return best;
+}
+
+/* The earliest kernel i could start on device d, its inputs aside. */
+static double weft__place_free(const weft__place_state *s, unsigned i,
+                               unsigned d)
+{
+    unsigned p = s->pos[i];
+    double t = weft__chain_free(s, weft__chain_of(s, d, 0), p);
 
     for (unsigned k = 1; k < s->lanes; k++)
-        t = WEFT__MIN(t, free_at[k]);
-    return weft__place_fills(s->in, n, d) ? WEFT__MAX(t, s->full[d]) : t;
+        t = WEFT__MIN(t, weft__chain_free(s, weft__chain_of(s, d, k), p));
+    if (weft__place_fills(s->in, &s->in->nodes[i], d))
+        t = WEFT__MAX(
+            t, weft__chain_free(
+                   s, weft__chain_of(s, d, s->lanes + WEFT__CHAIN_FILL), p));
+    return t;
 }
 
 /*
  * Where node i would finish on memory m (a device, or WEFT__MEM_HOST for
  * host and empty nodes), how many bytes it would move there, and for a
- * kernel the compute lane of m it would take.
+ * kernel the compute lane of m it would take: after the kernels issued
+ * before it on that lane (and, if it fills m, on m).
  */
-static double weft__place_eval(weft__place_state *s, unsigned i, int m,
-                               uint64_t *moved, unsigned *lane)
+static void weft__place_eval(weft__place_state *s, unsigned i, int m,
+                             weft__booking *b)
 {
     const weft__place_node *n = &s->in->nodes[i];
-    double ready = 0, xfer = 0;
+    double ready = 0, start;
 
-    *moved = 0;
-    *lane = 0;
+    memset(b, 0, sizeof *b);
     for (unsigned p = 0; p < n->npreds; p++)
         ready = WEFT__MAX(ready, s->finish[n->preds[p]]);
+    b->ready = b->finish = ready;
     if (n->kind == WEFT__PNODE_EMPTY)
-        return ready;
+        return;
     /* A buffer read twice by one node moves once, the larger extent. */
     for (unsigned a = 0; a < n->naccess; a++) {
         const weft__place_access *x = &n->access[a];
@@ -281,34 +507,106 @@ static double weft__place_eval(weft__place_state *s, unsigned i, int m,
             if (n->access[k].buffer == x->buffer &&
                 (n->access[k].mode & WEFT__ACC_READ))
                 bytes = WEFT__MAX(bytes, n->access[k].bytes);
-        xfer += weft__fetch_ns(s, x->buffer, m, bytes, moved);
+        b->xfer += weft__fetch_ns(s, x->buffer, m, bytes, &b->moved);
     }
     for (unsigned a = 0; a < n->naccess; a++)
         s->counted[n->access[a].buffer] = 0;
+    b->ready = b->finish = ready + b->xfer;
     if (n->kind == WEFT__PNODE_HOST)
-        return ready + xfer;
-    ready += xfer;
+        return;
+    start = b->ready;
     if (weft__place_fills(s->in, n, (unsigned)m))
-        ready = WEFT__MAX(ready, s->full[m]);
-    *lane = weft__place_lane(s, (unsigned)m, ready);
-    return WEFT__MAX(s->avail[(size_t)m * s->lanes + *lane], ready) +
-           weft__kernel_ns(s->in, n, (unsigned)m);
+        start = WEFT__MAX(
+            start,
+            weft__chain_free(
+                s, weft__chain_of(s, (unsigned)m, s->lanes + WEFT__CHAIN_FILL),
+                s->pos[i]));
+    b->lane = weft__place_lane(s, i, (unsigned)m, start, &b->turn);
+    start = WEFT__MAX(
+        start, weft__chain_free(s, weft__chain_of(s, (unsigned)m, b->lane),
+                                s->pos[i]));
+    b->finish = start + weft__kernel_ns(s->in, n, (unsigned)m);
 }
 
-static void weft__place_commit(weft__place_state *s, unsigned i, int m,
-                               unsigned lane, double finish, uint64_t moved)
+/*
+ * Kernel i, just booked on device d, delays the kernels of d issued after
+ * it that share its lane or, both filling d, the device: the timeline of
+ * d from i on, in issue order, each kernel after its inputs (as it was
+ * booked with), the kernel before it on its lane and, if it fills d, the
+ * one before it filling d. It stops where nothing moves any more.
+ */
+static void weft__place_push(weft__place_state *s, unsigned i, unsigned d)
+{
+    const weft__chain *all = weft__chain_of(s, d, s->lanes + WEFT__CHAIN_ALL);
+    const weft__chain *fill = weft__chain_of(s, d, s->lanes + WEFT__CHAIN_FILL);
+    unsigned ndirty = 0, k = weft__chain_before(s, all, s->pos[i]);
+    double fill_free = weft__chain_free(s, fill, s->pos[i]);
+    int fill_dirty = 0;
+
+    weft__assert_internal(k < all->n && all->node[k] == i);
+    for (unsigned l = 0; l < s->lanes; l++) {
+        s->lane_free[l] =
+            weft__chain_free(s, weft__chain_of(s, d, l), s->pos[i]);
+        s->dirty[l] = 0;
+    }
+    for (; k < all->n; k++) {
+        unsigned j = all->node[k], l = s->lane[j];
+        int fills = weft__place_fills(s->in, &s->in->nodes[j], d);
+        int moved = j == i;
+
+        if (!moved && (s->dirty[l] || (fills && fill_dirty))) {
+            double start = WEFT__MAX(s->ready[j], s->lane_free[l]);
+
+            if (fills)
+                start = WEFT__MAX(start, fill_free);
+            moved = start + s->cost[j] != s->finish[j];
+            s->finish[j] = start + s->cost[j];
+        }
+        s->lane_free[l] = s->finish[j];
+        if (moved != s->dirty[l])
+            ndirty = moved ? ndirty + 1 : ndirty - 1;
+        s->dirty[l] = (unsigned char)moved;
+        if (fills) {
+            fill_free = s->finish[j];
+            fill_dirty = moved;
+        }
+        if (!ndirty && !fill_dirty)
+            break;
+    }
+}
+
+static int weft__place_commit(weft__place_state *s, unsigned i, int m,
+                              const weft__booking *b)
 {
     const weft__place_node *n = &s->in->nodes[i];
+    int rc = 0;
 
-    s->finish[i] = finish;
-    s->bytes_moved += moved;
+    s->finish[i] = b->finish;
+    s->ready[i] = b->ready;
+    s->xfer[i] = b->xfer;
+    s->bytes_moved += b->moved;
     if (n->kind == WEFT__PNODE_KERNEL) {
-        s->avail[(size_t)m * s->lanes + lane] = finish;
-        if (weft__place_fills(s->in, n, (unsigned)m))
-            s->full[m] = finish;
+        unsigned d = (unsigned)m;
+
+        s->dev[i] = m;
+        s->lane[i] = b->lane;
+        s->cost[i] = weft__kernel_ns(s->in, n, d);
+        rc = weft__chain_insert(s, weft__chain_of(s, d, b->lane), i);
+        if (rc == 0 && weft__place_fills(s->in, n, d))
+            rc = weft__chain_insert(
+                s, weft__chain_of(s, d, s->lanes + WEFT__CHAIN_FILL), i);
+        if (rc == 0 && b->turn)
+            rc = weft__chain_insert(
+                s, weft__chain_of(s, d, s->lanes + WEFT__CHAIN_TURN), i);
+        if (rc == 0)
+            rc = weft__chain_insert(
+                s, weft__chain_of(s, d, s->lanes + WEFT__CHAIN_ALL), i);
+        if (rc < 0)
+            return rc;
+        weft__place_push(s, i, d);
     }
     if (n->kind == WEFT__PNODE_EMPTY)
-        return;
+        return 0;
     for (unsigned a = 0; a < n->naccess; a++) {
         const weft__place_access *x = &n->access[a];
 
@@ -317,6 +615,58 @@ static void weft__place_commit(weft__place_state *s, unsigned i, int m,
     }
     for (unsigned a = 0; a < n->naccess; a++)
         *weft__valid(s, n->access[a].buffer, m) = 1;
+    return 0;
+}
+
+/*
+ * The estimate: the timeline replayed in issue order from the final
+ * booking (devices, lanes, copy times), every node after its
+ * predecessors' final finish. Placing booked each node after its
+ * predecessors as they were then; a kernel moved back since then delays
+ * its successors only here. The makespan: the last finish.
+ */
+static int weft__place_replay(weft__place_state *s, double *makespan)
+{
+    const weft__place_input *in = s->in;
+    size_t nfree = (size_t)in->ndevices * (s->lanes + 1);
+    unsigned *at = weft__malloc((in->nnodes ? in->nnodes : 1) * sizeof *at);
+    double *free_at = weft__calloc(nfree ? nfree : 1, sizeof *free_at);
+
+    *makespan = 0;
+    if (!at || !free_at) {
+        weft__free(at);
+        weft__free(free_at);
+        return weft__error(WEFT_ENOMEM, "placement: out of memory");
+    }
+    for (unsigned i = 0; i < in->nnodes; i++)
+        at[s->pos[i]] = i;
+    for (unsigned k = 0; k < in->nnodes; k++) {
+        unsigned i = at[k];
+        const weft__place_node *n = &in->nodes[i];
+        double t = 0;
+
+        for (unsigned p = 0; p < n->npreds; p++)
+            t = WEFT__MAX(t, s->finish[n->preds[p]]);
+        t += s->xfer[i];
+        if (n->kind == WEFT__PNODE_KERNEL) {
+            /* The device's lanes, then the end of its last filling kernel. */
+            double *f = &free_at[(size_t)s->dev[i] * (s->lanes + 1)];
+            int fills = weft__place_fills(in, n, (unsigned)s->dev[i]);
+
+            t = WEFT__MAX(t, f[s->lane[i]]);
+            if (fills)
+                t = WEFT__MAX(t, f[s->lanes]);
+            t += s->cost[i];
+            f[s->lane[i]] = t;
+            if (fills)
+                f[s->lanes] = t;
+        }
+        s->finish[i] = t;
+        *makespan = WEFT__MAX(*makespan, t);
+    }
+    weft__free(at);
+    weft__free(free_at);
+    return 0;
 }
 
 /* Bytes that s reads of what p writes: what the edge p -> s carries. */
@@ -401,8 +751,9 @@ typedef struct weft__ranked {
 } weft__ranked;
 
 /*
- * Rank descending, then topological position: a predecessor's rank is at
- * least its successor's, so ties broken by position keep the order valid.
+ * Rank descending, then position in s->order (the issue order, where
+ * known): a predecessor's rank is at least its successor's, so ties broken
+ * by a topological position keep the order valid.
  */
 static int weft__cmp_ranked(const void *a, const void *b)
 {
@@ -448,23 +799,17 @@ const char *weft__place_policy_name(weft__place_policy policy)
     return "?";
 }
 
-/*
- * The device policy picks for kernel node i, with its finish, bytes and
- * compute lane.
- */
+/* The device policy picks for kernel node i, and its booking there. */
 static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
-                            unsigned i, unsigned *rr, double *finish,
-                            uint64_t *moved, unsigned *lane)
+                            unsigned i, unsigned *rr, weft__booking *best_b)
 {
     const weft__place_input *in = s->in;
     const weft__place_node *n = &in->nodes[i];
-    double best_f = INFINITY, f;
-    uint64_t best_b = UINT64_MAX, b;
-    unsigned best_l = 0, l;
+    weft__booking b;
     int best = -1;
 
     if (n->device >= 0) {
-        *finish = weft__place_eval(s, i, n->device, moved, lane);
+        weft__place_eval(s, i, n->device, best_b);
         return n->device;
     }
     switch (policy) {
@@ -479,7 +824,7 @@ static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
         }
         if (policy == WEFT__PLACE_ROUND_ROBIN)
             *rr = ((unsigned)best + 1) % in->ndevices;
-        *finish = weft__place_eval(s, i, best, moved, lane);
+        weft__place_eval(s, i, best, best_b);
         return best;
     case WEFT__PLACE_LOCALITY:
         /*
@@ -489,14 +834,13 @@ static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
         for (unsigned d = 0; d < in->ndevices; d++) {
             if (!weft__node_capable(n, d))
                 continue;
-            f = weft__place_eval(s, i, (int)d, &b, &l);
-            if (b < best_b ||
-                (b == best_b && weft__place_free(s, n, d) <
-                                    weft__place_free(s, n, (unsigned)best))) {
+            weft__place_eval(s, i, (int)d, &b);
+            if (best < 0 || b.moved < best_b->moved ||
+                (b.moved == best_b->moved &&
+                 weft__place_free(s, i, d) <
+                     weft__place_free(s, i, (unsigned)best))) {
                 best = (int)d;
-                best_b = b;
-                best_f = f;
-                best_l = l;
+                *best_b = b;
             }
         }
         break;
@@ -504,20 +848,15 @@ static int weft__place_pick(weft__place_state *s, weft__place_policy policy,
         for (unsigned d = 0; d < in->ndevices; d++) {
             if (!weft__node_capable(n, d))
                 continue;
-            f = weft__place_eval(s, i, (int)d, &b, &l);
-            if (f < best_f) {
+            weft__place_eval(s, i, (int)d, &b);
+            if (best < 0 || b.finish < best_b->finish) {
                 best = (int)d;
-                best_b = b;
-                best_f = f;
-                best_l = l;
+                *best_b = b;
             }
         }
         break;
     }
     weft__assert(best >= 0);
-    *finish = best_f;
-    *moved = best_b;
-    *lane = best_l;
     return best;
 }
 
@@ -532,6 +871,8 @@ int weft__place(const weft__place_input *in, weft__place_policy policy,
     if ((unsigned)policy > WEFT__PLACE_HEFT)
         return weft__error(WEFT_EINVAL, "placement: policy %d", (int)policy);
     rc = weft__place_check(in);
+    if (rc == 0)
+        rc = weft__place_check_issue(in);
     if (rc < 0)
         return rc;
     rc = weft__place_state_init(&s, in);
@@ -540,22 +881,23 @@ int weft__place(const weft__place_input *in, weft__place_policy policy,
         if (rc == 0)
             rc = weft__place_heft_order(&s);
     }
+    if (rc == 0)
+        weft__place_positions(&s);
     for (unsigned k = 0; rc == 0 && k < in->nnodes; k++) {
         unsigned i = s.order[k];
         const weft__place_node *n = &in->nodes[i];
-        uint64_t moved;
-        unsigned lane;
-        double finish;
+        weft__booking b;
         int m = WEFT__MEM_HOST;
 
         if (n->kind == WEFT__PNODE_KERNEL)
-            m = weft__place_pick(&s, policy, i, &rr, &finish, &moved, &lane);
+            m = weft__place_pick(&s, policy, i, &rr, &b);
         else
-            finish = weft__place_eval(&s, i, m, &moved, &lane);
-        weft__place_commit(&s, i, m, lane, finish, moved);
+            weft__place_eval(&s, i, m, &b);
+        rc = weft__place_commit(&s, i, m, &b);
         out->device[i] = n->kind == WEFT__PNODE_KERNEL ? m : -1;
-        makespan = WEFT__MAX(makespan, finish);
     }
+    if (rc == 0)
+        rc = weft__place_replay(&s, &makespan);
     if (rc == 0) {
         out->makespan_ns = makespan;
         out->bytes_moved = s.bytes_moved;

@@ -11,16 +11,25 @@
  * write leaves it valid only where the node ran.
  *
  * Time model: a device has compute_lanes lanes, each running one kernel at
- * a time in the order nodes are placed. A kernel starts once its inputs
- * have arrived (its predecessors finished, then the copies it needs, one
- * after the other) and a lane of its device is free. A kernel that fills
- * its device (a launch of at least resident_items[d] items) also holds the
- * whole device while it runs: such kernels run one after another, and
- * only smaller ones beside them, on the other lanes. So a short reduction
- * of a tile starts on the tile's device as soon as the tile is done, while
- * the device goes on with the next tile, as the executor's lanes let it.
- * Copies do not contend with each other or with kernels: the model decides
- * where, not the exact timeline.
+ * a time, in the order the executor issues them (issue_pos), whatever the
+ * order a policy places them in. A kernel starts once its inputs have
+ * arrived (its predecessors finished, then the copies it needs, one after
+ * the other) and the kernels issued before it on its lane are done. A
+ * kernel that fills its device (a launch of at least resident_items[d]
+ * items) also holds the whole device while it runs: such kernels run one
+ * after another, in issue order, and only smaller ones beside them, on the
+ * other lanes. So a short reduction of a tile issued right after the tile
+ * starts on the tile's device as soon as the tile is done, while the
+ * device goes on with the next tile, as the executor's lanes let it; one
+ * issued after every tile waits for the tiles of its lane. Copies do not
+ * contend with each other or with kernels: the model decides where, not
+ * the exact timeline.
+ *
+ * Lanes. With issue_pos, a kernel takes its lane by the executor's rule
+ * (plan.h): the lane of its latest predecessor on the device (by issue
+ * position) where that one is still the last kernel issued there, else the
+ * next lane in turn. Without, the nodes are issued in the order they are
+ * placed and a kernel takes a lane free when its inputs are there.
  */
 #ifndef WEFT_SCHED_PLACE_H
 #define WEFT_SCHED_PLACE_H
@@ -76,6 +85,9 @@ typedef struct weft__place_input {
     /* ndevices: the work items device d holds at once, below which a
      * kernel leaves room for others; NULL: every kernel fills its device. */
     const uint64_t *resident_items;
+    /* nnodes: the position of each node in the order the executor issues
+     * them, a topological order; NULL: the order the policy places them. */
+    const unsigned *issue_pos;
 } weft__place_input;
 
 typedef struct weft__place_output {
@@ -88,7 +100,8 @@ typedef struct weft__place_output {
  * Place every node of in by policy into out->device and estimate the
  * makespan. A node's explicit device is kept under every policy.
  * WEFT_EINVAL for a cycle, an index out of range, a kernel no device can
- * run, or an explicit device that has no implementation; WEFT_ENOMEM.
+ * run, an explicit device that has no implementation, or issue positions
+ * that are not a topological order; WEFT_ENOMEM.
  * Reentrant; the time model is only read.
  */
 int weft__place(const weft__place_input *in, weft__place_policy policy,

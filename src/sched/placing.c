@@ -194,8 +194,9 @@ static int weft__fits(const weft__place_src *g, const weft__node *x,
 }
 
 int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
-                      const uint32_t *pred_first, const uint32_t *preds,
-                      unsigned *node_dev, unsigned *ndev_used)
+                      const uint32_t *order, const uint32_t *pred_first,
+                      const uint32_t *preds, unsigned *node_dev,
+                      unsigned *ndev_used)
 {
     weft_runtime *rt = g->rt;
     unsigned nd = rt->ndevices, ncand = 0, used = 0;
@@ -208,6 +209,7 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
     weft__place_output out = {0};
     weft__place_policy pol;
     uint64_t *resident = NULL;
+    unsigned *issue_pos = NULL;
     int *home = NULL;
     uint32_t n = g->nnodes, unplaced = 0;
     int rc = 0;
@@ -239,8 +241,9 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
     rt_.keys = weft__malloc(((size_t)g->nacc + 1) * sizeof *rt_.keys);
     rt_.slot = weft__calloc(rt_.cap, sizeof *rt_.slot);
     out.device = weft__malloc(((size_t)n + 1) * sizeof *out.device);
+    issue_pos = weft__malloc(((size_t)n + 1) * sizeof *issue_pos);
     if (!pn || !pa || !capable || !seen || !rt_.keys || !rt_.slot ||
-        !out.device) {
+        !out.device || !issue_pos) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto out;
     }
@@ -307,6 +310,10 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
         home[b] = at == WEFT__HOST || at >= nd ? WEFT__MEM_HOST : (int)at;
     }
     in.buffer_home = home;
+    /* The model books each lane in the order the executor will issue. */
+    for (uint32_t k = 0; k < n; k++)
+        issue_pos[order[k]] = k;
+    in.issue_pos = issue_pos;
     in.nodes = pn;
     in.nnodes = n;
     in.ndevices = nd;
@@ -373,5 +380,6 @@ out:
     weft__free(rt_.keys);
     weft__free(rt_.slot);
     weft__free(out.device);
+    weft__free(issue_pos);
     return rc;
 }

@@ -14,7 +14,9 @@
  * host nodes run on the host, joins take no time. Each device has the
  * executor's WEFT__COMPUTE_LANES compute lanes in the model where its
  * kernels of several queues overlap (concurrent_kernels), else one; a
- * kernel fills it at compute units x 2048 items.
+ * kernel fills it at compute units x 2048 items. The model books the
+ * lanes in the executor's issue order (its lane rule included), not in
+ * the order a policy places the nodes.
  *
  * The link model is loaded once per runtime (the calibration cache, else a
  * quick measurement, see calibrate.h); if that fails, a default of 25 GB/s
@@ -58,12 +60,15 @@ int weft__place_policy_parse(const char *env, int opt, int *out);
 /*
  * Devices for the unplaced kernel nodes of src under policy (a
  * weft_place_policy, not DEFAULT), dflt being the default device: their
- * entries of node_dev are set, the others left alone. preds in CSR form.
- * *ndev_used receives the number of distinct devices chosen (0 if the
- * graph was left to dflt).
+ * entries of node_dev are set, the others left alone. order: the
+ * topological order the executor lowers and issues the nodes in (the
+ * model books its lanes in that order); preds in CSR form. *ndev_used
+ * receives the number of distinct devices chosen (0 if the graph was left
+ * to dflt).
  */
 int weft__place_graph(const weft__place_src *src, int policy, unsigned dflt,
-                      const uint32_t *pred_first, const uint32_t *preds,
-                      unsigned *node_dev, unsigned *ndev_used);
+                      const uint32_t *order, const uint32_t *pred_first,
+                      const uint32_t *preds, unsigned *node_dev,
+                      unsigned *ndev_used);
 
 #endif /* WEFT_SCHED_PLACING_H */

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#define MAXN 160
-#define MAXE 32 /* accesses, and predecessors, of a node */
+#define MAXN 272
+#define MAXE 72 /* accesses, and predecessors, of a node */
 #define US   1000.0
 #define MS   1000000.0
 
@@ -98,18 +98,29 @@ static void dag_edge(dag *g, unsigned from, unsigned to)
     g->pred[to][g->node[to].npreds++] = from;
 }
 
-/* With lanes compute lanes per device, each holding resident[d] items. */
+/*
+ * With lanes compute lanes per device, each holding resident[d] items, the
+ * nodes issued at issue_pos (NULL: in the order they are placed).
+ */
+static int place_issued(machine *m, dag *g, weft__place_policy policy,
+                        const int *home, unsigned lanes,
+                        const uint64_t *resident, const unsigned *issue_pos,
+                        int *dev, weft__place_output *out)
+{
+    weft__place_input in = {g->node,   g->n,     m->n,  g->nbuffers, home,
+                            &m->links, m->ktime, lanes, resident,    issue_pos};
+
+    memset(out, 0, sizeof *out);
+    out->device = dev;
+    return weft__place(&in, policy, out);
+}
+
 static int place_lanes(machine *m, dag *g, weft__place_policy policy,
                        const int *home, unsigned lanes,
                        const uint64_t *resident, int *dev,
                        weft__place_output *out)
 {
-    weft__place_input in = {g->node,   g->n,     m->n,  g->nbuffers, home,
-                            &m->links, m->ktime, lanes, resident};
-
-    memset(out, 0, sizeof *out);
-    out->device = dev;
-    return weft__place(&in, policy, out);
+    return place_issued(m, g, policy, home, lanes, resident, NULL, dev, out);
 }
 
 /* One kernel at a time per device (compute_lanes 0). */
@@ -526,6 +537,247 @@ static void test_lanes_overlap(void **state)
     machine_close(&m);
 }
 
+/*
+ * bench/multigpu's graph, as placing.c describes it: per tile t, in
+ * insertion order, a host write of its 16 MiB input (node 4t), the tile
+ * kernel "work" (4t + 1, 2^20 items) writing its 16 MiB output, a
+ * "tilesum" (4t + 2, 256 items) reading that output into a 4 KiB block,
+ * and a host read of the output (4t + 3); then a tilesum of every block
+ * (4 tiles) and a host read of its total (4 tiles + 1). Buffers: input t
+ * = t, output t = tiles + t, block t = 2 tiles + t, the total 3 tiles.
+ */
+static void make_multigpu(dag *g, unsigned tiles)
+{
+    const uint64_t tile = 16u << 20, block = 4096;
+    unsigned r, h;
+
+    g->n = 0;
+    g->nbuffers = 0;
+    for (unsigned t = 0; t < tiles; t++) {
+        unsigned w = dag_kernel(g, NULL), k = dag_kernel(g, "work"),
+                 s = dag_kernel(g, "tilesum"), x = dag_kernel(g, NULL);
+
+        g->node[w].kind = g->node[x].kind = WEFT__PNODE_HOST;
+        g->node[s].items = 256;
+        dag_access(g, w, t, tile, WEFT__ACC_WRITE);
+        dag_access(g, k, tiles + t, tile, WEFT__ACC_WRITE);
+        dag_access(g, k, t, tile, WEFT__ACC_READ);
+        dag_access(g, s, 2 * tiles + t, block, WEFT__ACC_WRITE);
+        dag_access(g, s, tiles + t, tile, WEFT__ACC_READ);
+        dag_access(g, x, tiles + t, tile, WEFT__ACC_READ);
+        dag_edge(g, w, k);
+        dag_edge(g, k, s);
+        dag_edge(g, k, x);
+    }
+    r = dag_kernel(g, "tilesum");
+    g->node[r].items = 256;
+    dag_access(g, r, 3 * tiles, block, WEFT__ACC_WRITE);
+    for (unsigned t = 0; t < tiles; t++) {
+        dag_access(g, r, 2 * tiles + t, block, WEFT__ACC_READ);
+        dag_edge(g, 4 * t + 2, r);
+    }
+    h = dag_kernel(g, NULL);
+    g->node[h].kind = WEFT__PNODE_HOST;
+    dag_access(g, h, 3 * tiles, block, WEFT__ACC_READ);
+    dag_edge(g, r, h);
+}
+
+/*
+ * Issue positions of make_multigpu's nodes: insertion order, or (latest)
+ * the order WEFT_EXEC_ORDER=latest gives: the last tile first, its write,
+ * kernel, read, then sum.
+ */
+static void multigpu_order(unsigned *pos, unsigned tiles, int latest)
+{
+    unsigned k = 0;
+
+    for (unsigned i = 0; i < 4 * tiles + 2; i++)
+        pos[i] = i;
+    for (unsigned t = tiles; latest && t-- > 0;) {
+        pos[4 * t] = k++;
+        pos[4 * t + 1] = k++;
+        pos[4 * t + 3] = k++;
+        pos[4 * t + 2] = k++;
+    }
+}
+
+/*
+ * Two H200s as the executor learns them (the tile kernel 2.05 ms, a sum
+ * 0.17 ms, 394 GB/s between the GPUs, 55 GB/s to the host); "work" fills
+ * a GPU (132 SMs of 2048 threads), a sum does not.
+ */
+static const uint64_t h200_resident[2] = {270336, 270336};
+
+static void machine_multigpu(machine *m)
+{
+    machine_open(m, 2, 1);
+    for (unsigned d = 0; d < 2; d++)
+        for (unsigned e = 0; e < 2; e++)
+            if (d != e)
+                m->links.peer[d * 2 + e] = (weft__link){394e9, 2000};
+    assert_int_equal(weft__links_finish(&m->links), 0);
+    for (int i = 0; i < 3; i++)
+        for (unsigned d = 0; d < 2; d++) {
+            assert_int_equal(
+                weft__ktime_record(m->ktime, "work", d, 1 << 20, 2050000), 0);
+            assert_int_equal(
+                weft__ktime_record(m->ktime, "tilesum", d, 256, 170000), 0);
+        }
+}
+
+/*
+ * The executor issues each tile's sum right after its kernel; its lane
+ * (the tile's, by the lane rule) runs the sum as soon as the tile is
+ * done, 45 us (16 MiB at 394 GB/s) before the other GPU could: every sum
+ * stays, with one lane per GPU as with two; so too in the order that
+ * WEFT_EXEC_ORDER=latest gives, where HEFT must not book a tile before
+ * the tiles it is issued after (it would look free on either GPU). HEFT places
+ * every tile before every sum (their rank is higher); the model booking lanes
+ * in placement order made each sum of a one-lane GPU wait for all of its GPU's
+ * tiles, and sent sums to whichever GPU ended first (57 of 63 on the sim).
+ * Moved: every input in, every output out, the total out and the blocks
+ * of the GPU that does not add them up.
+ */
+static void test_heft_issue_order_sums_stay(void **state)
+{
+    const uint64_t tile = 16u << 20, block = 4096;
+    const unsigned counts[] = {15, 16, 17, 63, 64};
+    unsigned pos[MAXN], moved_before = 0;
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_multigpu(&m);
+    for (unsigned c = 0; c < WEFT__COUNTOF(counts); c++) {
+        unsigned tiles = counts[c];
+
+        make_multigpu(&g, tiles);
+        for (unsigned order = 0; order < 2; order++)
+            for (unsigned lanes = 1; lanes <= 2; lanes++) {
+                unsigned away = 0, per[2] = {0}, reduce;
+
+                multigpu_order(pos, tiles, order);
+                assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL,
+                                              lanes, h200_resident, pos, dev,
+                                              &out),
+                                 0);
+                reduce = (unsigned)dev[4 * tiles];
+                for (unsigned t = 0; t < tiles; t++) {
+                    away += dev[4 * t + 2] != dev[4 * t + 1];
+                    per[dev[4 * t + 1]]++;
+                }
+                print_message("%u tiles, %s order, %u lanes: %u / %u tiles, "
+                              "%u sums away, %.3f ms, %llu bytes\n",
+                              tiles, order ? "latest" : "insertion", lanes,
+                              per[0], per[1], away, out.makespan_ns / MS,
+                              (unsigned long long)out.bytes_moved);
+                assert_int_equal(away, 0);
+                assert_true(per[0] + 1 >= per[1] && per[1] + 1 >= per[0]);
+                assert_int_equal(out.bytes_moved, 2 * tiles * tile +
+                                                      per[1 - reduce] * block +
+                                                      block);
+                /*
+                 * The tiles of a GPU run one after another; with one lane
+                 * its sums too.
+                 */
+                for (unsigned d = 0; d < 2; d++)
+                    assert_true(out.makespan_ns >=
+                                per[d] * (2.05 + (lanes == 1 ? 0.17 : 0)) * MS);
+                /* Booked in placement order, sums did move: not vacuous. */
+                assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL,
+                                              lanes, h200_resident, NULL, dev,
+                                              &out),
+                                 0);
+                for (unsigned t = 0; t < tiles; t++)
+                    moved_before += dev[4 * t + 2] != dev[4 * t + 1];
+            }
+    }
+    assert_true(moved_before > 0);
+    machine_close(&m);
+}
+
+/*
+ * The same graph issued in another topological order: every write, then
+ * every tile kernel, every sum, every read. Now a GPU's sums do wait for
+ * its tiles: the executor would run them so, and the model says it. With
+ * two lanes per GPU, issued tile by tile each sum ran beside the next
+ * tile and only the last one added to the tiles' time. Issued after every
+ * tile, a sum's tile is no longer the last kernel of its lane, so the sums
+ * take the lanes in turn, after the tiles' 32 turns: 16 in a row on each
+ * lane, from the lane of the last tile on, 15 sums (2.55 ms) longer, less
+ * a block copy's 2 us that the reduce saves or not.
+ */
+static void test_heft_issue_order_tiles_first(void **state)
+{
+    unsigned pos[MAXN], tiles = 64, k = 0;
+    weft__place_output tile_by_tile, tiles_first;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_multigpu(&m);
+    make_multigpu(&g, tiles);
+    multigpu_order(pos, tiles, 0);
+    assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL, 2,
+                                  h200_resident, pos, dev, &tile_by_tile),
+                     0);
+    for (unsigned step = 0; step < 4; step++)
+        for (unsigned t = 0; t < tiles; t++)
+            pos[4 * t + step] = k++;
+    pos[4 * tiles] = k++;
+    pos[4 * tiles + 1] = k++;
+    assert_int_equal(place_issued(&m, &g, WEFT__PLACE_HEFT, NULL, 2,
+                                  h200_resident, pos, dev, &tiles_first),
+                     0);
+    print_message("64 tiles, 2 lanes: tile by tile %.3f ms, tiles first "
+                  "%.3f ms\n",
+                  tile_by_tile.makespan_ns / MS, tiles_first.makespan_ns / MS);
+    assert_true(tiles_first.makespan_ns >=
+                tile_by_tile.makespan_ns + 15 * 0.17 * MS - 10 * US);
+    machine_close(&m);
+}
+
+/*
+ * Kernels a (2 ms) and b (1 ms) on device 0, c (1.5 ms, after a) on
+ * device 1; the executor issues b, then a, then c. HEFT places a, c (the
+ * higher ranks), then b; b, issued first, goes before a on the lane and
+ * a moves back to [1, 3] ms, c, placed at [2, 3.5] ms, with it: 4.5 ms,
+ * under every policy, with one lane or with two (kernels that fill the
+ * device run one after another in issue order). Placed in the order they
+ * are placed, b would run after a: 3.5 ms.
+ */
+static void test_issue_order_moves_back(void **state)
+{
+    const unsigned pos[3] = {1, 0, 2};
+    weft__place_output out;
+    int dev[MAXN];
+    machine m;
+    dag g = {0};
+
+    (void)state;
+    machine_open(&m, 2, 1);
+    machine_kernel(&m, "a", 2 * MS);
+    machine_kernel(&m, "b", 1 * MS);
+    machine_kernel(&m, "c", 1.5 * MS);
+    g.node[dag_kernel(&g, "a")].device = 0;
+    g.node[dag_kernel(&g, "b")].device = 0;
+    g.node[dag_kernel(&g, "c")].device = 1;
+    dag_edge(&g, 0, 2);
+    for (int p = WEFT__PLACE_EXPLICIT; p <= WEFT__PLACE_HEFT; p++)
+        for (unsigned lanes = 1; lanes <= 2; lanes++) {
+            assert_int_equal(place_issued(&m, &g, (weft__place_policy)p, NULL,
+                                          lanes, NULL, pos, dev, &out),
+                             0);
+            assert_true(fabs(out.makespan_ns - 4.5 * MS) < 1);
+        }
+    assert_int_equal(place(&m, &g, WEFT__PLACE_HEFT, NULL, dev, &out), 0);
+    assert_true(fabs(out.makespan_ns - 3.5 * MS) < 1);
+    machine_close(&m);
+}
+
 static void test_capability(void **state)
 {
     const unsigned char only1[2] = {0, 1};
@@ -621,6 +873,9 @@ int main(void)
         cmocka_unit_test(test_heft_fork_join_long_kernels),
         cmocka_unit_test(test_heft_fork_join_huge_data),
         cmocka_unit_test(test_heft_tile_sums_stay),
+        cmocka_unit_test(test_heft_issue_order_sums_stay),
+        cmocka_unit_test(test_heft_issue_order_tiles_first),
+        cmocka_unit_test(test_issue_order_moves_back),
         cmocka_unit_test(test_lanes_overlap),
         cmocka_unit_test(test_capability),
         cmocka_unit_test(test_bad_input),
