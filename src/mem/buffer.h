@@ -272,8 +272,9 @@ int weft__buffer_is_valid(const weft_buffer *root, unsigned where, size_t off,
  * device's copy, and the host copy where it holds the range too, unless
  * the range is large and a device holds it (or where no device does);
  * where prefer (a device, or WEFT__HOST for none) is one of those devices,
- * only it is written and the other copies become stale (a graph's write
- * node for a kernel on prefer: the bytes go where they are read, once);
+ * or holds none of the range while another device does, only prefer is
+ * written and the other copies become stale (a graph's write node for a
+ * kernel on prefer: the bytes go where they are read, once);
  * load brings the host copy of the range up to date and reads it. A
  * failure leaves the bytes as they were, or wholly new.
  */

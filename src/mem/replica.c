@@ -999,6 +999,22 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
             break;
         }
     /*
+     * The reader's device holds none of the range while others do (an
+     * earlier graph left it there, or the placement changed): the bytes go
+     * to the reader, into an extent made for them with nothing fetched,
+     * and the other copies go stale, rather than into the old copies and
+     * over a link afterwards. Where the device has no room, as before.
+     */
+    if (n > 0 && prefer < rt->ndevices && targets[0] != prefer) {
+        if (weft__buffer_prepare(root, prefer, off, size, l) == 0 &&
+            weft__extent_covering(root, prefer, off, size)) {
+            targets[0] = prefer;
+            n = 1;
+        } else {
+            weft_clear_error();
+        }
+    }
+    /*
      * The host copy too where it holds the range, unless that is a large
      * range a device holds as well: its bytes would be copied on this
      * thread, the one that issues every node, and only a later host

@@ -708,6 +708,78 @@ static void test_write_goes_to_reader(void **state)
 }
 
 /*
+ * A write node whose reader runs on a device that holds none of the range,
+ * while another device does (an earlier graph left x there; a placement
+ * that changed, as heft's after learning, does the same): the bytes go
+ * up to the reader's device, not into the old copy and then over a link.
+ */
+static void test_write_follows_reader(void **state)
+{
+    enum { M = 4096 };
+    const size_t bytes = M * sizeof(float);
+    fixture *f = *state;
+    weft_buffer *x, *y;
+    static float in[M], out[M];
+    weft_graph *g;
+    weft_exec *e;
+    weft_node k;
+
+    check(weft_buffer_create(f->rt, bytes, &x));
+    check(weft_buffer_create(f->rt, bytes, &y));
+    check(weft_graph_create(f->rt, &g));
+    {
+        weft_arg a[] = {weft_arg_buffer(x, 0, bytes, WEFT_WRITE),
+                        weft_arg_f32(1), weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(g, f->k_set, weft_dims1(M), a, 3, &k));
+        check(weft_graph_set_device(g, k, dev(f, 0)));
+    }
+    e = instantiate(g, WEFT_PLACE_DEFAULT);
+    run(e);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+
+    for (unsigned i = 0; i < M; i++)
+        in[i] = (float)i;
+    check(weft_graph_create(f->rt, &g));
+    check(weft_graph_add_write(g, x, 0, in, bytes, NULL));
+    {
+        weft_arg b[] = {weft_arg_buffer(y, 0, bytes, WEFT_WRITE),
+                        weft_arg_buffer(x, 0, bytes, WEFT_READ),
+                        weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(g, f->k_tile, weft_dims1(M), b, 3, &k));
+        check(weft_graph_set_device(g, k, dev(f, 1)));
+    }
+    check(weft_graph_add_read(g, y, 0, out, bytes, NULL));
+    e = instantiate(g, WEFT_PLACE_DEFAULT);
+    for (int l = 0; l < 2; l++) {
+        weft_stats s0 = rt_stats(f), s1;
+
+        memset(out, 0, sizeof out);
+        run(e);
+        s1 = rt_stats(f);
+        if (s1.h2d_bytes - s0.h2d_bytes != bytes ||
+            s1.peer_bytes != s0.peer_bytes)
+            fail_msg("%s, launch %d: %llu bytes up and %llu between devices "
+                     "for a %zu-byte write read on device 1 (x was on "
+                     "device 0)",
+                     f->name, l + 1,
+                     (unsigned long long)(s1.h2d_bytes - s0.h2d_bytes),
+                     (unsigned long long)(s1.peer_bytes - s0.peer_bytes),
+                     bytes);
+        for (unsigned i = 0; i < M; i++)
+            if (out[i] != 2 * (float)i + 1)
+                fail_msg("%s: y[%u] = %g, want %g", f->name, i, out[i],
+                         2 * (double)i + 1);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+    check(weft_buffer_destroy(y));
+}
+
+/*
  * HEFT learns: n kernels, each reading its own buffer that only device 0
  * holds (set there by an earlier graph), cost KERNEL_NS each, far more
  * than moving their input anywhere. At instantiate the kernel time model
@@ -1025,6 +1097,7 @@ static const struct {
     {"peer_path", test_peer_path},
     {"heft_learns", test_heft_learns},
     {"write_goes_to_reader", test_write_goes_to_reader},
+    {"write_follows_reader", test_write_follows_reader},
     {"chain_stays", test_chain_stays},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
