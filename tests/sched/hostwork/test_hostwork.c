@@ -423,6 +423,98 @@ static void test_graphs_in_flight(void **state)
     }
 }
 
+/* ---- a graph made and launched while another's host node runs ---------- */
+
+typedef struct slow_map {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int started, done;
+} slow_map;
+
+/* Say it started, give the other thread time to act, then double x. */
+static void map_slow_double(void *ptr, size_t size, void *user)
+{
+    slow_map *s = user;
+    uint32_t *x = ptr;
+    struct timespec pause = {0, 100 * 1000 * 1000};
+
+    pthread_mutex_lock(&s->lock);
+    s->started = 1;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    nanosleep(&pause, NULL);
+    for (size_t i = 0; i < size / 4; i++)
+        x[i] *= 2;
+    pthread_mutex_lock(&s->lock);
+    s->done = 1;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Graph A advances x on the device, then a map doubles it on a host
+ * worker. While the map runs (it waits a little, so that this has time to
+ * go wrong), graph B is made on x, launched and waited for: it adds one on
+ * the device and reads x out. B comes after A on x, so it must see the
+ * doubled bytes, however far A's map had got when B was made.
+ */
+static void test_graph_made_while_host_node_runs(void **state)
+{
+    static uint32_t in[M], out[M];
+    static slow_map s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0,
+                         0};
+    weft_buffer *x;
+    weft_graph *ga, *gb;
+    weft_exec *ea, *eb;
+
+    (void)state;
+    for (uint32_t i = 0; i < M; i++)
+        in[i] = i * 7u + 3u;
+    check(weft_buffer_create(devs.rt, sizeof in, &x));
+    check(weft_graph_create(devs.rt, &ga));
+    check(weft_graph_add_write(ga, x, 0, in, sizeof in, NULL));
+    {
+        weft_arg adv[] = {weft_arg_buffer(x, 0, sizeof in, WEFT_READ_WRITE),
+                          weft_arg_u32(5), weft_arg_i64(M)};
+
+        check(
+            weft_graph_add_kernel(ga, k_advance, weft_dims1(M), adv, 3, NULL));
+    }
+    check(weft_graph_add_map(ga, x, 0, sizeof in, WEFT_READ_WRITE,
+                             map_slow_double, &s, NULL));
+    check(weft_graph_instantiate(ga, NULL, &ea));
+    check(weft_exec_launch(ea));
+    pthread_mutex_lock(&s.lock);
+    while (!s.started)
+        pthread_cond_wait(&s.cond, &s.lock);
+    pthread_mutex_unlock(&s.lock);
+
+    check(weft_graph_create(devs.rt, &gb));
+    {
+        weft_arg one[] = {weft_arg_buffer(x, 0, sizeof in, WEFT_READ_WRITE),
+                          weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(gb, k_addone, weft_dims1(M), one, 2, NULL));
+    }
+    check(weft_graph_add_read(gb, x, 0, out, sizeof out, NULL));
+    check(weft_graph_instantiate(gb, NULL, &eb));
+    check(weft_exec_launch(eb));
+    check(weft_exec_wait(eb));
+    pthread_mutex_lock(&s.lock);
+    assert_int_equal(s.done, 1); /* B's read came after the map */
+    pthread_mutex_unlock(&s.lock);
+    check(weft_exec_wait(ea));
+    for (uint32_t i = 0; i < M; i++)
+        if (out[i] != gt_advance(in[i], 5) * 2 + 1)
+            fail_msg("out[%u] = %u, want %u (the map's doubling %s)", i, out[i],
+                     gt_advance(in[i], 5) * 2 + 1,
+                     out[i] == gt_advance(in[i], 5) + 1 ? "missed" : "torn");
+    check(weft_exec_destroy(eb));
+    check(weft_exec_destroy(ea));
+    check(weft_graph_destroy(gb));
+    check(weft_graph_destroy(ga));
+    check(weft_buffer_destroy(x));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_interleaves_with_device_work),
         cmocka_unit_test(test_failure_cancels_host_nodes),
         cmocka_unit_test(test_graphs_in_flight),
+        cmocka_unit_test(test_graph_made_while_host_node_runs),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
