@@ -127,6 +127,18 @@ static void k_scale(const weft_host_group *g, void *const *args)
             x[base + j] *= a;
 }
 
+/*
+ * claim(buffer x, u32 a, u64 n): says it reads and writes x (its argument's
+ * access) and touches nothing, for the unordered pair of test_check_hazards:
+ * the sim runs real effects on its threads, and a kernel that truly wrote x
+ * beside a copy that reads it would be a true data race.
+ */
+static void k_claim(const weft_host_group *g, void *const *args)
+{
+    (void)g;
+    (void)args;
+}
+
 /* Cost: 7 ns per item plus the u32 argument (to see that args arrive). */
 static uint64_t scale_cost(uint64_t items, void *const *args, void *user)
 {
@@ -140,6 +152,7 @@ static const weft_param_type scale_params[] = {WEFT_PARAM_BUFFER,
 static const weft_host_kernel kernels[] = {
     {"scale", k_scale, 3, scale_params, NULL, NULL, NULL},
     {"costly", k_scale, 3, scale_params, NULL, scale_cost, NULL},
+    {"claim", k_claim, 3, scale_params, NULL, NULL, NULL},
 };
 
 static weft__kernel *kernel(machine *m, unsigned dev, const char *name,
@@ -509,8 +522,8 @@ static void test_check_hazards(void **state)
     machine m;
     weft__queue *qk, *qc, *qr;
     weft__event *ev;
-    weft__module *mod;
-    weft__kernel *k;
+    weft__module *mod, *mod_claim;
+    weft__kernel *k, *claim;
     weft__mem *x;
     static char host[4096], other[4096];
 
@@ -520,9 +533,10 @@ static void test_check_hazards(void **state)
     qc = queue(&m, 0, WEFT__QUEUE_D2H);
     qr = queue(&m, 0, WEFT__QUEUE_H2D);
     k = kernel(&m, 0, "scale", &mod);
+    claim = kernel(&m, 0, "claim", &mod_claim);
     x = devmem(&m, 0, 4096);
     OK(weft__drv_event_create(m.ctx[0], 0, &ev));
-    launch(qk, k, x, 3, 1024);
+    launch(qk, claim, x, 3, 1024);
     OK(weft__drv_copy_d2h(qc, host, x, 0, sizeof host)); /* not ordered */
     assert_int_equal(weft__sim_hazards(m.dev[0]), 1);
     OK(weft__drv_queue_sync(qc));
@@ -542,6 +556,7 @@ static void test_check_hazards(void **state)
     OK(weft__drv_queue_destroy(qr));
     OK(weft__drv_mem_free(x));
     OK(weft__drv_module_destroy(mod));
+    OK(weft__drv_module_destroy(mod_claim));
     machine_close(&m);
 }
 
@@ -1500,19 +1515,22 @@ static void test_graph_two_devices(void **state)
  * (peer). A wait node waits for the record of e0 that is latest when its
  * graph is launched (as CUDA's, tests/gpu/event_nodes.cu): R launched
  * first, W's copy follows this launch's kernel; W launched first, it
- * waits for the record of the launch before.
+ * waits for the record of the launch before. That last round launches
+ * R2, which records e0 too but writes x2, not the x0 that W reads: real
+ * bytes are copied by the sim's threads, and R writing x0 while W reads
+ * it would be a true data race (ThreadSanitizer reports it).
  */
 static void test_graph_external_events(void **state)
 {
     enum { N = 1000 };
     machine m;
     weft__queue *q0, *q1;
-    weft__mem *x0, *x1;
+    weft__mem *x0, *x1, *x2;
     weft__module *mod0;
     weft__kernel *k0;
     weft__event *e0;
-    uint32_t in[N], out[N];
-    void *gr = NULL, *gw = NULL;
+    uint32_t in[N], in2[N], out[N];
+    void *gr = NULL, *gr2 = NULL, *gw = NULL;
 
     (void)state;
     machine_open(&m, "devices=2,graphs=1", 1);
@@ -1520,7 +1538,10 @@ static void test_graph_external_events(void **state)
     q1 = queue(&m, 1, WEFT__QUEUE_COMPUTE);
     x0 = devmem(&m, 0, sizeof in);
     x1 = devmem(&m, 1, sizeof in);
+    x2 = devmem(&m, 0, sizeof in);
     k0 = kernel(&m, 0, "scale", &mod0);
+    for (uint32_t i = 0; i < N; i++)
+        in2[i] = 7;
     OK(weft__drv_event_create(m.ctx[0], 0, &e0));
     /* Outside a capture, and from the wrong device: refused. */
     assert_int_equal(sim->graph_record_external(e0, q0), WEFT_EINVAL);
@@ -1530,6 +1551,11 @@ static void test_graph_external_events(void **state)
     launch(q0, k0, x0, 2, N);
     OK(sim->graph_record_external(e0, q0));
     OK(sim->graph_end(q0, NULL, &gr, NULL));
+    OK(sim->graph_begin(q0));
+    OK(weft__drv_copy_h2d(q0, x2, 0, in2, sizeof in2));
+    launch(q0, k0, x2, 2, N);
+    OK(sim->graph_record_external(e0, q0));
+    OK(sim->graph_end(q0, NULL, &gr2, NULL));
     OK(sim->graph_begin(q1));
     OK(sim->graph_wait_external(q1, e0));
     OK(weft__drv_copy_peer(q1, x1, 0, x0, 0, sizeof in));
@@ -1547,7 +1573,7 @@ static void test_graph_external_events(void **state)
             OK(sim->graph_launch(gw, q1));
         } else {
             OK(sim->graph_launch(gw, q1));
-            OK(sim->graph_launch(gr, q0));
+            OK(sim->graph_launch(gr2, q0));
         }
         OK(weft__drv_queue_sync(q1));
         OK(weft__drv_queue_sync(q0));
@@ -1558,17 +1584,22 @@ static void test_graph_external_events(void **state)
             for (uint32_t i = 0; i < N; i++)
                 assert_int_equal(out[i], 2 * (i + round));
         } else {
-            /* The launch before's record: long done, no wait for k. */
+            /* The launch before's record: long done, no wait for k;
+             * W copies what round 2 left in x0. */
             assert_true(peer->start_ns < k->end_ns);
+            for (uint32_t i = 0; i < N; i++)
+                assert_int_equal(out[i], 2 * (i + 2));
         }
     }
     sim->graph_destroy(gr);
+    sim->graph_destroy(gr2);
     sim->graph_destroy(gw);
     OK(weft__drv_event_destroy(e0));
     OK(weft__drv_queue_destroy(q0));
     OK(weft__drv_queue_destroy(q1));
     OK(weft__drv_mem_free(x0));
     OK(weft__drv_mem_free(x1));
+    OK(weft__drv_mem_free(x2));
     OK(weft__drv_module_destroy(mod0));
     machine_close(&m);
 }
