@@ -564,6 +564,10 @@ static int weft__tape_segment(weft__tape *t)
             t->nsegs = c.nseg;
         }
     }
+    /* seen (left as the last search made it, or as realloc gave it where
+     * none was made) now marks the segments already ranked. */
+    if (rc == 0)
+        memset(c.seen, 0, c.nseg);
     for (unsigned e = 0; rc == 0 && e < c.nedge; e++)
         indeg[c.to[e]]++;
     for (unsigned k = 0; rc == 0 && k < c.nseg; k++) {
