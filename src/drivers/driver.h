@@ -355,6 +355,13 @@ struct weft__driver {
      */
     int (*graph_supported)(const weft__device *dev);
     /*
+     * 1 where the driver's graphs pay on CPU devices too: the host
+     * driver's graph launch is one hand-off to a queue's worker instead of
+     * one per operation. PoCL's command buffers replay slower than their
+     * commands run one by one, so OpenCL leaves it 0.
+     */
+    unsigned graphs_on_cpu;
+    /*
      * Graphs of several devices (optional). CUDA's capture across devices
      * ends in CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (2x H200, CUDA 13), so
      * the tape makes one graph per device and joins them by events: in a

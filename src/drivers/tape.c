@@ -22,11 +22,13 @@ int weft__tape_supported(const weft__device *dev)
     if (dev->drv->graph_supported && !dev->drv->graph_supported(dev))
         return 0;
     /*
-     * A CPU device has no submission cost worth a graph: PoCL 3.1 replays a
-     * command buffer several times slower than it runs the same commands
-     * one by one (bench/RESULTS.md). On only where asked for.
+     * A CPU device's submission costs little: PoCL 3.1 replays a command
+     * buffer several times slower than it runs the same commands one by
+     * one (bench/RESULTS.md). On only where asked for, or where the driver
+     * says its graphs pay there too (the host driver's).
      */
-    return force || dev->props.type != WEFT_DEVICE_CPU;
+    return force || dev->props.type != WEFT_DEVICE_CPU ||
+           dev->drv->graphs_on_cpu;
 }
 
 int weft__tape_joins_devices(const weft__driver *drv)

@@ -55,11 +55,12 @@
  * device.
  *
  * Only devices whose driver has graph operations get a tape (CUDA; OpenCL
- * where the device has cl_khr_command_buffer; the sim with graphs=1), and
- * not CPU devices unless
- * WEFT_NATIVE_GRAPHS=1 asks for it (their submission costs little, and
- * PoCL replays command buffers slower than it runs the commands);
- * WEFT_NATIVE_GRAPHS=0 turns it off everywhere.
+ * where the device has cl_khr_command_buffer; the host driver; the sim
+ * with graphs=1), and not CPU devices unless WEFT_NATIVE_GRAPHS=1 asks for
+ * it or the driver says its graphs pay there (graphs_on_cpu: the host
+ * driver's, whose launch is one hand-off to a worker; PoCL replays command
+ * buffers slower than it runs the commands); WEFT_NATIVE_GRAPHS=0 turns it
+ * off everywhere.
  */
 #ifndef WEFT_DRIVERS_TAPE_H
 #define WEFT_DRIVERS_TAPE_H

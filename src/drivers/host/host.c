@@ -477,4 +477,11 @@ const weft__driver weft__driver_host = {
     .event_elapsed = weft__host_event_elapsed,
     .event_destroy = weft__host_event_destroy,
     .host_fn = weft__host_host_fn,
+    .graphs_on_cpu = 1,
+    .graph_record_external = weft__host_graph_record_external,
+    .graph_wait_external = weft__host_graph_wait_external,
+    .graph_begin = weft__host_graph_begin,
+    .graph_end = weft__host_graph_end,
+    .graph_launch = weft__host_graph_launch,
+    .graph_destroy = weft__host_graph_destroy,
 };

@@ -6,12 +6,14 @@
  * copies between host devices are real copies and the layers above see the
  * same protocol as with discrete GPUs.
  *
- * Locks. There are three kinds and no code path holds two at once:
+ * Locks. There are four kinds and no code path holds two at once:
  * - host_queue.lock: a queue worker's sleep, syncs and stop (the FIFO
  *   itself is lock-free: see weft__host_queue).
  * - host_pool.lock: the pool's list of open launches and their counts.
  * - the signal lock (host_queue.c): every signal's state and every event's
  *   current signal pointer.
+ * - the capture lock (host_graph.c): every capture, and the cap pointers
+ *   of queues and events.
  * Because none nests, there is no lock order to get wrong; keep it so.
  */
 #ifndef WEFT_HOST_INTERNAL_H
@@ -93,9 +95,15 @@ typedef struct weft__host_signal {
     uint64_t time_ns; /* weft__now_ns() when the recorded work completed */
 } weft__host_signal;
 
+struct weft__host_capture;
+struct weft__host_graph;
+
 typedef struct weft__host_event {
     weft__event base;
     weft__host_signal *signal; /* NULL until recorded; signal lock */
+    /* The capture it was last recorded in while that capture lasts, else
+     * NULL; written under the capture lock, read atomically. */
+    struct weft__host_capture *cap;
 } weft__host_event;
 
 typedef enum weft__host_op_kind {
@@ -105,6 +113,9 @@ typedef enum weft__host_op_kind {
     WEFT__HOST_OP_RECORD,
     WEFT__HOST_OP_WAIT,
     WEFT__HOST_OP_HOST_FN,
+    WEFT__HOST_OP_GRAPH,      /* a launch of a native graph (host_graph.c) */
+    WEFT__HOST_OP_RECORD_EXT, /* graph nodes: an external event record */
+    WEFT__HOST_OP_WAIT_EXT,   /* ... and wait (graph_*_external) */
 } weft__host_op_kind;
 
 /*
@@ -134,6 +145,16 @@ typedef struct weft__host_op {
             void *user;
         } host;
         weft__host_job job;
+        struct {
+            struct weft__host_graph *graph;
+            /* Per external node (by slot): the signal it raises or waits
+             * for in this launch; a wait's may be NULL (nothing to wait). */
+            weft__host_signal **signals;
+        } graph;
+        struct {
+            weft__host_event *ev;
+            unsigned slot; /* in the launch's signals */
+        } ext;
     } u;
 } weft__host_op;
 
@@ -186,6 +207,9 @@ typedef struct weft__host_queue {
     unsigned stopping;    /* lock; read atomically by a spinning worker */
     unsigned sleeping;    /* atomic, written under lock */
     unsigned syncers;     /* syncs waiting; atomic, written under lock */
+    /* The capture it takes part in, or NULL; written under the capture
+     * lock, read atomically (by every push). */
+    struct weft__host_capture *cap;
     char pad0[64];
     /* Written by enqueueing threads. */
     weft__host_op *tail;  /* the last op linked or being linked; atomic */
@@ -209,6 +233,30 @@ typedef struct weft__host_queue {
 /* host.c */
 int weft__host_os_error(int weft_code, int err, const char *what);
 
+/* host_graph.c: native graphs (see the comment at its top). */
+int weft__host_graph_begin(weft__queue *q);
+int weft__host_graph_end(weft__queue *q, void *old, void **graph, int *updated);
+int weft__host_graph_launch(void *graph, weft__queue *q);
+void weft__host_graph_destroy(void *graph);
+int weft__host_graph_record_external(weft__event *ev, weft__queue *q);
+int weft__host_graph_wait_external(weft__queue *q, weft__event *ev);
+/* Run a GRAPH op's nodes, on the worker of the queue it was launched on. */
+void weft__host_graph_run(weft__host_queue *hq, weft__host_op *op);
+/*
+ * For host_queue.c, on a queue or event whose cap it found set (each
+ * returns at once where it finds the capture gone): push appends op to
+ * the capture; record makes ev a capture event (1), or takes it out of
+ * its capture where q is in none (0); wait joins q to ev's
+ * capture, or says whether a wait in a capture may pass (0) or must fail
+ * (< 0, error set); sync fails (a queue in a capture runs nothing);
+ * gone takes a destroyed queue or event out of its capture.
+ */
+void weft__host_capture_push(weft__host_queue *hq, weft__host_op *op);
+int weft__host_capture_record(weft__host_event *he, weft__host_queue *hq);
+int weft__host_capture_wait(weft__host_queue *hq, weft__host_event *he);
+void weft__host_capture_queue_gone(weft__host_queue *hq);
+void weft__host_capture_event_gone(weft__host_event *he);
+
 /* host_pool.c */
 int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers);
 void weft__host_pool_stop(weft__host_pool *pool);
@@ -229,8 +277,23 @@ void weft__host_queue_release(weft__queue *q);
 weft__host_op *weft__host_op_alloc(weft__queue *q, size_t bytes,
                                    weft__host_op_kind kind);
 /* Append op (from weft__host_op_alloc for q) to q's FIFO; the queue
- * recycles it once it has run. Lock-free; any thread. */
+ * recycles it once it has run. Lock-free; any thread. On a queue that
+ * takes part in a capture, op becomes a node of the capture's graph. */
 void weft__host_queue_push(weft__queue *q, weft__host_op *op);
+/* Run op (any kind but RECORD_EXT and WAIT_EXT) on hq's worker. */
+void weft__host_op_run(weft__host_queue *hq, weft__host_op *op);
+
+/* Signals (host_queue.c), for host_graph.c. */
+weft__host_signal *weft__host_signal_new(long refs);
+void weft__host_signal_release(weft__host_signal *s);
+void weft__host_signal_raise(weft__host_signal *s);
+void weft__host_signal_wait(weft__host_signal *s);
+/* ev's current signal with a reference taken, or NULL if never recorded or
+ * complete already. */
+weft__host_signal *weft__host_event_pending(weft__host_event *he);
+/* ev's current signal becomes s (whose reference it takes; NULL: ev reads
+ * as never recorded); the old one is released. */
+void weft__host_event_set(weft__host_event *he, weft__host_signal *s);
 int weft__host_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         const void *src, size_t size);
 int weft__host_copy_d2h(weft__queue *q, void *dst, weft__mem *src,

@@ -99,7 +99,34 @@ static void fill_run(weft__host_op *op)
     }
 }
 
-static void op_run(weft__host_queue *hq, weft__host_op *op)
+weft__host_signal *weft__host_signal_new(long refs)
+{
+    weft__host_signal *s = weft__malloc(sizeof *s);
+
+    if (s) {
+        s->refs = refs;
+        s->done = 0;
+        s->time_ns = 0;
+    }
+    return s;
+}
+
+void weft__host_signal_release(weft__host_signal *s)
+{
+    signal_release(s);
+}
+
+void weft__host_signal_raise(weft__host_signal *s)
+{
+    signal_raise(s);
+}
+
+void weft__host_signal_wait(weft__host_signal *s)
+{
+    signal_wait(s);
+}
+
+void weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
 {
     weft__host_context *hctx = (weft__host_context *)hq->base.ctx;
 
@@ -124,6 +151,13 @@ static void op_run(weft__host_queue *hq, weft__host_op *op)
         break;
     case WEFT__HOST_OP_HOST_FN:
         op->u.host.fn(op->u.host.user);
+        break;
+    case WEFT__HOST_OP_GRAPH:
+        weft__host_graph_run(hq, op);
+        break;
+    case WEFT__HOST_OP_RECORD_EXT:
+    case WEFT__HOST_OP_WAIT_EXT:
+        weft__assert(!"a graph node run outside its graph");
         break;
     }
 }
@@ -258,7 +292,7 @@ static void *worker_main(void *arg)
     weft__host_op *op;
 
     while ((op = worker_next(hq))) {
-        op_run(hq, op);
+        weft__host_op_run(hq, op);
         __atomic_add_fetch(&hq->completed, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&hq->syncers, __ATOMIC_SEQ_CST)) {
             pthread_mutex_lock(&hq->lock);
@@ -321,6 +355,10 @@ void weft__host_queue_push(weft__queue *q, weft__host_op *op)
     weft__host_queue *hq = host_queue(q);
     weft__host_op *prev;
 
+    if (__atomic_load_n(&hq->cap, __ATOMIC_ACQUIRE)) {
+        weft__host_capture_push(hq, op);
+        return;
+    }
     /*
      * Counted first: before the exchange, so that whatever precedes op in
      * the FIFO was counted before it (a sync's target covers it), and
@@ -395,6 +433,10 @@ int weft__host_queue_sync(weft__queue *q)
     weft__host_queue *hq = host_queue(q);
     uint64_t target = __atomic_load_n(&hq->submitted, __ATOMIC_ACQUIRE);
 
+    if (__atomic_load_n(&hq->cap, __ATOMIC_ACQUIRE))
+        return weft__error(WEFT_EINVAL,
+                           "host: sync of a queue that takes part in a "
+                           "capture (it runs nothing until the capture ends)");
     if (__atomic_load_n(&hq->completed, __ATOMIC_ACQUIRE) >= target)
         return 0;
     pthread_mutex_lock(&hq->lock);
@@ -410,6 +452,8 @@ void weft__host_queue_release(weft__queue *q)
 {
     weft__host_queue *hq = host_queue(q);
 
+    if (__atomic_load_n(&hq->cap, __ATOMIC_ACQUIRE))
+        weft__host_capture_queue_gone(hq);
     pthread_mutex_lock(&hq->lock);
     __atomic_store_n(&hq->stopping, 1, __ATOMIC_RELAXED);
     pthread_cond_signal(&hq->work);
@@ -536,17 +580,21 @@ int weft__host_event_create(weft__context *ctx, unsigned flags,
 int weft__host_event_record(weft__event *ev, weft__queue *q)
 {
     weft__host_event *he = host_event(ev);
-    weft__host_signal *s = weft__malloc(sizeof *s), *old;
-    weft__host_op *op =
-        s ? op_new(q, WEFT__HOST_OP_RECORD, "an event record") : NULL;
+    weft__host_signal *s, *old;
+    weft__host_op *op;
+    int rc;
 
+    if ((__atomic_load_n(&host_queue(q)->cap, __ATOMIC_ACQUIRE) ||
+         __atomic_load_n(&he->cap, __ATOMIC_ACQUIRE)) &&
+        (rc = weft__host_capture_record(he, host_queue(q))) != 0)
+        return rc < 0 ? rc : 0;
+    /* The event's and the record operation's references. */
+    s = weft__host_signal_new(2);
+    op = s ? op_new(q, WEFT__HOST_OP_RECORD, "an event record") : NULL;
     if (!op) {
         weft__free(s);
         return weft__error(WEFT_ENOMEM, "host: no memory to record an event");
     }
-    s->refs = 2; /* the event's and the record operation's */
-    s->done = 0;
-    s->time_ns = 0;
     op->u.signal = s;
     /*
      * Enqueue first: a wait that picks up the new signal must find its
@@ -574,11 +622,40 @@ static weft__host_signal *event_signal(weft__host_event *he)
     return s;
 }
 
+weft__host_signal *weft__host_event_pending(weft__host_event *he)
+{
+    weft__host_signal *s = event_signal(he);
+
+    if (s && __atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) {
+        signal_release(s);
+        s = NULL;
+    }
+    return s;
+}
+
+void weft__host_event_set(weft__host_event *he, weft__host_signal *s)
+{
+    weft__host_signal *old;
+
+    pthread_mutex_lock(&signal_lock);
+    old = he->signal;
+    he->signal = s;
+    pthread_mutex_unlock(&signal_lock);
+    signal_release(old);
+}
+
 int weft__host_queue_wait_event(weft__queue *q, weft__event *ev)
 {
-    weft__host_signal *s = event_signal(host_event(ev));
+    weft__host_event *he = host_event(ev);
+    weft__host_signal *s;
     weft__host_op *op;
+    int rc;
 
+    if ((__atomic_load_n(&host_queue(q)->cap, __ATOMIC_ACQUIRE) ||
+         __atomic_load_n(&he->cap, __ATOMIC_ACQUIRE)) &&
+        (rc = weft__host_capture_wait(host_queue(q), he)) != 0)
+        return rc < 0 ? rc : 0;
+    s = event_signal(he);
     if (!s || __atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) {
         /* Never recorded or already complete: nothing to wait for. */
         signal_release(s);
@@ -594,11 +671,24 @@ int weft__host_queue_wait_event(weft__queue *q, weft__event *ev)
     return 0;
 }
 
+/* A query or sync of an event recorded in a capture that lasts. */
+static int event_captured(weft__host_event *he, const char *what)
+{
+    if (!__atomic_load_n(&he->cap, __ATOMIC_ACQUIRE))
+        return 0;
+    return weft__error(WEFT_EINVAL,
+                       "host: %s of an event recorded in a capture that has "
+                       "not ended",
+                       what);
+}
+
 int weft__host_event_query(weft__event *ev)
 {
     weft__host_event *he = host_event(ev);
     int rc;
 
+    if ((rc = event_captured(he, "query")) < 0)
+        return rc;
     pthread_mutex_lock(&signal_lock);
     rc = !he->signal || he->signal->done ? 0 : WEFT_ENOTREADY;
     pthread_mutex_unlock(&signal_lock);
@@ -607,8 +697,12 @@ int weft__host_event_query(weft__event *ev)
 
 int weft__host_event_sync(weft__event *ev)
 {
-    weft__host_signal *s = event_signal(host_event(ev));
+    weft__host_signal *s;
+    int rc;
 
+    if ((rc = event_captured(host_event(ev), "sync")) < 0)
+        return rc;
+    s = event_signal(host_event(ev));
     if (s) {
         signal_wait(s);
         signal_release(s);
@@ -657,6 +751,8 @@ void weft__host_event_destroy(weft__event *ev)
     weft__host_event *he = host_event(ev);
     weft__host_signal *s;
 
+    if (__atomic_load_n(&he->cap, __ATOMIC_ACQUIRE))
+        weft__host_capture_event_gone(he);
     /* Pending records and waits keep their own references. */
     pthread_mutex_lock(&signal_lock);
     s = he->signal;

@@ -1056,6 +1056,333 @@ static void bad_sizes_are_refused(void **state)
     assert_null(p);
 }
 
+/* ---- native graphs ------------------------------------------------------- */
+
+enum { GN = 300 };
+
+/* advance(x, k, GN) on q over GN items. */
+static void launch_advance(weft__queue *q, weft__kernel *k, weft__mem *m,
+                           uint32_t add)
+{
+    uint64_t n = GN;
+    weft__karg a[3] = {arg_buf(m, 0), arg_val(WEFT_PARAM_U32, &add, 4),
+                       arg_val(WEFT_PARAM_U64, &n, 8)};
+    weft__grid grid = grid1((GN + 63) / 64, 64);
+
+    OK(weft__drv_launch(q, k, &grid, a, 3));
+}
+
+static void fill_index(uint32_t *host, uint32_t base)
+{
+    for (uint32_t i = 0; i < GN; i++)
+        host[i] = base + i;
+}
+
+/* x after r rounds of x = x * 3 + add, from base + i. */
+static uint32_t advanced(uint32_t base, uint32_t i, uint32_t add, int r)
+{
+    uint32_t x = base + i;
+
+    while (r-- > 0)
+        x = x * 3u + add;
+    return x;
+}
+
+/*
+ * A capture over two queues (forked by an event, joined back) runs
+ * nothing; its graph runs all of it at each launch, and a second launch
+ * while the first is held back is refused.
+ */
+static void graph_captures_two_queues_and_replays(void **state)
+{
+    fixture *f = *state;
+    const weft__driver *drv = &weft__driver_host;
+    weft__module *mod = module_load(f->ctx[0]);
+    uint32_t hx[GN], hy[GN];
+    weft__queue *q0, *q1;
+    weft__event *fork, *join;
+    weft__mem *x, *y;
+    weft__kernel *k;
+    void *g = NULL;
+    int updated = -1;
+    gate hold;
+
+    OK(weft__drv_kernel_get(mod, "advance", &k));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q0));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q1));
+    OK(weft__drv_event_create(f->ctx[0], 0, &fork));
+    OK(weft__drv_event_create(f->ctx[0], 0, &join));
+    OK(weft__drv_mem_alloc(f->ctx[0], sizeof hx, &x));
+    OK(weft__drv_mem_alloc(f->ctx[0], sizeof hy, &y));
+    fill_index(hx, 10);
+    fill_index(hy, 5000);
+    OK(weft__drv_copy_h2d(q0, x, 0, hx, sizeof hx));
+    OK(weft__drv_copy_h2d(q0, y, 0, hy, sizeof hy));
+    OK(weft__drv_event_record(fork, q0)); /* a record before the capture */
+    OK(weft__drv_queue_sync(q0));
+
+    assert_int_equal(drv->graph_end(q0, NULL, &g, NULL), WEFT_EINVAL);
+    OK(drv->graph_begin(q0));
+    assert_int_equal(drv->graph_begin(q0), WEFT_EINVAL); /* once */
+    OK(weft__drv_event_record(fork, q0));
+    /* A capture event: its earlier record is forgotten, and it can be
+     * neither waited for by the host nor asked about. */
+    assert_int_equal(weft__drv_event_query(fork), WEFT_EINVAL);
+    assert_int_equal(weft__drv_event_sync(fork), WEFT_EINVAL);
+    OK(weft__drv_queue_wait_event(q1, fork)); /* q1 joins */
+    assert_int_equal(weft__drv_queue_sync(q1), WEFT_EINVAL);
+    launch_advance(q0, k, x, 1);
+    launch_advance(q1, k, y, 2);
+    launch_advance(q0, k, x, 7);
+    OK(weft__drv_copy_d2h(q1, hy, y, 0, sizeof hy));
+    OK(weft__drv_event_record(join, q1));
+    OK(weft__drv_queue_wait_event(q0, join));
+    OK(weft__drv_copy_d2h(q0, hx, x, 0, sizeof hx));
+    OK(drv->graph_end(q0, NULL, &g, &updated));
+    assert_non_null(g);
+    assert_int_equal(updated, 0);
+    /* Nothing ran: the host copies are as they were. */
+    for (uint32_t i = 0; i < GN; i++) {
+        assert_int_equal(hx[i], 10 + i);
+        assert_int_equal(hy[i], 5000 + i);
+    }
+    /* Once the capture has ended, its events read as never recorded. */
+    OK(weft__drv_event_query(fork));
+    OK(weft__drv_queue_sync(q1));
+
+    for (int r = 1; r <= 3; r++) {
+        OK(drv->graph_launch(g, q0));
+        OK(weft__drv_queue_sync(q0));
+        for (uint32_t i = 0; i < GN; i++) {
+            /* x: +1 then +7 per launch. */
+            uint32_t want = 10 + i;
+            for (int j = 0; j < r; j++)
+                want = (want * 3u + 1) * 3u + 7;
+            assert_int_equal(hx[i], want);
+            assert_int_equal(hy[i], advanced(5000, i, 2, r));
+        }
+    }
+    /* One launch at a time: the second waits for none and is refused. */
+    gate_init(&hold);
+    OK(weft__drv_host_fn(q0, gate_pass, &hold));
+    OK(drv->graph_launch(g, q0));
+    assert_int_equal(drv->graph_launch(g, q0), WEFT_EBUSY);
+    gate_open(&hold);
+    OK(weft__drv_queue_sync(q0));
+    assert_int_equal(hy[0], advanced(5000, 0, 2, 4));
+    OK(drv->graph_launch(g, q0)); /* finished: launches again */
+    OK(weft__drv_queue_sync(q0));
+    assert_int_equal(hy[0], advanced(5000, 0, 2, 5));
+    gate_fini(&hold);
+
+    drv->graph_destroy(g);
+    OK(weft__drv_event_destroy(fork));
+    OK(weft__drv_event_destroy(join));
+    OK(weft__drv_mem_free(x));
+    OK(weft__drv_mem_free(y));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_module_destroy(mod));
+}
+
+/* A capture with an old graph updates it in place: same handle, new
+ * arguments. */
+static void graph_updates_in_place(void **state)
+{
+    fixture *f = *state;
+    const weft__driver *drv = &weft__driver_host;
+    weft__module *mod = module_load(f->ctx[0]);
+    uint32_t hx[GN];
+    weft__queue *q;
+    weft__mem *x;
+    weft__kernel *k;
+    void *g = NULL, *g2 = NULL;
+    int updated = 0;
+
+    OK(weft__drv_kernel_get(mod, "advance", &k));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_mem_alloc(f->ctx[0], sizeof hx, &x));
+    fill_index(hx, 1);
+    OK(weft__drv_copy_h2d(q, x, 0, hx, sizeof hx));
+    OK(drv->graph_begin(q));
+    launch_advance(q, k, x, 1);
+    OK(weft__drv_copy_d2h(q, hx, x, 0, sizeof hx));
+    OK(drv->graph_end(q, NULL, &g, NULL));
+    OK(drv->graph_launch(g, q));
+    OK(weft__drv_queue_sync(q));
+    assert_int_equal(hx[GN - 1], advanced(1, GN - 1, 1, 1));
+
+    OK(drv->graph_begin(q));
+    launch_advance(q, k, x, 5);
+    OK(weft__drv_copy_d2h(q, hx, x, 0, sizeof hx));
+    OK(drv->graph_end(q, g, &g2, &updated));
+    assert_int_equal(updated, 1);
+    assert_ptr_equal(g2, g);
+    OK(drv->graph_launch(g2, q));
+    OK(weft__drv_queue_sync(q));
+    assert_int_equal(hx[GN - 1], advanced(1, GN - 1, 1, 1) * 3u + 5);
+
+    /* A capture ended without a graph (as after a failure) frees old. */
+    OK(drv->graph_begin(q));
+    launch_advance(q, k, x, 9);
+    OK(drv->graph_end(q, g2, NULL, NULL));
+    OK(weft__drv_queue_sync(q));
+    assert_int_equal(hx[GN - 1], advanced(1, GN - 1, 1, 1) * 3u + 5);
+
+    OK(weft__drv_mem_free(x));
+    OK(weft__drv_queue_destroy(q));
+    OK(weft__drv_module_destroy(mod));
+}
+
+/*
+ * Graphs of two devices joined by external event nodes: the reading
+ * graph, launched second, waits for the record its writer makes at its
+ * launch, even while the writer is held back.
+ */
+static void graph_external_events_join_devices(void **state)
+{
+    fixture *f = *state;
+    const weft__driver *drv = &weft__driver_host;
+    weft__module *mod = module_load(f->ctx[0]);
+    uint32_t hx[GN], hy[GN];
+    weft__queue *q0, *q1;
+    weft__event *e;
+    weft__mem *x, *y;
+    weft__kernel *k;
+    void *gr = NULL, *gw = NULL;
+    gate hold;
+
+    OK(weft__drv_kernel_get(mod, "advance", &k));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q0));
+    OK(weft__drv_queue_create(f->ctx[1], NULL, &q1));
+    OK(weft__drv_event_create(f->ctx[0], 0, &e));
+    OK(weft__drv_mem_alloc(f->ctx[0], sizeof hx, &x));
+    OK(weft__drv_mem_alloc(f->ctx[1], sizeof hy, &y));
+    fill_index(hx, 3);
+    OK(weft__drv_copy_h2d(q0, x, 0, hx, sizeof hx));
+    OK(weft__drv_queue_sync(q0));
+
+    /* Outside a capture there is nothing to add them to. */
+    assert_int_equal(drv->graph_record_external(e, q0), WEFT_EINVAL);
+    assert_int_equal(drv->graph_wait_external(q1, e), WEFT_EINVAL);
+    OK(drv->graph_begin(q0));
+    launch_advance(q0, k, x, 4);
+    OK(drv->graph_record_external(e, q0));
+    OK(drv->graph_end(q0, NULL, &gr, NULL));
+    OK(drv->graph_begin(q1));
+    OK(drv->graph_wait_external(q1, e));
+    OK(weft__drv_copy_peer(q1, y, 0, x, 0, sizeof hx));
+    OK(weft__drv_copy_d2h(q1, hy, y, 0, sizeof hy));
+    OK(drv->graph_end(q1, NULL, &gw, NULL));
+    /* A graph runs on a queue of its own device only. */
+    assert_int_equal(drv->graph_launch(gw, q0), WEFT_EINVAL);
+
+    gate_init(&hold);
+    for (int r = 1; r <= 3; r++) {
+        pthread_mutex_lock(&hold.lock);
+        hold.open = 0;
+        pthread_mutex_unlock(&hold.lock);
+        OK(weft__drv_host_fn(q0, gate_pass, &hold));
+        OK(drv->graph_launch(gr, q0));
+        OK(drv->graph_launch(gw, q1));
+        gate_open(&hold);
+        OK(weft__drv_queue_sync(q1));
+        for (uint32_t i = 0; i < GN; i++)
+            assert_int_equal(hy[i], advanced(3, i, 4, r));
+        OK(weft__drv_queue_sync(q0));
+    }
+    gate_fini(&hold);
+    drv->graph_destroy(gr);
+    drv->graph_destroy(gw);
+    OK(weft__drv_event_destroy(e));
+    OK(weft__drv_mem_free(x));
+    OK(weft__drv_mem_free(y));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_module_destroy(mod));
+}
+
+/*
+ * What a capture refuses: a wait for outside work not yet done, a queue of
+ * another device, another capture's event; a capture whose joined queue
+ * was destroyed ends without a graph, and one whose own queue was
+ * destroyed is gone.
+ */
+static void graph_capture_refuses_what_crosses_it(void **state)
+{
+    fixture *f = *state;
+    const weft__driver *drv = &weft__driver_host;
+    weft__queue *q0, *q1, *q2, *qo;
+    weft__event *outside, *done, *ec, *ec2;
+    void *g = NULL;
+    gate hold;
+
+    gate_init(&hold);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q0));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q1));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q2));
+    OK(weft__drv_queue_create(f->ctx[1], NULL, &qo));
+    OK(weft__drv_event_create(f->ctx[0], 0, &outside));
+    OK(weft__drv_event_create(f->ctx[0], 0, &done));
+    OK(weft__drv_event_create(f->ctx[0], 0, &ec));
+    OK(weft__drv_event_create(f->ctx[0], 0, &ec2));
+    OK(weft__drv_host_fn(q2, gate_pass, &hold));
+    OK(weft__drv_event_record(outside, q2)); /* held back */
+    OK(weft__drv_event_record(done, q1));
+    OK(weft__drv_queue_sync(q1));
+
+    OK(drv->graph_begin(q0));
+    assert_int_equal(weft__drv_queue_wait_event(q0, outside), WEFT_EINVAL);
+    OK(weft__drv_queue_wait_event(q0, done)); /* complete: passes */
+    OK(weft__drv_event_record(ec, q0));
+    assert_int_equal(weft__drv_queue_wait_event(qo, ec), WEFT_EINVAL);
+    /* A second capture on q1 may not wait for the first's event. */
+    OK(drv->graph_begin(q1));
+    assert_int_equal(weft__drv_queue_wait_event(q1, ec), WEFT_EINVAL);
+    OK(drv->graph_end(q1, NULL, NULL, NULL));
+    OK(weft__drv_queue_wait_event(q1, ec)); /* joins */
+    OK(weft__drv_event_record(ec2, q1));
+    OK(weft__drv_queue_wait_event(q0, ec2));
+    OK(drv->graph_end(q0, NULL, &g, NULL)); /* unjoined queues are fine */
+    /* A graph is not launched into a capture. */
+    OK(drv->graph_begin(q0));
+    assert_int_equal(drv->graph_launch(g, q0), WEFT_EINVAL);
+    OK(weft__drv_event_record(ec, q0));
+    OK(weft__drv_queue_wait_event(q1, ec)); /* joins */
+    OK(weft__drv_queue_destroy(q1));
+    assert_int_equal(drv->graph_end(q0, NULL, &(void *){NULL}, NULL),
+                     WEFT_EINVAL);
+    /* The queue a capture began on, destroyed: the capture goes with it,
+     * and its events read as never recorded. */
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q1));
+    OK(drv->graph_begin(q1));
+    OK(weft__drv_event_record(ec, q1));
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_event_query(ec));
+    /* An event destroyed during a capture leaves it. */
+    OK(drv->graph_begin(q0));
+    OK(weft__drv_event_record(ec2, q0));
+    OK(weft__drv_event_destroy(ec2));
+    OK(drv->graph_end(q0, NULL, NULL, NULL));
+    /* Recorded outside its capture, an event is no longer of it. */
+    OK(drv->graph_begin(q0));
+    OK(weft__drv_event_record(ec, q0));
+    gate_open(&hold);
+    OK(weft__drv_event_record(ec, q2));
+    OK(weft__drv_event_sync(ec));
+    OK(drv->graph_end(q0, NULL, NULL, NULL));
+
+    OK(weft__drv_queue_sync(q2));
+    drv->graph_destroy(g);
+    gate_fini(&hold);
+    OK(weft__drv_event_destroy(outside));
+    OK(weft__drv_event_destroy(done));
+    OK(weft__drv_event_destroy(ec));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q2));
+    OK(weft__drv_queue_destroy(qo));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1077,6 +1404,10 @@ int main(void)
         cmocka_unit_test(stress_cross_waits_are_deterministic),
         cmocka_unit_test(every_failure_is_clean),
         cmocka_unit_test(bad_sizes_are_refused),
+        cmocka_unit_test(graph_captures_two_queues_and_replays),
+        cmocka_unit_test(graph_updates_in_place),
+        cmocka_unit_test(graph_external_events_join_devices),
+        cmocka_unit_test(graph_capture_refuses_what_crosses_it),
     };
     return cmocka_run_group_tests_name("host driver", tests, setup, teardown);
 }

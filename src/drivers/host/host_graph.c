@@ -1,0 +1,486 @@
+/*
+ * Native graphs on the host driver.
+ *
+ * A host graph is the list of operations a capture took in, in the order
+ * they were enqueued, and a launch is one operation on the launching
+ * queue that runs them all, in that order, on that queue's worker: one
+ * hand-off between threads per launch instead of one per operation, which
+ * is what makes a replayed graph of small tasks cheap
+ * (bench/task_overhead). Every operation runs as it would op by op (a
+ * kernel over the context's pool); only kernels that several lanes would
+ * have run side by side run one after the other.
+ *
+ * Capture, as the sim's (after CUDA's stream capture in relaxed mode).
+ * graph_begin(q) starts a capture on q. What a queue in the capture
+ * enqueues becomes a node and does not run. An event recorded on a queue
+ * in the capture becomes a capture event: its earlier record is
+ * forgotten, and once the capture ends it reads as never recorded. A
+ * queue of the same context that waits for a capture event joins the
+ * capture. Records and waits inside the capture make no nodes: capture
+ * order is a topological order of the work (a wait can only name a record
+ * enqueued before it, and a queue's nodes keep their order), and the
+ * graph runs in that order. A wait in the capture for an event outside
+ * any capture passes if that event's work has completed and fails with
+ * WEFT_EINVAL if not (the dependency would cross the capture's boundary:
+ * graph_wait_external is the way); so do a wait on another capture's
+ * event, a queue of another context joining, and a sync of a queue in the
+ * capture or of a capture event. graph_end(q) takes every queue out.
+ * Queues that joined need not be joined back: the graph runs on q alone.
+ * With an old graph, graph_end gives old the new capture's nodes (the
+ * host keeps no topology, so every change can be taken in place).
+ *
+ * External nodes. graph_record_external(ev, q) makes a node that records
+ * ev at each launch; graph_wait_external(q, ev) one that waits, at each
+ * launch, for the record of ev that was latest when that launch was
+ * enqueued, as a queue wait does when it is enqueued. graph_launch
+ * resolves both on the calling thread, so a graph launched after this one
+ * that waits for ev waits for this launch's record.
+ *
+ * A graph runs one launch at a time (its kernel nodes keep the state of
+ * their spread over the pool): graph_launch fails with WEFT_EBUSY while an
+ * earlier launch of the same graph has not finished, and graph_end with it
+ * as old, or graph_destroy, must not come before that launch has finished
+ * (the tape waits for every launch it makes).
+ */
+#include "host_internal.h"
+
+#include <string.h>
+
+typedef struct weft__host_graph {
+    weft__context *ctx;
+    weft__host_op **nodes; /* capture order; the graph's (weft__free) */
+    size_t n, cap;
+    unsigned next;    /* external nodes: each has a slot in a launch */
+    unsigned running; /* atomic: a launch enqueued and not finished */
+} weft__host_graph;
+
+typedef struct weft__host_capture {
+    weft__host_graph *g;
+    weft__host_queue **queues; /* [0]: the queue it began on */
+    size_t nqueues, cap_queues;
+    weft__host_event **events; /* recorded in it */
+    size_t nevents, cap_events;
+    const char *broken; /* why no graph can come of it, or NULL */
+} weft__host_capture;
+
+/*
+ * Guards every capture and the cap pointers of queues and events (which
+ * are stored under it and read atomically outside it). Captures are rare
+ * (the tape makes one per graph it builds), so one lock serves all.
+ */
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Room for one more in *arr (n used of *cap); -1 when out of memory. */
+static int room(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    size_t want;
+    void *p;
+
+    if (n < *cap)
+        return 0;
+    want = *cap ? 2 * *cap : 8;
+    if (!(p = weft__realloc(*arr, want * elem)))
+        return -1;
+    *arr = p;
+    *cap = want;
+    return 0;
+}
+
+static void graph_clear(weft__host_graph *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        weft__free(g->nodes[i]);
+    weft__free(g->nodes);
+    g->nodes = NULL;
+    g->n = g->cap = 0;
+    g->next = 0;
+}
+
+void weft__host_graph_destroy(void *graph)
+{
+    weft__host_graph *g = graph;
+
+    if (!g)
+        return;
+    weft__assert(!__atomic_load_n(&g->running, __ATOMIC_ACQUIRE) &&
+                 "host graph destroyed while a launch of it runs");
+    graph_clear(g);
+    weft__free(g);
+}
+
+/* Under the capture lock: every queue and event leaves c. */
+static void capture_close(weft__host_capture *c)
+{
+    for (size_t i = 0; i < c->nqueues; i++)
+        __atomic_store_n(&c->queues[i]->cap, NULL, __ATOMIC_RELEASE);
+    for (size_t i = 0; i < c->nevents; i++)
+        __atomic_store_n(&c->events[i]->cap, NULL, __ATOMIC_RELEASE);
+}
+
+/* After capture_close: c and its graph (unless taken) are freed. */
+static void capture_free(weft__host_capture *c)
+{
+    weft__host_graph_destroy(c->g);
+    weft__free(c->queues);
+    weft__free(c->events);
+    weft__free(c);
+}
+
+/* Under the capture lock: op becomes c's next node, or c breaks. */
+static void capture_append(weft__host_capture *c, weft__host_op *op)
+{
+    weft__host_graph *g = c->g;
+
+    if (!c->broken && room((void **)&g->nodes, &g->cap, g->n, sizeof op) < 0)
+        c->broken = "out of memory for a node";
+    if (c->broken) {
+        weft__free(op);
+        return;
+    }
+    g->nodes[g->n++] = op;
+}
+
+void weft__host_capture_push(weft__host_queue *hq, weft__host_op *op)
+{
+    pthread_mutex_lock(&capture_lock);
+    if (hq->cap) {
+        capture_append(hq->cap, op);
+        op = NULL;
+    }
+    pthread_mutex_unlock(&capture_lock);
+    if (op) /* the capture ended meanwhile: the op runs as usual */
+        weft__host_queue_push(&hq->base, op);
+}
+
+/* Under the capture lock: he leaves the capture it is in. */
+static void event_leave(weft__host_event *he)
+{
+    weft__host_capture *c = he->cap;
+
+    for (size_t i = 0; c && i < c->nevents; i++)
+        if (c->events[i] == he) {
+            c->events[i] = c->events[--c->nevents];
+            break;
+        }
+    __atomic_store_n(&he->cap, NULL, __ATOMIC_RELEASE);
+}
+
+int weft__host_capture_record(weft__host_event *he, weft__host_queue *hq)
+{
+    weft__host_capture *c;
+
+    pthread_mutex_lock(&capture_lock);
+    if (!(c = hq->cap)) {
+        if (he->cap) /* recorded outside its capture: no longer of it */
+            event_leave(he);
+        pthread_mutex_unlock(&capture_lock);
+        return 0;
+    }
+    if (he->cap != c) {
+        if (room((void **)&c->events, &c->cap_events, c->nevents,
+                 sizeof *c->events) < 0) {
+            pthread_mutex_unlock(&capture_lock);
+            return weft__error(WEFT_ENOMEM,
+                               "host: no memory to record an event in a "
+                               "capture");
+        }
+        if (he->cap)
+            event_leave(he);
+        c->events[c->nevents++] = he;
+        __atomic_store_n(&he->cap, c, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&capture_lock);
+    /* Its earlier record is forgotten (not under the capture lock). */
+    weft__host_event_set(he, NULL);
+    return 1;
+}
+
+int weft__host_capture_wait(weft__host_queue *hq, weft__host_event *he)
+{
+    weft__host_capture *qc, *ec;
+    weft__host_signal *s;
+
+    pthread_mutex_lock(&capture_lock);
+    qc = hq->cap;
+    ec = he->cap;
+    if (!qc && !ec) {
+        pthread_mutex_unlock(&capture_lock);
+        return 0;
+    }
+    if (ec) {
+        const char *why = NULL;
+
+        if (qc == ec) {
+            /* Kept by the order of the nodes. */
+        } else if (qc) {
+            why = "a queue in one capture waits for an event of another";
+        } else if (hq->base.ctx != ec->queues[0]->base.ctx) {
+            why = "a capture takes in queues of one device only";
+        } else if (room((void **)&ec->queues, &ec->cap_queues, ec->nqueues,
+                        sizeof *ec->queues) < 0) {
+            pthread_mutex_unlock(&capture_lock);
+            return weft__error(WEFT_ENOMEM,
+                               "host: no memory for a queue joining a "
+                               "capture");
+        } else {
+            ec->queues[ec->nqueues++] = hq;
+            __atomic_store_n(&hq->cap, ec, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&capture_lock);
+        if (why)
+            return weft__error(WEFT_EINVAL, "host: %s", why);
+        return 1;
+    }
+    pthread_mutex_unlock(&capture_lock);
+    /* A queue in a capture waits for an event outside any. */
+    if (!(s = weft__host_event_pending(he)))
+        return 1; /* complete or never recorded: nothing to wait for */
+    weft__host_signal_release(s);
+    return weft__error(WEFT_EINVAL,
+                       "host: a queue in a capture waits for work outside "
+                       "it that has not completed (the dependency would "
+                       "cross the capture's boundary)");
+}
+
+void weft__host_capture_queue_gone(weft__host_queue *hq)
+{
+    weft__host_capture *c;
+
+    pthread_mutex_lock(&capture_lock);
+    if (!(c = hq->cap)) {
+        pthread_mutex_unlock(&capture_lock);
+        return;
+    }
+    if (c->queues[0] == hq) {
+        /* The queue it began on: nothing can end it any more. */
+        capture_close(c);
+        pthread_mutex_unlock(&capture_lock);
+        capture_free(c);
+        return;
+    }
+    for (size_t i = 1; i < c->nqueues; i++)
+        if (c->queues[i] == hq) {
+            c->queues[i] = c->queues[--c->nqueues];
+            break;
+        }
+    c->broken = "a queue that took part in it was destroyed";
+    __atomic_store_n(&hq->cap, NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&capture_lock);
+}
+
+void weft__host_capture_event_gone(weft__host_event *he)
+{
+    pthread_mutex_lock(&capture_lock);
+    event_leave(he);
+    pthread_mutex_unlock(&capture_lock);
+}
+
+int weft__host_graph_begin(weft__queue *q)
+{
+    weft__host_queue *hq = (weft__host_queue *)q;
+    weft__host_capture *c = weft__calloc(1, sizeof *c);
+    weft__host_graph *g = weft__calloc(1, sizeof *g);
+
+    if (c && g &&
+        room((void **)&c->queues, &c->cap_queues, 0, sizeof *c->queues) == 0) {
+        g->ctx = q->ctx;
+        c->g = g;
+        c->queues[c->nqueues++] = hq;
+        pthread_mutex_lock(&capture_lock);
+        if (!hq->cap) {
+            __atomic_store_n(&hq->cap, c, __ATOMIC_RELEASE);
+            pthread_mutex_unlock(&capture_lock);
+            return 0;
+        }
+        pthread_mutex_unlock(&capture_lock);
+        capture_free(c);
+        return weft__error(WEFT_EINVAL,
+                           "graph_begin: a queue on %s takes "
+                           "part in a capture already",
+                           q->ctx->dev->name);
+    }
+    if (c)
+        weft__free(c->queues);
+    weft__free(c);
+    weft__free(g);
+    return weft__error(WEFT_ENOMEM, "host: no memory for a capture");
+}
+
+int weft__host_graph_end(weft__queue *q, void *old, void **graph, int *updated)
+{
+    weft__host_queue *hq = (weft__host_queue *)q;
+    weft__host_capture *c;
+    weft__host_graph *g, *o = old;
+    const char *broken;
+
+    if (updated)
+        *updated = 0;
+    pthread_mutex_lock(&capture_lock);
+    c = hq->cap;
+    if (!c || c->queues[0] != hq) {
+        pthread_mutex_unlock(&capture_lock);
+        weft__host_graph_destroy(old); /* the driver's, as driver.h says */
+        return weft__error(WEFT_EINVAL,
+                           "graph_end: no capture began on this queue of %s",
+                           q->ctx->dev->name);
+    }
+    capture_close(c);
+    pthread_mutex_unlock(&capture_lock);
+    broken = c->broken;
+    g = c->g;
+    c->g = NULL;
+    capture_free(c);
+    if (!graph || broken) {
+        weft__host_graph_destroy(g);
+        weft__host_graph_destroy(old);
+        if (graph)
+            return weft__error(WEFT_EINVAL,
+                               "graph_end: the capture on %s "
+                               "failed: %s",
+                               q->ctx->dev->name, broken);
+        return 0;
+    }
+    weft__debug("host", "a graph of %zu operations", g->n);
+    if (o) {
+        /* In place: old takes the new nodes. */
+        weft__assert(!__atomic_load_n(&o->running, __ATOMIC_ACQUIRE) &&
+                     "host graph updated while a launch of it runs");
+        graph_clear(o);
+        o->ctx = g->ctx;
+        o->nodes = g->nodes;
+        o->n = g->n;
+        o->cap = g->cap;
+        o->next = g->next;
+        weft__free(g);
+        g = o;
+        if (updated)
+            *updated = 1;
+    }
+    *graph = g;
+    return 0;
+}
+
+/* An external node of kind on q's capture. */
+static int capture_external(weft__queue *q, weft__event *ev,
+                            weft__host_op_kind kind)
+{
+    weft__host_queue *hq = (weft__host_queue *)q;
+    weft__host_op *op = weft__host_op_alloc(q, sizeof *op, kind);
+    weft__host_capture *c;
+
+    if (!op)
+        return weft__error(WEFT_ENOMEM, "host: no memory for a graph node");
+    pthread_mutex_lock(&capture_lock);
+    if (!(c = hq->cap)) {
+        pthread_mutex_unlock(&capture_lock);
+        weft__free(op);
+        return weft__error(WEFT_EINVAL, "host: an external event node on a "
+                                        "queue that takes part in no capture");
+    }
+    op->u.ext.ev = (weft__host_event *)ev;
+    op->u.ext.slot = c->g->next++;
+    capture_append(c, op);
+    pthread_mutex_unlock(&capture_lock);
+    return 0;
+}
+
+int weft__host_graph_record_external(weft__event *ev, weft__queue *q)
+{
+    return capture_external(q, ev, WEFT__HOST_OP_RECORD_EXT);
+}
+
+int weft__host_graph_wait_external(weft__queue *q, weft__event *ev)
+{
+    return capture_external(q, ev, WEFT__HOST_OP_WAIT_EXT);
+}
+
+int weft__host_graph_launch(void *graph, weft__queue *q)
+{
+    weft__host_graph *g = graph;
+    weft__host_queue *hq = (weft__host_queue *)q;
+    weft__host_signal **sig;
+    weft__host_op *op;
+    int rc = 0;
+
+    if (q->ctx != g->ctx)
+        return weft__error(WEFT_EINVAL, "graph_launch: a graph of another "
+                                        "device");
+    if (__atomic_load_n(&hq->cap, __ATOMIC_ACQUIRE))
+        return weft__error(WEFT_EINVAL, "graph_launch: on a queue that takes "
+                                        "part in a capture");
+    op = weft__host_op_alloc(q, sizeof *op + (size_t)g->next * sizeof *sig,
+                             WEFT__HOST_OP_GRAPH);
+    if (!op)
+        return weft__error(WEFT_ENOMEM, "host: no memory to launch a graph");
+    sig = (weft__host_signal **)(op + 1);
+    op->u.graph.graph = g;
+    op->u.graph.signals = sig;
+    memset(sig, 0, (size_t)g->next * sizeof *sig);
+    /* Every record's signal first, so that a launch that fails does nothing:
+     * the event's reference and the node's. */
+    for (size_t i = 0; i < g->n && rc == 0; i++) {
+        const weft__host_op *n = g->nodes[i];
+
+        if (n->kind == WEFT__HOST_OP_RECORD_EXT &&
+            !(sig[n->u.ext.slot] = weft__host_signal_new(2)))
+            rc = weft__error(WEFT_ENOMEM, "host: no memory to launch a graph");
+    }
+    if (rc == 0 && __atomic_exchange_n(&g->running, 1, __ATOMIC_ACQ_REL))
+        rc = weft__error(WEFT_EBUSY, "graph_launch: the graph's last launch "
+                                     "has not finished (a host graph runs "
+                                     "one launch at a time)");
+    if (rc < 0) {
+        for (size_t i = 0; i < g->n; i++)
+            if (g->nodes[i]->kind == WEFT__HOST_OP_RECORD_EXT)
+                weft__free(sig[g->nodes[i]->u.ext.slot]);
+        weft__free(op);
+        return rc;
+    }
+    /* Waits take the records latest now, before this launch's own. */
+    for (size_t i = 0; i < g->n; i++)
+        if (g->nodes[i]->kind == WEFT__HOST_OP_WAIT_EXT)
+            sig[g->nodes[i]->u.ext.slot] =
+                weft__host_event_pending(g->nodes[i]->u.ext.ev);
+    weft__host_queue_push(q, op);
+    /* As a record: enqueued first, then the event's. */
+    for (size_t i = 0; i < g->n; i++)
+        if (g->nodes[i]->kind == WEFT__HOST_OP_RECORD_EXT)
+            weft__host_event_set(g->nodes[i]->u.ext.ev,
+                                 sig[g->nodes[i]->u.ext.slot]);
+    return 0;
+}
+
+void weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
+{
+    weft__host_graph *g = op->u.graph.graph;
+    weft__host_signal **sig = op->u.graph.signals;
+
+    for (size_t i = 0; i < g->n; i++) {
+        weft__host_op *n = g->nodes[i];
+
+        switch (n->kind) {
+        case WEFT__HOST_OP_RECORD_EXT:
+            weft__host_signal_raise(sig[n->u.ext.slot]);
+            weft__host_signal_release(sig[n->u.ext.slot]);
+            break;
+        case WEFT__HOST_OP_WAIT_EXT:
+            if (sig[n->u.ext.slot]) {
+                weft__host_signal_wait(sig[n->u.ext.slot]);
+                weft__host_signal_release(sig[n->u.ext.slot]);
+            }
+            break;
+        case WEFT__HOST_OP_LAUNCH:
+            /* The spread's state of the last launch starts over. */
+            n->u.job.next = NULL;
+            n->u.job.claimed = 0;
+            n->u.job.slots_taken = 0;
+            n->u.job.active = 0;
+            weft__host_op_run(hq, n);
+            break;
+        default:
+            weft__host_op_run(hq, n);
+            break;
+        }
+    }
+    __atomic_store_n(&g->running, 0, __ATOMIC_RELEASE);
+}
