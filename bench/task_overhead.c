@@ -11,7 +11,11 @@
  * the first launch of the executable graph (weft_exec_launch +
  * weft_exec_wait; a fresh buffer each time, filled on the host before, so
  * the first launch brings its bytes to the device as a program's would),
- * and a relaunch of it; medians of R.
+ * and a relaunch of it; medians of R. A relaunch is a replay of the host
+ * driver's native graph where weft finds the buffers as the last launch
+ * left them (README "Native graphs"; "relaunch replays" counts them), so
+ * the same graph is also relaunched with native graphs off
+ * (weft_exec_options.native_graphs): "relaunch op by op".
  * Targets (issue 6): relaunch at most 0.5 us/node, first launch at most
  * 1.5 us/node; "... / target" is the median over the target.
  *
@@ -123,11 +127,13 @@ static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
 static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
 {
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
-    double inst[MAXREPS], first[MAXREPS], again[MAXREPS];
+    double inst[MAXREPS], first[MAXREPS], again[MAXREPS], ops[MAXREPS];
+    weft_exec_stats st = {.size = sizeof st};
+    uint64_t replays0;
     weft_buffer *buf = NULL;
     weft_graph *g = NULL;
     weft_exec *e = NULL;
-    char name[96];
+    char name[96], unit[16];
 
     /*
      * Every first launch is the program's first on its bytes: a fresh
@@ -158,6 +164,8 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
         inst[r] = us_per_node(t1 - t0);
         first[r] = us_per_node(t2 - t1);
     }
+    CHECK(weft_exec_get_stats(e, &st));
+    replays0 = st.native_replays;
     for (int r = 0; r < reps; r++) {
         unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
         uint64_t t0 = now_ns();
@@ -167,13 +175,29 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
         again[r] = us_per_node(now_ns() - t0);
         expect_calls("a relaunch", before);
     }
+    CHECK(weft_exec_get_stats(e, &st));
+    CHECK(weft_exec_destroy(e));
+    /* The baseline: the same graph, every launch op by op. */
+    o.native_graphs = WEFT_NATIVE_GRAPHS_OFF;
+    CHECK(weft_graph_instantiate(g, &o, &e));
+    CHECK(weft_exec_launch(e));
+    CHECK(weft_exec_wait(e));
+    for (int r = 0; r < reps; r++) {
+        unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
+        uint64_t t0 = now_ns();
+
+        CHECK(weft_exec_launch(e));
+        CHECK(weft_exec_wait(e));
+        ops[r] = us_per_node(now_ns() - t0);
+        expect_calls("a relaunch op by op", before);
+    }
     bench_progress("");
     CHECK(weft_exec_destroy(e));
     CHECK(weft_graph_destroy(g));
     CHECK(weft_buffer_destroy(buf));
 
     double mi = bench_median(inst, reps), mf = bench_median(first, reps);
-    double mr = bench_median(again, reps);
+    double mr = bench_median(again, reps), mo = bench_median(ops, reps);
 
     snprintf(name, sizeof name, "%s instantiate", shape_names[s]);
     bench_figure(name, mi, "us/node");
@@ -181,12 +205,20 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
     bench_figure(name, mf, "us/node");
     snprintf(name, sizeof name, "%s relaunch", shape_names[s]);
     bench_figure(name, mr, "us/node");
+    snprintf(name, sizeof name, "%s relaunch replays", shape_names[s]);
+    snprintf(unit, sizeof unit, "of %d", reps);
+    bench_figure(name, (double)(st.native_replays - replays0), unit);
+    snprintf(name, sizeof name, "%s relaunch op by op", shape_names[s]);
+    bench_figure(name, mo, "us/node");
     snprintf(name, sizeof name, "%s first launch / target", shape_names[s]);
     bench_figure(name, mf / target_first, "x");
     snprintf(name, sizeof name, "%s relaunch / target", shape_names[s]);
     bench_figure(name, mr / target_relaunch, "x");
     snprintf(name, sizeof name, "%s relaunch / pthread queue", shape_names[s]);
     bench_figure(name, mr / queue_floor, "x");
+    snprintf(name, sizeof name, "%s relaunch op by op / target",
+             shape_names[s]);
+    bench_figure(name, mo / target_relaunch, "x");
 }
 
 /* ---- floors ------------------------------------------------------------ */

@@ -736,6 +736,20 @@ typedef enum weft_place_policy {
 /* "default", "single", "round-robin", "locality", "heft"; NULL if none. */
 WEFT_API const char *weft_place_policy_name(weft_place_policy policy);
 
+/*
+ * Native graphs for one executable graph (README "Native graphs"): whether
+ * its relaunches may be handed to the driver as one native graph (a CUDA
+ * graph, an OpenCL command buffer, a host-driver graph). The environment
+ * variable WEFT_NATIVE_GRAPHS=0 turns them off for every graph whatever
+ * this says; WEFT_NATIVE_GRAPHS=1 makes the default ON.
+ */
+typedef enum weft_native_graphs {
+    /* Where the driver has them and they pay: not on OpenCL CPU devices. */
+    WEFT_NATIVE_GRAPHS_DEFAULT = 0,
+    WEFT_NATIVE_GRAPHS_OFF = 1, /* never: every launch runs op by op */
+    WEFT_NATIVE_GRAPHS_ON = 2,  /* also on CPU devices (PoCL) */
+} weft_native_graphs;
+
 /* Options for weft_graph_instantiate(). Start from WEFT_EXEC_OPTIONS_INIT. */
 typedef struct weft_exec_options {
     size_t size;
@@ -743,10 +757,13 @@ typedef struct weft_exec_options {
     const weft_device *device;
     /* Placement of the unplaced kernel nodes when device is NULL. */
     weft_place_policy policy;
+    /* Native graphs for its relaunches (WEFT_NATIVE_GRAPHS_DEFAULT). */
+    weft_native_graphs native_graphs;
 } weft_exec_options;
 #define WEFT_EXEC_OPTIONS_INIT                                                 \
     {                                                                          \
-        sizeof(weft_exec_options), NULL, WEFT_PLACE_DEFAULT                    \
+        sizeof(weft_exec_options), NULL, WEFT_PLACE_DEFAULT,                   \
+            WEFT_NATIVE_GRAPHS_DEFAULT                                         \
     }
 
 /*

@@ -9,12 +9,15 @@ enum { WEFT__TAPE_MAX_QUEUES = 128 };
 
 _Thread_local weft__tape *weft__tape_cur;
 
-int weft__tape_supported(const weft__device *dev)
+int weft__tape_supported(const weft__device *dev, int want)
 {
     const char *v = weft__env("WEFT_NATIVE_GRAPHS");
-    int force = v && (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "yes"));
+    int force =
+        want == WEFT_NATIVE_GRAPHS_ON ||
+        (v && (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "yes")));
 
-    if (v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no")))
+    if (want == WEFT_NATIVE_GRAPHS_OFF ||
+        (v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no"))))
         return 0;
     if (!dev->drv->graph_begin || !dev->drv->graph_end ||
         !dev->drv->graph_launch || !dev->drv->graph_destroy)

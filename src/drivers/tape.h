@@ -141,8 +141,12 @@ typedef struct weft__tape {
 /* The calling thread's tape, or NULL (dispatch.c looks at it). */
 extern _Thread_local weft__tape *weft__tape_cur;
 
-/* Whether dev's driver can run tapes as native graphs (and not disabled). */
-int weft__tape_supported(const weft__device *dev);
+/*
+ * Whether dev's driver can run tapes as native graphs, and they are wanted
+ * there: want is a weft_native_graphs (an executable graph's option), and
+ * WEFT_NATIVE_GRAPHS in the environment can turn them off or on.
+ */
+int weft__tape_supported(const weft__device *dev, int want);
 
 /* Whether drv's graphs of several devices can wait for each other. */
 int weft__tape_joins_devices(const weft__driver *drv);

@@ -584,11 +584,19 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
                                opts->size, sizeof o);
         memcpy(&o, opts, opts->size);
     }
+    if (o.native_graphs != WEFT_NATIVE_GRAPHS_DEFAULT &&
+        o.native_graphs != WEFT_NATIVE_GRAPHS_OFF &&
+        o.native_graphs != WEFT_NATIVE_GRAPHS_ON)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_instantiate: native_graphs %d is none "
+                           "of weft_native_graphs",
+                           (int)o.native_graphs);
     e = weft__calloc(1, sizeof *e);
     if (!e)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     weft__lanes_init(&e->lanes, g->rt);
     e->rt = g->rt;
+    e->native = (int)o.native_graphs;
     e->nnodes = g->nnodes;
     e->nacc = g->nacc;
     e->nroots = g->nroots;
@@ -665,7 +673,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     weft__build_write_dev(e, e->node_dev);
     if ((rc = weft__plan_create(e->rt, e->nodes, e->nnodes, e->node_dev,
                                 e->order, e->pred_first, e->preds, e->raws,
-                                e->roots, &e->plan)) < 0)
+                                e->roots, e->native, &e->plan)) < 0)
         goto fail;
     e->lanes.hooks = &weft__plan_hooks;
     e->lanes.set = e->plan;
@@ -1349,7 +1357,8 @@ static void weft__replace(weft_exec *e)
         return;
     }
     rc = weft__plan_create(e->rt, e->nodes, e->nnodes, dev, e->order,
-                           e->pred_first, e->preds, e->raws, e->roots, &plan);
+                           e->pred_first, e->preds, e->raws, e->roots,
+                           e->native, &plan);
     if (rc < 0)
         goto fail;
     weft__free_jobs(e); /* made again for the new plan */

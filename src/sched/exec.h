@@ -68,6 +68,7 @@ struct weft_exec {
     int policy;            /* weft_place_policy used, 0 if a device given */
     unsigned devices_used; /* by placement, 0 if all on the default */
     unsigned replace;      /* place again once the kernel times are learned */
+    int native;            /* weft_exec_options.native_graphs */
 
     weft__node *nodes;
     uint32_t nnodes;

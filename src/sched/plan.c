@@ -855,7 +855,7 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
                       const unsigned *node_dev, const uint32_t *order,
                       const uint32_t *pred_first, uint32_t *preds,
                       const weft__raw *raws, weft_buffer *const *roots,
-                      weft__plan **out)
+                      int native, weft__plan **out)
 {
     weft__plan *p = weft__calloc(1, sizeof *p);
     size_t nl;
@@ -938,7 +938,7 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
             p->tape_ok =
                 (node_dev[i] == dev || (rt->devices[node_dev[i]]->drv == drv &&
                                         weft__tape_joins_devices(drv))) &&
-                weft__tape_supported(rt->devices[node_dev[i]]);
+                weft__tape_supported(rt->devices[node_dev[i]], native);
         }
         p->tape_ok = p->tape_ok && dev != UINT32_MAX;
     }

@@ -75,7 +75,7 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
                       const unsigned *node_dev, const uint32_t *order,
                       const uint32_t *pred_first, uint32_t *preds,
                       const struct weft__raw *raws, weft_buffer *const *roots,
-                      weft__plan **out);
+                      int native, weft__plan **out);
 /* Drain and free (NULL is ignored). */
 void weft__plan_destroy(weft__plan *p);
 
