@@ -737,6 +737,28 @@ typedef enum weft_place_policy {
 WEFT_API const char *weft_place_policy_name(weft_place_policy policy);
 
 /*
+ * Which devices a policy chooses among for an unplaced kernel node. In
+ * both, a device must have an implementation of the kernel and fit its
+ * group size and buffer offsets.
+ */
+typedef enum weft_place_scope {
+    /* The runtime's: WEFT_PLACE_SCOPE ("driver", "all"), else DRIVER. */
+    WEFT_PLACE_SCOPE_DEFAULT = 0,
+    /* The devices of the default device's driver and type (see above). */
+    WEFT_PLACE_SCOPE_DRIVER = 1,
+    /*
+     * Every device of every driver, one per piece of hardware: a GPU seen
+     * through CUDA and through OpenCL (the same PCI bus id), or the CPU
+     * seen through PoCL and the host driver, counts once, through the
+     * default device's driver first, else the first driver in runtime
+     * order. A kernel with implementations for several drivers can go to
+     * any of them; GPUs and CPUs mix, which heft weighs by its cost model
+     * and round-robin does not.
+     */
+    WEFT_PLACE_SCOPE_ALL = 2,
+} weft_place_scope;
+
+/*
  * Native graphs for one executable graph (README "Native graphs"): whether
  * its relaunches may be handed to the driver as one native graph (a CUDA
  * graph, an OpenCL command buffer, a host-driver graph). The environment
@@ -759,11 +781,13 @@ typedef struct weft_exec_options {
     weft_place_policy policy;
     /* Native graphs for its relaunches (WEFT_NATIVE_GRAPHS_DEFAULT). */
     weft_native_graphs native_graphs;
+    /* The devices placement chooses among (WEFT_PLACE_SCOPE_DEFAULT). */
+    weft_place_scope place_scope;
 } weft_exec_options;
 #define WEFT_EXEC_OPTIONS_INIT                                                 \
     {                                                                          \
         sizeof(weft_exec_options), NULL, WEFT_PLACE_DEFAULT,                   \
-            WEFT_NATIVE_GRAPHS_DEFAULT                                         \
+            WEFT_NATIVE_GRAPHS_DEFAULT, WEFT_PLACE_SCOPE_DEFAULT               \
     }
 
 /*

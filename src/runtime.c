@@ -278,7 +278,10 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
         goto fail;
     }
     if ((rc = weft__place_policy_parse(weft__env("WEFT_PLACE"), o.place_policy,
-                                       &rt->place_policy)) < 0)
+                                       &rt->place_policy)) < 0 ||
+        (rc = weft__place_scope_parse(weft__env("WEFT_PLACE_SCOPE"),
+                                      WEFT_PLACE_SCOPE_DEFAULT,
+                                      &rt->place_scope)) < 0)
         goto fail;
     if ((env = weft__env("WEFT_TRACE")) || (env = o.trace_file)) {
         if (!(rt->trace_file = weft__strdup(env)) ||

@@ -67,6 +67,7 @@ struct weft_runtime {
 
     /* The scheduler (src/sched/). */
     int place_policy;          /* weft_place_policy, never DEFAULT */
+    int place_scope;           /* weft_place_scope, never DEFAULT */
     struct weft__trace *trace; /* NULL: tracing off */
     char *trace_file;          /* where the trace goes at destroy */
     /* Made on first use (placing.c): the link model (links_state 0 not

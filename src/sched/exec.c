@@ -628,16 +628,20 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     if (!o.device) {
         weft__place_src src = {g->rt,   g->nodes, g->nnodes, g->acc,
                                g->nacc, g->args,  e->roots};
-        int policy = e->rt->place_policy;
+        int policy = e->rt->place_policy, scope = e->rt->place_scope;
 
         if (o.policy != WEFT_PLACE_DEFAULT &&
             (rc = weft__place_policy_parse(NULL, o.policy, &policy)) < 0)
             goto fail;
-        if ((rc = weft__place_graph(&src, policy, dev, e->order, e->pred_first,
-                                    e->preds, e->node_dev, &e->devices_used)) <
-            0)
+        if (o.place_scope != WEFT_PLACE_SCOPE_DEFAULT &&
+            (rc = weft__place_scope_parse(NULL, o.place_scope, &scope)) < 0)
+            goto fail;
+        if ((rc = weft__place_graph(&src, policy, scope, dev, e->order,
+                                    e->pred_first, e->preds, e->node_dev,
+                                    &e->devices_used)) < 0)
             goto fail;
         e->policy = policy;
+        e->scope = scope;
     }
     if ((rc = weft__check_kernels(g, &o, dev, e->node_dev)) < 0)
         goto fail;
@@ -1337,8 +1341,8 @@ static void weft__replace(weft_exec *e)
     if (!dev)
         goto fail;
     memcpy(dev, e->node_dev, (size_t)e->nnodes * sizeof *dev);
-    if (weft__place_graph(&src, e->policy, e->device, e->order, e->pred_first,
-                          e->preds, dev, &used) < 0)
+    if (weft__place_graph(&src, e->policy, e->scope, e->device, e->order,
+                          e->pred_first, e->preds, dev, &used) < 0)
         goto fail;
     for (uint32_t i = 0; i < e->nnodes; i++) {
         const weft__node *nd = &e->nodes[i];

@@ -69,6 +69,7 @@ struct weft_exec {
     unsigned devices_used; /* by placement, 0 if all on the default */
     unsigned replace;      /* place again once the kernel times are learned */
     int native;            /* weft_exec_options.native_graphs */
+    int scope;             /* placement's weft_place_scope, not DEFAULT */
 
     weft__node *nodes;
     uint32_t nnodes;

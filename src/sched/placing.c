@@ -43,6 +43,29 @@ int weft__place_policy_parse(const char *env, int opt, int *out)
     return 0;
 }
 
+int weft__place_scope_parse(const char *env, int opt, int *out)
+{
+    if (env) {
+        if (strcmp(env, "driver") == 0) {
+            *out = WEFT_PLACE_SCOPE_DRIVER;
+        } else if (strcmp(env, "all") == 0) {
+            *out = WEFT_PLACE_SCOPE_ALL;
+        } else {
+            return weft__error(WEFT_EINVAL,
+                               "WEFT_PLACE_SCOPE=\"%s\" is not a placement "
+                               "scope (driver, all)",
+                               env);
+        }
+        return 0;
+    }
+    if (opt != WEFT_PLACE_SCOPE_DEFAULT && opt != WEFT_PLACE_SCOPE_DRIVER &&
+        opt != WEFT_PLACE_SCOPE_ALL)
+        return weft__error(WEFT_EINVAL,
+                           "placement scope %d is not a weft_place_scope", opt);
+    *out = opt == WEFT_PLACE_SCOPE_DEFAULT ? WEFT_PLACE_SCOPE_DRIVER : opt;
+    return 0;
+}
+
 /* ---- the runtime's models ---------------------------------------------- */
 
 /* Through the host at 25 GB/s and 10 us each way: a PCIe guess. */
@@ -193,15 +216,52 @@ static int weft__fits(const weft__place_src *g, const weft__node *x,
     return 1;
 }
 
-int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
-                      const uint32_t *order, const uint32_t *pred_first,
-                      const uint32_t *preds, unsigned *node_dev,
-                      unsigned *ndev_used)
+/* Whether a and b, of two drivers, are one piece of hardware. */
+static int weft__same_hardware(const weft__device *a, const weft__device *b)
+{
+    if (a->props.type == WEFT_DEVICE_CPU && b->props.type == WEFT_DEVICE_CPU)
+        return 1; /* the host's cores, whichever driver runs them */
+    return a->props.pci_bus_id && b->props.pci_bus_id &&
+           a->props.pci_bus_id[0] &&
+           strcmp(a->props.pci_bus_id, b->props.pci_bus_id) == 0;
+}
+
+/*
+ * Scope "all": of the devices cap marks, those that are the hardware of a
+ * marked device of another driver that comes first (the default device's
+ * driver, then runtime order) are unmarked. was: room for nd.
+ */
+static void weft__one_per_hardware(const weft_runtime *rt, unsigned dflt,
+                                   unsigned char *cap, unsigned char *was)
+{
+    const weft__driver *first = rt->devices[dflt]->drv;
+    unsigned nd = rt->ndevices;
+
+    memcpy(was, cap, nd);
+    for (unsigned d = 0; d < nd; d++) {
+        const weft__device *x = rt->devices[d];
+
+        for (unsigned o = 0; o < nd && cap[d]; o++) {
+            const weft__device *y = rt->devices[o];
+            int before =
+                y->drv == first ? x->drv != first : x->drv != first && o < d;
+
+            if (was[o] && y->drv != x->drv && before &&
+                weft__same_hardware(x, y))
+                cap[d] = 0;
+        }
+    }
+}
+
+int weft__place_graph(const weft__place_src *g, int policy, int scope,
+                      unsigned dflt, const uint32_t *order,
+                      const uint32_t *pred_first, const uint32_t *preds,
+                      unsigned *node_dev, unsigned *ndev_used)
 {
     weft_runtime *rt = g->rt;
     unsigned nd = rt->ndevices, ncand = 0, used = 0;
     const weft__driver *drv = rt->devices[dflt]->drv;
-    unsigned char *cand = NULL, *capable = NULL, *seen = NULL;
+    unsigned char *cand = NULL, *capable = NULL, *seen = NULL, *was = NULL;
     weft__place_node *pn = NULL;
     weft__place_access *pa = NULL;
     weft__range_table rt_ = {0};
@@ -224,8 +284,9 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
     if (!cand)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     for (unsigned d = 0; d < nd; d++)
-        if (rt->devices[d]->drv == drv &&
-            rt->devices[d]->props.type == rt->devices[dflt]->props.type) {
+        if (scope == WEFT_PLACE_SCOPE_ALL ||
+            (rt->devices[d]->drv == drv &&
+             rt->devices[d]->props.type == rt->devices[dflt]->props.type)) {
             cand[d] = 1;
             ncand++;
         }
@@ -238,11 +299,12 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
     pa = weft__calloc((size_t)g->nacc + 1, sizeof *pa);
     capable = weft__calloc((size_t)n * nd + 1, 1);
     seen = weft__calloc((size_t)nd + 1, 1);
+    was = weft__calloc((size_t)nd + 1, 1);
     rt_.keys = weft__malloc(((size_t)g->nacc + 1) * sizeof *rt_.keys);
     rt_.slot = weft__calloc(rt_.cap, sizeof *rt_.slot);
     out.device = weft__malloc(((size_t)n + 1) * sizeof *out.device);
     issue_pos = weft__malloc(((size_t)n + 1) * sizeof *issue_pos);
-    if (!pn || !pa || !capable || !seen || !rt_.keys || !rt_.slot ||
+    if (!pn || !pa || !capable || !seen || !was || !rt_.keys || !rt_.slot ||
         !out.device || !issue_pos) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto out;
@@ -283,6 +345,8 @@ int weft__place_graph(const weft__place_src *g, int policy, unsigned dflt,
             for (unsigned d = 0; d < nd; d++)
                 cap[d] = cand[d] && weft__kernel_impl(x->u.kernel.k, d) &&
                          weft__fits(g, x, rt->devices[d]);
+            if (scope == WEFT_PLACE_SCOPE_ALL)
+                weft__one_per_hardware(rt, dflt, cap, was);
             break;
         case WEFT__NODE_EMPTY:
             p->kind = WEFT__PNODE_EMPTY;
@@ -375,6 +439,7 @@ out:
     weft__free(cand);
     weft__free(capable);
     weft__free(seen);
+    weft__free(was);
     weft__free(pn);
     weft__free(pa);
     weft__free(rt_.keys);

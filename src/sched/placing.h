@@ -6,17 +6,17 @@
  * At instantiate, when no exec device is given and the policy is not
  * "single", every kernel node the user did not place gets a device among
  * the candidates: the devices of the default device's driver and type
- * that have an implementation of it and where its group size and buffer
- * offsets fit. With fewer than two candidates nothing is asked of
- * the models. The graph is described to place.h with one "buffer" per
- * distinct (root, range) that nodes access, so that the chunks of one
- * large buffer are placed as the separate data they are; transfer, map and
- * host nodes run on the host, joins take no time. Each device has the
- * executor's WEFT__COMPUTE_LANES compute lanes in the model where its
- * kernels of several queues overlap (concurrent_kernels), else one; a
- * kernel fills it at compute units x 2048 items. The model books the
- * lanes in the executor's issue order (its lane rule included), not in
- * the order a policy places the nodes.
+ * (scope "driver"), or of every driver, one per piece of hardware (scope
+ * "all", weft_place_scope), that have an implementation of it and where
+ * its group size and buffer offsets fit. With fewer than two candidates nothing
+ * is asked of the models. The graph is described to place.h with one "buffer"
+ * per distinct (root, range) that nodes access, so that the chunks of one large
+ * buffer are placed as the separate data they are; transfer, map and host nodes
+ * run on the host, joins take no time. Each device has the executor's
+ * WEFT__COMPUTE_LANES compute lanes in the model where its kernels of several
+ * queues overlap (concurrent_kernels), else one; a kernel fills it at compute
+ * units x 2048 items. The model books the lanes in the executor's issue order
+ * (its lane rule included), not in the order a policy places the nodes.
  *
  * The link model is loaded once per runtime (the calibration cache, else a
  * quick measurement, see calibrate.h); if that fails, a default of 25 GB/s
@@ -56,6 +56,9 @@ typedef struct weft__place_src {
  * WEFT_EINVAL names a bad value.
  */
 int weft__place_policy_parse(const char *env, int opt, int *out);
+/* The same for a weft_place_scope: WEFT_PLACE_SCOPE ("driver", "all"),
+ * else opt (DEFAULT means DRIVER). */
+int weft__place_scope_parse(const char *env, int opt, int *out);
 
 /*
  * Devices for the unplaced kernel nodes of src under policy (a
@@ -66,9 +69,9 @@ int weft__place_policy_parse(const char *env, int opt, int *out);
  * receives the number of distinct devices chosen (0 if the graph was left
  * to dflt).
  */
-int weft__place_graph(const weft__place_src *src, int policy, unsigned dflt,
-                      const uint32_t *order, const uint32_t *pred_first,
-                      const uint32_t *preds, unsigned *node_dev,
-                      unsigned *ndev_used);
+int weft__place_graph(const weft__place_src *src, int policy, int scope,
+                      unsigned dflt, const uint32_t *order,
+                      const uint32_t *pred_first, const uint32_t *preds,
+                      unsigned *node_dev, unsigned *ndev_used);
 
 #endif /* WEFT_SCHED_PLACING_H */

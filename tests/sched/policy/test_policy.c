@@ -1084,6 +1084,172 @@ static void test_policy_sources(void **state)
 
 typedef void test_fn(void **state);
 
+/* ---- scope: devices of several drivers ---------------------------------- */
+
+/* The tile kernel in OpenCL C, for a module that also runs on PoCL. */
+static const char tile_cl[] =
+    "__kernel void tile(__global float *y, __global const float *x, long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i < n) y[i] = 2 * x[i] + 1;\n"
+    "}\n"
+    "__kernel void set(__global float *y, float v, long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i < n) y[i] = v;\n"
+    "}\n";
+
+/* A runtime on devs (a WEFT_DEVICES list), with the tile kernels in C and,
+ * when with_cl, in OpenCL C. 0 if devs gave no device. */
+static int mixed_open(fixture *f, machine *m, const char *devs, int with_cl)
+{
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft_module_source src[2] = {
+        {WEFT_SOURCE_HOST, kernels, sizeof kernels / sizeof kernels[0], NULL,
+         "policy"},
+        {WEFT_SOURCE_OPENCL_C, tile_cl, 0, NULL, "policy.cl"},
+    };
+
+    memset(f, 0, sizeof *f);
+    o.devices = devs;
+    o.sim_config = "devices=2,real_data=1,mem=1M";
+    o.host_devices = 1;
+    check(weft_runtime_create(&f->rt, &o));
+    m->n = weft_runtime_device_count(f->rt);
+    m->peer = 0;
+    f->m = m;
+    snprintf(f->name, sizeof f->name, "%s", devs);
+    if (m->n == 0) {
+        check(weft_runtime_destroy(f->rt));
+        return 0;
+    }
+    check(weft_module_create(f->rt, src, with_cl ? 2 : 1, &f->mod));
+    check(weft_module_get_kernel(f->mod, "tile", &f->k_tile));
+    check(weft_module_get_kernel(f->mod, "set", &f->k_set));
+    return 1;
+}
+
+/* The driver name of device d ("host", "sim", "opencl"). */
+static const char *driver_of(const fixture *f, unsigned d)
+{
+    static weft_device_info info[MAXDEV];
+
+    memset(&info[d], 0, sizeof info[d]);
+    info[d].size = sizeof info[d];
+    check(weft_device_get_info(dev(f, d), &info[d]));
+    return info[d].driver;
+}
+
+static weft_exec *instantiate_scope(weft_graph *g, weft_place_policy policy,
+                                    weft_place_scope scope)
+{
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    weft_exec *e;
+
+    o.policy = policy;
+    o.place_scope = scope;
+    check(weft_graph_instantiate(g, &o, &e));
+    return e;
+}
+
+/*
+ * Two simulated GPUs and the host driver's CPU, one module with C
+ * functions for both: round-robin keeps to the default device's driver
+ * unless the scope is "all", which takes in the CPU too; every tile's
+ * result is right either way. A bad scope is refused, by the option and
+ * by WEFT_PLACE_SCOPE.
+ */
+static void test_scope_all_mixes_drivers(void **state)
+{
+    fixture f;
+    machine m;
+    unsigned t = 9, on[2][MAXDEV] = {{0}};
+    weft_runtime *bad = NULL;
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    weft_exec *e;
+    tiles *tl;
+
+    (void)state;
+    assert_int_equal(mixed_open(&f, &m, "host,sim", 0), 1);
+    assert_int_equal(m.n, 3);
+    tl = tiles_build(&f, t, NULL);
+    for (int sc = 0; sc < 2; sc++) {
+        e = instantiate_scope(tl->g, WEFT_PLACE_ROUND_ROBIN,
+                              sc ? WEFT_PLACE_SCOPE_ALL
+                                 : WEFT_PLACE_SCOPE_DRIVER);
+        for (unsigned i = 0; i < t; i++) {
+            int d = node_dev(&f, e, tl->kernel[i]);
+
+            assert_true(d >= 0);
+            on[sc][d]++;
+        }
+        run(e);
+        tiles_check(&f, tl);
+        check(weft_exec_destroy(e));
+    }
+    for (unsigned d = 0; d < m.n; d++) {
+        int dflt_driver = strcmp(driver_of(&f, d), driver_of(&f, 0)) == 0;
+
+        printf("# device %u (%s): %u tiles by driver scope, %u by all\n", d,
+               driver_of(&f, d), on[0][d], on[1][d]);
+        /* Scope "driver": only the default device's driver. */
+        if (!dflt_driver)
+            assert_int_equal(on[0][d], 0);
+        /* Scope "all": round-robin over all three. */
+        assert_int_equal(on[1][d], t / m.n);
+    }
+    o.place_scope = (weft_place_scope)9;
+    assert_int_equal(weft_graph_instantiate(tl->g, &o, &e), WEFT_EINVAL);
+    tiles_free(tl);
+    fixture_close(&f);
+    setenv("WEFT_PLACE_SCOPE", "everything", 1);
+    assert_int_equal(weft_runtime_create(&bad, NULL), WEFT_EINVAL);
+    assert_null(bad);
+    unsetenv("WEFT_PLACE_SCOPE");
+}
+
+/*
+ * The CPU through PoCL and through the host driver is one piece of
+ * hardware: with a kernel that both can run, scope "all" places on the
+ * default device's driver's CPU devices only. Needs PoCL.
+ */
+static void test_scope_one_per_hardware(void **state)
+{
+    fixture f;
+    machine m;
+    unsigned t = 8, ncl = 0;
+    weft_exec *e;
+    tiles *tl;
+
+    (void)state;
+    setenv("POCL_DEVICES", "pthread pthread", 1);
+    if (!mixed_open(&f, &m, "opencl,host", 1) ||
+        strcmp(driver_of(&f, 0), "opencl") != 0) {
+        if (m.n)
+            fixture_close(&f);
+        printf("skipped: scope_one_per_hardware needs OpenCL CPU devices "
+               "(PoCL)\n");
+        return;
+    }
+    tl = tiles_build(&f, t, NULL);
+    e = instantiate_scope(tl->g, WEFT_PLACE_ROUND_ROBIN, WEFT_PLACE_SCOPE_ALL);
+    for (unsigned i = 0; i < t; i++) {
+        int d = node_dev(&f, e, tl->kernel[i]);
+
+        assert_true(d >= 0);
+        if (strcmp(driver_of(&f, (unsigned)d), "opencl") != 0)
+            fail_msg("tile %u on device %d (%s): the CPU is PoCL's first", i, d,
+                     driver_of(&f, (unsigned)d));
+        ncl++;
+    }
+    assert_int_equal(ncl, t);
+    run(e);
+    tiles_check(&f, tl);
+    check(weft_exec_destroy(e));
+    tiles_free(tl);
+    fixture_close(&f);
+}
+
 static const struct {
     const char *name;
     test_fn *fn;
@@ -1104,7 +1270,7 @@ static const struct {
 
 int main(void)
 {
-    static struct CMUnitTest tests[NCASES * NMACHINES + 1];
+    static struct CMUnitTest tests[NCASES * NMACHINES + 3];
     static char names[NCASES * NMACHINES][64];
     size_t k = 0;
 
@@ -1112,6 +1278,7 @@ int main(void)
     unsetenv("WEFT_DEVICES");
     unsetenv("WEFT_SIM");
     unsetenv("WEFT_PLACE");
+    unsetenv("WEFT_PLACE_SCOPE");
     unsetenv("WEFT_DEVICE_MEM_LIMIT");
     for (size_t c = 0; c < NCASES; c++)
         for (size_t m = 0; m < NMACHINES; m++, k++) {
@@ -1122,5 +1289,11 @@ int main(void)
         }
     tests[k++] = (struct CMUnitTest){"policy_sources", test_policy_sources,
                                      NULL, NULL, NULL};
+    tests[k++] =
+        (struct CMUnitTest){"scope_all_mixes_drivers",
+                            test_scope_all_mixes_drivers, NULL, NULL, NULL};
+    tests[k++] =
+        (struct CMUnitTest){"scope_one_per_hardware",
+                            test_scope_one_per_hardware, NULL, NULL, NULL};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
