@@ -351,7 +351,12 @@ struct weft__driver {
      * gives old back in *graph; where that cannot be done old is destroyed
      * and a new graph is made. *updated (when not NULL) says which.
      * graph_launch runs it on q; graph_destroy frees it. See
-     * src/drivers/tape.h.
+     * src/drivers/tape.h. Callers join every queue of a capture back into
+     * the first before graph_end (CUDA and the sim refuse a capture that
+     * leaves one unjoined; the host driver, whose graphs run on one queue,
+     * takes it), and launch a graph again only once its last launch has
+     * completed (the tape waits for each; the host driver refuses an
+     * earlier one with WEFT_EBUSY, CUDA and the sim queue it).
      */
     int (*graph_supported)(const weft__device *dev);
     /*

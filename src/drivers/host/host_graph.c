@@ -149,7 +149,7 @@ void weft__host_capture_push(weft__host_queue *hq, weft__host_op *op)
     }
     pthread_mutex_unlock(&capture_lock);
     if (op) /* the capture ended meanwhile: the op runs as usual */
-        weft__host_queue_push(&hq->base, op);
+        weft__host_queue_push_now(&hq->base, op);
 }
 
 /* Under the capture lock: he leaves the capture it is in. */
@@ -365,10 +365,14 @@ static int capture_external(weft__queue *q, weft__event *ev,
                             weft__host_op_kind kind)
 {
     weft__host_queue *hq = (weft__host_queue *)q;
-    weft__host_op *op = weft__host_op_alloc(q, sizeof *op, kind);
+    weft__host_op *op;
     weft__host_capture *c;
 
-    if (!op)
+    if (kind == WEFT__HOST_OP_RECORD_EXT && ev->ctx != q->ctx)
+        return weft__error(WEFT_EINVAL, "host: an event record node on a "
+                                        "queue of another device than the "
+                                        "event's");
+    if (!(op = weft__host_op_alloc(q, sizeof *op, kind)))
         return weft__error(WEFT_ENOMEM, "host: no memory for a graph node");
     pthread_mutex_lock(&capture_lock);
     if (!(c = hq->cap)) {
@@ -436,17 +440,23 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
         weft__free(op);
         return rc;
     }
-    /* Waits take the records latest now, before this launch's own. */
-    for (size_t i = 0; i < g->n; i++)
-        if (g->nodes[i]->kind == WEFT__HOST_OP_WAIT_EXT)
-            sig[g->nodes[i]->u.ext.slot] =
-                weft__host_event_pending(g->nodes[i]->u.ext.ev);
-    weft__host_queue_push(q, op);
-    /* As a record: enqueued first, then the event's. */
-    for (size_t i = 0; i < g->n; i++)
-        if (g->nodes[i]->kind == WEFT__HOST_OP_RECORD_EXT)
-            weft__host_event_set(g->nodes[i]->u.ext.ev,
-                                 sig[g->nodes[i]->u.ext.slot]);
+    /*
+     * In capture order, as the operations would have been enqueued: a wait
+     * takes the record latest there (one of this launch's, if an earlier
+     * node made it: it runs first), a record becomes its event's latest.
+     * A record's signal is the event's before its launch is in the FIFO,
+     * which cannot fail now: a waiter that takes it early waits longer.
+     */
+    for (size_t i = 0; i < g->n; i++) {
+        const weft__host_op *n = g->nodes[i];
+
+        if (n->kind == WEFT__HOST_OP_WAIT_EXT)
+            sig[n->u.ext.slot] = weft__host_event_pending(n->u.ext.ev);
+        else if (n->kind == WEFT__HOST_OP_RECORD_EXT)
+            weft__host_event_set(n->u.ext.ev, sig[n->u.ext.slot]);
+    }
+    /* Not into a capture q may have joined since the check above. */
+    weft__host_queue_push_now(q, op);
     return 0;
 }
 

@@ -280,6 +280,10 @@ weft__host_op *weft__host_op_alloc(weft__queue *q, size_t bytes,
  * recycles it once it has run. Lock-free; any thread. On a queue that
  * takes part in a capture, op becomes a node of the capture's graph. */
 void weft__host_queue_push(weft__queue *q, weft__host_op *op);
+/* Append op to q's FIFO whether or not q takes part in a capture: for
+ * operations found outside any capture that must not become graph nodes
+ * (event records and waits, graph launches), and for capture_push. */
+void weft__host_queue_push_now(weft__queue *q, weft__host_op *op);
 /* Run op (any kind but RECORD_EXT and WAIT_EXT) on hq's worker. */
 void weft__host_op_run(weft__host_queue *hq, weft__host_op *op);
 

@@ -352,13 +352,17 @@ weft__host_op *weft__host_op_alloc(weft__queue *q, size_t bytes,
 
 void weft__host_queue_push(weft__queue *q, weft__host_op *op)
 {
+    if (__atomic_load_n(&host_queue(q)->cap, __ATOMIC_ACQUIRE))
+        weft__host_capture_push(host_queue(q), op);
+    else
+        weft__host_queue_push_now(q, op);
+}
+
+void weft__host_queue_push_now(weft__queue *q, weft__host_op *op)
+{
     weft__host_queue *hq = host_queue(q);
     weft__host_op *prev;
 
-    if (__atomic_load_n(&hq->cap, __ATOMIC_ACQUIRE)) {
-        weft__host_capture_push(hq, op);
-        return;
-    }
     /*
      * Counted first: before the exchange, so that whatever precedes op in
      * the FIFO was counted before it (a sync's target covers it), and
@@ -599,8 +603,12 @@ int weft__host_event_record(weft__event *ev, weft__queue *q)
     /*
      * Enqueue first: a wait that picks up the new signal must find its
      * record already queued, or a queue could wait on work not yet asked.
+     * Into the FIFO whatever cap says now: the record was found outside
+     * any capture above, and a queue joining one since comes after it (a
+     * record taken into a graph would raise its one-shot signal at every
+     * launch). The same holds for waits and graph launches.
      */
-    weft__host_queue_push(q, op);
+    weft__host_queue_push_now(q, op);
     pthread_mutex_lock(&signal_lock);
     old = he->signal;
     he->signal = s;
@@ -667,7 +675,7 @@ int weft__host_queue_wait_event(weft__queue *q, weft__event *ev)
         return WEFT_ENOMEM;
     }
     op->u.signal = s; /* the reference passes to the operation */
-    weft__host_queue_push(q, op);
+    weft__host_queue_push_now(q, op);
     return 0;
 }
 
