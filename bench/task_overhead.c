@@ -124,6 +124,20 @@ static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
         DIE("%s: %u edges", shape_names[s], weft_graph_edge_count(*g));
 }
 
+/* reps relaunches of e, timed into t[]. */
+static void relaunch(weft_exec *e, double *t, const char *what)
+{
+    for (int r = 0; r < reps; r++) {
+        unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
+        uint64_t t0 = now_ns();
+
+        CHECK(weft_exec_launch(e));
+        CHECK(weft_exec_wait(e));
+        t[r] = us_per_node(now_ns() - t0);
+        expect_calls(what, before);
+    }
+}
+
 static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
 {
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
@@ -166,15 +180,7 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
     }
     CHECK(weft_exec_get_stats(e, &st));
     replays0 = st.native_replays;
-    for (int r = 0; r < reps; r++) {
-        unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
-        uint64_t t0 = now_ns();
-
-        CHECK(weft_exec_launch(e));
-        CHECK(weft_exec_wait(e));
-        again[r] = us_per_node(now_ns() - t0);
-        expect_calls("a relaunch", before);
-    }
+    relaunch(e, again, "a relaunch");
     CHECK(weft_exec_get_stats(e, &st));
     CHECK(weft_exec_destroy(e));
     /* The baseline: the same graph, every launch op by op. */
@@ -182,15 +188,7 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
     CHECK(weft_graph_instantiate(g, &o, &e));
     CHECK(weft_exec_launch(e));
     CHECK(weft_exec_wait(e));
-    for (int r = 0; r < reps; r++) {
-        unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
-        uint64_t t0 = now_ns();
-
-        CHECK(weft_exec_launch(e));
-        CHECK(weft_exec_wait(e));
-        ops[r] = us_per_node(now_ns() - t0);
-        expect_calls("a relaunch op by op", before);
-    }
+    relaunch(e, ops, "a relaunch op by op");
     bench_progress("");
     CHECK(weft_exec_destroy(e));
     CHECK(weft_graph_destroy(g));
