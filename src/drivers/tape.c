@@ -565,7 +565,7 @@ static int weft__tape_segment(weft__tape *t)
         } else {
             t->segs = segs;
             for (unsigned s = t->nsegs; s < c.nseg; s++)
-                t->segs[s].graph = NULL;
+                t->segs[s] = (weft__tape_seg){NULL, NULL};
             t->nsegs = c.nseg;
         }
     }
