@@ -342,16 +342,12 @@ int weft__host_graph_end(weft__queue *q, void *old, void **graph, int *updated)
     }
     weft__debug("host", "a graph of %zu operations", g->n);
     if (o) {
-        /* In place: old takes the new nodes. */
-        weft__assert(!__atomic_load_n(&o->running, __ATOMIC_ACQUIRE) &&
-                     "host graph updated while a launch of it runs");
-        graph_clear(o);
-        o->ctx = g->ctx;
-        o->nodes = g->nodes;
-        o->n = g->n;
-        o->cap = g->cap;
-        o->next = g->next;
-        weft__free(g);
+        /* In place: old takes the new nodes, the new graph the old ones. */
+        weft__host_graph t = *o;
+
+        *o = *g;
+        *g = t;
+        weft__host_graph_destroy(g); /* asserts no launch of old runs */
         g = o;
         if (updated)
             *updated = 1;

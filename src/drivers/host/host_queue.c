@@ -584,7 +584,7 @@ int weft__host_event_create(weft__context *ctx, unsigned flags,
 int weft__host_event_record(weft__event *ev, weft__queue *q)
 {
     weft__host_event *he = host_event(ev);
-    weft__host_signal *s, *old;
+    weft__host_signal *s;
     weft__host_op *op;
     int rc;
 
@@ -609,11 +609,7 @@ int weft__host_event_record(weft__event *ev, weft__queue *q)
      * launch). The same holds for waits and graph launches.
      */
     weft__host_queue_push_now(q, op);
-    pthread_mutex_lock(&signal_lock);
-    old = he->signal;
-    he->signal = s;
-    pthread_mutex_unlock(&signal_lock);
-    signal_release(old);
+    weft__host_event_set(he, s);
     return 0;
 }
 
@@ -663,12 +659,8 @@ int weft__host_queue_wait_event(weft__queue *q, weft__event *ev)
          __atomic_load_n(&he->cap, __ATOMIC_ACQUIRE)) &&
         (rc = weft__host_capture_wait(host_queue(q), he)) != 0)
         return rc < 0 ? rc : 0;
-    s = event_signal(he);
-    if (!s || __atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) {
-        /* Never recorded or already complete: nothing to wait for. */
-        signal_release(s);
-        return 0;
-    }
+    if (!(s = weft__host_event_pending(he)))
+        return 0; /* never recorded or already complete: nothing to wait */
     op = op_new(q, WEFT__HOST_OP_WAIT, "an event wait");
     if (!op) {
         signal_release(s);
