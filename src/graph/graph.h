@@ -188,6 +188,27 @@ int weft__node_error(int code, const weft__node *nodes, uint32_t i,
 int weft__args_match(const weft_kernel *k, const weft__kernel *impl,
                      const weft_arg *args, unsigned nargs);
 
+/* ---- validation (validate.c), as the scheduler takes a graph ---------- */
+/*
+ * Every access inside its buffer; write and read nodes have their host
+ * pointer. WEFT_ERANGE or WEFT_EINVAL naming the node.
+ */
+int weft__graph_check(const weft_graph *g);
+/*
+ * Predecessors of every node (inferred and explicit) as CSR arrays:
+ * preds[first[i], first[i + 1]). The caller frees both (weft__free).
+ */
+int weft__graph_preds(const weft_graph *g, uint32_t **first, uint32_t **preds);
+/*
+ * A topological order of the nodes into order[] (nnodes entries): insertion
+ * order where no explicit edge points backwards. With latest, among the
+ * nodes whose predecessors are done the one added last goes first: as far
+ * from insertion order as the edges allow (the tests use it to catch a
+ * dependency the graph failed to infer). WEFT_ECYCLE names a cycle.
+ */
+int weft__graph_order(const weft_graph *g, const uint32_t *first,
+                      const uint32_t *preds, int latest, uint32_t *order);
+
 /* The range of access a in its root, clipped to the root. */
 static inline void weft__access_root_range(const weft__access *a, size_t *lo,
                                            size_t *hi)

@@ -54,6 +54,7 @@
 #define WEFT_SCHED_EXEC_H
 
 #include "../graph/graph.h"
+#include "hostwork.h"
 #include "plan.h"
 
 enum { WEFT__EXEC_MSG = 1024 };
@@ -140,6 +141,65 @@ struct weft_exec {
     unsigned timed;           /* the last launch was */
     char first_msg[WEFT__EXEC_MSG], last_msg[WEFT__EXEC_MSG];
 };
+
+/* ---- shared by exec*.c ------------------------------------------------- */
+
+enum {
+    WEFT__NODE_PENDING = 0,
+    WEFT__NODE_DONE,
+    WEFT__NODE_FAILED,
+    WEFT__NODE_CANCELED,
+    WEFT__NODE_INFLIGHT, /* a host node on a host worker */
+};
+
+/* run_node: the node went to a host worker. */
+enum { WEFT__HANDED_OVER = 1 };
+
+/*
+ * A map or host node handed to a host worker: the task first (the pool's
+ * link). Set by the exec's worker before the hand-over, read by the host
+ * worker; rc and msg set by the host worker, read after `finished`.
+ */
+typedef struct weft__host_job {
+    weft__host_task task;
+    weft_exec *e;
+    uint32_t node;
+    int rc;
+    weft__plan_ticket ticket;
+    void **ptrs;     /* the node's accesses in the host copy */
+    uint64_t t0, t1; /* the host clock around the function */
+    int worker;      /* the worker that ran it */
+    struct weft__host_job *next;
+    char msg[256];
+} weft__host_job;
+
+/* Instantiate's clean-up, also destroy's (exec_build.c). */
+void weft__exec_free(weft_exec *e);
+/* Free the host jobs (their tickets are sized for the plan). */
+void weft__exec_free_jobs(weft_exec *e);
+/*
+ * e->write_dev from node_dev: a write or fill node stores into the device
+ * of the first kernel that follows it by an edge.
+ */
+void weft__exec_build_write_dev(weft_exec *e, const unsigned *node_dev);
+/*
+ * Issue node i (exec_run.c): 0, a weft error, or WEFT__HANDED_OVER when a
+ * host worker runs it.
+ */
+int weft__exec_run_node(weft_exec *e, uint32_t i);
+/*
+ * The next node to issue, from position next of the order: the first whose
+ * predecessors are all issued and finished, preferring one that need not
+ * wait on the host; WEFT__NONE if every such node waits for a host node
+ * in flight.
+ */
+uint32_t weft__exec_pick(weft_exec *e, uint32_t next);
+/*
+ * Note the host nodes that finished (waiting for one when wait is set);
+ * the first failure goes to *first and msg.
+ */
+void weft__exec_host_finished(weft_exec *e, int wait, int *first, char *msg,
+                              size_t size);
 
 /* What the plan did in the last launch that ended (tests, tools). */
 void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c);

@@ -1,0 +1,214 @@
+/*
+ * Validation of a graph as the scheduler takes it: every access inside its
+ * buffer, host pointers present, predecessors as CSR arrays and a
+ * topological order (a cycle is WEFT_ECYCLE naming the nodes on it).
+ */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A min-heap of node indices, so that Kahn's order stays near insertion. */
+static void weft__heap_push(uint32_t *h, uint32_t *n, uint32_t v)
+{
+    uint32_t i = (*n)++;
+
+    while (i && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static uint32_t weft__heap_pop(uint32_t *h, uint32_t *n)
+{
+    uint32_t top = h[0], v = h[--*n], i = 0;
+
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = v;
+    return top;
+}
+
+/*
+ * Predecessors of every node (inferred and explicit) as CSR arrays. The
+ * caller frees *first and *preds.
+ */
+int weft__graph_preds(const weft_graph *g, uint32_t **first, uint32_t **preds)
+{
+    uint32_t n = g->nnodes, *f, *p, k = 0;
+
+    f = weft__malloc(((size_t)n + 1) * sizeof *f);
+    p = weft__malloc(((size_t)g->nedges + g->nxedges + 1) * sizeof *p);
+    if (!f || !p) {
+        weft__free(f);
+        weft__free(p);
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const weft__node *nd = &g->nodes[i];
+
+        f[i] = k;
+        for (uint32_t e = 0; e < nd->nin; e++)
+            p[k++] = g->edges[nd->in_first + e].from;
+        for (uint32_t e = nd->xin; e != WEFT__NONE; e = g->xedges[e].next)
+            p[k++] = g->xedges[e].from;
+    }
+    f[n] = k;
+    *first = f;
+    *preds = p;
+    return 0;
+}
+
+/* The first predecessor of v that Kahn's order left out. */
+static uint32_t weft__left_pred(const uint32_t *first, const uint32_t *preds,
+                                const uint32_t *indeg, uint32_t v)
+{
+    for (uint32_t e = first[v]; e < first[v + 1]; e++)
+        if (indeg[preds[e]])
+            return preds[e];
+    return WEFT__NONE;
+}
+
+/*
+ * Every node left out (indeg > 0) has a predecessor left out, so walking
+ * back n steps from one lands on a cycle; walking on until coming back
+ * traces it.
+ */
+static int weft__cycle_error(const weft_graph *g, const uint32_t *first,
+                             const uint32_t *preds, const uint32_t *indeg)
+{
+    uint32_t v = 0, cyc[16], nc = 0, w;
+    char path[256];
+    size_t len = 0;
+
+    while (!indeg[v])
+        v++;
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        v = weft__left_pred(first, preds, indeg, v);
+    w = v;
+    do {
+        if (nc < WEFT__COUNTOF(cyc))
+            cyc[nc++] = w;
+        w = weft__left_pred(first, preds, indeg, w);
+    } while (w != v);
+    /* cyc[] runs against the edges; print it along them, from v to v. */
+    len = (size_t)snprintf(path, sizeof path, "%u", v);
+    for (uint32_t i = nc; i-- > 1 && len < sizeof path;)
+        len +=
+            (size_t)snprintf(path + len, sizeof path - len, " -> %u", cyc[i]);
+    if (len < sizeof path)
+        snprintf(path + len, sizeof path - len, "%s -> %u",
+                 nc == WEFT__COUNTOF(cyc) ? " -> ..." : "", v);
+    return weft__node_error(WEFT_ECYCLE, g->nodes, v,
+                            "dependency cycle through explicit edges: %s",
+                            path);
+}
+
+/*
+ * A topological order into order[]. Inferred edges point forwards, so
+ * without a backward explicit edge insertion order is one.
+ */
+int weft__graph_order(const weft_graph *g, const uint32_t *first,
+                      const uint32_t *preds, int latest, uint32_t *order)
+{
+    uint32_t n = g->nnodes, m = first[n], nheap = 0, k = 0;
+    uint32_t *indeg, *sfirst, *cur, *succ, *heap;
+    int backward = 0, rc = 0;
+
+    for (uint32_t i = 0; i < g->nxedges; i++)
+        backward |= g->xedges[i].from > g->xedges[i].to;
+    if (!backward && !latest) {
+        for (uint32_t i = 0; i < n; i++)
+            order[i] = i;
+        return 0;
+    }
+    indeg = weft__malloc(((size_t)n + 1) * sizeof *indeg);
+    sfirst = weft__calloc((size_t)n + 1, sizeof *sfirst);
+    cur = weft__malloc(((size_t)n + 1) * sizeof *cur);
+    succ = weft__malloc(((size_t)m + 1) * sizeof *succ);
+    heap = weft__malloc(((size_t)n + 1) * sizeof *heap);
+    if (!indeg || !sfirst || !cur || !succ || !heap) {
+        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+        goto out;
+    }
+    /* Successor lists from the predecessor lists (a counting sort). */
+    for (uint32_t e = 0; e < m; e++)
+        sfirst[preds[e] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        sfirst[i + 1] += sfirst[i];
+    memcpy(cur, sfirst, (size_t)n * sizeof *cur);
+    for (uint32_t v = 0; v < n; v++) {
+        indeg[v] = first[v + 1] - first[v];
+        for (uint32_t e = first[v]; e < first[v + 1]; e++)
+            succ[cur[preds[e]]++] = v;
+        if (!indeg[v])
+            weft__heap_push(heap, &nheap, latest ? n - 1 - v : v);
+    }
+    while (nheap) {
+        uint32_t v = weft__heap_pop(heap, &nheap);
+
+        if (latest)
+            v = n - 1 - v; /* the min-heap holds mirrored indices */
+        order[k++] = v;
+        for (uint32_t e = sfirst[v]; e < sfirst[v + 1]; e++)
+            if (--indeg[succ[e]] == 0)
+                weft__heap_push(heap, &nheap,
+                                latest ? n - 1 - succ[e] : succ[e]);
+    }
+    if (k < n)
+        rc = weft__cycle_error(g, first, preds, indeg);
+out:
+    weft__free(indeg);
+    weft__free(sfirst);
+    weft__free(cur);
+    weft__free(succ);
+    weft__free(heap);
+    return rc;
+}
+
+/* Ranges and host pointers: what does not depend on the device. */
+int weft__graph_check(const weft_graph *g)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const weft__node *nd = &g->nodes[i];
+
+        for (uint32_t a = 0; a < nd->nacc; a++) {
+            const weft__access *ac = &g->acc[nd->acc_first + a];
+            char what[96];
+
+            if (ac->offset <= ac->buf->size &&
+                ac->size <= ac->buf->size - ac->offset)
+                continue;
+            weft__buffer_describe(ac->buf, what, sizeof what);
+            if (ac->size == WEFT_WHOLE)
+                return weft__node_error(WEFT_ERANGE, g->nodes, i,
+                                        "access %u at offset %zu is outside "
+                                        "%s",
+                                        a, ac->offset, what);
+            return weft__node_error(WEFT_ERANGE, g->nodes, i,
+                                    "access %u [%zu, %zu + %zu) is outside %s",
+                                    a, ac->offset, ac->offset, ac->size, what);
+        }
+        if (nd->kind == WEFT__NODE_WRITE && !nd->u.write_src &&
+            g->acc[nd->acc_first].size)
+            return weft__node_error(WEFT_EINVAL, g->nodes, i,
+                                    "the host source pointer is NULL");
+        if (nd->kind == WEFT__NODE_READ && !nd->u.read_dst &&
+            g->acc[nd->acc_first].size)
+            return weft__node_error(WEFT_EINVAL, g->nodes, i,
+                                    "the host destination pointer is NULL");
+    }
+    return 0;
+}

@@ -1,0 +1,615 @@
+/*
+ * Running one node of a launch: kernels, copies, reads and host nodes
+ * (on the issuing thread or handed to a host worker), under the locks of
+ * the node's roots. exec.h has the protocol.
+ */
+#include "exec.h"
+
+#include "../base/trace.h"
+#include "hostwork.h"
+#include "placing.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- running nodes ----------------------------------------------------- */
+
+/* A buffer argument's bytes, WEFT_WHOLE resolved. */
+static size_t weft__arg_size(const weft_arg *ar)
+{
+    return ar->size == WEFT_WHOLE ? ar->buffer->size - ar->offset : ar->size;
+}
+
+static int weft__run_kernel(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft_arg *args = &e->args[nd->u.kernel.arg_first];
+    uint32_t nargs = nd->u.kernel.nargs;
+    unsigned dev = e->node_dev[i];
+    weft__kernel *impl = weft__kernel_impl(nd->u.kernel.k, dev);
+    const weft_device_info *p = &e->rt->devices[dev]->props;
+    weft__grid grid;
+    weft__queue *q = NULL;
+    int rc;
+
+    /* Every range first, then the addresses: readying one range may
+     * merge extents that an earlier argument's address pointed into. */
+    for (uint32_t a = 0; a < nargs; a++) {
+        const weft_arg *ar = &args[a];
+
+        if (ar->type != WEFT_PARAM_BUFFER)
+            continue;
+        rc = (ar->access & WEFT_READ ? weft__buffer_make_valid
+                                     : weft__buffer_prepare)(
+            ar->buffer->root, dev, ar->buffer->offset + ar->offset,
+            weft__arg_size(ar), &e->lanes);
+        if (rc < 0)
+            return rc;
+    }
+    /* The compute lane, after the step's copies and any other copies
+     * still on their way into the ranges (made for other nodes). */
+    if ((rc = weft__lanes_get(&e->lanes, dev, WEFT__QUEUE_COMPUTE, &q)) < 0)
+        return rc;
+    for (uint32_t a = 0; a < nargs && rc == 0; a++)
+        if (args[a].type == WEFT_PARAM_BUFFER)
+            rc = weft__lanes_after(&e->lanes, q, args[a].buffer->root, dev,
+                                   args[a].buffer->offset + args[a].offset,
+                                   weft__arg_size(&args[a]));
+    if (rc < 0)
+        return rc;
+    for (uint32_t a = 0; a < nargs; a++) {
+        const weft_arg *ar = &args[a];
+        weft__karg *k = &e->kargs[a];
+
+        k->type = ar->type;
+        k->size = ar->size;
+        k->access = 0;
+        switch (ar->type) {
+        case WEFT_PARAM_BUFFER:
+            k->size = weft__arg_size(ar);
+            k->access = ar->access;
+            weft__buffer_device_ptr(ar->buffer->root, dev,
+                                    ar->buffer->offset + ar->offset,
+                                    &k->u.buf.mem, &k->u.buf.offset);
+            break;
+        case WEFT_PARAM_BYTES:
+            k->u.value = e->bytes + ar->value.u64;
+            break;
+        case WEFT_PARAM_LOCAL:
+            k->u.value = NULL;
+            break;
+        default:
+            k->u.value = &ar->value;
+            break;
+        }
+    }
+    for (int d = 0; d < 3; d++) {
+        uint32_t items = nd->u.kernel.dims.items[d];
+        uint32_t gs = nd->u.kernel.dims.group[d];
+
+        if (!gs)
+            gs = d == 0 ? WEFT__MIN(64u,
+                                    p->max_group_size ? p->max_group_size : 64u)
+                        : 1;
+        grid.group_size[d] = gs;
+        grid.groups[d] = items / gs + (items % gs != 0);
+    }
+    grid.shared_bytes = 0;
+    /* A launch that fails to enqueue has no effect: the bytes stay. */
+    if ((rc = weft__drv_launch(q, impl, &grid, e->kargs, nargs)) < 0)
+        return rc;
+    rc = weft__lanes_issued(&e->lanes, q, NULL, 0, 0, 0);
+    for (uint32_t a = 0; a < nargs; a++) {
+        const weft_arg *ar = &args[a];
+
+        if (ar->type != WEFT_PARAM_BUFFER || !(ar->access & WEFT_WRITE))
+            continue;
+        if (rc == 0)
+            weft__buffer_written(ar->buffer->root, dev,
+                                 ar->buffer->offset + ar->offset,
+                                 weft__arg_size(ar));
+        else
+            weft__buffer_discard(ar->buffer->root, dev,
+                                 ar->buffer->offset + ar->offset,
+                                 weft__arg_size(ar));
+    }
+    return rc;
+}
+
+/* Host access to every range of a map or host node. */
+static int weft__run_host(weft_exec *e, const weft__node *nd)
+{
+    const weft__access *acc = &e->acc[nd->acc_first];
+    int rc;
+
+    if ((rc = weft__plan_host_wait(e->plan)) < 0)
+        return rc;
+    for (uint32_t a = 0; a < nd->nacc; a++) {
+        weft_buffer *root = acc[a].buf->root;
+        size_t off = acc[a].buf->offset + acc[a].offset;
+
+        /* Bytes that will be overwritten whole need not come over. */
+        if (acc[a].mode & WEFT_READ) {
+            rc = weft__buffer_make_valid(root, WEFT__HOST, off, acc[a].size,
+                                         &e->lanes);
+            if (rc < 0)
+                return rc;
+        }
+        /* Copies still on their way into (or out of) these host bytes. */
+        rc = weft__lanes_after(&e->lanes, NULL, root, WEFT__HOST, off,
+                               acc[a].size);
+        if (rc < 0)
+            return rc;
+        e->ptrs[a] = weft__buffer_host(root, off);
+    }
+    weft__host_effect();
+    if (nd->kind == WEFT__NODE_MAP)
+        nd->u.map.fn(e->ptrs[0], acc[0].size, nd->u.map.user);
+    else
+        nd->u.host.fn(e->ptrs, nd->u.host.user);
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        if (acc[a].mode & WEFT_WRITE)
+            weft__buffer_written(acc[a].buf->root, WEFT__HOST,
+                                 acc[a].buf->offset + acc[a].offset,
+                                 acc[a].size);
+    return 0;
+}
+
+static int weft__node_trace_kind(const weft__node *nd)
+{
+    return nd->kind == WEFT__NODE_MAP ? WEFT__TRACE_MAP : WEFT__TRACE_HOST;
+}
+
+/* On a host worker: wait for the ticket's events, run, report. */
+static void weft__host_job_run(weft__host_task *task)
+{
+    weft__host_job *j = (weft__host_job *)task;
+    weft_exec *e = j->e;
+    const weft__node *nd = &e->nodes[j->node];
+    const weft__access *acc = &e->acc[nd->acc_first];
+    int rc = 0;
+
+    for (unsigned k = 0; k < j->ticket.nev && rc == 0; k++)
+        rc = weft__drv_event_sync(j->ticket.ev[k]);
+    j->worker = weft__hostwork_self;
+    j->t0 = weft__now_ns();
+    if (rc < 0) {
+        weft__strlcpy(j->msg, weft_last_error(), sizeof j->msg);
+        weft_clear_error();
+    } else if (nd->kind == WEFT__NODE_MAP) {
+        nd->u.map.fn(j->ptrs[0], acc[0].size, nd->u.map.user);
+    } else {
+        nd->u.host.fn(j->ptrs, nd->u.host.user);
+    }
+    j->t1 = weft__now_ns();
+    j->rc = rc;
+    /* Release: the bytes written above, for whoever reads the count. */
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        if (acc[a].mode & WEFT_WRITE)
+            __atomic_sub_fetch(&acc[a].buf->root->host_writers, 1,
+                               __ATOMIC_RELEASE);
+    pthread_mutex_lock(&e->host_lock);
+    j->next = e->finished;
+    __atomic_store_n(&e->finished, j, __ATOMIC_RELAXED);
+    pthread_cond_signal(&e->host_done);
+    pthread_mutex_unlock(&e->host_lock);
+}
+
+/*
+ * Whether map or host node i goes to a host worker: not on a root that
+ * other graphs name (their nodes wait for this one's fence, and a host
+ * node has none), and only where there are workers. In a timed launch a
+ * handed-over node's function is timed on its worker's own track.
+ */
+static int weft__host_handover(weft_exec *e, uint32_t i)
+{
+    for (uint32_t l = e->lock_first[i]; l < e->lock_first[i + 1]; l++)
+        if (__atomic_load_n(&e->roots[e->locks[l]]->root_execs,
+                            __ATOMIC_ACQUIRE) > 1)
+            return 0;
+    return weft__hostwork_get(e->rt) != NULL;
+}
+
+/* The job of node i, made on first use; NULL if it cannot be. */
+static weft__host_job *weft__host_job_of(weft_exec *e, uint32_t i)
+{
+    weft__host_job *j = e->jobs[i];
+
+    if (j)
+        return j;
+    j = weft__calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->ptrs = weft__calloc(e->nodes[i].nacc + 1, sizeof *j->ptrs);
+    if (!j->ptrs || weft__plan_ticket_init(e->plan, &j->ticket) < 0) {
+        weft__free(j->ptrs);
+        weft__free(j);
+        weft_clear_error();
+        return NULL;
+    }
+    j->task.run = weft__host_job_run;
+    j->e = e;
+    j->node = i;
+    e->jobs[i] = j;
+    return j;
+}
+
+/*
+ * weft__run_host up to the wait, with the roots locked: the host copy
+ * readied, what the node writes marked written there, and the node handed
+ * to a host worker near the device its bytes come from, with the ticket
+ * of what it must wait for. WEFT__HANDED_OVER, 0 if it must run here
+ * after all (no memory for its job), or an error (nothing handed over).
+ */
+static int weft__host_hand_over(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *acc = &e->acc[nd->acc_first];
+    weft__host_job *j = weft__host_job_of(e, i);
+    unsigned near = WEFT__HOST;
+    int rc;
+
+    if (!j)
+        return 0;
+    if (nd->nacc)
+        near = weft__buffer_device_holding(
+            acc[0].buf->root, acc[0].buf->offset + acc[0].offset, acc[0].size);
+    if (near == WEFT__HOST)
+        near = e->node_dev[i];
+    weft__plan_host_begin(e->plan, &j->ticket);
+    rc = weft__plan_host_wait(e->plan);
+    for (uint32_t a = 0; a < nd->nacc && rc == 0; a++) {
+        weft_buffer *root = acc[a].buf->root;
+        size_t off = acc[a].buf->offset + acc[a].offset;
+
+        if (acc[a].mode & WEFT_READ)
+            rc = weft__buffer_make_valid(root, WEFT__HOST, off, acc[a].size,
+                                         &e->lanes);
+        if (rc == 0)
+            rc = weft__lanes_after(&e->lanes, NULL, root, WEFT__HOST, off,
+                                   acc[a].size);
+        j->ptrs[a] = weft__buffer_host(root, off);
+    }
+    if ((rc = weft__plan_host_end(e->plan, rc)) < 0)
+        return rc;
+    /*
+     * Written now, not when the function returns: from here the host copy
+     * alone holds these bytes, so that no write-back from a device lands
+     * in them while the function writes them. Nothing reads them meanwhile
+     * but the nodes after this one, which wait for it, and reads that
+     * widen, which host_writers stops.
+     */
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        if (acc[a].mode & WEFT_WRITE) {
+            weft_buffer *root = acc[a].buf->root;
+
+            weft__buffer_written(root, WEFT__HOST,
+                                 acc[a].buf->offset + acc[a].offset,
+                                 acc[a].size);
+            __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
+        }
+    j->rc = 0;
+    e->host_out++;
+    weft__host_effect();
+    weft__hostwork_submit(weft__hostwork_get(e->rt), (int)near, &j->task);
+    return WEFT__HANDED_OVER;
+}
+
+/*
+ * Host nodes that finished (waiting for one if wait): done, or failed
+ * (the first failure's detail into msg, as run_once does), so that their
+ * successors may go.
+ */
+void weft__exec_host_finished(weft_exec *e, int wait, int *first, char *msg,
+                              size_t size)
+{
+    weft__host_job *j;
+
+    if (!e->host_out ||
+        (!wait && !__atomic_load_n(&e->finished, __ATOMIC_RELAXED)))
+        return;
+    pthread_mutex_lock(&e->host_lock);
+    while (wait && !e->finished)
+        pthread_cond_wait(&e->host_done, &e->host_lock);
+    j = e->finished;
+    __atomic_store_n(&e->finished, NULL, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&e->host_lock);
+    for (; j; j = j->next) {
+        char label[128];
+
+        weft__plan_host_done(e->plan, j->node, &j->ticket, j->rc == 0);
+        if (j->rc == 0 && weft__plan_timed(e->plan)) {
+            const weft__node *nd = &e->nodes[j->node];
+
+            weft__plan_time_worker(e->plan, j->node, j->worker,
+                                   weft__node_trace_kind(nd), j->t0, j->t1,
+                                   nd->nacc ? e->acc[nd->acc_first].size : 0);
+        }
+        e->state[j->node] = j->rc == 0 ? WEFT__NODE_DONE : WEFT__NODE_FAILED;
+        e->host_out--;
+        if (j->rc < 0 && !*first) {
+            *first = j->rc;
+            weft__error(j->rc, "%s", j->msg);
+            weft__error_prefix(
+                j->rc, "node %u (%s)", j->node,
+                weft__node_label(&e->nodes[j->node], label, sizeof label));
+            weft__strlcpy(msg, weft_last_error(), size);
+        }
+    }
+}
+
+/*
+ * A copy runs where the source range is already whole, else on the node's
+ * device, which the source is brought to.
+ */
+static int weft__run_copy(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *src = &e->acc[nd->acc_first];
+    const weft__access *dst = src + 1;
+    weft_buffer *sr = src->buf->root, *dr = dst->buf->root;
+    size_t so = src->buf->offset + src->offset;
+    size_t dof = dst->buf->offset + dst->offset;
+    unsigned dev = weft__buffer_device_holding(sr, so, src->size);
+    int rc;
+
+    /* Through the host copies (a host device node): the host waits. */
+    if (dev == WEFT__HOST && e->node_dev[i] == WEFT__HOST &&
+        (rc = weft__plan_host_wait(e->plan)) < 0)
+        return rc;
+    return weft__buffer_copy(dr, dof, sr, so, src->size,
+                             dev != WEFT__HOST ? dev : e->node_dev[i],
+                             &e->lanes);
+}
+
+/*
+ * Lock roots [l0, l1) of the locks, in order, once no other graph has work
+ * in flight on them that this one cannot wait for by an event: such work
+ * (left before the root was shared) ends with its launch, which is waited
+ * for with no lock held, since that launch may need these.
+ */
+static int weft__lock_roots(weft_exec *e, uint32_t l0, uint32_t l1)
+{
+    for (;;) {
+        weft_buffer *busy = NULL;
+        const void *owner = NULL;
+        uint32_t l;
+        int rc = 0;
+
+        for (l = l0; l < l1; l++)
+            weft__buffer_lock(e->roots[e->locks[l]]);
+        for (l = l0; l < l1 && !busy && rc == 0; l++) {
+            weft_buffer *root = e->roots[e->locks[l]];
+
+            rc = weft__lanes_fence_wait(&e->lanes, root);
+            if (rc > 0) {
+                busy = root;
+                owner = root->fence_owner;
+                rc = 0;
+            }
+        }
+        if (!busy && rc == 0)
+            return 0;
+        for (l = l1; l-- > l0;)
+            weft__buffer_unlock(e->roots[e->locks[l]]);
+        if (rc < 0)
+            return rc;
+        weft__buffer_wait_owner(busy, owner);
+    }
+}
+
+/*
+ * A read node: straight from the device that holds the range into the
+ * caller's memory, on its D2H lane, where the host copy lacks the bytes
+ * (the host copy is not made valid: no copy of it is needed); else the
+ * host copy is made valid and copied out of, on a lane after the copies
+ * into it if any are in flight. Either way the node is complete when its
+ * lane's work is, and the launch's drain waits for that.
+ */
+static int weft__run_read(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *a = &e->acc[nd->acc_first];
+    weft_buffer *root = a->buf->root;
+    size_t off = a->buf->offset + a->offset;
+    int rc;
+
+    rc =
+        weft__buffer_load_direct(root, off, nd->u.read_dst, a->size, &e->lanes);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    rc = weft__buffer_make_valid(root, WEFT__HOST, off, a->size, &e->lanes);
+    if (rc == 0)
+        rc = weft__plan_host_copy(e->plan, root, off, nd->u.read_dst, a->size,
+                                  &e->copies[i]);
+    return rc;
+}
+
+/* Nodes whose work the issuing thread does itself (timed on the host). */
+static int weft__node_on_host(const weft__node *nd)
+{
+    return nd->kind == WEFT__NODE_MAP || nd->kind == WEFT__NODE_HOST ||
+           nd->kind == WEFT__NODE_WRITE || nd->kind == WEFT__NODE_READ ||
+           nd->kind == WEFT__NODE_FILL;
+}
+
+int weft__exec_run_node(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *a = &e->acc[nd->acc_first];
+    uint32_t l0 = e->lock_first[i], l1 = e->lock_first[i + 1];
+    uint64_t tick = __atomic_add_fetch(&e->rt->tick, 1, __ATOMIC_RELAXED);
+    uint64_t t0 = weft__plan_timed(e->plan) ? weft__now_ns() : 0;
+    int rc = 0;
+
+    weft__plan_step_begin(e->plan, i);
+    if ((rc = weft__lock_roots(e, l0, l1)) < 0) {
+        weft__plan_step_end_failed(e->plan);
+        return rc;
+    }
+    /* Room for the tracker updates after the work, which cannot fail. */
+    for (uint32_t l = l0; l < l1 && rc == 0; l++)
+        rc = weft__buffer_reserve(e->roots[e->locks[l]], nd->nacc);
+    switch (rc < 0 ? WEFT__NODE_EMPTY : nd->kind) {
+    case WEFT__NODE_KERNEL:
+        rc = weft__run_kernel(e, i);
+        /*
+         * Out of device memory before the launch: the free space may only
+         * be cut up between the blocks the node pinned. Once more from an
+         * empty device, where the node's ranges pack.
+         */
+        if (rc == WEFT_EDEVMEM &&
+            weft__buffer_evict_all(e->rt, e->node_dev[i], &e->lanes) == 0)
+            rc = weft__run_kernel(e, i);
+        break;
+    case WEFT__NODE_WRITE:
+        rc = weft__plan_host_wait(e->plan);
+        if (rc == 0)
+            rc = weft__buffer_store(a->buf->root, a->buf->offset + a->offset,
+                                    nd->u.write_src, a->size, e->write_dev[i],
+                                    &e->lanes);
+        break;
+    case WEFT__NODE_READ:
+        rc = weft__run_read(e, i);
+        break;
+    case WEFT__NODE_FILL:
+        rc = weft__plan_host_wait(e->plan);
+        if (rc == 0)
+            rc = weft__buffer_fill_range(a->buf->root,
+                                         a->buf->offset + a->offset, a->size,
+                                         nd->u.fill.pattern, nd->u.fill.size,
+                                         e->write_dev[i], &e->lanes);
+        break;
+    case WEFT__NODE_COPY:
+        rc = weft__run_copy(e, i);
+        if (rc == WEFT_EDEVMEM &&
+            weft__buffer_evict_all(e->rt, e->node_dev[i], &e->lanes) == 0)
+            rc = weft__run_copy(e, i);
+        break;
+    case WEFT__NODE_MAP:
+    case WEFT__NODE_HOST:
+        rc = weft__host_handover(e, i) ? weft__host_hand_over(e, i) : 0;
+        if (rc == 0)
+            rc = weft__run_host(e, nd);
+        break;
+    case WEFT__NODE_EMPTY:
+        /* A join: on a lane, so that it needs no host wait. */
+        if (rc == 0 && e->pred_first[i + 1] > e->pred_first[i]) {
+            weft__queue *q;
+
+            rc = weft__lanes_get(&e->lanes, e->node_dev[i], WEFT__QUEUE_COMPUTE,
+                                 &q);
+        }
+        break;
+    }
+    if (rc == 0)
+        rc = weft__plan_step_end(e->plan);
+    else if (rc < 0)
+        weft__plan_step_end_failed(e->plan);
+    if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
+        weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
+                             weft__now_ns(), nd->nacc ? a->size : 0);
+    for (uint32_t l = l1; l-- > l0;) {
+        weft_buffer *root = e->roots[e->locks[l]];
+        int shared = __atomic_load_n(&root->root_execs, __ATOMIC_ACQUIRE) > 1;
+        int frc = 0;
+
+        root->next_use = tick + e->lock_next[l];
+        if (rc == WEFT__HANDED_OVER) {
+            /* No fence says when a host worker is done: the launch's end
+             * does (for a graph that came to share the root meanwhile). */
+            root->fence = NULL;
+            root->fence_owner = &e->lanes;
+            weft__buffer_unlock(root);
+            continue;
+        }
+        /* Other graphs sharing the root wait for this step's work. */
+        if (shared && rc == 0)
+            frc = weft__plan_fence(
+                e->plan, root,
+                &e->fences[(size_t)e->locks[l] * e->rt->ndevices], &e->lanes);
+        if (shared && (rc < 0 || frc < 0)) {
+            /* No fence says when the work ends (a failed step may still
+             * have copies in flight): it ends here. */
+            char keep[WEFT__EXEC_MSG];
+
+            weft__strlcpy(keep, weft_last_error(), sizeof keep);
+            frc = weft__plan_drain(e->plan);
+            root->fence = NULL;
+            root->fence_owner = NULL;
+            if (rc == 0)
+                rc = frc;
+            else
+                weft__error(rc, "%s", keep);
+        } else {
+            /* Unshared: an older fence of ours would say too little. */
+            if (!shared && root->fence_owner == (const void *)&e->lanes)
+                root->fence = NULL;
+            /*
+             * Shared, plan_fence set both if the step left work in flight;
+             * an owner with no fence there would make others wait for the
+             * launch's end, and two launches could wait for each other.
+             */
+            if (!shared && !root->fence_owner)
+                root->fence_owner = &e->lanes;
+        }
+        weft__buffer_unlock(root);
+    }
+    return rc;
+}
+
+/* Nodes whose issue makes the worker wait for their predecessors. */
+static int weft__waits_on_host(const weft_exec *e, uint32_t i)
+{
+    switch (e->nodes[i].kind) {
+    case WEFT__NODE_MAP:
+    case WEFT__NODE_HOST:
+    case WEFT__NODE_WRITE:
+    case WEFT__NODE_FILL:
+        return 1;
+    case WEFT__NODE_COPY:
+        return e->node_dev[i] == WEFT__HOST;
+    default:
+        return 0;
+    }
+}
+
+enum { WEFT__LOOKAHEAD = 256 };
+
+/*
+ * The position in the order of the node to issue next, from next (the
+ * first not issued). A node that would make the worker wait for device
+ * work not finished yet (a map, a host task, a write into host memory)
+ * lets the nodes after it go first, within WEFT__LOOKAHEAD of the order,
+ * as long as they do not depend on it: so that device work for later
+ * chunks is queued while a host node waits. Any topological order gives
+ * the same result (the oracle's WEFT_EXEC_ORDER=latest checks that); when
+ * every candidate would wait, the first one in the order goes. A node
+ * after a host node in flight (on a host worker) is no candidate:
+ * WEFT__NONE when there is none (then one is in flight: next, the first
+ * not issued, has every predecessor issued).
+ */
+uint32_t weft__exec_pick(weft_exec *e, uint32_t next)
+{
+    uint32_t seen = 0, ready = WEFT__NONE;
+
+    for (uint32_t k = next; k < e->nnodes && seen < WEFT__LOOKAHEAD; k++) {
+        uint32_t i = e->order[k], p;
+
+        if (e->state[i] != WEFT__NODE_PENDING)
+            continue;
+        seen++;
+        for (p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
+            if (e->state[e->preds[p]] == WEFT__NODE_PENDING ||
+                e->state[e->preds[p]] == WEFT__NODE_INFLIGHT)
+                break;
+        if (p < e->pred_first[i + 1])
+            continue; /* after a node not issued, or not finished, yet */
+        if (!weft__waits_on_host(e, i) || weft__plan_preds_done(e->plan, i))
+            return k;
+        if (ready == WEFT__NONE)
+            ready = k;
+    }
+    return ready;
+}
