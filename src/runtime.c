@@ -8,6 +8,7 @@
 #include "mem/pool.h"
 #include "mem/staging.h"
 #include "sched/cost.h"
+#include "sched/engine.h"
 #include "sched/hostwork.h"
 #include "sched/placing.h"
 
@@ -466,7 +467,9 @@ int weft_runtime_destroy(weft_runtime *rt)
         else
             weft__info("runtime", "trace written to %s", rt->trace_file);
     }
-    /* No graph is left, so no host node is queued or running. */
+    /* No graph is left, so no launch and no host node is queued or
+     * running. */
+    weft__engine_destroy(rt);
     weft__hostwork_destroy(rt);
     weft__trace_destroy(rt->trace);
     weft__free(rt->trace_file);

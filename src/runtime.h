@@ -81,6 +81,9 @@ struct weft_runtime {
     struct weft__hostwork *hostwork;
     unsigned hostwork_off;
     unsigned host_workers;
+    /* The progress engine (engine.h): made on first use under lock, read
+     * with an acquire load. */
+    struct weft__engine *engine;
 };
 
 /* The link model and the kernel time model of rt, loaded on first use

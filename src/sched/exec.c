@@ -334,36 +334,37 @@ void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c)
     pthread_mutex_unlock(&e->lock);
 }
 
-static void *weft__worker_main(void *arg)
+/* The graph's engine job: one launch, then again while more are pending. */
+static void weft__exec_job(weft__engine_job *job)
 {
-    weft_exec *e = arg;
+    weft_exec *e =
+        (weft_exec *)(void *)((char *)job - offsetof(weft_exec, job));
     char msg[WEFT__EXEC_MSG];
+    int rc;
 
+    msg[0] = '\0';
+    rc = weft__run_once(e, msg, sizeof msg);
+    for (uint32_t r = 0; r < e->nroots; r++)
+        weft__buffer_launch_end(e->roots[r], &e->lanes);
     pthread_mutex_lock(&e->lock);
-    for (;;) {
-        int rc;
-
-        while (!e->pending && !e->stop)
-            pthread_cond_wait(&e->wake, &e->lock);
-        if (!e->pending)
-            break;
-        pthread_mutex_unlock(&e->lock);
-        msg[0] = '\0';
-        rc = weft__run_once(e, msg, sizeof msg);
-        for (uint32_t r = 0; r < e->nroots; r++)
-            weft__buffer_launch_end(e->roots[r], &e->lanes);
-        pthread_mutex_lock(&e->lock);
-        e->last_err = rc;
-        weft__strlcpy(e->last_msg, msg, sizeof e->last_msg);
-        if (rc < 0 && !e->first_err) {
-            e->first_err = rc;
-            weft__strlcpy(e->first_msg, msg, sizeof e->first_msg);
-        }
-        e->pending--;
-        pthread_cond_broadcast(&e->done);
+    e->last_err = rc;
+    weft__strlcpy(e->last_msg, msg, sizeof e->last_msg);
+    if (rc < 0 && !e->first_err) {
+        e->first_err = rc;
+        weft__strlcpy(e->first_msg, msg, sizeof e->first_msg);
     }
+    e->pending--;
+    /*
+     * Queued again behind the other graphs' jobs. The engine has a thread
+     * (this one), so the submit cannot fail. After the broadcast with
+     * nothing pending, e may be destroyed as soon as e->lock is released.
+     */
+    if (e->pending)
+        weft__engine_submit(e->rt, &e->job);
+    else
+        e->queued = 0;
+    pthread_cond_broadcast(&e->done);
     pthread_mutex_unlock(&e->lock);
-    return NULL;
 }
 
 /* ---- the public calls -------------------------------------------------- */
@@ -376,20 +377,6 @@ int weft_exec_launch(weft_exec *e)
     if (!e)
         return weft__error(WEFT_EINVAL, "weft_exec_launch: exec is NULL");
     pthread_mutex_lock(&e->lock);
-    if (!e->started) {
-        int err = weft__fault("exec.pthread_create")
-                      ? EAGAIN
-                      : pthread_create(&e->worker, NULL, weft__worker_main, e);
-
-        if (err) {
-            pthread_mutex_unlock(&e->lock);
-            return weft__error(WEFT_ENOMEM,
-                               "weft_exec_launch: cannot start the worker "
-                               "thread (error %d)",
-                               err);
-        }
-        e->started = 1;
-    }
     for (r = 0; r < e->nroots && rc == 0; r++)
         rc = weft__buffer_launch_begin(e->roots[r]);
     if (rc < 0) {
@@ -399,8 +386,17 @@ int weft_exec_launch(weft_exec *e)
         pthread_mutex_unlock(&e->lock);
         return weft__error_prefix(rc, "weft_exec_launch");
     }
+    if (!e->queued) {
+        e->job.run = weft__exec_job;
+        if ((rc = weft__engine_submit(e->rt, &e->job)) < 0) {
+            for (r = 0; r < e->nroots; r++)
+                weft__buffer_launch_end(e->roots[r], NULL);
+            pthread_mutex_unlock(&e->lock);
+            return weft__error_prefix(rc, "weft_exec_launch");
+        }
+        e->queued = 1;
+    }
     e->pending++;
-    pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(&e->lock);
     return 0;
 }
@@ -448,17 +444,12 @@ int weft_exec_destroy(weft_exec *e)
     pthread_mutex_lock(&e->lock);
     while (e->pending)
         pthread_cond_wait(&e->done, &e->lock);
-    e->stop = 1;
-    pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(&e->lock);
-    if (e->started)
-        pthread_join(e->worker, NULL);
     for (uint32_t i = 0; i < e->nacc; i++)
         weft__buffer_exec_ref(e->acc[i].buf, -1);
     for (uint32_t r = 0; r < e->nroots; r++)
         weft__buffer_root_execs(e->roots[r], -1);
     pthread_cond_destroy(&e->done);
-    pthread_cond_destroy(&e->wake);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->host_done);
     pthread_mutex_destroy(&e->host_lock);

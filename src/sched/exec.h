@@ -1,6 +1,7 @@
 /*
- * The executor (src/sched/): one worker thread per executable graph issues
- * the nodes in a topological order, each kernel node on its placed device
+ * The executor (src/sched/): a launch of an executable graph runs on one
+ * of the runtime's engine threads (engine.h), which issues the nodes in a
+ * topological order, each kernel node on its placed device
  * (weft_graph_set_device) or the exec's default one, through the lowered
  * plan (plan.h): kernels on compute lanes, the transfers the coherence
  * tracker asks for on copy lanes, events between lanes where an edge needs
@@ -14,9 +15,12 @@
  * each node's predecessors), so the graph may be destroyed first.
  *
  * Launch protocol, under e->lock: launch counts the launch in `pending`
- * (and in each root's `inflight`) and wakes the worker; the worker runs
- * one launch at a time, in the order they came, then ends the roots'
- * inflight counts, decrements `pending` and broadcasts `done`. Errors of
+ * (and in each root's `inflight`) and, unless the graph's job is queued
+ * or running already, queues it on the engine. The job runs one launch,
+ * then ends the roots' inflight counts, decrements `pending`, broadcasts
+ * `done`, and queues itself again while launches are pending (behind
+ * other graphs' jobs), so a graph's launches run one at a time in the
+ * order they came. Errors of
  * a run go to last_err (what status reports) and, if none is pending
  * report yet, to first_err (what the next wait reports, then forgets).
  *
@@ -33,18 +37,19 @@
  * needs none of this one's locks to finish, so the wait ends.
  *
  * Host nodes (maps, host tasks) run on the runtime's host workers
- * (hostwork.h) while the worker issues the nodes that do not depend on
- * them: at a host node, the worker readies the host copy under the
+ * (hostwork.h) while the issuing thread (the engine thread running the
+ * launch) issues the nodes that do not depend on them: at a host node, it
+ * readies the host copy under the
  * node's root locks as for any step (make_valid enqueues the copies into
  * it), marks what the node writes as written there at once (so that no
  * write-back or read of other bytes touches those host bytes while the
  * node runs: see weft_buffer.host_writers), and hands a host worker the
  * events the plan would have waited for (a ticket, plan.h). The node is
  * then in flight: weft__pick treats it as not done, so its successors
- * wait, and when nothing else can be issued the worker waits for a host
- * node to finish. Finished nodes are noted on the worker's thread between
- * steps (the plan is the worker's alone). A host node whose roots other
- * graphs name runs on the worker as before. In a timed launch a host
+ * wait, and when nothing else can be issued the issuing thread waits for
+ * a host node to finish. Finished nodes are noted on the issuing thread
+ * between steps (the plan is the launch's alone). A host node whose roots
+ * other graphs name runs on the issuing thread. In a timed launch a host
  * worker's steps go on a trace track of that worker's own. If the wait
  * for a handed-over node's inputs fails (device work failed), the bytes it
  * was to write stay marked written on the host though the function never
@@ -54,6 +59,7 @@
 #define WEFT_SCHED_EXEC_H
 
 #include "../graph/graph.h"
+#include "engine.h"
 #include "hostwork.h"
 #include "plan.h"
 
@@ -91,7 +97,7 @@ struct weft_exec {
     weft_buffer **roots;
     uint32_t nroots;
 
-    /* The worker's own: */
+    /* The running launch's own: */
     weft__karg *kargs;    /* max kernel arguments */
     void **ptrs;          /* max host-task accesses */
     unsigned char *state; /* per node, during a run */
@@ -123,10 +129,15 @@ struct weft_exec {
     pthread_mutex_t host_lock;
     pthread_cond_t host_done;
 
+    /*
+     * Launches: `pending` counted by launch, uncounted when one ends;
+     * `queued` while the job is on the engine or running (one launch at a
+     * time: the job queues itself again while launches are pending).
+     */
     pthread_mutex_t lock;
-    pthread_cond_t wake, done;
-    pthread_t worker;
-    unsigned started, stop;
+    pthread_cond_t done;
+    weft__engine_job job;
+    unsigned queued;
     unsigned long pending;
     int first_err, last_err;
     weft__plan_counts counts;              /* of the last launch that ended */

@@ -454,7 +454,6 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
         goto fail;
     }
     pthread_mutex_init(&e->lock, NULL);
-    pthread_cond_init(&e->wake, NULL);
     pthread_cond_init(&e->done, NULL);
     pthread_mutex_init(&e->host_lock, NULL);
     pthread_cond_init(&e->host_done, NULL);
