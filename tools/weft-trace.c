@@ -8,7 +8,7 @@
  * total, bytes per link) goes to stdout; -o also draws the timeline: one row
  * per lane grouped by device, one rectangle per slice coloured by kind.
  */
-#include "base/trace.h"
+#include "tracefile.h"
 
 #include <errno.h>
 #include <inttypes.h>

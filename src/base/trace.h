@@ -1,6 +1,7 @@
 /*
  * Traces: what ran where and when, written as a Chrome trace / Perfetto JSON
- * file, and read back (by weft-trace and the tests).
+ * file. Reading a file back, and its summary, are not part of libweft: they
+ * are the library weft_tracefile (tools/tracefile/) of weft-trace and tests.
  *
  * A trace has tracks (one per lane of each device, one per host worker),
  * grouped by process (one per device, "host" for the workers). Slices sit on
@@ -41,8 +42,6 @@ typedef enum weft__trace_kind {
 
 /* "kernel", "h2d", ...: the "cat" of the JSON events. Never NULL. */
 const char *weft__trace_kind_name(weft__trace_kind kind);
-/* The kind of a category name; WEFT__TRACE_OTHER if unknown. */
-weft__trace_kind weft__trace_kind_parse(const char *name);
 /* Whether the kind moves bytes over a link (h2d, d2h, peer). */
 int weft__trace_kind_is_copy(weft__trace_kind kind);
 
@@ -90,12 +89,12 @@ int weft__trace_add_flow(weft__trace *t, uint64_t from, uint64_t to);
 int weft__trace_write(weft__trace *t, FILE *f);
 int weft__trace_write_file(weft__trace *t, const char *path);
 
-/* ---- reading ----------------------------------------------------------- */
+/* ---- views ------------------------------------------------------------- */
 /*
  * A trace as plain arrays: what weft__trace_view_of snapshots from a live
- * trace and weft__trace_view_load reads from a file. Times are nanoseconds
- * since the trace's origin (the earliest of its creation and its slices), so
- * that a snapshot and the file written from it compare equal.
+ * trace (and writes), and what weft_tracefile reads from a file. Times are
+ * nanoseconds since the trace's origin (the earliest of its creation and its
+ * slices), so that a snapshot and the file written from it compare equal.
  */
 typedef struct weft__trace_track_view {
     uint32_t process; /* index into processes */
@@ -127,50 +126,19 @@ typedef struct weft__trace_view {
 } weft__trace_view;
 
 int weft__trace_view_of(weft__trace *t, weft__trace_view **out);
-/* Read a JSON trace; errors name the file and, for bad JSON, the line. */
-int weft__trace_view_load(const char *path, weft__trace_view **out);
-int weft__trace_view_parse(const char *json, size_t len,
-                           weft__trace_view **out);
 void weft__trace_view_destroy(weft__trace_view *v);
-/* Keep only the slices within [from_ns, to_ns] (times as in the view),
- * and the flows between them. */
-int weft__trace_view_window(weft__trace_view *v, uint64_t from_ns,
-                            uint64_t to_ns);
 /* The slice with that id, or NULL. O(log n). */
 const weft__trace_slice_view *weft__trace_view_find(const weft__trace_view *v,
                                                     uint64_t id);
-
-/* ---- summary ----------------------------------------------------------- */
-typedef struct weft__trace_lane_summary {
-    uint64_t busy_ns; /* time covered by at least one slice of the lane */
-    size_t nslices;
-} weft__trace_lane_summary;
-
-typedef struct weft__trace_process_summary {
-    uint64_t kernel_ns;  /* time during which a kernel ran on it */
-    uint64_t copy_ns;    /* ... during which a copy (h2d/d2h/peer) ran */
-    uint64_t overlap_ns; /* ... during which both did */
-} weft__trace_process_summary;
-
-typedef struct weft__trace_link_summary {
-    char *link;
-    uint64_t bytes;
-    uint64_t busy_ns; /* sum of the copies' durations */
-    size_t ncopies;
-} weft__trace_link_summary;
-
-typedef struct weft__trace_summary {
-    uint64_t start_ns, end_ns;              /* first start, last end */
-    weft__trace_lane_summary *lanes;        /* one per track */
-    weft__trace_process_summary *processes; /* one per process */
-    /* Machine-wide: time during which some copy and some kernel ran. */
-    uint64_t overlap_ns, kernel_ns, copy_ns;
-    size_t nlinks;
-    weft__trace_link_summary *links; /* sorted by name */
-} weft__trace_summary;
-
-int weft__trace_summarize(const weft__trace_view *v, weft__trace_summary **out);
-void weft__trace_summary_destroy(weft__trace_summary *s);
+/*
+ * For whoever fills a view (the snapshot, a reader): sort the slices in the
+ * view's order, index them by id, then keep only the flows whose two ends
+ * exist (a slice whose recording failed, a foreign file); flows stay in
+ * their order.
+ */
+int weft__trace_view_finish(weft__trace_view *v);
+/* The view's slice order (track, then start, then id), for qsort. */
+int weft__trace_slice_view_cmp(const void *a, const void *b);
 
 /* s as a JSON string literal, quotes included. */
 void weft__json_string(FILE *f, const char *s);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "base/trace.h"
+#include "tracefile.h"
 #include "drivers/sim/sim.h"
 #include "runtime.h"
 

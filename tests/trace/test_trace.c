@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "base/trace.h"
+#include "tracefile.h"
 
 #include <fcntl.h>
 #include <ftw.h>
