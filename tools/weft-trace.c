@@ -271,24 +271,162 @@ static void svg_slice_title(FILE *f, const weft__trace_slice_view *s)
     fputs("</title>", f);
 }
 
+/* The picture's geometry, shared by the parts of write_svg. */
+typedef struct svg_frame {
+    double x0, x1, scale, bottom;
+    uint64_t start_ns;
+    const double *y; /* per track: the top of its row */
+} svg_frame;
+
+/* The axis: ticks from the first start, labelled from 0. */
+static void svg_axis(FILE *f, const svg_frame *fr, double span)
+{
+    double step = tick_step(span);
+    char label[64];
+
+    fprintf(f,
+            "<g class=\"axis\" stroke=\"#999999\">\n"
+            "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n",
+            fr->x0, AXIS_Y, fr->x1, AXIS_Y);
+    for (double t = 0; t <= span * 1.0001; t += step) {
+        double x = fr->x0 + t * fr->scale;
+
+        tick_label(label, sizeof label, t, step);
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.0f\" "
+                "stroke=\"#e4e4e4\"/>"
+                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+                "<text class=\"tick\" x=\"%.1f\" y=\"%d\" stroke=\"none\" "
+                "fill=\"#444444\" text-anchor=\"middle\">%s</text>\n",
+                x, AXIS_Y, x, fr->bottom, x, AXIS_Y - 4, x, AXIS_Y, x,
+                AXIS_Y - 8, label);
+    }
+    fputs("</g>\n", f);
+}
+
+/* One header per device, one row per lane. */
+static void svg_lanes(FILE *f, const svg_frame *fr, const weft__trace_view *v)
+{
+    for (size_t i = 0; i < v->ntracks; i++) {
+        if (i == 0 || v->tracks[i].process != v->tracks[i - 1].process) {
+            fprintf(f,
+                    "<text class=\"device\" x=\"8\" y=\"%.0f\" "
+                    "font-weight=\"bold\">",
+                    fr->y[i] - 6);
+            xml_text(f, v->processes[v->tracks[i].process]);
+            fputs("</text>\n", f);
+        }
+        fprintf(f,
+                "<g class=\"lane\"><rect x=\"%.1f\" y=\"%.0f\" "
+                "width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
+                "<text x=\"20\" y=\"%.0f\">",
+                fr->x0, fr->y[i], fr->x1 - fr->x0, ROW_HEIGHT,
+                i % 2 ? "#f7f7f7" : "#efefef", fr->y[i] + 15);
+        xml_text(f, v->tracks[i].name);
+        fputs("</text></g>\n", f);
+    }
+}
+
+/* Slices, never thinner than half a pixel so that none vanishes; then the
+ * dependency arrows, faint: they explain, the slices are the point. */
+static void svg_slices(FILE *f, const svg_frame *fr, const weft__trace_view *v)
+{
+    for (size_t i = 0; i < v->nslices; i++) {
+        const weft__trace_slice_view *sl = &v->slices[i];
+        double x = fr->x0 + (double)(sl->start_ns - fr->start_ns) * fr->scale;
+        double w = (double)(sl->end_ns - sl->start_ns) * fr->scale;
+
+        fprintf(f,
+                "<rect class=\"slice %s\" x=\"%.2f\" y=\"%.0f\" "
+                "width=\"%.2f\" height=\"%d\" fill=\"%s\" "
+                "stroke=\"#ffffff\" stroke-width=\"0.5\">",
+                weft__trace_kind_name(sl->kind), x,
+                fr->y[sl->track] + (ROW_HEIGHT - SLICE_HEIGHT) / 2.0,
+                w < 0.5 ? 0.5 : w, SLICE_HEIGHT, kind_colors[sl->kind]);
+        svg_slice_title(f, sl);
+        fputs("</rect>\n", f);
+    }
+    if (!v->nflows || v->nflows > MAX_FLOWS)
+        return;
+    fputs("<g class=\"flows\" stroke=\"#333333\" stroke-opacity=\"0.35\" "
+          "fill=\"none\">\n",
+          f);
+    for (size_t i = 0; i < v->nflows; i++) {
+        const weft__trace_slice_view *a =
+            weft__trace_view_find(v, v->flows[i].from);
+        const weft__trace_slice_view *b =
+            weft__trace_view_find(v, v->flows[i].to);
+
+        if (!a || !b)
+            continue;
+        fprintf(f,
+                "<line class=\"flow\" x1=\"%.2f\" y1=\"%.0f\" "
+                "x2=\"%.2f\" y2=\"%.0f\"/>\n",
+                fr->x0 + (double)(a->end_ns - fr->start_ns) * fr->scale,
+                fr->y[a->track] + ROW_HEIGHT / 2.0,
+                fr->x0 + (double)(b->start_ns - fr->start_ns) * fr->scale,
+                fr->y[b->track] + ROW_HEIGHT / 2.0);
+    }
+    fputs("</g>\n", f);
+}
+
+/* The legend (the kinds present), then the summary's lines if asked. */
+static void svg_legend(FILE *f, const svg_frame *fr, unsigned present,
+                       const report *r, int with_summary)
+{
+    double lx = fr->x0;
+
+    fputs("<g class=\"legend\">\n", f);
+    for (unsigned k = 0; k < WEFT__TRACE_KIND_COUNT; k++) {
+        if (!(present & 1u << k))
+            continue;
+        fprintf(f,
+                "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" "
+                "height=\"12\" fill=\"%s\"/><text x=\"%.0f\" "
+                "y=\"%.0f\">%s</text>\n",
+                lx, fr->bottom + 14, kind_colors[k], lx + 16, fr->bottom + 24,
+                weft__trace_kind_name((weft__trace_kind)k));
+        lx += 90;
+    }
+    if (!present)
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">no slices</text>\n", lx,
+                fr->bottom + 24);
+    fputs("</g>\n", f);
+    if (!with_summary)
+        return;
+    fputs("<g class=\"summary\" font-family=\"DejaVu Sans Mono, "
+          "monospace\" font-size=\"12\" xml:space=\"preserve\">\n",
+          f);
+    for (size_t i = 0; i < r->n; i++) {
+        fprintf(f, "<text x=\"12\" y=\"%.0f\">",
+                fr->bottom + 56 + (double)i * LINE_HEIGHT);
+        xml_text(f, r->lines[i]);
+        fputs("</text>\n", f);
+    }
+    fputs("</g>\n", f);
+}
+
 static int write_svg(FILE *f, const char *title, const weft__trace_view *v,
                      const weft__trace_summary *s, const report *r,
                      int with_summary)
 {
-    double bottom, height, x0 = LABEL_WIDTH, x1 = SVG_WIDTH - RIGHT_MARGIN;
-    double span = (double)(s->end_ns - s->start_ns), scale, step;
-    double *y = row_positions(v, &bottom);
+    double span = (double)(s->end_ns - s->start_ns), height;
+    svg_frame fr = {.x0 = LABEL_WIDTH,
+                    .x1 = SVG_WIDTH - RIGHT_MARGIN,
+                    .start_ns = s->start_ns};
+    double *y = row_positions(v, &fr.bottom);
     unsigned present = 0;
-    char label[64];
 
     if (!y)
         return weft__error(WEFT_ENOMEM, "no memory for the picture");
+    fr.y = y;
     if (span <= 0)
         span = 1000; /* an empty or instantaneous trace: 1 us of axis */
-    scale = (x1 - x0) / span;
+    fr.scale = (fr.x1 - fr.x0) / span;
     for (size_t i = 0; i < v->nslices; i++)
         present |= 1u << v->slices[i].kind;
-    height = bottom + 40 + (with_summary ? (double)r->n * LINE_HEIGHT + 8 : 0);
+    height =
+        fr.bottom + 40 + (with_summary ? (double)r->n * LINE_HEIGHT + 8 : 0);
 
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
@@ -300,123 +438,10 @@ static int write_svg(FILE *f, const char *title, const weft__trace_view *v,
     fputs("<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">", f);
     xml_text(f, title);
     fputs("</text>\n", f);
-
-    /* the axis: ticks from the first start, labelled from 0 */
-    step = tick_step(span);
-    fprintf(f,
-            "<g class=\"axis\" stroke=\"#999999\">\n"
-            "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n",
-            x0, AXIS_Y, x1, AXIS_Y);
-    for (double t = 0; t <= span * 1.0001; t += step) {
-        double x = x0 + t * scale;
-
-        tick_label(label, sizeof label, t, step);
-        fprintf(f,
-                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.0f\" "
-                "stroke=\"#e4e4e4\"/>"
-                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-                "<text class=\"tick\" x=\"%.1f\" y=\"%d\" stroke=\"none\" "
-                "fill=\"#444444\" text-anchor=\"middle\">%s</text>\n",
-                x, AXIS_Y, x, bottom, x, AXIS_Y - 4, x, AXIS_Y, x, AXIS_Y - 8,
-                label);
-    }
-    fputs("</g>\n", f);
-
-    /* one header per device, one row per lane */
-    for (size_t i = 0; i < v->ntracks; i++) {
-        if (i == 0 || v->tracks[i].process != v->tracks[i - 1].process) {
-            fprintf(f,
-                    "<text class=\"device\" x=\"8\" y=\"%.0f\" "
-                    "font-weight=\"bold\">",
-                    y[i] - 6);
-            xml_text(f, v->processes[v->tracks[i].process]);
-            fputs("</text>\n", f);
-        }
-        fprintf(f,
-                "<g class=\"lane\"><rect x=\"%.1f\" y=\"%.0f\" "
-                "width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
-                "<text x=\"20\" y=\"%.0f\">",
-                x0, y[i], x1 - x0, ROW_HEIGHT, i % 2 ? "#f7f7f7" : "#efefef",
-                y[i] + 15);
-        xml_text(f, v->tracks[i].name);
-        fputs("</text></g>\n", f);
-    }
-
-    /* slices: never thinner than half a pixel, so that none vanishes */
-    for (size_t i = 0; i < v->nslices; i++) {
-        const weft__trace_slice_view *sl = &v->slices[i];
-        double x = x0 + (double)(sl->start_ns - s->start_ns) * scale;
-        double w = (double)(sl->end_ns - sl->start_ns) * scale;
-
-        fprintf(f,
-                "<rect class=\"slice %s\" x=\"%.2f\" y=\"%.0f\" "
-                "width=\"%.2f\" height=\"%d\" fill=\"%s\" "
-                "stroke=\"#ffffff\" stroke-width=\"0.5\">",
-                weft__trace_kind_name(sl->kind), x,
-                y[sl->track] + (ROW_HEIGHT - SLICE_HEIGHT) / 2.0,
-                w < 0.5 ? 0.5 : w, SLICE_HEIGHT, kind_colors[sl->kind]);
-        svg_slice_title(f, sl);
-        fputs("</rect>\n", f);
-    }
-
-    /* dependency arrows, faint: they explain, the slices are the point */
-    if (v->nflows && v->nflows <= MAX_FLOWS) {
-        fputs("<g class=\"flows\" stroke=\"#333333\" stroke-opacity=\"0.35\" "
-              "fill=\"none\">\n",
-              f);
-        for (size_t i = 0; i < v->nflows; i++) {
-            const weft__trace_slice_view *a =
-                weft__trace_view_find(v, v->flows[i].from);
-            const weft__trace_slice_view *b =
-                weft__trace_view_find(v, v->flows[i].to);
-
-            if (!a || !b)
-                continue;
-            fprintf(f,
-                    "<line class=\"flow\" x1=\"%.2f\" y1=\"%.0f\" "
-                    "x2=\"%.2f\" y2=\"%.0f\"/>\n",
-                    x0 + (double)(a->end_ns - s->start_ns) * scale,
-                    y[a->track] + ROW_HEIGHT / 2.0,
-                    x0 + (double)(b->start_ns - s->start_ns) * scale,
-                    y[b->track] + ROW_HEIGHT / 2.0);
-        }
-        fputs("</g>\n", f);
-    }
-
-    /* the legend: the kinds present */
-    {
-        double lx = x0;
-
-        fputs("<g class=\"legend\">\n", f);
-        for (unsigned k = 0; k < WEFT__TRACE_KIND_COUNT; k++) {
-            if (!(present & 1u << k))
-                continue;
-            fprintf(f,
-                    "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" "
-                    "height=\"12\" fill=\"%s\"/><text x=\"%.0f\" "
-                    "y=\"%.0f\">%s</text>\n",
-                    lx, bottom + 14, kind_colors[k], lx + 16, bottom + 24,
-                    weft__trace_kind_name((weft__trace_kind)k));
-            lx += 90;
-        }
-        if (!present)
-            fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">no slices</text>\n", lx,
-                    bottom + 24);
-        fputs("</g>\n", f);
-    }
-
-    if (with_summary) {
-        fputs("<g class=\"summary\" font-family=\"DejaVu Sans Mono, "
-              "monospace\" font-size=\"12\" xml:space=\"preserve\">\n",
-              f);
-        for (size_t i = 0; i < r->n; i++) {
-            fprintf(f, "<text x=\"12\" y=\"%.0f\">",
-                    bottom + 56 + (double)i * LINE_HEIGHT);
-            xml_text(f, r->lines[i]);
-            fputs("</text>\n", f);
-        }
-        fputs("</g>\n", f);
-    }
+    svg_axis(f, &fr, span);
+    svg_lanes(f, &fr, v);
+    svg_slices(f, &fr, v);
+    svg_legend(f, &fr, present, r, with_summary);
     fputs("</svg>\n", f);
     weft__free(y);
     return 0;
