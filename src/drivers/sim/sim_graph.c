@@ -512,32 +512,19 @@ static int sim_step_prep(sim_step *st)
     return 0;
 }
 
-int weft__sim_graph_launch(void *graph, weft__queue *wq)
+/*
+ * Outside the lock: the steps of a launch of g on q, prepared, into steps
+ * (room for 1 + 3 * nqueues + n): the fork, every node in capture order,
+ * the join. *count says how many were filled, whether or not it fails;
+ * what they hold is the caller's to free.
+ */
+static int sim_graph_steps(const sim_platform *p, const sim_graph *g,
+                           sim_queue *q, sim_step *steps, size_t *count)
 {
-    sim_graph *g = graph;
-    sim_queue *q = (sim_queue *)wq;
-    sim_platform *p = sim_ctx_platform(wq->ctx);
-    sim_event *fork, *join;
-    sim_step *steps;
-    size_t n = 0, max;
+    sim_event *fork = &g->events[g->nevents], *join = fork + 1;
+    size_t n = 0;
     int rc = 0;
 
-    if (g->p != p)
-        return weft__error(WEFT_EINVAL,
-                           "graph_launch: a graph of another simulated "
-                           "machine on a queue of %s",
-                           wq->ctx->dev->name);
-    for (unsigned i = 0; i < g->nqueues; i++)
-        if (__atomic_load_n(&g->queues[i]->base.destroyed, __ATOMIC_ACQUIRE))
-            return weft__error(WEFT_EDESTROYED,
-                               "graph_launch: a queue of the graph (on %s) "
-                               "was destroyed",
-                               g->queues[i]->base.ctx->dev->name);
-    fork = &g->events[g->nevents];
-    join = fork + 1;
-    max = 1 + 3 * (size_t)g->nqueues + g->n;
-    if (!(steps = weft__calloc(max, sizeof *steps)))
-        return weft__error(WEFT_ENOMEM, "sim: out of memory for a launch");
     /* Fork: every other queue of the graph waits for what q had. */
     steps[n].q = q;
     steps[n].ev = fork;
@@ -573,7 +560,19 @@ int weft__sim_graph_launch(void *graph, weft__queue *wq)
         }
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = sim_step_prep(&steps[i]);
-    sim_lock(p);
+    *count = n;
+    return rc;
+}
+
+/*
+ * Under the lock: submit the n prepared steps of a launch of g on q, all
+ * or none. Once they are in, their items are taken (set to NULL).
+ */
+static int sim_graph_submit(sim_platform *p, const sim_graph *g, sim_queue *q,
+                            sim_step *steps, size_t n)
+{
+    int rc = 0;
+
     /* Nothing of what follows may fail once the first step is in. */
     for (unsigned i = 0; i <= g->nqueues && rc == 0; i++) {
         sim_queue *gq = i < g->nqueues ? g->queues[i] : q;
@@ -604,6 +603,36 @@ int weft__sim_graph_launch(void *graph, weft__queue *wq)
         st->m = NULL;
         st->pr.w = NULL;
     }
+    return rc;
+}
+
+int weft__sim_graph_launch(void *graph, weft__queue *wq)
+{
+    sim_graph *g = graph;
+    sim_queue *q = (sim_queue *)wq;
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    sim_step *steps;
+    size_t n = 0;
+    int rc;
+
+    if (g->p != p)
+        return weft__error(WEFT_EINVAL,
+                           "graph_launch: a graph of another simulated "
+                           "machine on a queue of %s",
+                           wq->ctx->dev->name);
+    for (unsigned i = 0; i < g->nqueues; i++)
+        if (__atomic_load_n(&g->queues[i]->base.destroyed, __ATOMIC_ACQUIRE))
+            return weft__error(WEFT_EDESTROYED,
+                               "graph_launch: a queue of the graph (on %s) "
+                               "was destroyed",
+                               g->queues[i]->base.ctx->dev->name);
+    steps = weft__calloc(1 + 3 * (size_t)g->nqueues + g->n, sizeof *steps);
+    if (!steps)
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for a launch");
+    rc = sim_graph_steps(p, g, q, steps, &n);
+    sim_lock(p);
+    if (rc == 0)
+        rc = sim_graph_submit(p, g, q, steps, n);
     sim_unlock(p);
     for (size_t i = 0; i < n; i++) {
         weft__free(steps[i].m);
