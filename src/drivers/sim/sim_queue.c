@@ -184,28 +184,34 @@ static void *sim_worker(void *arg)
 /* ---- the host's clock -------------------------------------------------- */
 
 /*
- * The calling thread's clock (sim.c, "The host's clock"): the platform it
- * last waited on, by id rather than address so that a platform later made
- * at the same address starts afresh, and the virtual time it saw there.
+ * The calling thread as the model sees it: the driver interface names no
+ * calling thread, yet each has a clock of its own (sim.c, "The host's
+ * clock"). platform, ns: the platform it last waited on, by id rather than
+ * address so that a platform later made at the same address starts
+ * afresh, and the virtual time it saw there. tag: its name in the check's
+ * log (check=1), unique in the process, given at its first checked
+ * operation (0 until then).
  */
 static _Thread_local struct {
     uint64_t platform;
     uint64_t ns;
-} sim_host_clock;
+    uint64_t tag;
+} sim_host;
+static uint64_t sim_host_tags; /* atomic: the last tag handed out */
 
 uint64_t weft__sim_host_now(const sim_platform *p)
 {
-    return sim_host_clock.platform == p->id ? sim_host_clock.ns : 0;
+    return sim_host.platform == p->id ? sim_host.ns : 0;
 }
 
 /* The calling thread has seen virtual time t pass on p. */
 void weft__sim_host_saw(const sim_platform *p, uint64_t t)
 {
-    if (sim_host_clock.platform != p->id) {
-        sim_host_clock.platform = p->id;
-        sim_host_clock.ns = 0;
+    if (sim_host.platform != p->id) {
+        sim_host.platform = p->id;
+        sim_host.ns = 0;
     }
-    sim_host_clock.ns = WEFT__MAX(sim_host_clock.ns, t);
+    sim_host.ns = WEFT__MAX(sim_host.ns, t);
 }
 
 /* ---- submission -------------------------------------------------------- */
@@ -258,12 +264,12 @@ int weft__sim_queue_start(sim_queue *q)
 static void sim_check(sim_platform *p, const weft__sim_op *op,
                       const sim_access *acc, unsigned nacc)
 {
-    static uint64_t threads; /* atomic: the last tag handed out */
-    static _Thread_local uint64_t self;
     size_t n = WEFT__MIN(p->nlog, (size_t)SIM_LOG);
+    uint64_t self;
 
-    if (!self)
-        self = __atomic_add_fetch(&threads, 1, __ATOMIC_RELAXED);
+    if (!sim_host.tag)
+        sim_host.tag = __atomic_add_fetch(&sim_host_tags, 1, __ATOMIC_RELAXED);
+    self = sim_host.tag;
 
     for (unsigned a = 0; a < nacc; a++) {
         const sim_access *x = &acc[a];
