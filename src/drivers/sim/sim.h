@@ -2,10 +2,10 @@
  * The sim driver's record: what tests and tools read to see what the
  * simulated machine did. Every operation enqueued on a sim queue appends one
  * entry, at enqueue time and in submission order, with its virtual start
- * and end; sim.c describes the time model and the configuration keys. An
- * operation enqueued on a queue that takes part in a capture (graphs=1)
- * appends nothing: each launch of the native graph appends its operations,
- * with the records and waits that order them (sim.c, "Native graphs").
+ * and end; sim.c describes the time model, sim_config.c the configuration
+ * keys. An operation enqueued on a queue that takes part in a capture
+ * (graphs=1) appends nothing: each launch of the native graph appends its
+ * operations, with the records and waits that order them (sim_graph.c).
  */
 #ifndef WEFT_SIM_H
 #define WEFT_SIM_H
