@@ -188,7 +188,7 @@ int weft__ocl_capture_copy(ocl_queue *q, cl_mem src, size_t src_off, cl_mem dst,
     ocl_capture *c = q->cap;
     const ocl_device *d = c->dev;
     const cl_sync_point_khr *w;
-    cl_sync_point_khr sp;
+    cl_sync_point_khr sp = 0;
     cl_uint n;
     cl_int rc;
     int err;
@@ -215,7 +215,7 @@ int weft__ocl_capture_fill(ocl_queue *q, cl_mem dst, size_t off,
     ocl_capture *c = q->cap;
     const ocl_device *d = c->dev;
     const cl_sync_point_khr *w;
-    cl_sync_point_khr sp;
+    cl_sync_point_khr sp = 0;
     cl_uint n;
     cl_int rc;
     int err;
@@ -245,7 +245,7 @@ static int ocl_capture_barrier(ocl_queue *q)
     ocl_capture *c = q->cap;
     const ocl_device *d = c->dev;
     const cl_sync_point_khr *w;
-    cl_sync_point_khr sp;
+    cl_sync_point_khr sp = 0;
     cl_uint n;
     cl_int rc;
     int err;
@@ -476,7 +476,7 @@ int weft__ocl_capture_launch(ocl_queue *q, ocl_kernel *k, cl_kernel kcl,
 {
     ocl_capture *c = q->cap;
     const cl_sync_point_khr *w;
-    cl_sync_point_khr sp;
+    cl_sync_point_khr sp = 0;
     cl_uint n;
     cl_int rc;
     int err;
