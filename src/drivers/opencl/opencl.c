@@ -2,8 +2,8 @@
  * The OpenCL driver: discovery (platforms, devices and what they can do)
  * and the driver table. Contexts, queues, events and host functions are in
  * opencl_queue.c, memory and copies in opencl_mem.c, modules and launches
- * in opencl_kernel.c, native graphs in opencl_graph.c, error translation
- * in opencl_lib.c.
+ * in opencl_kernel.c, native graphs in opencl_graph.c, the ICD loader and
+ * error translation in opencl_lib.c.
  */
 #include "opencl_internal.h"
 
@@ -37,14 +37,14 @@ static char *ocl_device_string(cl_device_id d, cl_device_info what, cl_int *rc)
     size_t n = 0;
     char *s;
 
-    *rc = OCL("clGetDeviceInfo", clGetDeviceInfo(d, what, 0, NULL, &n));
+    *rc = OCL("clGetDeviceInfo", weft__cl.GetDeviceInfo(d, what, 0, NULL, &n));
     if (*rc != CL_SUCCESS)
         return NULL;
     if (!(s = weft__malloc(n + 1))) {
         *rc = CL_OUT_OF_HOST_MEMORY;
         return NULL;
     }
-    *rc = OCL("clGetDeviceInfo", clGetDeviceInfo(d, what, n, s, NULL));
+    *rc = OCL("clGetDeviceInfo", weft__cl.GetDeviceInfo(d, what, n, s, NULL));
     if (*rc != CL_SUCCESS) {
         weft__free(s);
         return NULL;
@@ -74,12 +74,14 @@ static cl_int ocl_platform_text(cl_platform_id p, cl_platform_info what,
     char *s;
     cl_int rc;
 
-    rc = OCL("clGetPlatformInfo", clGetPlatformInfo(p, what, 0, NULL, &n));
+    rc = OCL("clGetPlatformInfo",
+             weft__cl.GetPlatformInfo(p, what, 0, NULL, &n));
     if (rc != CL_SUCCESS)
         return rc;
     if (!(s = weft__malloc(n + 1)))
         return CL_OUT_OF_HOST_MEMORY;
-    rc = OCL("clGetPlatformInfo", clGetPlatformInfo(p, what, n, s, NULL));
+    rc =
+        OCL("clGetPlatformInfo", weft__cl.GetPlatformInfo(p, what, n, s, NULL));
     if (rc == CL_SUCCESS) {
         s[n] = 0;
         weft__ocl_trim(s);
@@ -92,13 +94,15 @@ static cl_int ocl_platform_text(cl_platform_id p, cl_platform_info what,
 static cl_int ocl_device_get(cl_device_id d, cl_device_info what, size_t size,
                              void *out)
 {
-    return OCL("clGetDeviceInfo", clGetDeviceInfo(d, what, size, out, NULL));
+    return OCL("clGetDeviceInfo",
+               weft__cl.GetDeviceInfo(d, what, size, out, NULL));
 }
 
 static cl_int ocl_device_get_size(cl_device_id d, cl_device_info what,
                                   size_t *size)
 {
-    return OCL("clGetDeviceInfo", clGetDeviceInfo(d, what, 0, NULL, size));
+    return OCL("clGetDeviceInfo",
+               weft__cl.GetDeviceInfo(d, what, 0, NULL, size));
 }
 
 /* "OpenCL 3.0 ..." -> 300; 0 if unreadable. */
@@ -166,7 +170,8 @@ static const ocl_cmdbuf_api *ocl_cmdbuf_resolve(ocl_platform *p)
         return a->ok ? a : NULL;
     a->resolved = 1;
 #define OCL_RESOLVE(field, type, name)                                         \
-    a->field = (type)clGetExtensionFunctionAddressForPlatform(p->id, name)
+    a->field =                                                                 \
+        (type)weft__cl.GetExtensionFunctionAddressForPlatform(p->id, name)
     OCL_RESOLVE(create, clCreateCommandBufferKHR_fn,
                 "clCreateCommandBufferKHR");
     OCL_RESOLVE(finalize, clFinalizeCommandBufferKHR_fn,
@@ -276,7 +281,8 @@ static void ocl_device_optional(ocl_platform *p, ocl_device *d,
                            &svm) == CL_SUCCESS)
             pr->svm = (svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER) != 0;
     }
-    if (d->version >= 201 && p->version >= 201) {
+    if (d->version >= 201 && p->version >= 201 &&
+        weft__cl.CreateProgramWithIL) {
         cl_int irc;
         char *il = ocl_device_string(d->id, CL_DEVICE_IL_VERSION, &irc);
 
@@ -284,7 +290,7 @@ static void ocl_device_optional(ocl_platform *p, ocl_device *d,
         weft__free(il);
     }
     if (!d->il_core && ocl_has_ext(exts, "cl_khr_il_program"))
-        d->il_khr = (ocl_il_fn)clGetExtensionFunctionAddressForPlatform(
+        d->il_khr = (ocl_il_fn)weft__cl.GetExtensionFunctionAddressForPlatform(
             p->id, "clCreateProgramWithILKHR");
     if (ocl_has_ext(exts, "cl_nv_device_attribute_query")) {
         cl_uint major, minor;
@@ -350,7 +356,8 @@ static int ocl_device_fill(ocl_platform *p, ocl_device *d)
                               d->base.driver_index, p->base.name);
 
     d->version = ocl_parse_version(version);
-    d->new_queues = d->version >= 200 && p->version >= 200;
+    d->new_queues = d->version >= 200 && p->version >= 200 &&
+                    weft__cl.CreateCommandQueueWithProperties;
     d->align = align_bits >= 8 ? align_bits / 8 : 1;
     pr->arg_offset_align = d->align;
     d->profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) != 0;
@@ -402,7 +409,7 @@ static void ocl_platform_free(weft__platform *p)
     weft__free(p);
 }
 
-static void ocl_platforms_close(weft__platform **platforms, unsigned n)
+static void ocl_platforms_free(weft__platform **platforms, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
         if (platforms[i])
@@ -423,7 +430,7 @@ static int ocl_platform_open(cl_platform_id id, unsigned *next_index,
 
     *out = NULL;
     rc = OCL("clGetDeviceIDs",
-             clGetDeviceIDs(id, CL_DEVICE_TYPE_ALL, 0, NULL, &nd));
+             weft__cl.GetDeviceIDs(id, CL_DEVICE_TYPE_ALL, 0, NULL, &nd));
     if (rc == CL_DEVICE_NOT_FOUND || (rc == CL_SUCCESS && nd == 0))
         return 0;
     if (rc != CL_SUCCESS)
@@ -450,7 +457,7 @@ static int ocl_platform_open(cl_platform_id id, unsigned *next_index,
         goto fail;
     }
     rc = OCL("clGetDeviceIDs",
-             clGetDeviceIDs(id, CL_DEVICE_TYPE_ALL, nd, ids, &nd));
+             weft__cl.GetDeviceIDs(id, CL_DEVICE_TYPE_ALL, nd, ids, &nd));
     if (rc != CL_SUCCESS) {
         err = weft__ocl_fail(rc, "clGetDeviceIDs: devices of platform %s",
                              p->base.name);
@@ -480,8 +487,8 @@ fail:
     return err;
 }
 
-static int ocl_platforms_open(const weft__driver_config *cfg,
-                              weft__platform ***platforms, unsigned *n)
+/* Every platform with a device, of the loader loaded. */
+static int ocl_platforms_list(weft__platform ***platforms, unsigned *n)
 {
     cl_platform_id *ids = NULL;
     weft__platform **out = NULL;
@@ -490,10 +497,7 @@ static int ocl_platforms_open(const weft__driver_config *cfg,
     cl_int rc;
     int err;
 
-    (void)cfg;
-    *platforms = NULL;
-    *n = 0;
-    rc = OCL("clGetPlatformIDs", clGetPlatformIDs(0, NULL, &np));
+    rc = OCL("clGetPlatformIDs", weft__cl.GetPlatformIDs(0, NULL, &np));
     if (rc == CL_PLATFORM_NOT_FOUND_KHR || (rc == CL_SUCCESS && np == 0))
         return weft__driver_error(WEFT_ENOTSUP, "opencl", rc,
                                   rc ? "CL_PLATFORM_NOT_FOUND_KHR" : "",
@@ -505,7 +509,7 @@ static int ocl_platforms_open(const weft__driver_config *cfg,
         err = weft__error(WEFT_ENOMEM, "opencl: %u platforms", np);
         goto fail;
     }
-    rc = OCL("clGetPlatformIDs", clGetPlatformIDs(np, ids, &np));
+    rc = OCL("clGetPlatformIDs", weft__cl.GetPlatformIDs(np, ids, &np));
     if (rc != CL_SUCCESS) {
         err = weft__ocl_fail(rc, "clGetPlatformIDs: listing platforms");
         goto fail;
@@ -530,8 +534,30 @@ static int ocl_platforms_open(const weft__driver_config *cfg,
 fail:
     weft__free(ids);
     if (out)
-        ocl_platforms_close(out, nout);
+        ocl_platforms_free(out, nout);
     return err;
+}
+
+/* Each successful open holds a load of the ICD loader until its close. */
+static int ocl_platforms_open(const weft__driver_config *cfg,
+                              weft__platform ***platforms, unsigned *n)
+{
+    int err;
+
+    (void)cfg;
+    *platforms = NULL;
+    *n = 0;
+    if ((err = weft__ocl_load()) < 0)
+        return err;
+    if ((err = ocl_platforms_list(platforms, n)) < 0)
+        weft__ocl_unload();
+    return err;
+}
+
+static void ocl_platforms_close(weft__platform **platforms, unsigned n)
+{
+    ocl_platforms_free(platforms, n);
+    weft__ocl_unload();
 }
 
 /*

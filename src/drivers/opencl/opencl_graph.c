@@ -416,7 +416,7 @@ int weft__ocl_graph_launch(void *graph, weft__queue *q)
      * the launch before must be over first.
      */
     if (!g->dev->cmdbuf_simultaneous && g->done) {
-        rc = OCL("clWaitForEvents", clWaitForEvents(1, &g->done));
+        rc = OCL("clWaitForEvents", weft__cl.WaitForEvents(1, &g->done));
         if (rc != CL_SUCCESS &&
             rc != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
             return weft__ocl_fail(rc, "clWaitForEvents: a graph's launch on %s",
@@ -455,7 +455,8 @@ int weft__ocl_capture_kernel(ocl_queue *q, ocl_kernel *k, cl_kernel *out)
                  c->held.nkernels, sizeof *c->held.kernels) < 0)
         return ocl_capture_fail(
             q, weft__error(WEFT_ENOMEM, "opencl: recording %s", k->name));
-    own = OCL_NEW("clCreateKernel", rc, clCreateKernel(m->prog, k->name, &rc));
+    own = OCL_NEW("clCreateKernel", rc,
+                  weft__cl.CreateKernel(m->prog, k->name, &rc));
     if (!own)
         return ocl_capture_fail(
             q, weft__ocl_fail(rc, "clCreateKernel: %s, recorded on %s", k->name,

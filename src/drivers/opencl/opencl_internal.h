@@ -2,7 +2,9 @@
  * What the files of the OpenCL driver share. Nothing outside
  * src/drivers/opencl/ includes this, except the driver's own tests.
  *
- * The driver reaches every platform and device the ICD loader knows.
+ * The driver reaches every platform and device the ICD loader knows. The
+ * loader (libOpenCL.so.1) is loaded at run time (opencl_lib.c): a machine
+ * without it has no OpenCL devices, and libweft does not link it.
  *
  * Object mapping: one cl_context per device (contexts of one platform could
  * span devices, but one per device keeps a weft context's objects on its
@@ -36,9 +38,94 @@
 
 #include "opencl.h"
 
-#include <CL/cl.h>
-#include <CL/cl_ext.h>
+#include <CL/cl_icd.h>
 #include <pthread.h>
+
+/* ---- the ICD loader ---------------------------------------------------- */
+
+/*
+ * The OpenCL entry points the driver calls, X(name, required): table member
+ * name, symbol "cl" name, type cl_api_cl<name> (CL/cl_icd.h). What OpenCL
+ * 1.2 has is required. Without an optional one, the feature it serves is
+ * off: queue priorities (clCreateCommandQueueWithProperties, 2.0), SPIR-V
+ * through the core entry point (clCreateProgramWithIL, 2.1).
+ */
+#define WEFT__OCL_FUNCS(X)                                                     \
+    X(GetPlatformIDs, 1)                                                       \
+    X(GetPlatformInfo, 1)                                                      \
+    X(GetDeviceIDs, 1)                                                         \
+    X(GetDeviceInfo, 1)                                                        \
+    X(GetExtensionFunctionAddressForPlatform, 1)                               \
+    X(CreateContext, 1)                                                        \
+    X(ReleaseContext, 1)                                                       \
+    X(CreateCommandQueue, 1)                                                   \
+    X(CreateCommandQueueWithProperties, 0)                                     \
+    X(ReleaseCommandQueue, 1)                                                  \
+    X(Flush, 1)                                                                \
+    X(Finish, 1)                                                               \
+    X(CreateBuffer, 1)                                                         \
+    X(CreateSubBuffer, 1)                                                      \
+    X(ReleaseMemObject, 1)                                                     \
+    X(EnqueueReadBuffer, 1)                                                    \
+    X(EnqueueWriteBuffer, 1)                                                   \
+    X(EnqueueCopyBuffer, 1)                                                    \
+    X(EnqueueFillBuffer, 1)                                                    \
+    X(EnqueueMapBuffer, 1)                                                     \
+    X(EnqueueUnmapMemObject, 1)                                                \
+    X(CreateProgramWithSource, 1)                                              \
+    X(CreateProgramWithBinary, 1)                                              \
+    X(CreateProgramWithIL, 0)                                                  \
+    X(BuildProgram, 1)                                                         \
+    X(GetProgramInfo, 1)                                                       \
+    X(GetProgramBuildInfo, 1)                                                  \
+    X(ReleaseProgram, 1)                                                       \
+    X(CreateKernel, 1)                                                         \
+    X(GetKernelInfo, 1)                                                        \
+    X(GetKernelArgInfo, 1)                                                     \
+    X(SetKernelArg, 1)                                                         \
+    X(ReleaseKernel, 1)                                                        \
+    X(EnqueueNDRangeKernel, 1)                                                 \
+    X(EnqueueMarkerWithWaitList, 1)                                            \
+    X(EnqueueBarrierWithWaitList, 1)                                           \
+    X(CreateUserEvent, 1)                                                      \
+    X(SetUserEventStatus, 1)                                                   \
+    X(SetEventCallback, 1)                                                     \
+    X(GetEventInfo, 1)                                                         \
+    X(GetEventProfilingInfo, 1)                                                \
+    X(WaitForEvents, 1)                                                        \
+    X(RetainEvent, 1)                                                          \
+    X(ReleaseEvent, 1)
+
+/*
+ * The loader's entry points. Filled by weft__ocl_load under the loader's
+ * lock and cleared by the weft__ocl_unload that drops the last load; read
+ * without a lock by code that holds a load (every platform of a runtime
+ * does), for which it does not change.
+ */
+typedef struct weft__ocl_api {
+    void *lib; /* dlopen handle; NULL while not loaded */
+#define WEFT__OCL_MEMBER(name, required) cl_api_cl##name name;
+    WEFT__OCL_FUNCS(WEFT__OCL_MEMBER)
+#undef WEFT__OCL_MEMBER
+} weft__ocl_api;
+
+extern weft__ocl_api weft__cl;
+
+/*
+ * Take a load of the ICD loader (WEFT_OPENCL_LIBRARY, else libOpenCL.so.1,
+ * else libOpenCL.so), loading it if this is the first; WEFT_ENOTSUP with a
+ * detail naming the library or the missing entry point, and nothing held,
+ * if it cannot be. Every load is given back by one weft__ocl_unload; the
+ * last one closes the library.
+ */
+int weft__ocl_load(void);
+void weft__ocl_unload(void);
+
+/* The driver calls OpenCL only through weft__cl: libweft links no libOpenCL. */
+#define WEFT__OCL_POISON_(pragma)        _Pragma(#pragma)
+#define WEFT__OCL_POISON(name, required) WEFT__OCL_POISON_(GCC poison cl##name)
+WEFT__OCL_FUNCS(WEFT__OCL_POISON)
+#undef WEFT__OCL_POISON
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -62,17 +149,16 @@ int weft__ocl_fail(cl_int rc, const char *fmt, ...) WEFT__PRINTF(2, 3);
 #define OCL_RELEASE_FN(name, type, call)                                       \
     static inline void name(type x)                                            \
     {                                                                          \
-        cl_int rc_ = call(x);                                                  \
+        cl_int rc_ = weft__cl.call(x);                                         \
         if (rc_ != CL_SUCCESS)                                                 \
-            weft__warn("opencl", "%s: error %d", #call, (int)rc_);             \
+            weft__warn("opencl", "%s: error %d", "cl" #call, (int)rc_);        \
     }
-OCL_RELEASE_FN(ocl_release_event, cl_event, clReleaseEvent)
-OCL_RELEASE_FN(ocl_release_memobject, cl_mem, clReleaseMemObject)
-OCL_RELEASE_FN(ocl_release_kernel, cl_kernel, clReleaseKernel)
-OCL_RELEASE_FN(ocl_release_program, cl_program, clReleaseProgram)
-OCL_RELEASE_FN(ocl_release_commandqueue, cl_command_queue,
-               clReleaseCommandQueue)
-OCL_RELEASE_FN(ocl_release_context, cl_context, clReleaseContext)
+OCL_RELEASE_FN(ocl_release_event, cl_event, ReleaseEvent)
+OCL_RELEASE_FN(ocl_release_memobject, cl_mem, ReleaseMemObject)
+OCL_RELEASE_FN(ocl_release_kernel, cl_kernel, ReleaseKernel)
+OCL_RELEASE_FN(ocl_release_program, cl_program, ReleaseProgram)
+OCL_RELEASE_FN(ocl_release_commandqueue, cl_command_queue, ReleaseCommandQueue)
+OCL_RELEASE_FN(ocl_release_context, cl_context, ReleaseContext)
 #undef OCL_RELEASE_FN
 
 /* pthread_mutex_init, with its failure injected ("opencl.pthread_mutex_init").

@@ -14,13 +14,13 @@ static char *ocl_build_log(cl_program prog, cl_device_id d)
     char *log;
 
     if (OCL("clGetProgramBuildInfo",
-            clGetProgramBuildInfo(prog, d, CL_PROGRAM_BUILD_LOG, 0, NULL,
-                                  &n)) != CL_SUCCESS ||
+            weft__cl.GetProgramBuildInfo(prog, d, CL_PROGRAM_BUILD_LOG, 0, NULL,
+                                         &n)) != CL_SUCCESS ||
         n == 0 || !(log = weft__malloc(n + 1)))
         return NULL;
     if (OCL("clGetProgramBuildInfo",
-            clGetProgramBuildInfo(prog, d, CL_PROGRAM_BUILD_LOG, n, log,
-                                  NULL)) != CL_SUCCESS) {
+            weft__cl.GetProgramBuildInfo(prog, d, CL_PROGRAM_BUILD_LOG, n, log,
+                                         NULL)) != CL_SUCCESS) {
         weft__free(log);
         return NULL;
     }
@@ -79,16 +79,16 @@ int weft__ocl_module_create(weft__context *ctx, const weft__module_source *src,
         const char *text = src->data;
         size_t len = src->size ? src->size : strlen(text);
 
-        m->prog =
-            OCL_NEW("clCreateProgramWithSource", rc,
-                    clCreateProgramWithSource(c->cl, 1, &text, &len, &rc));
+        m->prog = OCL_NEW(
+            "clCreateProgramWithSource", rc,
+            weft__cl.CreateProgramWithSource(c->cl, 1, &text, &len, &rc));
         break;
     }
     case WEFT__SRC_SPIRV:
         if (d->il_core)
             m->prog = OCL_NEW(
                 "clCreateProgramWithIL", rc,
-                clCreateProgramWithIL(c->cl, src->data, src->size, &rc));
+                weft__cl.CreateProgramWithIL(c->cl, src->data, src->size, &rc));
         else
             m->prog = OCL_NEW("clCreateProgramWithILKHR", rc,
                               d->il_khr(c->cl, src->data, src->size, &rc));
@@ -98,8 +98,8 @@ int weft__ocl_module_create(weft__context *ctx, const weft__module_source *src,
 
         m->prog =
             OCL_NEW("clCreateProgramWithBinary", rc,
-                    clCreateProgramWithBinary(c->cl, 1, &d->id, &src->size,
-                                              &bytes, &bstatus, &rc));
+                    weft__cl.CreateProgramWithBinary(
+                        c->cl, 1, &d->id, &src->size, &bytes, &bstatus, &rc));
         if (m->prog && bstatus != CL_SUCCESS) {
             ocl_release_program(m->prog);
             m->prog = NULL;
@@ -114,7 +114,7 @@ int weft__ocl_module_create(weft__context *ctx, const weft__module_source *src,
         goto fail;
     }
     rc = OCL("clBuildProgram",
-             clBuildProgram(m->prog, 1, &d->id, opts, NULL, NULL));
+             weft__cl.BuildProgram(m->prog, 1, &d->id, opts, NULL, NULL));
     if (rc != CL_SUCCESS) {
         char *log = ocl_build_log(m->prog, d->id);
 
@@ -197,8 +197,9 @@ static int ocl_kernel_params(ocl_kernel *k, const char *devname)
     cl_uint n;
     cl_int rc;
 
-    rc = OCL("clGetKernelInfo",
-             clGetKernelInfo(k->cl, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL));
+    rc =
+        OCL("clGetKernelInfo", weft__cl.GetKernelInfo(k->cl, CL_KERNEL_NUM_ARGS,
+                                                      sizeof n, &n, NULL));
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clGetKernelInfo: arguments of %s on %s",
                               k->name, devname);
@@ -217,11 +218,13 @@ static int ocl_kernel_params(ocl_kernel *k, const char *devname)
         weft_param_type t;
 
         if (OCL("clGetKernelArgInfo",
-                clGetKernelArgInfo(k->cl, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER,
-                                   sizeof aq, &aq, NULL)) != CL_SUCCESS ||
+                weft__cl.GetKernelArgInfo(
+                    k->cl, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq,
+                    NULL)) != CL_SUCCESS ||
             OCL("clGetKernelArgInfo",
-                clGetKernelArgInfo(k->cl, i, CL_KERNEL_ARG_TYPE_NAME,
-                                   sizeof type, type, NULL)) != CL_SUCCESS)
+                weft__cl.GetKernelArgInfo(k->cl, i, CL_KERNEL_ARG_TYPE_NAME,
+                                          sizeof type, type, NULL)) !=
+                CL_SUCCESS)
             goto unknown;
         type[sizeof type - 1] = 0;
         weft__ocl_trim(type);
@@ -278,7 +281,8 @@ int weft__ocl_kernel_get(weft__module *mod, const char *name,
         goto fail;
     }
     k->base.name = k->name;
-    k->cl = OCL_NEW("clCreateKernel", rc, clCreateKernel(m->prog, name, &rc));
+    k->cl = OCL_NEW("clCreateKernel", rc,
+                    weft__cl.CreateKernel(m->prog, name, &rc));
     if (!k->cl) {
         err = rc == CL_INVALID_KERNEL_NAME
                   ? weft__driver_error(WEFT_ENOTFOUND, "opencl", rc,
@@ -362,16 +366,17 @@ int weft__ocl_launch(weft__queue *q, weft__kernel *kernel,
                 if (one)
                     oneoff[noneoff++] = arg;
             }
-            rc =
-                OCL("clSetKernelArg", clSetKernelArg(kcl, i, sizeof arg, &arg));
+            rc = OCL("clSetKernelArg",
+                     weft__cl.SetKernelArg(kcl, i, sizeof arg, &arg));
             break;
         }
         case WEFT_PARAM_LOCAL:
-            rc = OCL("clSetKernelArg", clSetKernelArg(kcl, i, a->size, NULL));
+            rc = OCL("clSetKernelArg",
+                     weft__cl.SetKernelArg(kcl, i, a->size, NULL));
             break;
         default:
             rc = OCL("clSetKernelArg",
-                     clSetKernelArg(kcl, i, a->size, a->u.value));
+                     weft__cl.SetKernelArg(kcl, i, a->size, a->u.value));
             break;
         }
         if (rc != CL_SUCCESS) {
@@ -388,8 +393,8 @@ int weft__ocl_launch(weft__queue *q, weft__kernel *kernel,
         goto out;
     }
     rc = OCL("clEnqueueNDRangeKernel",
-             clEnqueueNDRangeKernel(ocl_q(q), k->cl, dims, NULL, gws, lws, 0,
-                                    NULL, NULL));
+             weft__cl.EnqueueNDRangeKernel(ocl_q(q), k->cl, dims, NULL, gws,
+                                           lws, 0, NULL, NULL));
     if (rc != CL_SUCCESS)
         err = weft__ocl_fail(rc, "clEnqueueNDRangeKernel: %s on %s", k->name,
                              ocl_qname(q));
@@ -414,9 +419,9 @@ int weft__opencl_module_binary(weft__module *mod, void **bytes, size_t *size)
                            !mod || mod->drv == &weft__driver_opencl
                                ? "NULL argument"
                                : "not an OpenCL module");
-    rc = OCL(
-        "clGetProgramInfo",
-        clGetProgramInfo(m->prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL));
+    rc = OCL("clGetProgramInfo",
+             weft__cl.GetProgramInfo(m->prog, CL_PROGRAM_BINARY_SIZES, sizeof n,
+                                     &n, NULL));
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clGetProgramInfo: binary size of %s",
                               m->name);
@@ -425,8 +430,9 @@ int weft__opencl_module_binary(weft__module *mod, void **bytes, size_t *size)
                            "opencl: module %s has no device binary", m->name);
     if (!(buf = weft__malloc(n)))
         return weft__error(WEFT_ENOMEM, "opencl: %zu-byte binary", n);
-    rc = OCL("clGetProgramInfo", clGetProgramInfo(m->prog, CL_PROGRAM_BINARIES,
-                                                  sizeof buf, &buf, NULL));
+    rc = OCL("clGetProgramInfo",
+             weft__cl.GetProgramInfo(m->prog, CL_PROGRAM_BINARIES, sizeof buf,
+                                     &buf, NULL));
     if (rc != CL_SUCCESS) {
         weft__free(buf);
         return weft__ocl_fail(rc, "clGetProgramInfo: binary of %s", m->name);

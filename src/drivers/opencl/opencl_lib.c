@@ -1,11 +1,119 @@
 /*
- * The translation of OpenCL's error codes into weft's, and helpers every
- * file of the driver uses.
+ * The OpenCL ICD loader, loaded at run time, and the translation of
+ * OpenCL's error codes into weft's.
  */
 #include "opencl_internal.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+
+/* ---- the ICD loader ---------------------------------------------------- */
+
+/*
+ * Loads are counted; the first fills weft__cl, the last unload clears it
+ * and closes the handle. The library itself stays mapped (RTLD_NODELETE):
+ * ICD loaders keep their list of vendor drivers in allocations they never
+ * free and never unload those drivers, so unmapping the loader would leak
+ * that list at every reload (ocl-icd does, as LeakSanitizer shows).
+ */
+weft__ocl_api weft__cl;
+
+static pthread_mutex_t ocl_lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long ocl_lib_users; /* loads held; guarded by ocl_lib_lock */
+
+/* The loader of WEFT_OPENCL_LIBRARY, else of the usual names; NULL. */
+static void *ocl_lib_open(const char **path)
+{
+    static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so"};
+    const char *env = weft__env("WEFT_OPENCL_LIBRARY");
+    char why[512] = "";
+    void *lib = NULL;
+
+    *path = env ? env : names[0];
+    if (weft__fault("opencl.dlopen")) {
+        weft__error(WEFT_ENOTSUP, "opencl: cannot load %s: injected failure",
+                    *path);
+        return NULL;
+    }
+    for (size_t i = 0; !lib && i < (env ? 1 : WEFT__COUNTOF(names)); i++) {
+        const char *name = env ? env : names[i];
+        const char *e;
+
+        if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)))
+            *path = name;
+        else if (i == 0 && (e = dlerror()))
+            weft__strlcpy(why, e, sizeof why);
+    }
+    if (!lib && env)
+        weft__error(WEFT_ENOTSUP,
+                    "opencl: cannot load %s (WEFT_OPENCL_LIBRARY): %s", env,
+                    why);
+    else if (!lib)
+        weft__error(WEFT_ENOTSUP,
+                    "opencl: no OpenCL ICD loader: cannot load %s (nor %s): "
+                    "%s",
+                    names[0], names[1], why);
+    return lib;
+}
+
+static int ocl_load_locked(void)
+{
+    const char *path;
+    void *lib = ocl_lib_open(&path);
+    int rc;
+
+    if (!lib)
+        return WEFT_ENOTSUP;
+#define OCL_RESOLVE(name, required)                                            \
+    do {                                                                       \
+        void *p_ = weft__fault("opencl.dlsym(cl" #name ")")                    \
+                       ? NULL                                                  \
+                       : dlsym(lib, "cl" #name);                               \
+        if (!p_ && (required)) {                                               \
+            rc = weft__error(WEFT_ENOTSUP,                                     \
+                             "opencl: %s lacks cl" #name                       \
+                             ": not an OpenCL 1.2 ICD loader",                 \
+                             path);                                            \
+            goto fail;                                                         \
+        }                                                                      \
+        memcpy(&weft__cl.name, &p_, sizeof p_);                                \
+    } while (0);
+    WEFT__OCL_FUNCS(OCL_RESOLVE)
+#undef OCL_RESOLVE
+    weft__cl.lib = lib;
+    weft__debug("opencl", "%s loaded", path);
+    return 0;
+fail:
+    memset(&weft__cl, 0, sizeof weft__cl);
+    dlclose(lib);
+    return rc;
+}
+
+int weft__ocl_load(void)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&ocl_lib_lock);
+    if (ocl_lib_users == 0)
+        rc = ocl_load_locked();
+    if (rc == 0)
+        ocl_lib_users++;
+    pthread_mutex_unlock(&ocl_lib_lock);
+    return rc;
+}
+
+void weft__ocl_unload(void)
+{
+    pthread_mutex_lock(&ocl_lib_lock);
+    weft__assert(ocl_lib_users > 0);
+    if (--ocl_lib_users == 0) {
+        if (dlclose(weft__cl.lib) != 0)
+            weft__warn("opencl", "dlclose: %s", dlerror());
+        memset(&weft__cl, 0, sizeof weft__cl);
+    }
+    pthread_mutex_unlock(&ocl_lib_lock);
+}
 
 /* ---- error translation ------------------------------------------------- */
 

@@ -28,8 +28,9 @@ static int ocl_mem_new(weft__context *ctx, cl_mem_flags flags, size_t size,
         weft__free(m);
         return err;
     }
-    m->cl = OCL_NEW("clCreateBuffer", rc,
-                    clCreateBuffer(ocl_ctx(ctx)->cl, flags, size, host, &rc));
+    m->cl = OCL_NEW(
+        "clCreateBuffer", rc,
+        weft__cl.CreateBuffer(ocl_ctx(ctx)->cl, flags, size, host, &rc));
     if (!m->cl) {
         pthread_mutex_destroy(&m->lock);
         weft__free(m);
@@ -87,10 +88,11 @@ int weft__ocl_host_alloc(weft__context *ctx, size_t size, weft__mem **out)
 
     if (err < 0)
         return err;
-    m->base.host = OCL_NEW("clEnqueueMapBuffer", rc,
-                           clEnqueueMapBuffer(c->mapq, m->cl, CL_TRUE,
-                                              CL_MAP_READ | CL_MAP_WRITE, 0,
-                                              size, 0, NULL, NULL, &rc));
+    m->base.host =
+        OCL_NEW("clEnqueueMapBuffer", rc,
+                weft__cl.EnqueueMapBuffer(c->mapq, m->cl, CL_TRUE,
+                                          CL_MAP_READ | CL_MAP_WRITE, 0, size,
+                                          0, NULL, NULL, &rc));
     if (!m->base.host) {
         ocl_mem_release(m);
         return weft__ocl_fail(rc, "clEnqueueMapBuffer: %zu pinned bytes on %s",
@@ -119,8 +121,8 @@ void weft__ocl_mem_free(weft__mem *mem)
     ocl_mem *m = (ocl_mem *)mem;
 
     if (mem->kind == WEFT__MEM_PINNED && mem->host) {
-        cl_int rc = clEnqueueUnmapMemObject(ocl_ctx(mem->ctx)->mapq, m->cl,
-                                            mem->host, 0, NULL, NULL);
+        cl_int rc = weft__cl.EnqueueUnmapMemObject(
+            ocl_ctx(mem->ctx)->mapq, m->cl, mem->host, 0, NULL, NULL);
 
         if (rc != CL_SUCCESS)
             weft__warn("opencl", "unmapping pinned memory on %s failed (%d)",
@@ -160,8 +162,8 @@ int weft__ocl_sub_buffer(weft__queue *q, ocl_mem *m, size_t off,
             return 0;
         }
     sub = OCL_NEW("clCreateSubBuffer", rc,
-                  clCreateSubBuffer(m->cl, 0, CL_BUFFER_CREATE_TYPE_REGION,
-                                    &region, &rc));
+                  weft__cl.CreateSubBuffer(
+                      m->cl, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &rc));
     if (!sub) {
         pthread_mutex_unlock(&m->lock);
         return weft__ocl_fail(rc,
@@ -194,8 +196,8 @@ int weft__ocl_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
         return weft__ocl_capture_refuse((ocl_queue *)q,
                                         "a copy from host memory");
     rc = OCL("clEnqueueWriteBuffer",
-             clEnqueueWriteBuffer(ocl_q(q), ocl_cl(dst), CL_FALSE, dst_off,
-                                  size, src, 0, NULL, NULL));
+             weft__cl.EnqueueWriteBuffer(ocl_q(q), ocl_cl(dst), CL_FALSE,
+                                         dst_off, size, src, 0, NULL, NULL));
 
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clEnqueueWriteBuffer: %zu bytes to %s", size,
@@ -212,8 +214,8 @@ int weft__ocl_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
         return weft__ocl_capture_refuse((ocl_queue *)q,
                                         "a copy to host memory");
     rc = OCL("clEnqueueReadBuffer",
-             clEnqueueReadBuffer(ocl_q(q), ocl_cl(src), CL_FALSE, src_off, size,
-                                 dst, 0, NULL, NULL));
+             weft__cl.EnqueueReadBuffer(ocl_q(q), ocl_cl(src), CL_FALSE,
+                                        src_off, size, dst, 0, NULL, NULL));
 
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clEnqueueReadBuffer: %zu bytes from %s",
@@ -230,8 +232,8 @@ int weft__ocl_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
         return weft__ocl_capture_copy((ocl_queue *)q, ocl_cl(src), src_off,
                                       ocl_cl(dst), dst_off, size);
     rc = OCL("clEnqueueCopyBuffer",
-             clEnqueueCopyBuffer(ocl_q(q), ocl_cl(src), ocl_cl(dst), src_off,
-                                 dst_off, size, 0, NULL, NULL));
+             weft__cl.EnqueueCopyBuffer(ocl_q(q), ocl_cl(src), ocl_cl(dst),
+                                        src_off, dst_off, size, 0, NULL, NULL));
 
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clEnqueueCopyBuffer: %zu bytes on %s", size,
@@ -247,9 +249,10 @@ int weft__ocl_fill(weft__queue *q, weft__mem *dst, size_t off,
     if (((ocl_queue *)q)->cap)
         return weft__ocl_capture_fill((ocl_queue *)q, ocl_cl(dst), off, pattern,
                                       pattern_size, size);
-    rc = OCL("clEnqueueFillBuffer",
-             clEnqueueFillBuffer(ocl_q(q), ocl_cl(dst), pattern, pattern_size,
-                                 off, size, 0, NULL, NULL));
+    rc =
+        OCL("clEnqueueFillBuffer",
+            weft__cl.EnqueueFillBuffer(ocl_q(q), ocl_cl(dst), pattern,
+                                       pattern_size, off, size, 0, NULL, NULL));
 
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clEnqueueFillBuffer: %zu bytes on %s", size,
@@ -261,9 +264,9 @@ int weft__ocl_fill(weft__queue *q, weft__mem *dst, size_t off,
 
 void weft__ocl_bounce_drop(ocl_context *c, ocl_bounce *b)
 {
-    cl_int rc =
-        OCL("clEnqueueUnmapMemObject",
-            clEnqueueUnmapMemObject(c->mapq, b->mem, b->host, 0, NULL, NULL));
+    cl_int rc = OCL("clEnqueueUnmapMemObject",
+                    weft__cl.EnqueueUnmapMemObject(c->mapq, b->mem, b->host, 0,
+                                                   NULL, NULL));
 
     if (rc != CL_SUCCESS)
         weft__warn("opencl", "unmapping a bounce buffer on %s failed (%d)",
@@ -329,10 +332,10 @@ static int ocl_bounce_take(ocl_context *c, size_t size, ocl_bounce **out)
         return weft__error(WEFT_ENOMEM, "opencl: bounce buffer");
     b->owner = c;
     b->size = want;
-    b->mem =
-        OCL_NEW("clCreateBuffer", rc,
-                clCreateBuffer(c->cl, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
-                               want, NULL, &rc));
+    b->mem = OCL_NEW(
+        "clCreateBuffer", rc,
+        weft__cl.CreateBuffer(c->cl, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                              want, NULL, &rc));
     if (!b->mem) {
         weft__free(b);
         return weft__ocl_fail(rc,
@@ -340,9 +343,9 @@ static int ocl_bounce_take(ocl_context *c, size_t size, ocl_bounce **out)
                               want, c->base.dev->name);
     }
     b->host = OCL_NEW("clEnqueueMapBuffer", rc,
-                      clEnqueueMapBuffer(c->mapq, b->mem, CL_TRUE,
-                                         CL_MAP_READ | CL_MAP_WRITE, 0, want, 0,
-                                         NULL, NULL, &rc));
+                      weft__cl.EnqueueMapBuffer(c->mapq, b->mem, CL_TRUE,
+                                                CL_MAP_READ | CL_MAP_WRITE, 0,
+                                                want, 0, NULL, NULL, &rc));
     if (!b->host) {
         ocl_release_memobject(b->mem);
         weft__free(b);
@@ -362,12 +365,13 @@ static int ocl_bounce_take(ocl_context *c, size_t size, ocl_bounce **out)
  */
 static void ocl_bounce_after(cl_event e, ocl_bounce *b)
 {
-    cl_int rc = OCL("clSetEventCallback",
-                    clSetEventCallback(e, CL_COMPLETE, ocl_bounce_back, b));
+    cl_int rc =
+        OCL("clSetEventCallback",
+            weft__cl.SetEventCallback(e, CL_COMPLETE, ocl_bounce_back, b));
 
     if (rc != CL_SUCCESS) {
         /* rare; waiting here keeps the buffer from being reused too early */
-        clWaitForEvents(1, &e);
+        weft__cl.WaitForEvents(1, &e);
         ocl_bounce_put(b);
     }
 }
@@ -404,7 +408,7 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         return err;
     if (qa != ocl_q(q)) {
         rc = OCL("clEnqueueMarkerWithWaitList",
-                 clEnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &m0));
+                 weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &m0));
         if (rc != CL_SUCCESS) {
             err = weft__ocl_fail(rc,
                                  "clEnqueueMarkerWithWaitList: peer copy on %s",
@@ -417,10 +421,10 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         if (err < 0)
             goto unused;
     }
-    rc =
-        OCL("clEnqueueReadBuffer",
-            clEnqueueReadBuffer(qa, ocl_cl(src), CL_FALSE, src_off, size,
-                                bb->host, pre ? 1 : 0, pre ? &pre : NULL, &e1));
+    rc = OCL("clEnqueueReadBuffer",
+             weft__cl.EnqueueReadBuffer(qa, ocl_cl(src), CL_FALSE, src_off,
+                                        size, bb->host, pre ? 1 : 0,
+                                        pre ? &pre : NULL, &e1));
     if (pre)
         ocl_release_event(pre);
     if (rc != CL_SUCCESS) {
@@ -437,8 +441,8 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         return err;
     }
     rc = OCL("clEnqueueWriteBuffer",
-             clEnqueueWriteBuffer(qb, ocl_cl(dst), CL_FALSE, dst_off, size,
-                                  bb->host, 1, &u1, &e2));
+             weft__cl.EnqueueWriteBuffer(qb, ocl_cl(dst), CL_FALSE, dst_off,
+                                         size, bb->host, 1, &u1, &e2));
     ocl_release_event(u1);
     if (rc != CL_SUCCESS) {
         ocl_bounce_after(e1, bb);
@@ -454,8 +458,9 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     if (qb != ocl_q(q)) {
         err = weft__ocl_bridge(e2, ocl_ctx(q->ctx), &back);
         if (err == 0) {
-            rc = OCL("clEnqueueBarrierWithWaitList",
-                     clEnqueueBarrierWithWaitList(ocl_q(q), 1, &back, NULL));
+            rc = OCL(
+                "clEnqueueBarrierWithWaitList",
+                weft__cl.EnqueueBarrierWithWaitList(ocl_q(q), 1, &back, NULL));
             ocl_release_event(back);
         }
         if (err < 0 || rc != CL_SUCCESS) {
@@ -463,7 +468,7 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                        "peer copy: %s cannot wait for the copy; waiting on "
                        "the host",
                        ocl_qname(q));
-            rc = clWaitForEvents(1, &e2);
+            rc = weft__cl.WaitForEvents(1, &e2);
             if (rc != CL_SUCCESS) {
                 ocl_release_event(e2);
                 return weft__ocl_fail(rc, "clWaitForEvents: peer copy to %s",

@@ -38,11 +38,12 @@ static cl_command_queue ocl_new_queue(ocl_device *d, cl_context ctx,
             p[i++] = CL_QUEUE_PRIORITY_HIGH_KHR;
         }
         p[i] = 0;
-        return OCL_NEW("clCreateCommandQueueWithProperties", *rc,
-                       clCreateCommandQueueWithProperties(ctx, d->id, p, rc));
+        return OCL_NEW(
+            "clCreateCommandQueueWithProperties", *rc,
+            weft__cl.CreateCommandQueueWithProperties(ctx, d->id, p, rc));
     }
     return OCL_NEW("clCreateCommandQueue", *rc,
-                   clCreateCommandQueue(ctx, d->id, props, rc));
+                   weft__cl.CreateCommandQueue(ctx, d->id, props, rc));
 }
 
 int weft__ocl_context_create(weft__device *dev, weft__context **out)
@@ -74,9 +75,9 @@ int weft__ocl_context_create(weft__device *dev, weft__context **out)
         return err;
     }
     c->dev = d->id;
-    c->cl =
-        OCL_NEW("clCreateContext", rc,
-                clCreateContext(props, 1, &d->id, ocl_context_notify, d, &rc));
+    c->cl = OCL_NEW(
+        "clCreateContext", rc,
+        weft__cl.CreateContext(props, 1, &d->id, ocl_context_notify, d, &rc));
     if (!c->cl) {
         err = weft__ocl_fail(rc, "clCreateContext: on %s", dev->name);
         goto fail;
@@ -110,7 +111,7 @@ void weft__ocl_context_destroy(weft__context *ctx)
      * The halves of peer copies on aux are done once it is finished; their
      * completion callbacks may still be returning bounce buffers.
      */
-    clFinish(c->aux);
+    weft__cl.Finish(c->aux);
     pthread_mutex_lock(&c->lock);
     if (c->bounce_out > 0)
         weft__debug("opencl", "%s: waiting for %ld bounce buffers",
@@ -128,7 +129,7 @@ void weft__ocl_context_destroy(weft__context *ctx)
         b = next;
     }
     weft__debug("opencl", "%s: finishing the map queue", ctx->dev->name);
-    clFinish(c->mapq);
+    weft__cl.Finish(c->mapq);
     ocl_release_commandqueue(c->aux);
     ocl_release_commandqueue(c->mapq);
     ocl_release_context(c->cl);
@@ -194,7 +195,7 @@ int weft__ocl_queue_sync(weft__queue *q)
     /* What a capture recorded has not run: there is nothing to wait for. */
     if (((ocl_queue *)q)->cap)
         return weft__ocl_capture_refuse((ocl_queue *)q, "a wait by the host");
-    rc = OCL("clFinish", clFinish(((ocl_queue *)q)->cl));
+    rc = OCL("clFinish", weft__cl.Finish(((ocl_queue *)q)->cl));
 
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clFinish: queue on %s", ocl_qname(q));
@@ -212,7 +213,7 @@ void weft__ocl_queue_release(weft__queue *q)
 {
     ocl_queue *oq = (ocl_queue *)q;
 
-    clFinish(oq->cl);
+    weft__cl.Finish(oq->cl);
     if (oq->worker)
         ocl_worker_stop(oq->worker);
     oq->worker = NULL;
@@ -233,7 +234,7 @@ void weft__ocl_queue_release(weft__queue *q)
  */
 void weft__ocl_flush(cl_command_queue q)
 {
-    cl_int rc = clFlush(q);
+    cl_int rc = weft__cl.Flush(q);
 
     if (rc != CL_SUCCESS)
         weft__warn("opencl", "clFlush failed (%d)", (int)rc);
@@ -286,8 +287,8 @@ static void *ocl_signaller_main(void *arg)
         if (!ocl_sig.head)
             ocl_sig.tail = NULL;
         pthread_mutex_unlock(&ocl_sig.lock);
-        clSetUserEventStatus(sig->user,
-                             sig->status < 0 ? sig->status : CL_COMPLETE);
+        weft__cl.SetUserEventStatus(sig->user, sig->status < 0 ? sig->status
+                                                               : CL_COMPLETE);
         ocl_release_event(sig->user);
         weft__free(sig);
         pthread_mutex_lock(&ocl_sig.lock);
@@ -367,13 +368,13 @@ int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
     if (!(sig = weft__calloc(1, sizeof *sig)))
         return weft__error(WEFT_ENOMEM, "opencl: event bridge");
     sig->user =
-        OCL_NEW("clCreateUserEvent", rc, clCreateUserEvent(to->cl, &rc));
+        OCL_NEW("clCreateUserEvent", rc, weft__cl.CreateUserEvent(to->cl, &rc));
     if (!sig->user) {
         weft__free(sig);
         return weft__ocl_fail(rc, "clCreateUserEvent: on %s",
                               to->base.dev->name);
     }
-    rc = OCL("clRetainEvent", clRetainEvent(sig->user));
+    rc = OCL("clRetainEvent", weft__cl.RetainEvent(sig->user));
     if (rc != CL_SUCCESS) {
         ocl_release_event(sig->user);
         weft__free(sig);
@@ -385,7 +386,7 @@ int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
     pthread_mutex_unlock(&ocl_sig.lock);
     /* may fire at once, in this thread: *out stays valid, ours */
     rc = OCL("clSetEventCallback",
-             clSetEventCallback(src, CL_COMPLETE, ocl_bridge_fire, sig));
+             weft__cl.SetEventCallback(src, CL_COMPLETE, ocl_bridge_fire, sig));
     if (rc != CL_SUCCESS) {
         pthread_mutex_lock(&ocl_sig.lock);
         ocl_sig.pending--;
@@ -437,7 +438,7 @@ cl_event weft__ocl_event_get(weft__event *ev)
 
     pthread_mutex_lock(&e->lock);
     cl = e->last;
-    if (cl && clRetainEvent(cl) != CL_SUCCESS)
+    if (cl && weft__cl.RetainEvent(cl) != CL_SUCCESS)
         cl = NULL;
     pthread_mutex_unlock(&e->lock);
     return cl;
@@ -452,7 +453,7 @@ int weft__ocl_event_record(weft__event *ev, weft__queue *q)
     if (((ocl_queue *)q)->cap)
         return weft__ocl_capture_record(e, (ocl_queue *)q);
     rc = OCL("clEnqueueMarkerWithWaitList",
-             clEnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
+             weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clEnqueueMarkerWithWaitList: event on %s",
                               ocl_qname(q));
@@ -470,8 +471,8 @@ int weft__ocl_event_record(weft__event *ev, weft__queue *q)
 cl_int weft__ocl_event_status(cl_event e, cl_int *status)
 {
     return OCL("clGetEventInfo",
-               clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                              sizeof *status, status, NULL));
+               weft__cl.GetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                     sizeof *status, status, NULL));
 }
 
 int weft__ocl_queue_wait_event(weft__queue *q, weft__event *ev)
@@ -505,7 +506,7 @@ int weft__ocl_queue_wait_event(weft__queue *q, weft__event *ev)
         return err;
     }
     rc = OCL("clEnqueueBarrierWithWaitList",
-             clEnqueueBarrierWithWaitList(ocl_q(q), 1, &wait, NULL));
+             weft__cl.EnqueueBarrierWithWaitList(ocl_q(q), 1, &wait, NULL));
     if (rc != CL_SUCCESS)
         err = weft__ocl_fail(rc,
                              "clEnqueueBarrierWithWaitList: %s waiting on an "
@@ -546,7 +547,7 @@ int weft__ocl_event_sync(weft__event *ev)
 
     if (!e)
         return 0;
-    rc = OCL("clWaitForEvents", clWaitForEvents(1, &e));
+    rc = OCL("clWaitForEvents", weft__cl.WaitForEvents(1, &e));
     if (rc == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST &&
         weft__ocl_event_status(e, &status) == CL_SUCCESS && status < 0)
         rc = status;
@@ -582,7 +583,7 @@ int weft__ocl_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
         else if (status != CL_COMPLETE)
             err = WEFT_ENOTREADY;
         else if ((rc = OCL("clGetEventProfilingInfo",
-                           clGetEventProfilingInfo(
+                           weft__cl.GetEventProfilingInfo(
                                ev[i], CL_PROFILING_COMMAND_END, sizeof t[i],
                                &t[i], NULL))) != CL_SUCCESS)
             err = weft__ocl_fail(rc,
@@ -649,8 +650,8 @@ static void *ocl_worker_main(void *arg)
         pthread_mutex_unlock(&w->lock);
         call->fn(call->user);
         __atomic_add_fetch(&ocl_host_epoch, 1, __ATOMIC_RELEASE);
-        clSetUserEventStatus(call->gate,
-                             call->status < 0 ? call->status : CL_COMPLETE);
+        weft__cl.SetUserEventStatus(call->gate, call->status < 0 ? call->status
+                                                                 : CL_COMPLETE);
         ocl_release_event(call->gate);
         weft__free(call);
         pthread_mutex_lock(&w->lock);
@@ -755,22 +756,23 @@ int weft__ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     call->fn = fn;
     call->user = user;
     call->gate = OCL_NEW("clCreateUserEvent", rc,
-                         clCreateUserEvent(ocl_ctx(q->ctx)->cl, &rc));
+                         weft__cl.CreateUserEvent(ocl_ctx(q->ctx)->cl, &rc));
     if (!call->gate) {
         weft__free(call);
         return weft__ocl_fail(rc, "clCreateUserEvent: host function on %s",
                               ocl_qname(q));
     }
     rc = OCL("clEnqueueMarkerWithWaitList",
-             clEnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
+             weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
     if (rc != CL_SUCCESS) {
         err = weft__ocl_fail(rc,
                              "clEnqueueMarkerWithWaitList: host function on %s",
                              ocl_qname(q));
         goto fail;
     }
-    rc = OCL("clEnqueueBarrierWithWaitList",
-             clEnqueueBarrierWithWaitList(ocl_q(q), 1, &call->gate, NULL));
+    rc = OCL(
+        "clEnqueueBarrierWithWaitList",
+        weft__cl.EnqueueBarrierWithWaitList(ocl_q(q), 1, &call->gate, NULL));
     if (rc != CL_SUCCESS) {
         ocl_release_event(marker);
         err = weft__ocl_fail(rc,
@@ -788,12 +790,13 @@ int weft__ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     pthread_mutex_lock(&call->worker->lock);
     pthread_mutex_unlock(&call->worker->lock);
     rc = OCL("clSetEventCallback",
-             clSetEventCallback(marker, CL_COMPLETE, ocl_host_call_fire, call));
+             weft__cl.SetEventCallback(marker, CL_COMPLETE, ocl_host_call_fire,
+                                       call));
     ocl_release_event(marker);
     weft__ocl_flush(ocl_q(q));
     if (rc != CL_SUCCESS) {
         /* the barrier is queued: open it, the function never runs */
-        clSetUserEventStatus(call->gate, CL_COMPLETE);
+        weft__cl.SetUserEventStatus(call->gate, CL_COMPLETE);
         err = weft__ocl_fail(rc, "clSetEventCallback: host function on %s",
                              ocl_qname(q));
         goto fail;
