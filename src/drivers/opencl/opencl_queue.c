@@ -1,0 +1,809 @@
+/*
+ * Contexts, queues, events and host functions of the OpenCL driver, and
+ * the bridges that order work across contexts.
+ */
+#include "opencl_internal.h"
+
+#include <string.h>
+
+/* ---- contexts and queues ----------------------------------------------- */
+
+static int ocl_signaller_join(const char *devname);
+static void ocl_signaller_leave(void);
+
+static void CL_CALLBACK ocl_context_notify(const char *info, const void *priv,
+                                           size_t cb, void *user)
+{
+    (void)priv;
+    (void)cb;
+    weft__warn("opencl", "%s: %s", ((ocl_device *)user)->base.name, info);
+}
+
+/*
+ * An in-order queue. priority is -1 (high) or 0 (default) where the device
+ * has priority hints.
+ */
+static cl_command_queue ocl_new_queue(ocl_device *d, cl_context ctx,
+                                      cl_command_queue_properties props,
+                                      int priority, cl_int *rc)
+{
+    if (d->new_queues) {
+        cl_queue_properties p[5];
+        unsigned i = 0;
+
+        p[i++] = CL_QUEUE_PROPERTIES;
+        p[i++] = props;
+        if (priority < 0 && d->priorities) {
+            p[i++] = CL_QUEUE_PRIORITY_KHR;
+            p[i++] = CL_QUEUE_PRIORITY_HIGH_KHR;
+        }
+        p[i] = 0;
+        return OCL_NEW(
+            "clCreateCommandQueueWithProperties", *rc,
+            weft__cl.CreateCommandQueueWithProperties(ctx, d->id, p, rc));
+    }
+    return OCL_NEW("clCreateCommandQueue", *rc,
+                   weft__cl.CreateCommandQueue(ctx, d->id, props, rc));
+}
+
+int weft__ocl_context_create(weft__device *dev, weft__context **out)
+{
+    ocl_device *d = ocl_dev(dev);
+    ocl_platform *p = (ocl_platform *)dev->platform;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                     (cl_context_properties)p->id, 0};
+    ocl_context *c;
+    cl_int rc;
+    int err;
+
+    if (!(c = weft__calloc(1, sizeof *c)))
+        return weft__error(WEFT_ENOMEM, "opencl: context");
+    if ((err = weft__ocl_mutex_init(&c->lock)) < 0) {
+        weft__free(c);
+        return err;
+    }
+    if (weft__fault("opencl.pthread_cond_init") ||
+        pthread_cond_init(&c->idle, NULL) != 0) {
+        pthread_mutex_destroy(&c->lock);
+        weft__free(c);
+        return weft__error(WEFT_ENOMEM, "opencl: pthread_cond_init failed");
+    }
+    if ((err = ocl_signaller_join(dev->name)) < 0) {
+        pthread_cond_destroy(&c->idle);
+        pthread_mutex_destroy(&c->lock);
+        weft__free(c);
+        return err;
+    }
+    c->dev = d->id;
+    c->cl = OCL_NEW(
+        "clCreateContext", rc,
+        weft__cl.CreateContext(props, 1, &d->id, ocl_context_notify, d, &rc));
+    if (!c->cl) {
+        err = weft__ocl_fail(rc, "clCreateContext: on %s", dev->name);
+        goto fail;
+    }
+    if (!(c->mapq = ocl_new_queue(d, c->cl, 0, 0, &rc)) ||
+        !(c->aux = ocl_new_queue(d, c->cl, 0, 0, &rc))) {
+        err = weft__ocl_fail(rc, "clCreateCommandQueue: internal queue on %s",
+                             dev->name);
+        goto fail;
+    }
+    *out = &c->base;
+    return 0;
+fail:
+    if (c->mapq)
+        ocl_release_commandqueue(c->mapq);
+    if (c->cl)
+        ocl_release_context(c->cl);
+    ocl_signaller_leave();
+    pthread_cond_destroy(&c->idle);
+    pthread_mutex_destroy(&c->lock);
+    weft__free(c);
+    return err;
+}
+
+void weft__ocl_context_destroy(weft__context *ctx)
+{
+    ocl_context *c = ocl_ctx(ctx);
+    ocl_bounce *b;
+
+    /*
+     * The halves of peer copies on aux are done once it is finished; their
+     * completion callbacks may still be returning bounce buffers.
+     */
+    weft__cl.Finish(c->aux);
+    pthread_mutex_lock(&c->lock);
+    if (c->bounce_out > 0)
+        weft__debug("opencl", "%s: waiting for %ld bounce buffers",
+                    ctx->dev->name, c->bounce_out);
+    while (c->bounce_out > 0)
+        pthread_cond_wait(&c->idle, &c->lock);
+    b = c->bounce_free;
+    c->bounce_free = NULL;
+    c->nbounce_free = 0;
+    pthread_mutex_unlock(&c->lock);
+    while (b) {
+        ocl_bounce *next = b->next;
+
+        weft__ocl_bounce_drop(c, b);
+        b = next;
+    }
+    weft__debug("opencl", "%s: finishing the map queue", ctx->dev->name);
+    weft__cl.Finish(c->mapq);
+    ocl_release_commandqueue(c->aux);
+    ocl_release_commandqueue(c->mapq);
+    ocl_release_context(c->cl);
+    ocl_signaller_leave();
+    pthread_cond_destroy(&c->idle);
+    pthread_mutex_destroy(&c->lock);
+    weft__free(c);
+}
+
+/*
+ * Queues profile whenever the device can: timing is then available on every
+ * queue, as on CUDA, and the cost (a timestamp per command) is small next to
+ * a command's launch cost on the implementations weft knows.
+ */
+int weft__ocl_queue_create(weft__context *ctx, const weft__queue_desc *desc,
+                           weft__queue **out)
+{
+    ocl_device *d = ocl_ctx_dev(ctx);
+    ocl_queue *q;
+    cl_int rc;
+
+    int err;
+
+    if (!(q = weft__calloc(1, sizeof *q)))
+        return weft__error(WEFT_ENOMEM, "opencl: queue");
+    if ((err = weft__ocl_mutex_init(&q->lock)) < 0) {
+        weft__free(q);
+        return err;
+    }
+    q->cl = ocl_new_queue(d, ocl_ctx(ctx)->cl,
+                          d->profiling ? CL_QUEUE_PROFILING_ENABLE : 0,
+                          desc ? desc->priority : 0, &rc);
+    if (!q->cl) {
+        pthread_mutex_destroy(&q->lock);
+        weft__free(q);
+        return weft__ocl_fail(rc, "clCreateCommandQueue: on %s",
+                              ctx->dev->name);
+    }
+    *out = &q->base;
+    return 0;
+}
+
+/*
+ * Host functions run on weft's worker threads and the thread that waits
+ * learns of their end through the OpenCL implementation, whose own
+ * synchronisation the memory model (and ThreadSanitizer) cannot see. Each
+ * worker bumps this counter with release after a host function returns,
+ * and every wait that can observe a host function's end loads it with
+ * acquire: what the function wrote is then ordered before the waiter's
+ * next reads.
+ */
+static unsigned long ocl_host_epoch;
+
+static void ocl_host_acquire(void)
+{
+    (void)__atomic_load_n(&ocl_host_epoch, __ATOMIC_ACQUIRE);
+}
+
+int weft__ocl_queue_sync(weft__queue *q)
+{
+    cl_int rc;
+
+    /* What a capture recorded has not run: there is nothing to wait for. */
+    if (((ocl_queue *)q)->cap)
+        return weft__ocl_capture_refuse((ocl_queue *)q, "a wait by the host");
+    rc = OCL("clFinish", weft__cl.Finish(((ocl_queue *)q)->cl));
+
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clFinish: queue on %s", ocl_qname(q));
+    ocl_host_acquire();
+    return 0;
+}
+
+static void ocl_worker_stop(ocl_host_worker *w);
+
+/*
+ * After clFinish every host function has run (each one gates the queue),
+ * so the worker has nothing left but to exit.
+ */
+void weft__ocl_queue_release(weft__queue *q)
+{
+    ocl_queue *oq = (ocl_queue *)q;
+
+    weft__cl.Finish(oq->cl);
+    if (oq->worker)
+        ocl_worker_stop(oq->worker);
+    oq->worker = NULL;
+    ocl_release_commandqueue(oq->cl);
+    oq->cl = NULL;
+    weft__free(oq->waits);
+    oq->waits = NULL;
+    oq->nwaits = oq->cap_waits = 0;
+    pthread_mutex_destroy(&oq->lock);
+}
+
+/*
+ * Submit what is queued on q. Implementations may hold commands back until
+ * a flush (NVIDIA's does), and an event only completes once its command
+ * was submitted: every event that another queue, a callback or a polling
+ * host depends on must have its queue flushed. The commands are queued
+ * already, so a failed flush is only reported in the log.
+ */
+void weft__ocl_flush(cl_command_queue q)
+{
+    cl_int rc = weft__cl.Flush(q);
+
+    if (rc != CL_SUCCESS)
+        weft__warn("opencl", "clFlush failed (%d)", (int)rc);
+}
+
+/* ---- bridges between contexts ------------------------------------------ */
+
+/*
+ * Bridge completions are delivered by one driver thread, the signaller:
+ * the callback on the source event only queues them. Setting a user event
+ * may run dependent work, and its callbacks, inline in the calling thread;
+ * done from a callback, that would nest one implementation's callback in
+ * another's (or in its own), which implementations do not all survive (a
+ * hang was seen between NVIDIA's and PoCL's). The signaller runs while any
+ * context lives; it exits once none does and no bridge is pending.
+ */
+typedef struct ocl_signal {
+    struct ocl_signal *next;
+    cl_event user; /* the bridge's reference */
+    cl_int status;
+} ocl_signal;
+
+static struct {
+    pthread_mutex_t life; /* serialises starting and stopping the thread */
+    pthread_mutex_t lock; /* guards the rest */
+    pthread_cond_t cond;
+    ocl_signal *head, *tail;
+    long pending;   /* bridges made and not yet delivered */
+    unsigned users; /* live contexts */
+    int running, stop;
+    pthread_t thread;
+} ocl_sig = {.life = PTHREAD_MUTEX_INITIALIZER,
+             .lock = PTHREAD_MUTEX_INITIALIZER,
+             .cond = PTHREAD_COND_INITIALIZER};
+
+static void *ocl_signaller_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&ocl_sig.lock);
+    for (;;) {
+        ocl_signal *sig = ocl_sig.head;
+
+        if (!sig) {
+            if (ocl_sig.stop && ocl_sig.pending == 0)
+                break;
+            pthread_cond_wait(&ocl_sig.cond, &ocl_sig.lock);
+            continue;
+        }
+        ocl_sig.head = sig->next;
+        if (!ocl_sig.head)
+            ocl_sig.tail = NULL;
+        pthread_mutex_unlock(&ocl_sig.lock);
+        weft__cl.SetUserEventStatus(sig->user, sig->status < 0 ? sig->status
+                                                               : CL_COMPLETE);
+        ocl_release_event(sig->user);
+        weft__free(sig);
+        pthread_mutex_lock(&ocl_sig.lock);
+        ocl_sig.pending--;
+    }
+    pthread_mutex_unlock(&ocl_sig.lock);
+    return NULL;
+}
+
+/* A context begins to use the signaller, which starts if needed. */
+static int ocl_signaller_join(const char *devname)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&ocl_sig.life);
+    if (!ocl_sig.running) {
+        rc = weft__fault("opencl.pthread_create")
+                 ? 11
+                 : pthread_create(&ocl_sig.thread, NULL, ocl_signaller_main,
+                                  NULL);
+        ocl_sig.running = rc == 0;
+    }
+    if (rc == 0)
+        ocl_sig.users++;
+    pthread_mutex_unlock(&ocl_sig.life);
+    if (rc)
+        return weft__error(WEFT_ENOMEM,
+                           "opencl: starting the event thread for %s: %s",
+                           devname, strerror(rc));
+    return 0;
+}
+
+/*
+ * A context is done with the signaller; the last one stops it, after the
+ * bridges still pending (their sources are queued work, which completes).
+ */
+static void ocl_signaller_leave(void)
+{
+    pthread_mutex_lock(&ocl_sig.life);
+    if (--ocl_sig.users == 0) {
+        pthread_mutex_lock(&ocl_sig.lock);
+        ocl_sig.stop = 1;
+        pthread_cond_signal(&ocl_sig.cond);
+        pthread_mutex_unlock(&ocl_sig.lock);
+        pthread_join(ocl_sig.thread, NULL);
+        ocl_sig.stop = 0;
+        ocl_sig.running = 0;
+    }
+    pthread_mutex_unlock(&ocl_sig.life);
+}
+
+static void CL_CALLBACK ocl_bridge_fire(cl_event src, cl_int status, void *user)
+{
+    ocl_signal *sig = user;
+
+    (void)src;
+    sig->status = status;
+    pthread_mutex_lock(&ocl_sig.lock);
+    if (ocl_sig.tail)
+        ocl_sig.tail->next = sig;
+    else
+        ocl_sig.head = sig;
+    ocl_sig.tail = sig;
+    pthread_cond_signal(&ocl_sig.cond);
+    pthread_mutex_unlock(&ocl_sig.lock);
+}
+
+/*
+ * A user event of context to that completes when src does, or fails with
+ * src's status. *out holds the caller's reference.
+ */
+int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
+{
+    ocl_signal *sig;
+    cl_int rc;
+
+    if (!(sig = weft__calloc(1, sizeof *sig)))
+        return weft__error(WEFT_ENOMEM, "opencl: event bridge");
+    sig->user =
+        OCL_NEW("clCreateUserEvent", rc, weft__cl.CreateUserEvent(to->cl, &rc));
+    if (!sig->user) {
+        weft__free(sig);
+        return weft__ocl_fail(rc, "clCreateUserEvent: on %s",
+                              to->base.dev->name);
+    }
+    rc = OCL("clRetainEvent", weft__cl.RetainEvent(sig->user));
+    if (rc != CL_SUCCESS) {
+        ocl_release_event(sig->user);
+        weft__free(sig);
+        return weft__ocl_fail(rc, "clRetainEvent: on %s", to->base.dev->name);
+    }
+    *out = sig->user;
+    pthread_mutex_lock(&ocl_sig.lock);
+    ocl_sig.pending++;
+    pthread_mutex_unlock(&ocl_sig.lock);
+    /* may fire at once, in this thread: *out stays valid, ours */
+    rc = OCL("clSetEventCallback",
+             weft__cl.SetEventCallback(src, CL_COMPLETE, ocl_bridge_fire, sig));
+    if (rc != CL_SUCCESS) {
+        pthread_mutex_lock(&ocl_sig.lock);
+        ocl_sig.pending--;
+        pthread_mutex_unlock(&ocl_sig.lock);
+        ocl_release_event(sig->user);
+        ocl_release_event(sig->user);
+        weft__free(sig);
+        return weft__ocl_fail(rc, "clSetEventCallback: waiting from %s",
+                              to->base.dev->name);
+    }
+    return 0;
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+int weft__ocl_event_create(weft__context *ctx, unsigned flags,
+                           weft__event **out)
+{
+    ocl_event *e;
+    int err;
+
+    (void)ctx;
+    (void)flags;
+    if (!(e = weft__calloc(1, sizeof *e)))
+        return weft__error(WEFT_ENOMEM, "opencl: event");
+    if ((err = weft__ocl_mutex_init(&e->lock)) < 0) {
+        weft__free(e);
+        return err;
+    }
+    *out = &e->base;
+    return 0;
+}
+
+void weft__ocl_event_destroy(weft__event *ev)
+{
+    ocl_event *e = (ocl_event *)ev;
+
+    if (e->last)
+        ocl_release_event(e->last);
+    pthread_mutex_destroy(&e->lock);
+    weft__free(e);
+}
+
+/* The marker of ev's last record with a reference of the caller's; NULL. */
+cl_event weft__ocl_event_get(weft__event *ev)
+{
+    ocl_event *e = (ocl_event *)ev;
+    cl_event cl;
+
+    pthread_mutex_lock(&e->lock);
+    cl = e->last;
+    if (cl && weft__cl.RetainEvent(cl) != CL_SUCCESS)
+        cl = NULL;
+    pthread_mutex_unlock(&e->lock);
+    return cl;
+}
+
+int weft__ocl_event_record(weft__event *ev, weft__queue *q)
+{
+    ocl_event *e = (ocl_event *)ev;
+    cl_event marker, old;
+    cl_int rc;
+
+    if (((ocl_queue *)q)->cap)
+        return weft__ocl_capture_record(e, (ocl_queue *)q);
+    rc = OCL("clEnqueueMarkerWithWaitList",
+             weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clEnqueueMarkerWithWaitList: event on %s",
+                              ocl_qname(q));
+    weft__ocl_flush(ocl_q(q));
+    pthread_mutex_lock(&e->lock);
+    old = e->last;
+    e->last = marker;
+    e->cap_id = 0;
+    pthread_mutex_unlock(&e->lock);
+    if (old)
+        ocl_release_event(old);
+    return 0;
+}
+
+cl_int weft__ocl_event_status(cl_event e, cl_int *status)
+{
+    return OCL("clGetEventInfo",
+               weft__cl.GetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                     sizeof *status, status, NULL));
+}
+
+int weft__ocl_queue_wait_event(weft__queue *q, weft__event *ev)
+{
+    ocl_event *oe = (ocl_event *)ev;
+    cl_event e, wait;
+    cl_int rc, status;
+    uint64_t cap_id;
+    unsigned has_sp;
+    cl_sync_point_khr sp;
+    int err = 0;
+
+    pthread_mutex_lock(&oe->lock);
+    cap_id = oe->cap_id;
+    has_sp = oe->has_sp;
+    sp = oe->sp;
+    pthread_mutex_unlock(&oe->lock);
+    if (cap_id || ((ocl_queue *)q)->cap)
+        return weft__ocl_capture_wait((ocl_queue *)q, ev, cap_id, has_sp, sp);
+    if (!(e = weft__ocl_event_get(ev)))
+        return 0;
+    rc = weft__ocl_event_status(e, &status);
+    if (rc == CL_SUCCESS && status == CL_COMPLETE) {
+        ocl_release_event(e);
+        return 0;
+    }
+    if (ev->ctx == q->ctx) {
+        wait = e;
+    } else if ((err = weft__ocl_bridge(e, ocl_ctx(q->ctx), &wait)) < 0) {
+        ocl_release_event(e);
+        return err;
+    }
+    rc = OCL("clEnqueueBarrierWithWaitList",
+             weft__cl.EnqueueBarrierWithWaitList(ocl_q(q), 1, &wait, NULL));
+    if (rc != CL_SUCCESS)
+        err = weft__ocl_fail(rc,
+                             "clEnqueueBarrierWithWaitList: %s waiting on an "
+                             "event of %s",
+                             ocl_qname(q), ev->ctx->dev->name);
+    if (wait != e)
+        ocl_release_event(wait);
+    ocl_release_event(e);
+    return err;
+}
+
+int weft__ocl_event_query(weft__event *ev)
+{
+    cl_event e = weft__ocl_event_get(ev);
+    cl_int rc, status;
+
+    if (!e)
+        return 0;
+    rc = weft__ocl_event_status(e, &status);
+    ocl_release_event(e);
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clGetEventInfo: event of %s",
+                              ev->ctx->dev->name);
+    if (status < 0)
+        return weft__ocl_fail(status,
+                              "event of %s: the work it waits for failed",
+                              ev->ctx->dev->name);
+    if (status != CL_COMPLETE)
+        return WEFT_ENOTREADY;
+    ocl_host_acquire();
+    return 0;
+}
+
+int weft__ocl_event_sync(weft__event *ev)
+{
+    cl_event e = weft__ocl_event_get(ev);
+    cl_int rc, status;
+
+    if (!e)
+        return 0;
+    rc = OCL("clWaitForEvents", weft__cl.WaitForEvents(1, &e));
+    if (rc == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST &&
+        weft__ocl_event_status(e, &status) == CL_SUCCESS && status < 0)
+        rc = status;
+    ocl_release_event(e);
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clWaitForEvents: event of %s",
+                              ev->ctx->dev->name);
+    ocl_host_acquire();
+    return 0;
+}
+
+/* Markers complete when the work before them has: their END is the time. */
+int weft__ocl_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
+{
+    cl_event ev[2] = {weft__ocl_event_get(start), weft__ocl_event_get(end)};
+    cl_ulong t[2];
+    cl_int rc = CL_SUCCESS, status;
+    int err = 0;
+
+    for (int i = 0; i < 2 && err == 0; i++) {
+        if (!ev[i])
+            err = weft__error(WEFT_EINVAL,
+                              "event_elapsed: %s event was "
+                              "never recorded",
+                              i ? "end" : "start");
+        else if ((rc = weft__ocl_event_status(ev[i], &status)) != CL_SUCCESS)
+            err = weft__ocl_fail(rc, "clGetEventInfo: elapsed time");
+        else if (status < 0)
+            err = weft__ocl_fail(status,
+                                 "event_elapsed: the work of the %s event "
+                                 "failed",
+                                 i ? "end" : "start");
+        else if (status != CL_COMPLETE)
+            err = WEFT_ENOTREADY;
+        else if ((rc = OCL("clGetEventProfilingInfo",
+                           weft__cl.GetEventProfilingInfo(
+                               ev[i], CL_PROFILING_COMMAND_END, sizeof t[i],
+                               &t[i], NULL))) != CL_SUCCESS)
+            err = weft__ocl_fail(rc,
+                                 "clGetEventProfilingInfo: elapsed time on %s",
+                                 start->ctx->dev->name);
+    }
+    for (int i = 0; i < 2; i++)
+        if (ev[i])
+            ocl_release_event(ev[i]);
+    if (err == 0)
+        *ns = t[1] > t[0] ? t[1] - t[0] : 0;
+    return err;
+}
+
+/* ---- host functions ---------------------------------------------------- */
+
+typedef struct ocl_host_call ocl_host_call;
+
+/*
+ * The thread that runs a queue's host functions. Event callbacks only hand
+ * calls to it: a callback may run inline in the thread that sets it (when
+ * the event is already complete) or on the implementation's own threads,
+ * and a host function may block for as long as it likes.
+ */
+struct ocl_host_worker {
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards head, tail, stop */
+    pthread_cond_t cond;
+    ocl_host_call *head, *tail;
+    int stop;
+};
+
+struct ocl_host_call {
+    ocl_host_call *next;
+    ocl_host_worker *worker;
+    weft__host_fn *fn;
+    void *user;
+    cl_event gate; /* holds the queue until fn has returned */
+    cl_int status; /* of the work before, as the marker ended */
+};
+
+/*
+ * Runs fn even when the work before it failed, since callers use host
+ * functions to learn that work is over; the failure still passes to the
+ * gate, so that the queue's later work sees it.
+ */
+static void *ocl_worker_main(void *arg)
+{
+    ocl_host_worker *w = arg;
+
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        ocl_host_call *call = w->head;
+
+        if (!call) {
+            if (w->stop)
+                break;
+            pthread_cond_wait(&w->cond, &w->lock);
+            continue;
+        }
+        w->head = call->next;
+        if (!w->head)
+            w->tail = NULL;
+        pthread_mutex_unlock(&w->lock);
+        call->fn(call->user);
+        __atomic_add_fetch(&ocl_host_epoch, 1, __ATOMIC_RELEASE);
+        weft__cl.SetUserEventStatus(call->gate, call->status < 0 ? call->status
+                                                                 : CL_COMPLETE);
+        ocl_release_event(call->gate);
+        weft__free(call);
+        pthread_mutex_lock(&w->lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+static void ocl_worker_stop(ocl_host_worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->stop = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    weft__free(w);
+}
+
+static int ocl_worker_get(ocl_queue *q, ocl_host_worker **out)
+{
+    ocl_host_worker *w;
+    int rc;
+
+    pthread_mutex_lock(&q->lock);
+    if ((w = q->worker) != NULL)
+        goto done;
+    if (!(w = weft__calloc(1, sizeof *w))) {
+        pthread_mutex_unlock(&q->lock);
+        return weft__error(WEFT_ENOMEM, "opencl: host function thread");
+    }
+    if ((rc = weft__ocl_mutex_init(&w->lock)) < 0) {
+        weft__free(w);
+        pthread_mutex_unlock(&q->lock);
+        return rc;
+    }
+    rc = weft__fault("opencl.pthread_cond_init")
+             ? 12
+             : pthread_cond_init(&w->cond, NULL);
+    if (rc == 0) {
+        rc = weft__fault("opencl.pthread_create")
+                 ? 11
+                 : pthread_create(&w->thread, NULL, ocl_worker_main, w);
+        if (rc)
+            pthread_cond_destroy(&w->cond);
+    }
+    if (rc) {
+        pthread_mutex_destroy(&w->lock);
+        weft__free(w);
+        pthread_mutex_unlock(&q->lock);
+        return weft__error(WEFT_ENOMEM,
+                           "opencl: starting the host function thread of a "
+                           "queue on %s: %s",
+                           q->base.ctx->dev->name, strerror(rc));
+    }
+    q->worker = w;
+done:
+    pthread_mutex_unlock(&q->lock);
+    *out = w;
+    return 0;
+}
+
+static void CL_CALLBACK ocl_host_call_fire(cl_event marker, cl_int status,
+                                           void *user)
+{
+    ocl_host_call *call = user;
+    ocl_host_worker *w = call->worker;
+
+    (void)marker;
+    call->status = status;
+    pthread_mutex_lock(&w->lock);
+    if (w->tail)
+        w->tail->next = call;
+    else
+        w->head = call;
+    w->tail = call;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/*
+ * A marker (done when the work before it is) whose callback hands fn to
+ * the queue's worker, then a barrier on a user event that the worker
+ * completes once fn has returned.
+ */
+int weft__ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
+{
+    ocl_host_call *call;
+    cl_event marker;
+    cl_int rc;
+    int err;
+
+    if (((ocl_queue *)q)->cap)
+        return weft__ocl_capture_refuse((ocl_queue *)q, "a host function");
+    if (!(call = weft__calloc(1, sizeof *call)))
+        return weft__error(WEFT_ENOMEM, "opencl: host function");
+    if ((err = ocl_worker_get((ocl_queue *)q, &call->worker)) < 0) {
+        weft__free(call);
+        return err;
+    }
+    call->fn = fn;
+    call->user = user;
+    call->gate = OCL_NEW("clCreateUserEvent", rc,
+                         weft__cl.CreateUserEvent(ocl_ctx(q->ctx)->cl, &rc));
+    if (!call->gate) {
+        weft__free(call);
+        return weft__ocl_fail(rc, "clCreateUserEvent: host function on %s",
+                              ocl_qname(q));
+    }
+    rc = OCL("clEnqueueMarkerWithWaitList",
+             weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
+    if (rc != CL_SUCCESS) {
+        err = weft__ocl_fail(rc,
+                             "clEnqueueMarkerWithWaitList: host function on %s",
+                             ocl_qname(q));
+        goto fail;
+    }
+    rc = OCL(
+        "clEnqueueBarrierWithWaitList",
+        weft__cl.EnqueueBarrierWithWaitList(ocl_q(q), 1, &call->gate, NULL));
+    if (rc != CL_SUCCESS) {
+        ocl_release_event(marker);
+        err = weft__ocl_fail(rc,
+                             "clEnqueueBarrierWithWaitList: host function on "
+                             "%s",
+                             ocl_qname(q));
+        goto fail;
+    }
+    /*
+     * The callback thread gets call through the OpenCL implementation;
+     * taking the worker's lock here orders the writes above before the
+     * callback's push (which takes the same lock), whatever ordering the
+     * implementation's own handoff gives.
+     */
+    pthread_mutex_lock(&call->worker->lock);
+    pthread_mutex_unlock(&call->worker->lock);
+    rc = OCL("clSetEventCallback",
+             weft__cl.SetEventCallback(marker, CL_COMPLETE, ocl_host_call_fire,
+                                       call));
+    ocl_release_event(marker);
+    weft__ocl_flush(ocl_q(q));
+    if (rc != CL_SUCCESS) {
+        /* the barrier is queued: open it, the function never runs */
+        weft__cl.SetUserEventStatus(call->gate, CL_COMPLETE);
+        err = weft__ocl_fail(rc, "clSetEventCallback: host function on %s",
+                             ocl_qname(q));
+        goto fail;
+    }
+    return 0;
+fail:
+    ocl_release_event(call->gate);
+    weft__free(call);
+    return err;
+}
