@@ -187,9 +187,9 @@ int weft__ocl_capture_copy(ocl_queue *q, cl_mem src, size_t src_off, cl_mem dst,
 {
     ocl_capture *c = q->cap;
     const ocl_device *d = c->dev;
-    const cl_sync_point_khr *w;
+    const cl_sync_point_khr *w = NULL;
     cl_sync_point_khr sp = 0;
-    cl_uint n;
+    cl_uint n = 0;
     cl_int rc;
     int err;
 
@@ -214,9 +214,9 @@ int weft__ocl_capture_fill(ocl_queue *q, cl_mem dst, size_t off,
 {
     ocl_capture *c = q->cap;
     const ocl_device *d = c->dev;
-    const cl_sync_point_khr *w;
+    const cl_sync_point_khr *w = NULL;
     cl_sync_point_khr sp = 0;
-    cl_uint n;
+    cl_uint n = 0;
     cl_int rc;
     int err;
 
@@ -244,9 +244,9 @@ static int ocl_capture_barrier(ocl_queue *q)
 {
     ocl_capture *c = q->cap;
     const ocl_device *d = c->dev;
-    const cl_sync_point_khr *w;
+    const cl_sync_point_khr *w = NULL;
     cl_sync_point_khr sp = 0;
-    cl_uint n;
+    cl_uint n = 0;
     cl_int rc;
     int err;
 
@@ -476,9 +476,9 @@ int weft__ocl_capture_launch(ocl_queue *q, ocl_kernel *k, cl_kernel kcl,
                              cl_mem *oneoff, unsigned *noneoff)
 {
     ocl_capture *c = q->cap;
-    const cl_sync_point_khr *w;
+    const cl_sync_point_khr *w = NULL;
     cl_sync_point_khr sp = 0;
-    cl_uint n;
+    cl_uint n = 0;
     cl_int rc;
     int err;
 
