@@ -215,7 +215,7 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     weft_runtime *rt;
     const char *spec, *env;
-    unsigned d, n = 0;
+    unsigned d, n = 0, word;
     int rc;
 
     if (!out)
@@ -250,11 +250,14 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
         rt->device_mem_limit = o.device_mem_limit;
     if (!weft__opt_uint(WEFT__OPT_HOST_WORKERS, &rt->host_workers))
         rt->host_workers = UINT_MAX; /* the machine decides */
-    if ((rc = weft__place_policy_parse(weft__opt_raw(WEFT__OPT_PLACE),
-                                       o.place_policy, &rt->place_policy)) <
-            0 ||
-        (rc = weft__place_scope_parse(weft__opt_raw(WEFT__OPT_PLACE_SCOPE),
-                                      WEFT_PLACE_SCOPE_DEFAULT,
+    /* The words of WEFT_PLACE and WEFT_PLACE_SCOPE are in enum order. */
+    if (weft__opt_enum(WEFT__OPT_PLACE, &word))
+        o.place_policy = WEFT_PLACE_SINGLE + (int)word;
+    word = 0;
+    weft__opt_enum(WEFT__OPT_PLACE_SCOPE, &word);
+    if ((rc = weft__place_policy_parse(NULL, o.place_policy,
+                                       &rt->place_policy)) < 0 ||
+        (rc = weft__place_scope_parse(NULL, WEFT_PLACE_SCOPE_DRIVER + (int)word,
                                       &rt->place_scope)) < 0)
         goto fail;
     if (!weft__opt_str(WEFT__OPT_TRACE, &env))

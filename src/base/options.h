@@ -24,7 +24,10 @@
  *   DEFAULT  the value when unset, written as the variable would be; NULL
  *            where it depends on the machine or on weft_runtime_options
  *            (HELP says what).
- * Enum words are matched without regard to case, as are bool words.
+ * Enum words are matched without regard to case, as are bool words. The
+ * words of PLACE, PLACE_SCOPE and LOG are in the order of weft_place_policy
+ * (from WEFT_PLACE_SINGLE), weft_place_scope (from WEFT_PLACE_SCOPE_DRIVER)
+ * and weft_log_level: their readers add the index to the first.
  */
 #define WEFT__OPTIONS(X)                                                       \
     X(DEVICES, TEXT, 0, 0,                                                     \

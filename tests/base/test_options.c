@@ -194,6 +194,15 @@ static void runtime_creation_refuses_bad_values(void **state)
         assert_int_equal(weft_runtime_create(&rt, NULL), WEFT_EINVAL);
         assert_has(weft_last_error(), bad[i][0]);
     }
+    /* good values, in any case, reach the runtime */
+    unset_all();
+    setenv("WEFT_DEVICES", "host", 1);
+    setenv("WEFT_HOST_DEVICES", "3", 1);
+    setenv("WEFT_PLACE", "Round-Robin", 1);
+    setenv("WEFT_PLACE_SCOPE", "ALL", 1);
+    assert_int_equal(weft_runtime_create(&rt, NULL), 0);
+    assert_int_equal(weft_runtime_device_count(rt), 3);
+    assert_int_equal(weft_runtime_destroy(rt), 0);
     /* a device list the table takes as text, named by the runtime */
     unset_all();
     setenv("WEFT_DEVICES", "host,gpu", 1);
@@ -339,6 +348,20 @@ static void every_variable_is_described(void **state)
             assert_string_not_equal(o->name,
                                     weft__opt_info_of((weft__opt)j)->name);
     }
+    /* enum words in the order of the public enums (options.h) */
+    for (unsigned i = 0; i < 4; i++) {
+        const char *name = weft_place_policy_name(WEFT_PLACE_SINGLE + i);
+        unsigned w = 99;
+
+        assert_non_null(name);
+        assert_int_equal(weft__opt_check(WEFT__OPT_PLACE, name), 0);
+        setenv("WEFT_PLACE", name, 1);
+        assert_int_equal(weft__options_load(), 0);
+        assert_true(weft__opt_enum(WEFT__OPT_PLACE, &w));
+        assert_int_equal(w, i);
+    }
+    unset_all();
+    assert_int_equal(weft__options_load(), 0);
     assert_int_equal(weft__opt_check(WEFT__OPT_HOST_DEVICES, "12"), 0);
     assert_int_equal(weft__opt_check(WEFT__OPT_HOST_DEVICES, "abc"),
                      WEFT_EINVAL);
