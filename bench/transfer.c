@@ -245,7 +245,6 @@ int main(int argc, char **argv)
     }
     if (bytes == 0 || reps < 1 || reps > 64)
         DIE("--mib > 0 and 1 <= --reps <= 64");
-    o.devices = weft__env("WEFT_DEVICES") ? NULL : "cuda,opencl,host";
     if (weft_runtime_create(&rt, &o) < 0 || !weft_runtime_device_count(rt))
         DIE("no device: %s", weft_last_error());
     for (unsigned i = 0; i < weft_runtime_device_count(rt) && !dev; i++)

@@ -4,6 +4,7 @@
  */
 #include "runtime.h"
 
+#include "base/options.h"
 #include "base/trace.h"
 #include "mem/pool.h"
 #include "mem/staging.h"
@@ -23,8 +24,6 @@ static const weft__driver *const weft__all_drivers[WEFT__NDRIVERS] = {
     &weft__driver_host,
     &weft__driver_sim,
 };
-
-static const char weft__default_devices[] = "cuda,opencl,host";
 
 /*
  * Parse "cuda,opencl:1,host:*" into the drivers' wanted/all/indices.
@@ -194,25 +193,6 @@ static void weft__place_device(weft_runtime *rt, weft__device *dev)
     dev->props.cpuset = dev->cpuset;
 }
 
-hwloc_bitmap_t weft__cpuset_near(hwloc_topology_t topo, const char *cpuset)
-{
-    hwloc_const_cpuset_t all;
-    hwloc_bitmap_t set;
-
-    if (!topo || !cpuset || !*cpuset)
-        return NULL;
-    all = hwloc_topology_get_topology_cpuset(topo);
-    if (hwloc_bitmap_weight(all) <= 2 || !(set = hwloc_bitmap_alloc()))
-        return NULL;
-    /* Binding to the whole machine gains nothing and costs a system call. */
-    if (hwloc_bitmap_list_sscanf(set, cpuset) < 0 || hwloc_bitmap_iszero(set) ||
-        hwloc_bitmap_isequal(set, all)) {
-        hwloc_bitmap_free(set);
-        return NULL;
-    }
-    return set;
-}
-
 static void weft__finish_props(weft__device *dev, unsigned index)
 {
     weft_device_info *p = &dev->props;
@@ -236,12 +216,13 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     weft_runtime *rt;
     const char *spec, *env;
-    unsigned d, n = 0;
+    unsigned d, n = 0, word;
     int rc;
 
-    weft__log_setup();
     if (!out)
         return weft__error(WEFT_EINVAL, "weft_runtime_create: result is NULL");
+    if ((rc = weft__options_load()) < 0)
+        return rc;
     if (opts) {
         if (opts->size < sizeof(size_t) || opts->size > sizeof o)
             return weft__error(WEFT_EINVAL,
@@ -257,34 +238,32 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
     for (d = 0; d < WEFT__NDRIVERS; d++)
         rt->drivers[d].drv = weft__all_drivers[d];
 
-    /* The environment wins over the options: one place reads it. */
-    spec = (env = weft__env("WEFT_DEVICES")) ? env
-           : o.devices                       ? o.devices
-                                             : weft__default_devices;
-    rt->cfg.sim_config = (env = weft__env("WEFT_SIM")) ? env : o.sim_config;
-    rt->cfg.host_devices =
-        (unsigned)weft__env_ulong("WEFT_HOST_DEVICES", o.host_devices);
-    rt->cfg.host_threads =
-        (unsigned)weft__env_ulong("WEFT_HOST_THREADS", o.host_threads);
-    rt->device_mem_limit = o.device_mem_limit;
-    rt->host_workers =
-        (unsigned)WEFT__MIN(weft__env_ulong("WEFT_HOST_WORKERS", UINT_MAX),
-                            (unsigned long)UINT_MAX);
-    if ((env = weft__env("WEFT_DEVICE_MEM_LIMIT")) &&
-        weft__parse_size(env, &rt->device_mem_limit) < 0) {
-        rc = weft__error(WEFT_EINVAL,
-                         "WEFT_DEVICE_MEM_LIMIT=\"%s\" is not a size (e.g. "
-                         "64M)",
-                         env);
-        goto fail;
-    }
-    if ((rc = weft__place_policy_parse(weft__env("WEFT_PLACE"), o.place_policy,
+    /* The environment wins over the options (base/options.h). */
+    if (!weft__opt_str(WEFT__OPT_DEVICES, &spec) && o.devices)
+        spec = o.devices;
+    if (!weft__opt_str(WEFT__OPT_SIM, &rt->cfg.sim_config))
+        rt->cfg.sim_config = o.sim_config;
+    if (!weft__opt_uint(WEFT__OPT_HOST_DEVICES, &rt->cfg.host_devices))
+        rt->cfg.host_devices = o.host_devices;
+    if (!weft__opt_uint(WEFT__OPT_HOST_THREADS, &rt->cfg.host_threads))
+        rt->cfg.host_threads = o.host_threads;
+    if (!weft__opt_size(WEFT__OPT_DEVICE_MEM_LIMIT, &rt->device_mem_limit))
+        rt->device_mem_limit = o.device_mem_limit;
+    if (!weft__opt_uint(WEFT__OPT_HOST_WORKERS, &rt->host_workers))
+        rt->host_workers = UINT_MAX; /* the machine decides */
+    /* The words of WEFT_PLACE and WEFT_PLACE_SCOPE are in enum order. */
+    if (weft__opt_enum(WEFT__OPT_PLACE, &word))
+        o.place_policy = WEFT_PLACE_SINGLE + (int)word;
+    word = 0;
+    weft__opt_enum(WEFT__OPT_PLACE_SCOPE, &word);
+    if ((rc = weft__place_policy_parse(NULL, o.place_policy,
                                        &rt->place_policy)) < 0 ||
-        (rc = weft__place_scope_parse(weft__env("WEFT_PLACE_SCOPE"),
-                                      WEFT_PLACE_SCOPE_DEFAULT,
+        (rc = weft__place_scope_parse(NULL, WEFT_PLACE_SCOPE_DRIVER + (int)word,
                                       &rt->place_scope)) < 0)
         goto fail;
-    if ((env = weft__env("WEFT_TRACE")) || (env = o.trace_file)) {
+    if (!weft__opt_str(WEFT__OPT_TRACE, &env))
+        env = o.trace_file;
+    if (env) {
         if (!(rt->trace_file = weft__strdup(env)) ||
             (rc = weft__trace_create(&rt->trace)) < 0) {
             rc = weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory "
@@ -292,8 +271,11 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
             goto fail;
         }
     }
-    if ((rc = weft__parse_devices(rt, spec)) < 0)
+    if ((rc = weft__parse_devices(rt, spec)) < 0) {
+        if (weft__opt_raw(WEFT__OPT_DEVICES))
+            weft__error_prefix(rc, "WEFT_DEVICES=%s", spec);
         goto fail;
+    }
 
     for (d = 0; d < WEFT__NDRIVERS; d++) {
         weft__runtime_driver *rd = &rt->drivers[d];
@@ -447,7 +429,7 @@ static void weft__print_stats(const weft_runtime *rt)
 
 int weft_runtime_destroy(weft_runtime *rt)
 {
-    const char *env;
+    bool stats = false;
     long live;
 
     if (!rt)
@@ -459,7 +441,7 @@ int weft_runtime_destroy(weft_runtime *rt)
                            "runtime (modules, buffers, graphs) are still "
                            "live",
                            live);
-    if ((env = weft__env("WEFT_STATS")) && strcmp(env, "0") != 0)
+    if (weft__opt_bool(WEFT__OPT_STATS, &stats) && stats)
         weft__print_stats(rt);
     if (rt->trace) {
         if (weft__trace_write_file(rt->trace, rt->trace_file) < 0)

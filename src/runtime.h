@@ -150,17 +150,4 @@ static inline weft__device *weft__device_of(const weft_device *dev)
 /* The implementation of kernel k on device index, NULL if none. */
 weft__kernel *weft__kernel_impl(const weft_kernel *k, unsigned index);
 
-/*
- * The cores to bind a helper thread of a device to (staging copies, host
- * nodes), from the device's cpuset string (weft_device_info.cpuset): a
- * new bitmap, or NULL where binding would not help or might hurt: no
- * topology, no locality (the set is the whole machine), or a machine of 2
- * cores or fewer (CI VMs, where a PoCL process was seen to stall in
- * binding). The caller frees it with hwloc_bitmap_free.
- */
-hwloc_bitmap_t weft__cpuset_near(hwloc_topology_t topo, const char *cpuset);
-
-/* Read WEFT_LOG once (log.c). */
-void weft__log_setup(void);
-
 #endif /* WEFT_RUNTIME_H */

@@ -3,11 +3,14 @@
  * pairs can copy peer-to-peer, and where each sits on the machine.
  *
  *     weft-info [--json] [--devices LIST] [--calibrate]
+ *     weft-info --options [--markdown]
  *
  * --calibrate measures the copy links of every device with real copies
  * (src/sched/calibrate.h), prints them and stores them in the cache that
- * placement reads. (So weft-info links the static library and uses
- * weft's internal headers.)
+ * placement reads. --options lists the WEFT_* variables from weft's table
+ * (src/base/options.h) with their values here; --markdown gives the
+ * README's table. (So weft-info links the static library and uses weft's
+ * internal headers.)
  */
 #include <weft.h>
 
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/options.h"
 #include "sched/calibrate.h"
 
 static const char *type_name(weft_device_type t)
@@ -297,22 +301,73 @@ static int calibrate(weft_runtime *rt)
     return 0;
 }
 
+/* ---- the WEFT_* variables ---------------------------------------------- */
+
+/* Every variable: its value here (checked), what it takes, its default. */
+static int print_options(void)
+{
+    int bad = 0;
+
+    (void)weft__options_load(); /* warns of unknown WEFT_* names */
+
+    for (unsigned i = 0; i < WEFT__OPT_COUNT; i++) {
+        const weft__opt_info *o = weft__opt_info_of((weft__opt)i);
+        const char *v = getenv(o->name);
+        char accepted[512];
+
+        weft__opt_accepted((weft__opt)i, accepted, sizeof accepted);
+        if (!v)
+            printf("%s (unset)\n", o->name);
+        else
+            printf("%s=%s\n", o->name, v);
+        if (weft__opt_check((weft__opt)i, v) < 0) {
+            printf("    BAD: %s\n", weft_last_error());
+            bad = 1;
+        }
+        printf("    %s\n    accepts: %s%s\n", o->help,
+               o->type == WEFT__OPT_ENUM ? "one of " : "", accepted);
+        if (o->dflt)
+            printf("    default: %s\n", o->dflt);
+    }
+    return bad;
+}
+
+/* The same as a Markdown table, without the values: the README's. */
+static void print_options_markdown(void)
+{
+    printf("| variable | accepts | default | meaning |\n|---|---|---|---|\n");
+    for (unsigned i = 0; i < WEFT__OPT_COUNT; i++) {
+        const weft__opt_info *o = weft__opt_info_of((weft__opt)i);
+        char accepted[512];
+
+        weft__opt_accepted((weft__opt)i, accepted, sizeof accepted);
+        printf("| `%s` | %s%s | %s%s%s | %s |\n", o->name,
+               o->type == WEFT__OPT_ENUM ? "one of " : "", accepted,
+               o->dflt ? "`" : "", o->dflt ? o->dflt : "see meaning",
+               o->dflt ? "`" : "", o->help);
+    }
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: weft-info [--json] [--devices LIST] [--calibrate]\n"
+            "       weft-info --options [--markdown]\n"
             "  --json          machine-readable output\n"
             "  --calibrate     measure copy bandwidths and latencies, print\n"
             "                  them and cache them for placement\n"
             "  --devices LIST  which devices, e.g. all, sim, opencl:1,cuda:*\n"
-            "                  (default: all; WEFT_DEVICES overrides)\n");
+            "                  (default: all; WEFT_DEVICES overrides)\n"
+            "  --options       the WEFT_* environment variables: value here,\n"
+            "                  what each accepts, default, meaning\n"
+            "  --markdown      with --options: a Markdown table, no values\n");
 }
 
 int main(int argc, char **argv)
 {
     weft_runtime_options opts = WEFT_RUNTIME_OPTIONS_INIT;
     weft_runtime *rt;
-    int json = 0, cal = 0, rc;
+    int json = 0, cal = 0, options = 0, markdown = 0, rc;
 
     opts.devices = "all";
     for (int i = 1; i < argc; i++) {
@@ -320,6 +375,10 @@ int main(int argc, char **argv)
             json = 1;
         } else if (strcmp(argv[i], "--calibrate") == 0) {
             cal = 1;
+        } else if (strcmp(argv[i], "--options") == 0) {
+            options = 1;
+        } else if (strcmp(argv[i], "--markdown") == 0) {
+            markdown = 1;
         } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
             opts.devices = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 ||
@@ -330,6 +389,15 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (markdown && !options) {
+        usage(stderr);
+        return 2;
+    }
+    if (options) {
+        if (markdown)
+            print_options_markdown();
+        return markdown ? 0 : print_options();
     }
     rc = weft_runtime_create(&rt, &opts);
     if (rc < 0) {

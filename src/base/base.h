@@ -1,6 +1,7 @@
 /*
  * What every layer of weft uses: errors, logging, failure injection,
- * allocation, clocks, assertions. Internal names are weft__.
+ * allocation, clocks, assertions. Internal names are weft__. The WEFT_*
+ * variables: options.h; threads, CPU sets, dlopen, directories: os.h.
  */
 #ifndef WEFT_BASE_H
 #define WEFT_BASE_H
@@ -83,6 +84,8 @@ void weft__log_impl(weft_log_level level, const char *subsystem,
 #define weft__debug(sub, ...) weft__log(WEFT_LOG_DEBUG, sub, __VA_ARGS__)
 #define weft__info(sub, ...)  weft__log(WEFT_LOG_INFO, sub, __VA_ARGS__)
 #define weft__warn(sub, ...)  weft__log(WEFT_LOG_WARN, sub, __VA_ARGS__)
+/* The level WEFT_LOG gives (options.c); ignored after weft_log_set_level. */
+void weft__log_env_level(int level);
 
 /* ---- failure injection ------------------------------------------------- */
 /*
@@ -124,11 +127,5 @@ int weft__parse_double(const char *s, double *out);
 /* ---- clocks ------------------------------------------------------------ */
 /* Monotonic nanoseconds. */
 uint64_t weft__now_ns(void);
-
-/* ---- environment ------------------------------------------------------- */
-/* getenv, but an empty string is the same as unset (returns NULL). */
-const char *weft__env(const char *name);
-/* An unsigned from the environment, or dflt if unset or unparsable. */
-unsigned long weft__env_ulong(const char *name, unsigned long dflt);
 
 #endif /* WEFT_BASE_H */

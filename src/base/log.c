@@ -1,51 +1,33 @@
 /* Logging: levels from WEFT_LOG, a replaceable sink. */
 #include "base.h"
+#include "options.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 /*
  * The level is read on every log call without a lock: a stale read only
  * means one message more or less around the moment the level changes.
- * WEFT_LOG_WARN until the environment has been read (see weft__log_init).
+ * WEFT_LOG_WARN until the options are first read (options.c applies
+ * WEFT_LOG at every load through weft__log_env_level).
  */
 int weft__log_level = WEFT_LOG_WARN;
 
-static pthread_once_t weft__log_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t weft__log_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_log_fn *weft__log_sink;
 static void *weft__log_sink_user;
-static int weft__log_level_set; /* set by weft_log_set_level */
+static int weft__log_level_set; /* set by weft_log_set_level (atomic) */
 
 static const char *const weft__level_names[] = {"trace", "debug", "info",
                                                 "warn",  "error", "off"};
 
-static void weft__log_init(void)
+void weft__log_env_level(int level)
 {
-    const char *env = weft__env("WEFT_LOG");
-    unsigned i;
-
-    if (!env || __atomic_load_n(&weft__log_level_set, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&weft__log_level_set, __ATOMIC_RELAXED) ||
+        level < WEFT_LOG_TRACE || level > WEFT_LOG_OFF)
         return;
-    for (i = 0; i < WEFT__COUNTOF(weft__level_names); i++) {
-        if (strcasecmp(env, weft__level_names[i]) == 0) {
-            __atomic_store_n(&weft__log_level, (int)i, __ATOMIC_RELAXED);
-            return;
-        }
-    }
-    fprintf(stderr,
-            "weft[warn] log: WEFT_LOG=%s is not one of trace, debug, "
-            "info, warn, error, off\n",
-            env);
-}
-
-/* Called once from every entry point that creates a runtime. */
-void weft__log_setup(void);
-void weft__log_setup(void)
-{
-    pthread_once(&weft__log_once, weft__log_init);
+    __atomic_store_n(&weft__log_level, level, __ATOMIC_RELAXED);
 }
 
 void weft_log_set_sink(weft_log_fn *fn, void *user)
@@ -58,7 +40,6 @@ void weft_log_set_sink(weft_log_fn *fn, void *user)
 
 void weft_log_set_level(weft_log_level level)
 {
-    pthread_once(&weft__log_once, weft__log_init);
     __atomic_store_n(&weft__log_level_set, 1, __ATOMIC_RELAXED);
     if ((int)level < WEFT_LOG_TRACE || level > WEFT_LOG_OFF)
         level = WEFT_LOG_WARN;
@@ -67,7 +48,10 @@ void weft_log_set_level(weft_log_level level)
 
 weft_log_level weft_log_get_level(void)
 {
-    pthread_once(&weft__log_once, weft__log_init);
+    unsigned env = WEFT_LOG_WARN;
+
+    /* The first read of the options applies WEFT_LOG. */
+    weft__opt_enum(WEFT__OPT_LOG, &env);
     return (weft_log_level)__atomic_load_n(&weft__log_level, __ATOMIC_RELAXED);
 }
 

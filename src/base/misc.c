@@ -1,4 +1,4 @@
-/* Allocation, strings, clocks and the environment. */
+/* Allocation, strings and clocks. */
 #include "base.h"
 
 #include <errno.h>
@@ -123,28 +123,4 @@ uint64_t weft__now_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-const char *weft__env(const char *name)
-{
-    const char *v = getenv(name);
-
-    return v && *v ? v : NULL;
-}
-
-unsigned long weft__env_ulong(const char *name, unsigned long dflt)
-{
-    const char *v = weft__env(name);
-    char *end;
-    unsigned long n;
-
-    if (!v)
-        return dflt;
-    errno = 0;
-    n = strtoul(v, &end, 10);
-    if (errno || end == v || *end) {
-        weft__warn("env", "%s=%s is not a number; using %lu", name, v, dflt);
-        return dflt;
-    }
-    return n;
 }

@@ -1,6 +1,8 @@
 /* The compiled-kernel cache (see kcache.h). */
 #include "kcache.h"
 
+#include "../base/os.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -78,54 +80,13 @@ void weft__kcache_key_make(weft__kcache_key *k, const void *const *parts,
              (unsigned long long)k->h[0], (unsigned long long)k->h[1]);
 }
 
-static int weft__kc_enabled(void)
-{
-    const char *v = weft__env("WEFT_CACHE");
-
-    return !(v && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 ||
-                   strcmp(v, "no") == 0));
-}
-
-/* The cache directory into buf; -1 if there is none. */
-static int weft__kc_dir(char *buf, size_t n)
-{
-    const char *d;
-
-    if ((d = weft__env("WEFT_CACHE_DIR")))
-        return snprintf(buf, n, "%s", d) < (int)n ? 0 : -1;
-    if ((d = weft__env("XDG_CACHE_HOME")))
-        return snprintf(buf, n, "%s/weft", d) < (int)n ? 0 : -1;
-    if ((d = weft__env("HOME")))
-        return snprintf(buf, n, "%s/.cache/weft", d) < (int)n ? 0 : -1;
-    return -1;
-}
-
 static int weft__kc_path(const weft__kcache_key *k, char *buf, size_t n)
 {
     char dir[4096];
 
-    if (!weft__kc_enabled() || weft__kc_dir(dir, sizeof dir) < 0)
+    if (weft__cache_dir(dir, sizeof dir) < 0)
         return -1;
     return snprintf(buf, n, "%s/%s.bin", dir, k->hex) < (int)n ? 0 : -1;
-}
-
-/* mkdir -p for the cache directory. */
-static int weft__kc_mkdirs(const char *path)
-{
-    char tmp[4096];
-
-    weft__strlcpy(tmp, path, sizeof tmp);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
 }
 
 static uint64_t weft__kc_get64(const unsigned char *p)
@@ -204,8 +165,7 @@ int weft__kcache_store(const weft__kcache_key *k, const void *bytes,
 
     if (weft__kc_path(k, path, sizeof path) < 0)
         return 0;
-    weft__kc_dir(dir, sizeof dir);
-    if (weft__kc_mkdirs(dir) < 0) {
+    if (weft__cache_dir(dir, sizeof dir) < 0 || weft__dir_make(dir) < 0) {
         weft__warn("kcache", "cannot create %s: %s", dir, strerror(errno));
         return WEFT_EIO;
     }

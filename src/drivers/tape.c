@@ -3,6 +3,8 @@
  */
 #include "tape.h"
 
+#include "../base/options.h"
+
 #include <string.h>
 
 enum { WEFT__TAPE_MAX_QUEUES = 128 };
@@ -11,13 +13,10 @@ _Thread_local weft__tape *weft__tape_cur;
 
 int weft__tape_supported(const weft__device *dev, int want)
 {
-    const char *v = weft__env("WEFT_NATIVE_GRAPHS");
-    int force =
-        want == WEFT_NATIVE_GRAPHS_ON ||
-        (v && (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "yes")));
+    bool env = false, set = weft__opt_bool(WEFT__OPT_NATIVE_GRAPHS, &env);
+    int force = want == WEFT_NATIVE_GRAPHS_ON || (set && env);
 
-    if (want == WEFT_NATIVE_GRAPHS_OFF ||
-        (v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no"))))
+    if (want == WEFT_NATIVE_GRAPHS_OFF || (set && !env))
         return 0;
     if (!dev->drv->graph_begin || !dev->drv->graph_end ||
         !dev->drv->graph_launch || !dev->drv->graph_destroy)

@@ -1,7 +1,7 @@
 /* Pinned staging (see staging.h). */
 #include "staging.h"
 
-#include "../runtime.h"
+#include "../base/os.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -94,8 +94,7 @@ static void *weft__crew_main(void *arg)
     unsigned index = st->index;
     unsigned long seen = 0;
 
-    if (c->cpuset)
-        hwloc_set_cpubind(c->topology, c->cpuset, HWLOC_CPUBIND_THREAD);
+    weft__thread_bind(c->topology, c->cpuset);
     pthread_mutex_lock(&c->lock);
     for (;;) {
         size_t off, len;
@@ -174,43 +173,15 @@ static int weft__crew_start_threads(weft__crew *c)
     for (i = 1; i < c->nthreads; i++) {
         c->starts[i].crew = c;
         c->starts[i].index = i;
-        if (weft__fault("staging.pthread_create") ||
-            pthread_create(&c->tids[i - 1], NULL, weft__crew_main,
-                           &c->starts[i]) != 0) {
+        if (weft__thread_start(&c->tids[i - 1], "weft-staging",
+                               "staging.pthread_create", weft__crew_main,
+                               &c->starts[i]) != 0) {
             weft__crew_stop(c, i - 1);
             return weft__error(WEFT_ENOMEM, "staging: cannot start a copy "
                                             "thread");
         }
     }
     return 0;
-}
-
-/*
- * Bind the calling thread near the device while its pinned memory is
- * allocated, so that the pages land on the device's NUMA node; *old gets
- * the binding to restore (NULL if none was changed).
- */
-static void weft__bind_near(weft__crew *c, hwloc_bitmap_t *old)
-{
-    *old = NULL;
-    if (!c->cpuset)
-        return;
-    *old = hwloc_bitmap_alloc();
-    if (*old &&
-        hwloc_get_cpubind(c->topology, *old, HWLOC_CPUBIND_THREAD) < 0) {
-        hwloc_bitmap_free(*old);
-        *old = NULL;
-        return;
-    }
-    hwloc_set_cpubind(c->topology, c->cpuset, HWLOC_CPUBIND_THREAD);
-}
-
-static void weft__unbind(weft__crew *c, hwloc_bitmap_t old)
-{
-    if (!old)
-        return;
-    hwloc_set_cpubind(c->topology, old, HWLOC_CPUBIND_THREAD);
-    hwloc_bitmap_free(old);
 }
 
 /* Free a buffer that no work in flight uses any more. */
@@ -235,9 +206,10 @@ static int weft__slot_add(weft__stager *s, weft__slot **out)
     if (!slot)
         return weft__error(WEFT_ENOMEM, "staging: out of memory");
     slot->s = s;
-    weft__bind_near(&s->crew, &old);
+    /* Allocated from near the device: the pages land on its NUMA node. */
+    old = weft__thread_bind_save(s->crew.topology, s->crew.cpuset);
     rc = weft__drv_host_alloc(s->ctx, s->chunk, &slot->mem);
-    weft__unbind(&s->crew, old);
+    weft__thread_rebind(s->crew.topology, old);
     if (rc == 0)
         rc = weft__drv_event_create(s->ctx, 0, &slot->ev);
     if (rc == 0)
@@ -307,14 +279,10 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
     if (o.threads) {
         s->crew.nthreads = WEFT__MIN(o.threads, 64u);
     } else {
-        int pus = 0;
+        unsigned pus =
+            o.topology ? weft__cpuset_count(o.topology, s->crew.cpuset) : 0;
 
-        if (o.topology)
-            pus = hwloc_bitmap_weight(
-                s->crew.cpuset
-                    ? s->crew.cpuset
-                    : hwloc_topology_get_topology_cpuset(o.topology));
-        s->crew.nthreads = pus > 0 ? (unsigned)WEFT__MIN(pus, 8) : 4;
+        s->crew.nthreads = pus ? WEFT__MIN(pus, 8u) : 4;
     }
     s->slots = weft__calloc(s->maxslots, sizeof *s->slots);
     s->ahead = weft__calloc(s->window, sizeof *s->ahead);

@@ -3,6 +3,7 @@
  */
 #include "calibrate.h"
 
+#include "../base/os.h"
 #include "../drivers/kcache.h"
 
 #include <errno.h>
@@ -10,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define WEFT__CAL_FILE_MAX (1u << 20) /* larger is not a file we wrote */
@@ -299,45 +299,6 @@ int weft__links_measure(weft_runtime *rt, const weft__calibrate_opts *opts,
 
 /* ---- the cache --------------------------------------------------------- */
 
-static int weft__cache_enabled(void)
-{
-    const char *v = weft__env("WEFT_CACHE");
-
-    return !(v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no")));
-}
-
-static int weft__cache_dir(char *buf, size_t n)
-{
-    const char *d;
-    int w;
-
-    if ((d = weft__env("WEFT_CACHE_DIR")))
-        w = snprintf(buf, n, "%s", d);
-    else if ((d = weft__env("XDG_CACHE_HOME")))
-        w = snprintf(buf, n, "%s/weft", d);
-    else if ((d = weft__env("HOME")))
-        w = snprintf(buf, n, "%s/.cache/weft", d);
-    else
-        return -1;
-    return w > 0 && (size_t)w < n ? 0 : -1;
-}
-
-static int weft__mkdirs(const char *path)
-{
-    char tmp[4096];
-
-    weft__strlcpy(tmp, path, sizeof tmp);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 static void weft__links_key(weft_runtime *rt, weft__kcache_key *k)
 {
     const void *parts[2 + 4 * 64];
@@ -383,7 +344,7 @@ int weft__links_cache_path(weft_runtime *rt, char *buf, size_t size)
     char dir[4096];
     int w;
 
-    if (!weft__cache_enabled() || weft__cache_dir(dir, sizeof dir) < 0)
+    if (weft__cache_dir(dir, sizeof dir) < 0)
         return weft__error(WEFT_ENOTFOUND, "links cache: no cache directory");
     weft__links_key(rt, &k);
     w = snprintf(buf, size, "%s/links-%s.txt", dir, k.hex);
@@ -477,7 +438,7 @@ int weft__links_store(weft_runtime *rt, const weft__links *l)
         *slash = '\0';
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     len = strlen(text);
-    ok = (slash == NULL || weft__mkdirs(dir) == 0) &&
+    ok = (slash == NULL || weft__dir_make(dir) == 0) &&
          (f = fopen(tmp, "w")) != NULL;
     if (ok) {
         ok = fwrite(text, 1, len, f) == len;

@@ -10,6 +10,9 @@
  */
 #include "engine.h"
 
+#include "../base/options.h"
+#include "../base/os.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -56,12 +59,11 @@ static void *weft__engine_main(void *arg)
 
 static unsigned weft__engine_size(const weft_runtime *rt)
 {
-    unsigned long env = weft__env_ulong("WEFT_ENGINE_THREADS", 0);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned n = 4;
 
-    if (env)
-        return (unsigned)WEFT__MIN(env, 1024UL);
+    if (weft__opt_uint(WEFT__OPT_ENGINE_THREADS, &n))
+        return n;
     if (cores > 0 && (unsigned long)cores > n)
         n = (unsigned)WEFT__MIN((unsigned long)cores, 1024UL);
     if (2 * rt->ndevices > n)
@@ -105,10 +107,9 @@ int weft__engine_submit(weft_runtime *rt, weft__engine_job *job)
         return weft__error(WEFT_ENOMEM, "the progress engine: out of memory");
     pthread_mutex_lock(&eng->lock);
     if (eng->queued + 1 > eng->idle && eng->nthreads < eng->size) {
-        err = weft__fault("engine.pthread_create")
-                  ? EAGAIN
-                  : pthread_create(&eng->threads[eng->nthreads], NULL,
-                                   weft__engine_main, eng);
+        err =
+            weft__thread_start(&eng->threads[eng->nthreads], "weft-engine",
+                               "engine.pthread_create", weft__engine_main, eng);
         if (!err)
             eng->nthreads++;
         else if (eng->nthreads == 0) {

@@ -5,6 +5,7 @@
  */
 #include "exec.h"
 
+#include "../base/options.h"
 #include "../base/trace.h"
 #include "hostwork.h"
 #include "placing.h"
@@ -164,9 +165,10 @@ static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
  */
 static int weft__exec_order_latest(void)
 {
-    const char *v = weft__env("WEFT_EXEC_ORDER");
+    unsigned order = 0; /* WEFT_EXEC_ORDER: earliest|latest */
 
-    return v && strcmp(v, "latest") == 0;
+    weft__opt_enum(WEFT__OPT_EXEC_ORDER, &order);
+    return order == 1;
 }
 
 /* ---- the executable graph ---------------------------------------------- */

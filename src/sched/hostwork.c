@@ -1,14 +1,13 @@
 /* The host workers: hostwork.h has the model. */
 #include "hostwork.h"
 
+#include "../base/os.h"
 #include "../base/ring.h"
 
-#include <errno.h>
 #include <sched.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { WEFT__MAX_HOST_WORKERS = 64 };
 
@@ -97,9 +96,7 @@ static void *weft__host_worker_main(void *arg)
     hwloc_bitmap_t set = hw->groups[w->group].cpuset;
 
     weft__hostwork_self = (int)(w - hw->workers);
-    /* A failed binding leaves the thread where it was: no error. */
-    if (set)
-        hwloc_set_cpubind(hw->topology, set, HWLOC_CPUBIND_THREAD);
+    weft__thread_bind(hw->topology, set);
     for (weft__host_task *t; (t = weft__next(hw, w->group));)
         t->run(t);
     return NULL;
@@ -130,16 +127,11 @@ static void weft__hostwork_free(weft__hostwork *hw)
 /* How many workers: WEFT_HOST_WORKERS, else the cores, at most 4. */
 static unsigned weft__worker_count(const weft_runtime *rt)
 {
-    long n = -1;
-
     if (rt->host_workers != UINT_MAX)
         return WEFT__MIN(rt->host_workers, (unsigned)WEFT__MAX_HOST_WORKERS);
-    if (rt->topology)
-        n = hwloc_bitmap_weight(
-            hwloc_topology_get_topology_cpuset(rt->topology));
-    if (n <= 0)
-        n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n <= 0 ? 1 : (unsigned)WEFT__MIN(n, 4L);
+    unsigned n = weft__cpuset_count(rt->topology, NULL);
+
+    return n ? WEFT__MIN(n, 4u) : 1;
 }
 
 /* The pool: groups by the devices' near cores, then the workers. */
@@ -199,9 +191,9 @@ static int weft__hostwork_make(weft_runtime *rt, weft__hostwork **out)
 
         w->pool = hw;
         w->group = hw->ngroups > 1 ? 1 + i % (hw->ngroups - 1) : 0;
-        err = weft__fault("hostwork.pthread_create")
-                  ? EAGAIN
-                  : pthread_create(&w->tid, NULL, weft__host_worker_main, w);
+        err = weft__thread_start(&w->tid, "weft-hostwork",
+                                 "hostwork.pthread_create",
+                                 weft__host_worker_main, w);
         if (err)
             break;
         hw->nworkers++;

@@ -9,6 +9,7 @@
  */
 #include "plan.h"
 
+#include "../base/options.h"
 #include "../base/trace.h"
 #include "../drivers/tape.h"
 #include "cost.h"
@@ -893,9 +894,10 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     p->tracks = weft__malloc(nl * sizeof *p->tracks);
     p->trace = rt->trace;
     {
-        const char *v = weft__env("WEFT_STATS");
+        bool stats = false;
 
-        p->stats = v && strcmp(v, "0") != 0;
+        weft__opt_bool(WEFT__OPT_STATS, &stats);
+        p->stats = stats;
     }
     {
         static unsigned ids;

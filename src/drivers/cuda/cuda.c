@@ -28,7 +28,9 @@
  */
 #include "internal.h"
 
-#include <dlfcn.h>
+#include "../../base/options.h"
+#include "../../base/os.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -213,27 +215,19 @@ static int cuda_fail(CUresult res, int code, const char *fmt, ...)
 
 static int cuda_load_locked(void)
 {
-    const char *path = weft__env("WEFT_CUDA_LIBRARY");
+    const char *path = "libcuda.so.1";
     CUresult res;
     void *lib;
     int rc;
 
-    if (!path)
-        path = "libcuda.so.1";
-    if (weft__fault("cuda.dlopen"))
-        return weft__error(WEFT_ENOTSUP, "%s not found: injected failure",
-                           path);
-    if (!(lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-        const char *e = dlerror();
-
-        return weft__error(WEFT_ENOTSUP, "%s not found: %s", path,
-                           e ? e : "dlopen failed");
-    }
+    weft__opt_str(WEFT__OPT_CUDA_LIBRARY, &path);
+    if ((rc = weft__dl_open(path, "cuda.dlopen", &lib)) < 0)
+        return weft__error_prefix(rc, "%s not found", path);
 #define CUDA_RESOLVE(m, req, sym, alt)                                         \
     do {                                                                       \
-        void *p = weft__fault("cuda.dlsym(" sym ")") ? NULL : dlsym(lib, sym); \
+        void *p = weft__dl_sym(lib, sym, "cuda.dlsym(" sym ")");               \
         if (!p && (alt))                                                       \
-            p = dlsym(lib, (alt) ? (alt) : sym);                               \
+            p = weft__dl_sym(lib, (alt) ? (alt) : sym, NULL);                  \
         if (!p && (req)) {                                                     \
             rc = weft__error(WEFT_ENOTSUP,                                     \
                              "%s lacks %s: the CUDA driver is too old", path,  \
@@ -278,7 +272,7 @@ static int cuda_load_locked(void)
     return 0;
 fail:
     memset(&cu, 0, sizeof cu);
-    dlclose(lib);
+    weft__dl_close(lib);
     return rc;
 }
 

@@ -5,7 +5,8 @@
  */
 #include "internal.h"
 
-#include <dlfcn.h>
+#include "../../base/os.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,36 +30,26 @@ static int nvrtc_loaded;
 static int nvrtc_load_locked(void)
 {
     char tried[512] = "";
-    const char *err = "";
     void *lib = NULL;
     weft__nvrtc_api api;
 
-    for (unsigned i = 0; weft__cuda_nvrtc_names[i] && !lib; i++) {
-        if (weft__fault("cuda.dlopen(libnvrtc)")) {
-            err = "injected failure";
-            continue;
-        }
-        lib = dlopen(weft__cuda_nvrtc_names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!lib) {
-            const char *e = dlerror();
-
-            err = e ? e : "unknown";
-            if (!tried[0])
-                weft__strlcpy(tried, err, sizeof tried);
-        }
-    }
+    for (unsigned i = 0; weft__cuda_nvrtc_names[i] && !lib; i++)
+        if (weft__dl_open(weft__cuda_nvrtc_names[i], "cuda.dlopen(libnvrtc)",
+                          &lib) < 0 &&
+            !tried[0])
+            weft__strlcpy(tried, weft_last_error(), sizeof tried);
     if (!lib)
         return weft__error(WEFT_ENOTSUP,
                            "NVRTC not found (libnvrtc.so.13/.12/.11.2/.so): %s",
-                           tried[0] ? tried : err);
+                           tried);
 
     memset(&api, 0, sizeof api);
     api.lib = lib;
 #define NVRTC_RESOLVE(m, type, req, sym)                                       \
     do {                                                                       \
-        void *p = weft__fault("cuda.dlsym(" sym ")") ? NULL : dlsym(lib, sym); \
+        void *p = weft__dl_sym(lib, sym, "cuda.dlsym(" sym ")");               \
         if (!p && (req)) {                                                     \
-            dlclose(lib);                                                      \
+            weft__dl_close(lib);                                               \
             return weft__error(WEFT_ENOTSUP, "NVRTC lacks %s", sym);           \
         }                                                                      \
         memcpy(&api.m, &p, sizeof p);                                          \
@@ -66,7 +57,7 @@ static int nvrtc_load_locked(void)
     WEFT__NVRTC_FUNCS(NVRTC_RESOLVE)
 #undef NVRTC_RESOLVE
     if (api.Version(&api.major, &api.minor) != NVRTC_SUCCESS) {
-        dlclose(lib);
+        weft__dl_close(lib);
         return weft__error(WEFT_ENOTSUP, "nvrtcVersion failed");
     }
     nvrtc = api;

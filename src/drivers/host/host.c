@@ -4,12 +4,15 @@
  */
 #include "host_internal.h"
 
+#include "../../base/os.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/* The ranges of WEFT_HOST_DEVICES and WEFT_HOST_THREADS (base/options.h). */
 #define HOST_MAX_DEVICES 256
 #define HOST_MAX_THREADS 4096
 #define HOST_LOCAL_MEM   (64 * 1024)
@@ -137,8 +140,9 @@ static int host_platforms_open(const weft__driver_config *cfg,
         return weft__error(WEFT_EINVAL, "host: %u devices asked, at most %u",
                            ndev, HOST_MAX_DEVICES);
     if (nthreads == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        nthreads = cores > 0 ? (unsigned)WEFT__MIN(cores, HOST_MAX_THREADS) : 1;
+        unsigned cores = weft__cpuset_count(NULL, NULL);
+
+        nthreads = cores ? WEFT__MIN(cores, HOST_MAX_THREADS) : 1;
     }
     if (nthreads > HOST_MAX_THREADS)
         return weft__error(WEFT_EINVAL,

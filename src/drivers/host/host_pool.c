@@ -7,7 +7,8 @@
  */
 #include "host_internal.h"
 
-#include <errno.h>
+#include "../../base/os.h"
+
 #include <string.h>
 
 /* Bits of the launch operation's tail are aligned so; a power of two. */
@@ -162,11 +163,9 @@ int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
                                    "setting up a thread pool's lock");
     }
     while (pool->nhelpers < nhelpers) {
-        if (weft__fault("host.pthread_create"))
-            rc = EAGAIN;
-        else
-            rc = pthread_create(&pool->helpers[pool->nhelpers], NULL,
-                                helper_main, pool);
+        rc =
+            weft__thread_start(&pool->helpers[pool->nhelpers], "weft-host-pool",
+                               "host.pthread_create", helper_main, pool);
         if (rc != 0) {
             weft__host_pool_stop(pool); /* joins those started */
             return weft__host_os_error(WEFT_ENOMEM, rc,

@@ -6,7 +6,8 @@
  */
 #include "host_internal.h"
 
-#include <errno.h>
+#include "../../base/os.h"
+
 #include <sched.h>
 #include <string.h>
 
@@ -405,10 +406,8 @@ int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
         hq->base.ctx = ctx;
         hq->base.desc = *desc;
         hq->head = hq->tail = &hq->stub;
-        if (weft__fault("host.pthread_create"))
-            rc = EAGAIN;
-        else
-            rc = pthread_create(&hq->worker, NULL, worker_main, hq);
+        rc = weft__thread_start(&hq->worker, "weft-host-queue",
+                                "host.pthread_create", worker_main, hq);
     }
     if (rc == 0) {
         *q = &hq->base;

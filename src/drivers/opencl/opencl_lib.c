@@ -4,6 +4,8 @@
  */
 #include "opencl_internal.h"
 
+#include "../../base/options.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,10 +28,12 @@ static unsigned long ocl_lib_users; /* loads held; guarded by ocl_lib_lock */
 static void *ocl_lib_open(const char **path)
 {
     static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so"};
-    const char *env = weft__env("WEFT_OPENCL_LIBRARY");
+    const char *env = NULL;
     char why[512] = "";
     void *lib = NULL;
 
+    if (!weft__opt_str(WEFT__OPT_OPENCL_LIBRARY, &env))
+        env = NULL; /* unset: the usual names */
     *path = env ? env : names[0];
     if (weft__fault("opencl.dlopen")) {
         weft__error(WEFT_ENOTSUP, "opencl: cannot load %s: injected failure",

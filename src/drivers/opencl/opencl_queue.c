@@ -4,6 +4,8 @@
  */
 #include "opencl_internal.h"
 
+#include "../../base/os.h"
+
 #include <string.h>
 
 /* ---- contexts and queues ----------------------------------------------- */
@@ -305,10 +307,9 @@ static int ocl_signaller_join(const char *devname)
 
     pthread_mutex_lock(&ocl_sig.life);
     if (!ocl_sig.running) {
-        rc = weft__fault("opencl.pthread_create")
-                 ? 11
-                 : pthread_create(&ocl_sig.thread, NULL, ocl_signaller_main,
-                                  NULL);
+        rc = weft__thread_start(&ocl_sig.thread, "weft-ocl-signal",
+                                "opencl.pthread_create", ocl_signaller_main,
+                                NULL);
         ocl_sig.running = rc == 0;
     }
     if (rc == 0)
@@ -693,9 +694,8 @@ static int ocl_worker_get(ocl_queue *q, ocl_host_worker **out)
              ? 12
              : pthread_cond_init(&w->cond, NULL);
     if (rc == 0) {
-        rc = weft__fault("opencl.pthread_create")
-                 ? 11
-                 : pthread_create(&w->thread, NULL, ocl_worker_main, w);
+        rc = weft__thread_start(&w->thread, "weft-ocl-worker",
+                                "opencl.pthread_create", ocl_worker_main, w);
         if (rc)
             pthread_cond_destroy(&w->cond);
     }

@@ -5,6 +5,8 @@
  */
 #include "sim_internal.h"
 
+#include "../../base/os.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -241,9 +243,8 @@ int weft__sim_queue_start(sim_queue *q)
 
     if (q->started)
         return 0;
-    e = weft__fault("sim.pthread_create")
-            ? EAGAIN
-            : pthread_create(&q->worker, NULL, sim_worker, q);
+    e = weft__thread_start(&q->worker, "weft-sim-queue", "sim.pthread_create",
+                           sim_worker, q);
     if (e)
         return weft__sim_pthread_fail("pthread_create", e);
     q->started = 1;

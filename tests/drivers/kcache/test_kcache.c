@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "base/options.h"
 #include "drivers/kcache.h"
 #include "runtime.h"
 
@@ -26,7 +27,8 @@ static int setup(void **state)
              (long)getpid());
     setenv("WEFT_CACHE_DIR", cache_dir, 1);
     unsetenv("WEFT_CACHE");
-    return 0;
+    /* read again: the options are read once, not at every use */
+    return weft__options_load();
 }
 
 static int teardown(void **state)
@@ -134,10 +136,12 @@ static void cache_can_be_turned_off(void **state)
 
     make_key(&k, "off", "switch");
     setenv("WEFT_CACHE", "off", 1);
+    assert_int_equal(weft__options_load(), 0);
     assert_int_equal(weft__kcache_store(&k, "x", 1, WEFT__SRC_PTX), 0);
     assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
                      WEFT_ENOTFOUND);
     unsetenv("WEFT_CACHE");
+    assert_int_equal(weft__options_load(), 0);
     assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
                      WEFT_ENOTFOUND); /* nothing was written while off */
 }
