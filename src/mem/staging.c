@@ -1,7 +1,7 @@
 /* Pinned staging (see staging.h). */
 #include "staging.h"
 
-#include "../runtime.h"
+#include "machine.h"
 
 #include <pthread.h>
 #include <string.h>
