@@ -3,16 +3,10 @@
  * that a variant fits, and kernels looked up by name across those builds.
  */
 #include "drivers/kcache.h"
+#include "graph/kernel.h"
 #include "runtime.h"
 
 #include <string.h>
-
-struct weft_kernel {
-    weft_module *mod;
-    char *name;
-    weft__kernel **impl; /* per device of the runtime; NULL: not there */
-    weft_kernel *next;
-};
 
 struct weft_module {
     weft_runtime *rt;
@@ -20,24 +14,6 @@ struct weft_module {
     pthread_mutex_t lock; /* guards kernels */
     weft_kernel *kernels;
 };
-
-/* Which variant kinds each driver takes, best first. */
-static const weft_source_kind *weft__preferences(const weft__driver *drv)
-{
-    static const weft_source_kind cuda[] = {
-        WEFT_SOURCE_CUBIN,    WEFT_SOURCE_FATBIN,   WEFT_SOURCE_PTX,
-        WEFT_SOURCE_CUDA_CXX, WEFT_SOURCE_PORTABLE, 0};
-    static const weft_source_kind opencl[] = {
-        WEFT_SOURCE_CL_BINARY, WEFT_SOURCE_SPIRV, WEFT_SOURCE_OPENCL_C,
-        WEFT_SOURCE_PORTABLE, 0};
-    static const weft_source_kind host[] = {WEFT_SOURCE_HOST, 0};
-
-    if (drv == &weft__driver_cuda)
-        return cuda;
-    if (drv == &weft__driver_opencl)
-        return opencl;
-    return host;
-}
 
 static weft__source_kind weft__internal_kind(weft_source_kind k)
 {
@@ -79,8 +55,10 @@ static int weft__build_variant(weft_module *m, unsigned i,
     int rc;
 
     if (v->kind == WEFT_SOURCE_PORTABLE) {
-        src.kind = dev->drv == &weft__driver_cuda ? WEFT__SRC_CUDA_CXX
-                                                  : WEFT__SRC_OPENCL_C;
+        src.kind = dev->drv->portable_kind;
+        if (!src.kind)
+            return weft__error(WEFT_ENOTSUP, "%s takes no portable source",
+                               dev->drv->name);
         rc = weft__portable_translate(v->data, src.kind, &text);
         if (rc < 0)
             return rc;
@@ -158,9 +136,9 @@ int weft_module_create(weft_runtime *rt, const weft_module_source *variants,
     pthread_mutex_init(&m->lock, NULL);
 
     for (unsigned i = 0; i < rt->ndevices; i++) {
-        const weft_source_kind *pref = weft__preferences(rt->devices[i]->drv);
+        const weft_source_kind *pref = rt->devices[i]->drv->source_kinds;
 
-        for (; *pref && !m->impl[i]; pref++)
+        for (; pref && *pref && !m->impl[i]; pref++)
             for (unsigned j = 0; j < nvariants && !m->impl[i]; j++) {
                 if (variants[j].kind != *pref)
                     continue;
@@ -265,6 +243,7 @@ int weft_module_get_kernel(weft_module *mod, const char *name,
         goto fail;
     }
     k->mod = mod;
+    k->rt = rt;
     k->next = mod->kernels;
     mod->kernels = k;
 done:
@@ -289,14 +268,4 @@ int weft_kernel_supports(const weft_kernel *k, const weft_device *dev)
         k->mod->rt->devices[d->props.index] != d)
         return 0;
     return k->impl[d->props.index] != NULL;
-}
-
-const char *weft_kernel_name(const weft_kernel *k)
-{
-    return k ? k->name : NULL;
-}
-
-weft__kernel *weft__kernel_impl(const weft_kernel *k, unsigned index)
-{
-    return index < k->mod->rt->ndevices ? k->impl[index] : NULL;
 }

@@ -7,10 +7,6 @@
 #include "base/options.h"
 #include "base/trace.h"
 #include "mem/pool.h"
-#include "mem/staging.h"
-#include "sched/cost.h"
-#include "sched/engine.h"
-#include "sched/hostwork.h"
 #include "sched/placing.h"
 
 #include <limits.h>
@@ -25,11 +21,17 @@ static const weft__driver *const weft__all_drivers[WEFT__NDRIVERS] = {
     &weft__driver_sim,
 };
 
+/* The API's runtime around a handle (the handle is its first member). */
+static weft__runtime_api *weft__api(const weft_runtime *rt)
+{
+    return (weft__runtime_api *)(void *)rt;
+}
+
 /*
  * Parse "cuda,opencl:1,host:*" into the drivers' wanted/all/indices.
  * "all" selects every driver, sim included.
  */
-static int weft__parse_devices(weft_runtime *rt, const char *spec)
+static int weft__parse_devices(weft__runtime_api *a, const char *spec)
 {
     char buf[512], *save = NULL, *tok;
 
@@ -49,11 +51,11 @@ static int weft__parse_devices(weft_runtime *rt, const char *spec)
                 return weft__error(WEFT_EINVAL,
                                    "device list: 'all' takes no index");
             for (d = 0; d < WEFT__NDRIVERS; d++)
-                rt->drivers[d].wanted = rt->drivers[d].all = 1;
+                a->drivers[d].wanted = a->drivers[d].all = 1;
             continue;
         }
         for (d = 0; d < WEFT__NDRIVERS; d++) {
-            weft__runtime_driver *rd = &rt->drivers[d];
+            weft__runtime_driver *rd = &a->drivers[d];
             char *end;
             unsigned long idx;
 
@@ -83,10 +85,10 @@ static int weft__parse_devices(weft_runtime *rt, const char *spec)
     return 0;
 }
 
-static void weft__close_drivers(weft_runtime *rt)
+static void weft__close_drivers(weft__runtime_api *a)
 {
     for (unsigned d = 0; d < WEFT__NDRIVERS; d++) {
-        weft__runtime_driver *rd = &rt->drivers[d];
+        weft__runtime_driver *rd = &a->drivers[d];
 
         if (rd->opened)
             rd->drv->platforms_close(rd->platforms, rd->nplatforms);
@@ -97,11 +99,11 @@ static void weft__close_drivers(weft_runtime *rt)
 }
 
 /* Open one driver; a driver that finds nothing is not an error here. */
-static void weft__open_driver(weft_runtime *rt, weft__runtime_driver *rd)
+static void weft__open_driver(weft__runtime_api *a, weft__runtime_driver *rd)
 {
     int rc;
 
-    rc = rd->drv->platforms_open(&rt->cfg, &rd->platforms, &rd->nplatforms);
+    rc = rd->drv->platforms_open(&a->cfg, &rd->platforms, &rd->nplatforms);
     if (rc < 0) {
         rd->status = rc;
         weft__strlcpy(rd->reason, weft_last_error(), sizeof rd->reason);
@@ -214,10 +216,11 @@ static void weft__finish_props(weft__device *dev, unsigned index)
 int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
 {
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft__runtime_api *a;
     weft_runtime *rt;
     const char *spec, *env;
-    unsigned d, n = 0, word;
-    int rc;
+    unsigned d, n = 0, host_workers, word;
+    int rc, policy, scope;
 
     if (!out)
         return weft__error(WEFT_EINVAL, "weft_runtime_create: result is NULL");
@@ -232,53 +235,54 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
                                opts->size, sizeof o);
         memcpy(&o, opts, opts->size);
     }
-    rt = weft__calloc(1, sizeof *rt);
-    if (!rt)
+    a = weft__calloc(1, sizeof *a);
+    if (!a)
         return weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory");
+    rt = &a->rt;
     for (d = 0; d < WEFT__NDRIVERS; d++)
-        rt->drivers[d].drv = weft__all_drivers[d];
+        a->drivers[d].drv = weft__all_drivers[d];
 
     /* The environment wins over the options (base/options.h). */
     if (!weft__opt_str(WEFT__OPT_DEVICES, &spec) && o.devices)
         spec = o.devices;
-    if (!weft__opt_str(WEFT__OPT_SIM, &rt->cfg.sim_config))
-        rt->cfg.sim_config = o.sim_config;
-    if (!weft__opt_uint(WEFT__OPT_HOST_DEVICES, &rt->cfg.host_devices))
-        rt->cfg.host_devices = o.host_devices;
-    if (!weft__opt_uint(WEFT__OPT_HOST_THREADS, &rt->cfg.host_threads))
-        rt->cfg.host_threads = o.host_threads;
+    if (!weft__opt_str(WEFT__OPT_SIM, &a->cfg.sim_config))
+        a->cfg.sim_config = o.sim_config;
+    if (!weft__opt_uint(WEFT__OPT_HOST_DEVICES, &a->cfg.host_devices))
+        a->cfg.host_devices = o.host_devices;
+    if (!weft__opt_uint(WEFT__OPT_HOST_THREADS, &a->cfg.host_threads))
+        a->cfg.host_threads = o.host_threads;
     if (!weft__opt_size(WEFT__OPT_DEVICE_MEM_LIMIT, &rt->device_mem_limit))
         rt->device_mem_limit = o.device_mem_limit;
-    if (!weft__opt_uint(WEFT__OPT_HOST_WORKERS, &rt->host_workers))
-        rt->host_workers = UINT_MAX; /* the machine decides */
+    if (!weft__opt_uint(WEFT__OPT_HOST_WORKERS, &host_workers))
+        host_workers = UINT_MAX; /* the machine decides */
     /* The words of WEFT_PLACE and WEFT_PLACE_SCOPE are in enum order. */
     if (weft__opt_enum(WEFT__OPT_PLACE, &word))
         o.place_policy = WEFT_PLACE_SINGLE + (int)word;
     word = 0;
     weft__opt_enum(WEFT__OPT_PLACE_SCOPE, &word);
-    if ((rc = weft__place_policy_parse(NULL, o.place_policy,
-                                       &rt->place_policy)) < 0 ||
+    if ((rc = weft__place_policy_parse(NULL, o.place_policy, &policy)) < 0 ||
         (rc = weft__place_scope_parse(NULL, WEFT_PLACE_SCOPE_DRIVER + (int)word,
-                                      &rt->place_scope)) < 0)
+                                      &scope)) < 0 ||
+        (rc = weft__sched_create(rt, policy, scope, host_workers)) < 0)
         goto fail;
     if (!weft__opt_str(WEFT__OPT_TRACE, &env))
         env = o.trace_file;
     if (env) {
-        if (!(rt->trace_file = weft__strdup(env)) ||
+        if (!(a->trace_file = weft__strdup(env)) ||
             (rc = weft__trace_create(&rt->trace)) < 0) {
             rc = weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory "
                                           "for the trace");
             goto fail;
         }
     }
-    if ((rc = weft__parse_devices(rt, spec)) < 0) {
+    if ((rc = weft__parse_devices(a, spec)) < 0) {
         if (weft__opt_raw(WEFT__OPT_DEVICES))
             weft__error_prefix(rc, "WEFT_DEVICES=%s", spec);
         goto fail;
     }
 
     for (d = 0; d < WEFT__NDRIVERS; d++) {
-        weft__runtime_driver *rd = &rt->drivers[d];
+        weft__runtime_driver *rd = &a->drivers[d];
 
         if (!rd->wanted) {
             rd->status = WEFT_ENODEV;
@@ -286,7 +290,7 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
                      "not selected (device list \"%s\")", spec);
             continue;
         }
-        weft__open_driver(rt, rd);
+        weft__open_driver(a, rd);
         /* An explicit index must exist; "cuda" alone may find none. */
         for (unsigned i = 0; i < 64; i++)
             if ((rd->indices >> i & 1) && i >= rd->ndevices) {
@@ -313,16 +317,10 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
                     n++;
     }
 
-    rt->devices = weft__calloc(n, sizeof *rt->devices);
-    rt->contexts = weft__calloc(n, sizeof *rt->contexts);
-    rt->devmem = weft__calloc(n ? n : 1, sizeof *rt->devmem);
-    rt->peer = weft__calloc((size_t)n * n + 1, 1);
-    if (!rt->devices || !rt->contexts || !rt->devmem || !rt->peer) {
-        rc = weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory");
+    if ((rc = weft__machine_init(rt, n)) < 0)
         goto fail;
-    }
     for (d = 0; d < WEFT__NDRIVERS; d++) {
-        weft__runtime_driver *rd = &rt->drivers[d];
+        weft__runtime_driver *rd = &a->drivers[d];
 
         for (unsigned p = 0; p < rd->nplatforms; p++)
             for (unsigned i = 0; i < rd->platforms[p]->ndevices; i++) {
@@ -340,33 +338,28 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
         weft__place_device(rt, rt->devices[i]);
     /* Who copies to whom directly, asked once: the tracker's cost function
      * consults it for every transfer. */
-    for (unsigned a = 0; a < rt->ndevices; a++)
-        for (unsigned b = 0; b < rt->ndevices; b++) {
+    for (unsigned x = 0; x < rt->ndevices; x++)
+        for (unsigned y = 0; y < rt->ndevices; y++) {
             int can = 0;
 
-            if (a != b && weft_device_can_access_peer(
-                              weft_runtime_device(rt, a),
-                              weft_runtime_device(rt, b), &can) < 0)
+            if (x != y && weft_device_can_access_peer(
+                              weft_runtime_device(rt, x),
+                              weft_runtime_device(rt, y), &can) < 0)
                 can = 0;
-            rt->peer[a * rt->ndevices + b] = can != 0;
+            rt->peer[x * rt->ndevices + y] = can != 0;
         }
     weft_clear_error();
-    for (unsigned i = 0; i < rt->ndevices; i++)
-        pthread_mutex_init(&rt->devmem[i].lock, NULL);
-    pthread_mutex_init(&rt->lock, NULL);
     weft__info("runtime", "%u devices", rt->ndevices);
     *out = rt;
     return 0;
 
 fail:
-    weft__close_drivers(rt);
+    weft__machine_fini(rt);
+    weft__close_drivers(a);
+    weft__sched_destroy(rt);
     weft__trace_destroy(rt->trace);
-    weft__free(rt->trace_file);
-    weft__free(rt->peer);
-    weft__free(rt->devmem);
-    weft__free(rt->contexts);
-    weft__free(rt->devices);
-    weft__free(rt);
+    weft__free(a->trace_file);
+    weft__free(a);
     return rc;
 }
 
@@ -429,6 +422,7 @@ static void weft__print_stats(const weft_runtime *rt)
 
 int weft_runtime_destroy(weft_runtime *rt)
 {
+    weft__runtime_api *a = weft__api(rt);
     bool stats = false;
     long live;
 
@@ -444,108 +438,23 @@ int weft_runtime_destroy(weft_runtime *rt)
     if (weft__opt_bool(WEFT__OPT_STATS, &stats) && stats)
         weft__print_stats(rt);
     if (rt->trace) {
-        if (weft__trace_write_file(rt->trace, rt->trace_file) < 0)
+        if (weft__trace_write_file(rt->trace, a->trace_file) < 0)
             weft__warn("runtime", "trace: %s", weft_last_error());
         else
-            weft__info("runtime", "trace written to %s", rt->trace_file);
+            weft__info("runtime", "trace written to %s", a->trace_file);
     }
     /* No graph is left, so no launch and no host node is queued or
      * running. */
-    weft__engine_destroy(rt);
-    weft__hostwork_destroy(rt);
+    weft__sched_destroy(rt);
     weft__trace_destroy(rt->trace);
-    weft__free(rt->trace_file);
-    if (rt->links) {
-        weft__links_free(rt->links);
-        weft__free(rt->links);
-    }
-    weft__ktime_destroy(rt->ktime);
+    weft__free(a->trace_file);
     /* Every buffer is gone, so the pools hold no block. */
-    for (unsigned i = 0; i < rt->ndevices; i++) {
-        weft__devmem *dm = &rt->devmem[i];
-
-        weft__stager_destroy(dm->stager);
-        if (dm->pool && weft__pool_destroy(dm->pool) < 0)
-            weft__warn("runtime", "pool of %s: %s", rt->devices[i]->name,
-                       weft_last_error());
-        pthread_mutex_destroy(&dm->lock);
-    }
-    for (unsigned i = 0; i < rt->ndevices; i++)
-        if (rt->contexts[i] && weft__drv_context_destroy(rt->contexts[i]) < 0)
-            weft__warn("runtime", "context of %s: %s", rt->devices[i]->name,
-                       weft_last_error());
-    weft__close_drivers(rt);
+    weft__machine_fini(rt);
+    weft__close_drivers(a);
     if (rt->topology)
         hwloc_topology_destroy(rt->topology);
-    pthread_mutex_destroy(&rt->lock);
-    weft__free(rt->peer);
-    weft__free(rt->devmem);
-    weft__free(rt->contexts);
-    weft__free(rt->devices);
-    weft__free(rt);
+    weft__free(a);
     return 0;
-}
-
-int weft__runtime_pool(weft_runtime *rt, unsigned index, weft__pool **pool)
-{
-    weft__devmem *dm = &rt->devmem[index];
-    weft__context *ctx = NULL;
-    int rc = 0;
-
-    pthread_mutex_lock(&dm->lock);
-    if (!dm->pool) {
-        weft__pool_options o = WEFT__POOL_OPTIONS_INIT;
-        uint64_t mem = rt->devices[index]->props.global_mem;
-
-        o.limit = rt->device_mem_limit;
-        if (mem && (!o.limit || o.limit > mem))
-            o.limit = mem;
-        /* Under a limit of a few slabs, one slab of the whole limit: the
-         * free space of several would fragment between the blocks that a
-         * node pins, and a large block would find room in none. */
-        if (o.limit && o.limit < ((uint64_t)64 << 20) * 4)
-            o.slab = (size_t)o.limit;
-        rc = weft__runtime_context(rt, index, &ctx);
-        if (rc == 0)
-            rc = weft__pool_create(ctx, &o, &dm->pool);
-    }
-    if (rc == 0)
-        *pool = dm->pool;
-    pthread_mutex_unlock(&dm->lock);
-    return rc;
-}
-
-weft__stager *weft__runtime_stager(weft_runtime *rt, unsigned index)
-{
-    weft__devmem *dm = &rt->devmem[index];
-    weft__device *dev = rt->devices[index];
-    weft__stager *s;
-
-    /* A host device's memory is host memory: staging would copy twice. */
-    if (dev->drv == &weft__driver_host || !dev->props.pinned_host)
-        return NULL;
-    pthread_mutex_lock(&dm->lock);
-    if (!dm->stager && !dm->stager_failed) {
-        weft__stager_options o = {0};
-        weft__context *ctx = NULL;
-        int rc;
-
-        o.topology = rt->topology;
-        o.cpuset = dev->props.cpuset;
-        rc = weft__runtime_context(rt, index, &ctx);
-        if (rc == 0)
-            rc = weft__stager_create(ctx, &o, &dm->stager);
-        if (rc < 0) {
-            dm->stager = NULL;
-            dm->stager_failed = 1;
-            weft__info("mem", "no staging for %s, copying directly: %s",
-                       dev->name, weft_last_error());
-            weft_clear_error();
-        }
-    }
-    s = dm->stager;
-    pthread_mutex_unlock(&dm->lock);
-    return s;
 }
 
 int weft_runtime_get_stats(const weft_runtime *rt, weft_stats *stats)
@@ -587,27 +496,6 @@ int weft_runtime_get_stats(const weft_runtime *rt, weft_stats *stats)
     return 0;
 }
 
-int weft__runtime_context(weft_runtime *rt, unsigned index, weft__context **ctx)
-{
-    int rc = 0;
-
-    if (index >= rt->ndevices)
-        return weft__error(WEFT_ENODEV, "no device %u (%u devices)", index,
-                           rt->ndevices);
-    pthread_mutex_lock(&rt->lock);
-    if (!rt->contexts[index])
-        rc = weft__drv_context_create(rt->devices[index], &rt->contexts[index]);
-    if (rc == 0)
-        *ctx = rt->contexts[index];
-    pthread_mutex_unlock(&rt->lock);
-    return rc;
-}
-
-void weft__runtime_live(weft_runtime *rt, long d)
-{
-    __atomic_add_fetch(&rt->live, d, __ATOMIC_RELAXED);
-}
-
 unsigned weft_runtime_driver_count(const weft_runtime *rt)
 {
     return rt ? WEFT__NDRIVERS : 0;
@@ -623,7 +511,7 @@ int weft_runtime_driver(const weft_runtime *rt, unsigned index,
     if (!rt || index >= WEFT__NDRIVERS)
         return weft__error(WEFT_EINVAL, "weft_runtime_driver: %s",
                            rt ? "index out of range" : "runtime is NULL");
-    rd = &rt->drivers[index];
+    rd = &weft__api(rt)->drivers[index];
     for (unsigned i = 0; i < rt->ndevices; i++)
         if (rt->devices[i]->drv == rd->drv)
             n++;
@@ -641,16 +529,6 @@ int weft_runtime_driver(const weft_runtime *rt, unsigned index,
 unsigned weft_runtime_device_count(const weft_runtime *rt)
 {
     return rt ? rt->ndevices : 0;
-}
-
-weft__device *weft__runtime_device(const weft_runtime *rt, unsigned index)
-{
-    return rt && index < rt->ndevices ? rt->devices[index] : NULL;
-}
-
-weft_device *weft_runtime_device(const weft_runtime *rt, unsigned index)
-{
-    return (weft_device *)(void *)weft__runtime_device(rt, index);
 }
 
 int weft_device_get_info(const weft_device *dev, weft_device_info *info)

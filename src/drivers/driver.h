@@ -233,6 +233,21 @@ struct weft__driver {
     const char *name; /* "cuda", "opencl", "host", "sim" */
 
     /*
+     * Capabilities, for the layers above, which never compare driver
+     * identities. memory_is_host: device memory is host memory (a copy is
+     * a memcpy), so registering or staging host memory buys nothing and a
+     * graph with no kernels runs best there. virtual_time: the devices run
+     * in virtual time, their links as configured (nothing to measure).
+     * source_kinds: the module variant kinds the driver takes, best first,
+     * 0-terminated. portable_kind: what WEFT_SOURCE_PORTABLE is translated
+     * to for it (portable.c), 0 if it takes no portable source.
+     */
+    unsigned memory_is_host;
+    unsigned virtual_time;
+    const weft_source_kind *source_kinds;
+    weft__source_kind portable_kind;
+
+    /*
      * Discovery. platforms_open loads the driver (dlopen for cuda) and
      * finds its platforms and devices; a missing library is WEFT_ENOTSUP
      * with a detail saying what is missing, and leaves nothing behind.

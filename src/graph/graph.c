@@ -66,6 +66,12 @@ const char *weft__hazard_name(weft__hazard h)
     return "explicit";
 }
 
+/* Here, not in module.c: graphs and the scheduler name kernels. */
+const char *weft_kernel_name(const weft_kernel *k)
+{
+    return k ? k->name : NULL;
+}
+
 const char *weft__node_label(const weft__node *n, char *buf, size_t size)
 {
     static const char *const names[] = {

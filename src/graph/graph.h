@@ -30,6 +30,7 @@
 #define WEFT_GRAPH_GRAPH_H
 
 #include "../mem/buffer.h"
+#include "kernel.h"
 
 #define WEFT__NONE UINT32_MAX
 

@@ -21,6 +21,8 @@ void weft__lanes_init(weft__lanes *l, weft_runtime *rt)
     l->ranges = ranges;
     l->hooks = NULL;
     l->set = NULL;
+    l->sink = NULL;
+    l->host_effects = 0;
 }
 
 int weft__lanes_queue(weft__lanes *l, unsigned device, weft__queue **q)

@@ -30,8 +30,8 @@
 #ifndef WEFT_MEM_BUFFER_H
 #define WEFT_MEM_BUFFER_H
 
-#include "../runtime.h"
 #include "coherence.h"
+#include "machine.h"
 #include "pool.h"
 
 #include <limits.h>
@@ -166,6 +166,10 @@ typedef struct weft__lane_hooks {
  */
 typedef struct weft__lanes {
     weft_runtime *rt;
+    /* What the launch that owns the lanes counts aside (NULL: nothing),
+     * and the host-side work done through them (weft__lanes_host_effect). */
+    weft__stat_sink *sink;
+    unsigned long host_effects;
     weft__queue **queues; /* rt->ndevices entries, or NULL */
     weft__coherence_transfers tr;
     weft__coherence_ranges ranges;
@@ -174,6 +178,22 @@ typedef struct weft__lanes {
 } weft__lanes;
 
 void weft__lanes_init(weft__lanes *l, weft_runtime *rt);
+/* Add n to a counter of rt->stats for work done through l. */
+static inline void weft__lanes_stat(weft__lanes *l, uint64_t *counter,
+                                    uint64_t n)
+{
+    weft__stat_add(l->sink, counter, n);
+}
+/*
+ * Host-side work done or set off through l: bytes moved or filled in host
+ * memory by the calling thread or by staging threads, a map or host task
+ * run. A native graph holds device work only, so a launch that did any of
+ * it is never replayed.
+ */
+static inline void weft__lanes_host_effect(weft__lanes *l)
+{
+    l->host_effects++;
+}
 int weft__lanes_queue(weft__lanes *l, unsigned device, weft__queue **q);
 void weft__lanes_release(weft__lanes *l);
 /*

@@ -241,7 +241,7 @@ void weft__buffer_free_replicas(weft_buffer *root)
  * second time is registered with d once: from then on its copies run at
  * pinned speed without staging. Refusal is not an error: it stays staged.
  */
-static void weft__maybe_register(weft_buffer *root, unsigned d)
+static void weft__maybe_register(weft_buffer *root, unsigned d, weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
     weft__replica *r = &root->replicas[d];
@@ -251,8 +251,8 @@ static void weft__maybe_register(weft_buffer *root, unsigned d)
 
     if (root->owned || r->reg || r->reg_failed || r->host_moves++ < 1)
         return;
-    /* A host device copies with memcpy: registering buys nothing. */
-    if (dev->drv == &weft__driver_host || !dev->props.host_register) {
+    /* Where device memory is host memory, registering buys nothing. */
+    if (dev->drv->memory_is_host || !dev->props.host_register) {
         r->reg_failed = 1;
         return;
     }
@@ -267,19 +267,22 @@ static void weft__maybe_register(weft_buffer *root, unsigned d)
         weft_clear_error();
         return;
     }
-    weft__stat_add(&rt->stats.registered_buffers, 1);
-    weft__stat_add(&rt->stats.registered_bytes, root->size);
+    weft__lanes_stat(l, &rt->stats.registered_buffers, 1);
+    weft__lanes_stat(l, &rt->stats.registered_bytes, root->size);
 }
 
-static void weft__count(weft_runtime *rt, uint64_t *link, uint64_t *copies,
+static void weft__count(weft__lanes *l, uint64_t *link, uint64_t *copies,
                         enum weft__cause cause, size_t len)
 {
-    weft__stat_add(link, len);
-    weft__stat_add(copies, 1);
-    weft__stat_add(cause == WEFT__CAUSE_READ   ? &rt->stats.read_bytes
-                   : cause == WEFT__CAUSE_HOST ? &rt->stats.host_bytes
-                                               : &rt->stats.evict_bytes,
-                   len);
+    weft_runtime *rt = l->rt;
+
+    weft__lanes_stat(l, link, len);
+    weft__lanes_stat(l, copies, 1);
+    weft__lanes_stat(l,
+                     cause == WEFT__CAUSE_READ   ? &rt->stats.read_bytes
+                     : cause == WEFT__CAUSE_HOST ? &rt->stats.host_bytes
+                                                 : &rt->stats.evict_bytes,
+                     len);
 }
 
 /*
@@ -297,7 +300,7 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
     int pinned, rc;
 
     if (from_copy)
-        weft__maybe_register(root, d);
+        weft__maybe_register(root, d, l);
     pinned = (from_copy && root->replicas[d].reg) ||
              weft__drv_host_is_pinned(dst->ctx, src, len);
     if (!pinned && len >= WEFT__STAGE_MIN)
@@ -315,12 +318,12 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
     if (pinned) {
         rc = weft__drv_copy_h2d(q, dst, doff, src, len);
         if (rc == 0)
-            weft__stat_add(&rt->stats.pinned_bytes, len);
+            weft__lanes_stat(l, &rt->stats.pinned_bytes, len);
     } else if (s) {
-        weft__host_effect();
+        weft__lanes_host_effect(l);
         rc = weft__stager_h2d(s, q, dst, doff, src, len);
         if (rc == 0)
-            weft__stat_add(&rt->stats.staged_bytes, len);
+            weft__lanes_stat(l, &rt->stats.staged_bytes, len);
     } else {
         rc = weft__drv_copy_h2d(q, dst, doff, src, len);
     }
@@ -330,8 +333,7 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
     else
         weft__lanes_settle(l, q);
     if (rc == 0)
-        weft__count(rt, &rt->stats.h2d_bytes, &rt->stats.h2d_copies, cause,
-                    len);
+        weft__count(l, &rt->stats.h2d_bytes, &rt->stats.h2d_copies, cause, len);
     if (rc == 0 && used)
         *used = q;
     return rc;
@@ -356,13 +358,13 @@ static int weft__d2h_to(weft_runtime *rt, unsigned d, weft__queue *q, void *to,
     if (pinned || weft__drv_host_is_pinned(src->ctx, to, len)) {
         rc = weft__drv_copy_d2h(q, to, src, soff, len);
         if (rc == 0)
-            weft__stat_add(&rt->stats.pinned_bytes, len);
+            weft__lanes_stat(l, &rt->stats.pinned_bytes, len);
     } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
-        weft__host_effect();
+        weft__lanes_host_effect(l);
         rc = l->hooks ? weft__stager_d2h_async(s, q, to, src, soff, len)
                       : weft__stager_d2h(s, q, to, src, soff, len);
         if (rc == 0)
-            weft__stat_add(&rt->stats.staged_bytes, len);
+            weft__lanes_stat(l, &rt->stats.staged_bytes, len);
     } else {
         rc = weft__drv_copy_d2h(q, to, src, soff, len);
     }
@@ -378,7 +380,7 @@ static int weft__d2h(weft_buffer *root, unsigned d, weft__mem *src, size_t soff,
     weft__queue *q = NULL;
     int rc;
 
-    weft__maybe_register(root, d);
+    weft__maybe_register(root, d, l);
     if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_D2H, &q)) < 0 ||
         (rc = weft__lanes_after(l, q, root, d, off, len)) < 0 ||
         (rc = weft__lanes_after(l, q, root, WEFT__HOST, off, len)) < 0)
@@ -392,8 +394,7 @@ static int weft__d2h(weft_buffer *root, unsigned d, weft__mem *src, size_t soff,
     else
         weft__lanes_settle(l, q);
     if (rc == 0)
-        weft__count(rt, &rt->stats.d2h_bytes, &rt->stats.d2h_copies, cause,
-                    len);
+        weft__count(l, &rt->stats.d2h_bytes, &rt->stats.d2h_copies, cause, len);
     return rc;
 }
 
@@ -483,7 +484,7 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
             rc = weft__lanes_issued(l, q, root, dd, off, piece);
         if (rc < 0)
             return rc;
-        weft__count(rt, &rt->stats.peer_bytes, &rt->stats.peer_copies, cause,
+        weft__count(l, &rt->stats.peer_bytes, &rt->stats.peer_copies, cause,
                     piece);
         off += piece;
     }
@@ -525,7 +526,7 @@ static int weft__extent_evict(weft_buffer *root, weft__extent *x,
     if (rc == 0 && l->ranges.count)
         rc = weft__lanes_drain(l);
     if (rc == 0 && l->ranges.count)
-        weft__stat_add(&rt->stats.writebacks, 1);
+        weft__lanes_stat(l, &rt->stats.writebacks, 1);
     if (rc == 0)
         rc = weft__coherence_reserve(&root->coh, 4);
     if (rc == 0)
@@ -536,7 +537,7 @@ static int weft__extent_evict(weft_buffer *root, weft__extent *x,
                 x->hi, (void *)root, rt->devices[x->device]->name,
                 l->ranges.count ? " after writing it back" : "");
     weft__extent_free(root, x);
-    weft__stat_add(&rt->stats.evictions, 1);
+    weft__lanes_stat(l, &rt->stats.evictions, 1);
     return 0;
 }
 
@@ -873,7 +874,7 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
         }
         if (rc < 0)
             return rc;
-        weft__stat_add(&rt->stats.cached_bytes, size - moved);
+        weft__lanes_stat(l, &rt->stats.cached_bytes, size - moved);
     }
     return weft__coherence_reserve(&root->coh, 4);
 }
@@ -1059,7 +1060,7 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
     if (host) {
         unsigned char *h = root->host + off;
 
-        weft__host_effect();
+        weft__lanes_host_effect(l);
         if (src) {
             memmove(h, src, size);
         } else if (pattern_size == 1) {
@@ -1100,7 +1101,7 @@ int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,
     if ((rc = weft__buffer_make_valid(root, WEFT__HOST, off, size, l)) < 0 ||
         (rc = weft__lanes_after(l, NULL, root, WEFT__HOST, off, size)) < 0)
         return rc;
-    weft__host_effect();
+    weft__lanes_host_effect(l);
     memmove(dst, root->host + off, size);
     return 0;
 }
@@ -1135,7 +1136,7 @@ int weft__buffer_load_direct(weft_buffer *root, size_t off, void *dst,
         weft__lanes_settle(l, q);
     if (rc < 0)
         return rc;
-    weft__count(rt, &rt->stats.d2h_bytes, &rt->stats.d2h_copies,
+    weft__count(l, &rt->stats.d2h_bytes, &rt->stats.d2h_copies,
                 WEFT__CAUSE_HOST, size);
     return 1;
 }

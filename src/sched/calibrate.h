@@ -41,7 +41,7 @@
 #ifndef WEFT_SCHED_CALIBRATE_H
 #define WEFT_SCHED_CALIBRATE_H
 
-#include "../runtime.h"
+#include "../mem/machine.h"
 #include "cost.h"
 
 /* Called before each step of a measurement: step done of total. */

@@ -99,4 +99,11 @@ int weft__ktime_record(weft__ktime *model, const char *kernel, unsigned dev,
 double weft__ktime_estimate(weft__ktime *model, const char *kernel,
                             unsigned dev, uint64_t items, int *known);
 
+/*
+ * The link model and the kernel time model of rt, made on first use
+ * (placing.c; links NULL if they cannot be had: the caller uses a default).
+ */
+weft__links *weft__runtime_links(weft_runtime *rt);
+weft__ktime *weft__runtime_ktime(weft_runtime *rt);
+
 #endif /* WEFT_SCHED_COST_H */

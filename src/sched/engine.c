@@ -73,12 +73,12 @@ static unsigned weft__engine_size(const weft_runtime *rt)
 
 static weft__engine *weft__engine_get(weft_runtime *rt)
 {
-    weft__engine *eng = __atomic_load_n(&rt->engine, __ATOMIC_ACQUIRE);
+    weft__engine *eng = __atomic_load_n(&rt->sched->engine, __ATOMIC_ACQUIRE);
 
     if (eng)
         return eng;
-    pthread_mutex_lock(&rt->lock);
-    if (!rt->engine) {
+    pthread_mutex_lock(&rt->sched->lock);
+    if (!rt->sched->engine) {
         unsigned size = weft__engine_size(rt);
 
         eng = weft__calloc(1, sizeof *eng);
@@ -90,11 +90,11 @@ static weft__engine *weft__engine_get(weft_runtime *rt)
             pthread_mutex_init(&eng->lock, NULL);
             pthread_cond_init(&eng->work, NULL);
             eng->size = size;
-            __atomic_store_n(&rt->engine, eng, __ATOMIC_RELEASE);
+            __atomic_store_n(&rt->sched->engine, eng, __ATOMIC_RELEASE);
         }
     }
-    eng = rt->engine;
-    pthread_mutex_unlock(&rt->lock);
+    eng = rt->sched->engine;
+    pthread_mutex_unlock(&rt->sched->lock);
     return eng;
 }
 
@@ -136,7 +136,7 @@ int weft__engine_submit(weft_runtime *rt, weft__engine_job *job)
 
 unsigned weft__engine_threads(weft_runtime *rt)
 {
-    weft__engine *eng = __atomic_load_n(&rt->engine, __ATOMIC_ACQUIRE);
+    weft__engine *eng = __atomic_load_n(&rt->sched->engine, __ATOMIC_ACQUIRE);
     unsigned n;
 
     if (!eng)
@@ -149,7 +149,7 @@ unsigned weft__engine_threads(weft_runtime *rt)
 
 void weft__engine_destroy(weft_runtime *rt)
 {
-    weft__engine *eng = rt->engine;
+    weft__engine *eng = rt->sched->engine;
 
     if (!eng)
         return;
@@ -164,5 +164,5 @@ void weft__engine_destroy(weft_runtime *rt)
     pthread_mutex_destroy(&eng->lock);
     weft__free(eng->threads);
     weft__free(eng);
-    rt->engine = NULL;
+    rt->sched->engine = NULL;
 }

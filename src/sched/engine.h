@@ -20,7 +20,7 @@
 #ifndef WEFT_SCHED_ENGINE_H
 #define WEFT_SCHED_ENGINE_H
 
-#include "../runtime.h"
+#include "sched.h"
 
 typedef struct weft__engine weft__engine;
 typedef struct weft__engine_job weft__engine_job;

@@ -13,9 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Thread_local weft__stat_sink *weft__stat_sink_cur;
-_Thread_local unsigned long weft__host_effects;
-
 /*
  * Placement again, once the first (timed) launches have taught the kernel
  * time model what the graph's kernels cost: a cost model placing with its
@@ -207,7 +204,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         /* Counters the issue would have added (the fields after size). */
         for (size_t f = 1; f < sizeof e->replay_stats / sizeof *add; f++)
             if (add[f])
-                weft__stat_add(&to[f], add[f]);
+                weft__stat_add(NULL, &to[f], add[f]);
         uint64_t tick =
             __atomic_add_fetch(&e->rt->tick, e->nnodes, __ATOMIC_RELAXED);
 
@@ -243,8 +240,8 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     }
     memset(&sink, 0, sizeof sink);
     sink.of = &e->rt->stats;
-    weft__stat_sink_cur = &sink;
-    effects0 = weft__host_effects;
+    e->lanes.sink = &sink;
+    effects0 = e->lanes.host_effects;
     weft__plan_native_begin(e->plan, !shared);
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
     for (uint32_t next = 0, k; next < e->nnodes;) {
@@ -303,14 +300,14 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     }
     weft__plan_launch_end(e->plan);
     if (!first)
-        weft__note_steady(e, have_snap, weft__host_effects != effects0);
+        weft__note_steady(e, have_snap, e->lanes.host_effects != effects0);
     else
         e->steady_ok = 0;
     weft__plan_counts_get(e->plan, &c);
     nlc = weft__plan_lane_counts(e->plan, lc, WEFT__COUNTOF(lc));
-    weft__stat_add(&e->rt->stats.plan_events, c.events);
-    weft__stat_add(&e->rt->stats.plan_waits, c.waits);
-    weft__stat_sink_cur = NULL;
+    weft__stat_add(&sink, &e->rt->stats.plan_events, c.events);
+    weft__stat_add(&sink, &e->rt->stats.plan_waits, c.waits);
+    e->lanes.sink = NULL;
     if (e->steady_ok)
         e->replay_stats = sink.add;
     pthread_mutex_lock(&e->lock);

@@ -64,9 +64,11 @@ static int weft__choose_device(const weft_graph *g, const weft_exec_options *o,
             *out = (unsigned)g->nodes[placed].device;
             return 0;
         }
+        /* No kernel: the first device whose memory is host memory moves
+         * nothing; else device 0. */
         *out = 0;
         for (unsigned d = rt->ndevices; d-- > 0;)
-            if (rt->devices[d]->drv == &weft__driver_host)
+            if (rt->devices[d]->drv->memory_is_host)
                 *out = d;
         return 0;
     }
@@ -390,7 +392,8 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     if (!o.device) {
         weft__place_src src = {g->rt,   g->nodes, g->nnodes, g->acc,
                                g->nacc, g->args,  e->roots};
-        int policy = e->rt->place_policy, scope = e->rt->place_scope;
+        int policy = e->rt->sched->place_policy,
+            scope = e->rt->sched->place_scope;
 
         if (o.policy != WEFT_PLACE_DEFAULT &&
             (rc = weft__place_policy_parse(NULL, o.policy, &policy)) < 0)

@@ -143,7 +143,7 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
             return rc;
         e->ptrs[a] = weft__buffer_host(root, off);
     }
-    weft__host_effect();
+    weft__lanes_host_effect(&e->lanes);
     if (nd->kind == WEFT__NODE_MAP)
         nd->u.map.fn(e->ptrs[0], acc[0].size, nd->u.map.user);
     else
@@ -291,7 +291,7 @@ static int weft__host_hand_over(weft_exec *e, uint32_t i)
         }
     j->rc = 0;
     e->host_out++;
-    weft__host_effect();
+    weft__lanes_host_effect(&e->lanes);
     weft__hostwork_submit(weft__hostwork_get(e->rt), (int)near, &j->task);
     return WEFT__HANDED_OVER;
 }
@@ -423,6 +423,10 @@ static int weft__run_read(weft_exec *e, uint32_t i)
     if (rc == 0)
         rc = weft__plan_host_copy(e->plan, root, off, nd->u.read_dst, a->size,
                                   &e->copies[i]);
+    if (rc > 0) { /* copied by this thread, now */
+        weft__lanes_host_effect(&e->lanes);
+        rc = 0;
+    }
     return rc;
 }
 

@@ -127,10 +127,12 @@ static void weft__hostwork_free(weft__hostwork *hw)
 /* How many workers: WEFT_HOST_WORKERS, else the cores, at most 4. */
 static unsigned weft__worker_count(const weft_runtime *rt)
 {
-    if (rt->host_workers != UINT_MAX)
-        return WEFT__MIN(rt->host_workers, (unsigned)WEFT__MAX_HOST_WORKERS);
-    unsigned n = weft__cpuset_count(rt->topology, NULL);
+    unsigned n;
 
+    if (rt->sched->host_workers != UINT_MAX)
+        return WEFT__MIN(rt->sched->host_workers,
+                         (unsigned)WEFT__MAX_HOST_WORKERS);
+    n = weft__cpuset_count(rt->topology, NULL);
     return n ? WEFT__MIN(n, 4u) : 1;
 }
 
@@ -210,21 +212,22 @@ static int weft__hostwork_make(weft_runtime *rt, weft__hostwork **out)
 
 weft__hostwork *weft__hostwork_get(weft_runtime *rt)
 {
-    weft__hostwork *hw = __atomic_load_n(&rt->hostwork, __ATOMIC_ACQUIRE);
+    weft__sched *s = rt->sched;
+    weft__hostwork *hw = __atomic_load_n(&s->hostwork, __ATOMIC_ACQUIRE);
     int rc = 0;
 
-    if (hw || __atomic_load_n(&rt->hostwork_off, __ATOMIC_RELAXED))
+    if (hw || __atomic_load_n(&s->hostwork_off, __ATOMIC_RELAXED))
         return hw;
-    pthread_mutex_lock(&rt->lock);
-    if (!rt->hostwork && !rt->hostwork_off) {
+    pthread_mutex_lock(&s->lock);
+    if (!s->hostwork && !s->hostwork_off) {
         rc = weft__hostwork_make(rt, &hw);
         if (rc == 0)
-            __atomic_store_n(&rt->hostwork, hw, __ATOMIC_RELEASE);
+            __atomic_store_n(&s->hostwork, hw, __ATOMIC_RELEASE);
         else
-            __atomic_store_n(&rt->hostwork_off, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->hostwork_off, 1, __ATOMIC_RELAXED);
     }
-    hw = rt->hostwork;
-    pthread_mutex_unlock(&rt->lock);
+    hw = s->hostwork;
+    pthread_mutex_unlock(&s->lock);
     if (rc < 0 && rc != WEFT_ENOTSUP)
         weft__info("sched",
                    "no host workers (%s): host nodes run on the issuing "
@@ -258,7 +261,9 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
 
 void weft__hostwork_destroy(weft_runtime *rt)
 {
-    if (rt->hostwork)
-        weft__hostwork_free(rt->hostwork);
-    rt->hostwork = NULL;
+    weft__sched *s = rt->sched;
+
+    if (s->hostwork)
+        weft__hostwork_free(s->hostwork);
+    s->hostwork = NULL;
 }

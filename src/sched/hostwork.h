@@ -22,7 +22,7 @@
 #ifndef WEFT_SCHED_HOSTWORK_H
 #define WEFT_SCHED_HOSTWORK_H
 
-#include "../runtime.h"
+#include "sched.h"
 
 typedef struct weft__host_task weft__host_task;
 

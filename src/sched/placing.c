@@ -85,8 +85,8 @@ static int weft__links_default(weft_runtime *rt, weft__links *l)
 }
 
 /*
- * Not rt->lock: measuring the links makes contexts, which takes it. One
- * lock for every runtime's models: they are loaded once each.
+ * Not rt->sched->lock: measuring the links may take long. One lock for
+ * every runtime's models: they are loaded once each.
  */
 static pthread_mutex_t weft__models_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -95,7 +95,7 @@ weft__links *weft__runtime_links(weft_runtime *rt)
     weft__links *l;
 
     pthread_mutex_lock(&weft__models_lock);
-    if (rt->links_state == 0) {
+    if (rt->sched->links_state == 0) {
         l = weft__calloc(1, sizeof *l);
         if (l && weft__links_load(rt, l) < 0) {
             weft__warn("sched",
@@ -107,11 +107,11 @@ weft__links *weft__runtime_links(weft_runtime *rt)
                 l = NULL;
             }
         }
-        rt->links = l;
-        rt->links_state = l ? 1 : -1;
+        rt->sched->links = l;
+        rt->sched->links_state = l ? 1 : -1;
         weft_clear_error();
     }
-    l = rt->links;
+    l = rt->sched->links;
     pthread_mutex_unlock(&weft__models_lock);
     return l;
 }
@@ -121,16 +121,16 @@ weft__ktime *weft__runtime_ktime(weft_runtime *rt)
     weft__ktime *m;
 
     pthread_mutex_lock(&weft__models_lock);
-    if (!rt->ktime) {
+    if (!rt->sched->ktime) {
         unsigned *cu = weft__calloc((size_t)rt->ndevices + 1, sizeof *cu);
 
         for (unsigned d = 0; cu && d < rt->ndevices; d++)
             cu[d] = rt->devices[d]->props.compute_units;
-        if (cu && weft__ktime_create(rt->ndevices, cu, &rt->ktime) < 0)
+        if (cu && weft__ktime_create(rt->ndevices, cu, &rt->sched->ktime) < 0)
             weft_clear_error();
         weft__free(cu);
     }
-    m = rt->ktime;
+    m = rt->sched->ktime;
     pthread_mutex_unlock(&weft__models_lock);
     return m;
 }

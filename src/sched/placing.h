@@ -33,7 +33,7 @@
 #ifndef WEFT_SCHED_PLACING_H
 #define WEFT_SCHED_PLACING_H
 
-#include "../runtime.h"
+#include "sched.h"
 
 struct weft_graph;
 struct weft__node;

@@ -1759,8 +1759,8 @@ int weft__plan_host_copy(weft__plan *p, weft_buffer *root, size_t off,
         if ((rc = weft__plan_host_wait(p)) < 0)
             return rc;
         if (size) {
-            weft__host_effect();
             memmove(dst, root->host + off, size);
+            return 1;
         }
         return 0;
     }

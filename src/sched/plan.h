@@ -216,6 +216,7 @@ void weft__plan_host_done(weft__plan *p, uint32_t node, weft__plan_ticket *t,
  * them: after the copies of this step and any still on their way into
  * that range, on a lane (a host function) if some are in flight, else
  * now. arg is storage for the host function that lives until the drain.
+ * 1 if the calling thread copied now (host-side work), 0 if queued.
  */
 typedef struct weft__plan_memcpy {
     void *dst;

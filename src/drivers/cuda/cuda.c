@@ -1788,6 +1788,11 @@ static void cuda_graph_destroy(void *graph)
 
 const weft__driver weft__driver_cuda = {
     .name = "cuda",
+    .source_kinds =
+        (const weft_source_kind[]){WEFT_SOURCE_CUBIN, WEFT_SOURCE_FATBIN,
+                                   WEFT_SOURCE_PTX, WEFT_SOURCE_CUDA_CXX,
+                                   WEFT_SOURCE_PORTABLE, 0},
+    .portable_kind = WEFT__SRC_CUDA_CXX,
     .platforms_open = cuda_platforms_open,
     .platforms_close = cuda_platforms_close,
     .can_access_peer = cuda_can_access_peer,

@@ -452,6 +452,8 @@ static int host_kernel_get(weft__module *mod, const char *name,
 
 const weft__driver weft__driver_host = {
     .name = "host",
+    .memory_is_host = 1,
+    .source_kinds = (const weft_source_kind[]){WEFT_SOURCE_HOST, 0},
     .platforms_open = host_platforms_open,
     .platforms_close = host_platforms_close,
     .can_access_peer = host_can_access_peer,

@@ -585,6 +585,11 @@ static int ocl_module_binary(weft__module *mod, void **bytes, size_t *size,
 
 const weft__driver weft__driver_opencl = {
     .name = "opencl",
+    .source_kinds =
+        (const weft_source_kind[]){WEFT_SOURCE_CL_BINARY, WEFT_SOURCE_SPIRV,
+                                   WEFT_SOURCE_OPENCL_C, WEFT_SOURCE_PORTABLE,
+                                   0},
+    .portable_kind = WEFT__SRC_OPENCL_C,
     .platforms_open = ocl_platforms_open,
     .platforms_close = ocl_platforms_close,
     .can_access_peer = ocl_can_access_peer,

@@ -587,6 +587,8 @@ const char *weft__sim_op_name(weft__sim_op_kind kind)
 
 const weft__driver weft__driver_sim = {
     .name = "sim",
+    .virtual_time = 1,
+    .source_kinds = (const weft_source_kind[]){WEFT_SOURCE_HOST, 0},
     .platforms_open = sim_platforms_open,
     .platforms_close = sim_platforms_close,
     .can_access_peer = sim_can_access_peer,

@@ -1,0 +1,26 @@
+/*
+ * A kernel as graphs and the scheduler see it (src/graph/): its name and
+ * its implementation on each device of the runtime. Modules (src/module.c)
+ * make kernels and own them; a kernel lives until its module is destroyed.
+ */
+#ifndef WEFT_GRAPH_KERNEL_H
+#define WEFT_GRAPH_KERNEL_H
+
+#include "../mem/machine.h"
+
+struct weft_kernel {
+    weft_module *mod;
+    weft_runtime *rt;
+    char *name;
+    weft__kernel **impl; /* per device of rt; NULL: not there */
+    weft_kernel *next;   /* the module's list (its lock) */
+};
+
+/* The implementation of kernel k on device index, NULL if none. */
+static inline weft__kernel *weft__kernel_impl(const weft_kernel *k,
+                                              unsigned index)
+{
+    return index < k->rt->ndevices ? k->impl[index] : NULL;
+}
+
+#endif /* WEFT_GRAPH_KERNEL_H */
