@@ -15,10 +15,7 @@
  *
  * Runs with WEFT_DEVICES=sim WEFT_SIM=devices=1,real_data=1.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
 #include "mem/buffer.h"
@@ -49,13 +46,6 @@ static wt_devices devs;
 static weft_module *mod;
 static weft_kernel *k_work;
 static weft__context *ctx;
-
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s", #call, weft_last_error());                      \
-    } while (0)
 
 /* y = 2 x + 1 */
 static void work_fn(const weft_host_group *g, void *const *args)
@@ -428,7 +418,7 @@ static void test_host_copy_path_ordered(void **state)
     free(out);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_reports_pinned),
@@ -437,5 +427,5 @@ int main(void)
         cmocka_unit_test(test_host_copy_path_ordered),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -25,10 +25,7 @@
  * WEFT_PLACE). A case whose counts differ prints the record of the launch;
  * WT_DUMP=1 prints every launch's.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
 #include "runtime.h"
@@ -51,14 +48,6 @@ enum {
     UNTIMED = 3,
     LAUNCHES = 4,
 };
-
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s: %s", #call, weft_err_name(rc_),                  \
-                     weft_last_error());                                       \
-    } while (0)
 
 /* ---- kernels ------------------------------------------------------------ */
 
@@ -657,7 +646,7 @@ static void test_diamond_with_data(void **state)
         fail_msg("%s", bad);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         {"chain", test_chain, setup, teardown, &peer_on},
@@ -686,5 +675,5 @@ int main(void)
     unsetenv("WEFT_SIM");
     unsetenv("WEFT_PLACE");
     unsetenv("WEFT_DEVICE_MEM_LIMIT");
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

@@ -6,10 +6,7 @@
  * Runs with WEFT_DEVICES=sim WEFT_SIM=devices=2,real_data=1: real bytes,
  * so every case also checks the results.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
 #include "sched/exec.h"
@@ -30,13 +27,6 @@ enum {
 static wt_devices devs;
 static weft_module *mod;
 static weft_kernel *k_work, *k_addone;
-
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s", #call, weft_last_error());                      \
-    } while (0)
 
 static int64_t item(const weft_host_group *g, uint32_t l)
 {
@@ -358,7 +348,7 @@ static void test_cross_device_wait(void **state)
     check(weft_buffer_destroy(z));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_overlaps),
@@ -366,5 +356,5 @@ int main(void)
         cmocka_unit_test(test_cross_device_wait),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -15,10 +15,7 @@
  * WT_DUMP=1 prints the record and the learned kernel times of the heft
  * case's launches.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
 #include "runtime.h"
@@ -52,14 +49,6 @@ typedef struct fixture {
     weft_module *mod;
     weft_kernel *k_tile, *k_set;
 } fixture;
-
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s: %s", #call, weft_err_name(rc_),                  \
-                     weft_last_error());                                       \
-    } while (0)
 
 /* ---- kernels ------------------------------------------------------------ */
 
@@ -1268,7 +1257,7 @@ static const struct {
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
-int main(void)
+int main(int argc, char **argv)
 {
     static struct CMUnitTest tests[NCASES * NMACHINES + 3];
     static char names[NCASES * NMACHINES][64];
@@ -1295,5 +1284,5 @@ int main(void)
     tests[k++] =
         (struct CMUnitTest){"scope_one_per_hardware",
                             test_scope_one_per_hardware, NULL, NULL, NULL};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }
