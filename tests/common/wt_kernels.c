@@ -1,6 +1,6 @@
 /*
  * The conformance kernels as a host table, OpenCL C and PTX; the graph
- * kernels as one module (wt_kernels.h).
+ * kernels as one module; f32 host kernels (wt_kernels.h).
  */
 #include "wt_kernels.h"
 
@@ -429,3 +429,56 @@ int wt_kernels_module(weft_runtime *rt, weft_module **mod)
 
     return weft_module_create(rt, v, 2, mod);
 }
+
+/* ---- f32 host kernels for tests' own tables ------------------------------ */
+
+void wt_host_fill(const weft_host_group *g, void *const *args)
+{
+    float *y = args[0];
+    float v = *(const float *)args[1];
+    int64_t n = *(const int64_t *)args[2];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            y[wt_item(g, l)] = v;
+}
+
+void wt_host_affine(const weft_host_group *g, void *const *args)
+{
+    float *y = args[0];
+    const float *x = args[1];
+    int64_t n = *(const int64_t *)args[2];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            y[wt_item(g, l)] = 2 * x[wt_item(g, l)] + 1;
+}
+
+void wt_host_sum(const weft_host_group *g, void *const *args)
+{
+    float *w = args[0];
+    const float *y = args[1], *z = args[2];
+    int64_t n = *(const int64_t *)args[3];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            w[wt_item(g, l)] = y[wt_item(g, l)] + z[wt_item(g, l)];
+}
+
+void wt_host_addone(const weft_host_group *g, void *const *args)
+{
+    float *x = args[0];
+    int64_t n = *(const int64_t *)args[1];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            x[wt_item(g, l)] += 1;
+}
+
+const weft_param_type wt_fill_params[3] = {WEFT_PARAM_BUFFER, WEFT_PARAM_F32,
+                                           WEFT_PARAM_I64};
+const weft_param_type wt_affine_params[3] = {WEFT_PARAM_BUFFER,
+                                             WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
+const weft_param_type wt_sum_params[4] = {WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER,
+                                          WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
+const weft_param_type wt_addone_params[2] = {WEFT_PARAM_BUFFER, WEFT_PARAM_I64};

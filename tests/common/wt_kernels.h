@@ -49,6 +49,22 @@ int wt_kernels_broken_source(const char *driver, weft__module_source *src);
 /* The graph kernels as one module of rt; weft_module_create's codes. */
 int wt_kernels_module(weft_runtime *rt, weft_module **mod);
 
+/*
+ * f32 kernels as host functions with their parameter lists, for tests that
+ * make their own host table (their own kernel names and sim cost hooks):
+ *
+ *   wt_host_fill(buffer y, f32 v, i64 n)               y[i] = v
+ *   wt_host_affine(buffer y, buffer x, i64 n)          y[i] = 2 * x[i] + 1
+ *   wt_host_sum(buffer w, buffer y, buffer z, i64 n)   w[i] = y[i] + z[i]
+ *   wt_host_addone(buffer x, i64 n)                    x[i] += 1
+ */
+void wt_host_fill(const weft_host_group *g, void *const *args);
+void wt_host_affine(const weft_host_group *g, void *const *args);
+void wt_host_sum(const weft_host_group *g, void *const *args);
+void wt_host_addone(const weft_host_group *g, void *const *args);
+extern const weft_param_type wt_fill_params[3], wt_affine_params[3],
+    wt_sum_params[4], wt_addone_params[2];
+
 /* What the kernels compute (advance: both sets), on the host, for checking
  * results. */
 static inline uint32_t wt_iota2d_value(uint32_t x, uint32_t y)

@@ -21,6 +21,7 @@
 #include "mem/buffer.h"
 #include "mem/staging.h"
 #include "wt_devices.h"
+#include "wt_kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -47,21 +48,6 @@ static weft_module *mod;
 static weft_kernel *k_work;
 static weft__context *ctx;
 
-/* y = 2 x + 1 */
-static void work_fn(const weft_host_group *g, void *const *args)
-{
-    float *y = args[0];
-    const float *x = args[1];
-    int64_t n = *(const int64_t *)args[2];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++) {
-        int64_t i = (int64_t)g->group[0] * g->group_size[0] + l;
-
-        if (i < n)
-            y[i] = 2 * x[i] + 1;
-    }
-}
-
 static uint64_t work_cost(uint64_t items, void *const *args, void *user)
 {
     (void)items;
@@ -70,10 +56,8 @@ static uint64_t work_cost(uint64_t items, void *const *args, void *user)
     return KERNEL_NS;
 }
 
-static const weft_param_type work_params[] = {
-    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
 static const weft_host_kernel kernels[] = {
-    {"work", work_fn, 3, work_params, NULL, work_cost, NULL},
+    {"work", wt_host_affine, 3, wt_affine_params, NULL, work_cost, NULL},
 };
 
 static int setup(void **state)

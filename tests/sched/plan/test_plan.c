@@ -11,6 +11,7 @@
 #include "drivers/sim/sim.h"
 #include "sched/exec.h"
 #include "wt_devices.h"
+#include "wt_kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,33 +29,6 @@ static wt_devices devs;
 static weft_module *mod;
 static weft_kernel *k_work, *k_addone;
 
-static int64_t item(const weft_host_group *g, uint32_t l)
-{
-    return (int64_t)g->group[0] * g->group_size[0] + l;
-}
-
-/* y = 2 x + 1 */
-static void work_fn(const weft_host_group *g, void *const *args)
-{
-    float *y = args[0];
-    const float *x = args[1];
-    int64_t n = *(const int64_t *)args[2];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            y[item(g, l)] = 2 * x[item(g, l)] + 1;
-}
-
-static void addone_fn(const weft_host_group *g, void *const *args)
-{
-    float *x = args[0];
-    int64_t n = *(const int64_t *)args[1];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            x[item(g, l)] += 1;
-}
-
 /* As long as a chunk's copy: the pipeline can hide one behind the other. */
 static uint64_t work_cost(uint64_t items, void *const *args, void *user)
 {
@@ -64,13 +38,9 @@ static uint64_t work_cost(uint64_t items, void *const *args, void *user)
     return KERNEL_NS;
 }
 
-static const weft_param_type work_params[] = {
-    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
-static const weft_param_type addone_params[] = {WEFT_PARAM_BUFFER,
-                                                WEFT_PARAM_I64};
 static const weft_host_kernel kernels[] = {
-    {"work", work_fn, 3, work_params, NULL, work_cost, NULL},
-    {"addone", addone_fn, 2, addone_params, NULL, NULL, NULL},
+    {"work", wt_host_affine, 3, wt_affine_params, NULL, work_cost, NULL},
+    {"addone", wt_host_addone, 2, wt_addone_params, NULL, NULL, NULL},
 };
 
 static int setup(void **state)
