@@ -66,11 +66,7 @@ static int setup(void **state)
 
     (void)state;
     wt_devices_open(&devs);
-    if (wt_device(&devs, 0)->drv != &weft__driver_sim) {
-        printf("skipped: needs a sim device (WEFT_DEVICES=sim)\n");
-        wt_devices_close(&devs);
-        exit(WT_SKIP);
-    }
+    wt_devices_need(&devs, "sim", 1, "needs a sim device (WEFT_DEVICES=sim)");
     check(weft_module_create(devs.rt, &src, 1, &mod));
     check(weft_module_get_kernel(mod, "work", &k_work));
     check(weft__runtime_context(devs.rt, 0, &ctx));

@@ -87,10 +87,7 @@ static int setup(void **state)
 
     (void)state;
     wt_devices_open(&devs);
-    if (devs.n < 2) {
-        printf("skipped: the patterns need two devices\n");
-        exit(WT_SKIP);
-    }
+    wt_devices_need(&devs, NULL, 2, "the patterns need two devices");
     dev0 = weft_runtime_device(devs.rt, 0);
     dev1 = weft_runtime_device(devs.rt, 1);
     if (weft_device_can_access_peer(dev0, dev1, &can) < 0 ||

@@ -50,11 +50,8 @@ static int setup(void **state)
 
     (void)state;
     wt_devices_open(&devs);
-    if (wt_device(&devs, 0)->drv != &weft__driver_sim || devs.n < 2) {
-        printf("skipped: needs two sim devices (WEFT_DEVICES=sim)\n");
-        wt_devices_close(&devs);
-        exit(WT_SKIP);
-    }
+    wt_devices_need(&devs, "sim", 2,
+                    "needs two sim devices (WEFT_DEVICES=sim)");
     check(weft_module_create(devs.rt, &src, 1, &mod));
     check(weft_module_get_kernel(mod, "work", &k_work));
     check(weft_module_get_kernel(mod, "addone", &k_addone));
