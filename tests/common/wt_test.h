@@ -6,8 +6,8 @@
  * the cases whose names match a glob (CMocka's: '*' and '?') given as its
  * argument or in WEFT_TEST_CASE (the argument wins):
  *
- *     build/tests/graph/test_exec relaunch_*
- *     WEFT_TEST_CASE=relaunch_changes ctest --test-dir build -R exec_host
+ *     build/tests/graph/test_exec 'test_native_*'
+ *     WEFT_TEST_CASE=test_relaunch_changes ctest --test-dir build -R exec_
  *     build/tests/graph/test_exec --list
  *
  * A glob that matches no case is an error, so that a typo cannot pass.
