@@ -10,7 +10,7 @@
  *     driver_overhead [--json] [--launches N] [--rounds R]
  */
 #include "drivers/cuda/cuda_api.h"
-#include "figures.h"
+#include "bench.h"
 #include "runtime.h"
 
 #include <CL/cl.h>
@@ -30,13 +30,6 @@ static const char cl_empty[] = "__kernel void empty(__global int *p) {}\n";
 
 static long launches = 20000;
 static int rounds = 7;
-
-#define DIE(...)                                                               \
-    do {                                                                       \
-        fprintf(stderr, "driver_overhead: " __VA_ARGS__);                      \
-        fputc('\n', stderr);                                                   \
-        exit(1);                                                               \
-    } while (0)
 
 /* ---- weft's side -------------------------------------------------------- */
 
@@ -58,21 +51,21 @@ static void weft_open(weft__device *dev, weft__source_kind kind,
         weft__drv_module_create(w->ctx, &ms, &w->mod) < 0 ||
         weft__drv_kernel_get(w->mod, "empty", &w->k) < 0 ||
         weft__drv_mem_alloc(w->ctx, 4096, &w->buf) < 0)
-        DIE("weft on %s: %s", dev->name, weft_last_error());
+        bench_die("weft on %s: %s", dev->name, weft_last_error());
 }
 
 static double weft_round(weft_side *w, long n)
 {
     weft__karg arg = {.type = WEFT_PARAM_BUFFER, .u.buf = {w->buf, 0}};
     weft__grid grid = {{1, 1, 1}, {1, 1, 1}, 0};
-    uint64_t t0 = weft__now_ns();
+    uint64_t t0 = bench_now_ns();
 
     for (long i = 0; i < n; i++)
         if (weft__drv_launch(w->q, w->k, &grid, &arg, 1) < 0)
-            DIE("weft launch: %s", weft_last_error());
+            bench_die("weft launch: %s", weft_last_error());
     if (weft__drv_queue_sync(w->q) < 0)
-        DIE("weft sync: %s", weft_last_error());
-    return (double)(weft__now_ns() - t0) / 1e3 / (double)n;
+        bench_die("weft sync: %s", weft_last_error());
+    return (double)(bench_now_ns() - t0) / 1e3 / (double)n;
 }
 
 static void weft_close(weft_side *w)
@@ -105,7 +98,7 @@ static void *sym(void *lib, const char *name)
 {
     void *p = dlsym(lib, name);
     if (!p)
-        DIE("libcuda has no %s", name);
+        bench_die("libcuda has no %s", name);
     return p;
 }
 
@@ -117,7 +110,7 @@ static void raw_cuda_open(raw_cuda *r, int ordinal)
     CUmodule mod;
 
     if (!lib)
-        DIE("dlopen libcuda.so.1: %s", dlerror());
+        bench_die("dlopen libcuda.so.1: %s", dlerror());
     *(void **)&r->Init = sym(lib, "cuInit");
     *(void **)&r->DeviceGet = sym(lib, "cuDeviceGet");
     *(void **)&r->PrimaryCtxRetain = sym(lib, "cuDevicePrimaryCtxRetain");
@@ -134,22 +127,22 @@ static void raw_cuda_open(raw_cuda *r, int ordinal)
         r->ModuleLoadData(&mod, ptx_empty) ||
         r->ModuleGetFunction(&r->fn, mod, "empty") ||
         r->MemAlloc(&r->buf, 4096))
-        DIE("raw CUDA set-up failed");
+        bench_die("raw CUDA set-up failed");
     /* the primary context, module and stream live until the process ends */
 }
 
 static double raw_cuda_round(raw_cuda *r, long n)
 {
     void *params[] = {&r->buf};
-    uint64_t t0 = weft__now_ns();
+    uint64_t t0 = bench_now_ns();
 
     for (long i = 0; i < n; i++)
         if (r->LaunchKernel(r->fn, 1, 1, 1, 1, 1, 1, 0, r->stream, params,
                             NULL))
-            DIE("raw cuLaunchKernel failed");
+            bench_die("raw cuLaunchKernel failed");
     if (r->StreamSynchronize(r->stream))
-        DIE("raw cuStreamSynchronize failed");
-    return (double)(weft__now_ns() - t0) / 1e3 / (double)n;
+        bench_die("raw cuStreamSynchronize failed");
+    return (double)(bench_now_ns() - t0) / 1e3 / (double)n;
 }
 
 /* ---- raw OpenCL --------------------------------------------------------- */
@@ -172,7 +165,7 @@ static void raw_cl_open(raw_cl *r, unsigned index)
     cl_int err;
 
     if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS)
-        DIE("clGetPlatformIDs failed");
+        bench_die("clGetPlatformIDs failed");
     for (cl_uint p = 0; p < np && !dev; p++) {
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd) !=
             CL_SUCCESS)
@@ -183,38 +176,38 @@ static void raw_cl_open(raw_cl *r, unsigned index)
             index -= nd;
     }
     if (!dev)
-        DIE("raw OpenCL: device not found");
+        bench_die("raw OpenCL: device not found");
     r->ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     if (err != CL_SUCCESS)
-        DIE("clCreateContext: %d", err);
+        bench_die("clCreateContext: %d", err);
     r->q = clCreateCommandQueueWithProperties(r->ctx, dev, NULL, &err);
     if (err != CL_SUCCESS)
-        DIE("clCreateCommandQueue: %d", err);
+        bench_die("clCreateCommandQueue: %d", err);
     prog = clCreateProgramWithSource(r->ctx, 1, &src, NULL, &err);
     if (err != CL_SUCCESS || clBuildProgram(prog, 1, &dev, "", NULL, NULL))
-        DIE("raw OpenCL build failed");
+        bench_die("raw OpenCL build failed");
     r->k = clCreateKernel(prog, "empty", &err);
     if (err != CL_SUCCESS)
-        DIE("clCreateKernel: %d", err);
+        bench_die("clCreateKernel: %d", err);
     r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
     if (err != CL_SUCCESS)
-        DIE("clCreateBuffer: %d", err);
+        bench_die("clCreateBuffer: %d", err);
     clReleaseProgram(prog);
 }
 
 static double raw_cl_round(raw_cl *r, long n)
 {
     size_t g = 1, l = 1;
-    uint64_t t0 = weft__now_ns();
+    uint64_t t0 = bench_now_ns();
 
     /* the arguments are set per launch, as weft does */
     for (long i = 0; i < n; i++)
         if (clSetKernelArg(r->k, 0, sizeof r->buf, &r->buf) ||
             clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &g, &l, 0, NULL, NULL))
-            DIE("raw clEnqueueNDRangeKernel failed");
+            bench_die("raw clEnqueueNDRangeKernel failed");
     if (clFinish(r->q) != CL_SUCCESS)
-        DIE("raw clFinish failed");
-    return (double)(weft__now_ns() - t0) / 1e3 / (double)n;
+        bench_die("raw clFinish failed");
+    return (double)(bench_now_ns() - t0) / 1e3 / (double)n;
 }
 
 static void raw_cl_close(raw_cl *r)
@@ -241,9 +234,8 @@ static void compare(const char *driver, const char *devname, void *raw,
     }
     rm = bench_median(r, rounds);
     wm = bench_median(ws, rounds);
-    if (!bench_json)
-        printf("# %s: %s, %ld launches x %d rounds, medians\n", driver, devname,
-               n, rounds);
+    bench_note("%s: %s, %ld launches x %d rounds, medians", driver, devname, n,
+               rounds);
     snprintf(name, sizeof name, "%s raw launch", driver);
     bench_figure(name, rm, "us");
     snprintf(name, sizeof name, "%s weft launch", driver);
@@ -270,23 +262,18 @@ int main(int argc, char **argv)
     weft_runtime *rt;
     int done_cuda = 0, done_cl = 0;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            bench_json = 1;
-        else if (strcmp(argv[i], "--launches") == 0 && i + 1 < argc)
-            launches = atol(argv[++i]);
-        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else
-            DIE("usage: driver_overhead [--json] [--launches N] [--rounds R]");
-    }
+    const bench_option options[] = {
+        {"--launches", BENCH_LONG, &launches, "N"},
+        {"--rounds", BENCH_INT, &rounds, "R"},
+    };
+
+    BENCH_OPTIONS(argc, argv, "driver_overhead", options);
     if (launches < 10 || rounds < 1 || rounds > 64)
-        DIE("--launches >= 10 and 1 <= --rounds <= 64");
+        bench_die("--launches >= 10 and 1 <= --rounds <= 64");
     o.devices = "cuda:*,opencl:*";
     if (weft_runtime_create(&rt, &o) < 0)
-        DIE("%s", weft_last_error());
-    if (bench_json)
-        printf("{\"bench\": \"driver_overhead\", \"figures\": [");
+        bench_die("%s", weft_last_error());
+    bench_begin(NULL);
     /* OpenCL: a GPU if there is one (it is what the figure is about) */
     int cl_gpu = 0;
     for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
@@ -322,12 +309,11 @@ int main(int argc, char **argv)
             done_cl = 1;
         }
     }
-    if (bench_json)
-        printf("\n]}\n");
-    if (!done_cuda && !bench_json)
-        printf("# cuda: skipped (no CUDA device)\n");
-    if (!done_cl && !bench_json)
-        printf("# opencl: skipped (no OpenCL device)\n");
+    bench_end();
+    if (!done_cuda)
+        bench_note("cuda: skipped (no CUDA device)");
+    if (!done_cl)
+        bench_note("opencl: skipped (no OpenCL device)");
     weft_runtime_destroy(rt);
     return 0;
 }

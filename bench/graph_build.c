@@ -16,37 +16,14 @@
  */
 #include <weft.h>
 
-#include "figures.h"
+#include "bench.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static int rounds = 5;
-
-#define DIE(...)                                                               \
-    do {                                                                       \
-        fprintf(stderr, "graph_build: " __VA_ARGS__);                          \
-        fputc('\n', stderr);                                                   \
-        exit(1);                                                               \
-    } while (0)
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            DIE("%s: %s: %s", #call, weft_err_name(rc_), weft_last_error());   \
-    } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The kernel is never run; it only needs to exist with its parameters. */
 static void touch(const weft_host_group *g, void *const *args)
@@ -81,7 +58,8 @@ static void add_touch(bench *b, weft_graph *g, size_t offset)
         weft_arg_u32(ELEMS),
     };
 
-    CHECK(weft_graph_add_kernel(g, b->touch, weft_dims1(ELEMS), args, 2, NULL));
+    bench_check(
+        weft_graph_add_kernel(g, b->touch, weft_dims1(ELEMS), args, 2, NULL));
 }
 
 /* One build of shape with n nodes: *add and *inst in ns. */
@@ -91,8 +69,8 @@ static void build_once(bench *b, shape s, unsigned n, double *add, double *inst)
     weft_exec *e;
     uint64_t t0, t1, t2;
 
-    t0 = now_ns();
-    CHECK(weft_graph_create(b->rt, &g));
+    t0 = bench_now_ns();
+    bench_check(weft_graph_create(b->rt, &g));
     for (unsigned i = 0; i < n; i++) {
         size_t chunk = (i / 3) % CHUNKS * RANGE;
 
@@ -105,24 +83,24 @@ static void build_once(bench *b, shape s, unsigned n, double *add, double *inst)
             break;
         default:
             if (i % 3 == 0)
-                CHECK(weft_graph_add_write(g, b->buf, chunk,
-                                           b->host + chunk / 4, RANGE, NULL));
+                bench_check(weft_graph_add_write(
+                    g, b->buf, chunk, b->host + chunk / 4, RANGE, NULL));
             else if (i % 3 == 1)
                 add_touch(b, g, chunk);
             else
-                CHECK(weft_graph_add_read(g, b->buf, chunk, b->host + chunk / 4,
-                                          RANGE, NULL));
+                bench_check(weft_graph_add_read(
+                    g, b->buf, chunk, b->host + chunk / 4, RANGE, NULL));
             break;
         }
     }
-    t1 = now_ns();
-    CHECK(weft_graph_instantiate(g, NULL, &e));
-    t2 = now_ns();
+    t1 = bench_now_ns();
+    bench_check(weft_graph_instantiate(g, NULL, &e));
+    t2 = bench_now_ns();
     if (weft_graph_node_count(g) != n)
-        DIE("%s: %u nodes, not %u", shape_names[s], weft_graph_node_count(g),
-            n);
-    CHECK(weft_exec_destroy(e));
-    CHECK(weft_graph_destroy(g));
+        bench_die("%s: %u nodes, not %u", shape_names[s],
+                  weft_graph_node_count(g), n);
+    bench_check(weft_exec_destroy(e));
+    bench_check(weft_graph_destroy(g));
     *add = (double)(t1 - t0);
     *inst = (double)(t2 - t1);
 }
@@ -135,7 +113,7 @@ static void measure(bench *b, shape s, unsigned n)
     char name[96];
 
     if (!total || !add || !inst)
-        DIE("out of memory");
+        bench_die("out of memory");
     build_once(b, s, n, &add[0], &inst[0]); /* warm the allocator */
     for (int r = 0; r < rounds; r++) {
         build_once(b, s, n, &add[r], &inst[r]);
@@ -159,56 +137,52 @@ int main(int argc, char **argv)
     const weft_module_source src = {WEFT_SOURCE_HOST, host_kernels, 1, NULL,
                                     "graph_build"};
     unsigned sizes[8] = {1000, 10000}, nsizes = 2, largest = 0;
+    const char *size_list = NULL;
+    const bench_option options[] = {
+        {"--rounds", BENCH_INT, &rounds, "R"},
+        {"--sizes", BENCH_STRING, &size_list, "N,N,..."},
+    };
     weft_module *mod;
     bench b;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            bench_json = 1;
-        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            rounds = atoi(argv[++i]);
-        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
-            char *p = argv[++i];
+    BENCH_OPTIONS(argc, argv, "graph_build", options);
+    if (size_list) {
+        char *p = (char *)size_list;
 
-            for (nsizes = 0; *p && nsizes < 8; nsizes++) {
-                sizes[nsizes] = (unsigned)strtoul(p, &p, 10);
-                if (*p == ',')
-                    p++;
-            }
-        } else {
-            DIE("usage: graph_build [--json] [--rounds R] [--sizes N,N,...]");
+        for (nsizes = 0; *p && nsizes < 8; nsizes++) {
+            sizes[nsizes] = (unsigned)strtoul(p, &p, 10);
+            if (*p == ',')
+                p++;
         }
     }
     if (rounds < 1 || nsizes == 0)
-        DIE("usage: graph_build [--json] [--rounds R] [--sizes N,N,...]");
+        bench_usage();
     for (unsigned i = 0; i < nsizes; i++) {
         if (sizes[i] == 0)
-            DIE("a size of 0 nodes");
+            bench_die("a size of 0 nodes");
         if (sizes[i] > largest)
             largest = sizes[i];
     }
 
     memset(&b, 0, sizeof b);
     opts.devices = "host"; /* building is the same for every driver */
-    CHECK(weft_runtime_create(&b.rt, &opts));
-    CHECK(weft_module_create(b.rt, &src, 1, &mod));
-    CHECK(weft_module_get_kernel(mod, "touch", &b.touch));
+    bench_check(weft_runtime_create(&b.rt, &opts));
+    bench_check(weft_module_create(b.rt, &src, 1, &mod));
+    bench_check(weft_module_get_kernel(mod, "touch", &b.touch));
     b.host = calloc((size_t)CHUNKS * ELEMS, sizeof(uint32_t));
     if (!b.host)
-        DIE("out of memory");
-    CHECK(weft_buffer_create(b.rt, (size_t)largest * RANGE, &b.buf));
+        bench_die("out of memory");
+    bench_check(weft_buffer_create(b.rt, (size_t)largest * RANGE, &b.buf));
 
-    if (bench_json)
-        printf("[");
+    bench_begin("\"rounds\": %d", rounds);
     for (unsigned i = 0; i < nsizes; i++)
         for (int s = 0; s < NSHAPES; s++)
             measure(&b, (shape)s, sizes[i]);
-    if (bench_json)
-        printf("\n]\n");
+    bench_end();
 
-    CHECK(weft_buffer_destroy(b.buf));
-    CHECK(weft_module_destroy(mod));
-    CHECK(weft_runtime_destroy(b.rt));
+    bench_check(weft_buffer_destroy(b.buf));
+    bench_check(weft_module_destroy(mod));
+    bench_check(weft_runtime_destroy(b.rt));
     free(b.host);
     return 0;
 }

@@ -39,14 +39,13 @@
 #include <weft.h>
 
 #include "drivers/cuda/cuda_api.h"
-#include "figures.h"
+#include "bench.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { MAXREPS = 64 };
 
@@ -54,37 +53,6 @@ static uint32_t nodes = 1000;
 static int reps = 7;
 static const char *driver = "cuda";
 static unsigned ndevs = 1;
-
-#define DIE(...)                                                               \
-    do {                                                                       \
-        fprintf(stderr, "launch_overhead: " __VA_ARGS__);                      \
-        fputc('\n', stderr);                                                   \
-        exit(1);                                                               \
-    } while (0)
-
-/* A remark for people: a comment line, left out of --json output. */
-#define NOTE(...)                                                              \
-    do {                                                                       \
-        if (!bench_json) {                                                     \
-            printf("# " __VA_ARGS__);                                          \
-            putchar('\n');                                                     \
-        }                                                                      \
-    } while (0)
-
-#define WEFT(call)                                                             \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            DIE("%s: %s: %s", #call, weft_err_name(rc_), weft_last_error());   \
-    } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static double us_per_node(uint64_t ns)
 {
@@ -163,7 +131,7 @@ typedef struct raw_cuda {
         if (res_ != CUDA_SUCCESS) {                                            \
             const char *name_ = "?";                                           \
             (r)->cu.GetErrorName(res_, &name_);                                \
-            DIE("%s: %s (%d)", #call, name_, res_);                            \
+            bench_die("%s: %s (%d)", #call, name_, res_);                      \
         }                                                                      \
     } while (0)
 #define CUG(r, call)                                                           \
@@ -172,7 +140,7 @@ typedef struct raw_cuda {
         if (res_ != CUDA_SUCCESS) {                                            \
             const char *name_ = "?";                                           \
             (r)->cu.GetErrorName(res_, &name_);                                \
-            DIE("%s: %s (%d)", #call, name_, res_);                            \
+            bench_die("%s: %s (%d)", #call, name_, res_);                      \
         }                                                                      \
     } while (0)
 
@@ -250,12 +218,12 @@ static double raw_stream_round(raw_cuda *r)
     uint64_t t0;
 
     CU(r, CtxSetCurrent(r->ctx)); /* weft's calls on this thread may not */
-    t0 = now_ns();
+    t0 = bench_now_ns();
     for (uint32_t i = 0; i < nodes; i++)
         CU(r,
            LaunchKernel(r->fn, 1, 1, 1, 1, 1, 1, 0, r->stream, params, NULL));
     CU(r, StreamSynchronize(r->stream));
-    return us_per_node(now_ns() - t0);
+    return us_per_node(bench_now_ns() - t0);
 }
 
 /* Build and instantiate the shape's graph (again): us per node. */
@@ -269,7 +237,7 @@ static double raw_graph_build(raw_cuda *r, shape s)
         CUG(r, GraphExecDestroy(r->exec[s]));
     if (r->graph[s])
         CUG(r, GraphDestroy(r->graph[s]));
-    t0 = now_ns();
+    t0 = bench_now_ns();
     CUG(r, GraphCreate(&r->graph[s], 0));
     for (uint32_t i = 0; i < nodes; i++) {
         CUdeviceptr p = r->buf + (s == FAN ? (CUdeviceptr)i * r->slice : 0);
@@ -282,7 +250,7 @@ static double raw_graph_build(raw_cuda *r, shape s)
         prev = node;
     }
     CUG(r, GraphInstantiateWithFlags(&r->exec[s], r->graph[s], 0));
-    return us_per_node(now_ns() - t0);
+    return us_per_node(bench_now_ns() - t0);
 }
 
 /* One replay of the shape's graph, to the end: us per node. */
@@ -291,10 +259,10 @@ static double raw_graph_round(raw_cuda *r, shape s)
     uint64_t t0;
 
     CU(r, CtxSetCurrent(r->ctx));
-    t0 = now_ns();
+    t0 = bench_now_ns();
     CUG(r, GraphLaunch(r->exec[s], r->stream));
     CU(r, StreamSynchronize(r->stream));
-    return us_per_node(now_ns() - t0);
+    return us_per_node(bench_now_ns() - t0);
 }
 
 /* ---- weft --------------------------------------------------------------- */
@@ -315,9 +283,9 @@ static void weft_build(weft_side *w, shape s)
     size_t size = s == FAN ? (size_t)nodes * w->slice : w->slice;
     uint32_t zero = 0;
 
-    WEFT(weft_buffer_create(w->rt, size, &w->buf[s]));
-    WEFT(weft_buffer_fill(w->buf[s], 0, size, &zero, sizeof zero));
-    WEFT(weft_graph_create(w->rt, &w->graph[s]));
+    bench_check(weft_buffer_create(w->rt, size, &w->buf[s]));
+    bench_check(weft_buffer_fill(w->buf[s], 0, size, &zero, sizeof zero));
+    bench_check(weft_graph_create(w->rt, &w->graph[s]));
     for (uint32_t i = 0; i < nodes; i++) {
         weft_arg arg =
             s == FAN ? weft_arg_buffer(w->buf[s], (size_t)i * w->slice,
@@ -325,15 +293,16 @@ static void weft_build(weft_side *w, shape s)
                      : weft_arg_buffer(w->buf[s], 0, w->slice, WEFT_READ_WRITE);
         weft_node n;
 
-        WEFT(weft_graph_add_kernel(w->graph[s], w->k, weft_dims1(1), &arg, 1,
-                                   &n));
+        bench_check(weft_graph_add_kernel(w->graph[s], w->k, weft_dims1(1),
+                                          &arg, 1, &n));
         if (w->dev2)
-            WEFT(weft_graph_set_device(
+            bench_check(weft_graph_set_device(
                 w->graph[s], n,
                 (s == FAN ? i % 2 : i >= nodes / 2) ? w->dev2 : w->dev));
     }
     if (weft_graph_edge_count(w->graph[s]) != (s == CHAIN ? nodes - 1 : 0))
-        DIE("%s: %u edges", shape_names[s], weft_graph_edge_count(w->graph[s]));
+        bench_die("%s: %u edges", shape_names[s],
+                  weft_graph_edge_count(w->graph[s]));
 }
 
 /*
@@ -351,18 +320,18 @@ static void weft_first(weft_side *w, shape s, double *inst, double *first)
         uint64_t t0, t1;
 
         if (w->exec[s]) {
-            WEFT(weft_exec_destroy(w->exec[s]));
-            WEFT(weft_graph_destroy(w->graph[s]));
-            WEFT(weft_buffer_destroy(w->buf[s]));
+            bench_check(weft_exec_destroy(w->exec[s]));
+            bench_check(weft_graph_destroy(w->graph[s]));
+            bench_check(weft_buffer_destroy(w->buf[s]));
         }
         weft_build(w, s);
-        t0 = now_ns();
-        WEFT(weft_graph_instantiate(w->graph[s], &o, &w->exec[s]));
-        t1 = now_ns();
-        WEFT(weft_exec_launch(w->exec[s]));
-        WEFT(weft_exec_wait(w->exec[s]));
+        t0 = bench_now_ns();
+        bench_check(weft_graph_instantiate(w->graph[s], &o, &w->exec[s]));
+        t1 = bench_now_ns();
+        bench_check(weft_exec_launch(w->exec[s]));
+        bench_check(weft_exec_wait(w->exec[s]));
         ti[r] = us_per_node(t1 - t0);
-        tf[r] = us_per_node(now_ns() - t1);
+        tf[r] = us_per_node(bench_now_ns() - t1);
     }
     *inst = bench_median(ti, reps);
     *first = bench_median(tf, reps);
@@ -370,19 +339,19 @@ static void weft_first(weft_side *w, shape s, double *inst, double *first)
 
 static double weft_round(weft_side *w, shape s)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
 
-    WEFT(weft_exec_launch(w->exec[s]));
-    WEFT(weft_exec_wait(w->exec[s]));
-    return us_per_node(now_ns() - t0);
+    bench_check(weft_exec_launch(w->exec[s]));
+    bench_check(weft_exec_wait(w->exec[s]));
+    return us_per_node(bench_now_ns() - t0);
 }
 
 static void weft_close(weft_side *w)
 {
     for (int s = 0; s < NSHAPES; s++) {
-        WEFT(weft_exec_destroy(w->exec[s]));
-        WEFT(weft_graph_destroy(w->graph[s]));
-        WEFT(weft_buffer_destroy(w->buf[s]));
+        bench_check(weft_exec_destroy(w->exec[s]));
+        bench_check(weft_graph_destroy(w->graph[s]));
+        bench_check(weft_buffer_destroy(w->buf[s]));
     }
 }
 
@@ -415,8 +384,6 @@ static void skip(const char *why)
 
 int main(int argc, char **argv)
 {
-    static const char usage[] = "usage: launch_overhead [--json] [--nodes N] "
-                                "[--reps R] [--driver cuda|opencl|host]";
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     weft_device_info info = {.size = sizeof info};
     const weft_module_source v[] = {
@@ -431,33 +398,27 @@ int main(int argc, char **argv)
     weft_module *mod;
     unsigned dev = 0, ndev;
     char why[256];
+    const bench_option options[] = {
+        {"--nodes", BENCH_U32, &nodes, "N"},
+        {"--reps", BENCH_INT, &reps, "R"},
+        {"--driver", BENCH_STRING, &driver, "cuda|opencl|host"},
+        {"--ndev", BENCH_UNSIGNED, &ndevs, "1|2"},
+    };
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            bench_json = 1;
-        else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc)
-            nodes = (uint32_t)strtoul(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--driver") == 0 && i + 1 < argc)
-            driver = argv[++i];
-        else if (strcmp(argv[i], "--ndev") == 0 && i + 1 < argc)
-            ndevs = (unsigned)strtoul(argv[++i], NULL, 10);
-        else
-            DIE("%s", usage);
-    }
+    BENCH_OPTIONS(argc, argv, "launch_overhead", options);
     if (nodes < 2 || reps < 1 || reps > MAXREPS || ndevs < 1 || ndevs > 2)
-        DIE("--nodes >= 2, 1 <= --reps <= %d and --ndev 1 or 2", MAXREPS);
+        bench_die("--nodes >= 2, 1 <= --reps <= %d and --ndev 1 or 2", MAXREPS);
     if (strcmp(driver, "cuda") && strcmp(driver, "opencl") &&
         strcmp(driver, "host"))
-        DIE("%s", usage);
+        bench_usage();
 
     /* The driver's first device (WEFT_DEVICES may still narrow it). */
     o.devices = driver;
-    WEFT(weft_runtime_create(&w.rt, &o));
+    bench_check(weft_runtime_create(&w.rt, &o));
     ndev = weft_runtime_device_count(w.rt);
     for (dev = 0; dev < ndev; dev++) {
-        WEFT(weft_device_get_info(weft_runtime_device(w.rt, dev), &info));
+        bench_check(
+            weft_device_get_info(weft_runtime_device(w.rt, dev), &info));
         if (strcmp(info.driver, driver) == 0)
             break;
     }
@@ -481,7 +442,7 @@ int main(int argc, char **argv)
 
         raw = calloc(1, sizeof *raw);
         if (!raw)
-            DIE("out of memory");
+            bench_die("out of memory");
         if ((no = raw_load(raw)) != NULL) {
             snprintf(why, sizeof why, "raw CUDA: %s", no);
             weft_runtime_destroy(w.rt);
@@ -494,7 +455,8 @@ int main(int argc, char **argv)
         weft_device_info i2 = {.size = sizeof i2};
 
         if (dev + 1 < ndev)
-            WEFT(weft_device_get_info(weft_runtime_device(w.rt, dev + 1), &i2));
+            bench_check(
+                weft_device_get_info(weft_runtime_device(w.rt, dev + 1), &i2));
         if (dev + 1 >= ndev || strcmp(i2.driver, driver) != 0) {
             snprintf(why, sizeof why, "--ndev 2: one %s device", driver);
             weft_runtime_destroy(w.rt);
@@ -503,15 +465,12 @@ int main(int argc, char **argv)
         w.dev2 = weft_runtime_device(w.rt, dev + 1);
     }
     w.slice = info.arg_offset_align > 64 ? info.arg_offset_align : 64;
-    WEFT(weft_module_create(w.rt, v, 3, &mod));
-    WEFT(weft_module_get_kernel(mod, "empty", &w.k));
-    if (bench_json)
-        printf("{\"bench\": \"launch_overhead\", \"device\": \"%s\", "
-               "\"driver\": \"%s\", \"nodes\": %u, \"reps\": %d, "
-               "\"figures\": [",
-               info.name, info.driver, nodes, reps);
-    else
-        printf("# %s:%u (%s)%s, %u empty kernels per graph, medians of %d\n",
+    bench_check(weft_module_create(w.rt, v, 3, &mod));
+    bench_check(weft_module_get_kernel(mod, "empty", &w.k));
+    bench_begin("\"device\": \"%s\", \"driver\": \"%s\", \"nodes\": %u, "
+                "\"reps\": %d",
+                info.name, info.driver, nodes, reps);
+    bench_note("%s:%u (%s)%s, %u empty kernels per graph, medians of %d",
                info.driver, info.driver_index, info.name,
                w.dev2 ? " and the next (weft's nodes over both)" : "", nodes,
                reps);
@@ -549,12 +508,13 @@ int main(int argc, char **argv)
     for (int s = 0; s < NSHAPES; s++) {
         weft_exec_stats st = {.size = sizeof st};
 
-        WEFT(weft_exec_get_stats(w.exec[s], &st));
-        NOTE("weft %s: %llu launches, %llu native (%u driver graphs), %llu of "
-             "them replayed without an issue",
-             shape_names[s], (unsigned long long)st.launches,
-             (unsigned long long)st.native_launches, st.native_graphs,
-             (unsigned long long)st.native_replays);
+        bench_check(weft_exec_get_stats(w.exec[s], &st));
+        bench_note(
+            "weft %s: %llu launches, %llu native (%u driver graphs), %llu of "
+            "them replayed without an issue",
+            shape_names[s], (unsigned long long)st.launches,
+            (unsigned long long)st.native_launches, st.native_graphs,
+            (unsigned long long)st.native_replays);
     }
 
     double rsm = raw ? bench_median(rs, reps) : 0;
@@ -562,7 +522,7 @@ int main(int argc, char **argv)
     if (raw)
         bench_figure("raw stream", rsm, "us/node");
     else
-        NOTE("raw CUDA figures: skipped (driver %s)", driver);
+        bench_note("raw CUDA figures: skipped (driver %s)", driver);
 
     for (int s = 0; s < NSHAPES; s++) {
         const char *sn = shape_names[s];
@@ -585,12 +545,11 @@ int main(int argc, char **argv)
         figure(who, "/ raw graph", m / gm, "x");
         figure(who, "/ raw stream", m / rsm, "x");
     }
-    if (bench_json)
-        printf("\n]}\n");
+    bench_end();
 
     weft_close(&w);
-    WEFT(weft_module_destroy(mod));
-    WEFT(weft_runtime_destroy(w.rt));
+    bench_check(weft_module_destroy(mod));
+    bench_check(weft_runtime_destroy(w.rt));
     if (raw)
         raw_close(raw);
     free(raw);

@@ -31,7 +31,7 @@
  * tile kernel figure to compare like with like).
  */
 #include "drivers/sim/sim.h"
-#include "figures.h"
+#include "bench.h"
 #include "runtime.h"
 
 #include <math.h>
@@ -48,27 +48,6 @@ static size_t tile_bytes = (size_t)16 << 20;
 static uint32_t tile_elems, iters = 16384;
 static int reps = 5;
 static double sim_fma_rate = 33500; /* multiply-adds per ns: H200 FP32 */
-
-#define NOTE(...)                                                              \
-    do {                                                                       \
-        if (!bench_json) {                                                     \
-            printf("# " __VA_ARGS__);                                          \
-            putchar('\n');                                                     \
-        }                                                                      \
-    } while (0)
-
-#define DIE(...)                                                               \
-    do {                                                                       \
-        fprintf(stderr, "multigpu: " __VA_ARGS__);                             \
-        fputc('\n', stderr);                                                   \
-        exit(1);                                                               \
-    } while (0)
-
-#define WEFT(call)                                                             \
-    do {                                                                       \
-        if ((call) < 0)                                                        \
-            DIE("%s: %s", #call, weft_last_error());                           \
-    } while (0)
 
 /* ---- kernels ----------------------------------------------------------- */
 
@@ -236,20 +215,20 @@ static result time_exec(machine *m, weft_exec *e)
         uint64_t t0, began = 0;
 
         if (i == 0) {
-            WEFT(weft_runtime_get_stats(m->rt, &s0));
+            bench_check(weft_runtime_get_stats(m->rt, &s0));
             peer_prev = s0.peer_bytes;
         }
         if (m->sim) {
             weft__sim_record_clear(m->sim);
             began = weft__sim_now(m->sim);
         }
-        t0 = weft__now_ns();
-        WEFT(weft_exec_launch(e));
-        WEFT(weft_exec_wait(e));
+        t0 = bench_now_ns();
+        bench_check(weft_exec_launch(e));
+        bench_check(weft_exec_wait(e));
         if (i >= 0) {
             v[i] = m->sim ? sim_span_ms(m->sim, began)
-                          : (double)(weft__now_ns() - t0) / 1e6;
-            WEFT(weft_runtime_get_stats(m->rt, &s1));
+                          : (double)(bench_now_ns() - t0) / 1e6;
+            bench_check(weft_runtime_get_stats(m->rt, &s1));
             len +=
                 (size_t)snprintf(peers + len, sizeof peers - len, " %.1f",
                                  (double)(s1.peer_bytes - peer_prev) / 1048576);
@@ -257,8 +236,8 @@ static result time_exec(machine *m, weft_exec *e)
         }
     }
     if (m->n > 1)
-        NOTE("peer MiB of each timed launch:%s", peers);
-    WEFT(weft_runtime_get_stats(m->rt, &s1));
+        bench_note("peer MiB of each timed launch:%s", peers);
+    bench_check(weft_runtime_get_stats(m->rt, &s1));
     r.ms = bench_median(v, reps);
     memset(&r.moved, 0, sizeof r.moved);
     r.moved.h2d_bytes = (s1.h2d_bytes - s0.h2d_bytes) / (uint64_t)reps;
@@ -273,9 +252,9 @@ static weft_node add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
 {
     weft_node node;
 
-    WEFT(weft_graph_add_kernel(g, k, dims, args, nargs, &node));
+    bench_check(weft_graph_add_kernel(g, k, dims, args, nargs, &node));
     if (place)
-        WEFT(weft_graph_set_device(g, node, place));
+        bench_check(weft_graph_set_device(g, node, place));
     return node;
 }
 
@@ -295,7 +274,7 @@ static weft_graph *build(machine *m, int rr, float *hin, float *hout,
 
     one_group.group[0] = 256; /* tilesum's local array is that size */
     one_group.group[1] = one_group.group[2] = 1;
-    WEFT(weft_graph_create(m->rt, &g));
+    bench_check(weft_graph_create(m->rt, &g));
     for (unsigned t = 0; t < tiles; t++) {
         size_t off = t * tile_bytes;
         const weft_device *place = rr ? m->dev[t % m->n] : NULL;
@@ -311,14 +290,14 @@ static weft_graph *build(machine *m, int rr, float *hin, float *hout,
             weft_arg_u32(tile_elems),
         };
 
-        WEFT(weft_graph_add_write(g, m->bin, off, (char *)hin + off, tile_bytes,
-                                  NULL));
+        bench_check(weft_graph_add_write(g, m->bin, off, (char *)hin + off,
+                                         tile_bytes, NULL));
         work_node[t] =
             add_kernel(g, m->work, weft_dims1(tile_elems), wa, 4, place);
         if (reduce)
             sum_node[t] = add_kernel(g, m->tilesum, one_group, sa, 3, place);
-        WEFT(weft_graph_add_read(g, m->bout, off, (char *)hout + off,
-                                 tile_bytes, NULL));
+        bench_check(weft_graph_add_read(g, m->bout, off, (char *)hout + off,
+                                        tile_bytes, NULL));
     }
     if (reduce) {
         weft_arg ta[] = {
@@ -328,7 +307,8 @@ static weft_graph *build(machine *m, int rr, float *hin, float *hout,
         };
 
         add_kernel(g, m->tilesum, one_group, ta, 3, rr ? m->dev[0] : NULL);
-        WEFT(weft_graph_add_read(g, m->total, 0, sum, sizeof *sum, NULL));
+        bench_check(
+            weft_graph_add_read(g, m->total, 0, sum, sizeof *sum, NULL));
     }
     return g;
 }
@@ -350,25 +330,26 @@ static void note_split(machine *m, weft_exec *e, const char *what)
     for (unsigned i = 0; i < m->n; i++)
         len += (size_t)snprintf(line + len, sizeof line - len, "%s%u",
                                 i ? "/" : "", count[i]);
-    NOTE("%s: tiles per device %s", what, line);
+    bench_note("%s: tiles per device %s", what, line);
     if (reduce) {
         unsigned away = 0;
 
         for (unsigned t = 0; t < tiles; t++)
             away += weft_exec_node_device(e, sum_node[t]) !=
                     weft_exec_node_device(e, work_node[t]);
-        NOTE("%s: %u of %u tile sums away from their tile's device", what, away,
-             tiles);
+        bench_note("%s: %u of %u tile sums away from their tile's device", what,
+                   away, tiles);
     }
     {
         weft_exec_stats st = {.size = sizeof st};
 
         if (weft_exec_get_stats(e, &st) == 0)
-            NOTE("%s: %llu of %llu launches native (%u driver graphs), %llu "
-                 "replays",
-                 what, (unsigned long long)st.native_launches,
-                 (unsigned long long)st.launches, st.native_graphs,
-                 (unsigned long long)st.native_replays);
+            bench_note(
+                "%s: %llu of %llu launches native (%u driver graphs), %llu "
+                "replays",
+                what, (unsigned long long)st.native_launches,
+                (unsigned long long)st.launches, st.native_graphs,
+                (unsigned long long)st.native_replays);
     }
 }
 
@@ -383,15 +364,15 @@ static void check(const char *what, const float *hout, float sum)
 
         /* GPUs fuse the multiply-add and C11 does not: allow rounding. */
         if (!(fabsf(hout[i] - w) <= 1e-3f))
-            DIE("%s: out[%zu] = %g, expected %g", what, i, (double)hout[i],
-                (double)w);
+            bench_die("%s: out[%zu] = %g, expected %g", what, i,
+                      (double)hout[i], (double)w);
     }
     if (!reduce)
         return;
     for (size_t i = 0; i < n; i++)
         want += hout[i];
     if (!(fabs(sum - want) <= 1e-3 * fabs(want) + 1e-3))
-        DIE("%s: total %g, expected %g", what, (double)sum, want);
+        bench_die("%s: total %g, expected %g", what, (double)sum, want);
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -412,25 +393,25 @@ static void probe(selection *s)
     unsigned first = 0, n;
 
     o.devices = getenv("WEFT_DEVICES") ? NULL : "cuda,opencl,host";
-    WEFT(weft_runtime_create(&rt, &o));
+    bench_check(weft_runtime_create(&rt, &o));
     if (!(n = weft_runtime_device_count(rt)))
-        DIE("no device");
+        bench_die("no device");
     /* The first CUDA device's driver, else the first device's. */
     for (unsigned i = n; i-- > 0;) {
-        WEFT(weft_device_get_info(weft_runtime_device(rt, i), &info));
+        bench_check(weft_device_get_info(weft_runtime_device(rt, i), &info));
         if (strcmp(info.driver, "cuda") == 0)
             first = i;
     }
-    WEFT(weft_device_get_info(weft_runtime_device(rt, first), &info));
+    bench_check(weft_device_get_info(weft_runtime_device(rt, first), &info));
     snprintf(s->driver, sizeof s->driver, "%s", info.driver);
     s->sim = info.type == WEFT_DEVICE_SIMULATED;
     s->count = 0;
     for (unsigned i = first; i < n && s->count < MAXDEV; i++) {
-        WEFT(weft_device_get_info(weft_runtime_device(rt, i), &info));
+        bench_check(weft_device_get_info(weft_runtime_device(rt, i), &info));
         if (strcmp(info.driver, s->driver) == 0)
             s->index[s->count++] = info.driver_index;
     }
-    WEFT(weft_runtime_destroy(rt));
+    bench_check(weft_runtime_destroy(rt));
 }
 
 /* A runtime with the first n devices of the selection and nothing else. */
@@ -450,32 +431,32 @@ static void machine_open(machine *m, const selection *s, unsigned n)
                                 i ? "," : "", s->driver, s->index[i]);
     o.devices = spec;
     o.host_devices = s->index[n - 1] + 1;
-    WEFT(weft_runtime_create(&m->rt, &o));
+    bench_check(weft_runtime_create(&m->rt, &o));
     if (weft_runtime_device_count(m->rt) != n)
-        DIE("asked for %s, got %u devices", spec,
-            weft_runtime_device_count(m->rt));
+        bench_die("asked for %s, got %u devices", spec,
+                  weft_runtime_device_count(m->rt));
     m->n = n;
     for (unsigned i = 0; i < n; i++)
         m->dev[i] = weft_runtime_device(m->rt, i);
     if (s->sim)
         m->sim = weft__runtime_device(m->rt, 0);
-    WEFT(weft_module_create(m->rt, v, 2, &m->mod));
-    WEFT(weft_module_get_kernel(m->mod, "work", &m->work));
-    WEFT(weft_module_get_kernel(m->mod, "tilesum", &m->tilesum));
-    WEFT(weft_buffer_create(m->rt, tiles * tile_bytes, &m->bin));
-    WEFT(weft_buffer_create(m->rt, tiles * tile_bytes, &m->bout));
-    WEFT(weft_buffer_create(m->rt, (size_t)tiles * BLOCK, &m->blocks));
-    WEFT(weft_buffer_create(m->rt, BLOCK, &m->total));
+    bench_check(weft_module_create(m->rt, v, 2, &m->mod));
+    bench_check(weft_module_get_kernel(m->mod, "work", &m->work));
+    bench_check(weft_module_get_kernel(m->mod, "tilesum", &m->tilesum));
+    bench_check(weft_buffer_create(m->rt, tiles * tile_bytes, &m->bin));
+    bench_check(weft_buffer_create(m->rt, tiles * tile_bytes, &m->bout));
+    bench_check(weft_buffer_create(m->rt, (size_t)tiles * BLOCK, &m->blocks));
+    bench_check(weft_buffer_create(m->rt, BLOCK, &m->total));
 }
 
 static void machine_close(machine *m)
 {
-    WEFT(weft_buffer_destroy(m->total));
-    WEFT(weft_buffer_destroy(m->blocks));
-    WEFT(weft_buffer_destroy(m->bout));
-    WEFT(weft_buffer_destroy(m->bin));
-    WEFT(weft_module_destroy(m->mod));
-    WEFT(weft_runtime_destroy(m->rt));
+    bench_check(weft_buffer_destroy(m->total));
+    bench_check(weft_buffer_destroy(m->blocks));
+    bench_check(weft_buffer_destroy(m->bout));
+    bench_check(weft_buffer_destroy(m->bin));
+    bench_check(weft_module_destroy(m->mod));
+    bench_check(weft_runtime_destroy(m->rt));
 }
 
 /* One tile's kernel alone on device 0, its input already there. */
@@ -493,20 +474,13 @@ static double tile_kernel_ms(machine *m)
     result r;
 
     eo.device = m->dev[0];
-    WEFT(weft_graph_create(m->rt, &g));
+    bench_check(weft_graph_create(m->rt, &g));
     add_kernel(g, m->work, weft_dims1(tile_elems), wa, 4, NULL);
-    WEFT(weft_graph_instantiate(g, &eo, &e));
+    bench_check(weft_graph_instantiate(g, &eo, &e));
     r = time_exec(m, e);
-    WEFT(weft_exec_destroy(e));
-    WEFT(weft_graph_destroy(g));
+    bench_check(weft_exec_destroy(e));
+    bench_check(weft_graph_destroy(g));
     return r.ms;
-}
-
-static void usage(void)
-{
-    DIE("usage: multigpu [--json] [--devices-max N] [--tiles T] "
-        "[--tile-mib M] [--iters K] [--reps R] [--no-reduce] "
-        "[--sim-fma-rate F]");
 }
 
 int main(int argc, char **argv)
@@ -517,35 +491,23 @@ int main(int argc, char **argv)
     float *hin, *hout, sum = 0;
     size_t total_bytes;
     unsigned ran = 0;
+    const bench_option options[] = {
+        {"--devices-max", BENCH_UNSIGNED, &devices_max, "N"},
+        {"--tiles", BENCH_UNSIGNED, &tiles, "T"},
+        {"--tile-mib", BENCH_MIB, &tile_bytes, "M"},
+        {"--iters", BENCH_U32, &iters, "K"},
+        {"--reps", BENCH_INT, &reps, "R"},
+        {"--no-reduce", BENCH_OFF, &reduce, NULL},
+        {"--sim-fma-rate", BENCH_DOUBLE, &sim_fma_rate, "F"},
+    };
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            bench_json = 1;
-        else if (strcmp(argv[i], "--no-reduce") == 0)
-            reduce = 0;
-        else if (i + 1 >= argc)
-            usage();
-        else if (strcmp(argv[i], "--devices-max") == 0)
-            devices_max = (unsigned)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--tiles") == 0)
-            tiles = (unsigned)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--tile-mib") == 0)
-            tile_bytes = (size_t)atol(argv[++i]) << 20;
-        else if (strcmp(argv[i], "--iters") == 0)
-            iters = (uint32_t)atol(argv[++i]);
-        else if (strcmp(argv[i], "--reps") == 0)
-            reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--sim-fma-rate") == 0)
-            sim_fma_rate = atof(argv[++i]);
-        else
-            usage();
-    }
+    BENCH_OPTIONS(argc, argv, "multigpu", options);
     if (devices_max < 1 || tiles < 1 || tiles > MAXTILES || tile_bytes == 0 ||
         tile_bytes / 4 > UINT32_MAX || reps < 1 || reps > MAXREPS ||
         !(sim_fma_rate > 0))
-        DIE("need --devices-max >= 1, --tiles >= 1, --tile-mib >= 1, "
-            "1 <= --reps <= %d, --sim-fma-rate > 0",
-            MAXREPS);
+        bench_die("need --devices-max >= 1, --tiles >= 1, --tile-mib >= 1, "
+                  "1 <= --reps <= %d, --sim-fma-rate > 0",
+                  MAXREPS);
     tile_elems = (uint32_t)(tile_bytes / sizeof(float));
     total_bytes = tiles * tile_bytes;
 
@@ -556,19 +518,16 @@ int main(int argc, char **argv)
     hin = malloc(total_bytes);
     hout = malloc(total_bytes);
     if (!hin || !hout)
-        DIE("out of memory");
+        bench_die("out of memory");
     for (size_t i = 0; i < total_bytes / sizeof(float); i++)
         hin[i] = (float)(i & 1023) / 1024.0f;
 
-    if (bench_json)
-        printf("{\"bench\": \"multigpu\", \"driver\": \"%s\", \"virtual\": "
-               "%s, \"tiles\": %u, \"tile_bytes\": %zu, \"iters\": %u, "
-               "\"figures\": [",
-               sel.driver, sel.sim ? "true" : "false", tiles, tile_bytes,
-               iters);
-    else
-        printf("# %s: %u device(s); %u tiles of %zu MiB, iters %u%s; median "
-               "of %d%s\n",
+    bench_begin("\"driver\": \"%s\", \"virtual\": %s, \"tiles\": %u, "
+                "\"tile_bytes\": %zu, \"iters\": %u",
+                sel.driver, sel.sim ? "true" : "false", tiles, tile_bytes,
+                iters);
+    bench_note("%s: %u device(s); %u tiles of %zu MiB, iters %u%s; median "
+               "of %d%s",
                sel.driver, sel.count, tiles, tile_bytes >> 20, iters,
                reduce ? ", summed" : "", reps,
                sel.sim ? "; times are the sim's virtual time" : "");
@@ -593,11 +552,11 @@ int main(int argc, char **argv)
             bench_progress(what);
             memset(hout, 0, total_bytes);
             g = build(&m, rr, hin, hout, &sum);
-            WEFT(weft_graph_instantiate(g, NULL, &e));
+            bench_check(weft_graph_instantiate(g, NULL, &e));
             r = time_exec(&m, e);
             note_split(&m, e, what);
-            WEFT(weft_exec_destroy(e));
-            WEFT(weft_graph_destroy(g));
+            bench_check(weft_exec_destroy(e));
+            bench_check(weft_graph_destroy(g));
             if (!sel.sim)
                 check(what, hout, sum);
             if (n == 1)
@@ -618,21 +577,21 @@ int main(int argc, char **argv)
             FIG("peer", (double)r.moved.peer_bytes / 1048576, "MiB");
             FIG("peer min", (double)min_peer / 1048576, "MiB");
 #undef FIG
-            NOTE("%s: per launch %llu B in, %llu B out, %llu B peer", what,
-                 (unsigned long long)r.moved.h2d_bytes,
-                 (unsigned long long)r.moved.d2h_bytes,
-                 (unsigned long long)r.moved.peer_bytes);
+            bench_note("%s: per launch %llu B in, %llu B out, %llu B peer",
+                       what, (unsigned long long)r.moved.h2d_bytes,
+                       (unsigned long long)r.moved.d2h_bytes,
+                       (unsigned long long)r.moved.peer_bytes);
         }
         if (n == 1)
             bench_figure("tile kernel", tile_kernel_ms(&m), "ms");
         machine_close(&m);
     }
     if (ran * 2 <= devices_max)
-        NOTE("runs on %u device(s) and more not made: the %s driver has %u",
-             ran * 2, sel.driver, sel.count);
+        bench_note(
+            "runs on %u device(s) and more not made: the %s driver has %u",
+            ran * 2, sel.driver, sel.count);
     bench_progress("");
-    if (bench_json)
-        printf("\n]}\n");
+    bench_end();
     if (sim_early_ops)
         fprintf(stderr,
                 "%s: warning: %u simulated operation(s) started before "

@@ -44,7 +44,7 @@
  */
 #include "drivers/cuda/cuda_api.h"
 #include "drivers/sim/sim.h"
-#include "figures.h"
+#include "bench.h"
 #include "runtime.h"
 
 #include <dlfcn.h>
@@ -67,32 +67,9 @@ static const char *trace_path;
 static size_t chunk_bytes;
 static uint32_t chunk_elems;
 
-/* A remark for people: a comment line, left out of --json output. */
-#define NOTE(...)                                                              \
-    do {                                                                       \
-        if (!bench_json) {                                                     \
-            printf("# " __VA_ARGS__);                                          \
-            putchar('\n');                                                     \
-        }                                                                      \
-    } while (0)
-
-#define DIE(...)                                                               \
-    do {                                                                       \
-        fprintf(stderr, "overlap: " __VA_ARGS__);                              \
-        fputc('\n', stderr);                                                   \
-        exit(1);                                                               \
-    } while (0)
-
-/* A weft call that must succeed: the benchmark has no fallback. */
-#define WEFT(call)                                                             \
-    do {                                                                       \
-        if ((call) < 0)                                                        \
-            DIE("%s: %s", #call, weft_last_error());                           \
-    } while (0)
-
 static double ms_since(uint64_t t0)
 {
-    return (double)(weft__now_ns() - t0) / 1e6;
+    return (double)(bench_now_ns() - t0) / 1e6;
 }
 
 /* ---- the kernel -------------------------------------------------------- */
@@ -219,8 +196,8 @@ static void check(const char *what, const float *out, size_t n)
         float want = work_one((float)(i & 1023) / 1024.0f, iters);
 
         if (!(fabsf(out[i] - want) <= 1e-3f))
-            DIE("%s: out[%zu] = %g, expected %g", what, i, (double)out[i],
-                (double)want);
+            bench_die("%s: out[%zu] = %g, expected %g", what, i, (double)out[i],
+                      (double)want);
     }
 }
 
@@ -248,7 +225,7 @@ static raw_gpu gpu[MAXDEV];
         if (res_ != CUDA_SUCCESS) {                                            \
             const char *name_ = "?";                                           \
             cu.GetErrorName(res_, &name_);                                     \
-            DIE("%s: %s (%d)", #call, name_, res_);                            \
+            bench_die("%s: %s (%d)", #call, name_, res_);                      \
         }                                                                      \
     } while (0)
 
@@ -293,7 +270,7 @@ static void raw_open(raw_gpu *r, int ordinal, unsigned slots)
     r->copied = calloc(slots, sizeof *r->copied);
     r->computed = calloc(slots, sizeof *r->computed);
     if (!r->copied || !r->computed)
-        DIE("out of memory");
+        bench_die("out of memory");
     for (unsigned i = 0; i < slots; i++) {
         CU(cu.EventCreate(&r->copied[i], CU_EVENT_DISABLE_TIMING));
         CU(cu.EventCreate(&r->computed[i], CU_EVENT_DISABLE_TIMING));
@@ -338,7 +315,7 @@ static double raw_serial(const float *hin, float *hout)
     uint64_t t0;
 
     CU(cu.CtxSetCurrent(r->ctx));
-    t0 = weft__now_ns();
+    t0 = bench_now_ns();
     for (unsigned c = 0; c < chunks; c++) {
         size_t off = c * chunk_bytes;
 
@@ -360,7 +337,7 @@ static double raw_serial(const float *hin, float *hout)
  */
 static double raw_pipelined(const float *hin, float *hout)
 {
-    uint64_t t0 = weft__now_ns();
+    uint64_t t0 = bench_now_ns();
 
     for (unsigned c = 0; c < chunks; c++) {
         raw_gpu *r = &gpu[c % ndev];
@@ -396,16 +373,16 @@ static void raw_stages(const float *hin, float *hout, uint32_t k, double *h,
 
     CU(cu.CtxSetCurrent(r->ctx));
     for (int i = 0; i < reps; i++) {
-        uint64_t t0 = weft__now_ns();
+        uint64_t t0 = bench_now_ns();
 
         CU(cu.MemcpyHtoDAsync(r->din, hin, chunk_bytes, s));
         CU(cu.StreamSynchronize(s));
         vh[i] = ms_since(t0);
-        t0 = weft__now_ns();
+        t0 = bench_now_ns();
         raw_kernel(r, 0, k, s);
         CU(cu.StreamSynchronize(s));
         vk[i] = ms_since(t0);
-        t0 = weft__now_ns();
+        t0 = bench_now_ns();
         CU(cu.MemcpyDtoHAsync(hout, r->dout, chunk_bytes, s));
         CU(cu.StreamSynchronize(s));
         vd[i] = ms_since(t0);
@@ -471,30 +448,31 @@ static void time_exec(bench *b, weft_exec *e, before_launch_fn *before,
         uint64_t t0, began = 0;
 
         if (i == 0)
-            WEFT(weft_runtime_get_stats(b->rt, &s0));
+            bench_check(weft_runtime_get_stats(b->rt, &s0));
         if (before)
             before(user);
         if (b->sim) {
             weft__sim_record_clear(b->sim);
             began = weft__sim_now(b->sim);
         }
-        t0 = weft__now_ns();
-        WEFT(weft_exec_launch(e));
-        WEFT(weft_exec_wait(e));
+        t0 = bench_now_ns();
+        bench_check(weft_exec_launch(e));
+        bench_check(weft_exec_wait(e));
         if (i >= 0) {
             wall[i] = ms_since(t0);
             virt[i] = b->sim ? sim_span_ms(b->sim, began) : 0;
         }
     }
-    WEFT(weft_runtime_get_stats(b->rt, &s1));
+    bench_check(weft_runtime_get_stats(b->rt, &s1));
     {
         weft_exec_stats st = {.size = sizeof st};
 
-        WEFT(weft_exec_get_stats(e, &st));
-        NOTE("%llu of %llu launches native (%u driver graphs), %llu replays",
-             (unsigned long long)st.native_launches,
-             (unsigned long long)st.launches, st.native_graphs,
-             (unsigned long long)st.native_replays);
+        bench_check(weft_exec_get_stats(e, &st));
+        bench_note(
+            "%llu of %llu launches native (%u driver graphs), %llu replays",
+            (unsigned long long)st.native_launches,
+            (unsigned long long)st.launches, st.native_graphs,
+            (unsigned long long)st.native_replays);
     }
     t->wall_ms = bench_median(wall, reps);
     t->virt_ms = bench_median(virt, reps);
@@ -516,13 +494,13 @@ static double t_of(const bench *b, const timing *t)
 
 static void moved_note(const char *what, const timing *t)
 {
-    NOTE("%s moved per launch: %.1f MiB in, %.1f MiB out, %.1f MiB peer "
-         "(%.1f MiB staged, %.1f MiB from pinned memory)",
-         what, (double)t->moved.h2d_bytes / 1048576,
-         (double)t->moved.d2h_bytes / 1048576,
-         (double)t->moved.peer_bytes / 1048576,
-         (double)t->moved.staged_bytes / 1048576,
-         (double)t->moved.pinned_bytes / 1048576);
+    bench_note("%s moved per launch: %.1f MiB in, %.1f MiB out, %.1f MiB peer "
+               "(%.1f MiB staged, %.1f MiB from pinned memory)",
+               what, (double)t->moved.h2d_bytes / 1048576,
+               (double)t->moved.d2h_bytes / 1048576,
+               (double)t->moved.peer_bytes / 1048576,
+               (double)t->moved.staged_bytes / 1048576,
+               (double)t->moved.pinned_bytes / 1048576);
 }
 
 static weft_exec *instantiate_on(weft_graph *g, const weft_device *dev)
@@ -531,7 +509,7 @@ static weft_exec *instantiate_on(weft_graph *g, const weft_device *dev)
     weft_exec *e;
 
     eo.device = dev;
-    WEFT(weft_graph_instantiate(g, &eo, &e));
+    bench_check(weft_graph_instantiate(g, &eo, &e));
     return e;
 }
 
@@ -547,10 +525,10 @@ static void add_work(weft_graph *g, bench *b, weft_buffer *out, weft_buffer *in,
     };
     weft_node node;
 
-    WEFT(weft_graph_add_kernel(g, b->work, weft_dims1(chunk_elems), args, 4,
-                               &node));
+    bench_check(weft_graph_add_kernel(g, b->work, weft_dims1(chunk_elems), args,
+                                      4, &node));
     if (place)
-        WEFT(weft_graph_set_device(g, node, place));
+        bench_check(weft_graph_set_device(g, node, place));
 }
 
 /* The virtual time that the sim's recorded operations of kind took. */
@@ -574,14 +552,14 @@ static double weft_chain_ms(bench *b, weft_buffer *bin, weft_buffer *bout,
     weft_exec *e;
     timing t;
 
-    WEFT(weft_graph_create(b->rt, &g));
-    WEFT(weft_graph_add_write(g, bin, 0, hin, chunk_bytes, NULL));
+    bench_check(weft_graph_create(b->rt, &g));
+    bench_check(weft_graph_add_write(g, bin, 0, hin, chunk_bytes, NULL));
     add_work(g, b, bout, bin, 0, k, NULL); /* the exec names device 0 */
-    WEFT(weft_graph_add_read(g, bout, 0, hout, chunk_bytes, NULL));
+    bench_check(weft_graph_add_read(g, bout, 0, hout, chunk_bytes, NULL));
     e = instantiate_on(g, b->dev[0]);
     time_exec(b, e, NULL, NULL, &t);
-    WEFT(weft_exec_destroy(e));
-    WEFT(weft_graph_destroy(g));
+    bench_check(weft_exec_destroy(e));
+    bench_check(weft_graph_destroy(g));
     return t_of(b, &t);
 }
 
@@ -623,22 +601,22 @@ static timing weft_chains(bench *b, weft_buffer *bin, weft_buffer *bout,
     weft_exec *e;
     timing t;
 
-    WEFT(weft_graph_create(b->rt, &g));
+    bench_check(weft_graph_create(b->rt, &g));
     for (unsigned c = 0; c < chunks; c++) {
         size_t off = c * chunk_bytes;
 
-        WEFT(weft_graph_add_write(g, bin, off, (char *)hin + off, chunk_bytes,
-                                  NULL));
+        bench_check(weft_graph_add_write(g, bin, off, (char *)hin + off,
+                                         chunk_bytes, NULL));
         /* One device: the executable graph names it for every node. */
         add_work(g, b, bout, bin, off, iters,
                  ndev > 1 ? b->dev[c % ndev] : NULL);
-        WEFT(weft_graph_add_read(g, bout, off, (char *)hout + off, chunk_bytes,
-                                 NULL));
+        bench_check(weft_graph_add_read(g, bout, off, (char *)hout + off,
+                                        chunk_bytes, NULL));
     }
     e = instantiate_on(g, ndev > 1 ? NULL : b->dev[0]);
     time_exec(b, e, clear_output, hout, &t);
-    WEFT(weft_exec_destroy(e));
-    WEFT(weft_graph_destroy(g));
+    bench_check(weft_exec_destroy(e));
+    bench_check(weft_graph_destroy(g));
     return t;
 }
 
@@ -652,7 +630,7 @@ static void map_nothing(void *ptr, size_t size, void *user)
 static void refill_input(void *user)
 {
     /* The program wrote its input again: every byte must move again. */
-    WEFT(weft_buffer_invalidate(user, 0, WEFT_WHOLE));
+    bench_check(weft_buffer_invalidate(user, 0, WEFT_WHOLE));
 }
 
 /* The weft wrapped figure: kernel + map chains over wrapped memory. */
@@ -663,23 +641,23 @@ static timing weft_wrapped(bench *b, float *pin, float *pout)
     weft_exec *e;
     timing t;
 
-    WEFT(weft_buffer_wrap(b->rt, pin, bytes, &win));
-    WEFT(weft_buffer_wrap(b->rt, pout, bytes, &wout));
-    WEFT(weft_graph_create(b->rt, &g));
+    bench_check(weft_buffer_wrap(b->rt, pin, bytes, &win));
+    bench_check(weft_buffer_wrap(b->rt, pout, bytes, &wout));
+    bench_check(weft_graph_create(b->rt, &g));
     for (unsigned c = 0; c < chunks; c++) {
         size_t off = c * chunk_bytes;
 
         add_work(g, b, wout, win, off, iters,
                  ndev > 1 ? b->dev[c % ndev] : NULL);
-        WEFT(weft_graph_add_map(g, wout, off, chunk_bytes, WEFT_READ,
-                                map_nothing, NULL, NULL));
+        bench_check(weft_graph_add_map(g, wout, off, chunk_bytes, WEFT_READ,
+                                       map_nothing, NULL, NULL));
     }
     e = instantiate_on(g, ndev > 1 ? NULL : b->dev[0]);
     time_exec(b, e, refill_input, win, &t);
-    WEFT(weft_exec_destroy(e));
-    WEFT(weft_graph_destroy(g));
-    WEFT(weft_buffer_destroy(wout));
-    WEFT(weft_buffer_destroy(win));
+    bench_check(weft_exec_destroy(e));
+    bench_check(weft_graph_destroy(g));
+    bench_check(weft_buffer_destroy(wout));
+    bench_check(weft_buffer_destroy(win));
     return t;
 }
 
@@ -709,12 +687,6 @@ static double overlap_pct(double t, double h, double k, double d)
     return s > l ? 100 * (s - t) / (s - l) : 0;
 }
 
-static void usage(void)
-{
-    DIE("usage: overlap [--json] [--mib N] [--chunks C] [--iters K] "
-        "[--reps R] [--ndev D] [--trace FILE] [--sim-fma-rate F]");
-}
-
 int main(int argc, char **argv)
 {
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
@@ -733,83 +705,68 @@ int main(int argc, char **argv)
     float *hin, *hout;
     void *p, *q;
     timing tw, tww;
+    const bench_option options[] = {
+        {"--mib", BENCH_MIB, &bytes, "N"},
+        {"--chunks", BENCH_UNSIGNED, &chunks, "C"},
+        {"--iters", BENCH_U32, &iters, "K"},
+        {"--reps", BENCH_INT, &reps, "R"},
+        {"--ndev", BENCH_UNSIGNED, &ndev, "D"},
+        {"--trace", BENCH_STRING, &trace_path, "FILE"},
+        {"--sim-fma-rate", BENCH_DOUBLE, &sim_fma_rate, "F"},
+    };
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            bench_json = 1;
-        else if (i + 1 >= argc)
-            usage();
-        else if (strcmp(argv[i], "--mib") == 0)
-            bytes = (size_t)atol(argv[++i]) << 20;
-        else if (strcmp(argv[i], "--chunks") == 0)
-            chunks = (unsigned)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--iters") == 0)
-            iters = (uint32_t)atol(argv[++i]);
-        else if (strcmp(argv[i], "--reps") == 0)
-            reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--ndev") == 0)
-            ndev = (unsigned)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--trace") == 0)
-            trace_path = argv[++i];
-        else if (strcmp(argv[i], "--sim-fma-rate") == 0)
-            sim_fma_rate = atof(argv[++i]);
-        else
-            usage();
-    }
+    BENCH_OPTIONS(argc, argv, "overlap", options);
     if (chunks == 0 || bytes == 0 || reps < 1 || reps > MAXREPS || ndev < 1 ||
         ndev > MAXDEV || !(sim_fma_rate > 0))
-        DIE("need --mib > 0, --chunks > 0, 1 <= --reps <= %d, "
-            "1 <= --ndev <= %d, --sim-fma-rate > 0",
-            MAXREPS, MAXDEV);
+        bench_die("need --mib > 0, --chunks > 0, 1 <= --reps <= %d, "
+                  "1 <= --ndev <= %d, --sim-fma-rate > 0",
+                  MAXREPS, MAXDEV);
     /* Whole 4 KiB pages per chunk: every device takes such an offset as a
      * kernel argument (arg_offset_align). */
     chunk_bytes = bytes / chunks / 4096 * 4096;
     if (chunk_bytes == 0 || chunk_bytes / sizeof(float) > UINT32_MAX)
-        DIE("chunks of %zu bytes: need 4 KiB to 16 GiB", bytes / chunks);
+        bench_die("chunks of %zu bytes: need 4 KiB to 16 GiB", bytes / chunks);
     bytes = chunk_bytes * chunks;
     chunk_elems = (uint32_t)(chunk_bytes / sizeof(float));
 
     o.devices = getenv("WEFT_DEVICES") ? NULL : "cuda,opencl,host";
     /* --trace: every launch of the run, written when the runtime goes. */
     o.trace_file = trace_path;
-    WEFT(weft_runtime_create(&b.rt, &o));
+    bench_check(weft_runtime_create(&b.rt, &o));
     if (!weft_runtime_device_count(b.rt))
-        DIE("no device");
+        bench_die("no device");
     /* The first CUDA device, else the first device; then the next ones of
      * the same driver. */
     for (unsigned i = weft_runtime_device_count(b.rt); i-- > 0;) {
-        WEFT(weft_device_get_info(weft_runtime_device(b.rt, i), &info));
+        bench_check(weft_device_get_info(weft_runtime_device(b.rt, i), &info));
         if (strcmp(info.driver, "cuda") == 0)
             first = i;
     }
-    WEFT(weft_device_get_info(weft_runtime_device(b.rt, first), &info));
+    bench_check(weft_device_get_info(weft_runtime_device(b.rt, first), &info));
     for (unsigned i = first; i < weft_runtime_device_count(b.rt) && have < ndev;
          i++) {
         weft_device_info di = {.size = sizeof di};
 
-        WEFT(weft_device_get_info(weft_runtime_device(b.rt, i), &di));
+        bench_check(weft_device_get_info(weft_runtime_device(b.rt, i), &di));
         if (strcmp(di.driver, info.driver) == 0)
             b.dev[have++] = weft_runtime_device(b.rt, i);
     }
     if (have < ndev)
-        DIE("--ndev %u: only %u %s device(s)", ndev, have, info.driver);
+        bench_die("--ndev %u: only %u %s device(s)", ndev, have, info.driver);
     if (info.type == WEFT_DEVICE_SIMULATED)
         b.sim = weft__runtime_device(b.rt, first);
     b.real_data = !b.sim;
 
-    WEFT(weft_module_create(b.rt, v, 3, &mod));
-    WEFT(weft_module_get_kernel(mod, "work", &b.work));
+    bench_check(weft_module_create(b.rt, v, 3, &mod));
+    bench_check(weft_module_get_kernel(mod, "work", &b.work));
     if (strcmp(info.driver, "cuda") == 0 && raw_load() == 0)
         have_raw = 1;
 
-    if (bench_json)
-        printf("{\"bench\": \"overlap\", \"device\": \"%s\", \"driver\": "
-               "\"%s\", \"devices\": %u, \"bytes\": %zu, \"chunks\": %u, "
-               "\"figures\": [",
-               info.name, info.driver, ndev, bytes, chunks);
-    else
-        printf("# %s:%u (%s) x%u, %zu MiB in %u chunks of %zu KiB, median "
-               "of %d\n",
+    bench_begin("\"device\": \"%s\", \"driver\": \"%s\", \"devices\": %u, "
+                "\"bytes\": %zu, \"chunks\": %u",
+                info.name, info.driver, ndev, bytes, chunks);
+    bench_note("%s:%u (%s) x%u, %zu MiB in %u chunks of %zu KiB, median "
+               "of %d",
                info.driver, info.driver_index, info.name, ndev, bytes >> 20,
                chunks, chunk_bytes >> 10, reps);
 
@@ -819,7 +776,7 @@ int main(int argc, char **argv)
         for (unsigned g = 0; g < ndev; g++) {
             weft_device_info di = {.size = sizeof di};
 
-            WEFT(weft_device_get_info(b.dev[g], &di));
+            bench_check(weft_device_get_info(b.dev[g], &di));
             raw_open(&gpu[g], (int)di.driver_index,
                      g ? (chunks + ndev - 1) / ndev : chunks);
         }
@@ -831,14 +788,14 @@ int main(int argc, char **argv)
         hin = malloc(bytes);
         hout = malloc(bytes);
         if (!hin || !hout)
-            DIE("out of memory");
-        NOTE("raw CUDA figures: skipped (%s)", strcmp(info.driver, "cuda")
-                                                   ? "not a CUDA device"
-                                                   : "libcuda not usable");
+            bench_die("out of memory");
+        bench_note("raw CUDA figures: skipped (%s)",
+                   strcmp(info.driver, "cuda") ? "not a CUDA device"
+                                               : "libcuda not usable");
     }
     fill_input(hin, bytes / sizeof(float));
-    WEFT(weft_buffer_create(b.rt, bytes, &bin));
-    WEFT(weft_buffer_create(b.rt, bytes, &bout));
+    bench_check(weft_buffer_create(b.rt, bytes, &bin));
+    bench_check(weft_buffer_create(b.rt, bytes, &bout));
 
     /* Calibration: scale iters by copy time / kernel time, twice, from a
      * guess; a kernel's time is about linear in iters. */
@@ -856,12 +813,12 @@ int main(int argc, char **argv)
         iters = guess;
     }
     stages(&b, have_raw, bin, bout, hin, hout, iters, &h, &k, &d);
-    NOTE("per chunk (%s): copy in %.3f ms, kernel %.3f ms with iters %u, "
-         "copy out %.3f ms",
-         have_raw ? "raw CUDA"
-         : b.sim  ? "weft, virtual time"
-                  : "weft",
-         h, k, iters, d);
+    bench_note("per chunk (%s): copy in %.3f ms, kernel %.3f ms with iters %u, "
+               "copy out %.3f ms",
+               have_raw ? "raw CUDA"
+               : b.sim  ? "weft, virtual time"
+                        : "weft",
+               h, k, iters, d);
     bench_figure("chunk copy in", h, "ms");
     bench_figure("chunk kernel", k, "ms");
     bench_figure("chunk copy out", d, "ms");
@@ -896,14 +853,14 @@ int main(int argc, char **argv)
     bench_figure("weft", tw.wall_ms, "ms");
     moved_note("weft", &tw);
 
-    WEFT(weft_buffer_destroy(bout));
-    WEFT(weft_buffer_destroy(bin));
+    bench_check(weft_buffer_destroy(bout));
+    bench_check(weft_buffer_destroy(bin));
     bench_progress("weft wrapped");
     {
         float *pin = malloc(bytes), *pout = calloc(1, bytes);
 
         if (!pin || !pout)
-            DIE("out of memory");
+            bench_die("out of memory");
         fill_input(pin, bytes / sizeof(float));
         tww = weft_wrapped(&b, pin, pout);
         if (b.real_data)
@@ -933,8 +890,7 @@ int main(int argc, char **argv)
     bench_figure("weft wrapped overlap", overlap_pct(t_of(&b, &tww), h, k, d),
                  "%");
     bench_progress("");
-    if (bench_json)
-        printf("\n]}\n");
+    bench_end();
     if (sim_early_ops)
         fprintf(stderr,
                 "%s: warning: %u simulated operation(s) started before "
@@ -951,7 +907,7 @@ int main(int argc, char **argv)
         free(hin);
         free(hout);
     }
-    WEFT(weft_module_destroy(mod));
-    WEFT(weft_runtime_destroy(b.rt));
+    bench_check(weft_module_destroy(mod));
+    bench_check(weft_runtime_destroy(b.rt));
     return 0;
 }

@@ -29,14 +29,13 @@
  */
 #include <weft.h>
 
-#include "figures.h"
+#include "bench.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { MAXREPS = 64 };
 
@@ -46,28 +45,6 @@ static double queue_floor; /* us/node, measured first */
 
 /* Issue 6's targets, us per node. */
 static const double target_relaunch = 0.5, target_first = 1.5;
-
-#define DIE(...)                                                               \
-    do {                                                                       \
-        fprintf(stderr, "task_overhead: " __VA_ARGS__);                        \
-        fputc('\n', stderr);                                                   \
-        exit(1);                                                               \
-    } while (0)
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            DIE("%s: %s: %s", #call, weft_err_name(rc_), weft_last_error());   \
-    } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static double us_per_node(uint64_t ns)
 {
@@ -97,7 +74,7 @@ static void expect_calls(const char *what, unsigned long before)
     unsigned long n = __atomic_load_n(&calls, __ATOMIC_RELAXED) - before;
 
     if (n != nodes)
-        DIE("%s ran %lu tasks, not %u", what, n, nodes);
+        bench_die("%s ran %lu tasks, not %u", what, n, nodes);
 }
 
 /* ---- weft -------------------------------------------------------------- */
@@ -111,17 +88,18 @@ static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
 {
     uint32_t zero = 0;
 
-    CHECK(weft_buffer_create(rt, (size_t)nodes * slice, buf));
-    CHECK(weft_buffer_fill(*buf, 0, (size_t)nodes * slice, &zero, sizeof zero));
-    CHECK(weft_graph_create(rt, g));
+    bench_check(weft_buffer_create(rt, (size_t)nodes * slice, buf));
+    bench_check(
+        weft_buffer_fill(*buf, 0, (size_t)nodes * slice, &zero, sizeof zero));
+    bench_check(weft_graph_create(rt, g));
     for (uint32_t i = 0; i < nodes; i++) {
         size_t off = s == INDEPENDENT ? (size_t)i * slice : 0;
         weft_arg arg = weft_arg_buffer(*buf, off, slice, WEFT_READ_WRITE);
 
-        CHECK(weft_graph_add_kernel(*g, k, weft_dims1(1), &arg, 1, NULL));
+        bench_check(weft_graph_add_kernel(*g, k, weft_dims1(1), &arg, 1, NULL));
     }
     if (weft_graph_edge_count(*g) != (s == CHAINED ? nodes - 1 : 0))
-        DIE("%s: %u edges", shape_names[s], weft_graph_edge_count(*g));
+        bench_die("%s: %u edges", shape_names[s], weft_graph_edge_count(*g));
 }
 
 /* reps relaunches of e, timed into t[]. */
@@ -129,11 +107,11 @@ static void relaunch(weft_exec *e, double *t, const char *what)
 {
     for (int r = 0; r < reps; r++) {
         unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
 
-        CHECK(weft_exec_launch(e));
-        CHECK(weft_exec_wait(e));
-        t[r] = us_per_node(now_ns() - t0);
+        bench_check(weft_exec_launch(e));
+        bench_check(weft_exec_wait(e));
+        t[r] = us_per_node(bench_now_ns() - t0);
         expect_calls(what, before);
     }
 }
@@ -162,37 +140,37 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
 
         bench_progress(shape_names[s]);
         if (e) {
-            CHECK(weft_exec_destroy(e));
-            CHECK(weft_graph_destroy(g));
-            CHECK(weft_buffer_destroy(buf));
+            bench_check(weft_exec_destroy(e));
+            bench_check(weft_graph_destroy(g));
+            bench_check(weft_buffer_destroy(buf));
         }
         build(rt, k, s, slice, &buf, &g);
         before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
-        t0 = now_ns();
-        CHECK(weft_graph_instantiate(g, &o, &e));
-        t1 = now_ns();
-        CHECK(weft_exec_launch(e));
-        CHECK(weft_exec_wait(e));
-        t2 = now_ns();
+        t0 = bench_now_ns();
+        bench_check(weft_graph_instantiate(g, &o, &e));
+        t1 = bench_now_ns();
+        bench_check(weft_exec_launch(e));
+        bench_check(weft_exec_wait(e));
+        t2 = bench_now_ns();
         expect_calls("a first launch", before);
         inst[r] = us_per_node(t1 - t0);
         first[r] = us_per_node(t2 - t1);
     }
-    CHECK(weft_exec_get_stats(e, &st));
+    bench_check(weft_exec_get_stats(e, &st));
     replays0 = st.native_replays;
     relaunch(e, again, "a relaunch");
-    CHECK(weft_exec_get_stats(e, &st));
-    CHECK(weft_exec_destroy(e));
+    bench_check(weft_exec_get_stats(e, &st));
+    bench_check(weft_exec_destroy(e));
     /* The baseline: the same graph, every launch op by op. */
     o.native_graphs = WEFT_NATIVE_GRAPHS_OFF;
-    CHECK(weft_graph_instantiate(g, &o, &e));
-    CHECK(weft_exec_launch(e));
-    CHECK(weft_exec_wait(e));
+    bench_check(weft_graph_instantiate(g, &o, &e));
+    bench_check(weft_exec_launch(e));
+    bench_check(weft_exec_wait(e));
     relaunch(e, ops, "a relaunch op by op");
     bench_progress("");
-    CHECK(weft_exec_destroy(e));
-    CHECK(weft_graph_destroy(g));
-    CHECK(weft_buffer_destroy(buf));
+    bench_check(weft_exec_destroy(e));
+    bench_check(weft_graph_destroy(g));
+    bench_check(weft_buffer_destroy(buf));
 
     double mi = bench_median(inst, reps), mf = bench_median(first, reps);
     double mr = bench_median(again, reps), mo = bench_median(ops, reps);
@@ -231,11 +209,11 @@ static double floor_calls(void)
 
     for (int r = 0; r < reps; r++) {
         unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
 
         for (uint32_t i = 0; i < nodes; i++)
             fn(&grp, &arg);
-        t[r] = us_per_node(now_ns() - t0);
+        t[r] = us_per_node(bench_now_ns() - t0);
         expect_calls("the function-call floor", before);
     }
     return bench_median(t, reps);
@@ -292,16 +270,16 @@ static double floor_queue(void)
     memset(&q, 0, sizeof q);
     q.tasks = calloc(nodes, sizeof *q.tasks);
     if (!q.tasks)
-        DIE("out of memory");
+        bench_die("out of memory");
     pthread_mutex_init(&q.lock, NULL);
     pthread_cond_init(&q.work, NULL);
     pthread_cond_init(&q.done, NULL);
     if (pthread_create(&q.worker, NULL, queue_worker, &q))
-        DIE("pthread_create failed");
+        bench_die("pthread_create failed");
     /* Round -1 warms the worker up and is not counted. */
     for (int r = -1; r < reps; r++) {
         unsigned long before = __atomic_load_n(&calls, __ATOMIC_RELAXED);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
 
         pthread_mutex_lock(&q.lock);
         q.head = q.tail = q.finished = 0;
@@ -318,7 +296,7 @@ static double floor_queue(void)
             pthread_cond_wait(&q.done, &q.lock);
         pthread_mutex_unlock(&q.lock);
         if (r >= 0)
-            t[r] = us_per_node(now_ns() - t0);
+            t[r] = us_per_node(bench_now_ns() - t0);
         expect_calls("the pthread-queue floor", before);
     }
     pthread_mutex_lock(&q.lock);
@@ -337,8 +315,6 @@ static double floor_queue(void)
 
 int main(int argc, char **argv)
 {
-    static const char usage[] =
-        "usage: task_overhead [--json] [--nodes N] [--reps R]";
     weft_runtime_options opts = WEFT_RUNTIME_OPTIONS_INIT;
     const weft_module_source src = {WEFT_SOURCE_HOST, host_kernels, 1, NULL,
                                     "task_overhead"};
@@ -347,47 +323,38 @@ int main(int argc, char **argv)
     weft_module *mod;
     weft_kernel *k;
     size_t slice;
+    const bench_option options[] = {
+        {"--nodes", BENCH_U32, &nodes, "N"},
+        {"--reps", BENCH_INT, &reps, "R"},
+    };
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            bench_json = 1;
-        else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc)
-            nodes = (uint32_t)strtoul(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else
-            DIE("%s", usage);
-    }
+    BENCH_OPTIONS(argc, argv, "task_overhead", options);
     if (nodes < 2 || reps < 1 || reps > MAXREPS)
-        DIE("--nodes >= 2 and 1 <= --reps <= %d", MAXREPS);
+        bench_die("--nodes >= 2 and 1 <= --reps <= %d", MAXREPS);
 
     opts.devices = "host";
-    CHECK(weft_runtime_create(&rt, &opts));
+    bench_check(weft_runtime_create(&rt, &opts));
     if (weft_runtime_device_count(rt) == 0)
-        DIE("no host device");
+        bench_die("no host device");
     memset(&info, 0, sizeof info);
     info.size = sizeof info;
-    CHECK(weft_device_get_info(weft_runtime_device(rt, 0), &info));
+    bench_check(weft_device_get_info(weft_runtime_device(rt, 0), &info));
     slice = info.arg_offset_align > 16 ? info.arg_offset_align : 16;
-    CHECK(weft_module_create(rt, &src, 1, &mod));
-    CHECK(weft_module_get_kernel(mod, "empty", &k));
+    bench_check(weft_module_create(rt, &src, 1, &mod));
+    bench_check(weft_module_get_kernel(mod, "empty", &k));
 
-    if (bench_json)
-        printf("{\"bench\": \"task_overhead\", \"device\": \"%s\", "
-               "\"nodes\": %u, \"reps\": %d, \"figures\": [",
-               info.name, nodes, reps);
-    else
-        printf("# %s (%u cores), %u empty kernel nodes, medians of %d\n",
-               info.name, info.ncores, nodes, reps);
+    bench_begin("\"device\": \"%s\", \"nodes\": %u, \"reps\": %d", info.name,
+                nodes, reps);
+    bench_note("%s (%u cores), %u empty kernel nodes, medians of %d", info.name,
+               info.ncores, nodes, reps);
     bench_figure("function call", floor_calls(), "us/node");
     queue_floor = floor_queue();
     bench_figure("pthread queue", queue_floor, "us/node");
     for (int s = 0; s < NSHAPES; s++)
         measure(rt, k, (shape)s, slice);
-    if (bench_json)
-        printf("\n]}\n");
+    bench_end();
 
-    CHECK(weft_module_destroy(mod));
-    CHECK(weft_runtime_destroy(rt));
+    bench_check(weft_module_destroy(mod));
+    bench_check(weft_runtime_destroy(rt));
     return 0;
 }

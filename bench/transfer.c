@@ -23,7 +23,7 @@
  */
 #include "drivers/cuda/cuda_api.h"
 #include "mem/staging.h"
-#include "figures.h"
+#include "bench.h"
 #include "runtime.h"
 
 #include <dlfcn.h>
@@ -38,13 +38,6 @@ static int reps = 5;
 static double v_wrapped[70];
 static unsigned stage_threads; /* 0: the stager's default */
 static size_t chunk;           /* 0: the stager's default */
-
-#define DIE(...)                                                               \
-    do {                                                                       \
-        fprintf(stderr, "transfer: " __VA_ARGS__);                             \
-        fputc('\n', stderr);                                                   \
-        exit(1);                                                               \
-    } while (0)
 
 static double gbs(uint64_t ns)
 {
@@ -72,19 +65,19 @@ static uint64_t threaded_memcpy(void *dst, const void *src, size_t n,
     pthread_t t[16];
     part p[16];
     size_t per = n / (size_t)threads;
-    uint64_t t0 = weft__now_ns();
+    uint64_t t0 = bench_now_ns();
 
     for (int i = 0; i < threads; i++) {
         p[i].dst = (char *)dst + (size_t)i * per;
         p[i].src = (const char *)src + (size_t)i * per;
         p[i].n = i + 1 == threads ? n - (size_t)i * per : per;
         if (i && pthread_create(&t[i], NULL, copy_part, &p[i]))
-            DIE("pthread_create");
+            bench_die("pthread_create");
     }
     copy_part(&p[0]);
     for (int i = 1; i < threads; i++)
         pthread_join(t[i], NULL);
-    return weft__now_ns() - t0;
+    return bench_now_ns() - t0;
 }
 
 /* ---- raw CUDA ------------------------------------------------------------ */
@@ -109,7 +102,7 @@ static void *sym(void *lib, const char *name)
 {
     void *p = dlsym(lib, name);
     if (!p)
-        DIE("libcuda has no %s", name);
+        bench_die("libcuda has no %s", name);
     return p;
 }
 
@@ -136,7 +129,7 @@ static int raw_open(raw *r, int ordinal)
         r->PrimaryCtxRetain(&ctx, dev) || r->CtxSetCurrent(ctx) ||
         r->MemAlloc(&r->dbuf, bytes) ||
         r->MemHostAlloc(&r->pinned, bytes, CU_MEMHOSTALLOC_PORTABLE))
-        DIE("raw CUDA set-up failed");
+        bench_die("raw CUDA set-up failed");
     return 0;
 }
 
@@ -176,35 +169,34 @@ static void wrapped_figure(weft_runtime *rt, unsigned idx, char *mem)
         weft_module_get_kernel(mod, "touch", &k) < 0 ||
         weft_buffer_wrap(rt, mem, bytes, &bx) < 0 ||
         weft_buffer_create(rt, 4096, &by) < 0 || weft_graph_create(rt, &g) < 0)
-        DIE("wrapped: %s", weft_last_error());
+        bench_die("wrapped: %s", weft_last_error());
     weft_arg args[] = {weft_arg_buffer(bx, 0, WEFT_WHOLE, WEFT_READ),
                        weft_arg_buffer(by, 0, 4096, WEFT_WRITE)};
     if (weft_graph_add_kernel(g, k, weft_dims1(1), args, 2, NULL) < 0 ||
         weft_graph_instantiate(g, &eo, &e) < 0)
-        DIE("wrapped: %s", weft_last_error());
+        bench_die("wrapped: %s", weft_last_error());
     weft_runtime_get_stats(rt, &s0);
     for (int i = 0; i < reps + 2; i++) {
         uint64_t t0;
 
         /* the program wrote the memory: every byte must move again */
         if (weft_buffer_invalidate(bx, 0, bytes) < 0)
-            DIE("invalidate: %s", weft_last_error());
-        t0 = weft__now_ns();
+            bench_die("invalidate: %s", weft_last_error());
+        t0 = bench_now_ns();
         if (weft_exec_launch(e) < 0 || weft_exec_wait(e) < 0)
-            DIE("wrapped launch: %s", weft_last_error());
+            bench_die("wrapped launch: %s", weft_last_error());
         if (i >= 2)
-            v_wrapped[n++] = gbs(weft__now_ns() - t0);
+            v_wrapped[n++] = gbs(bench_now_ns() - t0);
     }
     weft_runtime_get_stats(rt, &s1);
     bench_figure("weft wrapped H2D", bench_median(v_wrapped, n), "GB/s");
-    if (!bench_json)
-        printf("# wrapped: %llu bytes moved host to device, %llu staged, "
-               "%llu from registered memory, %llu buffer(s) registered\n",
-               (unsigned long long)(s1.h2d_bytes - s0.h2d_bytes),
-               (unsigned long long)(s1.staged_bytes - s0.staged_bytes),
-               (unsigned long long)(s1.pinned_bytes - s0.pinned_bytes),
-               (unsigned long long)(s1.registered_buffers -
-                                    s0.registered_buffers));
+    bench_note(
+        "wrapped: %llu bytes moved host to device, %llu staged, "
+        "%llu from registered memory, %llu buffer(s) registered",
+        (unsigned long long)(s1.h2d_bytes - s0.h2d_bytes),
+        (unsigned long long)(s1.staged_bytes - s0.staged_bytes),
+        (unsigned long long)(s1.pinned_bytes - s0.pinned_bytes),
+        (unsigned long long)(s1.registered_buffers - s0.registered_buffers));
     weft_exec_destroy(e);
     weft_graph_destroy(g);
     weft_buffer_destroy(by);
@@ -227,26 +219,18 @@ int main(int argc, char **argv)
     char *pageable, *pinned_sink;
     raw r = {0};
     int have_raw = 0;
+    const bench_option options[] = {
+        {"--mib", BENCH_MIB, &bytes, "N"},
+        {"--reps", BENCH_INT, &reps, "R"},
+        {"--threads", BENCH_UNSIGNED, &stage_threads, "T"},
+        {"--chunk-mib", BENCH_MIB, &chunk, "C"},
+    };
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            bench_json = 1;
-        else if (strcmp(argv[i], "--mib") == 0 && i + 1 < argc)
-            bytes = (size_t)atol(argv[++i]) << 20;
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-            stage_threads = (unsigned)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--chunk-mib") == 0 && i + 1 < argc)
-            chunk = (size_t)atol(argv[++i]) << 20;
-        else
-            DIE("usage: transfer [--json] [--mib N] [--reps R] [--threads T] "
-                "[--chunk-mib C]");
-    }
+    BENCH_OPTIONS(argc, argv, "transfer", options);
     if (bytes == 0 || reps < 1 || reps > 64)
-        DIE("--mib > 0 and 1 <= --reps <= 64");
+        bench_die("--mib > 0 and 1 <= --reps <= 64");
     if (weft_runtime_create(&rt, &o) < 0 || !weft_runtime_device_count(rt))
-        DIE("no device: %s", weft_last_error());
+        bench_die("no device: %s", weft_last_error());
     for (unsigned i = 0; i < weft_runtime_device_count(rt) && !dev; i++)
         if (strcmp(weft__runtime_device(rt, i)->drv->name, "cuda") == 0)
             dev = weft__runtime_device(rt, idx = i);
@@ -255,20 +239,16 @@ int main(int argc, char **argv)
     if (weft__runtime_context(rt, idx, &ctx) < 0 ||
         weft__drv_queue_create(ctx, NULL, &q) < 0 ||
         weft__drv_mem_alloc(ctx, bytes, &dmem) < 0)
-        DIE("%s", weft_last_error());
-    if (bench_json)
-        printf("{\"bench\": \"transfer\", \"device\": \"%s\", \"bytes\": %zu, "
-               "\"figures\": [",
-               dev->name, bytes);
-    else
-        printf("# %s:%u (%s), %zu MiB, median of %d\n", dev->drv->name,
+        bench_die("%s", weft_last_error());
+    bench_begin("\"device\": \"%s\", \"bytes\": %zu", dev->name, bytes);
+    bench_note("%s:%u (%s), %zu MiB, median of %d", dev->drv->name,
                dev->driver_index, dev->name, bytes >> 20, reps);
 
     /* pageable memory, touched so that page faults are not measured */
     pageable = malloc(bytes);
     pinned_sink = malloc(bytes);
     if (!pageable || !pinned_sink)
-        DIE("out of memory");
+        bench_die("out of memory");
     memset(pageable, 1, bytes);
     memset(pinned_sink, 2, bytes);
 
@@ -289,37 +269,37 @@ int main(int argc, char **argv)
         bench_progress("raw CUDA");
         memset(r.pinned, 3, bytes);
         for (int i = 0; i < reps; i++) {
-            uint64_t t0 = weft__now_ns();
+            uint64_t t0 = bench_now_ns();
             if (r.MemcpyHtoD(r.dbuf, pageable, bytes))
-                DIE("cuMemcpyHtoD");
-            v[i] = gbs(weft__now_ns() - t0);
+                bench_die("cuMemcpyHtoD");
+            v[i] = gbs(bench_now_ns() - t0);
         }
         bench_figure("raw pageable H2D", bench_median(v, reps), "GB/s");
         for (int i = 0; i < reps; i++) {
-            uint64_t t0 = weft__now_ns();
+            uint64_t t0 = bench_now_ns();
             if (r.MemcpyDtoH(pageable, r.dbuf, bytes))
-                DIE("cuMemcpyDtoH");
-            v[i] = gbs(weft__now_ns() - t0);
+                bench_die("cuMemcpyDtoH");
+            v[i] = gbs(bench_now_ns() - t0);
         }
         bench_figure("raw pageable D2H", bench_median(v, reps), "GB/s");
         for (int i = 0; i < reps; i++) {
-            uint64_t t0 = weft__now_ns();
+            uint64_t t0 = bench_now_ns();
             if (r.MemcpyHtoDAsync(r.dbuf, r.pinned, bytes, NULL) ||
                 r.CtxSynchronize())
-                DIE("cuMemcpyHtoDAsync");
-            v[i] = gbs(weft__now_ns() - t0);
+                bench_die("cuMemcpyHtoDAsync");
+            v[i] = gbs(bench_now_ns() - t0);
         }
         bench_figure("raw pinned H2D", bench_median(v, reps), "GB/s");
         for (int i = 0; i < reps; i++) {
-            uint64_t t0 = weft__now_ns();
+            uint64_t t0 = bench_now_ns();
             if (r.MemcpyDtoHAsync(r.pinned, r.dbuf, bytes, NULL) ||
                 r.CtxSynchronize())
-                DIE("cuMemcpyDtoHAsync");
-            v[i] = gbs(weft__now_ns() - t0);
+                bench_die("cuMemcpyDtoHAsync");
+            v[i] = gbs(bench_now_ns() - t0);
         }
         bench_figure("raw pinned D2H", bench_median(v, reps), "GB/s");
-    } else if (!bench_json) {
-        printf("# raw CUDA figures: skipped (not a CUDA device)\n");
+    } else {
+        bench_note("raw CUDA figures: skipped (not a CUDA device)");
     }
 
     bench_progress("weft staging");
@@ -328,37 +308,37 @@ int main(int argc, char **argv)
     so.threads = stage_threads;
     so.chunk = chunk;
     if (weft__stager_create(ctx, &so, &st) < 0)
-        DIE("stager: %s", weft_last_error());
+        bench_die("stager: %s", weft_last_error());
     for (int i = 0; i < reps; i++) {
-        uint64_t t0 = weft__now_ns();
+        uint64_t t0 = bench_now_ns();
         if (weft__stager_h2d(st, q, dmem, 0, pageable, bytes) < 0 ||
             weft__drv_queue_sync(q) < 0)
-            DIE("stager h2d: %s", weft_last_error());
-        v[i] = gbs(weft__now_ns() - t0);
+            bench_die("stager h2d: %s", weft_last_error());
+        v[i] = gbs(bench_now_ns() - t0);
     }
     bench_figure("weft pageable H2D", bench_median(v, reps), "GB/s");
     for (int i = 0; i < reps; i++) {
-        uint64_t t0 = weft__now_ns();
+        uint64_t t0 = bench_now_ns();
         if (weft__stager_d2h(st, q, pageable, dmem, 0, bytes) < 0)
-            DIE("stager d2h: %s", weft_last_error());
-        v[i] = gbs(weft__now_ns() - t0);
+            bench_die("stager d2h: %s", weft_last_error());
+        v[i] = gbs(bench_now_ns() - t0);
     }
     bench_figure("weft pageable D2H", bench_median(v, reps), "GB/s");
     weft__stager_destroy(st);
 
     bench_progress("weft registered");
     if (dev->props.host_register) {
-        uint64_t t0 = weft__now_ns();
+        uint64_t t0 = bench_now_ns();
         if (weft__drv_host_register(ctx, pageable, bytes, &reg) < 0)
-            DIE("register: %s", weft_last_error());
-        bench_figure("weft register once", (double)(weft__now_ns() - t0) / 1e6,
+            bench_die("register: %s", weft_last_error());
+        bench_figure("weft register once", (double)(bench_now_ns() - t0) / 1e6,
                      "ms");
         for (int i = 0; i < reps; i++) {
-            t0 = weft__now_ns();
+            t0 = bench_now_ns();
             if (weft__drv_copy_h2d(q, dmem, 0, reg->host, bytes) < 0 ||
                 weft__drv_queue_sync(q) < 0)
-                DIE("registered h2d: %s", weft_last_error());
-            v[i] = gbs(weft__now_ns() - t0);
+                bench_die("registered h2d: %s", weft_last_error());
+            v[i] = gbs(bench_now_ns() - t0);
         }
         bench_figure("weft registered H2D", bench_median(v, reps), "GB/s");
         weft__drv_mem_free(reg);
@@ -366,8 +346,7 @@ int main(int argc, char **argv)
     bench_progress("weft wrapped");
     wrapped_figure(rt, idx, pageable);
     bench_progress("");
-    if (bench_json)
-        printf("\n]}\n");
+    bench_end();
     (void)have_raw;
     weft__drv_mem_free(dmem);
     weft__drv_queue_destroy(q);

@@ -1,8 +1,5 @@
 /* Errors, the per-thread detail, logging, parsing, failure injection. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "base/base.h"
 #include "base/ring.h"
@@ -271,7 +268,7 @@ static void ring_mpmc(void **state)
     weft__ring_fini(&run.r);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_code_has_a_name_and_message),
@@ -282,5 +279,5 @@ int main(void)
         cmocka_unit_test(fault_fires_once_at_the_nth_match),
         cmocka_unit_test(ring_mpmc),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

@@ -1,8 +1,5 @@
 /* Device discovery and selection through the public API. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include <weft.h>
 
@@ -188,7 +185,7 @@ static void bad_options_and_info_size(void **state)
     assert_int_equal(weft_runtime_destroy(NULL), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(unknown_driver_is_einval),
@@ -199,5 +196,5 @@ int main(void)
         cmocka_unit_test(absent_driver_says_why),
         cmocka_unit_test(bad_options_and_info_size),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

@@ -54,6 +54,17 @@ void wt_devices_open(wt_devices *d)
     }
 }
 
+void wt_devices_need(wt_devices *d, const char *driver, unsigned n,
+                     const char *why)
+{
+    if (d->n >= n &&
+        (!driver || strcmp(wt_device(d, 0)->drv->name, driver) == 0))
+        return;
+    printf("skipped: %s\n", why);
+    wt_devices_close(d);
+    exit(WT_SKIP);
+}
+
 void wt_devices_close(wt_devices *d)
 {
     weft_runtime_destroy(d->rt);

@@ -25,6 +25,12 @@ typedef struct wt_devices {
  */
 void wt_devices_open(wt_devices *d);
 void wt_devices_close(wt_devices *d);
+/*
+ * Unless the runtime has at least n devices and device 0 is of the driver
+ * named (NULL: any), print "skipped: <why>", close d and exit 77.
+ */
+void wt_devices_need(wt_devices *d, const char *driver, unsigned n,
+                     const char *why);
 
 weft__device *wt_device(const wt_devices *d, unsigned i);
 /* Another device of dev's driver, or NULL if there is none. */

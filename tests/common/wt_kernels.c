@@ -1,4 +1,7 @@
-/* The conformance kernels as a host table, OpenCL C and PTX. */
+/*
+ * The conformance kernels as a host table, OpenCL C and PTX; the graph
+ * kernels as one module; f32 host kernels (wt_kernels.h).
+ */
 #include "wt_kernels.h"
 
 #include <string.h>
@@ -334,3 +337,148 @@ int wt_kernels_broken_source(const char *driver, weft__module_source *src)
     }
     return WEFT_ENOTSUP;
 }
+
+/* ---- the graph kernels (public API) ------------------------------------ */
+
+/* The item index of item l of this group in dimension 0. */
+static int64_t wt_item(const weft_host_group *g, uint32_t l)
+{
+    return (int64_t)g->group[0] * g->group_size[0] + l;
+}
+
+static void wt_graph_scale(const weft_host_group *g, void *const *args)
+{
+    float *x = args[0];
+    float a = *(const float *)args[1];
+    int64_t n = *(const int64_t *)args[2];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            x[wt_item(g, l)] *= a;
+}
+
+static void wt_graph_advance(const weft_host_group *g, void *const *args)
+{
+    uint32_t *x = args[0];
+    uint32_t k = *(const uint32_t *)args[1];
+    int64_t n = *(const int64_t *)args[2];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            x[wt_item(g, l)] = wt_advance_value(x[wt_item(g, l)], k);
+}
+
+static void wt_graph_addone(const weft_host_group *g, void *const *args)
+{
+    uint32_t *x = args[0];
+    int64_t n = *(const int64_t *)args[1];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            x[wt_item(g, l)] += 1;
+}
+
+static void wt_graph_twice(const weft_host_group *g, void *const *args)
+{
+    uint32_t *dst = args[0];
+    const uint32_t *src = args[1];
+    int64_t n = *(const int64_t *)args[2];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            dst[wt_item(g, l)] = 2 * src[wt_item(g, l)];
+}
+
+static const weft_param_type wt_graph_params_scale[] = {
+    WEFT_PARAM_BUFFER, WEFT_PARAM_F32, WEFT_PARAM_I64};
+static const weft_param_type wt_graph_params_advance[] = {
+    WEFT_PARAM_BUFFER, WEFT_PARAM_U32, WEFT_PARAM_I64};
+static const weft_param_type wt_graph_params_addone[] = {WEFT_PARAM_BUFFER,
+                                                         WEFT_PARAM_I64};
+static const weft_param_type wt_graph_params_twice[] = {
+    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
+
+static const weft_host_kernel wt_graph_kernels[] = {
+    {"scale", wt_graph_scale, 3, wt_graph_params_scale, NULL, NULL, NULL},
+    {"advance", wt_graph_advance, 3, wt_graph_params_advance, NULL, NULL, NULL},
+    {"addone", wt_graph_addone, 2, wt_graph_params_addone, NULL, NULL, NULL},
+    {"twice", wt_graph_twice, 3, wt_graph_params_twice, NULL, NULL, NULL},
+};
+
+/* The same kernels in the portable dialect (CUDA and OpenCL devices). */
+static const char wt_graph_portable[] =
+    "WEFT_KERNEL void scale(WEFT_GLOBAL float *x, float a, long n)\n"
+    "{ long i = weft_global_id(0); if (i < n) x[i] *= a; }\n"
+    "WEFT_KERNEL void advance(WEFT_GLOBAL unsigned int *x, unsigned int k,\n"
+    "                         long n)\n"
+    "{ long i = weft_global_id(0); if (i < n) x[i] = x[i] * 3u + k; }\n"
+    "WEFT_KERNEL void addone(WEFT_GLOBAL unsigned int *x, long n)\n"
+    "{ long i = weft_global_id(0); if (i < n) x[i] += 1u; }\n"
+    "WEFT_KERNEL void twice(WEFT_GLOBAL unsigned int *d,\n"
+    "                       WEFT_GLOBAL const unsigned int *s, long n)\n"
+    "{ long i = weft_global_id(0); if (i < n) d[i] = 2u * s[i]; }\n";
+
+int wt_kernels_module(weft_runtime *rt, weft_module **mod)
+{
+    const weft_module_source v[] = {
+        {WEFT_SOURCE_HOST, wt_graph_kernels,
+         sizeof wt_graph_kernels / sizeof wt_graph_kernels[0], NULL,
+         "wt_kernels"},
+        {WEFT_SOURCE_PORTABLE, wt_graph_portable, 0, NULL, "wt_kernels"},
+    };
+
+    return weft_module_create(rt, v, 2, mod);
+}
+
+/* ---- f32 host kernels for tests' own tables ------------------------------ */
+
+void wt_host_fill(const weft_host_group *g, void *const *args)
+{
+    float *y = args[0];
+    float v = *(const float *)args[1];
+    int64_t n = *(const int64_t *)args[2];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            y[wt_item(g, l)] = v;
+}
+
+void wt_host_affine(const weft_host_group *g, void *const *args)
+{
+    float *y = args[0];
+    const float *x = args[1];
+    int64_t n = *(const int64_t *)args[2];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            y[wt_item(g, l)] = 2 * x[wt_item(g, l)] + 1;
+}
+
+void wt_host_sum(const weft_host_group *g, void *const *args)
+{
+    float *w = args[0];
+    const float *y = args[1], *z = args[2];
+    int64_t n = *(const int64_t *)args[3];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            w[wt_item(g, l)] = y[wt_item(g, l)] + z[wt_item(g, l)];
+}
+
+void wt_host_addone(const weft_host_group *g, void *const *args)
+{
+    float *x = args[0];
+    int64_t n = *(const int64_t *)args[1];
+
+    for (uint32_t l = 0; l < g->group_size[0]; l++)
+        if (wt_item(g, l) < n)
+            x[wt_item(g, l)] += 1;
+}
+
+const weft_param_type wt_fill_params[3] = {WEFT_PARAM_BUFFER, WEFT_PARAM_F32,
+                                           WEFT_PARAM_I64};
+const weft_param_type wt_affine_params[3] = {WEFT_PARAM_BUFFER,
+                                             WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
+const weft_param_type wt_sum_params[4] = {WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER,
+                                          WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
+const weft_param_type wt_addone_params[2] = {WEFT_PARAM_BUFFER, WEFT_PARAM_I64};

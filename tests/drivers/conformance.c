@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include <setjmp.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #define WT_GATE_LIMIT_S 20
 #define WT_MAX_GATES    4
@@ -1447,14 +1447,10 @@ static const struct CMUnitTest wt_tests[] = {
     WT_TEST(test_stress_three_queues),
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
-    const char *filter = getenv("WT_TEST_FILTER");
     int failed = 0;
 
-    /* WT_TEST_FILTER=test_event_* runs only the matching tests. */
-    if (filter && filter[0])
-        cmocka_set_test_filter(filter);
     wt_devices_open(&wt_devs);
     for (unsigned i = 0; i < wt_devs.n; i++) {
         char group[384];
@@ -1471,7 +1467,7 @@ int main(void)
                wt_dev->props.timing_events, wt_peer ? ", peer " : "",
                wt_peer ? wt_peer->name : "");
         fflush(stdout);
-        failed += cmocka_run_group_tests_name(group, wt_tests, NULL, NULL);
+        failed += wt_run_group_name(argc, argv, group, wt_tests, NULL, NULL);
     }
     wt_devices_close(&wt_devs);
     return failed ? 1 : 0;

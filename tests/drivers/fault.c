@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include <setjmp.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 /* No scenario has this many failure points; a loop that gets here is stuck. */
 #define WT_MAX_RUNS 100000
@@ -320,7 +320,7 @@ static void test_every_failure_point(void **state)
     assert_true(points > 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_failure_point),
@@ -336,5 +336,5 @@ int main(void)
     wt_devices_close(&probe);
     weft_log_set_sink(wt_log_sink, NULL);
     weft_log_set_level(WEFT_LOG_DEBUG);
-    return cmocka_run_group_tests_name("fault", tests, NULL, NULL);
+    return wt_run_group_name(argc, argv, "fault", tests, NULL, NULL);
 }

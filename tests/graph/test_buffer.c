@@ -3,12 +3,9 @@
  * helpers, map/unmap, the EBUSY cases, the copies kept on a device (from
  * the runtime of WEFT_DEVICES), and failure injection over the helpers.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
-#include "gt_kernels.h"
+#include "wt_kernels.h"
 #include "mem/buffer.h"
 #include "wt_devices.h"
 
@@ -176,7 +173,8 @@ static void test_device_copies(void **state)
     /* Pretend a kernel wrote the device copy: the host is stale now. */
     weft__buffer_written(w, 0, 0, sizeof user);
     assert_false(weft__buffer_is_valid(w, WEFT__HOST, 0, 4));
-    assert_int_equal(weft__buffer_store(w, 8, "\x05\0\0\0", 4, WEFT__HOST, &l), 0);
+    assert_int_equal(weft__buffer_store(w, 8, "\x05\0\0\0", 4, WEFT__HOST, &l),
+                     0);
     assert_true(weft__buffer_is_valid(w, 0, 0, sizeof user));
     assert_int_equal(user[2], 2); /* only the device copy was valid */
     weft__buffer_unlock(w);
@@ -241,7 +239,7 @@ static void test_helper_failures(void **state)
     assert_true(n > 3);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_wrap),
@@ -252,5 +250,5 @@ int main(void)
         cmocka_unit_test(test_helper_failures),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -6,12 +6,9 @@
  * one buffer from two threads, and failure injection over instantiate and
  * launch.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
-#include "gt_kernels.h"
+#include "wt_kernels.h"
 #include "drivers/sim/sim.h"
 #include "drivers/tape.h"
 #include "mem/buffer.h"
@@ -30,7 +27,7 @@ static int setup(void **state)
 {
     (void)state;
     wt_devices_open(&devs);
-    if (gt_module(devs.rt, &mod) < 0 ||
+    if (wt_kernels_module(devs.rt, &mod) < 0 ||
         weft_module_get_kernel(mod, "scale", &k_scale) < 0 ||
         weft_module_get_kernel(mod, "advance", &k_advance) < 0 ||
         weft_module_get_kernel(mod, "addone", &k_addone) < 0 ||
@@ -48,12 +45,6 @@ static int teardown(void **state)
     (void)state;
     weft_module_destroy(mod);
     return weft_runtime_destroy(devs.rt);
-}
-
-static void check(int rc)
-{
-    if (rc < 0)
-        fail_msg("%s: %s", weft_err_name(rc), weft_last_error());
 }
 
 enum { N = 4096, CHUNKS = 16 };
@@ -168,7 +159,7 @@ static void test_node_kinds(void **state)
         uint32_t ha[M], hb[M];
 
         for (int i = 0; i < M; i++)
-            ha[i] = gt_advance((uint32_t)i, 1);
+            ha[i] = wt_advance_value((uint32_t)i, 1);
         for (int i = 0; i < M; i++)
             hb[i] = 2 * ha[i];
         for (int i = 0; i < 16; i++)
@@ -244,7 +235,7 @@ static void test_relaunch_keeps_copies(void **state)
 
         for (int it = 0; it < 2; it++)
             for (uint32_t k = 1; k <= 5; k++)
-                v = gt_advance(v, k);
+                v = wt_advance_value(v, k);
         if (data[i] != v)
             fail_msg("data[%d] = %u, want %u", i, data[i], v);
     }
@@ -312,7 +303,7 @@ static void test_native_relaunch(void **state)
 
         for (int it = 0; it < LAUNCHES; it++)
             for (uint32_t k = 1; k <= 5; k++)
-                v = gt_advance(v, k);
+                v = wt_advance_value(v, k);
         if (out[i] != v)
             fail_msg("read after the wait: x[%d] = %u, want %u", i, out[i], v);
     }
@@ -357,18 +348,18 @@ static void test_native_relaunch(void **state)
 
         for (int it = 0; it < 2 * LAUNCHES; it++)
             for (uint32_t k = 1; k <= 5; k++)
-                v = gt_advance(v, k);
+                v = wt_advance_value(v, k);
         if (data[i] != v)
             fail_msg("data[%d] = %u, want %u", i, data[i], v);
     }
     check(weft_buffer_destroy(x));
 }
 
-/* gt_advance k times over v with the steps ks[0..n). */
+/* wt_advance_value k times over v with the steps ks[0..n). */
 static uint32_t advance_all(uint32_t v, const uint32_t *ks, int n)
 {
     for (int i = 0; i < n; i++)
-        v = gt_advance(v, ks[i]);
+        v = wt_advance_value(v, ks[i]);
     return v;
 }
 
@@ -532,7 +523,7 @@ static void test_native_two_devices(void **state)
         uint32_t v = 0;
 
         for (int l = 0; l < LAUNCHES; l++)
-            v = gt_advance(gt_advance(v, 1), 2);
+            v = wt_advance_value(wt_advance_value(v, 1), 2);
         if (out[i] != v)
             fail_msg("x[%d] = %u, want %u", i, out[i], v);
     }
@@ -621,7 +612,7 @@ static void test_native_back_and_forth(void **state)
 
         for (int l = 0; l < LAUNCHES; l++)
             for (int h = 0; h < HOPS; h++)
-                v = gt_advance(v, (uint32_t)h + 1);
+                v = wt_advance_value(v, (uint32_t)h + 1);
         if (out[i] != v)
             fail_msg("x[%d] = %u, want %u", i, out[i], v);
     }
@@ -684,7 +675,7 @@ static void test_replay_keeps_host_work(void **state)
         uint32_t v = 0;
 
         for (int l = 0; l < LAUNCHES; l++)
-            v = gt_advance(v, 3);
+            v = wt_advance_value(v, 3);
         if (out[i] != v)
             fail_msg("x[%d] = %u, want %u", i, out[i], v);
     }
@@ -925,7 +916,7 @@ static void test_fault_injection(void **state)
             assert_true(weft_last_error()[0] != '\0');
         } else {
             for (int i = 0; i < M; i++)
-                assert_int_equal(out[i], 2 * gt_advance((uint32_t)i, 7));
+                assert_int_equal(out[i], 2 * wt_advance_value((uint32_t)i, 7));
         }
         /* A launch after the failure computes the right bytes. */
         if (e) {
@@ -933,7 +924,7 @@ static void test_fault_injection(void **state)
             check(weft_exec_launch(e));
             check(weft_exec_wait(e));
             for (int i = 0; i < M; i++)
-                assert_int_equal(out[i], 2 * gt_advance((uint32_t)i, 7));
+                assert_int_equal(out[i], 2 * wt_advance_value((uint32_t)i, 7));
             check(weft_exec_destroy(e));
         }
         check(weft_graph_destroy(g));
@@ -946,7 +937,7 @@ static void test_fault_injection(void **state)
     assert_true(n > 5);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunks),
@@ -964,5 +955,5 @@ int main(void)
         cmocka_unit_test(test_fault_injection),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -4,12 +4,9 @@
  * instantiate with errors that name the node, DOT output, a failing add
  * that changes nothing, and the cost of building and instantiating.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
-#include "gt_kernels.h"
+#include "wt_kernels.h"
 #include "runtime.h"
 
 #include <stdio.h>
@@ -26,7 +23,7 @@ static int setup(void **state)
 
     (void)state;
     o.devices = "host";
-    if (weft_runtime_create(&rt, &o) < 0 || gt_module(rt, &mod) < 0 ||
+    if (weft_runtime_create(&rt, &o) < 0 || wt_kernels_module(rt, &mod) < 0 ||
         weft_module_get_kernel(mod, "scale", &k_scale) < 0 ||
         weft_module_get_kernel(mod, "advance", &k_advance) < 0) {
         fprintf(stderr, "setup: %s\n", weft_last_error());
@@ -696,7 +693,7 @@ static void test_build_cost(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hazards),
@@ -712,5 +709,5 @@ int main(void)
         cmocka_unit_test(test_build_cost),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -4,10 +4,7 @@
  * transfers the tracker asks for are applied to the model's bytes, so a
  * transfer from a stale copy or a missed byte shows up as a wrong version.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "mem/coherence.h"
 
@@ -750,7 +747,7 @@ static void allocation_failures_change_nothing(void **state)
     assert_true(failures >= 3);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(read_only_input_crosses_once),
@@ -766,5 +763,5 @@ int main(void)
         cmocka_unit_test(randomized_against_model),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

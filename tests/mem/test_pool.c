@@ -6,10 +6,7 @@
  * the pool's own statistics are checked against the driver, not against
  * themselves.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "mem/pool.h"
 #include "runtime.h"
@@ -549,7 +546,7 @@ static void injected_failures_leak_nothing(void **state)
     assert_true(failures >= 5);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(second_round_calls_no_driver, setup,
@@ -567,5 +564,5 @@ int main(void)
                                         teardown),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

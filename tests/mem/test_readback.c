@@ -15,15 +15,13 @@
  *
  * Runs with WEFT_DEVICES=sim WEFT_SIM=devices=1,real_data=1.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
 #include "mem/buffer.h"
 #include "mem/staging.h"
 #include "wt_devices.h"
+#include "wt_kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,28 +48,6 @@ static weft_module *mod;
 static weft_kernel *k_work;
 static weft__context *ctx;
 
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s", #call, weft_last_error());                      \
-    } while (0)
-
-/* y = 2 x + 1 */
-static void work_fn(const weft_host_group *g, void *const *args)
-{
-    float *y = args[0];
-    const float *x = args[1];
-    int64_t n = *(const int64_t *)args[2];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++) {
-        int64_t i = (int64_t)g->group[0] * g->group_size[0] + l;
-
-        if (i < n)
-            y[i] = 2 * x[i] + 1;
-    }
-}
-
 static uint64_t work_cost(uint64_t items, void *const *args, void *user)
 {
     (void)items;
@@ -80,10 +56,8 @@ static uint64_t work_cost(uint64_t items, void *const *args, void *user)
     return KERNEL_NS;
 }
 
-static const weft_param_type work_params[] = {
-    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
 static const weft_host_kernel kernels[] = {
-    {"work", work_fn, 3, work_params, NULL, work_cost, NULL},
+    {"work", wt_host_affine, 3, wt_affine_params, NULL, work_cost, NULL},
 };
 
 static int setup(void **state)
@@ -92,11 +66,7 @@ static int setup(void **state)
 
     (void)state;
     wt_devices_open(&devs);
-    if (wt_device(&devs, 0)->drv != &weft__driver_sim) {
-        printf("skipped: needs a sim device (WEFT_DEVICES=sim)\n");
-        wt_devices_close(&devs);
-        exit(WT_SKIP);
-    }
+    wt_devices_need(&devs, "sim", 1, "needs a sim device (WEFT_DEVICES=sim)");
     check(weft_module_create(devs.rt, &src, 1, &mod));
     check(weft_module_get_kernel(mod, "work", &k_work));
     check(weft__runtime_context(devs.rt, 0, &ctx));
@@ -428,7 +398,7 @@ static void test_host_copy_path_ordered(void **state)
     free(out);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_reports_pinned),
@@ -437,5 +407,5 @@ int main(void)
         cmocka_unit_test(test_host_copy_path_ordered),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

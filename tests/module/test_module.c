@@ -3,10 +3,7 @@
  * CUDA and OpenCL device present gives the same result on each; variants
  * are chosen per device; errors name the device and the kernel.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "runtime.h"
 
@@ -219,12 +216,12 @@ static void errors_name_what_was_wrong(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(portable_kernel_same_everywhere),
         cmocka_unit_test(variants_by_device),
         cmocka_unit_test(errors_name_what_was_wrong),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 /* The simulated machine: islands of 2 peers, so 0-2 goes through the host. */
 #define SIM_CONFIG                                                             \
@@ -294,7 +294,7 @@ static void test_mixed_and_progress(void **state)
     assert_int_equal(weft_runtime_destroy(rt), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_measured_and_cached),
@@ -317,7 +317,7 @@ int main(void)
     unsetenv("WEFT_DEVICES");
     unsetenv("WEFT_SIM");
     unsetenv("WEFT_HOST_DEVICES");
-    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc = wt_run_group(argc, argv, tests, NULL, NULL);
     /* The directory and what is in it are this process's own. */
     if ((dir = opendir(cache_dir))) {
         while ((e = readdir(dir)))

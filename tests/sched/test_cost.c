@@ -7,10 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 static void test_links_through_host(void **state)
 {
@@ -187,7 +184,7 @@ static void test_concurrent(void **state)
     weft__ktime_destroy(m);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_links_through_host),
@@ -197,5 +194,5 @@ int main(void)
         cmocka_unit_test(test_concurrent),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #define MAXN 272
 #define MAXE 72 /* accesses, and predecessors, of a node */
@@ -862,7 +862,7 @@ static void test_bad_input(void **state)
     machine_close(&m);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_robin),
@@ -881,5 +881,5 @@ int main(void)
         cmocka_unit_test(test_bad_input),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

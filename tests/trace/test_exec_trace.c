@@ -10,10 +10,7 @@
  * override those options, so that the environment cannot change what runs.
  * The trace is written when the runtime is destroyed.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "base/trace.h"
 #include "tracefile.h"
@@ -28,13 +25,6 @@
 #include <unistd.h>
 
 static char tmpdir[256];
-
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s", #call, weft_last_error());                      \
-    } while (0)
 
 /* ---- kernels ----------------------------------------------------------- */
 /*
@@ -1159,7 +1149,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
     return remove(path);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sim_pipeline_direct),
@@ -1194,7 +1184,7 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc = wt_run_group(argc, argv, tests, NULL, NULL);
     /* our own directory, made above by mkdtemp; kept when a test failed */
     if (rc == 0 && !getenv("WEFT_KEEP_TEST_FILES")) {
         if (nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)

@@ -6,10 +6,7 @@
  *     test_trace WEFT_TRACE_TOOL          the unit tests and the tool tests
  *     test_trace WEFT_TRACE_TOOL render   the rendering check (77: no chromium)
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "base/trace.h"
 #include "tracefile.h"
@@ -962,6 +959,7 @@ int main(int argc, char **argv)
     };
     const char *base = getenv("TMPDIR");
     int render_mode = argc > 2 && strcmp(argv[2], "render") == 0;
+    int own = argc < 3 ? argc - 1 : 2; /* TOOL MODE, then the case glob */
     int rc;
 
     tool_path = argc > 1 && access(argv[1], X_OK) == 0 ? argv[1] : NULL;
@@ -979,8 +977,9 @@ int main(int argc, char **argv)
         perror("mkdtemp");
         return 1;
     }
-    rc = render_mode ? cmocka_run_group_tests(rendering, NULL, NULL)
-                     : cmocka_run_group_tests(unit, NULL, NULL);
+    rc = render_mode
+             ? wt_run_group(argc - own, argv + own, rendering, NULL, NULL)
+             : wt_run_group(argc - own, argv + own, unit, NULL, NULL);
     /* our own directory, made above by mkdtemp; kept when a test failed */
     if (rc == 0 && !getenv("WEFT_KEEP_TEST_FILES")) {
         if (nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)

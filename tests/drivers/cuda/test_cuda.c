@@ -26,10 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #define OK(call)                                                               \
     do {                                                                       \
@@ -977,6 +974,9 @@ static void test_gpu_faults(void **state)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "default";
+    /* test_cuda MODE CASE: the case glob follows the mode */
+    int case_argc = argc > 1 ? argc - 1 : argc;
+    char **case_argv = argc > 1 ? argv + 1 : argv;
 
     if (strcmp(mode, "absent") == 0) {
         const struct CMUnitTest tests[] = {
@@ -987,21 +987,24 @@ int main(int argc, char **argv)
             printf("skipped: set WEFT_CUDA_LIBRARY to a missing file\n");
             return 77;
         }
-        return cmocka_run_group_tests_name("cuda_absent", tests, NULL, NULL);
+        return wt_run_group_name(case_argc, case_argv, "cuda_absent", tests,
+                                 NULL, NULL);
     }
     if (strcmp(mode, "default") == 0) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_default),
             cmocka_unit_test(test_default_runtime),
         };
-        return cmocka_run_group_tests_name("cuda_default", tests, NULL, NULL);
+        return wt_run_group_name(case_argc, case_argv, "cuda_default", tests,
+                                 NULL, NULL);
     }
     if (strcmp(mode, "stub") == 0) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_stub),
             cmocka_unit_test(test_discovery_faults),
         };
-        return cmocka_run_group_tests_name("cuda_stub", tests, NULL, NULL);
+        return wt_run_group_name(case_argc, case_argv, "cuda_stub", tests, NULL,
+                                 NULL);
     }
     if (strcmp(mode, "nvrtc") == 0) {
         const struct CMUnitTest tests[] = {
@@ -1016,7 +1019,8 @@ int main(int argc, char **argv)
             printf("skipped: no NVRTC (libnvrtc.so.13/.12/.11.2)\n");
             return 77;
         }
-        return cmocka_run_group_tests_name("cuda_nvrtc", tests, NULL, NULL);
+        return wt_run_group_name(case_argc, case_argv, "cuda_nvrtc", tests,
+                                 NULL, NULL);
     }
     if (strcmp(mode, "gpu") == 0) {
         const struct CMUnitTest tests[] = {
@@ -1049,7 +1053,8 @@ int main(int argc, char **argv)
             return 77;
         }
         printf("cuda: %u GPU(s)\n", gpu.platforms[0]->ndevices);
-        failures = cmocka_run_group_tests_name("cuda_gpu", tests, NULL, NULL);
+        failures = wt_run_group_name(case_argc, case_argv, "cuda_gpu", tests,
+                                     NULL, NULL);
         weft__driver_cuda.platforms_close(gpu.platforms, gpu.nplatforms);
         return failures;
     }

@@ -6,10 +6,7 @@
  * Nothing here sleeps: where a test needs work to be held back, a host
  * function on the queue blocks on a gate that the test opens.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/driver.h"
 
@@ -1580,7 +1577,7 @@ static void graph_every_failure_is_clean(void **state)
     OK(weft__drv_module_destroy(mod));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(discovery_reports_devices),
@@ -1608,5 +1605,5 @@ int main(void)
         cmocka_unit_test(graph_capture_beside_another_thread),
         cmocka_unit_test(graph_every_failure_is_clean),
     };
-    return cmocka_run_group_tests_name("host driver", tests, setup, teardown);
+    return wt_run_group_name(argc, argv, "host driver", tests, setup, teardown);
 }

@@ -3,10 +3,7 @@
  * corruption, and (where an OpenCL device exists) a second build that loads
  * instead of compiling, and one portable kernel run through OpenCL.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "base/options.h"
 #include "drivers/kcache.h"
@@ -254,7 +251,7 @@ static void opencl_second_build_hits(void **state)
     weft_runtime_destroy(rt);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(keys_separate_their_parts),
@@ -264,5 +261,5 @@ int main(void)
         cmocka_unit_test(portable_translation),
         cmocka_unit_test(opencl_second_build_hits),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -7,10 +7,7 @@
  * Nothing sleeps: where work must be held back, a host function on the
  * queue blocks on a gate that the test opens.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/driver.h"
 #include "drivers/opencl/opencl.h"
@@ -1072,7 +1069,7 @@ static void failure_injection(void **state)
     assert_true(data_ok);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     fixture *f = &the_fixture;
     const struct CMUnitTest tests[] = {
@@ -1113,9 +1110,7 @@ int main(void)
     for (unsigned p = 0; p < f->nplatforms && f->ndev < 2; p++)
         for (unsigned d = 0; d < f->platforms[p]->ndevices && f->ndev < 2; d++)
             f->dev[f->ndev++] = f->platforms[p]->devices[d];
-    if (getenv("WT_FILTER"))
-        cmocka_set_test_filter(getenv("WT_FILTER"));
-    rc = cmocka_run_group_tests(tests, setup, teardown);
+    rc = wt_run_group(argc, argv, tests, setup, teardown);
     weft__driver_opencl.platforms_close(f->platforms, f->nplatforms);
     trace("closed", rc);
     return rc;

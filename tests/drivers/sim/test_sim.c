@@ -7,10 +7,7 @@
  * Nothing here sleeps: where work must be held back, a host function on a
  * queue blocks on a gate that the test opens.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/driver.h"
 #include "drivers/sim/sim.h"
@@ -2062,7 +2059,7 @@ static void test_threads(void **state)
     machine_close(&m);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_defaults),
@@ -2097,5 +2094,5 @@ int main(void)
         cmocka_unit_test(test_threads),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

@@ -5,12 +5,9 @@
  * The runtime is made here with the limit as an option, on the devices of
  * WEFT_DEVICES.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
-#include "gt_kernels.h"
+#include "wt_kernels.h"
 #include "wt_devices.h"
 
 #include <stdio.h>
@@ -23,20 +20,13 @@ static weft_runtime *rt;
 static weft_module *mod;
 static weft_kernel *k_advance, *k_twice;
 
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s", #call, weft_last_error());                      \
-    } while (0)
-
 static int setup(void **state)
 {
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
 
     (void)state;
     o.device_mem_limit = LIMIT;
-    if (weft_runtime_create(&rt, &o) < 0 || gt_module(rt, &mod) < 0 ||
+    if (weft_runtime_create(&rt, &o) < 0 || wt_kernels_module(rt, &mod) < 0 ||
         weft_module_get_kernel(mod, "advance", &k_advance) < 0 ||
         weft_module_get_kernel(mod, "twice", &k_twice) < 0) {
         fprintf(stderr, "setup: %s\n", weft_last_error());
@@ -106,7 +96,8 @@ static void test_working_set_beyond_limit(void **state)
         for (int pass = 0; pass < 2; pass++) {
             for (int i = 0; i < NB; i++)
                 for (uint32_t j = 0; j < BM; j++)
-                    ref[i][j] = gt_advance(ref[i][j], (uint32_t)(pass + 1));
+                    ref[i][j] =
+                        wt_advance_value(ref[i][j], (uint32_t)(pass + 1));
             for (int i = 0; i + 1 < NB; i += 2)
                 for (uint32_t j = 0; j < BM; j++)
                     ref[i + 1][j] = 2 * ref[i][j];
@@ -169,12 +160,12 @@ static void test_node_beyond_limit(void **state)
     free(x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_working_set_beyond_limit),
         cmocka_unit_test(test_node_beyond_limit),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

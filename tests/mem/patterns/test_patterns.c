@@ -7,13 +7,10 @@
  *
  * N is the size of every buffer below: 16 KiB, i.e. 4096 uint32.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
-#include "gt_kernels.h"
+#include "wt_kernels.h"
 #include "wt_devices.h"
 
 #include <stdio.h>
@@ -27,13 +24,6 @@ static weft_module *mod;
 static weft_kernel *k_addone, *k_twice;
 static weft_device *dev0, *dev1;
 static int peer; /* dev0 and dev1 copy to each other directly */
-
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s", #call, weft_last_error());                      \
-    } while (0)
 
 /* What moved between two snapshots, from weft and from the sim record. */
 typedef struct moved {
@@ -97,16 +87,13 @@ static int setup(void **state)
 
     (void)state;
     wt_devices_open(&devs);
-    if (devs.n < 2) {
-        printf("skipped: the patterns need two devices\n");
-        exit(WT_SKIP);
-    }
+    wt_devices_need(&devs, NULL, 2, "the patterns need two devices");
     dev0 = weft_runtime_device(devs.rt, 0);
     dev1 = weft_runtime_device(devs.rt, 1);
     if (weft_device_can_access_peer(dev0, dev1, &can) < 0 ||
         weft_device_get_info(dev0, &info) < 0 ||
         weft_device_get_info(dev1, &info1) < 0 ||
-        gt_module(devs.rt, &mod) < 0 ||
+        wt_kernels_module(devs.rt, &mod) < 0 ||
         weft_module_get_kernel(mod, "addone", &k_addone) < 0 ||
         weft_module_get_kernel(mod, "twice", &k_twice) < 0) {
         fprintf(stderr, "setup: %s\n", weft_last_error());
@@ -602,7 +589,7 @@ static void test_many_extents_of_a_large_root(void **state)
     free(data);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shared_input_one_device),
@@ -616,5 +603,5 @@ int main(void)
         cmocka_unit_test(test_many_extents_of_a_large_root),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

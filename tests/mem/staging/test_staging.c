@@ -4,10 +4,7 @@
  * reuses its buffers and makes more only up to its limit, and every
  * failure point fails cleanly.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "mem/staging.h"
 #include "runtime.h"
@@ -244,7 +241,7 @@ static void failure_points(void **state)
     free(back);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trips),
@@ -252,5 +249,5 @@ int main(void)
         cmocka_unit_test(async_downloads_reuse),
         cmocka_unit_test(failure_points),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

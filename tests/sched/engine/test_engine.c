@@ -12,15 +12,11 @@
  *   next launch works;
  * - a runtime whose graphs never launched starts no engine thread.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "base/base.h"
 #include "runtime.h"
 #include "sched/engine.h"
-#include "weft.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -28,12 +24,6 @@
 #include <unistd.h>
 
 enum { NGRAPHS = 1000, BYTES = 64 };
-
-static void check(int rc)
-{
-    if (rc < 0)
-        fail_msg("%s: %s", weft_err_name(rc), weft_last_error());
-}
 
 /* Threads of this process now. */
 static unsigned threads_now(void)
@@ -258,7 +248,7 @@ static void thread_start_fails(void **state)
     check(weft_runtime_destroy(rt));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(thousand_graphs),
@@ -266,5 +256,5 @@ int main(void)
         cmocka_unit_test(thread_start_fails),
     };
 
-    return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
+    return wt_run_group_name(argc, argv, "engine", tests, NULL, NULL);
 }

@@ -25,13 +25,11 @@
  * WEFT_PLACE). A case whose counts differ prints the record of the launch;
  * WT_DUMP=1 prints every launch's.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
 #include "runtime.h"
+#include "wt_kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,81 +50,13 @@ enum {
     LAUNCHES = 4,
 };
 
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s: %s", #call, weft_err_name(rc_),                  \
-                     weft_last_error());                                       \
-    } while (0)
-
 /* ---- kernels ------------------------------------------------------------ */
 
-static int64_t item(const weft_host_group *g, uint32_t l)
-{
-    return (int64_t)g->group[0] * g->group_size[0] + l;
-}
-
-/* y = v */
-static void set_fn(const weft_host_group *g, void *const *args)
-{
-    float *y = args[0];
-    float v = *(const float *)args[1];
-    int64_t n = *(const int64_t *)args[2];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            y[item(g, l)] = v;
-}
-
-/* y = 2 x + 1 */
-static void tile_fn(const weft_host_group *g, void *const *args)
-{
-    float *y = args[0];
-    const float *x = args[1];
-    int64_t n = *(const int64_t *)args[2];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            y[item(g, l)] = 2 * x[item(g, l)] + 1;
-}
-
-/* w = y + z */
-static void sum_fn(const weft_host_group *g, void *const *args)
-{
-    float *w = args[0];
-    const float *y = args[1], *z = args[2];
-    int64_t n = *(const int64_t *)args[3];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            w[item(g, l)] = y[item(g, l)] + z[item(g, l)];
-}
-
-/* x += 1 */
-static void addone_fn(const weft_host_group *g, void *const *args)
-{
-    float *x = args[0];
-    int64_t n = *(const int64_t *)args[1];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            x[item(g, l)] += 1;
-}
-
-static const weft_param_type set_params[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_F32,
-                                             WEFT_PARAM_I64};
-static const weft_param_type tile_params[] = {
-    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
-static const weft_param_type sum_params[] = {
-    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
-static const weft_param_type addone_params[] = {WEFT_PARAM_BUFFER,
-                                                WEFT_PARAM_I64};
 static const weft_host_kernel kernels[] = {
-    {"set", set_fn, 3, set_params, NULL, NULL, NULL},
-    {"tile", tile_fn, 3, tile_params, NULL, NULL, NULL},
-    {"sum", sum_fn, 4, sum_params, NULL, NULL, NULL},
-    {"addone", addone_fn, 2, addone_params, NULL, NULL, NULL},
+    {"set", wt_host_fill, 3, wt_fill_params, NULL, NULL, NULL},
+    {"tile", wt_host_affine, 3, wt_affine_params, NULL, NULL, NULL},
+    {"sum", wt_host_sum, 4, wt_sum_params, NULL, NULL, NULL},
+    {"addone", wt_host_addone, 2, wt_addone_params, NULL, NULL, NULL},
 };
 
 /* ---- the runtime -------------------------------------------------------- */
@@ -657,7 +587,7 @@ static void test_diamond_with_data(void **state)
         fail_msg("%s", bad);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         {"chain", test_chain, setup, teardown, &peer_on},
@@ -686,5 +616,5 @@ int main(void)
     unsetenv("WEFT_SIM");
     unsetenv("WEFT_PLACE");
     unsetenv("WEFT_DEVICE_MEM_LIMIT");
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }

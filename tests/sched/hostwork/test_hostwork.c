@@ -10,12 +10,9 @@
  * Nothing here measures time: two nodes prove that they overlap by each
  * waiting, with a generous limit, until the other has started.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
-#include "gt_kernels.h"
+#include "wt_kernels.h"
 #include "wt_devices.h"
 
 #include <errno.h>
@@ -32,7 +29,7 @@ static int setup(void **state)
 {
     (void)state;
     wt_devices_open(&devs);
-    if (gt_module(devs.rt, &mod) < 0 ||
+    if (wt_kernels_module(devs.rt, &mod) < 0 ||
         weft_module_get_kernel(mod, "advance", &k_advance) < 0 ||
         weft_module_get_kernel(mod, "addone", &k_addone) < 0) {
         fprintf(stderr, "setup: %s\n", weft_last_error());
@@ -48,12 +45,6 @@ static int teardown(void **state)
     (void)state;
     weft_module_destroy(mod);
     return weft_runtime_destroy(devs.rt);
-}
-
-static void check(int rc)
-{
-    if (rc < 0)
-        fail_msg("%s: %s", weft_err_name(rc), weft_last_error());
 }
 
 /* ---- a meeting point for host nodes ------------------------------------ */
@@ -272,7 +263,7 @@ static void test_interleaves_with_device_work(void **state)
                      "while the first map ran",
                      it);
         assert_int_equal(a.first, 1);
-        assert_int_equal(b.first, gt_advance(7, 5));
+        assert_int_equal(b.first, wt_advance_value(7, 5));
     }
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
@@ -414,7 +405,7 @@ static void test_graphs_in_flight(void **state)
             fail_msg("graph %d: %s", r, runs[r].msg);
         for (uint32_t i = 0; i < M; i++) {
             uint32_t c = i / (M / CHUNKS);
-            uint32_t want = gt_advance(runs[r].in[i], c) * 2 + 1;
+            uint32_t want = wt_advance_value(runs[r].in[i], c) * 2 + 1;
 
             if (runs[r].out[i] != want)
                 fail_msg("graph %d: out[%u] = %u, want %u", r, i,
@@ -504,10 +495,11 @@ static void test_graph_made_while_host_node_runs(void **state)
     pthread_mutex_unlock(&s.lock);
     check(weft_exec_wait(ea));
     for (uint32_t i = 0; i < M; i++)
-        if (out[i] != gt_advance(in[i], 5) * 2 + 1)
+        if (out[i] != wt_advance_value(in[i], 5) * 2 + 1)
             fail_msg("out[%u] = %u, want %u (the map's doubling %s)", i, out[i],
-                     gt_advance(in[i], 5) * 2 + 1,
-                     out[i] == gt_advance(in[i], 5) + 1 ? "missed" : "torn");
+                     wt_advance_value(in[i], 5) * 2 + 1,
+                     out[i] == wt_advance_value(in[i], 5) + 1 ? "missed"
+                                                              : "torn");
     check(weft_exec_destroy(eb));
     check(weft_exec_destroy(ea));
     check(weft_graph_destroy(gb));
@@ -515,7 +507,7 @@ static void test_graph_made_while_host_node_runs(void **state)
     check(weft_buffer_destroy(x));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_host_nodes_overlap),
@@ -526,5 +518,5 @@ int main(void)
         cmocka_unit_test(test_graph_made_while_host_node_runs),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -6,14 +6,12 @@
  * Runs with WEFT_DEVICES=sim WEFT_SIM=devices=2,real_data=1: real bytes,
  * so every case also checks the results.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
 #include "sched/exec.h"
 #include "wt_devices.h"
+#include "wt_kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,40 +29,6 @@ static wt_devices devs;
 static weft_module *mod;
 static weft_kernel *k_work, *k_addone;
 
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s", #call, weft_last_error());                      \
-    } while (0)
-
-static int64_t item(const weft_host_group *g, uint32_t l)
-{
-    return (int64_t)g->group[0] * g->group_size[0] + l;
-}
-
-/* y = 2 x + 1 */
-static void work_fn(const weft_host_group *g, void *const *args)
-{
-    float *y = args[0];
-    const float *x = args[1];
-    int64_t n = *(const int64_t *)args[2];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            y[item(g, l)] = 2 * x[item(g, l)] + 1;
-}
-
-static void addone_fn(const weft_host_group *g, void *const *args)
-{
-    float *x = args[0];
-    int64_t n = *(const int64_t *)args[1];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            x[item(g, l)] += 1;
-}
-
 /* As long as a chunk's copy: the pipeline can hide one behind the other. */
 static uint64_t work_cost(uint64_t items, void *const *args, void *user)
 {
@@ -74,13 +38,9 @@ static uint64_t work_cost(uint64_t items, void *const *args, void *user)
     return KERNEL_NS;
 }
 
-static const weft_param_type work_params[] = {
-    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
-static const weft_param_type addone_params[] = {WEFT_PARAM_BUFFER,
-                                                WEFT_PARAM_I64};
 static const weft_host_kernel kernels[] = {
-    {"work", work_fn, 3, work_params, NULL, work_cost, NULL},
-    {"addone", addone_fn, 2, addone_params, NULL, NULL, NULL},
+    {"work", wt_host_affine, 3, wt_affine_params, NULL, work_cost, NULL},
+    {"addone", wt_host_addone, 2, wt_addone_params, NULL, NULL, NULL},
 };
 
 static int setup(void **state)
@@ -90,11 +50,8 @@ static int setup(void **state)
 
     (void)state;
     wt_devices_open(&devs);
-    if (wt_device(&devs, 0)->drv != &weft__driver_sim || devs.n < 2) {
-        printf("skipped: needs two sim devices (WEFT_DEVICES=sim)\n");
-        wt_devices_close(&devs);
-        exit(WT_SKIP);
-    }
+    wt_devices_need(&devs, "sim", 2,
+                    "needs two sim devices (WEFT_DEVICES=sim)");
     check(weft_module_create(devs.rt, &src, 1, &mod));
     check(weft_module_get_kernel(mod, "work", &k_work));
     check(weft_module_get_kernel(mod, "addone", &k_addone));
@@ -358,7 +315,7 @@ static void test_cross_device_wait(void **state)
     check(weft_buffer_destroy(z));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_overlaps),
@@ -366,5 +323,5 @@ int main(void)
         cmocka_unit_test(test_cross_device_wait),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return wt_run_group(argc, argv, tests, setup, teardown);
 }

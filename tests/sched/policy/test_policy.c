@@ -15,13 +15,11 @@
  * WT_DUMP=1 prints the record and the learned kernel times of the heft
  * case's launches.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "wt_test.h"
 
 #include "drivers/sim/sim.h"
 #include "runtime.h"
+#include "wt_kernels.h"
 #include "sched/cost.h"
 
 #include <stdio.h>
@@ -53,44 +51,7 @@ typedef struct fixture {
     weft_kernel *k_tile, *k_set;
 } fixture;
 
-#define check(call)                                                            \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            fail_msg("%s: %s: %s", #call, weft_err_name(rc_),                  \
-                     weft_last_error());                                       \
-    } while (0)
-
 /* ---- kernels ------------------------------------------------------------ */
-
-static int64_t item(const weft_host_group *g, uint32_t l)
-{
-    return (int64_t)g->group[0] * g->group_size[0] + l;
-}
-
-/* y = 2 x + 1 */
-static void tile_fn(const weft_host_group *g, void *const *args)
-{
-    float *y = args[0];
-    const float *x = args[1];
-    int64_t n = *(const int64_t *)args[2];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            y[item(g, l)] = 2 * x[item(g, l)] + 1;
-}
-
-/* y = v */
-static void set_fn(const weft_host_group *g, void *const *args)
-{
-    float *y = args[0];
-    float v = *(const float *)args[1];
-    int64_t n = *(const int64_t *)args[2];
-
-    for (uint32_t l = 0; l < g->group_size[0]; l++)
-        if (item(g, l) < n)
-            y[item(g, l)] = v;
-}
 
 static uint64_t tile_cost(uint64_t items, void *const *args, void *user)
 {
@@ -100,13 +61,9 @@ static uint64_t tile_cost(uint64_t items, void *const *args, void *user)
     return KERNEL_NS;
 }
 
-static const weft_param_type tile_params[] = {
-    WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
-static const weft_param_type set_params[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_F32,
-                                             WEFT_PARAM_I64};
 static const weft_host_kernel kernels[] = {
-    {"tile", tile_fn, 3, tile_params, NULL, tile_cost, NULL},
-    {"set", set_fn, 3, set_params, NULL, NULL, NULL},
+    {"tile", wt_host_affine, 3, wt_affine_params, NULL, tile_cost, NULL},
+    {"set", wt_host_fill, 3, wt_fill_params, NULL, NULL, NULL},
 };
 
 /* ---- fixtures ----------------------------------------------------------- */
@@ -1268,7 +1225,7 @@ static const struct {
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
-int main(void)
+int main(int argc, char **argv)
 {
     static struct CMUnitTest tests[NCASES * NMACHINES + 3];
     static char names[NCASES * NMACHINES][64];
@@ -1295,5 +1252,5 @@ int main(void)
     tests[k++] =
         (struct CMUnitTest){"scope_one_per_hardware",
                             test_scope_one_per_hardware, NULL, NULL, NULL};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return wt_run_group(argc, argv, tests, NULL, NULL);
 }
