@@ -248,7 +248,7 @@ struct weft__driver {
     weft__source_kind portable_kind;
 
     /*
-     * Discovery. platforms_open loads the driver (dlopen for cuda) and
+     * Discovery. platforms_open loads the driver (dlopen of libcuda or of the OpenCL ICD loader) and
      * finds its platforms and devices; a missing library is WEFT_ENOTSUP
      * with a detail saying what is missing, and leaves nothing behind.
      * platforms_close frees what platforms_open made; every context must
