@@ -248,11 +248,11 @@ struct weft__driver {
     weft__source_kind portable_kind;
 
     /*
-     * Discovery. platforms_open loads the driver (dlopen of libcuda or of the OpenCL ICD loader) and
-     * finds its platforms and devices; a missing library is WEFT_ENOTSUP
-     * with a detail saying what is missing, and leaves nothing behind.
-     * platforms_close frees what platforms_open made; every context must
-     * have been destroyed first.
+     * Discovery. platforms_open loads the driver (dlopen of libcuda or
+     * of the OpenCL ICD loader) and finds its platforms and devices; a missing
+     * library is WEFT_ENOTSUP with a detail saying what is missing, and leaves
+     * nothing behind. platforms_close frees what platforms_open made; every
+     * context must have been destroyed first.
      */
     int (*platforms_open)(const weft__driver_config *cfg,
                           weft__platform ***platforms, unsigned *nplatforms);
