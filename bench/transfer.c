@@ -332,7 +332,7 @@ int main(int argc, char **argv)
         DIE("stager: %s", weft_last_error());
     for (int i = 0; i < reps; i++) {
         uint64_t t0 = weft__now_ns();
-        if (weft__stager_h2d(st, q, dmem, 0, pageable, bytes) < 0 ||
+        if (weft__stager_h2d(st, NULL, q, dmem, 0, pageable, bytes) < 0 ||
             weft__drv_queue_sync(q) < 0)
             DIE("stager h2d: %s", weft_last_error());
         v[i] = gbs(weft__now_ns() - t0);
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
     bench_figure("weft pageable H2D", bench_median(v, reps), "GB/s");
     for (int i = 0; i < reps; i++) {
         uint64_t t0 = weft__now_ns();
-        if (weft__stager_d2h(st, q, pageable, dmem, 0, bytes) < 0)
+        if (weft__stager_d2h(st, NULL, q, pageable, dmem, 0, bytes) < 0)
             DIE("stager d2h: %s", weft_last_error());
         v[i] = gbs(weft__now_ns() - t0);
     }

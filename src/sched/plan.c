@@ -10,8 +10,8 @@
 #include "plan.h"
 
 #include "../base/trace.h"
-#include "../drivers/tape.h"
 #include "cost.h"
+#include "tape.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -138,11 +138,14 @@ struct weft__plan {
     uint32_t *tracks;     /* nlanes: trace track, or UINT32_MAX */
     uint32_t wtracks[64]; /* host workers' trace tracks + 1, or 0 */
 
-    /* Native graphs (src/drivers/tape.h): for a plan whose device work is
-     * all on devices of one driver that has them. */
+    /* Native graphs (tape.h): for a plan whose device work is all on
+     * devices of one driver that has them. sub: where this launch's
+     * enqueues and host waits go (the tape's submission while the launch
+     * is taped, else NULL: the driver entry points). */
     weft__tape tape;
     unsigned tape_ok;  /* the plan could use one */
     unsigned tape_now; /* this launch taped */
+    const weft__submit *sub;
 
     /* A host step being handed to a worker (host_begin to host_end), and
      * the tickets of those not done yet, whose events stay recorded. */
@@ -302,7 +305,8 @@ static void weft__time_origin(weft__plan *p, weft__lane *ln)
         return;
     if (weft__pool_take(p, p->tpools, ln->device, WEFT__EVENT_TIMING, &ev) <
             0 ||
-        weft__drv_event_record(ev, ln->q) < 0 || weft__drv_event_sync(ev) < 0) {
+        weft__submit_event_record(p->sub, ev, ln->q) < 0 ||
+        weft__submit_event_sync(p->sub, ev) < 0) {
         weft__debug("sched", "no timing on device %u: %s", ln->device,
                     weft_last_error());
         weft_clear_error();
@@ -367,7 +371,7 @@ static void weft__time_start(weft__plan *p, weft__lane *l)
     if (!p->origin[l->device])
         return;
     if (weft__pool_take(p, p->tpools, l->device, WEFT__EVENT_TIMING, &ev) < 0 ||
-        weft__drv_event_record(ev, l->q) < 0) {
+        weft__submit_event_record(p->sub, ev, l->q) < 0) {
         weft_clear_error();
         return;
     }
@@ -404,7 +408,8 @@ static void weft__time_end(weft__plan *p, weft__lane *l, uint64_t bytes,
     if (!p->cur_start || p->cur_start_lane != li)
         return;
     if (weft__pool_take(p, p->tpools, l->device, WEFT__EVENT_TIMING, &ev) < 0 ||
-        weft__drv_event_record(ev, l->q) < 0 || !(t = weft__top_push(p, li))) {
+        weft__submit_event_record(p->sub, ev, l->q) < 0 ||
+        !(t = weft__top_push(p, li))) {
         weft_clear_error();
         p->cur_start = NULL;
         return;
@@ -422,7 +427,7 @@ static int weft__record(weft__plan *p, weft__lane *ln, weft__event **ev)
     int rc = weft__event_take(p, ln->device, ev);
 
     if (rc == 0)
-        rc = weft__drv_event_record(*ev, ln->q);
+        rc = weft__submit_event_record(p->sub, *ev, ln->q);
     if (rc == 0) {
         p->counts.events++;
         ln->tail_ev = *ev;
@@ -437,7 +442,7 @@ static int weft__record(weft__plan *p, weft__lane *ln, weft__event **ev)
  */
 static int weft__host_sync_lane(weft__plan *p, weft__lane *x)
 {
-    int rc = weft__lanes_sync(x->q);
+    int rc = weft__lanes_sync(p->sub, x->q);
 
     if (rc < 0)
         return rc;
@@ -501,7 +506,7 @@ static int weft__order_after(weft__plan *p, weft__lane *l, weft__lane *x,
         return weft__defer_after(p, x, upto, xvc, ev);
     weft__time_flow(p, l, x);
     if (l == h) {
-        if (!ev || weft__drv_event_sync(ev) < 0) {
+        if (!ev || weft__submit_event_sync(p->sub, ev) < 0) {
             weft_clear_error();
             return weft__host_sync_lane(p, x);
         }
@@ -522,7 +527,7 @@ static int weft__order_after(weft__plan *p, weft__lane *l, weft__lane *x,
             xvc = x->vc; /* the event covers x's whole tail */
     }
     if (rc == 0)
-        rc = weft__drv_queue_wait_event(l->q, ev);
+        rc = weft__submit_queue_wait_event(p->sub, l->q, ev);
     if (rc < 0) {
         /* The device cannot wait for it: the host does, then it is done. */
         weft_clear_error();
@@ -1033,14 +1038,15 @@ void weft__plan_launch_begin(weft__plan *p)
         if (p->lanes[i].q)
             weft__time_origin(p, &p->lanes[i]);
     p->tape_now = 0;
+    p->sub = NULL;
 }
 
-void weft__plan_native_begin(weft__plan *p, int allow)
+const weft__submit *weft__plan_native_begin(weft__plan *p, int allow)
 {
     /* Timed launches need every operation to run as it is issued. */
     p->tape_now = allow && p->tape_ok && !p->timed;
-    if (p->tape_now)
-        weft__tape_begin(&p->tape);
+    p->sub = p->tape_now ? weft__tape_begin(&p->tape) : NULL;
+    return p->sub;
 }
 
 int weft__plan_native_end(weft__plan *p)
@@ -1048,6 +1054,7 @@ int weft__plan_native_end(weft__plan *p)
     if (!p->tape_now)
         return 0;
     p->tape_now = 0;
+    p->sub = NULL;
     return weft__tape_end(&p->tape);
 }
 
@@ -1287,8 +1294,9 @@ void weft__plan_launch_end(weft__plan *p)
         if (!t->start)
             continue;
         if (!p->origin[d] ||
-            weft__drv_event_elapsed(p->origin[d], t->start, &a) < 0 ||
-            weft__drv_event_elapsed(p->origin[d], t->end, &b) < 0) {
+            weft__submit_event_elapsed(p->sub, p->origin[d], t->start, &a) <
+                0 ||
+            weft__submit_event_elapsed(p->sub, p->origin[d], t->end, &b) < 0) {
             weft_clear_error();
             ok[k] = 0;
             continue;
@@ -1471,7 +1479,7 @@ int weft__plan_drain(weft__plan *p)
 
         if (!x->q || h->vc[i] >= x->seq)
             continue;
-        rc = weft__lanes_sync(x->q);
+        rc = weft__lanes_sync(p->sub, x->q);
         if (rc < 0 && !first) {
             first = rc;
             weft__in_flight(p, weft_last_error(), msg, sizeof msg);
@@ -1521,7 +1529,7 @@ void weft__plan_step_begin(weft__plan *p, uint32_t node)
         if (!st->held)
             continue;
         for (unsigned k = 0; k < st->held->nev; k++)
-            if (weft__drv_event_sync(st->held->ev[k]) < 0)
+            if (weft__submit_event_sync(p->sub, st->held->ev[k]) < 0)
                 weft_clear_error();
         weft__vc_merge(p, h->vc, st->held->vc);
         st->held = NULL;
@@ -1555,7 +1563,7 @@ int weft__plan_preds_done(weft__plan *p, uint32_t i)
             continue;
         if (!st->ev)
             return 0; /* no event says when: only a wait will tell */
-        if (weft__drv_event_query(st->ev) == WEFT_ENOTREADY)
+        if (weft__submit_event_query(p->sub, st->ev) == WEFT_ENOTREADY)
             return 0;
         /* Complete, or failed: the host step's wait will say which. */
         weft_clear_error();
@@ -1670,10 +1678,9 @@ int weft__plan_host_end(weft__plan *p, int rc)
         any |= t->up[i] > h->vc[i];
     /*
      * A native graph's deferred work must be submitted before anything is
-     * waited for (the issuing thread's tape; the worker has none).
+     * waited for (by the worker, which waits outside the submission).
      */
-    if (any && weft__tape_cur &&
-        (rc = weft__tape_host_waits(weft__tape_cur)) < 0)
+    if (any && p->sub && (rc = weft__tape_host_waits(&p->tape)) < 0)
         return rc;
     for (unsigned i = 0; i < p->host && rc == 0; i++) {
         weft__lane *x = &p->lanes[i];
@@ -1770,7 +1777,7 @@ int weft__plan_host_copy(weft__plan *p, weft_buffer *root, size_t off,
     arg->dst = dst;
     arg->src = root->host + off;
     arg->size = size;
-    rc = weft__drv_host_fn(f->q, weft__memcpy_fn, arg);
+    rc = weft__submit_host_fn(p->sub, f->q, weft__memcpy_fn, arg);
     if (rc == 0)
         weft__lane_bump(f, weft__lane_index(p, f));
     return rc;
@@ -1796,7 +1803,7 @@ int weft__plan_fence(weft__plan *p, weft_buffer *root, weft__event **evs,
         if (rc < 0)
             return rc;
     }
-    if ((rc = weft__drv_event_record(*ev, f->q)) < 0)
+    if ((rc = weft__submit_event_record(p->sub, *ev, f->q)) < 0)
         return rc;
     p->counts.fences++;
     root->fence = *ev;

@@ -13,7 +13,7 @@
 
 #include "gt_kernels.h"
 #include "drivers/sim/sim.h"
-#include "drivers/tape.h"
+#include "sched/tape.h"
 #include "mem/buffer.h"
 #include "wt_devices.h"
 
