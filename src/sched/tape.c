@@ -685,128 +685,120 @@ static int weft__tape_new_seg(weft__tape_cut *c, unsigned d)
 }
 
 /*
- * Cut the tape into segments (tape.h, "Several devices"): every op gets
- * its segment and every record and wait its way of capture; t->segs
- * their launch order (with their queues). Segments are numbered in the
- * order they are made, then renumbered in launch order.
+ * Op i of the cut (weft__tape_segment) on device d: its segment, and for
+ * a wait its way of capture (and its record's). *nx counts the records
+ * waited for by other devices.
  */
-static int weft__tape_segment(weft__tape *t)
+static int weft__tape_cut_op(weft__tape *t, weft__tape_cut *c, size_t i,
+                             unsigned d, unsigned *nx)
 {
-    weft__tape_cut c = {.nctx = 0};
-    unsigned *rank = NULL, *indeg = NULL, nx = 0;
+    weft__tape_op *o = &t->ops[i];
+    int rc;
+
+    o->how = 0;
+    o->xev = 0;
+    if (o->kind == WEFT__TAPE_WAIT) {
+        size_t h = weft__tape_slot(c, o->ev);
+        weft__tape_op *r = c->key[h] ? &t->ops[c->val[h]] : NULL;
+
+        if (!r) {
+            o->how = WEFT__TAPE_BEFORE;
+        } else if (r->q->ctx == o->q->ctx) {
+            if (r->seg == c->cur[d])
+                r->how |= WEFT__TAPE_INTERNAL;
+            else
+                o->how = WEFT__TAPE_SKIP;
+        } else {
+            /* After the record's segment; a new one if this device's
+             * last must come before that one. */
+            if (weft__tape_reaches(c, c->cur[d], r->seg) &&
+                (rc = weft__tape_new_seg(c, d)) < 0)
+                return rc;
+            if ((rc = weft__tape_edge(c, r->seg, c->cur[d])) < 0)
+                return rc;
+            if (!(r->how & WEFT__TAPE_EXTERNAL)) {
+                r->how |= WEFT__TAPE_EXTERNAL;
+                r->xev = (*nx)++;
+            }
+            o->how = WEFT__TAPE_EXTERNAL;
+            o->xev = r->xev;
+        }
+    }
+    o->seg = c->cur[d];
+    if (o->kind == WEFT__TAPE_RECORD) {
+        size_t h = weft__tape_slot(c, o->ev);
+
+        c->key[h] = o->ev;
+        c->val[h] = i;
+    }
+    return 0;
+}
+
+/*
+ * The launch order of the cut's segments: the edges' (Kahn's), the first
+ * made first; t->segs get it (with their queues) and the ops their
+ * segments renumbered in it.
+ */
+static int weft__tape_order(weft__tape *t, weft__tape_cut *c)
+{
+    unsigned *rank = weft__calloc(c->nseg, sizeof *rank);
+    unsigned *indeg = weft__calloc(c->nseg, sizeof *indeg);
     int rc = 0;
 
-    for (c.nkey = 16; c.nkey < 2 * t->n; c.nkey *= 2)
-        ;
-    c.key = weft__calloc(c.nkey, sizeof *c.key);
-    c.val = weft__calloc(c.nkey, sizeof *c.val);
-    if (!c.key || !c.val)
+    if (!rank || !indeg)
         rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
-    for (size_t i = 0; i < t->n && rc == 0; i++) {
-        weft__tape_op *o = &t->ops[i];
-        unsigned d;
-
-        for (d = 0; d < c.nctx && c.ctx[d] != o->q->ctx; d++)
-            ;
-        if (d == c.nctx) {
-            if (d == WEFT__TAPE_MAX_QUEUES) {
-                rc = weft__error(WEFT_ENOTSUP, "tape: too many devices");
-                break;
-            }
-            c.ctx[d] = o->q->ctx;
-            c.q[d] = o->q;
-            c.cur[d] = UINT32_MAX;
-            c.nctx++;
-            if ((rc = weft__tape_new_seg(&c, d)) < 0)
-                break;
-        }
-        o->how = 0;
-        o->xev = 0;
-        if (o->kind == WEFT__TAPE_WAIT) {
-            size_t h = weft__tape_slot(&c, o->ev);
-            weft__tape_op *r = c.key[h] ? &t->ops[c.val[h]] : NULL;
-
-            if (!r) {
-                o->how = WEFT__TAPE_BEFORE;
-            } else if (r->q->ctx == o->q->ctx) {
-                if (r->seg == c.cur[d])
-                    r->how |= WEFT__TAPE_INTERNAL;
-                else
-                    o->how = WEFT__TAPE_SKIP;
-            } else {
-                /* After the record's segment; a new one if this
-                 * device's last must come before that one. */
-                if (weft__tape_reaches(&c, c.cur[d], r->seg) &&
-                    (rc = weft__tape_new_seg(&c, d)) < 0)
-                    break;
-                if ((rc = weft__tape_edge(&c, r->seg, c.cur[d])) < 0)
-                    break;
-                if (!(r->how & WEFT__TAPE_EXTERNAL)) {
-                    r->how |= WEFT__TAPE_EXTERNAL;
-                    r->xev = nx++;
-                }
-                o->how = WEFT__TAPE_EXTERNAL;
-                o->xev = r->xev;
-            }
-        }
-        o->seg = c.cur[d];
-        if (o->kind == WEFT__TAPE_RECORD) {
-            size_t h = weft__tape_slot(&c, o->ev);
-
-            c.key[h] = o->ev;
-            c.val[h] = i;
-        }
-    }
-    /* The launch order: the edges' (Kahn's), the first made first. */
-    if (rc == 0) {
-        rank = weft__calloc(c.nseg, sizeof *rank);
-        indeg = weft__calloc(c.nseg, sizeof *indeg);
-        if (!rank || !indeg)
-            rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
-    }
-    if (rc == 0 && c.nseg != t->nsegs) {
+    if (rc == 0 && c->nseg != t->nsegs) {
         weft__tape_seg *segs;
 
         weft__tape_drop_graph(t); /* another cut: no graph to update */
-        segs = weft__realloc(t->segs, c.nseg * sizeof *segs);
+        segs = weft__realloc(t->segs, c->nseg * sizeof *segs);
         if (!segs) {
             rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
         } else {
             t->segs = segs;
-            for (unsigned s = t->nsegs; s < c.nseg; s++)
+            for (unsigned s = t->nsegs; s < c->nseg; s++)
                 t->segs[s] = (weft__tape_seg){NULL, NULL};
-            t->nsegs = c.nseg;
+            t->nsegs = c->nseg;
         }
     }
     /* seen (left as the last search made it, or as realloc gave it where
      * none was made) now marks the segments already ranked. */
     if (rc == 0)
-        memset(c.seen, 0, c.nseg);
-    for (unsigned e = 0; rc == 0 && e < c.nedge; e++)
-        indeg[c.to[e]]++;
-    for (unsigned k = 0; rc == 0 && k < c.nseg; k++) {
+        memset(c->seen, 0, c->nseg);
+    for (unsigned e = 0; rc == 0 && e < c->nedge; e++)
+        indeg[c->to[e]]++;
+    for (unsigned k = 0; rc == 0 && k < c->nseg; k++) {
         unsigned s = 0;
 
-        while (s < c.nseg && (indeg[s] || c.seen[s] == 2))
+        while (s < c->nseg && (indeg[s] || c->seen[s] == 2))
             s++;
-        if (s == c.nseg) {
+        if (s == c->nseg) {
             rc = weft__error(WEFT_EINTERNAL, "tape: segments in a cycle");
             break;
         }
-        c.seen[s] = 2;
+        c->seen[s] = 2;
         rank[s] = k;
-        if (t->segs[k].q != c.q[c.seg_ctx[s]] && t->segs[k].graph) {
+        if (t->segs[k].q != c->q[c->seg_ctx[s]] && t->segs[k].graph) {
             weft__drv_graph_destroy(t->ctx, t->segs[k].graph);
             t->segs[k].graph = NULL;
         }
-        t->segs[k].q = c.q[c.seg_ctx[s]];
-        for (unsigned e = 0; e < c.nedge; e++)
-            if (c.from[e] == s)
-                indeg[c.to[e]]--;
+        t->segs[k].q = c->q[c->seg_ctx[s]];
+        for (unsigned e = 0; e < c->nedge; e++)
+            if (c->from[e] == s)
+                indeg[c->to[e]]--;
     }
     for (size_t i = 0; rc == 0 && i < t->n; i++)
         t->ops[i].seg = rank[t->ops[i].seg];
-    /* The events of external records: the tape's, of their device. */
+    weft__free(rank);
+    weft__free(indeg);
+    return rc;
+}
+
+/* The events of external records: the tape's, of their device. */
+static int weft__tape_xevents(weft__tape *t)
+{
+    int rc = 0;
+
     for (size_t i = 0; rc == 0 && i < t->n; i++) {
         weft__tape_op *o = &t->ops[i];
         weft__event **ev;
@@ -829,8 +821,51 @@ static int weft__tape_segment(weft__tape *t)
         if (!*ev)
             rc = weft__drv_event_create(o->q->ctx, 0, ev);
     }
-    weft__free(rank);
-    weft__free(indeg);
+    return rc;
+}
+
+/*
+ * Cut the tape into segments (tape.h, "Several devices"): every op gets
+ * its segment and every record and wait its way of capture; t->segs
+ * their launch order (with their queues). Segments are numbered in the
+ * order they are made, then renumbered in launch order.
+ */
+static int weft__tape_segment(weft__tape *t)
+{
+    weft__tape_cut c = {.nctx = 0};
+    unsigned nx = 0;
+    int rc = 0;
+
+    for (c.nkey = 16; c.nkey < 2 * t->n; c.nkey *= 2)
+        ;
+    c.key = weft__calloc(c.nkey, sizeof *c.key);
+    c.val = weft__calloc(c.nkey, sizeof *c.val);
+    if (!c.key || !c.val)
+        rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
+    for (size_t i = 0; i < t->n && rc == 0; i++) {
+        weft__context *ctx = t->ops[i].q->ctx;
+        unsigned d;
+
+        for (d = 0; d < c.nctx && c.ctx[d] != ctx; d++)
+            ;
+        if (d == c.nctx) {
+            if (d == WEFT__TAPE_MAX_QUEUES) {
+                rc = weft__error(WEFT_ENOTSUP, "tape: too many devices");
+                break;
+            }
+            c.ctx[d] = ctx;
+            c.q[d] = t->ops[i].q;
+            c.cur[d] = UINT32_MAX;
+            c.nctx++;
+            if ((rc = weft__tape_new_seg(&c, d)) < 0)
+                break;
+        }
+        rc = weft__tape_cut_op(t, &c, i, d, &nx);
+    }
+    if (rc == 0)
+        rc = weft__tape_order(t, &c);
+    if (rc == 0)
+        rc = weft__tape_xevents(t);
     weft__tape_cut_free(&c);
     return rc;
 }
