@@ -11,6 +11,9 @@
  * destroyed queues answering WEFT_EDESTROYED, and then call the driver. So a
  * driver operation may assume what the wrapper checks (non-NULL objects of
  * its own driver, ranges inside allocations, sizes > 0 where required).
+ * What a launch enqueues, and the host's waits meanwhile, go through a
+ * submission (submit.h) that the scheduler passes down; it ends in these
+ * wrappers, or in the scheduler's tape, which calls them in turn.
  *
  * Semantics every driver keeps (the conformance suite checks them):
  * - A queue is in order: each operation starts after the previous one on
