@@ -24,7 +24,7 @@
  * --ndev 2 spreads weft's nodes over the driver's first two devices: the
  * fan's round-robin, the chain's first half on one and second half on the
  * other (one hop). Native, that is a graph per device joined by an event
- * (src/drivers/tape.h); the raw side stays on one device, so the ratios
+ * (src/sched/tape.h); the raw side stays on one device, so the ratios
  * compare two devices' relaunch with one device's replay.
  *
  * The raw side loads libcuda itself (weft's declarations of the Driver

@@ -311,7 +311,7 @@ int main(int argc, char **argv)
         bench_die("stager: %s", weft_last_error());
     for (int i = 0; i < reps; i++) {
         uint64_t t0 = bench_now_ns();
-        if (weft__stager_h2d(st, q, dmem, 0, pageable, bytes) < 0 ||
+        if (weft__stager_h2d(st, NULL, q, dmem, 0, pageable, bytes) < 0 ||
             weft__drv_queue_sync(q) < 0)
             bench_die("stager h2d: %s", weft_last_error());
         v[i] = gbs(bench_now_ns() - t0);
@@ -319,7 +319,7 @@ int main(int argc, char **argv)
     bench_figure("weft pageable H2D", bench_median(v, reps), "GB/s");
     for (int i = 0; i < reps; i++) {
         uint64_t t0 = bench_now_ns();
-        if (weft__stager_d2h(st, q, pageable, dmem, 0, bytes) < 0)
+        if (weft__stager_d2h(st, NULL, q, pageable, dmem, 0, bytes) < 0)
             bench_die("stager d2h: %s", weft_last_error());
         v[i] = gbs(bench_now_ns() - t0);
     }

@@ -11,9 +11,13 @@
  * weft__queue itself stays on ctx->dead_queues (pushed with a CAS) until the
  * context goes, so that a stale handle reads destroyed = 1 and answers
  * WEFT_EDESTROYED instead of touching freed memory.
+ *
+ * The operations on queues, events and graphs are generated from one table
+ * (WEFT__DRV_CALLS, driver.h): each has a check function here,
+ * weft__check_<op>, and the shape they share (checks, missing operation,
+ * failure injection, the call) is written once, in WEFT__DRV_DEFINE.
  */
 #include "kcache.h"
-#include "tape.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -181,22 +185,6 @@ int weft__drv_queue_create(weft__context *ctx, const weft__queue_desc *desc,
     return 0;
 }
 
-int weft__drv_queue_sync(weft__queue *q)
-{
-    int rc = weft__check_queue(q, "queue_sync");
-
-    if (rc < 0)
-        return rc;
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        int trc = weft__tape_host_waits(weft__tape_cur);
-
-        if (trc < 0)
-            return trc;
-    }
-    WEFT__INJECT(q->drv, "queue_sync", WEFT_EDRIVER);
-    return q->drv->queue_sync(q);
-}
-
 int weft__drv_queue_destroy(weft__queue *q)
 {
     weft__context *ctx;
@@ -303,204 +291,11 @@ int weft__drv_host_register(weft__context *ctx, void *ptr, size_t size,
     return weft__finish_mem(ctx, m, WEFT__MEM_REGISTERED, size, mem);
 }
 
-int weft__drv_mem_free(weft__mem *mem)
-{
-    weft__context *ctx;
-
-    if (!mem)
-        return weft__error(WEFT_EINVAL, "mem_free: memory is NULL");
-    ctx = mem->ctx;
-    mem->drv->mem_free(mem);
-    weft__live_add(ctx, -1);
-    return 0;
-}
-
 int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size)
 {
     if (!ctx || !ptr || !size || !ctx->drv->host_is_pinned)
         return 0;
     return ctx->drv->host_is_pinned(ctx, ptr, size) == 1;
-}
-
-int weft__drv_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
-                       const void *src, size_t size)
-{
-    int rc;
-
-    if ((rc = weft__check_queue(q, "copy_h2d")) < 0 ||
-        (rc = weft__check_mem(q, dst, "destination", "copy_h2d", 1)) < 0 ||
-        (rc = weft__check_range(dst, dst_off, size, "destination",
-                                "copy_h2d")) < 0)
-        return rc;
-    if (!src)
-        return weft__error(WEFT_EINVAL, "copy_h2d: source pointer is NULL");
-    if (size == 0)
-        return 0;
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_H2D,
-                            .q = q,
-                            .dst = dst,
-                            .dst_off = dst_off,
-                            .host = (void *)(uintptr_t)src,
-                            .size = size};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
-
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
-    }
-    WEFT__INJECT(q->drv, "copy_h2d", WEFT_EDRIVER);
-    return q->drv->copy_h2d(q, dst, dst_off, src, size);
-}
-
-int weft__drv_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
-                       size_t src_off, size_t size)
-{
-    int rc;
-
-    if ((rc = weft__check_queue(q, "copy_d2h")) < 0 ||
-        (rc = weft__check_mem(q, src, "source", "copy_d2h", 1)) < 0 ||
-        (rc = weft__check_range(src, src_off, size, "source", "copy_d2h")) < 0)
-        return rc;
-    if (!dst)
-        return weft__error(WEFT_EINVAL,
-                           "copy_d2h: destination pointer is NULL");
-    if (size == 0)
-        return 0;
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_D2H,
-                            .q = q,
-                            .src = src,
-                            .src_off = src_off,
-                            .host = dst,
-                            .size = size};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
-
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
-    }
-    WEFT__INJECT(q->drv, "copy_d2h", WEFT_EDRIVER);
-    return q->drv->copy_d2h(q, dst, src, src_off, size);
-}
-
-static int weft__check_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
-                           weft__mem *src, size_t src_off, size_t size,
-                           const char *op, int same_ctx)
-{
-    int rc;
-
-    if ((rc = weft__check_queue(q, op)) < 0 ||
-        (rc = weft__check_mem(q, dst, "destination", op, same_ctx)) < 0 ||
-        (rc = weft__check_mem(q, src, "source", op, same_ctx)) < 0 ||
-        (rc = weft__check_range(dst, dst_off, size, "destination", op)) < 0 ||
-        (rc = weft__check_range(src, src_off, size, "source", op)) < 0)
-        return rc;
-    if (dst == src && dst_off < src_off + size && src_off < dst_off + size)
-        return weft__error(WEFT_EINVAL,
-                           "%s: source and destination ranges overlap", op);
-    return 0;
-}
-
-int weft__drv_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
-                       weft__mem *src, size_t src_off, size_t size)
-{
-    int rc =
-        weft__check_d2d(q, dst, dst_off, src, src_off, size, "copy_d2d", 1);
-
-    if (rc < 0)
-        return rc;
-    if (size == 0)
-        return 0;
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_D2D,
-                            .q = q,
-                            .dst = dst,
-                            .dst_off = dst_off,
-                            .src = src,
-                            .src_off = src_off,
-                            .size = size};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
-
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
-    }
-    WEFT__INJECT(q->drv, "copy_d2d", WEFT_EDRIVER);
-    return q->drv->copy_d2d(q, dst, dst_off, src, src_off, size);
-}
-
-int weft__drv_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
-                        weft__mem *src, size_t src_off, size_t size)
-{
-    int rc =
-        weft__check_d2d(q, dst, dst_off, src, src_off, size, "copy_peer", 0);
-
-    if (rc < 0)
-        return rc;
-    if (dst->ctx->dev == src->ctx->dev)
-        return weft__error(WEFT_EINVAL,
-                           "copy_peer: source and destination are both on "
-                           "device %s (use copy_d2d)",
-                           dst->ctx->dev->name);
-    if (dst->ctx != q->ctx && src->ctx != q->ctx)
-        return weft__error(WEFT_EINVAL,
-                           "copy_peer: the queue's device %s is neither the "
-                           "source's nor the destination's",
-                           q->ctx->dev->name);
-    if (size == 0)
-        return 0;
-    WEFT__NEED_OP(q->drv, copy_peer);
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_PEER,
-                            .q = q,
-                            .dst = dst,
-                            .dst_off = dst_off,
-                            .src = src,
-                            .src_off = src_off,
-                            .size = size};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
-
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
-    }
-    WEFT__INJECT(q->drv, "copy_peer", WEFT_EDRIVER);
-    return q->drv->copy_peer(q, dst, dst_off, src, src_off, size);
-}
-
-int weft__drv_fill(weft__queue *q, weft__mem *dst, size_t off,
-                   const void *pattern, size_t pattern_size, size_t size)
-{
-    int rc;
-
-    if ((rc = weft__check_queue(q, "fill")) < 0 ||
-        (rc = weft__check_mem(q, dst, "destination", "fill", 1)) < 0 ||
-        (rc = weft__check_range(dst, off, size, "destination", "fill")) < 0)
-        return rc;
-    if (!pattern)
-        return weft__error(WEFT_EINVAL, "fill: pattern is NULL");
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4)
-        return weft__error(WEFT_EINVAL,
-                           "fill: pattern of %zu bytes (1, 2 or 4 allowed)",
-                           pattern_size);
-    if (off % pattern_size || size % pattern_size)
-        return weft__error(WEFT_EINVAL,
-                           "fill: offset %zu and size %zu must be multiples "
-                           "of the %zu-byte pattern",
-                           off, size, pattern_size);
-    if (size == 0)
-        return 0;
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_FILL,
-                            .q = q,
-                            .dst = dst,
-                            .dst_off = off,
-                            .size = size,
-                            .nargs = (uint32_t)pattern_size};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, pattern);
-
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
-    }
-    WEFT__INJECT(q->drv, "fill", WEFT_EDRIVER);
-    return q->drv->fill(q, dst, off, pattern, pattern_size, size);
 }
 
 /*
@@ -602,18 +397,6 @@ int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
     return 0;
 }
 
-int weft__drv_module_destroy(weft__module *mod)
-{
-    weft__context *ctx;
-
-    if (!mod)
-        return weft__error(WEFT_EINVAL, "module_destroy: module is NULL");
-    ctx = mod->ctx;
-    mod->drv->module_destroy(mod);
-    weft__live_add(ctx, -1);
-    return 0;
-}
-
 int weft__drv_kernel_get(weft__module *mod, const char *name, weft__kernel **k)
 {
     weft__kernel *nk = NULL;
@@ -634,6 +417,168 @@ int weft__drv_kernel_get(weft__module *mod, const char *name, weft__kernel **k)
     nk->module = mod;
     *k = nk;
     return 0;
+}
+
+int weft__drv_event_create(weft__context *ctx, unsigned flags, weft__event **ev)
+{
+    weft__event *e = NULL;
+    int rc;
+
+    if (!ctx || !ev)
+        return weft__error(WEFT_EINVAL, "event_create: %s is NULL",
+                           ctx ? "result" : "context");
+    if (flags & ~(unsigned)WEFT__EVENT_TIMING)
+        return weft__error(WEFT_EINVAL, "event_create: unknown flags %#x",
+                           flags);
+    if ((flags & WEFT__EVENT_TIMING) && !ctx->dev->props.timing_events)
+        return weft__error(WEFT_ENOTSUP,
+                           "event_create: device %s has no timing events",
+                           ctx->dev->name);
+    WEFT__NEED_OP(ctx->drv, event_create);
+    WEFT__INJECT(ctx->drv, "event_create", WEFT_EDRIVER);
+    rc = ctx->drv->event_create(ctx, flags, &e);
+    if (rc < 0)
+        return rc;
+    e->drv = ctx->drv;
+    e->ctx = ctx;
+    e->flags = flags;
+    weft__live_add(ctx, 1);
+    *ev = e;
+    return 0;
+}
+
+/* X(op, type, what the message calls it): releases of one object. */
+#define WEFT__DRV_RELEASES(X)                                                  \
+    X(mem_free, weft__mem, "memory")                                           \
+    X(module_destroy, weft__module, "module")                                  \
+    X(event_destroy, weft__event, "event")
+
+#define WEFT__DRV_RELEASE(op, type, what)                                      \
+    int weft__drv_##op(type *obj)                                              \
+    {                                                                          \
+        weft__context *ctx;                                                    \
+                                                                               \
+        if (!obj)                                                              \
+            return weft__error(WEFT_EINVAL, #op ": " what " is NULL");         \
+        ctx = obj->ctx;                                                        \
+        obj->drv->op(obj);                                                     \
+        weft__live_add(ctx, -1);                                               \
+        return 0;                                                              \
+    }
+WEFT__DRV_RELEASES(WEFT__DRV_RELEASE)
+#undef WEFT__DRV_RELEASE
+
+/* ---- the checks of the calls (WEFT__DRV_CALLS) -------------------------- */
+/*
+ * Each returns < 0 with the error set, 1 when there is nothing to enqueue
+ * (the call returns 0), or 0.
+ */
+
+static int weft__check_queue_sync(weft__queue *q)
+{
+    return weft__check_queue(q, "queue_sync");
+}
+
+static int weft__check_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
+                                const void *src, size_t size)
+{
+    int rc;
+
+    if ((rc = weft__check_queue(q, "copy_h2d")) < 0 ||
+        (rc = weft__check_mem(q, dst, "destination", "copy_h2d", 1)) < 0 ||
+        (rc = weft__check_range(dst, dst_off, size, "destination",
+                                "copy_h2d")) < 0)
+        return rc;
+    if (!src)
+        return weft__error(WEFT_EINVAL, "copy_h2d: source pointer is NULL");
+    return size == 0;
+}
+
+static int weft__check_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
+                                size_t src_off, size_t size)
+{
+    int rc;
+
+    if ((rc = weft__check_queue(q, "copy_d2h")) < 0 ||
+        (rc = weft__check_mem(q, src, "source", "copy_d2h", 1)) < 0 ||
+        (rc = weft__check_range(src, src_off, size, "source", "copy_d2h")) < 0)
+        return rc;
+    if (!dst)
+        return weft__error(WEFT_EINVAL,
+                           "copy_d2h: destination pointer is NULL");
+    return size == 0;
+}
+
+static int weft__check_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
+                           weft__mem *src, size_t src_off, size_t size,
+                           const char *op, int same_ctx)
+{
+    int rc;
+
+    if ((rc = weft__check_queue(q, op)) < 0 ||
+        (rc = weft__check_mem(q, dst, "destination", op, same_ctx)) < 0 ||
+        (rc = weft__check_mem(q, src, "source", op, same_ctx)) < 0 ||
+        (rc = weft__check_range(dst, dst_off, size, "destination", op)) < 0 ||
+        (rc = weft__check_range(src, src_off, size, "source", op)) < 0)
+        return rc;
+    if (dst == src && dst_off < src_off + size && src_off < dst_off + size)
+        return weft__error(WEFT_EINVAL,
+                           "%s: source and destination ranges overlap", op);
+    return 0;
+}
+
+static int weft__check_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
+                                weft__mem *src, size_t src_off, size_t size)
+{
+    int rc =
+        weft__check_d2d(q, dst, dst_off, src, src_off, size, "copy_d2d", 1);
+
+    return rc < 0 ? rc : size == 0;
+}
+
+static int weft__check_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
+                                 weft__mem *src, size_t src_off, size_t size)
+{
+    int rc =
+        weft__check_d2d(q, dst, dst_off, src, src_off, size, "copy_peer", 0);
+
+    if (rc < 0)
+        return rc;
+    if (dst->ctx->dev == src->ctx->dev)
+        return weft__error(WEFT_EINVAL,
+                           "copy_peer: source and destination are both on "
+                           "device %s (use copy_d2d)",
+                           dst->ctx->dev->name);
+    if (dst->ctx != q->ctx && src->ctx != q->ctx)
+        return weft__error(WEFT_EINVAL,
+                           "copy_peer: the queue's device %s is neither the "
+                           "source's nor the destination's",
+                           q->ctx->dev->name);
+    return size == 0;
+}
+
+static int weft__check_fill(weft__queue *q, weft__mem *dst, size_t off,
+                            const void *pattern, size_t pattern_size,
+                            size_t size)
+{
+    int rc;
+
+    if ((rc = weft__check_queue(q, "fill")) < 0 ||
+        (rc = weft__check_mem(q, dst, "destination", "fill", 1)) < 0 ||
+        (rc = weft__check_range(dst, off, size, "destination", "fill")) < 0)
+        return rc;
+    if (!pattern)
+        return weft__error(WEFT_EINVAL, "fill: pattern is NULL");
+    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4)
+        return weft__error(WEFT_EINVAL,
+                           "fill: pattern of %zu bytes (1, 2 or 4 allowed)",
+                           pattern_size);
+    if (off % pattern_size || size % pattern_size)
+        return weft__error(WEFT_EINVAL,
+                           "fill: offset %zu and size %zu must be multiples "
+                           "of the %zu-byte pattern",
+                           off, size, pattern_size);
+    return size == 0;
 }
 
 static int weft__is_scalar(weft_param_type t)
@@ -730,9 +675,9 @@ static int weft__check_arg(const weft__queue *q, const weft__kernel *k,
     }
     return 0;
 }
-
-int weft__drv_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
-                     const weft__karg *args, unsigned nargs)
+static int weft__check_launch(weft__queue *q, weft__kernel *k,
+                              const weft__grid *grid, const weft__karg *args,
+                              unsigned nargs)
 {
     const weft_device_info *p;
     uint64_t group;
@@ -776,50 +721,10 @@ int weft__drv_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
     for (unsigned i = 0; i < nargs; i++)
         if ((rc = weft__check_arg(q, k, i, &args[i])) < 0)
             return rc;
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_LAUNCH,
-                            .q = q,
-                            .k = k,
-                            .grid = *grid,
-                            .nargs = nargs};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, args, NULL);
-
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
-    }
-    WEFT__INJECT(q->drv, "launch", WEFT_EDRIVER);
-    return q->drv->launch(q, k, grid, args, nargs);
-}
-
-int weft__drv_event_create(weft__context *ctx, unsigned flags, weft__event **ev)
-{
-    weft__event *e = NULL;
-    int rc;
-
-    if (!ctx || !ev)
-        return weft__error(WEFT_EINVAL, "event_create: %s is NULL",
-                           ctx ? "result" : "context");
-    if (flags & ~(unsigned)WEFT__EVENT_TIMING)
-        return weft__error(WEFT_EINVAL, "event_create: unknown flags %#x",
-                           flags);
-    if ((flags & WEFT__EVENT_TIMING) && !ctx->dev->props.timing_events)
-        return weft__error(WEFT_ENOTSUP,
-                           "event_create: device %s has no timing events",
-                           ctx->dev->name);
-    WEFT__NEED_OP(ctx->drv, event_create);
-    WEFT__INJECT(ctx->drv, "event_create", WEFT_EDRIVER);
-    rc = ctx->drv->event_create(ctx, flags, &e);
-    if (rc < 0)
-        return rc;
-    e->drv = ctx->drv;
-    e->ctx = ctx;
-    e->flags = flags;
-    weft__live_add(ctx, 1);
-    *ev = e;
     return 0;
 }
 
-int weft__drv_event_record(weft__event *ev, weft__queue *q)
+static int weft__check_event_record(weft__event *ev, weft__queue *q)
 {
     int rc;
 
@@ -832,18 +737,10 @@ int weft__drv_event_record(weft__event *ev, weft__queue *q)
                            "event_record: the event belongs to device %s, "
                            "the queue to %s",
                            ev->ctx->dev->name, q->ctx->dev->name);
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_RECORD, .q = q, .ev = ev};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
-
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
-    }
-    WEFT__INJECT(q->drv, "event_record", WEFT_EDRIVER);
-    return q->drv->event_record(ev, q);
+    return 0;
 }
 
-int weft__drv_queue_wait_event(weft__queue *q, weft__event *ev)
+static int weft__check_queue_wait_event(weft__queue *q, weft__event *ev)
 {
     int rc;
 
@@ -856,45 +753,21 @@ int weft__drv_queue_wait_event(weft__queue *q, weft__event *ev)
                            "queue_wait_event: a %s queue cannot wait on a %s "
                            "event",
                            q->drv->name, ev->drv->name);
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {.kind = WEFT__TAPE_WAIT, .q = q, .ev = ev};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
-
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
-    }
-    WEFT__INJECT(q->drv, "queue_wait_event", WEFT_EDRIVER);
-    return q->drv->queue_wait_event(q, ev);
+    return 0;
 }
 
-int weft__drv_event_query(weft__event *ev)
+static int weft__check_event_query(weft__event *ev)
 {
-    if (!ev)
-        return weft__error(WEFT_EINVAL, "event_query: event is NULL");
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        int trc = weft__tape_host_waits(weft__tape_cur);
-
-        if (trc < 0)
-            return trc;
-    }
-    return ev->drv->event_query(ev);
+    return ev ? 0 : weft__error(WEFT_EINVAL, "event_query: event is NULL");
 }
 
-int weft__drv_event_sync(weft__event *ev)
+static int weft__check_event_sync(weft__event *ev)
 {
-    if (!ev)
-        return weft__error(WEFT_EINVAL, "event_sync: event is NULL");
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        int trc = weft__tape_host_waits(weft__tape_cur);
-
-        if (trc < 0)
-            return trc;
-    }
-    WEFT__INJECT(ev->drv, "event_sync", WEFT_EDRIVER);
-    return ev->drv->event_sync(ev);
+    return ev ? 0 : weft__error(WEFT_EINVAL, "event_sync: event is NULL");
 }
 
-int weft__drv_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
+static int weft__check_event_elapsed(weft__event *start, weft__event *end,
+                                     uint64_t *ns)
 {
     if (!start || !end || !ns)
         return weft__error(WEFT_EINVAL, "event_elapsed: %s is NULL",
@@ -907,43 +780,104 @@ int weft__drv_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
     if (start->drv != end->drv)
         return weft__error(WEFT_EINVAL,
                            "event_elapsed: events of different drivers");
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        int trc = weft__tape_host_waits(weft__tape_cur);
-
-        if (trc < 0)
-            return trc;
-    }
-    return start->drv->event_elapsed(start, end, ns);
-}
-
-int weft__drv_event_destroy(weft__event *ev)
-{
-    weft__context *ctx;
-
-    if (!ev)
-        return weft__error(WEFT_EINVAL, "event_destroy: event is NULL");
-    ctx = ev->ctx;
-    ev->drv->event_destroy(ev);
-    weft__live_add(ctx, -1);
     return 0;
 }
 
-int weft__drv_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
+static int weft__check_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
 {
     int rc;
 
+    (void)user;
     if ((rc = weft__check_queue(q, "host_fn")) < 0)
         return rc;
     if (!fn)
         return weft__error(WEFT_EINVAL, "host_fn: function is NULL");
-    if (WEFT__UNLIKELY(weft__tape_cur != NULL)) {
-        weft__tape_op op = {
-            .kind = WEFT__TAPE_HOST_FN, .q = q, .fn = fn, .user = user};
-        int trc = weft__tape_enqueue(weft__tape_cur, &op, NULL, NULL);
+    return 0;
+}
 
-        if (trc != 0)
-            return trc > 0 ? 0 : trc;
+static int weft__check_graph_begin(weft__queue *q)
+{
+    return weft__check_queue(q, "graph_begin");
+}
+
+static int weft__check_graph_end(weft__queue *q, void *old, void **graph,
+                                 int *updated)
+{
+    (void)old;
+    (void)graph;
+    (void)updated;
+    return weft__check_queue(q, "graph_end");
+}
+
+static int weft__check_graph_launch(void *graph, weft__queue *q)
+{
+    int rc = weft__check_queue(q, "graph_launch");
+
+    if (rc == 0 && !graph)
+        rc = weft__error(WEFT_EINVAL, "graph_launch: graph is NULL");
+    return rc;
+}
+
+static int weft__check_graph_record_external(weft__event *ev, weft__queue *q)
+{
+    int rc = weft__check_queue(q, "graph_record_external");
+
+    if (rc == 0 && !ev)
+        rc = weft__error(WEFT_EINVAL, "graph_record_external: event is NULL");
+    return rc;
+}
+
+static int weft__check_graph_wait_external(weft__queue *q, weft__event *ev)
+{
+    int rc = weft__check_queue(q, "graph_wait_external");
+
+    if (rc == 0 && !ev)
+        rc = weft__error(WEFT_EINVAL, "graph_wait_external: event is NULL");
+    return rc;
+}
+
+/* ---- the calls ----------------------------------------------------------- */
+
+#define WEFT__DRV_DEFINE(op, params, args, obj, inject)                        \
+    int weft__drv_check_##op params                                            \
+    {                                                                          \
+        int rc = weft__check_##op args;                                        \
+                                                                               \
+        if (rc != 0)                                                           \
+            return rc;                                                         \
+        WEFT__NEED_OP((obj)->drv, op);                                         \
+        return 0;                                                              \
+    }                                                                          \
+                                                                               \
+    int weft__drv_##op params                                                  \
+    {                                                                          \
+        int rc = weft__check_##op args;                                        \
+                                                                               \
+        if (rc != 0)                                                           \
+            return rc < 0 ? rc : 0;                                            \
+        WEFT__NEED_OP((obj)->drv, op);                                         \
+        if (inject)                                                            \
+            WEFT__INJECT((obj)->drv, #op, WEFT_EDRIVER);                       \
+        return (obj)->drv->op args;                                            \
     }
-    WEFT__INJECT(q->drv, "host_fn", WEFT_EDRIVER);
-    return q->drv->host_fn(q, fn, user);
+WEFT__DRV_CALLS(WEFT__DRV_DEFINE)
+#undef WEFT__DRV_DEFINE
+
+int weft__drv_graph_supported(const weft__device *dev)
+{
+    const weft__driver *drv;
+
+    if (!dev)
+        return 0;
+    drv = dev->drv;
+    if (!drv->graph_begin || !drv->graph_end || !drv->graph_launch ||
+        !drv->graph_destroy)
+        return 0;
+    return !drv->graph_supported || drv->graph_supported(dev);
+}
+
+void weft__drv_graph_destroy(weft__context *ctx, void *graph)
+{
+    if (ctx && graph)
+        ctx->drv->graph_destroy(graph);
 }

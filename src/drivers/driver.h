@@ -11,6 +11,9 @@
  * destroyed queues answering WEFT_EDESTROYED, and then call the driver. So a
  * driver operation may assume what the wrapper checks (non-NULL objects of
  * its own driver, ranges inside allocations, sizes > 0 where required).
+ * What a launch enqueues, and the host's waits meanwhile, go through a
+ * submission (submit.h) that the scheduler passes down; it ends in these
+ * wrappers, or in the scheduler's tape, which calls them in turn.
  *
  * Semantics every driver keeps (the conformance suite checks them):
  * - A queue is in order: each operation starts after the previous one on
@@ -365,8 +368,9 @@ struct weft__driver {
      * capture (the same operations, other scalar arguments or memory) and
      * gives old back in *graph; where that cannot be done old is destroyed
      * and a new graph is made. *updated (when not NULL) says which.
-     * graph_launch runs it on q; graph_destroy frees it. See
-     * src/drivers/tape.h. Callers join every queue of a capture back into
+     * graph_launch runs it on q; graph_destroy frees it. The
+     * scheduler's tape (src/sched/tape.h) makes them, through the
+     * checked entry points. Callers join every queue of a capture back into
      * the first before graph_end (CUDA and the sim refuse a capture that
      * leaves one unjoined; the host driver, whose graphs run on one queue,
      * takes it), and launch a graph again only once its last launch has
@@ -422,7 +426,6 @@ int weft__drv_context_create(weft__device *dev, weft__context **ctx);
 int weft__drv_context_destroy(weft__context *ctx);
 int weft__drv_queue_create(weft__context *ctx, const weft__queue_desc *desc,
                            weft__queue **q);
-int weft__drv_queue_sync(weft__queue *q);
 int weft__drv_queue_destroy(weft__queue *q);
 int weft__drv_mem_alloc(weft__context *ctx, size_t size, weft__mem **mem);
 int weft__drv_host_alloc(weft__context *ctx, size_t size, weft__mem **mem);
@@ -431,31 +434,80 @@ int weft__drv_host_register(weft__context *ctx, void *ptr, size_t size,
 int weft__drv_mem_free(weft__mem *mem);
 /* 1 if the driver says ptr..ptr+size is pinned for ctx's device, else 0. */
 int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size);
-int weft__drv_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
-                       const void *src, size_t size);
-int weft__drv_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
-                       size_t src_off, size_t size);
-int weft__drv_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
-                       weft__mem *src, size_t src_off, size_t size);
-int weft__drv_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
-                        weft__mem *src, size_t src_off, size_t size);
-int weft__drv_fill(weft__queue *q, weft__mem *dst, size_t off,
-                   const void *pattern, size_t pattern_size, size_t size);
 int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
                             weft__module **mod);
 int weft__drv_module_destroy(weft__module *mod);
 int weft__drv_kernel_get(weft__module *mod, const char *name, weft__kernel **k);
-int weft__drv_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
-                     const weft__karg *args, unsigned nargs);
 int weft__drv_event_create(weft__context *ctx, unsigned flags,
                            weft__event **ev);
-int weft__drv_event_record(weft__event *ev, weft__queue *q);
-int weft__drv_queue_wait_event(weft__queue *q, weft__event *ev);
-int weft__drv_event_query(weft__event *ev);
-int weft__drv_event_sync(weft__event *ev);
-int weft__drv_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns);
 int weft__drv_event_destroy(weft__event *ev);
-int weft__drv_host_fn(weft__queue *q, weft__host_fn *fn, void *user);
+/*
+ * Whether dev's driver has native graphs (every graph operation) and dev
+ * can make them (the table's graph_supported).
+ */
+int weft__drv_graph_supported(const weft__device *dev);
+/* graph_destroy of ctx's driver; NULL graph is ignored. */
+void weft__drv_graph_destroy(weft__context *ctx, void *graph);
+
+/*
+ * The operations on queues, events and graphs, one table:
+ * X(op, parameters, arguments, the object whose driver runs it, inject).
+ * For each, dispatch.c defines
+ *   int weft__drv_<op>(parameters): the checked call (the operation's own
+ *     checks, then the missing-operation error, then, where inject is 1,
+ *     failure injection at "<driver>.<op>", then the driver);
+ *   int weft__drv_check_<op>(parameters): the checks alone: < 0 the error
+ *     the call would return, 1 nothing to do (a copy of 0 bytes: the call
+ *     returns 0 without calling the driver), 0 the call would go on.
+ * The graph operations inject nothing: a driver's own sites cover them.
+ */
+#define WEFT__DRV_CALLS(X)                                                     \
+    X(queue_sync, (weft__queue * q), (q), q, 1)                                \
+    X(copy_h2d,                                                                \
+      (weft__queue * q, weft__mem * dst, size_t dst_off, const void *src,      \
+       size_t size),                                                           \
+      (q, dst, dst_off, src, size), q, 1)                                      \
+    X(copy_d2h,                                                                \
+      (weft__queue * q, void *dst, weft__mem *src, size_t src_off,             \
+       size_t size),                                                           \
+      (q, dst, src, src_off, size), q, 1)                                      \
+    X(copy_d2d,                                                                \
+      (weft__queue * q, weft__mem * dst, size_t dst_off, weft__mem * src,      \
+       size_t src_off, size_t size),                                           \
+      (q, dst, dst_off, src, src_off, size), q, 1)                             \
+    X(copy_peer,                                                               \
+      (weft__queue * q, weft__mem * dst, size_t dst_off, weft__mem * src,      \
+       size_t src_off, size_t size),                                           \
+      (q, dst, dst_off, src, src_off, size), q, 1)                             \
+    X(fill,                                                                    \
+      (weft__queue * q, weft__mem * dst, size_t off, const void *pattern,      \
+       size_t pattern_size, size_t size),                                      \
+      (q, dst, off, pattern, pattern_size, size), q, 1)                        \
+    X(launch,                                                                  \
+      (weft__queue * q, weft__kernel * k, const weft__grid *grid,              \
+       const weft__karg *args, unsigned nargs),                                \
+      (q, k, grid, args, nargs), q, 1)                                         \
+    X(event_record, (weft__event * ev, weft__queue * q), (ev, q), q, 1)        \
+    X(queue_wait_event, (weft__queue * q, weft__event * ev), (q, ev), q, 1)    \
+    X(event_query, (weft__event * ev), (ev), ev, 0)                            \
+    X(event_sync, (weft__event * ev), (ev), ev, 1)                             \
+    X(event_elapsed, (weft__event * start, weft__event * end, uint64_t * ns),  \
+      (start, end, ns), start, 0)                                              \
+    X(host_fn, (weft__queue * q, weft__host_fn * fn, void *user),              \
+      (q, fn, user), q, 1)                                                     \
+    X(graph_begin, (weft__queue * q), (q), q, 0)                               \
+    X(graph_end, (weft__queue * q, void *old, void **graph, int *updated),     \
+      (q, old, graph, updated), q, 0)                                          \
+    X(graph_launch, (void *graph, weft__queue *q), (graph, q), q, 0)           \
+    X(graph_record_external, (weft__event * ev, weft__queue * q), (ev, q), q,  \
+      0)                                                                       \
+    X(graph_wait_external, (weft__queue * q, weft__event * ev), (q, ev), q, 0)
+
+#define WEFT__DRV_DECLARE(op, params, args, obj, inject)                       \
+    int weft__drv_##op params;                                                 \
+    int weft__drv_check_##op params;
+WEFT__DRV_CALLS(WEFT__DRV_DECLARE)
+#undef WEFT__DRV_DECLARE
 
 /* ---- helpers for driver implementations -------------------------------- */
 /*

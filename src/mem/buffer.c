@@ -23,6 +23,7 @@ void weft__lanes_init(weft__lanes *l, weft_runtime *rt)
     l->set = NULL;
     l->sink = NULL;
     l->host_effects = 0;
+    l->submit = NULL;
 }
 
 int weft__lanes_queue(weft__lanes *l, unsigned device, weft__queue **q)
@@ -47,9 +48,9 @@ int weft__lanes_queue(weft__lanes *l, unsigned device, weft__queue **q)
     return 0;
 }
 
-int weft__lanes_sync(weft__queue *q)
+int weft__lanes_sync(const weft__submit *s, weft__queue *q)
 {
-    int rc = weft__drv_queue_sync(q);
+    int rc = weft__submit_queue_sync(s, q);
 
     /*
      * A failed sync may have returned before the work did, and the work
@@ -61,7 +62,7 @@ int weft__lanes_sync(weft__queue *q)
         char keep[512];
 
         weft__strlcpy(keep, weft_last_error(), sizeof keep);
-        if (weft__drv_queue_sync(q) < 0)
+        if (weft__submit_queue_sync(s, q) < 0)
             weft__warn("mem", "queue of %s does not drain: %s",
                        q->ctx->dev->name, weft_last_error());
         weft__error(rc, "%s", keep);
@@ -82,7 +83,7 @@ int weft__lanes_issued(weft__lanes *l, weft__queue *q, weft_buffer *root,
 {
     if (l->hooks)
         return l->hooks->issued(l->set, q, root, where, off, len);
-    return weft__lanes_sync(q);
+    return weft__lanes_sync(l->submit, q);
 }
 
 void weft__lanes_settle(weft__lanes *l, weft__queue *q)
@@ -90,7 +91,7 @@ void weft__lanes_settle(weft__lanes *l, weft__queue *q)
     /* Asynchronous lanes: what went before is ordered, and waited for by
      * the plan's drain; the failed enqueue itself had no effect. */
     if (!l->hooks && q)
-        weft__lanes_sync(q);
+        weft__lanes_sync(l->submit, q);
 }
 
 int weft__lanes_after(weft__lanes *l, weft__queue *q, weft_buffer *root,
@@ -118,7 +119,7 @@ int weft__lanes_fence_wait(weft__lanes *l, weft_buffer *root)
         return 0;
     if (!root->fence)
         return 1;
-    rc = weft__drv_event_sync(root->fence);
+    rc = weft__submit_event_sync(l->submit, root->fence);
     if (rc < 0)
         return weft__error_prefix(rc, "waiting for another graph's work on "
                                       "a buffer");

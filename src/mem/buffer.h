@@ -30,6 +30,7 @@
 #ifndef WEFT_MEM_BUFFER_H
 #define WEFT_MEM_BUFFER_H
 
+#include "../drivers/submit.h"
 #include "coherence.h"
 #include "machine.h"
 #include "pool.h"
@@ -163,6 +164,10 @@ typedef struct weft__lane_hooks {
  * With hooks (an executable graph's worker, its only user): the hooks'
  * lanes, and nothing waited for that need not be. Driver queues are not
  * shared between threads.
+ *
+ * submit: where the transfers' enqueues and waits go (submit.h), set by
+ * the lanes' user for the span of a launch's issue; NULL (as init leaves
+ * it): the driver entry points.
  */
 typedef struct weft__lanes {
     weft_runtime *rt;
@@ -175,6 +180,7 @@ typedef struct weft__lanes {
     weft__coherence_ranges ranges;
     const weft__lane_hooks *hooks; /* NULL: synchronous */
     void *set;                     /* the hooks' own */
+    const weft__submit *submit;
 } weft__lanes;
 
 void weft__lanes_init(weft__lanes *l, weft_runtime *rt);
@@ -197,10 +203,10 @@ static inline void weft__lanes_host_effect(weft__lanes *l)
 int weft__lanes_queue(weft__lanes *l, unsigned device, weft__queue **q);
 void weft__lanes_release(weft__lanes *l);
 /*
- * queue_sync that, when it fails, still waits for the work (so that no
- * copy writes memory after its caller saw it fail).
+ * queue_sync (through s) that, when it fails, still waits for the work (so
+ * that no copy writes memory after its caller saw it fail).
  */
-int weft__lanes_sync(weft__queue *q);
+int weft__lanes_sync(const weft__submit *s, weft__queue *q);
 /* The queue for a transfer of role on device (the hooks', or the one). */
 int weft__lanes_get(weft__lanes *l, unsigned device, weft__queue_role role,
                     weft__queue **q);

@@ -316,16 +316,16 @@ static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
                                              roff, len)) < 0)
         return rc;
     if (pinned) {
-        rc = weft__drv_copy_h2d(q, dst, doff, src, len);
+        rc = weft__submit_copy_h2d(l->submit, q, dst, doff, src, len);
         if (rc == 0)
             weft__lanes_stat(l, &rt->stats.pinned_bytes, len);
     } else if (s) {
         weft__lanes_host_effect(l);
-        rc = weft__stager_h2d(s, q, dst, doff, src, len);
+        rc = weft__stager_h2d(s, l->submit, q, dst, doff, src, len);
         if (rc == 0)
             weft__lanes_stat(l, &rt->stats.staged_bytes, len);
     } else {
-        rc = weft__drv_copy_h2d(q, dst, doff, src, len);
+        rc = weft__submit_copy_h2d(l->submit, q, dst, doff, src, len);
     }
     /* Also after a failure: the chunks before it may still be running. */
     if (rc == 0)
@@ -356,17 +356,18 @@ static int weft__d2h_to(weft_runtime *rt, unsigned d, weft__queue *q, void *to,
     int rc;
 
     if (pinned || weft__drv_host_is_pinned(src->ctx, to, len)) {
-        rc = weft__drv_copy_d2h(q, to, src, soff, len);
+        rc = weft__submit_copy_d2h(l->submit, q, to, src, soff, len);
         if (rc == 0)
             weft__lanes_stat(l, &rt->stats.pinned_bytes, len);
     } else if (len >= WEFT__STAGE_MIN && (s = weft__runtime_stager(rt, d))) {
         weft__lanes_host_effect(l);
-        rc = l->hooks ? weft__stager_d2h_async(s, q, to, src, soff, len)
-                      : weft__stager_d2h(s, q, to, src, soff, len);
+        rc = l->hooks
+                 ? weft__stager_d2h_async(s, l->submit, q, to, src, soff, len)
+                 : weft__stager_d2h(s, l->submit, q, to, src, soff, len);
         if (rc == 0)
             weft__lanes_stat(l, &rt->stats.staged_bytes, len);
     } else {
-        rc = weft__drv_copy_d2h(q, to, src, soff, len);
+        rc = weft__submit_copy_d2h(l->submit, q, to, src, soff, len);
     }
     return rc;
 }
@@ -477,9 +478,9 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
         if (rc == 0)
             rc = weft__lanes_after(l, q, root, sd, off, piece);
         if (rc == 0)
-            rc = weft__drv_copy_peer(q, y->blk.mem,
-                                     y->blk.offset + (off - y->lo), x->blk.mem,
-                                     x->blk.offset + (off - x->lo), piece);
+            rc = weft__submit_copy_peer(
+                l->submit, q, y->blk.mem, y->blk.offset + (off - y->lo),
+                x->blk.mem, x->blk.offset + (off - x->lo), piece);
         if (rc == 0)
             rc = weft__lanes_issued(l, q, root, dd, off, piece);
         if (rc < 0)
@@ -768,13 +769,14 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
         if (rc == 0)
             rc = weft__lanes_get(l, d, WEFT__QUEUE_COMPUTE, &q);
         if (rc == 0)
-            rc = weft__drv_copy_d2d(q, n->blk.mem, n->blk.offset + (x->lo - lo),
-                                    x->blk.mem, x->blk.offset, x->hi - x->lo);
+            rc = weft__submit_copy_d2d(l->submit, q, n->blk.mem,
+                                       n->blk.offset + (x->lo - lo), x->blk.mem,
+                                       x->blk.offset, x->hi - x->lo);
         if (rc < 0)
             break;
     }
     if (rc == 0 && q)
-        rc = weft__lanes_sync(q);
+        rc = weft__lanes_sync(l->submit, q);
     if (rc < 0) {
         weft__pool_free(rt->devmem[d].pool, &n->blk);
         weft__free(n);
@@ -867,7 +869,7 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
         weft__lanes_source(l, NULL, 0);
         /* Synchronous lanes waited already. */
         if (wide && l->hooks) {
-            int wrc = weft__lanes_sync(wide);
+            int wrc = weft__lanes_sync(l->submit, wide);
 
             if (rc == 0)
                 rc = wrc;
@@ -1033,8 +1035,8 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
         } else {
             rc = weft__lanes_get(l, targets[f], WEFT__QUEUE_H2D, &q);
             if (rc == 0)
-                rc = weft__drv_fill(q, x->blk.mem, xo, pattern, pattern_size,
-                                    size);
+                rc = weft__submit_fill(l->submit, q, x->blk.mem, xo, pattern,
+                                       pattern_size, size);
             if (rc == 0)
                 rc = weft__lanes_issued(l, q, root, targets[f], off, size);
         }
@@ -1186,7 +1188,7 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
     if (rc == 0)
         rc = weft__lanes_after(l, q, dst, device, doff, size);
     if (rc == 0)
-        rc = weft__drv_copy_d2d(q, dm, dmo, sm, smo, size);
+        rc = weft__submit_copy_d2d(l->submit, q, dm, dmo, sm, smo, size);
     if (rc == 0)
         rc = weft__lanes_issued(l, q, dst, device, doff, size);
     if (rc == 0)

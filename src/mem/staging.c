@@ -311,7 +311,8 @@ fail:
  * once its last use is over. Making one that fails is no error: the
  * stager stays at the buffers it has.
  */
-static int weft__next_slot(weft__stager *s, int grow, weft__slot **out)
+static int weft__next_slot(weft__stager *s, const weft__submit *sub, int grow,
+                           weft__slot **out)
 {
     weft__slot *slot = NULL, *oldest = NULL;
     int rc;
@@ -321,7 +322,7 @@ static int weft__next_slot(weft__stager *s, int grow, weft__slot **out)
 
         if (x->held)
             continue;
-        if (x->pending && weft__drv_event_query(x->ev) == 0)
+        if (x->pending && weft__submit_event_query(sub, x->ev) == 0)
             x->pending = 0;
         if (!x->pending)
             slot = x;
@@ -340,7 +341,7 @@ static int weft__next_slot(weft__stager *s, int grow, weft__slot **out)
         /* Fewer than window buffers are ever held (see d2h). */
         weft__assert(oldest);
         s->stats.waits++;
-        if ((rc = weft__drv_event_sync(oldest->ev)) < 0)
+        if ((rc = weft__submit_event_sync(sub, oldest->ev)) < 0)
             return rc;
         oldest->pending = 0;
         slot = oldest;
@@ -350,8 +351,8 @@ static int weft__next_slot(weft__stager *s, int grow, weft__slot **out)
     return 0;
 }
 
-int weft__stager_h2d(weft__stager *s, weft__queue *q, weft__mem *dst,
-                     size_t off, const void *src, size_t size)
+int weft__stager_h2d(weft__stager *s, const weft__submit *sub, weft__queue *q,
+                     weft__mem *dst, size_t off, const void *src, size_t size)
 {
     size_t done = 0;
     int rc = 0;
@@ -361,15 +362,15 @@ int weft__stager_h2d(weft__stager *s, weft__queue *q, weft__mem *dst,
         size_t n = WEFT__MIN(s->chunk, size - done);
         weft__slot *slot;
 
-        if ((rc = weft__next_slot(s, 1, &slot)) < 0)
+        if ((rc = weft__next_slot(s, sub, 1, &slot)) < 0)
             break;
         weft__crew_copy(&s->crew, slot->mem->host, (const char *)src + done, n);
-        if ((rc = weft__drv_copy_h2d(q, dst, off + done, slot->mem->host, n)) <
-            0)
+        if ((rc = weft__submit_copy_h2d(sub, q, dst, off + done,
+                                        slot->mem->host, n)) < 0)
             break;
-        if ((rc = weft__drv_event_record(slot->ev, q)) < 0) {
+        if ((rc = weft__submit_event_record(sub, slot->ev, q)) < 0) {
             /* the copy is queued but nothing marks its end: drain */
-            weft__drv_queue_sync(q);
+            weft__submit_queue_sync(sub, q);
             break;
         }
         slot->pending = 1;
@@ -381,8 +382,8 @@ int weft__stager_h2d(weft__stager *s, weft__queue *q, weft__mem *dst,
     return rc;
 }
 
-int weft__stager_d2h(weft__stager *s, weft__queue *q, void *dst, weft__mem *src,
-                     size_t off, size_t size)
+int weft__stager_d2h(weft__stager *s, const weft__submit *sub, weft__queue *q,
+                     void *dst, weft__mem *src, size_t off, size_t size)
 {
     /* chunk i is in ahead[i % window], held from its copy to its copy out */
     size_t nchunks = (size + s->chunk - 1) / s->chunk, issued = 0, i;
@@ -397,12 +398,13 @@ int weft__stager_d2h(weft__stager *s, weft__queue *q, void *dst, weft__mem *src,
         while (issued < nchunks && issued < i + s->window) {
             size_t o = issued * s->chunk;
 
-            if ((rc = weft__next_slot(s, 0, &slot)) < 0 ||
-                (rc = weft__drv_copy_d2h(q, slot->mem->host, src, off + o,
-                                         WEFT__MIN(s->chunk, size - o))) < 0)
+            if ((rc = weft__next_slot(s, sub, 0, &slot)) < 0 ||
+                (rc = weft__submit_copy_d2h(sub, q, slot->mem->host, src,
+                                            off + o,
+                                            WEFT__MIN(s->chunk, size - o))) < 0)
                 break;
-            if ((rc = weft__drv_event_record(slot->ev, q)) < 0) {
-                weft__drv_queue_sync(q); /* as in h2d */
+            if ((rc = weft__submit_event_record(sub, slot->ev, q)) < 0) {
+                weft__submit_queue_sync(sub, q); /* as in h2d */
                 break;
             }
             slot->pending = 1;
@@ -413,7 +415,7 @@ int weft__stager_d2h(weft__stager *s, weft__queue *q, void *dst, weft__mem *src,
         if (rc < 0)
             break;
         slot = s->ahead[i % s->window];
-        if ((rc = weft__drv_event_sync(slot->ev)) < 0)
+        if ((rc = weft__submit_event_sync(sub, slot->ev)) < 0)
             break;
         slot->pending = 0;
         weft__crew_copy(&s->crew, (char *)dst + i * s->chunk, slot->mem->host,
@@ -438,8 +440,9 @@ static void weft__slot_copy_out(void *user)
     weft__crew_copy(&slot->s->crew, slot->dst, slot->mem->host, slot->size);
 }
 
-int weft__stager_d2h_async(weft__stager *s, weft__queue *q, void *dst,
-                           weft__mem *src, size_t off, size_t size)
+int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
+                           weft__queue *q, void *dst, weft__mem *src,
+                           size_t off, size_t size)
 {
     weft__queue_desc desc = {WEFT__QUEUE_D2H, 0, 0};
     weft__slot *last = NULL;
@@ -459,19 +462,19 @@ int weft__stager_d2h_async(weft__stager *s, weft__queue *q, void *dst,
         size_t n = WEFT__MIN(s->chunk, size - done);
         weft__slot *slot;
 
-        if ((rc = weft__next_slot(s, 1, &slot)) < 0)
+        if ((rc = weft__next_slot(s, sub, 1, &slot)) < 0)
             break;
         slot->dst = (char *)dst + done;
         slot->size = n;
-        rc = weft__drv_copy_d2h(q, slot->mem->host, src, off + done, n);
+        rc = weft__submit_copy_d2h(sub, q, slot->mem->host, src, off + done, n);
         if (rc == 0)
-            rc = weft__drv_event_record(slot->copied, q);
+            rc = weft__submit_event_record(sub, slot->copied, q);
         if (rc == 0)
-            rc = weft__drv_queue_wait_event(s->hostq, slot->copied);
+            rc = weft__submit_queue_wait_event(sub, s->hostq, slot->copied);
         if (rc == 0)
-            rc = weft__drv_host_fn(s->hostq, weft__slot_copy_out, slot);
+            rc = weft__submit_host_fn(sub, s->hostq, weft__slot_copy_out, slot);
         if (rc == 0)
-            rc = weft__drv_event_record(slot->ev, s->hostq);
+            rc = weft__submit_event_record(sub, slot->ev, s->hostq);
         if (rc < 0)
             break;
         slot->pending = 1;
@@ -482,16 +485,16 @@ int weft__stager_d2h_async(weft__stager *s, weft__queue *q, void *dst,
     }
     /* q's later work after the last copy out (the host queue is in order). */
     if (rc == 0 && last)
-        rc = weft__drv_queue_wait_event(q, last->ev);
+        rc = weft__submit_queue_wait_event(sub, q, last->ev);
     if (rc < 0) {
         /* What was enqueued writes dst: it lands before the failure says
          * so, and every buffer's last use is then over. */
         char keep[512];
 
         weft__strlcpy(keep, weft_last_error(), sizeof keep);
-        weft__drv_queue_sync(q);
+        weft__submit_queue_sync(sub, q);
         if (s->hostq)
-            weft__drv_queue_sync(s->hostq);
+            weft__submit_queue_sync(sub, s->hostq);
         weft__error(rc, "%s", keep);
     }
     pthread_mutex_unlock(&s->lock);

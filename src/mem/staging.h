@@ -13,7 +13,7 @@
 #ifndef WEFT_MEM_STAGING_H
 #define WEFT_MEM_STAGING_H
 
-#include "../drivers/driver.h"
+#include "../drivers/submit.h"
 
 #include <hwloc.h>
 
@@ -46,19 +46,22 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
 void weft__stager_destroy(weft__stager *s);
 
 /*
+ * The copies below enqueue and wait through sub (submit.h; NULL: the
+ * driver entry points).
+ *
  * Copy size bytes of host memory src into dst at off, on queue q (of the
  * stager's context). src is read before this returns, so it may be reused
  * then; the device side completes in q's order (record an event on q to
  * wait for it). A failure part-way leaves the chunks before it copied.
  */
-int weft__stager_h2d(weft__stager *s, weft__queue *q, weft__mem *dst,
-                     size_t off, const void *src, size_t size);
+int weft__stager_h2d(weft__stager *s, const weft__submit *sub, weft__queue *q,
+                     weft__mem *dst, size_t off, const void *src, size_t size);
 /*
  * Copy size bytes of src at off into host memory dst, after the work
  * before it on q. Returns when dst holds the bytes.
  */
-int weft__stager_d2h(weft__stager *s, weft__queue *q, void *dst, weft__mem *src,
-                     size_t off, size_t size);
+int weft__stager_d2h(weft__stager *s, const weft__submit *sub, weft__queue *q,
+                     void *dst, weft__mem *src, size_t off, size_t size);
 /*
  * The same without waiting: enqueued on q, whose later work runs once dst
  * holds the bytes (record an event on q, or sync it, to know when). Each
@@ -69,8 +72,9 @@ int weft__stager_d2h(weft__stager *s, weft__queue *q, void *dst, weft__mem *src,
  * valid until then. A failure waits for what was enqueued before it, so
  * that nothing writes dst after the call returned.
  */
-int weft__stager_d2h_async(weft__stager *s, weft__queue *q, void *dst,
-                           weft__mem *src, size_t off, size_t size);
+int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
+                           weft__queue *q, void *dst, weft__mem *src,
+                           size_t off, size_t size);
 
 void weft__stager_get_stats(weft__stager *s, weft__stager_stats *st);
 

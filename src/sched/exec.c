@@ -242,7 +242,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     sink.of = &e->rt->stats;
     e->lanes.sink = &sink;
     effects0 = e->lanes.host_effects;
-    weft__plan_native_begin(e->plan, !shared);
+    e->lanes.submit = weft__plan_native_begin(e->plan, !shared);
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
     for (uint32_t next = 0, k; next < e->nnodes;) {
         uint32_t i;
@@ -284,6 +284,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     while (e->host_out)
         weft__exec_host_finished(e, 1, &first, msg, size);
     /* Deferred work goes to the device now (a native graph, or op by op). */
+    e->lanes.submit = NULL;
     if ((drc = weft__plan_native_end(e->plan)) < 0 && !first) {
         first = drc;
         weft__error_prefix(drc, "launch");

@@ -97,7 +97,8 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
     }
     grid.shared_bytes = 0;
     /* A launch that fails to enqueue has no effect: the bytes stay. */
-    if ((rc = weft__drv_launch(q, impl, &grid, e->kargs, nargs)) < 0)
+    if ((rc = weft__submit_launch(e->lanes.submit, q, impl, &grid, e->kargs,
+                                  nargs)) < 0)
         return rc;
     rc = weft__lanes_issued(&e->lanes, q, NULL, 0, 0, 0);
     for (uint32_t a = 0; a < nargs; a++) {

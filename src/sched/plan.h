@@ -93,14 +93,17 @@ int weft__plan_drain(weft__plan *p);
  */
 void weft__plan_launch_end(weft__plan *p);
 /*
- * Native graphs (src/drivers/tape.h), around the issue of one launch
- * (after launch_begin, before the drain): allow is 0 when another graph
- * shares a buffer of this one (whose fences must be real events). end
- * launches the native graph, or flushes, or builds one from this launch;
- * it returns the launch's error. native_launches: how many launches ran
- * as one native graph so far.
+ * Native graphs (tape.h), around the issue of one launch (after
+ * launch_begin, before the drain): allow is 0 when another graph shares a
+ * buffer of this one (whose fences must be real events). begin returns the
+ * submission (src/drivers/submit.h) that every enqueue and host wait of
+ * the issue goes through until end (the executor puts it in its
+ * weft__lanes), NULL for the driver's entry points. end launches the
+ * native graph, or flushes, or builds one from this launch; it returns
+ * the launch's error. native_launches: how many launches ran as one
+ * native graph so far.
  */
-void weft__plan_native_begin(weft__plan *p, int allow);
+const weft__submit *weft__plan_native_begin(weft__plan *p, int allow);
 int weft__plan_native_end(weft__plan *p);
 uint64_t weft__plan_native_launches(const weft__plan *p);
 /* Native graphs updated or made again because parameters changed. */

@@ -10,7 +10,7 @@
 
 #include "wt_kernels.h"
 #include "drivers/sim/sim.h"
-#include "drivers/tape.h"
+#include "sched/tape.h"
 #include "mem/buffer.h"
 #include "wt_devices.h"
 

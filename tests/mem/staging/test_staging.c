@@ -74,16 +74,18 @@ static void round_trips(void **state)
 
         fill_random(src, sizes[i], i + 1);
         memset(back, 0xee, sizes[i]);
-        assert_int_equal(weft__stager_h2d(s, q, m, off, src, sizes[i]), 0);
+        assert_int_equal(weft__stager_h2d(s, NULL, q, m, off, src, sizes[i]),
+                         0);
         /* the source may be reused at once: spoil it */
         memset(src, 0, sizes[i]);
-        assert_int_equal(weft__stager_d2h(s, q, back, m, off, sizes[i]), 0);
+        assert_int_equal(weft__stager_d2h(s, NULL, q, back, m, off, sizes[i]),
+                         0);
         fill_random(src, sizes[i], i + 1);
         assert_memory_equal(back, src, sizes[i]);
         /* down again without waiting: the bytes are there once q is done */
         memset(back, 0xee, sizes[i]);
-        assert_int_equal(weft__stager_d2h_async(s, q, back, m, off, sizes[i]),
-                         0);
+        assert_int_equal(
+            weft__stager_d2h_async(s, NULL, q, back, m, off, sizes[i]), 0);
         assert_int_equal(weft__drv_queue_sync(q), 0);
         assert_memory_equal(back, src, sizes[i]);
     }
@@ -118,10 +120,10 @@ static void follows_queue_order(void **state)
     assert_int_equal(weft__drv_mem_alloc(ctx, n + 100, &m), 0);
     fill_random(src, n, 99);
     assert_int_equal(weft__drv_fill(q, m, 0, &pat, 1, n + 100), 0);
-    assert_int_equal(weft__stager_h2d(s, q, m, 50, src, n), 0);
-    assert_int_equal(weft__stager_d2h(s, q, back, m, 50, n), 0);
+    assert_int_equal(weft__stager_h2d(s, NULL, q, m, 50, src, n), 0);
+    assert_int_equal(weft__stager_d2h(s, NULL, q, back, m, 50, n), 0);
     assert_memory_equal(back, src, n);
-    assert_int_equal(weft__stager_d2h(s, q, back, m, 0, 50), 0);
+    assert_int_equal(weft__stager_d2h(s, NULL, q, back, m, 0, 50), 0);
     for (int i = 0; i < 50; i++)
         assert_int_equal(back[i], pat);
     assert_int_equal(weft__drv_mem_free(m), 0);
@@ -161,13 +163,14 @@ static void async_downloads_reuse(void **state)
     assert_int_equal(weft__drv_mem_alloc(ctx, PIECES * piece, &m), 0);
     fill_random(src, PIECES * piece, 5);
     memset(back, 0, PIECES * piece);
-    assert_int_equal(weft__stager_h2d(s, q, m, 0, src, PIECES * piece), 0);
+    assert_int_equal(weft__stager_h2d(s, NULL, q, m, 0, src, PIECES * piece),
+                     0);
     for (unsigned i = 0; i < PIECES; i++)
-        assert_int_equal(
-            weft__stager_d2h_async(s, q, back + i * piece, m, i * piece, piece),
-            0);
+        assert_int_equal(weft__stager_d2h_async(s, NULL, q, back + i * piece, m,
+                                                i * piece, piece),
+                         0);
     /* overwrite the device copy after the downloads: they read it first */
-    assert_int_equal(weft__stager_h2d(s, q, m, 0, zeros, piece), 0);
+    assert_int_equal(weft__stager_h2d(s, NULL, q, m, 0, zeros, piece), 0);
     assert_int_equal(weft__drv_queue_sync(q), 0);
     assert_memory_equal(back, src, PIECES * piece);
     weft__stager_get_stats(s, &st);
@@ -206,12 +209,12 @@ static void failure_points(void **state)
         weft__fault_arm(i, NULL);
         rc = weft__stager_create(ctx, &o, &s);
         if (rc == 0) {
-            rc = weft__stager_h2d(s, q, m, 0, src, n);
+            rc = weft__stager_h2d(s, NULL, q, m, 0, src, n);
             if (rc == 0)
-                rc = weft__stager_d2h(s, q, back, m, 0, n);
+                rc = weft__stager_d2h(s, NULL, q, back, m, 0, n);
             if (rc == 0) {
                 memset(back, 0, n);
-                rc = weft__stager_d2h_async(s, q, back, m, 0, n);
+                rc = weft__stager_d2h_async(s, NULL, q, back, m, 0, n);
             }
             /* A failed asynchronous download left nothing in flight. */
             if (rc == 0)

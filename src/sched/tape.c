@@ -9,8 +9,6 @@
 
 enum { WEFT__TAPE_MAX_QUEUES = 128 };
 
-_Thread_local weft__tape *weft__tape_cur;
-
 int weft__tape_supported(const weft__device *dev, int want)
 {
     bool env = false, set = weft__opt_bool(WEFT__OPT_NATIVE_GRAPHS, &env);
@@ -18,10 +16,7 @@ int weft__tape_supported(const weft__device *dev, int want)
 
     if (want == WEFT_NATIVE_GRAPHS_OFF || (set && !env))
         return 0;
-    if (!dev->drv->graph_begin || !dev->drv->graph_end ||
-        !dev->drv->graph_launch || !dev->drv->graph_destroy)
-        return 0;
-    if (dev->drv->graph_supported && !dev->drv->graph_supported(dev))
+    if (!weft__drv_graph_supported(dev))
         return 0;
     /*
      * A CPU device's submission costs little: PoCL 3.1 replays a command
@@ -41,8 +36,7 @@ int weft__tape_joins_devices(const weft__driver *drv)
 static void weft__tape_drop_graph(weft__tape *t)
 {
     for (unsigned i = 0; i < t->nsegs; i++) {
-        if (t->segs[i].graph && t->ctx)
-            t->ctx->drv->graph_destroy(t->segs[i].graph);
+        weft__drv_graph_destroy(t->ctx, t->segs[i].graph);
         t->segs[i].graph = NULL;
     }
     t->built = 0;
@@ -56,7 +50,9 @@ static void weft__tape_clear(weft__tape *t)
     t->ctx = NULL;
 }
 
-void weft__tape_begin(weft__tape *t)
+static const weft__submit weft__tape_submit;
+
+const weft__submit *weft__tape_begin(weft__tape *t)
 {
     t->pos = 0;
     t->changed = 0;
@@ -68,7 +64,11 @@ void weft__tape_begin(weft__tape *t)
         weft__tape_clear(t);
         t->mode = t->broken ? WEFT__TAPE_OFF : WEFT__TAPE_RECORD_MODE;
     }
-    weft__tape_cur = t->mode != WEFT__TAPE_OFF ? t : NULL;
+    if (t->mode == WEFT__TAPE_OFF)
+        return NULL;
+    t->submit = weft__tape_submit;
+    t->submit.self = t;
+    return &t->submit;
 }
 
 /* Room for n more of size each in *arr of *cap; 0, or -1 (no memory). */
@@ -129,7 +129,6 @@ static int weft__tape_flush(weft__tape *t)
 {
     int rc = 0;
 
-    weft__tape_cur = NULL;
     for (size_t i = 0; i < t->pos && rc == 0; i++)
         rc = weft__tape_run(t, &t->ops[i]);
     t->mode = WEFT__TAPE_OFF;
@@ -321,8 +320,12 @@ static void weft__tape_rebase(weft__tape *t)
     }
 }
 
-int weft__tape_enqueue(weft__tape *t, const weft__tape_op *op,
-                       const weft__karg *args, const void *pattern)
+/*
+ * An enqueue op about to run: 1 if it was deferred (not to be run now), 0
+ * to run it, < 0 on error (a flushed operation failed).
+ */
+static int weft__tape_enqueue(weft__tape *t, const weft__tape_op *op,
+                              const weft__karg *args, const void *pattern)
 {
     int match;
 
@@ -361,6 +364,212 @@ int weft__tape_host_waits(weft__tape *t)
         return weft__tape_flush(t);
     return 0;
 }
+
+/* ---- the submission ------------------------------------------------------
+ * Enqueues: the entry point's checks first (an operation that fails them
+ * is neither taped nor run), then the tape, then the entry point itself
+ * unless the tape deferred the operation. Host waits: the checks, the
+ * tape, the entry point.
+ */
+
+/* checked: the weft__drv_check_<op> result; as weft__tape_enqueue. */
+static int weft__tape_take(void *self, int checked, const weft__tape_op *op,
+                           const weft__karg *args, const void *pattern)
+{
+    if (checked != 0)
+        return checked < 0 ? checked : 1; /* 1: nothing to enqueue */
+    return weft__tape_enqueue(self, op, args, pattern);
+}
+
+/* The entry point's call, unless rc (from weft__tape_take) says not. */
+#define WEFT__TAPE_PASS(rc, call) ((rc) != 0 ? ((rc) > 0 ? 0 : (rc)) : (call))
+
+static int weft__tape_copy_h2d(void *self, weft__queue *q, weft__mem *dst,
+                               size_t dst_off, const void *src, size_t size)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_H2D,
+                        .q = q,
+                        .dst = dst,
+                        .dst_off = dst_off,
+                        .host = (void *)(uintptr_t)src,
+                        .size = size};
+    int rc = weft__tape_take(
+        self, weft__drv_check_copy_h2d(q, dst, dst_off, src, size), &op, NULL,
+        NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_copy_h2d(q, dst, dst_off, src, size));
+}
+
+static int weft__tape_copy_d2h(void *self, weft__queue *q, void *dst,
+                               weft__mem *src, size_t src_off, size_t size)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_D2H,
+                        .q = q,
+                        .src = src,
+                        .src_off = src_off,
+                        .host = dst,
+                        .size = size};
+    int rc = weft__tape_take(
+        self, weft__drv_check_copy_d2h(q, dst, src, src_off, size), &op, NULL,
+        NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_copy_d2h(q, dst, src, src_off, size));
+}
+
+static int weft__tape_copy_d2d(void *self, weft__queue *q, weft__mem *dst,
+                               size_t dst_off, weft__mem *src, size_t src_off,
+                               size_t size)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_D2D,
+                        .q = q,
+                        .dst = dst,
+                        .dst_off = dst_off,
+                        .src = src,
+                        .src_off = src_off,
+                        .size = size};
+    int rc = weft__tape_take(
+        self, weft__drv_check_copy_d2d(q, dst, dst_off, src, src_off, size),
+        &op, NULL, NULL);
+
+    return WEFT__TAPE_PASS(
+        rc, weft__drv_copy_d2d(q, dst, dst_off, src, src_off, size));
+}
+
+static int weft__tape_copy_peer(void *self, weft__queue *q, weft__mem *dst,
+                                size_t dst_off, weft__mem *src, size_t src_off,
+                                size_t size)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_PEER,
+                        .q = q,
+                        .dst = dst,
+                        .dst_off = dst_off,
+                        .src = src,
+                        .src_off = src_off,
+                        .size = size};
+    int rc = weft__tape_take(
+        self, weft__drv_check_copy_peer(q, dst, dst_off, src, src_off, size),
+        &op, NULL, NULL);
+
+    return WEFT__TAPE_PASS(
+        rc, weft__drv_copy_peer(q, dst, dst_off, src, src_off, size));
+}
+
+static int weft__tape_fill(void *self, weft__queue *q, weft__mem *dst,
+                           size_t off, const void *pattern, size_t pattern_size,
+                           size_t size)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_FILL,
+                        .q = q,
+                        .dst = dst,
+                        .dst_off = off,
+                        .size = size,
+                        .nargs = (uint32_t)pattern_size};
+    int rc = weft__tape_take(
+        self, weft__drv_check_fill(q, dst, off, pattern, pattern_size, size),
+        &op, NULL, pattern);
+
+    return WEFT__TAPE_PASS(
+        rc, weft__drv_fill(q, dst, off, pattern, pattern_size, size));
+}
+
+static int weft__tape_launch_op(void *self, weft__queue *q, weft__kernel *k,
+                                const weft__grid *grid, const weft__karg *args,
+                                unsigned nargs)
+{
+    int rc = weft__drv_check_launch(q, k, grid, args, nargs);
+
+    if (rc == 0) {
+        weft__tape_op op = {.kind = WEFT__TAPE_LAUNCH,
+                            .q = q,
+                            .k = k,
+                            .grid = *grid,
+                            .nargs = nargs};
+
+        rc = weft__tape_enqueue(self, &op, args, NULL);
+    }
+    return WEFT__TAPE_PASS(rc, weft__drv_launch(q, k, grid, args, nargs));
+}
+
+static int weft__tape_event_record(void *self, weft__event *ev, weft__queue *q)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_RECORD, .q = q, .ev = ev};
+    int rc = weft__tape_take(self, weft__drv_check_event_record(ev, q), &op,
+                             NULL, NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_event_record(ev, q));
+}
+
+static int weft__tape_queue_wait_event(void *self, weft__queue *q,
+                                       weft__event *ev)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_WAIT, .q = q, .ev = ev};
+    int rc = weft__tape_take(self, weft__drv_check_queue_wait_event(q, ev), &op,
+                             NULL, NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_queue_wait_event(q, ev));
+}
+
+static int weft__tape_host_fn(void *self, weft__queue *q, weft__host_fn *fn,
+                              void *user)
+{
+    weft__tape_op op = {
+        .kind = WEFT__TAPE_HOST_FN, .q = q, .fn = fn, .user = user};
+    int rc = weft__tape_take(self, weft__drv_check_host_fn(q, fn, user), &op,
+                             NULL, NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_host_fn(q, fn, user));
+}
+
+/* A host wait: checked, told to the tape (which may flush), then made. */
+#define WEFT__TAPE_HOST_WAIT(self, check, call)                                \
+    do {                                                                       \
+        int rc_ = (check);                                                     \
+                                                                               \
+        if (rc_ == 0)                                                          \
+            rc_ = weft__tape_host_waits(self);                                 \
+        return rc_ < 0 ? rc_ : (call);                                         \
+    } while (0)
+
+static int weft__tape_queue_sync(void *self, weft__queue *q)
+{
+    WEFT__TAPE_HOST_WAIT(self, weft__drv_check_queue_sync(q),
+                         weft__drv_queue_sync(q));
+}
+
+static int weft__tape_event_sync(void *self, weft__event *ev)
+{
+    WEFT__TAPE_HOST_WAIT(self, weft__drv_check_event_sync(ev),
+                         weft__drv_event_sync(ev));
+}
+
+static int weft__tape_event_query(void *self, weft__event *ev)
+{
+    WEFT__TAPE_HOST_WAIT(self, weft__drv_check_event_query(ev),
+                         weft__drv_event_query(ev));
+}
+
+static int weft__tape_event_elapsed(void *self, weft__event *start,
+                                    weft__event *end, uint64_t *ns)
+{
+    WEFT__TAPE_HOST_WAIT(self, weft__drv_check_event_elapsed(start, end, ns),
+                         weft__drv_event_elapsed(start, end, ns));
+}
+
+static const weft__submit weft__tape_submit = {
+    .copy_h2d = weft__tape_copy_h2d,
+    .copy_d2h = weft__tape_copy_d2h,
+    .copy_d2d = weft__tape_copy_d2d,
+    .copy_peer = weft__tape_copy_peer,
+    .fill = weft__tape_fill,
+    .launch = weft__tape_launch_op,
+    .event_record = weft__tape_event_record,
+    .queue_wait_event = weft__tape_queue_wait_event,
+    .host_fn = weft__tape_host_fn,
+    .queue_sync = weft__tape_queue_sync,
+    .event_sync = weft__tape_event_sync,
+    .event_query = weft__tape_event_query,
+    .event_elapsed = weft__tape_event_elapsed,
+};
 
 /* Room for n more of size each; as weft__tape_grow, with a set error. */
 static int weft__tape_room(void **arr, unsigned *cap, unsigned used, unsigned n,
@@ -475,128 +684,120 @@ static int weft__tape_new_seg(weft__tape_cut *c, unsigned d)
 }
 
 /*
- * Cut the tape into segments (tape.h, "Several devices"): every op gets
- * its segment and every record and wait its way of capture; t->segs
- * their launch order (with their queues). Segments are numbered in the
- * order they are made, then renumbered in launch order.
+ * Op i of the cut (weft__tape_segment) on device d: its segment, and for
+ * a wait its way of capture (and its record's). *nx counts the records
+ * waited for by other devices.
  */
-static int weft__tape_segment(weft__tape *t)
+static int weft__tape_cut_op(weft__tape *t, weft__tape_cut *c, size_t i,
+                             unsigned d, unsigned *nx)
 {
-    weft__tape_cut c = {.nctx = 0};
-    unsigned *rank = NULL, *indeg = NULL, nx = 0;
+    weft__tape_op *o = &t->ops[i];
+    int rc;
+
+    o->how = 0;
+    o->xev = 0;
+    if (o->kind == WEFT__TAPE_WAIT) {
+        size_t h = weft__tape_slot(c, o->ev);
+        weft__tape_op *r = c->key[h] ? &t->ops[c->val[h]] : NULL;
+
+        if (!r) {
+            o->how = WEFT__TAPE_BEFORE;
+        } else if (r->q->ctx == o->q->ctx) {
+            if (r->seg == c->cur[d])
+                r->how |= WEFT__TAPE_INTERNAL;
+            else
+                o->how = WEFT__TAPE_SKIP;
+        } else {
+            /* After the record's segment; a new one if this device's
+             * last must come before that one. */
+            if (weft__tape_reaches(c, c->cur[d], r->seg) &&
+                (rc = weft__tape_new_seg(c, d)) < 0)
+                return rc;
+            if ((rc = weft__tape_edge(c, r->seg, c->cur[d])) < 0)
+                return rc;
+            if (!(r->how & WEFT__TAPE_EXTERNAL)) {
+                r->how |= WEFT__TAPE_EXTERNAL;
+                r->xev = (*nx)++;
+            }
+            o->how = WEFT__TAPE_EXTERNAL;
+            o->xev = r->xev;
+        }
+    }
+    o->seg = c->cur[d];
+    if (o->kind == WEFT__TAPE_RECORD) {
+        size_t h = weft__tape_slot(c, o->ev);
+
+        c->key[h] = o->ev;
+        c->val[h] = i;
+    }
+    return 0;
+}
+
+/*
+ * The launch order of the cut's segments: the edges' (Kahn's), the first
+ * made first; t->segs get it (with their queues) and the ops their
+ * segments renumbered in it.
+ */
+static int weft__tape_order(weft__tape *t, weft__tape_cut *c)
+{
+    unsigned *rank = weft__calloc(c->nseg, sizeof *rank);
+    unsigned *indeg = weft__calloc(c->nseg, sizeof *indeg);
     int rc = 0;
 
-    for (c.nkey = 16; c.nkey < 2 * t->n; c.nkey *= 2)
-        ;
-    c.key = weft__calloc(c.nkey, sizeof *c.key);
-    c.val = weft__calloc(c.nkey, sizeof *c.val);
-    if (!c.key || !c.val)
+    if (!rank || !indeg)
         rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
-    for (size_t i = 0; i < t->n && rc == 0; i++) {
-        weft__tape_op *o = &t->ops[i];
-        unsigned d;
-
-        for (d = 0; d < c.nctx && c.ctx[d] != o->q->ctx; d++)
-            ;
-        if (d == c.nctx) {
-            if (d == WEFT__TAPE_MAX_QUEUES) {
-                rc = weft__error(WEFT_ENOTSUP, "tape: too many devices");
-                break;
-            }
-            c.ctx[d] = o->q->ctx;
-            c.q[d] = o->q;
-            c.cur[d] = UINT32_MAX;
-            c.nctx++;
-            if ((rc = weft__tape_new_seg(&c, d)) < 0)
-                break;
-        }
-        o->how = 0;
-        o->xev = 0;
-        if (o->kind == WEFT__TAPE_WAIT) {
-            size_t h = weft__tape_slot(&c, o->ev);
-            weft__tape_op *r = c.key[h] ? &t->ops[c.val[h]] : NULL;
-
-            if (!r) {
-                o->how = WEFT__TAPE_BEFORE;
-            } else if (r->q->ctx == o->q->ctx) {
-                if (r->seg == c.cur[d])
-                    r->how |= WEFT__TAPE_INTERNAL;
-                else
-                    o->how = WEFT__TAPE_SKIP;
-            } else {
-                /* After the record's segment; a new one if this
-                 * device's last must come before that one. */
-                if (weft__tape_reaches(&c, c.cur[d], r->seg) &&
-                    (rc = weft__tape_new_seg(&c, d)) < 0)
-                    break;
-                if ((rc = weft__tape_edge(&c, r->seg, c.cur[d])) < 0)
-                    break;
-                if (!(r->how & WEFT__TAPE_EXTERNAL)) {
-                    r->how |= WEFT__TAPE_EXTERNAL;
-                    r->xev = nx++;
-                }
-                o->how = WEFT__TAPE_EXTERNAL;
-                o->xev = r->xev;
-            }
-        }
-        o->seg = c.cur[d];
-        if (o->kind == WEFT__TAPE_RECORD) {
-            size_t h = weft__tape_slot(&c, o->ev);
-
-            c.key[h] = o->ev;
-            c.val[h] = i;
-        }
-    }
-    /* The launch order: the edges' (Kahn's), the first made first. */
-    if (rc == 0) {
-        rank = weft__calloc(c.nseg, sizeof *rank);
-        indeg = weft__calloc(c.nseg, sizeof *indeg);
-        if (!rank || !indeg)
-            rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
-    }
-    if (rc == 0 && c.nseg != t->nsegs) {
+    if (rc == 0 && c->nseg != t->nsegs) {
         weft__tape_seg *segs;
 
         weft__tape_drop_graph(t); /* another cut: no graph to update */
-        segs = weft__realloc(t->segs, c.nseg * sizeof *segs);
+        segs = weft__realloc(t->segs, c->nseg * sizeof *segs);
         if (!segs) {
             rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
         } else {
             t->segs = segs;
-            for (unsigned s = t->nsegs; s < c.nseg; s++)
+            for (unsigned s = t->nsegs; s < c->nseg; s++)
                 t->segs[s] = (weft__tape_seg){NULL, NULL};
-            t->nsegs = c.nseg;
+            t->nsegs = c->nseg;
         }
     }
     /* seen (left as the last search made it, or as realloc gave it where
      * none was made) now marks the segments already ranked. */
     if (rc == 0)
-        memset(c.seen, 0, c.nseg);
-    for (unsigned e = 0; rc == 0 && e < c.nedge; e++)
-        indeg[c.to[e]]++;
-    for (unsigned k = 0; rc == 0 && k < c.nseg; k++) {
+        memset(c->seen, 0, c->nseg);
+    for (unsigned e = 0; rc == 0 && e < c->nedge; e++)
+        indeg[c->to[e]]++;
+    for (unsigned k = 0; rc == 0 && k < c->nseg; k++) {
         unsigned s = 0;
 
-        while (s < c.nseg && (indeg[s] || c.seen[s] == 2))
+        while (s < c->nseg && (indeg[s] || c->seen[s] == 2))
             s++;
-        if (s == c.nseg) {
+        if (s == c->nseg) {
             rc = weft__error(WEFT_EINTERNAL, "tape: segments in a cycle");
             break;
         }
-        c.seen[s] = 2;
+        c->seen[s] = 2;
         rank[s] = k;
-        if (t->segs[k].q != c.q[c.seg_ctx[s]] && t->segs[k].graph) {
-            t->ctx->drv->graph_destroy(t->segs[k].graph);
+        if (t->segs[k].q != c->q[c->seg_ctx[s]] && t->segs[k].graph) {
+            weft__drv_graph_destroy(t->ctx, t->segs[k].graph);
             t->segs[k].graph = NULL;
         }
-        t->segs[k].q = c.q[c.seg_ctx[s]];
-        for (unsigned e = 0; e < c.nedge; e++)
-            if (c.from[e] == s)
-                indeg[c.to[e]]--;
+        t->segs[k].q = c->q[c->seg_ctx[s]];
+        for (unsigned e = 0; e < c->nedge; e++)
+            if (c->from[e] == s)
+                indeg[c->to[e]]--;
     }
     for (size_t i = 0; rc == 0 && i < t->n; i++)
         t->ops[i].seg = rank[t->ops[i].seg];
-    /* The events of external records: the tape's, of their device. */
+    weft__free(rank);
+    weft__free(indeg);
+    return rc;
+}
+
+/* The events of external records: the tape's, of their device. */
+static int weft__tape_xevents(weft__tape *t)
+{
+    int rc = 0;
+
     for (size_t i = 0; rc == 0 && i < t->n; i++) {
         weft__tape_op *o = &t->ops[i];
         weft__event **ev;
@@ -619,8 +820,51 @@ static int weft__tape_segment(weft__tape *t)
         if (!*ev)
             rc = weft__drv_event_create(o->q->ctx, 0, ev);
     }
-    weft__free(rank);
-    weft__free(indeg);
+    return rc;
+}
+
+/*
+ * Cut the tape into segments (tape.h, "Several devices"): every op gets
+ * its segment and every record and wait its way of capture; t->segs
+ * their launch order (with their queues). Segments are numbered in the
+ * order they are made, then renumbered in launch order.
+ */
+static int weft__tape_segment(weft__tape *t)
+{
+    weft__tape_cut c = {.nctx = 0};
+    unsigned nx = 0;
+    int rc = 0;
+
+    for (c.nkey = 16; c.nkey < 2 * t->n; c.nkey *= 2)
+        ;
+    c.key = weft__calloc(c.nkey, sizeof *c.key);
+    c.val = weft__calloc(c.nkey, sizeof *c.val);
+    if (!c.key || !c.val)
+        rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
+    for (size_t i = 0; i < t->n && rc == 0; i++) {
+        weft__context *ctx = t->ops[i].q->ctx;
+        unsigned d;
+
+        for (d = 0; d < c.nctx && c.ctx[d] != ctx; d++)
+            ;
+        if (d == c.nctx) {
+            if (d == WEFT__TAPE_MAX_QUEUES) {
+                rc = weft__error(WEFT_ENOTSUP, "tape: too many devices");
+                break;
+            }
+            c.ctx[d] = ctx;
+            c.q[d] = t->ops[i].q;
+            c.cur[d] = UINT32_MAX;
+            c.nctx++;
+            if ((rc = weft__tape_new_seg(&c, d)) < 0)
+                break;
+        }
+        rc = weft__tape_cut_op(t, &c, i, d, &nx);
+    }
+    if (rc == 0)
+        rc = weft__tape_order(t, &c);
+    if (rc == 0)
+        rc = weft__tape_xevents(t);
     weft__tape_cut_free(&c);
     return rc;
 }
@@ -632,16 +876,16 @@ static int weft__tape_capture_op(weft__tape *t, const weft__tape_op *o)
     int rc = 0;
 
     if (o->kind == WEFT__TAPE_RECORD && (o->how & WEFT__TAPE_EXTERNAL)) {
-        rc = drv->graph_record_external(t->xev[o->xev], o->q);
+        rc = weft__drv_graph_record_external(t->xev[o->xev], o->q);
         if (rc < 0 || !(o->how & WEFT__TAPE_INTERNAL))
             return rc;
     } else if (o->kind == WEFT__TAPE_WAIT) {
         if (o->how & WEFT__TAPE_SKIP)
             return 0;
         if (o->how & WEFT__TAPE_EXTERNAL)
-            return drv->graph_wait_external(o->q, t->xev[o->xev]);
+            return weft__drv_graph_wait_external(o->q, t->xev[o->xev]);
         if ((o->how & WEFT__TAPE_BEFORE) && drv->graph_wait_external)
-            return drv->graph_wait_external(o->q, o->ev);
+            return weft__drv_graph_wait_external(o->q, o->ev);
     }
     return weft__tape_run(t, o);
 }
@@ -654,7 +898,6 @@ static int weft__tape_capture_op(weft__tape *t, const weft__tape_op *o)
 static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
                                 int *updated)
 {
-    const weft__driver *drv = t->ctx->drv;
     weft__queue *q0 = t->segs[s].q, *qs[WEFT__TAPE_MAX_QUEUES];
     unsigned nq = 0, j0 = *next;
     int rc, erc;
@@ -693,7 +936,7 @@ static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
         if (!*ev && (rc = weft__drv_event_create(ctx, 0, ev)) < 0)
             return rc;
     }
-    if ((rc = drv->graph_begin(q0)) < 0)
+    if ((rc = weft__drv_graph_begin(q0)) < 0)
         return rc;
     for (unsigned j = 0; j < nq && rc == 0; j++) {
         rc = weft__drv_event_record(t->join[j0 + 2 * j], q0);
@@ -718,7 +961,8 @@ static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
         if (rc < 0)
             weft__strlcpy(first, weft_last_error(), sizeof first);
         t->segs[s].graph = NULL; /* the driver's now: given back or freed */
-        erc = drv->graph_end(q0, old, rc == 0 ? &t->segs[s].graph : NULL, &up);
+        erc = weft__drv_graph_end(q0, old, rc == 0 ? &t->segs[s].graph : NULL,
+                                  &up);
         if (updated && !up)
             *updated = 0;
         if (rc < 0)
@@ -756,7 +1000,7 @@ static int weft__tape_launch(weft__tape *t)
     int rc = 0;
 
     for (; n < t->nsegs && rc == 0; n++)
-        rc = t->ctx->drv->graph_launch(t->segs[n].graph, t->segs[n].q);
+        rc = weft__drv_graph_launch(t->segs[n].graph, t->segs[n].q);
     if (rc == 0)
         t->launches++;
     for (unsigned s = 0; s < n; s++) {
@@ -812,7 +1056,6 @@ int weft__tape_end(weft__tape *t)
 {
     int rc = 0;
 
-    weft__tape_cur = NULL;
     switch (t->mode) {
     case WEFT__TAPE_DEFER_MODE:
         /* Short, or changed and no graph for it: op by op after all. */

@@ -2,9 +2,13 @@
  * The tape: what one launch of an executable graph enqueued, so that the
  * next launch can hand the same work to the device as one native graph.
  *
- * A plan (src/sched/plan.c) that may lower to a native graph sets the
- * calling thread's tape (weft__tape_cur) while it issues a launch. The
- * checked driver entry points (dispatch.c) then show it every enqueue:
+ * A plan (src/sched/plan.c) that may lower to a native graph begins its
+ * tape before it issues a launch and gets the tape's submission
+ * (weft__submit, src/drivers/submit.h), which it passes down with the
+ * launch (its own enqueues, and the memory layer's through weft__lanes):
+ * every enqueue and every wait of the host during the issue comes to the
+ * tape that way, and the tape hands it on to the checked driver entry
+ * points (dispatch.c) as its mode says:
  *
  *   RECORD  the operation runs and is appended. A wait by the host (queue
  *           or event sync, a query, an elapsed time), a copy from or to
@@ -25,12 +29,17 @@
  *           driver updates the old one in place (cuGraphExecUpdate), or
  *           makes a new one where it cannot.
  *
+ * An operation that fails its checks (weft__drv_check_<op>) is neither
+ * taped nor run: its error is returned, as the entry point would. After a
+ * flush, and once the issue has ended, the submission passes everything
+ * straight to the entry points.
+ *
  * After the issue (weft__tape_end), a DEFER launch that matched the whole
  * tape launches the native graphs instead, and waits for them (a graph
  * runs every lane's work of its device on one queue, which the plan's
  * drain, counting per lane, would not know); a RECORD launch fit for them
- * builds them by capturing the tape's operations on their queues (the
- * driver's graph_begin/graph_end, with events forking the device's other
+ * builds them by capturing the tape's operations on their queues
+ * (weft__drv_graph_begin/_end, with events forking the device's other
  * queues off the first and joining them back). So the executor still does
  * all of its bookkeeping (the trackers end exactly as after a launch that
  * ran op by op) and only the submission is replaced, never the decisions.
@@ -62,10 +71,10 @@
  * buffers slower than it runs the commands); WEFT_NATIVE_GRAPHS=0 turns it
  * off everywhere.
  */
-#ifndef WEFT_DRIVERS_TAPE_H
-#define WEFT_DRIVERS_TAPE_H
+#ifndef WEFT_SCHED_TAPE_H
+#define WEFT_SCHED_TAPE_H
 
-#include "driver.h"
+#include "../drivers/submit.h"
 
 typedef enum weft__tape_kind {
     WEFT__TAPE_LAUNCH = 1,
@@ -131,15 +140,13 @@ typedef struct weft__tape {
     unsigned njoin;
     weft__event **xev; /* events of records waited for by other devices */
     unsigned nxev;
-    uint64_t launches; /* native graph launches, for statistics */
-    uint64_t updates;  /* graphs updated in place (parameters changed) */
-    uint64_t rebuilds; /* ... that the driver could not update: made anew */
-    int changed;       /* DEFER: a parameter differed from the tape's */
-    int matched;       /* the last launch ran the graph (updated or not) */
+    uint64_t launches;   /* native graph launches, for statistics */
+    uint64_t updates;    /* graphs updated in place (parameters changed) */
+    uint64_t rebuilds;   /* ... that the driver could not update: made anew */
+    int changed;         /* DEFER: a parameter differed from the tape's */
+    int matched;         /* the last launch ran the graph (updated or not) */
+    weft__submit submit; /* its submission, self = the tape (tape_begin) */
 } weft__tape;
-
-/* The calling thread's tape, or NULL (dispatch.c looks at it). */
-extern _Thread_local weft__tape *weft__tape_cur;
 
 /*
  * Whether dev's driver can run tapes as native graphs, and they are wanted
@@ -151,12 +158,18 @@ int weft__tape_supported(const weft__device *dev, int want);
 /* Whether drv's graphs of several devices can wait for each other. */
 int weft__tape_joins_devices(const weft__driver *drv);
 
-/* Start a launch: DEFER if the tape has its graphs, else RECORD anew. */
-void weft__tape_begin(weft__tape *t);
 /*
- * End the issue of a launch (the calling thread's tape is cleared): run
- * the graph, or flush, or build the graph from a fit recording (errors in
- * building are logged and the tape marked broken, never returned).
+ * Start a launch: DEFER if the tape has its graphs, else RECORD anew.
+ * Returns the submission that the launch's enqueues and host waits must
+ * go through until weft__tape_end, or NULL where the tape is off (it
+ * failed to capture once): then the launch submits directly.
+ */
+const weft__submit *weft__tape_begin(weft__tape *t);
+/*
+ * End the issue of a launch (its submission passes everything through
+ * from now on): run the graph, or flush, or build the graph from a fit
+ * recording (errors in building are logged and the tape marked broken,
+ * never returned).
  * Returns the launch's own error, if the graph launch or a flushed
  * operation failed.
  */
@@ -171,13 +184,9 @@ int weft__tape_replay(weft__tape *t);
 void weft__tape_release(weft__tape *t);
 
 /*
- * For dispatch.c: an enqueue op about to run; returns 1 if it was deferred
- * (the caller returns 0 without running it), 0 to run it, < 0 on error
- * (a flushed operation failed).
+ * The host is about to wait for work that the issue handed to a thread of
+ * its own (a host worker): as a wait through the submission.
  */
-int weft__tape_enqueue(weft__tape *t, const weft__tape_op *op,
-                       const weft__karg *args, const void *pattern);
-/* For dispatch.c: the host is about to wait for, or ask about, work. */
 int weft__tape_host_waits(weft__tape *t);
 
-#endif /* WEFT_DRIVERS_TAPE_H */
+#endif /* WEFT_SCHED_TAPE_H */

@@ -1,0 +1,534 @@
+/*
+ * Launches and steps of a plan (plan.h): a launch's beginning and drain,
+ * its native graph (tape.h), the steps of nodes and of host steps handed
+ * to workers, host copies and fences, and what the last launch did.
+ */
+#include "plan_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- launches and steps ------------------------------------------------- */
+
+void weft__plan_launch_begin(weft__plan *p)
+{
+    memset(&p->counts.events, 0,
+           offsetof(weft__plan_counts, lanes_used) -
+               offsetof(weft__plan_counts, events));
+    for (uint32_t i = 0; i < p->n; i++) {
+        p->stamps[i].lane = WEFT__NO_LANE;
+        p->stamps[i].ev = NULL;
+        p->stamps[i].held = NULL;
+    }
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        p->lanes[i].seq0 = p->lanes[i].seq;
+        p->lanes[i].nodes = 0;
+        p->lanes[i].busy_ns = p->lanes[i].first_ns = p->lanes[i].last_ns = 0;
+    }
+    memset(p->edge_kind, 0, p->pred_first[p->n]);
+    memset(p->xfer, 0, (size_t)p->n * sizeof *p->xfer);
+    p->timed = p->trace != NULL || p->learn > 0 || p->stats;
+    p->ntops = 0;
+    p->cur_start = NULL;
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        p->lanes[i].last_top = UINT32_MAX;
+        p->lanes[i].nflow = 0;
+    }
+    for (unsigned d = 0; d < p->ndev; d++) {
+        p->origin[d] = NULL;
+        p->tpools[d].used = 0;
+    }
+    /* Every lane is idle between launches: an origin on any of them. */
+    for (unsigned i = 0; p->timed && i < p->host; i++)
+        if (p->lanes[i].q)
+            weft__plan_time_origin(p, &p->lanes[i]);
+    p->tape_now = 0;
+    p->sub = NULL;
+}
+
+const weft__submit *weft__plan_native_begin(weft__plan *p, int allow)
+{
+    /* Timed launches need every operation to run as it is issued. */
+    p->tape_now = allow && p->tape_ok && !p->timed;
+    p->sub = p->tape_now ? weft__tape_begin(&p->tape) : NULL;
+    return p->sub;
+}
+
+int weft__plan_native_end(weft__plan *p)
+{
+    if (!p->tape_now)
+        return 0;
+    p->tape_now = 0;
+    p->sub = NULL;
+    return weft__tape_end(&p->tape);
+}
+
+uint64_t weft__plan_native_launches(const weft__plan *p)
+{
+    return p->tape.launches;
+}
+
+uint64_t weft__plan_native_updates(const weft__plan *p)
+{
+    return p->tape.updates + p->tape.rebuilds;
+}
+
+unsigned weft__plan_native_graphs(const weft__plan *p)
+{
+    return p->tape_ok && p->tape.built && !p->tape.broken ? p->tape.nsegs : 0;
+}
+
+int weft__plan_native_possible(const weft__plan *p)
+{
+    return p->tape_ok && p->tape.built && !p->tape.broken;
+}
+
+int weft__plan_native_matched(const weft__plan *p)
+{
+    return weft__plan_native_possible(p) && p->tape.matched;
+}
+
+int weft__plan_native_replay(weft__plan *p)
+{
+    int rc = weft__tape_replay(&p->tape);
+
+    if (rc < 0)
+        p->tape.matched = 0;
+    return rc;
+}
+
+/* ---- what the last launch did, the drain, steps ------------------------- */
+
+uint32_t weft__plan_node_final(const weft__plan *p, uint32_t i)
+{
+    return i < p->n ? p->stamps[i].lane : WEFT__NO_LANE;
+}
+
+unsigned weft__plan_edge_kind(const weft__plan *p, uint32_t e)
+{
+    return e < p->pred_first[p->n] ? p->edge_kind[e] : 0;
+}
+
+void weft__plan_node_copies(const weft__plan *p, uint32_t i, uint64_t bytes[3],
+                            uint32_t copies[3])
+{
+    for (int k = 0; k < 3; k++) {
+        bytes[k] = i < p->n ? p->xfer[i].bytes[k] : 0;
+        copies[k] = i < p->n ? p->xfer[i].copies[k] : 0;
+    }
+}
+
+unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
+                                unsigned max)
+{
+    unsigned k = 0;
+
+    for (unsigned i = 0; i < p->host && k < max; i++) {
+        const weft__lane *l = &p->lanes[i];
+
+        if (!l->q)
+            continue;
+        out[k].device = l->device;
+        out[k].slot = l->slot;
+        out[k].ops = l->seq - l->seq0;
+        out[k].nodes = l->nodes;
+        out[k].busy_ns = l->busy_ns;
+        out[k].first_ns = l->first_ns;
+        out[k].last_ns = l->last_ns;
+        k++;
+    }
+    return k;
+}
+
+const char *weft__plan_slot_name(unsigned slot)
+{
+    static const char *const names[WEFT__LANE_SLOTS] = {
+        "compute0", "compute1", "h2d", "d2h", "peer",
+    };
+
+    return slot < WEFT__LANE_SLOTS ? names[slot] : "host";
+}
+
+uint32_t weft__plan_node_lane(const weft__plan *p, uint32_t i)
+{
+    return i < p->n ? p->plan_lane[i] : WEFT__NO_LANE;
+}
+
+/*
+ * A failure that the device reports only when waited for (a kernel that
+ * faulted) belongs to work still in flight, which on most drivers cannot
+ * be told apart: err, then the device nodes that were in flight when the
+ * host learnt of it, the culprit among them.
+ */
+static void weft__in_flight(const weft__plan *p, const char *err, char *msg,
+                            size_t size)
+{
+    const weft__lane *h = &p->lanes[p->host];
+    size_t len = (size_t)snprintf(msg, size, "%s", err);
+    unsigned shown = 0, more = 0;
+
+    for (uint32_t j = 0; j < p->n && len < size; j++) {
+        const weft__stamp *st = &p->stamps[j];
+        char label[128];
+
+        if (st->lane == WEFT__NO_LANE || st->lane == p->host ||
+            h->vc[st->lane] >= p->stamp_vc[(size_t)j * p->nlanes + st->lane])
+            continue;
+        if (shown == 4) {
+            more++;
+            continue;
+        }
+        len += (size_t)snprintf(
+            msg + len, size - len, "%s node %u (%s)",
+            shown ? "," : "; in flight then:", j,
+            weft__node_label(&p->nodes[j], label, sizeof label));
+        shown++;
+    }
+    if (more && len < size)
+        snprintf(msg + len, size - len, " and %u more", more);
+}
+
+int weft__plan_drain(weft__plan *p)
+{
+    weft__lane *h = weft__host_lane(p);
+    int first = 0;
+    char msg[1024] = "";
+
+    for (unsigned i = 0; i < p->host; i++) {
+        weft__lane *x = &p->lanes[i];
+        int rc;
+
+        if (!x->q || h->vc[i] >= x->seq)
+            continue;
+        rc = weft__lanes_sync(p->sub, x->q);
+        if (rc < 0 && !first) {
+            first = rc;
+            weft__in_flight(p, weft_last_error(), msg, sizeof msg);
+        }
+        weft__vc_merge(p, h->vc, x->vc);
+    }
+    /*
+     * Everything has completed: the events may be recorded again, unless
+     * a host worker may still be waiting on some (it would wait for later
+     * work: harmless, but for nothing).
+     */
+    for (unsigned d = 0; d < p->ndev && !p->tickets; d++)
+        p->pools[d].used = 0;
+    for (unsigned i = 0; i < p->nlanes; i++)
+        p->lanes[i].tail_ev = NULL;
+    /* What the finished host steps waited for, the host now knows. */
+    for (uint32_t i = 0; i < p->n && p->held && !p->tickets; i++)
+        p->stamps[i].held = NULL;
+    if (!p->tickets)
+        p->held = 0;
+    p->npending = 0;
+    memset(p->pend_count, 0, sizeof p->pend_count);
+    return first < 0 ? weft__error(first, "%s", msg) : 0;
+}
+
+void weft__plan_counts_get(const weft__plan *p, weft__plan_counts *c)
+{
+    *c = p->counts;
+}
+
+void weft__plan_step_begin(weft__plan *p, uint32_t node)
+{
+    weft__lane *h = weft__host_lane(p);
+
+    /*
+     * After a host step that a worker finished: the host learns now what
+     * the worker waited for (its events are complete: the syncs return at
+     * once), so that the lanes ordered after it need no wait; only now, so
+     * that a driver whose host clock is per thread (the sim's virtual time)
+     * holds back only the work that follows the host step, as a real
+     * machine would.
+     */
+    for (uint32_t e = p->pred_first[node];
+         p->held && e < p->pred_first[node + 1]; e++) {
+        weft__stamp *st = &p->stamps[p->preds[e]];
+
+        if (!st->held)
+            continue;
+        for (unsigned k = 0; k < st->held->nev; k++)
+            if (weft__submit_event_sync(p->sub, st->held->ev[k]) < 0)
+                weft_clear_error();
+        weft__vc_merge(p, h->vc, st->held->vc);
+        st->held = NULL;
+    }
+    p->stepno++;
+    p->node = node;
+    p->counts.steps++;
+}
+
+int weft__plan_host_wait(weft__plan *p)
+{
+    weft__lane *h = weft__host_lane(p);
+    int rc = 0;
+
+    for (uint32_t e = p->pred_first[p->node];
+         e < p->pred_first[p->node + 1] && rc == 0; e++)
+        rc = weft__plan_after_edge(p, h, e);
+    return rc;
+}
+
+int weft__plan_preds_done(weft__plan *p, uint32_t i)
+{
+    weft__lane *h = weft__host_lane(p);
+
+    for (uint32_t e = p->pred_first[i]; e < p->pred_first[i + 1]; e++) {
+        uint32_t j = p->preds[e];
+        const weft__stamp *st = &p->stamps[j];
+
+        if (st->lane == WEFT__NO_LANE || st->lane == p->host ||
+            h->vc[st->lane] >= p->stamp_vc[(size_t)j * p->nlanes + st->lane])
+            continue;
+        if (!st->ev)
+            return 0; /* no event says when: only a wait will tell */
+        if (weft__submit_event_query(p->sub, st->ev) == WEFT_ENOTREADY)
+            return 0;
+        /* Complete, or failed: the host step's wait will say which. */
+        weft_clear_error();
+    }
+    return 1;
+}
+
+/* Whether a successor of node i is lowered to a lane other than f. */
+static int weft__needs_event(const weft__plan *p, uint32_t i, uint32_t f)
+{
+    for (uint32_t e = p->succ_first[i]; e < p->succ_first[i + 1]; e++)
+        if (p->plan_lane[p->succs[e]] != f)
+            return 1;
+    return 0;
+}
+
+int weft__plan_step_end(weft__plan *p)
+{
+    weft__lane *h = weft__host_lane(p), *f = NULL;
+    weft__stamp *st = &p->stamps[p->node];
+    uint64_t *svc = &p->stamp_vc[(size_t)p->node * p->nlanes];
+    uint32_t fi;
+    int rc = 0;
+
+    /* The final lane: the compute lane if used, else the last one used. */
+    if (p->last_lane != WEFT__NO_LANE &&
+        p->lanes[p->last_lane].mark == p->stepno)
+        f = &p->lanes[p->last_lane];
+    for (unsigned i = 0; i < p->host; i++)
+        if (p->lanes[i].mark == p->stepno && p->lanes[i].q &&
+            p->lanes[i].slot < WEFT__COMPUTE_LANES)
+            f = &p->lanes[i];
+    if (!f) {
+        /* A host step: done, and after its predecessors (host_wait). */
+        weft__lane_bump(h, p->host);
+        h->nodes++;
+        st->lane = p->host;
+        st->ev = NULL;
+        memcpy(svc, h->vc, p->nlanes * sizeof *svc);
+        p->last_lane = WEFT__NO_LANE;
+        return 0;
+    }
+    rc = weft__plan_join(p, f);
+    fi = weft__lane_index(p, f);
+    f->nodes++;
+    st->lane = fi;
+    st->ev = NULL;
+    memcpy(svc, f->vc, p->nlanes * sizeof *svc);
+    /* What the host step part did is done: it counts as known. */
+    weft__vc_merge(p, svc, h->vc);
+    if (rc == 0 && weft__needs_event(p, p->node, fi) &&
+        weft__plan_record(p, f, &st->ev) < 0) {
+        weft_clear_error();
+        st->ev = NULL;
+        rc = weft__plan_host_sync_lane(p, f);
+    }
+    p->last_lane = fi;
+    return rc;
+}
+
+void weft__plan_step_end_failed(weft__plan *p)
+{
+    p->stamps[p->node].lane = WEFT__NO_LANE;
+    p->last_lane = WEFT__NO_LANE;
+}
+
+int weft__plan_ticket_init(const weft__plan *p, weft__plan_ticket *t)
+{
+    memset(t, 0, sizeof *t);
+    t->ev = weft__calloc(p->nlanes, sizeof *t->ev);
+    t->up = weft__calloc(p->nlanes, sizeof *t->up);
+    t->vc = weft__calloc(p->nlanes, sizeof *t->vc);
+    if (!t->ev || !t->up || !t->vc) {
+        weft__plan_ticket_fini(t);
+        return weft__error(WEFT_ENOMEM, "plan: out of memory");
+    }
+    return 0;
+}
+
+void weft__plan_ticket_fini(weft__plan_ticket *t)
+{
+    weft__free(t->ev);
+    weft__free(t->up);
+    weft__free(t->vc);
+    memset(t, 0, sizeof *t);
+}
+
+void weft__plan_host_begin(weft__plan *p, weft__plan_ticket *t)
+{
+    memset(t->ev, 0, p->nlanes * sizeof *t->ev);
+    memset(t->up, 0, p->nlanes * sizeof *t->up);
+    memcpy(t->vc, weft__host_lane(p)->vc, p->nlanes * sizeof *t->vc);
+    t->nev = 0;
+    p->defer = t;
+}
+
+int weft__plan_host_end(weft__plan *p, int rc)
+{
+    weft__plan_ticket *t = p->defer;
+    weft__lane *h = weft__host_lane(p);
+    int any = 0;
+
+    p->defer = NULL;
+    if (rc < 0)
+        return rc;
+    /* The step's own copies (into the host copy) are waited for too. */
+    for (unsigned i = 0; i < p->host; i++)
+        if (p->lanes[i].mark == p->stepno && p->lanes[i].q &&
+            h->vc[i] < p->lanes[i].seq)
+            t->up[i] = UINT64_MAX;
+    for (unsigned i = 0; i < p->host; i++)
+        any |= t->up[i] > h->vc[i];
+    /*
+     * A native graph's deferred work must be submitted before anything is
+     * waited for (by the worker, which waits outside the submission).
+     */
+    if (any && p->sub && (rc = weft__tape_host_waits(&p->tape)) < 0)
+        return rc;
+    for (unsigned i = 0; i < p->host && rc == 0; i++) {
+        weft__lane *x = &p->lanes[i];
+        weft__event *ev = t->ev[i];
+
+        if (t->up[i] <= h->vc[i])
+            continue;
+        if (t->up[i] == UINT64_MAX) {
+            if (weft__plan_record(p, x, &ev) < 0) {
+                /* No event: the host waits now, as it did inline. */
+                weft_clear_error();
+                rc = weft__plan_host_sync_lane(p, x);
+                continue;
+            }
+            weft__vc_merge(p, t->vc, x->vc);
+        }
+        t->ev[t->nev++] = ev;
+    }
+    if (rc < 0)
+        return rc;
+    p->last_lane = WEFT__NO_LANE;
+    p->tickets++;
+    return 0;
+}
+
+void weft__plan_host_done(weft__plan *p, uint32_t node, weft__plan_ticket *t,
+                          int ok)
+{
+    weft__lane *h = weft__host_lane(p);
+    weft__stamp *st = &p->stamps[node];
+
+    weft__assert(p->tickets > 0);
+    p->tickets--;
+    if (!ok) {
+        st->lane = WEFT__NO_LANE;
+        return;
+    }
+    /* Done on the host lane; what the worker waited for is learnt by the
+     * first step after it (step_begin). */
+    weft__lane_bump(h, p->host);
+    h->nodes++;
+    st->lane = p->host;
+    st->ev = NULL;
+    st->held = t;
+    p->held++;
+    memcpy(&p->stamp_vc[(size_t)node * p->nlanes], h->vc,
+           p->nlanes * sizeof *h->vc);
+    weft__vc_merge(p, &p->stamp_vc[(size_t)node * p->nlanes], t->vc);
+}
+
+static void weft__memcpy_fn(void *user)
+{
+    weft__plan_memcpy *m = user;
+
+    memmove(m->dst, m->src, m->size);
+}
+
+int weft__plan_host_copy(weft__plan *p, weft_buffer *root, size_t off,
+                         void *dst, size_t size, weft__plan_memcpy *arg)
+{
+    weft__lane *h = weft__host_lane(p), *f = NULL;
+    int rc;
+
+    for (unsigned i = 0; size && i < p->host; i++)
+        if (p->lanes[i].mark == p->stepno && p->lanes[i].q)
+            f = &p->lanes[i];
+    for (size_t i = 0;
+         size && !f && p->pend_count[weft__pend_bucket(root, WEFT__HOST)] &&
+         i < p->npending;
+         i++) {
+        weft__pending *pd = &p->pending[i];
+
+        if (pd->root == root && pd->where == WEFT__HOST &&
+            pd->off < off + size && off < pd->off + pd->len &&
+            h->vc[pd->lane] < pd->seq)
+            f = &p->lanes[pd->lane];
+    }
+    if (!f) {
+        /* Now, by the host: so after the node's predecessors, as a host
+         * step's successors take for granted. */
+        if ((rc = weft__plan_host_wait(p)) < 0)
+            return rc;
+        if (size) {
+            memmove(dst, root->host + off, size);
+            return 1;
+        }
+        return 0;
+    }
+    /* On a lane, after the copies into the host copy: no host wait. */
+    p->last_lane = weft__lane_index(p, f);
+    if ((rc = weft__plan_ready(p, f)) < 0 || (rc = weft__plan_join(p, f)) < 0 ||
+        (rc = weft__plan_hook_after(p, f->q, root, WEFT__HOST, off, size)) < 0)
+        return rc;
+    arg->dst = dst;
+    arg->src = root->host + off;
+    arg->size = size;
+    rc = weft__submit_host_fn(p->sub, f->q, weft__memcpy_fn, arg);
+    if (rc == 0)
+        weft__lane_bump(f, weft__lane_index(p, f));
+    return rc;
+}
+
+int weft__plan_fence(weft__plan *p, weft_buffer *root, weft__event **evs,
+                     const void *owner)
+{
+    weft__stamp *st = &p->stamps[p->node];
+    weft__event **ev;
+    weft__lane *f;
+    weft__context *ctx;
+    int rc;
+
+    if (st->lane == WEFT__NO_LANE || st->lane == p->host)
+        return 0;
+    f = &p->lanes[st->lane];
+    ev = &evs[f->device];
+    if (!*ev) {
+        rc = weft__runtime_context(p->rt, f->device, &ctx);
+        if (rc == 0)
+            rc = weft__drv_event_create(ctx, 0, ev);
+        if (rc < 0)
+            return rc;
+    }
+    if ((rc = weft__submit_event_record(p->sub, *ev, f->q)) < 0)
+        return rc;
+    p->counts.fences++;
+    root->fence = *ev;
+    root->fence_owner = owner;
+    return 0;
+}
