@@ -158,10 +158,119 @@ static void weft__note_steady(weft_exec *e, int have_snap, int host_work)
     }
 }
 
+/* A failure the launch saw outside any node: the first one is kept. */
+static void weft__launch_error(int *first, int rc, char *msg, size_t size)
+{
+    if (rc >= 0 || *first)
+        return;
+    *first = rc;
+    weft__error_prefix(rc, "launch");
+    weft__strlcpy(msg, weft_last_error(), size);
+}
+
 /*
- * One launch: every node in a topological order (weft__pick); a node
- * whose predecessor failed or was canceled is canceled. The first
- * failure's detail goes to msg.
+ * A replay: the same decisions as the last launch, so its native graphs
+ * run again with no issue. The counters the issue would have added are
+ * added, and eviction's bookkeeping moves on as the issue's last steps
+ * would leave it. The roots are this launch's while it runs, as a step
+ * makes them (eviction by another graph passes them by).
+ */
+static int weft__replay(weft_exec *e, uint64_t t0, char *msg, size_t size)
+{
+    const uint64_t *add = (const uint64_t *)&e->replay_stats;
+    uint64_t *to = (uint64_t *)&e->rt->stats;
+    uint64_t tick;
+    int first;
+
+    /* Counters the issue would have added (the fields after size). */
+    for (size_t f = 1; f < sizeof e->replay_stats / sizeof *add; f++)
+        if (add[f])
+            weft__stat_add(NULL, &to[f], add[f]);
+    tick = __atomic_add_fetch(&e->rt->tick, e->nnodes, __ATOMIC_RELAXED);
+    /* Each root is next used at its first node of the next launch, and its
+     * copies were used now. */
+    for (uint32_t r = 0; r < e->nroots; r++) {
+        weft_buffer *root = e->roots[r];
+
+        weft__buffer_lock(root);
+        if (!root->fence_owner)
+            root->fence_owner = &e->lanes;
+        root->next_use = tick + e->root_first[r];
+        for (unsigned d = 0; root->replicas && d < e->rt->ndevices; d++)
+            for (size_t x = 0; x < root->replicas[d].nextents; x++)
+                root->replicas[d].extents[x]->last_use = tick;
+        weft__buffer_unlock(root);
+    }
+    if ((first = weft__plan_native_replay(e->plan)) < 0) {
+        e->steady_ok = 0;
+        weft__error_prefix(first, "launch (native graph)");
+        weft__strlcpy(msg, weft_last_error(), size);
+    }
+    weft__plan_launch_end(e->plan);
+    pthread_mutex_lock(&e->lock);
+    e->launches++;
+    e->replays++;
+    e->last_ns = weft__now_ns() - t0;
+    e->native_launches = weft__plan_native_launches(e->plan);
+    e->timed = 0;
+    pthread_mutex_unlock(&e->lock);
+    return first;
+}
+
+/*
+ * Issue every node in a topological order (weft__exec_pick), then wait for
+ * the host nodes in flight. A node whose predecessor failed or was
+ * canceled is canceled; the first failure goes to *first and msg.
+ */
+static void weft__issue(weft_exec *e, int *first, char *msg, size_t size)
+{
+    memset(e->state, WEFT__NODE_PENDING, e->nnodes);
+    for (uint32_t next = 0, k; next < e->nnodes;) {
+        uint32_t i;
+        unsigned char st = WEFT__NODE_DONE;
+        char label[128];
+        int rc;
+
+        weft__exec_host_finished(e, 0, first, msg, size);
+        k = weft__exec_pick(e, next);
+        if (k == WEFT__NONE) {
+            weft__assert(e->host_out > 0);
+            weft__exec_host_finished(e, 1, first, msg, size);
+            continue;
+        }
+        i = e->order[k];
+        if (k == next)
+            while (++next < e->nnodes &&
+                   e->state[e->order[next]] != WEFT__NODE_PENDING)
+                ;
+
+        for (uint32_t p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
+            if (e->state[e->preds[p]] != WEFT__NODE_DONE)
+                st = WEFT__NODE_CANCELED;
+        rc = st == WEFT__NODE_DONE ? weft__exec_run_node(e, i) : 0;
+        if (rc == WEFT__HANDED_OVER) {
+            st = WEFT__NODE_INFLIGHT;
+        } else if (rc < 0) {
+            st = WEFT__NODE_FAILED;
+            if (!*first) {
+                *first = rc;
+                weft__error_prefix(
+                    rc, "node %u (%s)", i,
+                    weft__node_label(&e->nodes[i], label, sizeof label));
+                weft__strlcpy(msg, weft_last_error(), size);
+            }
+        }
+        e->state[i] = st;
+    }
+    while (e->host_out)
+        weft__exec_host_finished(e, 1, first, msg, size);
+}
+
+/*
+ * One launch: a replay where the roots are in the state the last native
+ * launch left them in, else an issue (weft__issue), the deferred work
+ * handed to the device (a native graph, or op by op), and the drain. The
+ * first failure's detail goes to msg.
  */
 static int weft__run_once(weft_exec *e, char *msg, size_t size)
 {
@@ -169,8 +278,7 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
     uint64_t t0 = weft__now_ns();
     weft__plan_counts c;
     unsigned nlc;
-    int timed, shared = 0, have_snap;
-    int first = 0, drc;
+    int timed, shared = 0, have_snap, first = 0;
     weft__stat_sink sink;
     unsigned long effects0;
 
@@ -194,111 +302,19 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
     weft_clear_error();
     if (have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&
-        weft__snap_is_steady(e)) {
-        /* The same decisions as the last launch: its graph, no issue.
-         * Its roots are this launch's while it runs, as a step makes
-         * them (eviction by another graph passes them by). */
-        const uint64_t *add = (const uint64_t *)&e->replay_stats;
-        uint64_t *to = (uint64_t *)&e->rt->stats;
-
-        /* Counters the issue would have added (the fields after size). */
-        for (size_t f = 1; f < sizeof e->replay_stats / sizeof *add; f++)
-            if (add[f])
-                weft__stat_add(NULL, &to[f], add[f]);
-        uint64_t tick =
-            __atomic_add_fetch(&e->rt->tick, e->nnodes, __ATOMIC_RELAXED);
-
-        /* Eviction's bookkeeping, as the issue's last steps leave it: the
-         * root is next used at its first node of the next launch, and its
-         * copies were used now. */
-        for (uint32_t r = 0; r < e->nroots; r++) {
-            weft_buffer *root = e->roots[r];
-
-            weft__buffer_lock(root);
-            if (!root->fence_owner)
-                root->fence_owner = &e->lanes;
-            root->next_use = tick + e->root_first[r];
-            for (unsigned d = 0; root->replicas && d < e->rt->ndevices; d++)
-                for (size_t x = 0; x < root->replicas[d].nextents; x++)
-                    root->replicas[d].extents[x]->last_use = tick;
-            weft__buffer_unlock(root);
-        }
-        if ((first = weft__plan_native_replay(e->plan)) < 0) {
-            e->steady_ok = 0;
-            weft__error_prefix(first, "launch (native graph)");
-            weft__strlcpy(msg, weft_last_error(), size);
-        }
-        weft__plan_launch_end(e->plan);
-        pthread_mutex_lock(&e->lock);
-        e->launches++;
-        e->replays++;
-        e->last_ns = weft__now_ns() - t0;
-        e->native_launches = weft__plan_native_launches(e->plan);
-        e->timed = 0;
-        pthread_mutex_unlock(&e->lock);
-        return first;
-    }
+        weft__snap_is_steady(e))
+        return weft__replay(e, t0, msg, size);
     memset(&sink, 0, sizeof sink);
     sink.of = &e->rt->stats;
     e->lanes.sink = &sink;
     effects0 = e->lanes.host_effects;
     e->lanes.submit = weft__plan_native_begin(e->plan, !shared);
-    memset(e->state, WEFT__NODE_PENDING, e->nnodes);
-    for (uint32_t next = 0, k; next < e->nnodes;) {
-        uint32_t i;
-        unsigned char st = WEFT__NODE_DONE;
-        char label[128];
-        int rc;
-
-        weft__exec_host_finished(e, 0, &first, msg, size);
-        k = weft__exec_pick(e, next);
-        if (k == WEFT__NONE) {
-            weft__assert(e->host_out > 0);
-            weft__exec_host_finished(e, 1, &first, msg, size);
-            continue;
-        }
-        i = e->order[k];
-        if (k == next)
-            while (++next < e->nnodes &&
-                   e->state[e->order[next]] != WEFT__NODE_PENDING)
-                ;
-
-        for (uint32_t p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
-            if (e->state[e->preds[p]] != WEFT__NODE_DONE)
-                st = WEFT__NODE_CANCELED;
-        rc = st == WEFT__NODE_DONE ? weft__exec_run_node(e, i) : 0;
-        if (rc == WEFT__HANDED_OVER) {
-            st = WEFT__NODE_INFLIGHT;
-        } else if (rc < 0) {
-            st = WEFT__NODE_FAILED;
-            if (!first) {
-                first = rc;
-                weft__error_prefix(
-                    rc, "node %u (%s)", i,
-                    weft__node_label(&e->nodes[i], label, sizeof label));
-                weft__strlcpy(msg, weft_last_error(), size);
-            }
-        }
-        e->state[i] = st;
-    }
-    while (e->host_out)
-        weft__exec_host_finished(e, 1, &first, msg, size);
-    /* Deferred work goes to the device now (a native graph, or op by op). */
+    weft__issue(e, &first, msg, size);
     e->lanes.submit = NULL;
-    if ((drc = weft__plan_native_end(e->plan)) < 0 && !first) {
-        first = drc;
-        weft__error_prefix(drc, "launch");
-        weft__strlcpy(msg, weft_last_error(), size);
-    }
-    /*
-     * The launch is over once its work is: a failure seen only here (work
-     * that failed on the device) belongs to no node in particular.
-     */
-    if ((drc = weft__plan_drain(e->plan)) < 0 && !first) {
-        first = drc;
-        weft__error_prefix(drc, "launch");
-        weft__strlcpy(msg, weft_last_error(), size);
-    }
+    weft__launch_error(&first, weft__plan_native_end(e->plan), msg, size);
+    /* The launch is over once its work is: a failure seen only here (work
+     * that failed on the device) belongs to no node in particular. */
+    weft__launch_error(&first, weft__plan_drain(e->plan), msg, size);
     weft__plan_launch_end(e->plan);
     if (!first)
         weft__note_steady(e, have_snap, e->lanes.host_effects != effects0);

@@ -325,11 +325,97 @@ static int weft__build_next_use(weft_exec *e)
     return 0;
 }
 
+/* The caller's options over the defaults, checked. */
+static int weft__exec_options(const weft_exec_options *opts,
+                              weft_exec_options *o)
+{
+    if (opts) {
+        if (opts->size < sizeof(size_t) || opts->size > sizeof *o)
+            return weft__error(WEFT_EINVAL,
+                               "weft_graph_instantiate: options size %zu is "
+                               "not that of weft_exec_options (%zu); start "
+                               "from WEFT_EXEC_OPTIONS_INIT",
+                               opts->size, sizeof *o);
+        memcpy(o, opts, opts->size);
+    }
+    if (o->native_graphs != WEFT_NATIVE_GRAPHS_DEFAULT &&
+        o->native_graphs != WEFT_NATIVE_GRAPHS_OFF &&
+        o->native_graphs != WEFT_NATIVE_GRAPHS_ON)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_instantiate: native_graphs %d is none "
+                           "of weft_native_graphs",
+                           (int)o->native_graphs);
+    return 0;
+}
+
+/*
+ * Where the nodes run: the default device dev for all, then placement of
+ * the kernels the user did not place (unless o names a device). Sets
+ * e->node_dev, e->policy, e->scope and e->devices_used.
+ */
+static int weft__exec_place(weft_exec *e, const weft_graph *g,
+                            const weft_exec_options *o, unsigned dev)
+{
+    weft__place_src src = {g->rt,   g->nodes, g->nnodes, g->acc,
+                           g->nacc, g->args,  e->roots};
+    int policy = e->rt->sched->place_policy, scope = e->rt->sched->place_scope;
+    int rc;
+
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        e->node_dev[i] = dev;
+    if (o->device)
+        return 0;
+    if (o->policy != WEFT_PLACE_DEFAULT &&
+        (rc = weft__place_policy_parse(NULL, o->policy, &policy)) < 0)
+        return rc;
+    if (o->place_scope != WEFT_PLACE_SCOPE_DEFAULT &&
+        (rc = weft__place_scope_parse(NULL, o->place_scope, &scope)) < 0)
+        return rc;
+    if ((rc = weft__place_graph(&src, policy, scope, dev, e->order,
+                                e->pred_first, e->preds, e->node_dev,
+                                &e->devices_used)) < 0)
+        return rc;
+    e->policy = policy;
+    e->scope = scope;
+    return 0;
+}
+
+/* The copies of the graph an executable graph keeps, and its scratch. */
+static int weft__exec_copy(weft_exec *e, const weft_graph *g)
+{
+    uint32_t maxargs = 1, maxacc = 1;
+
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const weft__node *nd = &g->nodes[i];
+
+        if (nd->kind == WEFT__NODE_KERNEL)
+            maxargs = WEFT__MAX(maxargs, nd->u.kernel.nargs);
+        maxacc = WEFT__MAX(maxacc, nd->nacc);
+    }
+    e->nodes = weft__dup(g->nodes, (size_t)g->nnodes * sizeof *g->nodes);
+    e->acc = weft__dup(g->acc, (size_t)g->nacc * sizeof *g->acc);
+    e->args = weft__dup(g->args, (size_t)g->nargs * sizeof *g->args);
+    e->bytes = weft__dup(g->bytes, g->nbytes);
+    e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
+    e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
+    e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
+    e->state = weft__malloc((size_t)g->nnodes + 1);
+    e->write_dev = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->write_dev);
+    e->jobs = weft__calloc((size_t)g->nnodes + 1, sizeof *e->jobs);
+    e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
+    e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
+                             sizeof *e->fences);
+    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
+        !e->kargs || !e->ptrs || !e->state || !e->write_dev || !e->jobs ||
+        !e->copies || !e->fences)
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    return 0;
+}
+
 int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
                            weft_exec **out)
 {
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
-    uint32_t maxargs = 1, maxacc = 1;
     weft__queue *q = NULL;
     weft_exec *e;
     unsigned dev = 0;
@@ -338,22 +424,8 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     if (!g || !out)
         return weft__error(WEFT_EINVAL, "weft_graph_instantiate: %s is NULL",
                            g ? "result" : "graph");
-    if (opts) {
-        if (opts->size < sizeof(size_t) || opts->size > sizeof o)
-            return weft__error(WEFT_EINVAL,
-                               "weft_graph_instantiate: options size %zu is "
-                               "not that of weft_exec_options (%zu); start "
-                               "from WEFT_EXEC_OPTIONS_INIT",
-                               opts->size, sizeof o);
-        memcpy(&o, opts, opts->size);
-    }
-    if (o.native_graphs != WEFT_NATIVE_GRAPHS_DEFAULT &&
-        o.native_graphs != WEFT_NATIVE_GRAPHS_OFF &&
-        o.native_graphs != WEFT_NATIVE_GRAPHS_ON)
-        return weft__error(WEFT_EINVAL,
-                           "weft_graph_instantiate: native_graphs %d is none "
-                           "of weft_native_graphs",
-                           (int)o.native_graphs);
+    if ((rc = weft__exec_options(opts, &o)) < 0)
+        return rc;
     e = weft__calloc(1, sizeof *e);
     if (!e)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
@@ -380,8 +452,6 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto fail;
     }
-    for (uint32_t i = 0; i < g->nnodes; i++)
-        e->node_dev[i] = dev;
     e->roots = weft__malloc(((size_t)g->nroots + 1) * sizeof *e->roots);
     if (!e->roots) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
@@ -389,54 +459,13 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     }
     for (uint32_t i = 0; i < g->nroots; i++)
         e->roots[i] = g->roots[i].buf;
-    if (!o.device) {
-        weft__place_src src = {g->rt,   g->nodes, g->nnodes, g->acc,
-                               g->nacc, g->args,  e->roots};
-        int policy = e->rt->sched->place_policy,
-            scope = e->rt->sched->place_scope;
-
-        if (o.policy != WEFT_PLACE_DEFAULT &&
-            (rc = weft__place_policy_parse(NULL, o.policy, &policy)) < 0)
-            goto fail;
-        if (o.place_scope != WEFT_PLACE_SCOPE_DEFAULT &&
-            (rc = weft__place_scope_parse(NULL, o.place_scope, &scope)) < 0)
-            goto fail;
-        if ((rc = weft__place_graph(&src, policy, scope, dev, e->order,
-                                    e->pred_first, e->preds, e->node_dev,
-                                    &e->devices_used)) < 0)
-            goto fail;
-        e->policy = policy;
-        e->scope = scope;
-    }
+    if ((rc = weft__exec_place(e, g, &o, dev)) < 0)
+        goto fail;
     if ((rc = weft__check_kernels(g, &o, dev, e->node_dev)) < 0)
         goto fail;
     e->device = dev;
-    for (uint32_t i = 0; i < g->nnodes; i++) {
-        const weft__node *nd = &g->nodes[i];
-
-        if (nd->kind == WEFT__NODE_KERNEL)
-            maxargs = WEFT__MAX(maxargs, nd->u.kernel.nargs);
-        maxacc = WEFT__MAX(maxacc, nd->nacc);
-    }
-    e->nodes = weft__dup(g->nodes, (size_t)g->nnodes * sizeof *g->nodes);
-    e->acc = weft__dup(g->acc, (size_t)g->nacc * sizeof *g->acc);
-    e->args = weft__dup(g->args, (size_t)g->nargs * sizeof *g->args);
-    e->bytes = weft__dup(g->bytes, g->nbytes);
-    e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
-    e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
-    e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
-    e->state = weft__malloc((size_t)g->nnodes + 1);
-    e->write_dev = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->write_dev);
-    e->jobs = weft__calloc((size_t)g->nnodes + 1, sizeof *e->jobs);
-    e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
-    e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
-                             sizeof *e->fences);
-    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
-        !e->kargs || !e->ptrs || !e->state || !e->write_dev || !e->jobs ||
-        !e->copies || !e->fences) {
-        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    if ((rc = weft__exec_copy(e, g)) < 0)
         goto fail;
-    }
     if ((rc = weft__build_locks(e)) < 0 || (rc = weft__build_next_use(e)) < 0)
         goto fail;
     weft__exec_build_write_dev(e, e->node_dev);

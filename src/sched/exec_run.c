@@ -439,6 +439,64 @@ static int weft__node_on_host(const weft__node *nd)
            nd->kind == WEFT__NODE_FILL;
 }
 
+/*
+ * After a step: each root's next use for eviction, a fence where other
+ * graphs share it (or, where none can say when the step's work ends, a
+ * drain), then its lock released, in reverse order. rc is the step's
+ * result; the result is rc, or the fence's failure.
+ */
+static int weft__unlock_roots(weft_exec *e, uint32_t l0, uint32_t l1,
+                              uint64_t tick, int rc)
+{
+    for (uint32_t l = l1; l-- > l0;) {
+        weft_buffer *root = e->roots[e->locks[l]];
+        int shared = __atomic_load_n(&root->root_execs, __ATOMIC_ACQUIRE) > 1;
+        int frc = 0;
+
+        root->next_use = tick + e->lock_next[l];
+        if (rc == WEFT__HANDED_OVER) {
+            /* No fence says when a host worker is done: the launch's end
+             * does (for a graph that came to share the root meanwhile). */
+            root->fence = NULL;
+            root->fence_owner = &e->lanes;
+            weft__buffer_unlock(root);
+            continue;
+        }
+        /* Other graphs sharing the root wait for this step's work. */
+        if (shared && rc == 0)
+            frc = weft__plan_fence(
+                e->plan, root,
+                &e->fences[(size_t)e->locks[l] * e->rt->ndevices], &e->lanes);
+        if (shared && (rc < 0 || frc < 0)) {
+            /* No fence says when the work ends (a failed step may still
+             * have copies in flight): it ends here. */
+            char keep[WEFT__EXEC_MSG];
+
+            weft__strlcpy(keep, weft_last_error(), sizeof keep);
+            frc = weft__plan_drain(e->plan);
+            root->fence = NULL;
+            root->fence_owner = NULL;
+            if (rc == 0)
+                rc = frc;
+            else
+                weft__error(rc, "%s", keep);
+        } else {
+            /* Unshared: an older fence of ours would say too little. */
+            if (!shared && root->fence_owner == (const void *)&e->lanes)
+                root->fence = NULL;
+            /*
+             * Shared, plan_fence set both if the step left work in flight;
+             * an owner with no fence there would make others wait for the
+             * launch's end, and two launches could wait for each other.
+             */
+            if (!shared && !root->fence_owner)
+                root->fence_owner = &e->lanes;
+        }
+        weft__buffer_unlock(root);
+    }
+    return rc;
+}
+
 int weft__exec_run_node(weft_exec *e, uint32_t i)
 {
     const weft__node *nd = &e->nodes[i];
@@ -515,53 +573,7 @@ int weft__exec_run_node(weft_exec *e, uint32_t i)
     if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
         weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
                              weft__now_ns(), nd->nacc ? a->size : 0);
-    for (uint32_t l = l1; l-- > l0;) {
-        weft_buffer *root = e->roots[e->locks[l]];
-        int shared = __atomic_load_n(&root->root_execs, __ATOMIC_ACQUIRE) > 1;
-        int frc = 0;
-
-        root->next_use = tick + e->lock_next[l];
-        if (rc == WEFT__HANDED_OVER) {
-            /* No fence says when a host worker is done: the launch's end
-             * does (for a graph that came to share the root meanwhile). */
-            root->fence = NULL;
-            root->fence_owner = &e->lanes;
-            weft__buffer_unlock(root);
-            continue;
-        }
-        /* Other graphs sharing the root wait for this step's work. */
-        if (shared && rc == 0)
-            frc = weft__plan_fence(
-                e->plan, root,
-                &e->fences[(size_t)e->locks[l] * e->rt->ndevices], &e->lanes);
-        if (shared && (rc < 0 || frc < 0)) {
-            /* No fence says when the work ends (a failed step may still
-             * have copies in flight): it ends here. */
-            char keep[WEFT__EXEC_MSG];
-
-            weft__strlcpy(keep, weft_last_error(), sizeof keep);
-            frc = weft__plan_drain(e->plan);
-            root->fence = NULL;
-            root->fence_owner = NULL;
-            if (rc == 0)
-                rc = frc;
-            else
-                weft__error(rc, "%s", keep);
-        } else {
-            /* Unshared: an older fence of ours would say too little. */
-            if (!shared && root->fence_owner == (const void *)&e->lanes)
-                root->fence = NULL;
-            /*
-             * Shared, plan_fence set both if the step left work in flight;
-             * an owner with no fence there would make others wait for the
-             * launch's end, and two launches could wait for each other.
-             */
-            if (!shared && !root->fence_owner)
-                root->fence_owner = &e->lanes;
-        }
-        weft__buffer_unlock(root);
-    }
-    return rc;
+    return weft__unlock_roots(e, l0, l1, tick, rc);
 }
 
 /* Nodes whose issue makes the worker wait for their predecessors. */
