@@ -1,0 +1,434 @@
+/*
+ * Memory, copies and fills of the cuda driver, with the staging of copies
+ * to and from pageable host memory and the lazy set-up of peer access.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+/* ---- memory ------------------------------------------------------------ */
+
+static cuda_mem *cuda_mem_new(weft__context *ctx, weft__mem_kind kind,
+                              size_t size)
+{
+    cuda_mem *m = weft__calloc(1, sizeof *m);
+
+    if (!m) {
+        weft__error(WEFT_ENOMEM, "cuda memory object");
+        return NULL;
+    }
+    m->base.drv = &weft__driver_cuda;
+    m->base.ctx = ctx;
+    m->base.kind = kind;
+    m->base.size = size;
+    return m;
+}
+
+int weft__cuda_mem_alloc(weft__context *ctx, size_t size, weft__mem **out)
+{
+    cuda_mem *m;
+    CUresult res;
+    int rc;
+
+    if (!(m = cuda_mem_new(ctx, WEFT__MEM_DEVICE, size)))
+        return WEFT_ENOMEM;
+    if ((rc = weft__cuda_enter(ctx)) < 0) {
+        weft__free(m);
+        return rc;
+    }
+    res = weft__fault("cuda.cuMemAlloc") ? CUDA_ERROR_OUT_OF_MEMORY
+                                         : weft__cu.MemAlloc(&m->ptr, size);
+    if (res != CUDA_SUCCESS) {
+        weft__free(m);
+        return weft__cuda_fail(res, 0, "cuMemAlloc: %zu bytes on GPU %d", size,
+                               cuda_ctx(ctx)->ordinal);
+    }
+    *out = &m->base;
+    return 0;
+}
+
+int weft__cuda_host_alloc(weft__context *ctx, size_t size, weft__mem **out)
+{
+    cuda_mem *m;
+    void *p = NULL;
+    CUresult res;
+    int rc;
+
+    if (!(m = cuda_mem_new(ctx, WEFT__MEM_PINNED, size)))
+        return WEFT_ENOMEM;
+    if ((rc = weft__cuda_enter(ctx)) < 0) {
+        weft__free(m);
+        return rc;
+    }
+    /* PORTABLE: staging memory serves the copies of every GPU. */
+    res = weft__fault("cuda.cuMemHostAlloc")
+              ? CUDA_ERROR_OUT_OF_MEMORY
+              : weft__cu.MemHostAlloc(&p, size,
+                                      CU_MEMHOSTALLOC_PORTABLE |
+                                          CU_MEMHOSTALLOC_DEVICEMAP);
+    if (res != CUDA_SUCCESS) {
+        weft__free(m);
+        return weft__cuda_fail(
+            res, res == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ENOMEM : 0,
+            "cuMemHostAlloc: %zu pinned bytes for GPU %d", size,
+            cuda_ctx(ctx)->ordinal);
+    }
+    m->base.host = p;
+    m->ptr = (CUdeviceptr)(uintptr_t)p;
+    *out = &m->base;
+    return 0;
+}
+
+int weft__cuda_host_register(weft__context *ctx, void *ptr, size_t size,
+                             weft__mem **out)
+{
+    cuda_mem *m;
+    CUresult res;
+    int rc;
+
+    if (!(m = cuda_mem_new(ctx, WEFT__MEM_REGISTERED, size)))
+        return WEFT_ENOMEM;
+    if ((rc = weft__cuda_enter(ctx)) < 0) {
+        weft__free(m);
+        return rc;
+    }
+    res =
+        weft__fault("cuda.cuMemHostRegister")
+            ? CUDA_ERROR_OUT_OF_MEMORY
+            : weft__cu.MemHostRegister(ptr, size, CU_MEMHOSTREGISTER_PORTABLE);
+    if (res != CUDA_SUCCESS) {
+        weft__free(m);
+        return weft__cuda_fail(
+            res, res == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ENOMEM : 0,
+            "cuMemHostRegister: %zu bytes at %p for GPU %d", size, ptr,
+            cuda_ctx(ctx)->ordinal);
+    }
+    m->base.host = ptr;
+    m->ptr = (CUdeviceptr)(uintptr_t)ptr;
+    *out = &m->base;
+    return 0;
+}
+
+void weft__cuda_mem_free(weft__mem *mem)
+{
+    cuda_mem *m = cuda_mm(mem);
+    CUresult res = CUDA_SUCCESS;
+
+    if (weft__cuda_enter(mem->ctx) < 0)
+        weft__warn("cuda", "memory release: %s", weft_last_error());
+    switch (mem->kind) {
+    case WEFT__MEM_DEVICE:
+        res = weft__cu.MemFree(m->ptr);
+        break;
+    case WEFT__MEM_PINNED:
+        res = weft__cu.MemFreeHost(mem->host);
+        break;
+    case WEFT__MEM_REGISTERED:
+        res = weft__cu.MemHostUnregister(mem->host);
+        break;
+    }
+    if (res != CUDA_SUCCESS)
+        weft__warn("cuda", "freeing %zu bytes of kind %d: error %d", mem->size,
+                   (int)mem->kind, (int)res);
+    weft__free(m);
+}
+
+/* ---- copies and fills -------------------------------------------------- */
+
+/* 1 if [p, p + size) is page-locked memory that CUDA copies from in place. */
+static int cuda_is_pinned(const void *p, size_t size)
+{
+    unsigned type = 0;
+    CUdeviceptr a = (CUdeviceptr)(uintptr_t)p;
+
+    if (weft__cu.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                     a) != CUDA_SUCCESS ||
+        type != CU_MEMORYTYPE_HOST)
+        return 0;
+    return weft__cu.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                        a + size - 1) == CUDA_SUCCESS &&
+           type == CU_MEMORYTYPE_HOST;
+}
+
+int weft__cuda_host_is_pinned(weft__context *ctx, const void *p, size_t size)
+{
+    if (weft__cuda_enter(ctx) < 0) {
+        weft_clear_error();
+        return 0;
+    }
+    return cuda_is_pinned(p, size);
+}
+
+/* One chunk's host-side copy, run by CUDA's callback thread. */
+typedef struct cuda_stage_copy {
+    void *dst;
+    const void *src;
+    size_t size;
+} cuda_stage_copy;
+
+static void cuda_stage_run(void *user)
+{
+    cuda_stage_copy *c = user;
+
+    memcpy(c->dst, c->src, c->size);
+    weft__free(c);
+}
+
+/*
+ * A staged copy between pageable host memory and device memory dev, in
+ * chunks through the queue's pinned buffers. Every chunk record is made
+ * before anything is enqueued, so that a host allocation failure has no
+ * effect; a CUDA failure part-way leaves the chunks before it enqueued
+ * (they complete harmlessly) and is reported.
+ */
+static int cuda_staged(weft__queue *wq, CUdeviceptr dev, void *host,
+                       size_t size, int to_device)
+{
+    cuda_queue *q = (cuda_queue *)wq;
+    size_t nchunks = (size + CUDA_STAGE_BYTES - 1) / CUDA_STAGE_BYTES;
+    cuda_stage_copy **recs;
+    CUresult res = CUDA_SUCCESS;
+    size_t i = 0;
+    int rc = 0;
+
+    if (!(recs = weft__calloc(nchunks, sizeof *recs)))
+        return weft__error(WEFT_ENOMEM, "cuda staged copy");
+    for (i = 0; i < nchunks; i++)
+        if (!(recs[i] = weft__malloc(sizeof *recs[i]))) {
+            rc = weft__error(WEFT_ENOMEM, "cuda staged copy");
+            goto out;
+        }
+    pthread_mutex_lock(&q->stage_lock);
+    for (int b = 0; b < 2 && res == CUDA_SUCCESS; b++)
+        if (!q->stage[b])
+            res =
+                weft__fault("cuda.cuMemHostAlloc")
+                    ? CUDA_ERROR_OUT_OF_MEMORY
+                    : weft__cu.MemHostAlloc(&q->stage[b], CUDA_STAGE_BYTES, 0);
+    if (res != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&q->stage_lock);
+        rc = weft__cuda_fail(res, WEFT_ENOMEM,
+                             "cuMemHostAlloc: staging buffers for GPU %d",
+                             cuda_ctx(wq->ctx)->ordinal);
+        goto out;
+    }
+    for (i = 0; i < nchunks; i++) {
+        size_t off = i * CUDA_STAGE_BYTES;
+        size_t n = WEFT__MIN(size - off, (size_t)CUDA_STAGE_BYTES);
+        char *stage = q->stage[q->stage_next++ & 1];
+        cuda_stage_copy *c = recs[i];
+
+        c->size = n;
+        if (to_device) {
+            c->dst = stage;
+            c->src = (const char *)host + off;
+            res = weft__fault("cuda.cuLaunchHostFunc")
+                      ? CUDA_ERROR_UNKNOWN
+                      : weft__cu.LaunchHostFunc(q->stream, cuda_stage_run, c);
+            if (res != CUDA_SUCCESS)
+                break;
+            recs[i] = NULL; /* the callback owns it now */
+            res =
+                weft__fault("cuda.cuMemcpyHtoDAsync")
+                    ? CUDA_ERROR_UNKNOWN
+                    : weft__cu.MemcpyHtoDAsync(dev + off, stage, n, q->stream);
+        } else {
+            c->dst = (char *)host + off;
+            c->src = stage;
+            res =
+                weft__fault("cuda.cuMemcpyDtoHAsync")
+                    ? CUDA_ERROR_UNKNOWN
+                    : weft__cu.MemcpyDtoHAsync(stage, dev + off, n, q->stream);
+            if (res != CUDA_SUCCESS)
+                break;
+            res = weft__fault("cuda.cuLaunchHostFunc")
+                      ? CUDA_ERROR_UNKNOWN
+                      : weft__cu.LaunchHostFunc(q->stream, cuda_stage_run, c);
+            if (res == CUDA_SUCCESS)
+                recs[i] = NULL;
+        }
+        if (res != CUDA_SUCCESS)
+            break;
+    }
+    pthread_mutex_unlock(&q->stage_lock);
+    if (res != CUDA_SUCCESS)
+        rc = weft__cuda_fail(res, 0, "staged copy of %zu bytes %s GPU %d", size,
+                             to_device ? "to" : "from",
+                             cuda_ctx(wq->ctx)->ordinal);
+out:
+    for (i = 0; i < nchunks; i++)
+        weft__free(recs[i]);
+    weft__free(recs);
+    return rc;
+}
+
+int weft__cuda_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
+                        const void *src, size_t size)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    if (!cuda_is_pinned(src, size))
+        return cuda_staged(q, cuda_mm(dst)->ptr + dst_off, (void *)src, size,
+                           1);
+    res = weft__fault("cuda.cuMemcpyHtoDAsync")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.MemcpyHtoDAsync(cuda_mm(dst)->ptr + dst_off, src, size,
+                                         cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuMemcpyHtoDAsync: %zu bytes to GPU %d",
+                               size, cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+int weft__cuda_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
+                        size_t src_off, size_t size)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    if (!cuda_is_pinned(dst, size))
+        return cuda_staged(q, cuda_mm(src)->ptr + src_off, dst, size, 0);
+    res = weft__fault("cuda.cuMemcpyDtoHAsync")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.MemcpyDtoHAsync(dst, cuda_mm(src)->ptr + src_off, size,
+                                         cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0,
+                               "cuMemcpyDtoHAsync: %zu bytes from GPU %d", size,
+                               cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+int weft__cuda_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
+                        weft__mem *src, size_t src_off, size_t size)
+{
+    CUdeviceptr d = cuda_mm(dst)->ptr + dst_off;
+    CUdeviceptr s = cuda_mm(src)->ptr + src_off;
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    /* Host kinds go by their unified address; CUDA tells them apart. */
+    if (dst->kind == WEFT__MEM_DEVICE && src->kind == WEFT__MEM_DEVICE)
+        res = weft__fault("cuda.cuMemcpyDtoDAsync")
+                  ? CUDA_ERROR_UNKNOWN
+                  : weft__cu.MemcpyDtoDAsync(d, s, size, cuda_stream(q));
+    else
+        res = weft__fault("cuda.cuMemcpyAsync")
+                  ? CUDA_ERROR_UNKNOWN
+                  : weft__cu.MemcpyAsync(d, s, size, cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuMemcpyDtoDAsync: %zu bytes on GPU %d",
+                               size, cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+/*
+ * Let the context of `from` reach the memory of `to` directly. Failure is
+ * not an error (the copy still works through host memory); the pair is
+ * marked done either way so that it is tried once. Leaves `from` current.
+ */
+static void cuda_peer_setup_one(cuda_context *from, cuda_context *to)
+{
+    uint64_t bit = (uint64_t)1 << to->ordinal;
+    int can = 0;
+    CUresult res;
+
+    if (__atomic_load_n(&weft__cuda_peer_done[from->ordinal],
+                        __ATOMIC_ACQUIRE) &
+        bit)
+        return;
+    if (weft__cuda_enter(&from->base) < 0)
+        return;
+    res = weft__cu.DeviceCanAccessPeer(&can, cuda_dev(from->base.dev)->cu,
+                                       cuda_dev(to->base.dev)->cu);
+    if (res == CUDA_SUCCESS && can) {
+        res = weft__fault("cuda.cuCtxEnablePeerAccess")
+                  ? CUDA_ERROR_TOO_MANY_PEERS
+                  : weft__cu.CtxEnablePeerAccess(to->cu, 0);
+        if (res == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+            res = CUDA_SUCCESS;
+        if (res != CUDA_SUCCESS)
+            weft__info("cuda",
+                       "peer access GPU %d -> GPU %d: error %d; copies go "
+                       "through the host",
+                       from->ordinal, to->ordinal, (int)res);
+    }
+    pthread_mutex_lock(&weft__cuda_lock);
+    /* Both contexts are alive (the copy holds memory of each). */
+    __atomic_or_fetch(&weft__cuda_peer_done[from->ordinal], bit,
+                      __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&weft__cuda_lock);
+}
+
+int weft__cuda_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
+                         weft__mem *src, size_t src_off, size_t size)
+{
+    cuda_context *dc = cuda_ctx(dst->ctx), *sc = cuda_ctx(src->ctx);
+    CUresult res;
+    int rc;
+
+    if (dc->ordinal == sc->ordinal || dst->kind != WEFT__MEM_DEVICE ||
+        src->kind != WEFT__MEM_DEVICE)
+        return weft__cuda_copy_d2d(q, dst, dst_off, src, src_off, size);
+    cuda_peer_setup_one(dc, sc);
+    cuda_peer_setup_one(sc, dc);
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    /*
+     * cuMemcpyAsync under unified addressing, not cuMemcpyPeerAsync: the
+     * same copy (over the peer link where access is enabled), and a stream
+     * capture takes it in, where cuMemcpyPeerAsync fails with
+     * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture
+     * (2x H200, CUDA 13: tests/gpu/event_nodes.cu).
+     */
+    res = weft__fault("cuda.cuMemcpyAsync.peer")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.MemcpyAsync(cuda_mm(dst)->ptr + dst_off,
+                                     cuda_mm(src)->ptr + src_off, size,
+                                     cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(
+            res, 0, "cuMemcpyAsync (peer): %zu bytes GPU %d -> GPU %d", size,
+            sc->ordinal, dc->ordinal);
+    return 0;
+}
+
+int weft__cuda_fill(weft__queue *q, weft__mem *dst, size_t off,
+                    const void *pattern, size_t pattern_size, size_t size)
+{
+    CUdeviceptr p = cuda_mm(dst)->ptr + off;
+    CUstream s = cuda_stream(q);
+    uint16_t v16;
+    uint32_t v32;
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    if (weft__fault("cuda.cuMemsetAsync"))
+        res = CUDA_ERROR_UNKNOWN;
+    else if (pattern_size == 1)
+        res =
+            weft__cu.MemsetD8Async(p, *(const unsigned char *)pattern, size, s);
+    else if (pattern_size == 2) {
+        memcpy(&v16, pattern, 2);
+        res = weft__cu.MemsetD16Async(p, v16, size / 2, s);
+    } else if (pattern_size == 4) {
+        memcpy(&v32, pattern, 4);
+        res = weft__cu.MemsetD32Async(p, v32, size / 4, s);
+    } else
+        return weft__error(WEFT_EINVAL, "fill pattern of %zu bytes",
+                           pattern_size);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuMemsetD%zuAsync: %zu bytes on GPU %d",
+                               pattern_size * 8, size,
+                               cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}

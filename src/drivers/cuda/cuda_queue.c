@@ -1,0 +1,234 @@
+/*
+ * Queues (one non-blocking CUDA stream each), events and host functions
+ * of the cuda driver.
+ */
+#include "internal.h"
+
+/* ---- queues ------------------------------------------------------------ */
+
+int weft__cuda_queue_create(weft__context *ctx, const weft__queue_desc *desc,
+                            weft__queue **out)
+{
+    cuda_queue *q;
+    CUresult res;
+    int rc;
+
+    if (!(q = weft__calloc(1, sizeof *q)))
+        return weft__error(WEFT_ENOMEM, "cuda queue");
+    if ((rc = weft__cuda_enter(ctx)) < 0) {
+        weft__free(q);
+        return rc;
+    }
+    pthread_mutex_init(&q->stage_lock, NULL);
+    res = weft__fault("cuda.cuStreamCreateWithPriority")
+              ? CUDA_ERROR_OUT_OF_MEMORY
+              : weft__cu.StreamCreateWithPriority(
+                    &q->stream, CU_STREAM_NON_BLOCKING, desc->priority);
+    if (res != CUDA_SUCCESS) {
+        pthread_mutex_destroy(&q->stage_lock);
+        weft__free(q);
+        return weft__cuda_fail(res, 0, "cuStreamCreateWithPriority: GPU %d",
+                               cuda_ctx(ctx)->ordinal);
+    }
+    q->base.drv = &weft__driver_cuda;
+    q->base.ctx = ctx;
+    q->base.desc = *desc;
+    *out = &q->base;
+    return 0;
+}
+
+int weft__cuda_queue_sync(weft__queue *q)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuStreamSynchronize")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.StreamSynchronize(cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuStreamSynchronize: GPU %d",
+                               cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+void weft__cuda_queue_release(weft__queue *q)
+{
+    CUresult res;
+
+    /*
+     * Nothing to report to: errors are logged. The stream is destroyed
+     * even if the context cannot be made current (CUDA then finds it by
+     * the stream).
+     */
+    if (weft__cuda_enter(q->ctx) < 0)
+        weft__warn("cuda", "queue release: %s", weft_last_error());
+    res = weft__cu.StreamSynchronize(cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        weft__warn("cuda", "cuStreamSynchronize at queue release: error %d",
+                   (int)res);
+    res = weft__cu.StreamDestroy(cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        weft__warn("cuda", "cuStreamDestroy: error %d", (int)res);
+    ((cuda_queue *)q)->stream = NULL;
+    for (int i = 0; i < 2; i++)
+        if (((cuda_queue *)q)->stage[i])
+            weft__cu.MemFreeHost(((cuda_queue *)q)->stage[i]);
+    pthread_mutex_destroy(&((cuda_queue *)q)->stage_lock);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+int weft__cuda_event_create(weft__context *ctx, unsigned flags,
+                            weft__event **out)
+{
+    cuda_event *e;
+    CUresult res;
+    int rc;
+
+    if (!(e = weft__calloc(1, sizeof *e)))
+        return weft__error(WEFT_ENOMEM, "cuda event");
+    if ((rc = weft__cuda_enter(ctx)) < 0) {
+        weft__free(e);
+        return rc;
+    }
+    /* Timing costs a timestamp write per record: only where asked for. */
+    res = weft__fault("cuda.cuEventCreate")
+              ? CUDA_ERROR_OUT_OF_MEMORY
+              : weft__cu.EventCreate(&e->cu, (flags & WEFT__EVENT_TIMING)
+                                                 ? CU_EVENT_DEFAULT
+                                                 : CU_EVENT_DISABLE_TIMING);
+    if (res != CUDA_SUCCESS) {
+        weft__free(e);
+        return weft__cuda_fail(res, 0, "cuEventCreate: GPU %d",
+                               cuda_ctx(ctx)->ordinal);
+    }
+    e->base.drv = &weft__driver_cuda;
+    e->base.ctx = ctx;
+    e->base.flags = flags;
+    *out = &e->base;
+    return 0;
+}
+
+int weft__cuda_event_record(weft__event *ev, weft__queue *q)
+{
+    CUresult res;
+    int rc;
+
+    if (ev->ctx->dev != q->ctx->dev)
+        return weft__error(
+            WEFT_EINVAL, "event of GPU %d recorded on a queue of GPU %d",
+            cuda_ctx(ev->ctx)->ordinal, cuda_ctx(q->ctx)->ordinal);
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuEventRecord")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.EventRecord(cuda_ev(ev), cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuEventRecord: GPU %d",
+                               cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+int weft__cuda_queue_wait_event(weft__queue *q, weft__event *ev)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuStreamWaitEvent")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.StreamWaitEvent(cuda_stream(q), cuda_ev(ev), 0);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(
+            res, 0,
+            "cuStreamWaitEvent: queue of GPU %d on an event of "
+            "GPU %d",
+            cuda_ctx(q->ctx)->ordinal, cuda_ctx(ev->ctx)->ordinal);
+    return 0;
+}
+
+int weft__cuda_event_query(weft__event *ev)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(ev->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuEventQuery") ? CUDA_ERROR_UNKNOWN
+                                           : weft__cu.EventQuery(cuda_ev(ev));
+    if (res == CUDA_ERROR_NOT_READY)
+        return WEFT_ENOTREADY; /* not a failure: no detail */
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuEventQuery: GPU %d",
+                               cuda_ctx(ev->ctx)->ordinal);
+    return 0;
+}
+
+int weft__cuda_event_sync(weft__event *ev)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(ev->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuEventSynchronize")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.EventSynchronize(cuda_ev(ev));
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuEventSynchronize: GPU %d",
+                               cuda_ctx(ev->ctx)->ordinal);
+    return 0;
+}
+
+int weft__cuda_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
+{
+    float ms = 0;
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(end->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuEventElapsedTime")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.EventElapsedTime(&ms, cuda_ev(start), cuda_ev(end));
+    if (res == CUDA_ERROR_NOT_READY)
+        return weft__error(WEFT_ENOTREADY, "timing events not complete yet");
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuEventElapsedTime: GPU %d and GPU %d",
+                               cuda_ctx(start->ctx)->ordinal,
+                               cuda_ctx(end->ctx)->ordinal);
+    /* Resolution is about 0.5 us; a negative time is an order mix-up. */
+    *ns = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
+    return 0;
+}
+
+void weft__cuda_event_destroy(weft__event *ev)
+{
+    CUresult res;
+
+    if (weft__cuda_enter(ev->ctx) < 0)
+        weft__warn("cuda", "event release: %s", weft_last_error());
+    res = weft__cu.EventDestroy(cuda_ev(ev));
+    if (res != CUDA_SUCCESS)
+        weft__warn("cuda", "cuEventDestroy: error %d", (int)res);
+    weft__free(ev);
+}
+
+int weft__cuda_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuLaunchHostFunc")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.LaunchHostFunc(cuda_stream(q), fn, user);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuLaunchHostFunc: GPU %d",
+                               cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
