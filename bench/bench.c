@@ -17,7 +17,7 @@ static const char *bench_name = "bench";
 static const bench_option *bench_opts;
 static size_t bench_nopts;
 
-void bench_die(const char *fmt, ...)
+_Noreturn void bench_die(const char *fmt, ...)
 {
     va_list ap;
 

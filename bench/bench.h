@@ -47,7 +47,8 @@ void bench_options(int argc, char **argv, const char *name,
 void bench_usage(void);
 
 /* "NAME: ..." on stderr, then exit 1. */
-void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void bench_die(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 /* A remark for people: "# ..." on stdout, left out of --json output. */
 void bench_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
