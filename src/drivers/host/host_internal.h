@@ -201,17 +201,21 @@ typedef struct weft__host_op {
  * twice for two posts.
  */
 typedef struct weft__host_runners {
+    /* Written by posts and takes; nrunnable is read by every owner. */
     pthread_mutex_t lock;
     pthread_cond_t wake; /* sleepers wait for a wake-up or stop */
     struct weft__host_queue *first, *last; /* runnable list; lock */
     unsigned nrunnable; /* on the list; atomic, written under lock */
-    unsigned nlooking;  /* atomic */
     unsigned nsleeping; /* lock */
     unsigned wakeups;   /* lock */
     unsigned stopping;  /* lock */
     unsigned size;      /* threads to start */
     unsigned nthreads;  /* started; lock */
     pthread_t *threads; /* size of them */
+    char pad0[64];
+    /* Written as runners start and stop looking. */
+    unsigned nlooking; /* atomic */
+    char pad1[64];
 } weft__host_runners;
 
 typedef struct weft__host_platform {

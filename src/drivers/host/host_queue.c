@@ -396,7 +396,9 @@ static int quantum_over(unsigned *ran, uint64_t *since)
  * signal or stopped (NULL), or to go behind the queues that wait (hq
  * returned). The watch of an empty FIFO pauses a little, then yields the
  * core between looks: where threads outnumber cores, a watching runner
- * must not take the core of the thread it waits for.
+ * must not take the core of the thread it waits for. It counts as
+ * looking from the yields on: an owner that catches up with its producer
+ * for a few pauses writes nothing shared.
  */
 static weft__host_queue *queue_run(weft__host_runners *r, weft__host_queue *hq)
 {
@@ -439,17 +441,20 @@ static weft__host_queue *queue_run(weft__host_runners *r, weft__host_queue *hq)
             }
             continue;
         }
-        if (!looking)
-            look_begin(r);
-        looking = 1;
         /* Others wait: serve them rather than watch an empty FIFO. */
-        if (__atomic_load_n(&r->nrunnable, __ATOMIC_SEQ_CST))
+        if (__atomic_load_n(&r->nrunnable, __ATOMIC_SEQ_CST)) {
+            if (!looking)
+                look_begin(r);
             return queue_release(hq) ? NULL : hq;
+        }
         if (idle < WEFT__HOST_PAUSES) {
             idle++;
             cpu_relax();
             continue;
         }
+        if (!looking)
+            look_begin(r);
+        looking = 1;
         /* Idle: the enqueuer may want what is spare now. */
         if (idle++ == WEFT__HOST_PAUSES)
             owner_hand_over(hq);
