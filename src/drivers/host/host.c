@@ -164,10 +164,10 @@ static int host_platforms_open(const weft__driver_config *cfg,
         weft__free(list);
         return weft__error(WEFT_ENOMEM, "host: no memory for the platform");
     }
-    /* Queue runners: see weft__host_runners. */
-    rc = weft__host_runners_init(
-        &hp->runners, WEFT__MIN(WEFT__MAX(WEFT__MAX(2u, nthreads), 2 * ndev),
-                                (unsigned)HOST_MAX_THREADS));
+    /* Queue runners, max(2, threads per device, 2 x devices): see
+     * weft__host_runners. */
+    rc = weft__host_runners_init(&hp->runners,
+                                 WEFT__MAX(WEFT__MAX(2u, nthreads), 2 * ndev));
     if (rc < 0) {
         weft__free(p->devices);
         weft__free(p);

@@ -176,29 +176,30 @@ typedef struct weft__host_op {
  * operations in order, and gives it back when its FIFO is empty (after
  * watching it a while, see weft__host_queue), when its next operation
  * waits for a signal not raised yet (the queue parks on the signal, whose
- * raise posts it again: no runner blocks on a wait), or, when other
- * queues wait on the list, after a quantum (WEFT__HOST_QUANTUM_OPS
- * operations or WEFT__HOST_QUANTUM_NS), behind them.
+ * raise posts it again: no runner blocks on a wait, so no extra thread is
+ * ever needed to make progress), or, when other queues wait on the list,
+ * after a quantum (WEFT__HOST_QUANTUM_OPS operations or
+ * WEFT__HOST_QUANTUM_NS), behind them.
  *
  * Size: max(2, threads per device, 2 x devices), all started by the
  * platform's first queue_create (a queue_create that cannot start them
  * fails; those started stay and the next tries again), joined by
- * platforms_close. So threads do not grow with queues. A host function or
- * kernel that blocks holds its runner: at least two runners let two
- * queues' work overlap (a kernel on one queue that waits for a host
- * function of another), and a host function must not wait for work of
- * more queues than that.
+ * platforms_close. So threads do not grow with queues, nor with load
+ * after the first queue. A host function or kernel that blocks holds its
+ * runner: at least two runners let two queues' work overlap (a kernel on
+ * one queue that waits for a host function of another), and a host
+ * function must not wait for work of more queues than that.
  *
  * Waking. nlooking counts the runners that will look at the list before
- * they sleep: a runner watching its empty queue, or one about to take
- * from the list. A post (under lock) appends, bumps nrunnable, and wakes a
- * sleeper only if none is looking (nrunnable and nlooking are seq_cst on
- * both sides): a runner that stops looking because its own queue got work
- * reads nrunnable after its decrement and, if a queue waits, passes the
- * wake-up on. So no post is left without a runner to take it, and a
- * queue posted while runners spin costs no system call. wakeups counts
- * wake-ups given and not yet taken, so that one sleeper is not woken
- * twice for two posts.
+ * they sleep: a runner whose watch of its empty queue has begun to
+ * yield (queue_run), or one about to take from the list. A post (under lock)
+ * appends, bumps nrunnable, and wakes a sleeper only if none is looking
+ * (nrunnable and nlooking are seq_cst on both sides): a runner that stops
+ * looking because its own queue got work reads nrunnable after its decrement
+ * and, if a queue waits, passes the wake-up on. So no post is left without a
+ * runner to take it, and a queue posted while runners spin costs no system
+ * call. wakeups counts wake-ups given and not yet taken, so that one sleeper is
+ * not woken twice for two posts.
  */
 typedef struct weft__host_runners {
     /* Written by posts and takes; nrunnable is read by every owner. */
@@ -262,9 +263,9 @@ typedef struct weft__host_platform {
  *
  * Watching. An owner whose FIFO is empty pauses, then yields the core,
  * watching the FIFO for up to WEFT__HOST_SPIN_NS before giving the queue
- * up (a queue kept busy costs no lock and no system call per op, as a
- * thread of its own did), unless other queues wait on the runnable list,
- * which it then serves first.
+ * up (a queue kept busy costs no lock and no system call per op),
+ * unless other queues wait on the runnable list, which it then serves
+ * first.
  *
  * Stop. queue_release pushes stop (the queue's last op) and waits under
  * lock for stopped; the owner that takes it sets stopped under lock and
@@ -284,10 +285,10 @@ typedef struct weft__host_queue {
     weft__queue base;
     /* Written seldom: at create and stop, by syncs, posts and parks. */
     weft__host_runners *runners; /* its platform's */
-    pthread_mutex_t lock; /* for syncing and stopping */
-    pthread_cond_t idle;  /* syncs wait for completed, release for stopped */
-    unsigned syncers;     /* syncs waiting; atomic, written under lock */
-    unsigned stopped;     /* lock */
+    pthread_mutex_t lock;        /* for syncing and stopping */
+    pthread_cond_t idle;         /* syncs and release wait here */
+    unsigned syncers;            /* syncs waiting; atomic, written under lock */
+    unsigned stopped;            /* lock */
     struct weft__host_queue *run_next;  /* runnable list; runners' lock */
     struct weft__host_queue *park_next; /* a signal's parked; signal lock */
     /* The capture it takes part in, or NULL; written under the capture

@@ -491,8 +491,8 @@ int weft__host_runners_init(weft__host_runners *r, unsigned size)
     memset(r, 0, sizeof *r);
     r->size = size;
     if (!(r->threads = weft__calloc(size, sizeof *r->threads)))
-        return weft__error(WEFT_ENOMEM,
-                           "host: no memory for %u queue runners", size);
+        return weft__error(WEFT_ENOMEM, "host: no memory for %u queue runners",
+                           size);
     rc = pthread_mutex_init(&r->lock, NULL);
     if (rc == 0) {
         stage = 1;
@@ -518,8 +518,7 @@ static int runners_start(weft__host_runners *r)
         if (weft__fault("host.pthread_create"))
             rc = EAGAIN;
         else
-            rc = pthread_create(&r->threads[r->nthreads], NULL, runner_main,
-                                r);
+            rc = pthread_create(&r->threads[r->nthreads], NULL, runner_main, r);
         if (rc == 0)
             r->nthreads++;
     }
@@ -618,8 +617,7 @@ void weft__host_queue_push_now(weft__queue *q, weft__host_op *op)
     __atomic_store_n(&op->next, NULL, __ATOMIC_RELAXED);
     prev = __atomic_exchange_n(&hq->tail, op, __ATOMIC_ACQ_REL);
     __atomic_store_n(&prev->next, op, __ATOMIC_RELEASE);
-    if (!(was & 1) &&
-        !(__atomic_fetch_or(&hq->sched, 1, __ATOMIC_ACQ_REL) & 1))
+    if (!(was & 1) && !(__atomic_fetch_or(&hq->sched, 1, __ATOMIC_ACQ_REL) & 1))
         runners_post(hq->runners, hq);
 }
 
