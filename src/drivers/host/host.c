@@ -66,6 +66,7 @@ static void host_platforms_close(weft__platform **platforms, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
         weft__platform *p = platforms[i];
+        weft__host_runners_fini(&((weft__host_platform *)p)->runners);
         for (unsigned d = 0; p->devices && d < p->ndevices; d++)
             weft__free(p->devices[d]);
         weft__free(p->devices);
@@ -108,7 +109,7 @@ static void device_init(weft__host_device *hd, weft__platform *p, unsigned i,
     info->local_mem = HOST_LOCAL_MEM;
     info->compute_units = nthreads;
     info->max_group_size = HOST_MAX_GROUP;
-    /* Copies run on queue workers: two queues copy at once. */
+    /* Copies run on queue runners: two queues copy at once. */
     info->copy_engines = 2;
     info->concurrent_kernels = 1;
     info->timing_events = 1;
@@ -132,9 +133,11 @@ static int host_platforms_open(const weft__driver_config *cfg,
     unsigned ndev = cfg && cfg->host_devices ? cfg->host_devices : 1;
     unsigned nthreads = cfg && cfg->host_threads ? cfg->host_threads : 0;
     weft__platform **list;
+    weft__host_platform *hp;
     weft__platform *p;
     char model[192];
     uint64_t mem;
+    int rc;
 
     if (ndev > HOST_MAX_DEVICES)
         return weft__error(WEFT_EINVAL, "host: %u devices asked, at most %u",
@@ -152,15 +155,28 @@ static int host_platforms_open(const weft__driver_config *cfg,
     mem = physical_memory();
 
     list = weft__calloc(1, sizeof *list);
-    p = weft__calloc(1, sizeof *p);
+    hp = weft__calloc(1, sizeof *hp);
+    p = hp ? &hp->base : NULL;
     if (list && p) {
         list[0] = p;
         p->devices = weft__calloc(ndev, sizeof *p->devices);
     }
     if (!p || !p->devices) {
+        if (p)
+            weft__free(p->devices);
         weft__free(p);
         weft__free(list);
         return weft__error(WEFT_ENOMEM, "host: no memory for the platform");
+    }
+    /* Queue runners, max(2, threads per device, 2 x devices): see
+     * weft__host_runners. */
+    rc = weft__host_runners_init(&hp->runners,
+                                 WEFT__MAX(WEFT__MAX(2u, nthreads), 2 * ndev));
+    if (rc < 0) {
+        weft__free(p->devices);
+        weft__free(p);
+        weft__free(list);
+        return rc;
     }
     p->drv = &weft__driver_host;
     weft__strlcpy(p->name, "weft host", sizeof p->name);
@@ -199,7 +215,7 @@ static int host_context_create(weft__device *dev, weft__context **ctx)
 
     if (!hc)
         return weft__error(WEFT_ENOMEM, "host: no memory for a context");
-    /* The worker of the launching queue is the pool's other thread. */
+    /* The runner of the launching queue is the pool's other thread. */
     if ((rc = weft__host_pool_start(&hc->pool, hd->nthreads - 1)) < 0) {
         weft__free(hc);
         return rc;

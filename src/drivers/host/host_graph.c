@@ -3,7 +3,7 @@
  *
  * A host graph is the list of operations a capture took in, in the order
  * they were enqueued, and a launch is one operation on the launching
- * queue that runs them all, in that order, on that queue's worker: one
+ * queue that runs them all, in that order, by that queue's owner: one
  * hand-off between threads per launch instead of one per operation, which
  * is what makes a replayed graph of small tasks cheap
  * (bench/task_overhead). Every operation runs as it would op by op (a
@@ -34,7 +34,9 @@
  * launch, for the record of ev that was latest when that launch was
  * enqueued, as a queue wait does when it is enqueued. graph_launch
  * resolves both on the calling thread, so a graph launched after this one
- * that waits for ev waits for this launch's record.
+ * that waits for ev waits for this launch's record. A wait node whose
+ * record has not run parks the queue as a queue wait does (no runner
+ * blocks): the launch resumes at that node once the record is raised.
  *
  * A graph runs one launch at a time (its kernel nodes keep the state of
  * their spread over the pool): graph_launch fails with WEFT_EBUSY while an
@@ -456,12 +458,12 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
     return 0;
 }
 
-void weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
+int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
 {
     weft__host_graph *g = op->u.graph.graph;
     weft__host_signal **sig = op->u.graph.signals;
 
-    for (size_t i = 0; i < g->n; i++) {
+    for (size_t i = op->u.graph.pos; i < g->n; i++) {
         weft__host_op *n = g->nodes[i];
 
         switch (n->kind) {
@@ -471,7 +473,10 @@ void weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
             break;
         case WEFT__HOST_OP_WAIT_EXT:
             if (sig[n->u.ext.slot]) {
-                weft__host_signal_wait(sig[n->u.ext.slot]);
+                /* Parked: this node runs again once the signal is up. */
+                op->u.graph.pos = i;
+                if (weft__host_queue_park(hq, op, sig[n->u.ext.slot]))
+                    return 1;
                 weft__host_signal_release(sig[n->u.ext.slot]);
             }
             break;
@@ -483,10 +488,12 @@ void weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
             n->u.job.active = 0;
             weft__host_op_run(hq, n);
             break;
-        default:
-            weft__host_op_run(hq, n);
+        default: /* no node waits: records and waits make none */
+            if (weft__host_op_run(hq, n))
+                weft__assert(!"a graph node parked");
             break;
         }
     }
     __atomic_store_n(&g->running, 0, __ATOMIC_RELEASE);
+    return 0;
 }

@@ -1,20 +1,25 @@
 /*
- * The host driver: devices are the CPU, queues are worker threads, kernels
- * are C functions run once per work-group on a per-context thread pool.
+ * The host driver: devices are the CPU, queues are serial FIFOs of
+ * operations that a bounded set of runner threads per platform runs
+ * (weft__host_runners), kernels are C functions run once per work-group on
+ * a per-context thread pool.
  *
  * Each host device has memory of its own (separate allocations), so that
  * copies between host devices are real copies and the layers above see the
  * same protocol as with discrete GPUs.
  *
- * Locks. There are four kinds and no code path holds two at once:
- * - host_queue.lock: a queue worker's sleep, syncs and stop (the FIFO
- *   itself is lock-free: see weft__host_queue).
+ * Locks. There are five kinds and no code path holds two at once:
+ * - host_queue.lock: syncs and the queue's stop (the FIFO itself is
+ *   lock-free, and so is a busy queue's scheduling: see weft__host_queue).
+ * - host_runners.lock: the runnable list, the runners' sleep and start.
  * - host_pool.lock: the pool's list of open launches and their counts.
- * - the signal lock (host_queue.c): every signal's state and every event's
- *   current signal pointer.
+ * - the signal lock (host_queue.c): every signal's state, its parked
+ *   queues, and every event's current signal pointer.
  * - the capture lock (host_graph.c): every capture, and the cap pointers
  *   of queues and events.
- * Because none nests, there is no lock order to get wrong; keep it so.
+ * Because none nests (a raise collects the queues it unparks under the
+ * signal lock and posts them after it), there is no lock order to get
+ * wrong; keep it so.
  */
 #ifndef WEFT_HOST_INTERNAL_H
 #define WEFT_HOST_INTERNAL_H
@@ -27,12 +32,12 @@
 
 typedef struct weft__host_device {
     weft__device base;
-    unsigned nthreads; /* threads that run one launch, the worker included */
+    unsigned nthreads; /* threads that run one launch, its runner included */
 } weft__host_device;
 
 /*
  * One launch being spread over a pool. It lives inside the launch operation
- * of the queue whose worker owns it; helpers touch it only while counted in
+ * of the queue whose runner owns it; helpers touch it only while counted in
  * active, and the owner does not return before active is 0 and the job is
  * off the list.
  */
@@ -83,20 +88,24 @@ typedef struct weft__host_module {
     weft__host_kernel *kernels;
 } weft__host_module;
 
+struct weft__host_capture;
+struct weft__host_graph;
+struct weft__host_queue;
+
 /*
  * The completion of one record: shared by the event (until re-recorded or
  * destroyed), the record operation (until it has run) and every wait on it
- * (until it has waited). refs is atomic; done and time_ns are written under
- * the signal lock, and done is read atomically by queries.
+ * (until it has waited). refs is atomic; done, time_ns and parked are
+ * written under the signal lock, and done is read atomically by queries.
  */
 typedef struct weft__host_signal {
     long refs;
     int done;
     uint64_t time_ns; /* weft__now_ns() when the recorded work completed */
+    /* Queues whose next operation waits for it, linked by park_next; the
+     * raise posts them to their runners. */
+    struct weft__host_queue *parked;
 } weft__host_signal;
-
-struct weft__host_capture;
-struct weft__host_graph;
 
 typedef struct weft__host_event {
     weft__event base;
@@ -116,6 +125,7 @@ typedef enum weft__host_op_kind {
     WEFT__HOST_OP_GRAPH,      /* a launch of a native graph (host_graph.c) */
     WEFT__HOST_OP_RECORD_EXT, /* graph nodes: an external event record */
     WEFT__HOST_OP_WAIT_EXT,   /* ... and wait (graph_*_external) */
+    WEFT__HOST_OP_STOP,       /* a queue's last (queue_release) */
 } weft__host_op_kind;
 
 /*
@@ -150,6 +160,7 @@ typedef struct weft__host_op {
             /* Per external node (by slot): the signal it raises or waits
              * for in this launch; a wait's may be NULL (nothing to wait). */
             weft__host_signal **signals;
+            size_t pos; /* the next node to run (a launch parks, resumes) */
         } graph;
         struct {
             weft__host_event *ev;
@@ -159,75 +170,150 @@ typedef struct weft__host_op {
 } weft__host_op;
 
 /*
- * A queue: a FIFO of operations that one worker thread runs in order.
+ * The runners of a platform: threads, shared by every queue of its
+ * devices, that run the queues with work. A queue with work and no runner
+ * is on the runnable list (FIFO); a runner takes the first, runs its
+ * operations in order, and gives it back when its FIFO is empty (after
+ * watching it a while, see weft__host_queue), when its next operation
+ * waits for a signal not raised yet (the queue parks on the signal, whose
+ * raise posts it again: no runner blocks on a wait, so no extra thread is
+ * ever needed to make progress), or, when other queues wait on the list,
+ * after a quantum (WEFT__HOST_QUANTUM_OPS operations or
+ * WEFT__HOST_QUANTUM_NS), behind them.
+ *
+ * Size: max(2, threads per device, 2 x devices), all started by the
+ * platform's first queue_create (a queue_create that cannot start them
+ * fails; those started stay and the next tries again), joined by
+ * platforms_close. So threads do not grow with queues, nor with load
+ * after the first queue. A host function or kernel that blocks holds its
+ * runner: at least two runners let two queues' work overlap (a kernel on
+ * one queue that waits for a host function of another), and a host
+ * function must not wait for work of more queues than that.
+ *
+ * Waking. nlooking counts the runners that will look at the list before
+ * they sleep: a runner whose watch of its empty queue has begun to
+ * yield (queue_run), or one about to take from the list. A post (under lock)
+ * appends, bumps nrunnable, and wakes a sleeper only if none is looking
+ * (nrunnable and nlooking are seq_cst on both sides): a runner that stops
+ * looking because its own queue got work reads nrunnable after its decrement
+ * and, if a queue waits, passes the wake-up on. So no post is left without a
+ * runner to take it, and a queue posted while runners spin costs no system
+ * call. wakeups counts wake-ups given and not yet taken, so that one sleeper is
+ * not woken twice for two posts.
+ */
+typedef struct weft__host_runners {
+    /* Written by posts and takes; nrunnable is read by every owner. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* sleepers wait for a wake-up or stop */
+    struct weft__host_queue *first, *last; /* runnable list; lock */
+    unsigned nrunnable; /* on the list; atomic, written under lock */
+    unsigned nsleeping; /* lock */
+    unsigned wakeups;   /* lock */
+    unsigned stopping;  /* lock */
+    unsigned size;      /* threads to start */
+    unsigned nthreads;  /* started; lock */
+    pthread_t *threads; /* size of them */
+    char pad0[64];
+    /* Written as runners start and stop looking. */
+    unsigned nlooking; /* atomic */
+    char pad1[64];
+} weft__host_runners;
+
+typedef struct weft__host_platform {
+    weft__platform base;
+    weft__host_runners runners;
+} weft__host_platform;
+
+/*
+ * A queue: a FIFO of operations that runners run in order, one runner at
+ * a time (the queue's owner).
  *
  * FIFO. An intrusive lock-free list with many producers and one consumer
  * (D. Vyukov's): producers swap themselves into tail (atomic exchange),
- * then link the previous tail's next to themselves (release). The worker
- * alone moves head, which is the last op it took (stub at first): it
- * takes head's next once linked, and that op becomes the head, while it
- * runs and after, until the op after it is taken. So the worker never
- * writes tail, and an op is recycled only once no producer can still link
- * after it. Between a producer's exchange and its link the list looks cut
- * there: the worker waits for the link. Every next of an op in the list is
+ * then link the previous tail's next to themselves (release). The owner
+ * alone moves head, which is the last op taken (stub at first): it takes
+ * head's next once linked, and that op becomes the head, while it runs
+ * and after, until the op after it is taken. So the owner never writes
+ * tail, and an op is recycled only once no producer can still link after
+ * it. Between a producer's exchange and its link the list looks cut
+ * there: the owner waits for the link. Every next of an op in the list is
  * accessed atomically.
  *
- * Counts. submitted: ops pushed (bumped before a producer's exchange,
- * seq_cst, so that every op ahead of a given one in the FIFO is counted
- * once that one is); taken: ops the worker took off (<= submitted);
- * completed: ops run (seq_cst, after running, so that a sync that sees it
- * sees their effects). A sync waits for completed to reach submitted as
- * it found it.
+ * Scheduling. sched holds submitted << 1 | active. submitted: ops pushed
+ * (bumped before a producer's exchange, so that every op ahead of a given
+ * one in the FIFO is counted once that one is). active: some runner is
+ * responsible for the queue (it is on the runnable list, owned, or parked
+ * on a signal). A push adds 2 (seq_cst) and links; if the value it
+ * replaced had active clear, it sets it (fetch_or) and the one that set
+ * it posts the queue. An owner gives the queue up with one compare-and-
+ * swap from taken << 1 | 1 to taken << 1: it fails if a push came since
+ * (the owner runs it), and once it succeeds the owner touches the queue
+ * no more. Both are read-modify-writes of one word, so a push and a
+ * release cannot miss each other, and there is no window between "idle"
+ * and "re-check". (acq_rel: the next owner, through the pusher and the
+ * list lock, sees what the last one wrote.) Fields marked owner pass from
+ * one owner to the next that way, through the list lock, or through the
+ * signal lock of a park.
  *
- * Sleeping. A worker that finds nothing spins a while, then, under lock,
- * sets sleeping (seq_cst) and sleeps on work while submitted == taken;
- * push bumps submitted, then reads sleeping (both seq_cst) and, if set,
- * signals work under lock: one of the two sees the other, so no wake-up
- * is lost, and a queue kept busy costs no lock and no system call per op.
- * (A worker that sees submitted > taken but no link yet spins for it.)
- * Syncs are the same with syncers, completed and idle.
+ * Counts. taken: ops the owner took off (<= submitted); completed: ops
+ * run (seq_cst, after running, so that a sync that sees it sees their
+ * effects). A sync waits for completed to reach submitted as it found it.
+ * Syncs sleep under lock with syncers set (seq_cst); the owner, after
+ * each op, reads syncers (seq_cst) and, if set, wakes them under lock.
  *
- * Recycling. The worker keeps the ops it is done with on spare, its own
- * (up to WEFT__HOST_SPARE; it frees the rest), and hands the whole list
- * over in ready when ready is empty (a batch at a time while busy,
- * whatever it has when idle). weft__host_op_alloc takes ops from cache,
- * refilled with all of ready at once (one atomic exchange per batch);
- * cache belongs to the allocating thread that holds cache_busy (atomic
- * exchange), and a thread that finds it held allocates. So the enqueueing
- * thread neither locks nor calls malloc in the usual case, and the lines
- * the two sides write are apart.
+ * Watching. An owner whose FIFO is empty pauses, then yields the core,
+ * watching the FIFO for up to WEFT__HOST_SPIN_NS before giving the queue
+ * up (a queue kept busy costs no lock and no system call per op),
+ * unless other queues wait on the runnable list, which it then serves
+ * first.
+ *
+ * Stop. queue_release pushes stop (the queue's last op) and waits under
+ * lock for stopped; the owner that takes it sets stopped under lock and
+ * leaves the queue active and alone.
+ *
+ * Recycling. The owner keeps the ops it is done with on spare (up to
+ * WEFT__HOST_SPARE; it frees the rest), and hands the whole list over in
+ * ready when ready is empty (a batch at a time while busy, whatever it
+ * has when idle). weft__host_op_alloc takes ops from cache, refilled with
+ * all of ready at once (one atomic exchange per batch); cache belongs to
+ * the allocating thread that holds cache_busy (atomic exchange), and a
+ * thread that finds it held allocates. So the enqueueing thread neither
+ * locks nor calls malloc in the usual case, and the lines the two sides
+ * write are apart.
  */
 typedef struct weft__host_queue {
     weft__queue base;
-    /* Written seldom: at start and stop, by sleeps and syncs. */
-    pthread_t worker;
-    pthread_mutex_t lock; /* for sleeping, syncing and stopping */
-    pthread_cond_t work;  /* the worker waits for an operation or stop */
-    pthread_cond_t idle;  /* syncs wait for completed to reach theirs */
-    unsigned stopping;    /* lock; read atomically by a spinning worker */
-    unsigned sleeping;    /* atomic, written under lock */
-    unsigned syncers;     /* syncs waiting; atomic, written under lock */
+    /* Written seldom: at create and stop, by syncs, posts and parks. */
+    weft__host_runners *runners; /* its platform's */
+    pthread_mutex_t lock;        /* for syncing and stopping */
+    pthread_cond_t idle;         /* syncs and release wait here */
+    unsigned syncers;            /* syncs waiting; atomic, written under lock */
+    unsigned stopped;            /* lock */
+    struct weft__host_queue *run_next;  /* runnable list; runners' lock */
+    struct weft__host_queue *park_next; /* a signal's parked; signal lock */
     /* The capture it takes part in, or NULL; written under the capture
      * lock, read atomically (by every push). */
     struct weft__host_capture *cap;
     char pad0[64];
     /* Written by enqueueing threads. */
     weft__host_op *tail;  /* the last op linked or being linked; atomic */
-    uint64_t submitted;   /* atomic */
+    uint64_t sched;       /* submitted << 1 | active; atomic */
     unsigned cache_busy;  /* atomic */
     weft__host_op *cache; /* ops to allocate; cache_busy */
     char pad1[64];
     /* Written by both, once a batch each. */
     weft__host_op *ready; /* spare ops handed over, or NULL; atomic */
     char pad2[64];
-    /* Written by the worker. */
-    weft__host_op *head;  /* the last op taken, or stub; worker */
-    uint64_t taken;       /* worker */
-    uint64_t completed;   /* atomic */
-    weft__host_op *spare; /* ops done with, for reuse; worker */
-    unsigned nspare;      /* worker */
+    /* Written by the owner. */
+    weft__host_op *head;    /* the last op taken, or stub; owner */
+    weft__host_op *pending; /* taken, parked, to run again; owner */
+    uint64_t taken;         /* owner */
+    uint64_t completed;     /* atomic */
+    weft__host_op *spare;   /* ops done with, for reuse; owner */
+    unsigned nspare;        /* owner */
     char pad3[64];
     weft__host_op stub;
+    weft__host_op stop;
 } weft__host_queue;
 
 /* host.c */
@@ -240,8 +326,12 @@ int weft__host_graph_launch(void *graph, weft__queue *q);
 void weft__host_graph_destroy(void *graph);
 int weft__host_graph_record_external(weft__event *ev, weft__queue *q);
 int weft__host_graph_wait_external(weft__queue *q, weft__event *ev);
-/* Run a GRAPH op's nodes, on the worker of the queue it was launched on. */
-void weft__host_graph_run(weft__host_queue *hq, weft__host_op *op);
+/*
+ * Run a GRAPH op's nodes from op->u.graph.pos, for the owner of the queue
+ * it was launched on: 0 when all have run, 1 when the queue parked on a
+ * wait node (pos is that node; the op runs again once posted).
+ */
+int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op);
 /*
  * For host_queue.c, on a queue or event whose cap it found set (each
  * returns at once where it finds the capture gone): push appends op to
@@ -266,6 +356,9 @@ int weft__host_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
                       const weft__karg *args, unsigned nargs);
 
 /* host_queue.c */
+int weft__host_runners_init(weft__host_runners *r, unsigned size);
+/* Stop and join the runners (platforms_close: no queue is left). */
+void weft__host_runners_fini(weft__host_runners *r);
 int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
                             weft__queue **q);
 int weft__host_queue_sync(weft__queue *q);
@@ -284,14 +377,24 @@ void weft__host_queue_push(weft__queue *q, weft__host_op *op);
  * operations found outside any capture that must not become graph nodes
  * (event records and waits, graph launches), and for capture_push. */
 void weft__host_queue_push_now(weft__queue *q, weft__host_op *op);
-/* Run op (any kind but RECORD_EXT and WAIT_EXT) on hq's worker. */
-void weft__host_op_run(weft__host_queue *hq, weft__host_op *op);
+/*
+ * Run op (any kind but RECORD_EXT, WAIT_EXT and STOP) for hq's owner: 0
+ * once run, 1 when hq parked on a signal (op is to run again).
+ */
+int weft__host_op_run(weft__host_queue *hq, weft__host_op *op);
+/*
+ * For hq's owner, before op (taken, a wait or a graph launch) goes on: 0
+ * if s is raised, else 1: hq is parked on s, with op to run again once
+ * the raise has posted hq; the owner leaves hq at once.
+ */
+int weft__host_queue_park(weft__host_queue *hq, weft__host_op *op,
+                          weft__host_signal *s);
 
 /* Signals (host_queue.c), for host_graph.c. */
 weft__host_signal *weft__host_signal_new(long refs);
 void weft__host_signal_release(weft__host_signal *s);
+/* Raise s: its waiters return, its parked queues are posted. */
 void weft__host_signal_raise(weft__host_signal *s);
-void weft__host_signal_wait(weft__host_signal *s);
 /* ev's current signal with a reference taken, or NULL if never recorded or
  * complete already. */
 weft__host_signal *weft__host_event_pending(weft__host_event *he);

@@ -1,6 +1,6 @@
 /*
  * Kernel launches on the host: a launch is a job of work-groups that the
- * queue's worker posts to its context's pool and then works on itself,
+ * queue's runner posts to its context's pool and then works on itself,
  * next to the pool's helper threads. Threads claim groups in chunks with
  * one atomic add, so the pool lock is taken only to join and leave a job.
  * Jobs of several queues may be open at once; helpers take the oldest.

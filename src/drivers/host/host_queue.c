@@ -1,8 +1,9 @@
 /*
- * Host queues and events. A queue is one worker thread that runs its FIFO
- * of operations in order; an event points at the signal of its latest
- * record, which the worker raises when it reaches the record operation,
- * i.e. once everything enqueued before it has run.
+ * Host queues and events. A queue is a FIFO of operations that its
+ * platform's runners run in order (see weft__host_runners and
+ * weft__host_queue in host_internal.h); an event points at the signal of
+ * its latest record, which the queue's owner raises when it reaches the
+ * record operation, i.e. once everything enqueued before it has run.
  */
 #include "host_internal.h"
 
@@ -13,13 +14,14 @@
 
 /*
  * One lock and one condition for every signal of the process. A signal
- * raised wakes every thread waiting on any signal; host queues are few, and
- * this keeps a signal a plain refcounted struct that cannot fail to set up.
+ * raised wakes every thread waiting on any signal (event syncs: queues
+ * park instead); this keeps a signal a plain refcounted struct that
+ * cannot fail to set up.
  */
 static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t signal_raised = PTHREAD_COND_INITIALIZER;
 
-/* Ops a worker keeps for reuse; more are freed as they complete. */
+/* Ops an owner keeps for reuse; more are freed as they complete. */
 #define WEFT__HOST_SPARE 256
 /* Spare ops handed to the enqueueing side at once, in a busy queue. */
 #define WEFT__HOST_BATCH 8
@@ -33,14 +35,24 @@ static pthread_cond_t signal_raised = PTHREAD_COND_INITIALIZER;
 #define WEFT__HOST_OP_MIN  ((size_t)256)
 #define WEFT__HOST_OP_KEEP ((size_t)4096)
 /*
- * How long a worker that ran out of operations watches for the next one
- * before it sleeps: long enough to ride out an enqueueing thread's pauses
- * between operations (a lock, a node that waits for the host), short
- * enough not to matter to an idle process; it yields the core meanwhile.
+ * How long an owner whose queue ran out of operations watches for the
+ * next one before it gives the queue up: long enough to ride out an
+ * enqueueing thread's pauses between operations (a lock, a node that
+ * waits for the host), short enough not to matter to an idle process; it
+ * yields the core meanwhile.
  */
 #define WEFT__HOST_SPIN_NS 100000
-/* Pauses before the watch starts yielding (worker_next). */
+/* Pauses before the watch starts yielding (queue_run). */
 #define WEFT__HOST_PAUSES 64
+/*
+ * The quantum: once other queues wait on the runnable list, an owner
+ * gives its queue up behind them after this many more operations or this
+ * long, whichever comes first.
+ */
+#define WEFT__HOST_QUANTUM_OPS 64
+#define WEFT__HOST_QUANTUM_NS  1000000
+
+static void runners_post(weft__host_runners *r, weft__host_queue *hq);
 
 static weft__host_queue *host_queue(weft__queue *q)
 {
@@ -66,12 +78,26 @@ static void signal_release(weft__host_signal *s)
 static void signal_raise(weft__host_signal *s)
 {
     uint64_t now = weft__now_ns();
+    weft__host_queue *parked;
 
     pthread_mutex_lock(&signal_lock);
     s->time_ns = now;
     __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+    parked = s->parked;
+    s->parked = NULL;
     pthread_cond_broadcast(&signal_raised);
     pthread_mutex_unlock(&signal_lock);
+    /*
+     * Posted after the signal lock (no lock nests). A parked queue is
+     * touched by nobody else until posted: read its link first, as its
+     * next owner may park it again at once.
+     */
+    while (parked) {
+        weft__host_queue *hq = parked;
+
+        parked = hq->park_next;
+        runners_post(hq->runners, hq);
+    }
 }
 
 static void signal_wait(weft__host_signal *s)
@@ -108,6 +134,7 @@ weft__host_signal *weft__host_signal_new(long refs)
         s->refs = refs;
         s->done = 0;
         s->time_ns = 0;
+        s->parked = NULL;
     }
     return s;
 }
@@ -122,12 +149,28 @@ void weft__host_signal_raise(weft__host_signal *s)
     signal_raise(s);
 }
 
-void weft__host_signal_wait(weft__host_signal *s)
+int weft__host_queue_park(weft__host_queue *hq, weft__host_op *op,
+                          weft__host_signal *s)
 {
-    signal_wait(s);
+    int parked = 0;
+
+    if (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE))
+        return 0;
+    /* Set before the park is seen: the raise may post hq at once. */
+    hq->pending = op;
+    pthread_mutex_lock(&signal_lock);
+    if (!s->done) {
+        hq->park_next = s->parked;
+        s->parked = hq;
+        parked = 1;
+    }
+    pthread_mutex_unlock(&signal_lock);
+    if (!parked)
+        hq->pending = NULL;
+    return parked;
 }
 
-void weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
+int weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
 {
     weft__host_context *hctx = (weft__host_context *)hq->base.ctx;
 
@@ -147,20 +190,22 @@ void weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
         signal_release(op->u.signal);
         break;
     case WEFT__HOST_OP_WAIT:
-        signal_wait(op->u.signal);
+        if (weft__host_queue_park(hq, op, op->u.signal))
+            return 1;
         signal_release(op->u.signal);
         break;
     case WEFT__HOST_OP_HOST_FN:
         op->u.host.fn(op->u.host.user);
         break;
     case WEFT__HOST_OP_GRAPH:
-        weft__host_graph_run(hq, op);
-        break;
+        return weft__host_graph_run(hq, op);
     case WEFT__HOST_OP_RECORD_EXT:
     case WEFT__HOST_OP_WAIT_EXT:
-        weft__assert(!"a graph node run outside its graph");
+    case WEFT__HOST_OP_STOP:
+        weft__assert(!"a graph node run outside its graph, or a stop");
         break;
     }
+    return 0;
 }
 
 static void cpu_relax(void)
@@ -176,8 +221,8 @@ static void cpu_relax(void)
 
 /* ---- the FIFO (see weft__host_queue) ----------------------------------- */
 
-/* Hand spare to ready, if ready is empty. Worker only. */
-static void worker_hand_over(weft__host_queue *hq)
+/* Hand spare to ready, if ready is empty. Owner only. */
+static void owner_hand_over(weft__host_queue *hq)
 {
     weft__host_op *expect = NULL;
 
@@ -191,9 +236,9 @@ static void worker_hand_over(weft__host_queue *hq)
 
 /*
  * Keep op (run, and no longer the FIFO's head) for reuse, or free it.
- * Worker only.
+ * Owner only.
  */
-static void worker_recycle(weft__host_queue *hq, weft__host_op *op)
+static void owner_recycle(weft__host_queue *hq, weft__host_op *op)
 {
     if (hq->nspare >= WEFT__HOST_SPARE || op->cap > WEFT__HOST_OP_KEEP) {
         weft__free(op);
@@ -202,13 +247,13 @@ static void worker_recycle(weft__host_queue *hq, weft__host_op *op)
     op->next = hq->spare;
     hq->spare = op;
     if (++hq->nspare >= WEFT__HOST_BATCH)
-        worker_hand_over(hq);
+        owner_hand_over(hq);
 }
 
 /*
  * The op after the head, which becomes the head, or NULL if none is linked
  * yet (none came, or its producer is between exchange and link). The old
- * head is done with: the FIFO no longer holds it. Worker only.
+ * head is done with: the FIFO no longer holds it. Owner only.
  */
 static weft__host_op *fifo_take(weft__host_queue *hq)
 {
@@ -219,90 +264,285 @@ static weft__host_op *fifo_take(weft__host_queue *hq)
         return NULL;
     hq->head = next;
     if (h != &hq->stub)
-        worker_recycle(hq, h);
+        owner_recycle(hq, h);
     return next;
 }
 
 /*
- * Sleep until an op may have come or the queue stops. 1 if the worker
- * is to leave: stopping, and every op linked has been taken.
+ * Give hq up: 1 once it is idle (the caller touches it no more), 0 if an
+ * op was pushed since the last taken (hq stays the caller's). Owner only.
  */
-static int worker_sleep(weft__host_queue *hq)
+static int queue_release(weft__host_queue *hq)
 {
-    int stop;
+    uint64_t expect = hq->taken << 1 | 1;
 
-    pthread_mutex_lock(&hq->lock);
-    __atomic_store_n(&hq->sleeping, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&hq->submitted, __ATOMIC_SEQ_CST) == hq->taken &&
-           !hq->stopping)
-        pthread_cond_wait(&hq->work, &hq->lock);
-    __atomic_store_n(&hq->sleeping, 0, __ATOMIC_RELAXED);
-    stop = hq->stopping &&
-           __atomic_load_n(&hq->submitted, __ATOMIC_SEQ_CST) == hq->taken;
-    pthread_mutex_unlock(&hq->lock);
-    return stop;
+    return __atomic_compare_exchange_n(&hq->sched, &expect, hq->taken << 1, 0,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* ---- the runners (see weft__host_runners) ------------------------------ */
+
+/* Under the lock: wake a sleeper if a queue waits and no runner looks. */
+static void runners_wake(weft__host_runners *r)
+{
+    if (r->first && !__atomic_load_n(&r->nlooking, __ATOMIC_SEQ_CST) &&
+        r->nsleeping > r->wakeups) {
+        r->wakeups++;
+        pthread_cond_signal(&r->wake);
+    }
+}
+
+/* Under the lock: hq goes to the end of the runnable list. */
+static void runners_append(weft__host_runners *r, weft__host_queue *hq)
+{
+    hq->run_next = NULL;
+    if (r->last)
+        r->last->run_next = hq;
+    else
+        r->first = hq;
+    r->last = hq;
+    __atomic_add_fetch(&r->nrunnable, 1, __ATOMIC_SEQ_CST);
+}
+
+/* hq (active, no runner's) becomes runnable. Any thread. */
+static void runners_post(weft__host_runners *r, weft__host_queue *hq)
+{
+    pthread_mutex_lock(&r->lock);
+    runners_append(r, hq);
+    runners_wake(r);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* A runner starts looking for work (see weft__host_runners). */
+static void look_begin(weft__host_runners *r)
+{
+    __atomic_add_fetch(&r->nlooking, 1, __ATOMIC_SEQ_CST);
 }
 
 /*
- * The next op to run: taken at once, else after watching the FIFO for up
- * to WEFT__HOST_SPIN_NS, else after sleeping. NULL: leave. The watch
- * pauses a little, then yields the core between looks: where threads
- * outnumber cores (the enqueuer, and a worker per busy queue), a watching
- * worker must not take the core of the thread it waits for.
+ * A runner stops looking: it has an op to run. A post that found it
+ * looking woke nobody: pass the wake-up on.
  */
-static weft__host_op *worker_next(weft__host_queue *hq)
+static void look_end(weft__host_runners *r)
 {
-    uint64_t until = 0;
+    __atomic_sub_fetch(&r->nlooking, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&r->nrunnable, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&r->lock);
+        runners_wake(r);
+        pthread_mutex_unlock(&r->lock);
+    }
+}
 
-    for (unsigned i = 1;; i++) {
-        weft__host_op *op = fifo_take(hq);
+/*
+ * The next queue for a looking runner: behind requeue (its own, still
+ * active, or NULL), the first on the runnable list; it sleeps while there
+ * is none. NULL: the runners stop.
+ */
+static weft__host_queue *runners_take(weft__host_runners *r,
+                                      weft__host_queue *requeue)
+{
+    weft__host_queue *hq;
 
-        if (op) {
-            hq->taken++;
-            return op;
+    pthread_mutex_lock(&r->lock);
+    if (requeue)
+        runners_append(r, requeue); /* no wake: this runner takes one */
+    for (;;) {
+        if ((hq = r->first)) {
+            r->first = hq->run_next;
+            if (!r->first)
+                r->last = NULL;
+            __atomic_sub_fetch(&r->nrunnable, 1, __ATOMIC_SEQ_CST);
+            break;
         }
-        if (i < WEFT__HOST_PAUSES) {
+        if (r->stopping)
+            break;
+        __atomic_sub_fetch(&r->nlooking, 1, __ATOMIC_SEQ_CST);
+        r->nsleeping++;
+        while (!r->wakeups && !r->stopping)
+            pthread_cond_wait(&r->wake, &r->lock);
+        if (r->wakeups)
+            r->wakeups--;
+        r->nsleeping--;
+        __atomic_add_fetch(&r->nlooking, 1, __ATOMIC_SEQ_CST);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return hq;
+}
+
+/* The owner took hq's stop: queue_release may go on. */
+static void queue_stopped(weft__host_queue *hq)
+{
+    pthread_mutex_lock(&hq->lock);
+    hq->stopped = 1;
+    pthread_cond_broadcast(&hq->idle);
+    pthread_mutex_unlock(&hq->lock);
+}
+
+/* The quantum (WEFT__HOST_QUANTUM_*) is over; counted while others wait. */
+static int quantum_over(unsigned *ran, uint64_t *since)
+{
+    uint64_t now;
+
+    if (++*ran >= WEFT__HOST_QUANTUM_OPS)
+        return 1;
+    now = weft__now_ns();
+    if (!*since)
+        *since = now;
+    return now - *since >= WEFT__HOST_QUANTUM_NS;
+}
+
+/*
+ * Run hq's ops, for the runner that took it (looking, and looking again
+ * on return), until hq is given up: idle (NULL returned), parked on a
+ * signal or stopped (NULL), or to go behind the queues that wait (hq
+ * returned). The watch of an empty FIFO pauses a little, then yields the
+ * core between looks: where threads outnumber cores, a watching runner
+ * must not take the core of the thread it waits for. It counts as
+ * looking from the yields on: an owner that catches up with its producer
+ * for a few pauses writes nothing shared.
+ */
+static weft__host_queue *queue_run(weft__host_runners *r, weft__host_queue *hq)
+{
+    int looking = 1;
+    unsigned idle = 0, ran = 0;
+    uint64_t until = 0, since = 0;
+
+    for (;;) {
+        weft__host_op *op = hq->pending;
+
+        if (op)
+            hq->pending = NULL;
+        else if ((op = fifo_take(hq)))
+            hq->taken++;
+        if (op) {
+            if (looking)
+                look_end(r);
+            looking = 0;
+            idle = 0;
+            until = 0;
+            if (op->kind == WEFT__HOST_OP_STOP) {
+                look_begin(r);
+                queue_stopped(hq);
+                return NULL;
+            }
+            if (weft__host_op_run(hq, op)) {
+                look_begin(r);
+                return NULL; /* parked: the raise posts it */
+            }
+            __atomic_add_fetch(&hq->completed, 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&hq->syncers, __ATOMIC_SEQ_CST)) {
+                pthread_mutex_lock(&hq->lock);
+                pthread_cond_broadcast(&hq->idle);
+                pthread_mutex_unlock(&hq->lock);
+            }
+            if (__atomic_load_n(&r->nrunnable, __ATOMIC_RELAXED) &&
+                quantum_over(&ran, &since)) {
+                look_begin(r);
+                return queue_release(hq) ? NULL : hq;
+            }
+            continue;
+        }
+        /* Others wait: serve them rather than watch an empty FIFO. */
+        if (__atomic_load_n(&r->nrunnable, __ATOMIC_SEQ_CST)) {
+            if (!looking)
+                look_begin(r);
+            return queue_release(hq) ? NULL : hq;
+        }
+        if (idle < WEFT__HOST_PAUSES) {
+            idle++;
             cpu_relax();
             continue;
         }
+        if (!looking)
+            look_begin(r);
+        looking = 1;
         /* Idle: the enqueuer may want what is spare now. */
-        if (i == WEFT__HOST_PAUSES)
-            worker_hand_over(hq);
+        if (idle++ == WEFT__HOST_PAUSES)
+            owner_hand_over(hq);
         uint64_t now = weft__now_ns();
         if (!until) {
             until = now + WEFT__HOST_SPIN_NS;
-        } else if (now >= until ||
-                   __atomic_load_n(&hq->stopping, __ATOMIC_RELAXED)) {
-            if (worker_sleep(hq))
+        } else if (now >= until) {
+            if (queue_release(hq))
                 return NULL;
-            until = 0;
-            i = 0;
+            until = 0; /* an op came: watch on */
+            idle = 0;
             continue;
         }
         sched_yield();
     }
 }
 
-/*
- * The worker leaves only when asked to stop and its FIFO is empty, so that
- * queue_release first drains the queue.
- */
-static void *worker_main(void *arg)
+static void *runner_main(void *arg)
 {
-    weft__host_queue *hq = arg;
-    weft__host_op *op;
+    weft__host_runners *r = arg;
+    weft__host_queue *hq, *requeue = NULL;
 
-    while ((op = worker_next(hq))) {
-        weft__host_op_run(hq, op);
-        __atomic_add_fetch(&hq->completed, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&hq->syncers, __ATOMIC_SEQ_CST)) {
-            pthread_mutex_lock(&hq->lock);
-            pthread_cond_broadcast(&hq->idle);
-            pthread_mutex_unlock(&hq->lock);
-        }
-    }
+    look_begin(r);
+    while ((hq = runners_take(r, requeue)))
+        requeue = queue_run(r, hq);
+    __atomic_sub_fetch(&r->nlooking, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
+
+int weft__host_runners_init(weft__host_runners *r, unsigned size)
+{
+    int rc, stage = 0;
+
+    memset(r, 0, sizeof *r);
+    r->size = size;
+    if (!(r->threads = weft__calloc(size, sizeof *r->threads)))
+        return weft__error(WEFT_ENOMEM, "host: no memory for %u queue runners",
+                           size);
+    rc = pthread_mutex_init(&r->lock, NULL);
+    if (rc == 0) {
+        stage = 1;
+        rc = pthread_cond_init(&r->wake, NULL);
+    }
+    if (rc == 0)
+        return 0;
+    if (stage >= 1)
+        pthread_mutex_destroy(&r->lock);
+    weft__free(r->threads);
+    r->threads = NULL;
+    return weft__host_os_error(WEFT_ENOMEM, rc,
+                               "setting up the queue runners' lock");
+}
+
+/* Start every runner not started yet; those started stay on failure. */
+static int runners_start(weft__host_runners *r)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&r->lock);
+    while (r->nthreads < r->size && rc == 0) {
+        rc = weft__thread_start(&r->threads[r->nthreads], "weft-host-runner",
+                                "host.pthread_create", runner_main, r);
+        if (rc == 0)
+            r->nthreads++;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (rc != 0)
+        return weft__host_os_error(WEFT_ENOMEM, rc,
+                                   "starting a queue runner thread");
+    return 0;
+}
+
+void weft__host_runners_fini(weft__host_runners *r)
+{
+    pthread_mutex_lock(&r->lock);
+    weft__assert(!r->first && "host: a queue outlived its platform");
+    r->stopping = 1;
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    for (unsigned i = 0; i < r->nthreads; i++)
+        pthread_join(r->threads[i], NULL);
+    weft__free(r->threads);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
+}
+
+/* ---- queues ------------------------------------------------------------ */
 
 /* Free a list of ops linked by next. */
 static void ops_free(weft__host_op *op)
@@ -363,66 +603,53 @@ void weft__host_queue_push_now(weft__queue *q, weft__host_op *op)
 {
     weft__host_queue *hq = host_queue(q);
     weft__host_op *prev;
+    uint64_t was;
 
     /*
-     * Counted first: before the exchange, so that whatever precedes op in
-     * the FIFO was counted before it (a sync's target covers it), and
-     * before the link, so that the link (a store to a line the worker is
-     * likely reading) need not complete before the check of sleeping
-     * below, which only has to follow the count. A worker that sees the
-     * count before the link waits for the link.
+     * Counted first, before the exchange, so that whatever precedes op in
+     * the FIFO was counted before it (a sync's target covers it). The
+     * count also tells whether a runner has the queue: if not, the push
+     * that sets active posts it, after the link (its runner need not wait
+     * for it).
      */
-    __atomic_add_fetch(&hq->submitted, 1, __ATOMIC_SEQ_CST);
+    was = __atomic_fetch_add(&hq->sched, 2, __ATOMIC_SEQ_CST);
     __atomic_store_n(&op->next, NULL, __ATOMIC_RELAXED);
     prev = __atomic_exchange_n(&hq->tail, op, __ATOMIC_ACQ_REL);
     __atomic_store_n(&prev->next, op, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&hq->sleeping, __ATOMIC_SEQ_CST)) {
-        pthread_mutex_lock(&hq->lock);
-        pthread_cond_signal(&hq->work);
-        pthread_mutex_unlock(&hq->lock);
-    }
+    if (!(was & 1) && !(__atomic_fetch_or(&hq->sched, 1, __ATOMIC_ACQ_REL) & 1))
+        runners_post(hq->runners, hq);
 }
 
 int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
                             weft__queue **q)
 {
-    weft__host_queue *hq = weft__calloc(1, sizeof *hq);
+    weft__host_platform *hp = (weft__host_platform *)ctx->dev->platform;
+    weft__host_queue *hq;
     int rc, stage = 0;
 
-    if (!hq)
+    if ((rc = runners_start(&hp->runners)) < 0)
+        return rc;
+    if (!(hq = weft__calloc(1, sizeof *hq)))
         return weft__error(WEFT_ENOMEM, "host: no memory for a queue");
     rc = pthread_mutex_init(&hq->lock, NULL);
     if (rc == 0) {
         stage = 1;
-        rc = pthread_cond_init(&hq->work, NULL);
-    }
-    if (rc == 0) {
-        stage = 2;
         rc = pthread_cond_init(&hq->idle, NULL);
     }
     if (rc == 0) {
-        stage = 3;
         hq->base.drv = &weft__driver_host;
         hq->base.ctx = ctx;
         hq->base.desc = *desc;
+        hq->runners = &hp->runners;
         hq->head = hq->tail = &hq->stub;
-        rc = weft__thread_start(&hq->worker, "weft-host-queue",
-                                "host.pthread_create", worker_main, hq);
-    }
-    if (rc == 0) {
+        hq->stop.kind = WEFT__HOST_OP_STOP;
         *q = &hq->base;
         return 0;
     }
-    if (stage >= 3)
-        pthread_cond_destroy(&hq->idle);
-    if (stage >= 2)
-        pthread_cond_destroy(&hq->work);
     if (stage >= 1)
         pthread_mutex_destroy(&hq->lock);
     weft__free(hq);
-    return weft__host_os_error(WEFT_ENOMEM, rc,
-                               stage >= 3 ? "starting a queue's worker thread"
-                                          : "setting up a queue's lock");
+    return weft__host_os_error(WEFT_ENOMEM, rc, "setting up a queue's lock");
 }
 
 /*
@@ -434,7 +661,7 @@ int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
 int weft__host_queue_sync(weft__queue *q)
 {
     weft__host_queue *hq = host_queue(q);
-    uint64_t target = __atomic_load_n(&hq->submitted, __ATOMIC_ACQUIRE);
+    uint64_t target = __atomic_load_n(&hq->sched, __ATOMIC_ACQUIRE) >> 1;
 
     if (__atomic_load_n(&hq->cap, __ATOMIC_ACQUIRE))
         return weft__error(WEFT_EINVAL,
@@ -451,20 +678,23 @@ int weft__host_queue_sync(weft__queue *q)
     return 0;
 }
 
+/*
+ * The queue drains (its stop runs after everything enqueued before), and
+ * its last owner lets go of it, before its ops are freed.
+ */
 void weft__host_queue_release(weft__queue *q)
 {
     weft__host_queue *hq = host_queue(q);
 
     if (__atomic_load_n(&hq->cap, __ATOMIC_ACQUIRE))
         weft__host_capture_queue_gone(hq);
+    weft__host_queue_push_now(q, &hq->stop);
     pthread_mutex_lock(&hq->lock);
-    __atomic_store_n(&hq->stopping, 1, __ATOMIC_RELAXED);
-    pthread_cond_signal(&hq->work);
+    while (!hq->stopped)
+        pthread_cond_wait(&hq->idle, &hq->lock);
     pthread_mutex_unlock(&hq->lock);
-    pthread_join(hq->worker, NULL);
-    weft__assert(hq->completed == hq->submitted);
-    if (hq->head != &hq->stub)
-        weft__free(hq->head);
+    weft__assert(hq->head == &hq->stop && !hq->pending);
+    weft__assert(hq->completed + 1 == hq->sched >> 1);
     ops_free(hq->spare);
     ops_free(hq->ready);
     ops_free(hq->cache);
@@ -472,7 +702,6 @@ void weft__host_queue_release(weft__queue *q)
     hq->spare = hq->ready = hq->cache = NULL;
     hq->nspare = 0;
     pthread_cond_destroy(&hq->idle);
-    pthread_cond_destroy(&hq->work);
     pthread_mutex_destroy(&hq->lock);
 }
 

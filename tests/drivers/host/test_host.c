@@ -10,6 +10,7 @@
 
 #include "drivers/driver.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -918,6 +919,167 @@ static void stress_cross_waits_are_deterministic(void **state)
         OK(weft__drv_module_destroy(mod[d]));
 }
 
+/* ---- runners: queues share a bounded set of threads -------------------- */
+
+/* Threads of this process now. */
+static unsigned threads_now(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *de;
+    unsigned n = 0;
+
+    assert_non_null(d);
+    while ((de = readdir(d)))
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* A platform of its own: one device of two threads (two runners). */
+typedef struct solo {
+    weft__platform **platforms;
+    unsigned nplatforms;
+    weft__context *ctx;
+} solo;
+
+static void solo_open(solo *s)
+{
+    weft__driver_config cfg = {NULL, 1, 2, 0};
+
+    OK(weft__driver_host.platforms_open(&cfg, &s->platforms, &s->nplatforms));
+    OK(weft__drv_context_create(s->platforms[0]->devices[0], &s->ctx));
+}
+
+static void solo_close(solo *s)
+{
+    OK(weft__drv_context_destroy(s->ctx));
+    weft__driver_host.platforms_close(s->platforms, s->nplatforms);
+}
+
+static unsigned max_threads_seen;
+
+static void count_and_sample(void *user)
+{
+    unsigned n = threads_now(), seen;
+
+    __atomic_add_fetch((unsigned *)user, 1, __ATOMIC_RELAXED);
+    seen = __atomic_load_n(&max_threads_seen, __ATOMIC_RELAXED);
+    while (n > seen &&
+           !__atomic_compare_exchange_n(&max_threads_seen, &seen, n, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+/*
+ * Many queues with work at once run on the platform's runners: the
+ * process gains two threads (the runners of a two-thread device) however
+ * many queues there are, and every queue's work runs, in order.
+ */
+static void threads_do_not_grow_with_queues(void **state)
+{
+    enum { NQ = 300, PER = 4 };
+    static weft__queue *q[NQ];
+    static unsigned ran[NQ];
+    unsigned before;
+    solo s;
+
+    (void)state;
+    memset(ran, 0, sizeof ran);
+    max_threads_seen = 0;
+    solo_open(&s);
+    before = threads_now();
+    for (int i = 0; i < NQ; i++)
+        OK(weft__drv_queue_create(s.ctx, NULL, &q[i]));
+    for (int k = 0; k < PER; k++)
+        for (int i = 0; i < NQ; i++)
+            OK(weft__drv_host_fn(q[i], count_and_sample, &ran[i]));
+    for (int i = 0; i < NQ; i++)
+        OK(weft__drv_queue_sync(q[i]));
+    print_message("# %d queues: threads %u before, at most %u while they "
+                  "ran\n",
+                  NQ, before, max_threads_seen);
+    assert_true(max_threads_seen <= before + 2);
+    assert_true(threads_now() <= before + 2);
+    for (int i = 0; i < NQ; i++) {
+        assert_int_equal(ran[i], PER);
+        OK(weft__drv_queue_destroy(q[i]));
+    }
+    solo_close(&s);
+}
+
+/*
+ * More queues wait for an event than there are runners, and the record
+ * they wait for comes after a gate that only a queue posted after all of
+ * them opens: a wait parks its queue instead of holding a runner, so
+ * that queue gets one and everything completes.
+ */
+static void waits_park_instead_of_holding_runners(void **state)
+{
+    fixture *f = *state;
+    enum { NW = 12 }; /* three times the fixture's four runners */
+    weft__queue *qr, *qx, *qw[NW];
+    weft__event *ev;
+    int done[NW];
+    gate g;
+
+    gate_init(&g);
+    memset(done, 0, sizeof done);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &qr));
+    OK(weft__drv_queue_create(f->ctx[1], NULL, &qx));
+    OK(weft__drv_event_create(f->ctx[0], 0, &ev));
+    OK(weft__drv_host_fn(qr, gate_pass, &g));
+    OK(weft__drv_event_record(ev, qr));
+    for (int i = 0; i < NW; i++) {
+        OK(weft__drv_queue_create(f->ctx[i % 2], NULL, &qw[i]));
+        OK(weft__drv_queue_wait_event(qw[i], ev));
+        OK(weft__drv_host_fn(qw[i], flag_set, &done[i]));
+    }
+    OK(weft__drv_host_fn(qx, gate_open_fn, &g));
+    for (int i = 0; i < NW; i++) {
+        OK(weft__drv_queue_sync(qw[i]));
+        assert_int_equal(flag_get(&done[i]), 1);
+        OK(weft__drv_queue_destroy(qw[i]));
+    }
+    OK(weft__drv_event_query(ev));
+    OK(weft__drv_event_destroy(ev));
+    OK(weft__drv_queue_destroy(qr));
+    OK(weft__drv_queue_destroy(qx));
+    gate_fini(&g);
+}
+
+/*
+ * The platform's first queue starts its runners: a runner that cannot
+ * start fails that queue_create (those started stay), and the next
+ * queue_create starts the rest.
+ */
+static void runner_start_failure_is_clean(void **state)
+{
+    weft__queue *q = NULL;
+    unsigned before;
+    int done = 0;
+    solo s;
+
+    (void)state;
+    solo_open(&s);
+    before = threads_now();
+    for (long n = 1; n <= 2; n++) {
+        weft__fault_arm(n, "host.pthread_create");
+        assert_int_equal(weft__drv_queue_create(s.ctx, NULL, &q), WEFT_ENOMEM);
+        assert_true(weft__fault_fired());
+        weft__fault_disarm();
+        assert_null(q);
+        assert_non_null(strstr(weft_last_error(), "runner"));
+        assert_int_equal(threads_now(), before + (unsigned)n - 1);
+    }
+    OK(weft__drv_queue_create(s.ctx, NULL, &q));
+    assert_int_equal(threads_now(), before + 2);
+    OK(weft__drv_host_fn(q, flag_set, &done));
+    OK(weft__drv_queue_sync(q));
+    assert_int_equal(flag_get(&done), 1);
+    OK(weft__drv_queue_destroy(q));
+    solo_close(&s);
+}
+
 /* ---- failure injection ------------------------------------------------- */
 
 /*
@@ -1033,8 +1195,9 @@ static void every_failure_is_clean(void **state)
             assert_true(rc == WEFT_ENOMEM || rc == WEFT_EDEVMEM);
         }
     }
-    /* 3 pool threads x 2 contexts + 1 worker; 3 allocations. */
-    assert_int_equal(host_sites, 2 * (NTHREADS - 1) + 1 + 3);
+    /* 3 pool threads x 2 contexts (the platform's queue runners run
+     * already); 3 allocations. */
+    assert_int_equal(host_sites, 2 * (NTHREADS - 1) + 3);
 }
 
 static void bad_sizes_are_refused(void **state)
@@ -1596,6 +1759,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(destroy_event_while_a_wait_on_it_is_pending),
         cmocka_unit_test(events_outlive_their_queue),
         cmocka_unit_test(stress_cross_waits_are_deterministic),
+        cmocka_unit_test(threads_do_not_grow_with_queues),
+        cmocka_unit_test(waits_park_instead_of_holding_runners),
+        cmocka_unit_test(runner_start_failure_is_clean),
         cmocka_unit_test(every_failure_is_clean),
         cmocka_unit_test(bad_sizes_are_refused),
         cmocka_unit_test(graph_captures_two_queues_and_replays),

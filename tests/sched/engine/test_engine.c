@@ -61,23 +61,30 @@ typedef struct task_state {
 
 static task_state shared;
 
+/* The most threads seen, from any thread. */
+static void note_threads(unsigned n)
+{
+    unsigned seen = __atomic_load_n(&shared.max_threads, __ATOMIC_RELAXED);
+
+    while (n > seen &&
+           !__atomic_compare_exchange_n(&shared.max_threads, &seen, n, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
 /* Checks the graph's bytes, counts the run, and samples the threads. */
 static void check_bytes(void *const *ptrs, void *user)
 {
     const unsigned char *p = ptrs[0];
     task_state *ts = user;
-    unsigned n = threads_now(), seen;
+    unsigned n = threads_now();
 
     for (unsigned i = 0; i < BYTES; i++)
         if (p[i] != ts->want)
             __atomic_add_fetch(&shared.bad, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&ts->runs, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&shared.runs, 1, __ATOMIC_RELAXED);
-    seen = __atomic_load_n(&shared.max_threads, __ATOMIC_RELAXED);
-    while (n > seen &&
-           !__atomic_compare_exchange_n(&shared.max_threads, &seen, n, 1,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
+    note_threads(n);
 }
 
 /* A fill of one byte value, then a host task that checks it. */
@@ -126,24 +133,21 @@ static void thousand_graphs(void **state)
     for (int round = 0; round < 2; round++)
         for (unsigned i = 0; i < NGRAPHS; i++)
             check(weft_exec_launch(execs[i]));
-    {
-        unsigned during = threads_now();
-
-        if (during > shared.max_threads)
-            shared.max_threads = during;
-    }
+    note_threads(threads_now());
     for (unsigned i = 0; i < NGRAPHS; i++)
         check(weft_exec_wait(execs[i]));
     print_message("# %u graphs: threads %u before, at most %u during "
                   "(engine: %u started, size %u)\n",
-                  NGRAPHS, before, shared.max_threads, weft__engine_threads(rt),
-                  size);
+                  NGRAPHS, before,
+                  __atomic_load_n(&shared.max_threads, __ATOMIC_RELAXED),
+                  weft__engine_threads(rt), size);
     assert_int_equal(shared.bad, 0);
     assert_int_equal(shared.runs, 2 * NGRAPHS + 1);
     for (unsigned i = 0; i < NGRAPHS; i++)
         assert_int_equal(ts[i].runs, i == 0 ? 3 : 2);
     assert_true(weft__engine_threads(rt) <= size);
-    assert_true(shared.max_threads <= before + size);
+    assert_true(__atomic_load_n(&shared.max_threads, __ATOMIC_RELAXED) <=
+                before + size);
     for (unsigned i = 0; i < NGRAPHS; i++) {
         check(weft_exec_destroy(execs[i]));
         check(weft_buffer_destroy(bufs[i]));
