@@ -1,7 +1,7 @@
 /*
- * What the copies (replica.c) and eviction (evict.c) share; internal to
- * src/mem/. Every function takes a root whose lock the caller holds,
- * except the lock functions themselves.
+ * What the copies (replica.c), eviction (evict.c) and stores (store.c)
+ * share; internal to src/mem/. Every function takes a root whose lock the
+ * caller holds, except the lock functions themselves.
  */
 #ifndef WEFT_MEM_REPLICA_H
 #define WEFT_MEM_REPLICA_H
@@ -16,9 +16,24 @@ int weft__buffer_trylock(weft_buffer *root);
 /* 1 if this thread holds root's lock. */
 int weft__buffer_held(const weft_buffer *root);
 
+/* Pageable copies smaller than this go directly: staging would not pay. */
+#define WEFT__STAGE_MIN ((size_t)64 << 10)
+
+/* The extent of device d holding the whole range, or NULL. */
+weft__extent *weft__extent_covering(weft_buffer *root, unsigned d, size_t off,
+                                    size_t size);
 /* Take x off its root's replica, then off its device's list, and free its
  * block and x. */
 void weft__extent_free(weft_buffer *root, weft__extent *x);
+/*
+ * len bytes from host memory src to (dst, doff) on device d, and wait.
+ * from_copy: src is the root's host copy (which may be registered). used,
+ * unless NULL: the queue of the copy.
+ */
+int weft__replica_h2d(weft_buffer *root, unsigned d, weft__mem *dst,
+                      size_t doff, size_t roff, const void *src, size_t len,
+                      int from_copy, enum weft__cause cause, weft__lanes *l,
+                      weft__queue **used);
 /* len bytes of (src, soff) on device d into the host copy at off. */
 int weft__replica_d2h(weft_buffer *root, unsigned d, weft__mem *src,
                       size_t soff, size_t off, size_t len,
