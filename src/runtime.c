@@ -213,14 +213,143 @@ static void weft__finish_props(weft__device *dev, unsigned index)
         p->arg_offset_align = 1;
 }
 
+/*
+ * The options o and the environment (which wins: base/options.h) into a's
+ * driver configuration and rt's settings; creates the scheduler and the
+ * trace. *spec: the device list (WEFT_DEVICES, else o's, else the
+ * table's default). On failure the caller destroys what was made.
+ */
+static int weft__runtime_configure(weft__runtime_api *a,
+                                   weft_runtime_options *o, const char **spec)
+{
+    weft_runtime *rt = &a->rt;
+    const char *env;
+    unsigned host_workers, word;
+    int rc, policy, scope;
+
+    if (!weft__opt_str(WEFT__OPT_DEVICES, spec) && o->devices)
+        *spec = o->devices;
+    if (!weft__opt_str(WEFT__OPT_SIM, &a->cfg.sim_config))
+        a->cfg.sim_config = o->sim_config;
+    if (!weft__opt_uint(WEFT__OPT_HOST_DEVICES, &a->cfg.host_devices))
+        a->cfg.host_devices = o->host_devices;
+    if (!weft__opt_uint(WEFT__OPT_HOST_THREADS, &a->cfg.host_threads))
+        a->cfg.host_threads = o->host_threads;
+    if (!weft__opt_size(WEFT__OPT_DEVICE_MEM_LIMIT, &rt->device_mem_limit))
+        rt->device_mem_limit = o->device_mem_limit;
+    if (!weft__opt_uint(WEFT__OPT_HOST_WORKERS, &host_workers))
+        host_workers = UINT_MAX; /* the machine decides */
+    /* The words of WEFT_PLACE and WEFT_PLACE_SCOPE are in enum order. */
+    if (weft__opt_enum(WEFT__OPT_PLACE, &word))
+        o->place_policy = WEFT_PLACE_SINGLE + (int)word;
+    word = 0;
+    weft__opt_enum(WEFT__OPT_PLACE_SCOPE, &word);
+    if ((rc = weft__place_policy_parse(NULL, o->place_policy, &policy)) < 0 ||
+        (rc = weft__place_scope_parse(NULL, WEFT_PLACE_SCOPE_DRIVER + (int)word,
+                                      &scope)) < 0 ||
+        (rc = weft__sched_create(rt, policy, scope, host_workers)) < 0)
+        return rc;
+    if (!weft__opt_str(WEFT__OPT_TRACE, &env))
+        env = o->trace_file;
+    if (env) {
+        if (!(a->trace_file = weft__strdup(env)) ||
+            (rc = weft__trace_create(&rt->trace)) < 0)
+            return weft__error(WEFT_ENOMEM, "weft_runtime_create: out of "
+                                            "memory for the trace");
+    }
+    return 0;
+}
+
+/*
+ * Open every driver that the device list spec wanted; *n: how many of
+ * their devices it selects. Fails where spec names a device that does not
+ * exist, or a driver failed for want of memory or on a bad configuration.
+ */
+static int weft__open_drivers(weft__runtime_api *a, const char *spec,
+                              unsigned *n)
+{
+    *n = 0;
+    for (unsigned d = 0; d < WEFT__NDRIVERS; d++) {
+        weft__runtime_driver *rd = &a->drivers[d];
+
+        if (!rd->wanted) {
+            rd->status = WEFT_ENODEV;
+            snprintf(rd->reason, sizeof rd->reason,
+                     "not selected (device list \"%s\")", spec);
+            continue;
+        }
+        weft__open_driver(a, rd);
+        /* An explicit index must exist; "cuda" alone may find none. */
+        for (unsigned i = 0; i < 64; i++)
+            if ((rd->indices >> i & 1) && i >= rd->ndevices)
+                return weft__error(WEFT_ENODEV,
+                                   "device list \"%s\": %s:%u does not exist "
+                                   "(%u %s devices%s%s)",
+                                   spec, rd->drv->name, i, rd->ndevices,
+                                   rd->drv->name, rd->reason[0] ? ": " : "",
+                                   rd->reason);
+        /*
+         * A configuration error (e.g. WEFT_SIM) is the user's to fix; out
+         * of host memory, nothing else would work either.
+         */
+        if (rd->status == WEFT_EINVAL || rd->status == WEFT_ENOMEM)
+            return weft__error(rd->status, "%s", rd->reason);
+        for (unsigned p = 0; p < rd->nplatforms; p++)
+            for (unsigned i = 0; i < rd->platforms[p]->ndevices; i++)
+                if (weft__selected(rd,
+                                   rd->platforms[p]->devices[i]->driver_index))
+                    ++*n;
+    }
+    return 0;
+}
+
+/* The selected devices of the open drivers into rt->devices, in driver
+ * order (room made by weft__machine_init), their properties finished. */
+static void weft__collect_devices(weft__runtime_api *a)
+{
+    weft_runtime *rt = &a->rt;
+
+    for (unsigned d = 0; d < WEFT__NDRIVERS; d++) {
+        weft__runtime_driver *rd = &a->drivers[d];
+
+        for (unsigned p = 0; p < rd->nplatforms; p++)
+            for (unsigned i = 0; i < rd->platforms[p]->ndevices; i++) {
+                weft__device *dev = rd->platforms[p]->devices[i];
+
+                if (!weft__selected(rd, dev->driver_index))
+                    continue;
+                weft__finish_props(dev, rt->ndevices);
+                rt->devices[rt->ndevices++] = dev;
+            }
+    }
+}
+
+/*
+ * Who copies to whom directly into rt->peer, asked once: the tracker's
+ * cost function consults it for every transfer. Cannot fail.
+ */
+static void weft__find_peers(weft_runtime *rt)
+{
+    for (unsigned x = 0; x < rt->ndevices; x++)
+        for (unsigned y = 0; y < rt->ndevices; y++) {
+            int can = 0;
+
+            if (x != y && weft_device_can_access_peer(
+                              weft_runtime_device(rt, x),
+                              weft_runtime_device(rt, y), &can) < 0)
+                can = 0;
+            rt->peer[x * rt->ndevices + y] = can != 0;
+        }
+}
+
 int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
 {
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     weft__runtime_api *a;
     weft_runtime *rt;
-    const char *spec, *env;
-    unsigned d, n = 0, host_workers, word;
-    int rc, policy, scope;
+    const char *spec;
+    unsigned d, n = 0;
+    int rc;
 
     if (!out)
         return weft__error(WEFT_EINVAL, "weft_runtime_create: result is NULL");
@@ -242,112 +371,22 @@ int weft_runtime_create(weft_runtime **out, const weft_runtime_options *opts)
     for (d = 0; d < WEFT__NDRIVERS; d++)
         a->drivers[d].drv = weft__all_drivers[d];
 
-    /* The environment wins over the options (base/options.h). */
-    if (!weft__opt_str(WEFT__OPT_DEVICES, &spec) && o.devices)
-        spec = o.devices;
-    if (!weft__opt_str(WEFT__OPT_SIM, &a->cfg.sim_config))
-        a->cfg.sim_config = o.sim_config;
-    if (!weft__opt_uint(WEFT__OPT_HOST_DEVICES, &a->cfg.host_devices))
-        a->cfg.host_devices = o.host_devices;
-    if (!weft__opt_uint(WEFT__OPT_HOST_THREADS, &a->cfg.host_threads))
-        a->cfg.host_threads = o.host_threads;
-    if (!weft__opt_size(WEFT__OPT_DEVICE_MEM_LIMIT, &rt->device_mem_limit))
-        rt->device_mem_limit = o.device_mem_limit;
-    if (!weft__opt_uint(WEFT__OPT_HOST_WORKERS, &host_workers))
-        host_workers = UINT_MAX; /* the machine decides */
-    /* The words of WEFT_PLACE and WEFT_PLACE_SCOPE are in enum order. */
-    if (weft__opt_enum(WEFT__OPT_PLACE, &word))
-        o.place_policy = WEFT_PLACE_SINGLE + (int)word;
-    word = 0;
-    weft__opt_enum(WEFT__OPT_PLACE_SCOPE, &word);
-    if ((rc = weft__place_policy_parse(NULL, o.place_policy, &policy)) < 0 ||
-        (rc = weft__place_scope_parse(NULL, WEFT_PLACE_SCOPE_DRIVER + (int)word,
-                                      &scope)) < 0 ||
-        (rc = weft__sched_create(rt, policy, scope, host_workers)) < 0)
+    if ((rc = weft__runtime_configure(a, &o, &spec)) < 0)
         goto fail;
-    if (!weft__opt_str(WEFT__OPT_TRACE, &env))
-        env = o.trace_file;
-    if (env) {
-        if (!(a->trace_file = weft__strdup(env)) ||
-            (rc = weft__trace_create(&rt->trace)) < 0) {
-            rc = weft__error(WEFT_ENOMEM, "weft_runtime_create: out of memory "
-                                          "for the trace");
-            goto fail;
-        }
-    }
     if ((rc = weft__parse_devices(a, spec)) < 0) {
         if (weft__opt_raw(WEFT__OPT_DEVICES))
             weft__error_prefix(rc, "WEFT_DEVICES=%s", spec);
         goto fail;
     }
-
-    for (d = 0; d < WEFT__NDRIVERS; d++) {
-        weft__runtime_driver *rd = &a->drivers[d];
-
-        if (!rd->wanted) {
-            rd->status = WEFT_ENODEV;
-            snprintf(rd->reason, sizeof rd->reason,
-                     "not selected (device list \"%s\")", spec);
-            continue;
-        }
-        weft__open_driver(a, rd);
-        /* An explicit index must exist; "cuda" alone may find none. */
-        for (unsigned i = 0; i < 64; i++)
-            if ((rd->indices >> i & 1) && i >= rd->ndevices) {
-                rc = weft__error(WEFT_ENODEV,
-                                 "device list \"%s\": %s:%u does not exist "
-                                 "(%u %s devices%s%s)",
-                                 spec, rd->drv->name, i, rd->ndevices,
-                                 rd->drv->name, rd->reason[0] ? ": " : "",
-                                 rd->reason);
-                goto fail;
-            }
-        if (rd->status == WEFT_EINVAL || rd->status == WEFT_ENOMEM) {
-            /*
-             * A configuration error (e.g. WEFT_SIM) is the user's to fix;
-             * out of host memory, nothing else would work either.
-             */
-            rc = weft__error(rd->status, "%s", rd->reason);
-            goto fail;
-        }
-        for (unsigned p = 0; p < rd->nplatforms; p++)
-            for (unsigned i = 0; i < rd->platforms[p]->ndevices; i++)
-                if (weft__selected(rd,
-                                   rd->platforms[p]->devices[i]->driver_index))
-                    n++;
-    }
-
-    if ((rc = weft__machine_init(rt, n)) < 0)
+    if ((rc = weft__open_drivers(a, spec, &n)) < 0 ||
+        (rc = weft__machine_init(rt, n)) < 0)
         goto fail;
-    for (d = 0; d < WEFT__NDRIVERS; d++) {
-        weft__runtime_driver *rd = &a->drivers[d];
-
-        for (unsigned p = 0; p < rd->nplatforms; p++)
-            for (unsigned i = 0; i < rd->platforms[p]->ndevices; i++) {
-                weft__device *dev = rd->platforms[p]->devices[i];
-
-                if (!weft__selected(rd, dev->driver_index))
-                    continue;
-                weft__finish_props(dev, rt->ndevices);
-                rt->devices[rt->ndevices++] = dev;
-            }
-    }
+    weft__collect_devices(a);
     if ((rc = weft__topology_open(rt)) < 0)
         goto fail;
     for (unsigned i = 0; i < rt->ndevices; i++)
         weft__place_device(rt, rt->devices[i]);
-    /* Who copies to whom directly, asked once: the tracker's cost function
-     * consults it for every transfer. */
-    for (unsigned x = 0; x < rt->ndevices; x++)
-        for (unsigned y = 0; y < rt->ndevices; y++) {
-            int can = 0;
-
-            if (x != y && weft_device_can_access_peer(
-                              weft_runtime_device(rt, x),
-                              weft_runtime_device(rt, y), &can) < 0)
-                can = 0;
-            rt->peer[x * rt->ndevices + y] = can != 0;
-        }
+    weft__find_peers(rt);
     weft_clear_error();
     weft__info("runtime", "%u devices", rt->ndevices);
     *out = rt;

@@ -440,17 +440,12 @@ static void weft__reduce(weft_graph *g)
 }
 
 /*
- * Add node *proto with its accesses and arguments (already checked). On
- * failure nothing observable has changed.
+ * Room for node n (g->nnodes), its marks, nacc accesses, nargs arguments
+ * and nbytes of argument bytes; the counts stay as they were.
  */
-static int weft__add_node(weft_graph *g, const weft__node *proto,
-                          const weft__access *acc, uint32_t nacc,
-                          const weft_arg *args, uint32_t nargs, size_t nbytes,
-                          weft_node *out)
+static int weft__node_room(weft_graph *g, uint32_t n, uint32_t nacc,
+                           uint32_t nargs, size_t nbytes)
 {
-    uint32_t n = g->nnodes, nreads, i;
-    weft__access *ga;
-    weft__node *nd;
     int rc;
 
     if (n >= UINT32_MAX - 1 || nacc > UINT32_MAX - g->nacc ||
@@ -466,19 +461,20 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
                          sizeof *g->args)) < 0 ||
         (rc = weft__grow_bytes(g, nbytes)) < 0)
         return rc;
-    g->marks[n] = (weft__mark){0, 0, 0, 0, 0};
-    /* Written past the counts: invisible until the commit below. */
-    ga = g->acc + g->nacc;
-    for (i = 0; i < nacc; i++) {
-        ga[i] = acc[i];
-        if ((rc = weft__root_index(g, acc[i].buf->root, &ga[i].root)) < 0)
-            return rc;
-    }
-    g->epoch++;
-    g->ncands = 0;
-    g->nrawtmp = 0;
-    if ((rc = weft__find_candidates(g, ga, nacc, n, &nreads)) < 0)
-        return rc;
+    return 0;
+}
+
+/*
+ * Room for what the commit of a node with accesses ga[0, nacc) writes,
+ * after weft__find_candidates (g->ncands, g->nrawtmp, nreads): raws,
+ * segments, readers, the reduction's stack and edges. Counts unchanged.
+ */
+static int weft__commit_room(weft_graph *g, const weft__access *ga,
+                             uint32_t nacc, uint32_t nreads)
+{
+    uint32_t i;
+    int rc = 0;
+
     if (g->nrawtmp > UINT32_MAX - g->nraws ||
         (rc = weft__grow(&g->raws, &g->cap_raws, g->nraws + g->nrawtmp,
                          sizeof *g->raws)) < 0)
@@ -506,10 +502,16 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
         (rc = weft__grow(&g->edges, &g->cap_edges, g->nedges + g->ncands,
                          sizeof *g->edges)) < 0)
         return rc;
+    return 0;
+}
 
-    /* Nothing below fails. */
-    weft__reduce(g);
-    for (i = 0; i < nargs; i++) {
+/*
+ * Copy args into g->args past g->nargs (which stays), bytes arguments'
+ * values into g->bytes (g->nbytes grows). Room made by weft__node_room.
+ */
+static void weft__args_copy(weft_graph *g, const weft_arg *args, uint32_t nargs)
+{
+    for (uint32_t i = 0; i < nargs; i++) {
         weft_arg *ar = &g->args[g->nargs + i];
 
         *ar = args[i];
@@ -519,8 +521,17 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
             g->nbytes += args[i].size;
         }
     }
+}
+
+/*
+ * Node n's accesses ga[0, nacc) into the roots' segments, reads before
+ * writes. Room made by weft__commit_room; cannot fail.
+ */
+static void weft__apply_accesses(weft_graph *g, const weft__access *ga,
+                                 uint32_t nacc, uint32_t n)
+{
     for (int phase = WEFT_READ; phase <= WEFT_WRITE; phase++)
-        for (i = 0; i < nacc; i++) {
+        for (uint32_t i = 0; i < nacc; i++) {
             size_t lo, hi;
 
             if (!(ga[i].mode & phase))
@@ -533,7 +544,19 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
             else
                 weft__apply_write(&g->roots[ga[i].root], lo, hi, n);
         }
-    nd = &g->nodes[n];
+}
+
+/*
+ * Make node n = g->nnodes (*proto, its nacc accesses and nargs arguments
+ * written past the counts, its reduced candidates and raws) part of g:
+ * the counts grow. Cannot fail.
+ */
+static void weft__node_commit(weft_graph *g, const weft__node *proto,
+                              uint32_t nacc, uint32_t nargs)
+{
+    uint32_t n = g->nnodes;
+    weft__node *nd = &g->nodes[n];
+
     *nd = *proto;
     nd->acc_first = g->nacc;
     nd->nacc = nacc;
@@ -551,7 +574,7 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
         nd->u.kernel.nargs = nargs;
     }
     /* The candidates are in decreasing order; keep edges increasing. */
-    for (i = 0; i < g->ncands; i++) {
+    for (uint32_t i = 0; i < g->ncands; i++) {
         weft__edge *e = &g->edges[g->nedges + i];
 
         *e = g->cands[g->ncands - 1 - i];
@@ -561,6 +584,43 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
     g->nacc += nacc;
     g->nargs += nargs;
     g->nnodes = n + 1;
+}
+
+/*
+ * Add node *proto with its accesses and arguments (already checked). On
+ * failure nothing observable has changed.
+ */
+static int weft__add_node(weft_graph *g, const weft__node *proto,
+                          const weft__access *acc, uint32_t nacc,
+                          const weft_arg *args, uint32_t nargs, size_t nbytes,
+                          weft_node *out)
+{
+    uint32_t n = g->nnodes, nreads, i;
+    weft__access *ga;
+    int rc;
+
+    if ((rc = weft__node_room(g, n, nacc, nargs, nbytes)) < 0)
+        return rc;
+    g->marks[n] = (weft__mark){0, 0, 0, 0, 0};
+    /* Written past the counts: invisible until the commit below. */
+    ga = g->acc + g->nacc;
+    for (i = 0; i < nacc; i++) {
+        ga[i] = acc[i];
+        if ((rc = weft__root_index(g, acc[i].buf->root, &ga[i].root)) < 0)
+            return rc;
+    }
+    g->epoch++;
+    g->ncands = 0;
+    g->nrawtmp = 0;
+    if ((rc = weft__find_candidates(g, ga, nacc, n, &nreads)) < 0 ||
+        (rc = weft__commit_room(g, ga, nacc, nreads)) < 0)
+        return rc;
+
+    /* Nothing below fails. */
+    weft__reduce(g);
+    weft__args_copy(g, args, nargs);
+    weft__apply_accesses(g, ga, nacc, n);
+    weft__node_commit(g, proto, nacc, nargs);
     if (out)
         *out = n;
     return 0;

@@ -1,9 +1,10 @@
 /*
- * The copies of a root buffer: device extents from the pools, the moves
- * the coherence tracker asks for (peer, staged, registered or direct), and
- * eviction. buffer.h has the invariants and the lock protocol.
+ * The copies of a root buffer: device extents from the pools and the moves
+ * the coherence tracker asks for (peer, staged, registered or direct);
+ * eviction is in evict.c, stores and fills in store.c. buffer.h has the
+ * invariants and the lock protocol.
  */
-#include "buffer.h"
+#include "replica.h"
 #include "staging.h"
 
 #include <string.h>
@@ -22,13 +23,9 @@
  */
 #define WEFT__WIDEN_RANGE ((size_t)1 << 10)
 #define WEFT__WIDEN_ROOT  ((size_t)256 << 10)
-/* Pageable copies smaller than this go directly: staging would not pay. */
-#define WEFT__STAGE_MIN ((size_t)64 << 10)
 
 /* Who holds a root's lock: the address of this, one per thread. */
 static _Thread_local char weft__me;
-
-enum weft__cause { WEFT__CAUSE_READ, WEFT__CAUSE_HOST, WEFT__CAUSE_EVICT };
 
 void weft__buffer_lock(weft_buffer *root)
 {
@@ -37,7 +34,7 @@ void weft__buffer_lock(weft_buffer *root)
     root->epoch++;
 }
 
-static int weft__buffer_trylock(weft_buffer *root)
+int weft__buffer_trylock(weft_buffer *root)
 {
     if (pthread_mutex_trylock(&root->lock) != 0)
         return 0;
@@ -52,9 +49,9 @@ void weft__buffer_unlock(weft_buffer *root)
     pthread_mutex_unlock(&root->lock);
 }
 
-/* 1 if this thread holds root's lock (the holder is only ever this
- * thread's own token or another's, so a relaxed load answers exactly). */
-static int weft__held(const weft_buffer *root)
+/* The holder is only ever this thread's own token or another's, so a
+ * relaxed load answers exactly. */
+int weft__buffer_held(const weft_buffer *root)
 {
     return __atomic_load_n(&root->holder, __ATOMIC_RELAXED) ==
            (const void *)&weft__me;
@@ -145,9 +142,8 @@ static weft__extent *weft__extent_at(weft_buffer *root, unsigned d, size_t off)
     return r->extents[i];
 }
 
-/* The extent of device d holding the whole range, or NULL. */
-static weft__extent *weft__extent_covering(weft_buffer *root, unsigned d,
-                                           size_t off, size_t size)
+weft__extent *weft__extent_covering(weft_buffer *root, unsigned d, size_t off,
+                                    size_t size)
 {
     weft__extent *x = weft__extent_at(root, d, off);
 
@@ -201,8 +197,7 @@ static void weft__extent_release(weft_runtime *rt, weft__extent *x)
     weft__free(x);
 }
 
-/* Take x off its root's replica, then release it. */
-static void weft__extent_free(weft_buffer *root, weft__extent *x)
+void weft__extent_free(weft_buffer *root, weft__extent *x)
 {
     weft__replica *r = &root->replicas[x->device];
     size_t i = weft__extent_index(r, x->lo);
@@ -285,14 +280,10 @@ static void weft__count(weft__lanes *l, uint64_t *link, uint64_t *copies,
                      len);
 }
 
-/*
- * len bytes from host memory src to (dst, doff) on device d, and wait.
- * from_copy: src is the root's host copy (which may be registered). used,
- * unless NULL: the queue of the copy.
- */
-static int weft__h2d(weft_buffer *root, unsigned d, weft__mem *dst, size_t doff,
-                     size_t roff, const void *src, size_t len, int from_copy,
-                     enum weft__cause cause, weft__lanes *l, weft__queue **used)
+int weft__replica_h2d(weft_buffer *root, unsigned d, weft__mem *dst,
+                      size_t doff, size_t roff, const void *src, size_t len,
+                      int from_copy, enum weft__cause cause, weft__lanes *l,
+                      weft__queue **used)
 {
     weft_runtime *rt = root->rt;
     weft__stager *s = NULL;
@@ -372,10 +363,9 @@ static int weft__d2h_to(weft_runtime *rt, unsigned d, weft__queue *q, void *to,
     return rc;
 }
 
-/* len bytes of (src, soff) on device d into the host copy at off. */
-static int weft__d2h(weft_buffer *root, unsigned d, weft__mem *src, size_t soff,
-                     size_t off, size_t len, enum weft__cause cause,
-                     weft__lanes *l)
+int weft__replica_d2h(weft_buffer *root, unsigned d, weft__mem *src,
+                      size_t soff, size_t off, size_t len,
+                      enum weft__cause cause, weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
     weft__queue *q = NULL;
@@ -416,8 +406,9 @@ static int weft__device_to_host(weft_buffer *root, unsigned d, size_t off,
 
         weft__assert(x);
         piece = WEFT__MIN(end, x->hi) - off;
-        rc = weft__d2h(root, d, x->blk.mem, x->blk.offset + (off - x->lo), off,
-                       piece, cause, l);
+        rc = weft__replica_d2h(root, d, x->blk.mem,
+                               x->blk.offset + (off - x->lo), off, piece, cause,
+                               l);
         if (rc < 0)
             return rc;
         off += piece;
@@ -460,9 +451,10 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
          * whose bytes the first leg brings; it waits for that copy.) */
         if (t->src != WEFT__COH_HOST)
             weft__lanes_source(l, root, 1);
-        rc = weft__h2d(root, dd, y->blk.mem, y->blk.offset + (t->off - y->lo),
-                       t->off, root->host + t->off, t->len, 1, cause, l,
-                       t->src == WEFT__COH_HOST ? h2d : NULL);
+        rc = weft__replica_h2d(root, dd, y->blk.mem,
+                               y->blk.offset + (t->off - y->lo), t->off,
+                               root->host + t->off, t->len, 1, cause, l,
+                               t->src == WEFT__COH_HOST ? h2d : NULL);
         if (t->src != WEFT__COH_HOST)
             weft__lanes_source(l, root, 0);
         return rc;
@@ -492,180 +484,6 @@ static int weft__move(weft_buffer *root, const weft__coherence_transfer *t,
     return 0;
 }
 
-/* ---- eviction ----------------------------------------------------------- */
-
-/*
- * Free extent x of a root this thread holds: the bytes only it holds go
- * back to the host copy first, then the tracker forgets them there.
- */
-static int weft__extent_evict(weft_buffer *root, weft__extent *x,
-                              weft__lanes *l)
-{
-    weft_runtime *rt = root->rt;
-    unsigned m = 1 + x->device;
-    int rc;
-
-    /* Nothing in flight may still use the extent or write its bytes. */
-    if ((rc = weft__lanes_drain(l)) < 0 ||
-        (rc = weft__lanes_fence_wait(l, root)) < 0)
-        return rc;
-    rc = weft__coherence_sole_ranges(&root->coh, m, x->lo, x->hi - x->lo,
-                                     &l->ranges);
-    for (size_t i = 0; rc == 0 && i < l->ranges.count; i++) {
-        const weft__coherence_range *r = &l->ranges.items[i];
-
-        rc = weft__d2h(root, x->device, x->blk.mem,
-                       x->blk.offset + (r->off - x->lo), r->off, r->len,
-                       WEFT__CAUSE_EVICT, l);
-        if (rc == 0)
-            rc = weft__coherence_reserve(&root->coh, 4);
-        if (rc == 0)
-            rc = weft__coherence_mark_valid(&root->coh, WEFT__COH_HOST, r->off,
-                                            r->len);
-    }
-    /* The write-backs read the extent about to be freed. */
-    if (rc == 0 && l->ranges.count)
-        rc = weft__lanes_drain(l);
-    if (rc == 0 && l->ranges.count)
-        weft__lanes_stat(l, &rt->stats.writebacks, 1);
-    if (rc == 0)
-        rc = weft__coherence_reserve(&root->coh, 4);
-    if (rc == 0)
-        rc = weft__coherence_drop(&root->coh, m, x->lo, x->hi - x->lo);
-    if (rc < 0)
-        return rc;
-    weft__debug("mem", "evicted [%zu, %zu) of buffer %p from %s%s", x->lo,
-                x->hi, (void *)root, rt->devices[x->device]->name,
-                l->ranges.count ? " after writing it back" : "");
-    weft__extent_free(root, x);
-    weft__lanes_stat(l, &rt->stats.evictions, 1);
-    return 0;
-}
-
-/*
- * Evict one extent of device d, if any may go: not pinned by the work in
- * progress (unless force), not of a root another thread holds or one that
- * is mapped.
- * Clean extents (valid elsewhere too) go before modified ones, and among
- * equals the one whose root the graphs use furthest in the future (the
- * executor's order says when), then the least recently used. Returns 1
- * when one went, 0 when none may.
- */
-static int weft__evict_one(weft_runtime *rt, unsigned d, int force,
-                           weft__lanes *l)
-{
-    weft__devmem *dm = &rt->devmem[d];
-    weft__extent *best = NULL;
-    int best_dirty = 0, tries, rc;
-    uint64_t best_next = 0, best_last = 0;
-    weft_buffer *root;
-    int held;
-
-    for (tries = 0; tries < 8; tries++) {
-        pthread_mutex_lock(&dm->lock);
-        best = NULL;
-        /*
-         * The device lock keeps every listed extent alive while it is held
-         * (freeing one unlinks it first); a root is only try-locked, as
-         * the usual order is root first.
-         */
-        for (weft__extent *x = dm->extents; x; x = x->dnext) {
-            weft__coherence_ranges *sole = &l->ranges;
-            uint64_t next;
-            int dirty;
-
-            root = x->root;
-            held = weft__held(root);
-            if (held ? !force && x->pin == root->epoch
-                     : !weft__buffer_trylock(root))
-                continue;
-            /* Another graph's work in flight that no fence says the end
-             * of may still use the extent: not a candidate. */
-            if (!root->mapped_by &&
-                !(root->fence_owner && root->fence_owner != (const void *)l &&
-                  !root->fence)) {
-                dirty = weft__coherence_sole_ranges(&root->coh, 1 + d, x->lo,
-                                                    x->hi - x->lo, sole) < 0 ||
-                        sole->count > 0;
-                next = root->next_use ? root->next_use : UINT64_MAX;
-                if (!best || dirty < best_dirty ||
-                    (dirty == best_dirty &&
-                     (next > best_next ||
-                      (next == best_next && x->last_use < best_last)))) {
-                    best = x;
-                    best_dirty = dirty;
-                    best_next = next;
-                    best_last = x->last_use;
-                }
-            }
-            if (!held)
-                weft__buffer_unlock(root);
-        }
-        if (!best) {
-            pthread_mutex_unlock(&dm->lock);
-            weft_clear_error();
-            return 0;
-        }
-        root = best->root;
-        held = weft__held(root);
-        if (!held && !weft__buffer_trylock(root)) {
-            /* Taken between the look and now: look again. */
-            pthread_mutex_unlock(&dm->lock);
-            continue;
-        }
-        /* The root's lock keeps best alive from here. */
-        pthread_mutex_unlock(&dm->lock);
-        rc = weft__extent_evict(root, best, l);
-        if (!held)
-            weft__buffer_unlock(root);
-        return rc < 0 ? rc : 1;
-    }
-    return 0;
-}
-
-int weft__buffer_evict_all(weft_runtime *rt, unsigned device, weft__lanes *l)
-{
-    int rc;
-
-    while ((rc = weft__evict_one(rt, device, 1, l)) > 0)
-        ;
-    return rc;
-}
-
-/*
- * A block of size bytes on device d: from the pool, else after giving
- * back empty slabs, else after evicting, until nothing more may go.
- */
-static int weft__alloc(weft_runtime *rt, unsigned d, size_t size,
-                       weft__lanes *l, weft__pool_block *blk)
-{
-    weft__pool *pool;
-    char why[512];
-    int rc;
-
-    if ((rc = weft__runtime_pool(rt, d, &pool)) < 0)
-        return rc;
-    for (;;) {
-        rc = weft__pool_alloc(pool, size, blk);
-        if (rc != WEFT_EDEVMEM)
-            return rc;
-        weft__strlcpy(why, weft_last_error(), sizeof why);
-        if (weft__pool_trim(pool) > 0) {
-            rc = weft__pool_alloc(pool, size, blk);
-            if (rc != WEFT_EDEVMEM)
-                return rc;
-        }
-        rc = weft__evict_one(rt, d, 0, l);
-        if (rc < 0)
-            return rc;
-        if (rc == 0)
-            return weft__error(WEFT_EDEVMEM,
-                               "%zu bytes on %s: nothing more can be evicted "
-                               "(%s)",
-                               size, rt->devices[d]->name, why);
-    }
-}
-
 /*
  * 1 if root gets one extent on device d, the whole root, rather than the
  * aligned ranges its nodes touch: it is small, for the device and in
@@ -684,6 +502,74 @@ static int weft__extent_whole(const weft_buffer *root, unsigned d)
 }
 
 /*
+ * The bounds [*lo, *hi) of a new extent of device d for [off, off + size)
+ * (size > 0): the whole root where weft__extent_whole says so, else the
+ * range widened to WEFT__EXTENT_ALIGN (or to the root's end).
+ */
+static void weft__extent_bounds(const weft_buffer *root, unsigned d, size_t off,
+                                size_t size, size_t *lo, size_t *hi)
+{
+    if (weft__extent_whole(root, d)) {
+        *lo = 0;
+        *hi = root->size;
+    } else {
+        *lo = off - off % WEFT__EXTENT_ALIGN;
+        *hi = off + size;
+        *hi = *hi > root->size - root->size % WEFT__EXTENT_ALIGN
+                  ? root->size
+                  : (*hi + WEFT__EXTENT_ALIGN - 1) / WEFT__EXTENT_ALIGN *
+                        WEFT__EXTENT_ALIGN;
+    }
+}
+
+/*
+ * The extents of r that [lo, hi) touches: [return, *i1) (disjoint and
+ * sorted, so the first and the last of them say how far they reach).
+ */
+static size_t weft__extent_span(const weft__replica *r, size_t lo, size_t hi,
+                                size_t *i1)
+{
+    size_t i0 = weft__extent_index(r, lo);
+
+    i0 = i0 == r->nextents ? 0 : i0 + (r->extents[i0]->hi <= lo);
+    for (*i1 = i0; *i1 < r->nextents && r->extents[*i1]->lo < hi; ++*i1)
+        ;
+    return i0;
+}
+
+/*
+ * The bytes of extents [i0, i1) of device d's replica into new extent n
+ * (which covers them), once the work in flight that may use them has
+ * ended; waits for the copies. The extents stay as they were.
+ */
+static int weft__extent_absorb(weft_buffer *root, unsigned d, weft__extent *n,
+                               size_t i0, size_t i1, weft__lanes *l)
+{
+    weft__replica *r = &root->replicas[d];
+    weft__queue *q = NULL;
+    int rc = 0;
+
+    for (size_t i = i0; i < i1; i++) {
+        weft__extent *x = r->extents[i];
+
+        /* Work in flight may still use the extents that go: let it end. */
+        if (!q)
+            rc = weft__lanes_drain(l);
+        if (rc == 0)
+            rc = weft__lanes_get(l, d, WEFT__QUEUE_COMPUTE, &q);
+        if (rc == 0)
+            rc = weft__submit_copy_d2d(
+                l->submit, q, n->blk.mem, n->blk.offset + (x->lo - n->lo),
+                x->blk.mem, x->blk.offset, x->hi - x->lo);
+        if (rc < 0)
+            break;
+    }
+    if (rc == 0 && q)
+        rc = weft__lanes_sync(l->submit, q);
+    return rc;
+}
+
+/*
  * The extent of device d that holds [off, off + size), made if need be:
  * a new extent takes over the ones it overlaps (their bytes copied into
  * it). Pinned for the lock holder. *made: 1 if it is new.
@@ -695,7 +581,6 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
     weft_runtime *rt = root->rt;
     weft__replica *r = &root->replicas[d];
     weft__extent *x, *n;
-    weft__queue *q = NULL;
     size_t lo, hi, i0, i1, i;
     int rc = 0;
 
@@ -721,26 +606,14 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
         r->extents = xs;
         r->cap = cap;
     }
-    if (weft__extent_whole(root, d)) {
-        lo = 0;
-        hi = root->size;
-    } else {
-        lo = off - off % WEFT__EXTENT_ALIGN;
-        hi = off + size;
-        hi = hi > root->size - root->size % WEFT__EXTENT_ALIGN
-                 ? root->size
-                 : (hi + WEFT__EXTENT_ALIGN - 1) / WEFT__EXTENT_ALIGN *
-                       WEFT__EXTENT_ALIGN;
-    }
+    weft__extent_bounds(root, d, off, size, &lo, &hi);
     /*
-     * Widen over the extents it touches, [i0, i1) (disjoint and sorted, so
-     * the first and the last of them say how far); pin them, so that
+     * Widen over the extents it touches, [i0, i1); pin them, so that
      * eviction keeps their bytes for the copy below.
      */
-    i0 = weft__extent_index(r, lo);
-    i0 = i0 == r->nextents ? 0 : i0 + (r->extents[i0]->hi <= lo);
-    for (i1 = i0; i1 < r->nextents && r->extents[i1]->lo < hi; i1++)
-        r->extents[i1]->pin = root->epoch;
+    i0 = weft__extent_span(r, lo, hi, &i1);
+    for (i = i0; i < i1; i++)
+        r->extents[i]->pin = root->epoch;
     if (i1 > i0) {
         lo = WEFT__MIN(lo, r->extents[i0]->lo);
         hi = WEFT__MAX(hi, r->extents[i1 - 1]->hi);
@@ -748,36 +621,17 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
     n = weft__calloc(1, sizeof *n);
     if (!n)
         return weft__error(WEFT_ENOMEM, "an extent: out of memory");
-    if ((rc = weft__alloc(rt, d, hi - lo, l, &n->blk)) < 0) {
+    if ((rc = weft__block_alloc(rt, d, hi - lo, l, &n->blk)) < 0) {
         weft__free(n);
         return rc;
     }
     /* Eviction for the block above may have freed unpinned extents. */
-    i0 = weft__extent_index(r, lo);
-    i0 = i0 == r->nextents ? 0 : i0 + (r->extents[i0]->hi <= lo);
-    for (i1 = i0; i1 < r->nextents && r->extents[i1]->lo < hi; i1++)
-        ;
+    i0 = weft__extent_span(r, lo, hi, &i1);
     n->root = root;
     n->device = d;
     n->lo = lo;
     n->hi = hi;
-    for (i = i0; i < i1; i++) {
-        x = r->extents[i];
-        /* Work in flight may still use the extents that go: let it end. */
-        if (!q)
-            rc = weft__lanes_drain(l);
-        if (rc == 0)
-            rc = weft__lanes_get(l, d, WEFT__QUEUE_COMPUTE, &q);
-        if (rc == 0)
-            rc = weft__submit_copy_d2d(l->submit, q, n->blk.mem,
-                                       n->blk.offset + (x->lo - lo), x->blk.mem,
-                                       x->blk.offset, x->hi - x->lo);
-        if (rc < 0)
-            break;
-    }
-    if (rc == 0 && q)
-        rc = weft__lanes_sync(l->submit, q);
-    if (rc < 0) {
+    if ((rc = weft__extent_absorb(root, d, n, i0, i1, l)) < 0) {
         weft__pool_free(rt->devmem[d].pool, &n->blk);
         weft__free(n);
         return rc;
@@ -948,149 +802,6 @@ unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
             return d;
     }
     return WEFT__HOST;
-}
-
-/*
- * Devices first, the host last: only a device write can fail. When device
- * f fails, those before it hold the new bytes, the others the old, f
- * either: if a copy surely holds the old bytes the written ones stop being
- * valid and the buffer is as it was, else the new bytes stay.
- */
-static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
-                               const void *src, const void *pattern,
-                               size_t pattern_size, unsigned prefer,
-                               weft__lanes *l)
-{
-    weft_runtime *rt = root->rt;
-    uint64_t holders;
-    unsigned targets[WEFT__COH_MAX_MEMS], n = 0, f, host;
-    int rc = 0;
-
-    if (size == 0)
-        return 0;
-    if (!src && off % pattern_size) {
-        /*
-         * A fill through a view can start off the pattern's alignment in
-         * the root buffer, which device fills refuse: write the bytes.
-         */
-        unsigned char *tmp = weft__malloc(size);
-        int drc;
-
-        if (!tmp)
-            return weft__error(WEFT_ENOMEM, "fill of %zu bytes", size);
-        for (size_t i = 0; i < size; i += pattern_size)
-            memcpy(tmp + i, pattern, pattern_size);
-        rc = weft__store_or_fill(root, off, size, tmp, NULL, 0, prefer, l);
-        /* Copies from tmp may still be on their way: let them land. */
-        drc = weft__lanes_drain(l);
-        if (rc == 0)
-            rc = drc;
-        weft__free(tmp);
-        return rc;
-    }
-    if ((rc = weft__coherence_reserve(&root->coh, 8)) < 0)
-        return rc;
-    holders = weft__coherence_holders(&root->coh, off, size);
-    for (unsigned d = 0; d < rt->ndevices; d++)
-        if ((holders >> (d + 1) & 1) &&
-            weft__extent_covering(root, d, off, size))
-            targets[n++] = d;
-    for (unsigned i = 0; i < n; i++)
-        if (targets[i] == prefer) {
-            targets[0] = prefer;
-            n = 1;
-            break;
-        }
-    /*
-     * The reader's device holds none of the range while others do (an
-     * earlier graph left it there, or the placement changed): the bytes go
-     * to the reader, into an extent made for them with nothing fetched,
-     * and the other copies go stale, rather than into the old copies and
-     * over a link afterwards. Where the device has no room, as before.
-     */
-    if (n > 0 && prefer < rt->ndevices && targets[0] != prefer) {
-        if (weft__buffer_prepare(root, prefer, off, size, l) == 0 &&
-            weft__extent_covering(root, prefer, off, size)) {
-            targets[0] = prefer;
-            n = 1;
-        } else {
-            weft_clear_error();
-        }
-    }
-    /*
-     * The host copy too where it holds the range, unless that is a large
-     * range a device holds as well: its bytes would be copied on this
-     * thread, the one that issues every node, and only a later host
-     * reader would gain (it copies them back then).
-     */
-    host = n == 0 || ((holders & 1) && size < WEFT__STAGE_MIN);
-    for (f = 0; f < n && rc == 0; f++) {
-        weft__extent *x = weft__extent_covering(root, targets[f], off, size);
-        size_t xo = x->blk.offset + (off - x->lo);
-        weft__queue *q = NULL;
-
-        if (src) {
-            rc = weft__h2d(root, targets[f], x->blk.mem, xo, off, src, size, 0,
-                           WEFT__CAUSE_READ, l, NULL);
-        } else {
-            rc = weft__lanes_get(l, targets[f], WEFT__QUEUE_H2D, &q);
-            if (rc == 0)
-                rc = weft__submit_fill(l->submit, q, x->blk.mem, xo, pattern,
-                                       pattern_size, size);
-            if (rc == 0)
-                rc = weft__lanes_issued(l, q, root, targets[f], off, size);
-        }
-    }
-    if (rc < 0) {
-        unsigned failed = f - 1;
-
-        /* The host copy is written last, if at all: it has the old bytes. */
-        if ((holders & 1) || failed + 1 < n) {
-            for (unsigned i = 0; i <= failed; i++)
-                weft__coherence_drop(&root->coh, 1 + targets[i], off, size);
-        } else if (failed > 0) {
-            weft__coherence_write(&root->coh, 1 + targets[0], off, size);
-            for (unsigned i = 1; i < failed; i++)
-                weft__coherence_mark_valid(&root->coh, 1 + targets[i], off,
-                                           size);
-        }
-        return rc;
-    }
-    if (host &&
-        (rc = weft__lanes_after(l, NULL, root, WEFT__HOST, off, size)) < 0)
-        return rc;
-    if (host) {
-        unsigned char *h = root->host + off;
-
-        weft__lanes_host_effect(l);
-        if (src) {
-            memmove(h, src, size);
-        } else if (pattern_size == 1) {
-            memset(h, *(const unsigned char *)pattern, size);
-        } else {
-            for (size_t i = 0; i < size; i += pattern_size)
-                memcpy(h + i, pattern, pattern_size);
-        }
-    }
-    weft__coherence_write(&root->coh, host ? WEFT__COH_HOST : 1 + targets[0],
-                          off, size);
-    for (unsigned i = host ? 0 : 1; i < n; i++)
-        weft__coherence_mark_valid(&root->coh, 1 + targets[i], off, size);
-    return 0;
-}
-
-int weft__buffer_store(weft_buffer *root, size_t off, const void *src,
-                       size_t size, unsigned prefer, weft__lanes *l)
-{
-    return weft__store_or_fill(root, off, size, src, NULL, 0, prefer, l);
-}
-
-int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
-                            const void *pattern, size_t pattern_size,
-                            unsigned prefer, weft__lanes *l)
-{
-    return weft__store_or_fill(root, off, size, NULL, pattern, pattern_size,
-                               prefer, l);
 }
 
 int weft__buffer_load(weft_buffer *root, size_t off, void *dst, size_t size,

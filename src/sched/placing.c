@@ -253,14 +253,175 @@ static void weft__one_per_hardware(const weft_runtime *rt, unsigned dflt,
     }
 }
 
+/*
+ * Mark in cand (nd entries) the devices placement may choose from: every
+ * device for scope "all", else those of dflt's driver and type. Returns
+ * how many it marked.
+ */
+static unsigned weft__place_candidates(const weft_runtime *rt, int scope,
+                                       unsigned dflt, unsigned char *cand)
+{
+    const weft__driver *drv = rt->devices[dflt]->drv;
+    unsigned ncand = 0;
+
+    for (unsigned d = 0; d < rt->ndevices; d++)
+        if (scope == WEFT_PLACE_SCOPE_ALL ||
+            (rt->devices[d]->drv == drv &&
+             rt->devices[d]->props.type == rt->devices[dflt]->props.type)) {
+            cand[d] = 1;
+            ncand++;
+        }
+    return ncand;
+}
+
+/*
+ * The kind of node x into p and, for a kernel, its row cap of the devices
+ * that can run it (the one the graph gave it, else the candidates that
+ * have its kernel and fit it). was: room for nd (scratch).
+ */
+static void weft__place_node_kind(const weft__place_src *g, int scope,
+                                  unsigned dflt, const unsigned char *cand,
+                                  const weft__node *x, weft__place_node *p,
+                                  unsigned char *cap, unsigned char *was)
+{
+    weft_runtime *rt = g->rt;
+    unsigned nd = rt->ndevices;
+
+    switch (x->kind) {
+    case WEFT__NODE_KERNEL:
+        p->kind = WEFT__PNODE_KERNEL;
+        p->kernel = weft_kernel_name(x->u.kernel.k);
+        p->items = weft__node_items(x);
+        p->capable = cap;
+        if (x->device >= 0) {
+            p->device = x->device;
+            cap[x->device] = 1;
+            break;
+        }
+        for (unsigned d = 0; d < nd; d++)
+            cap[d] = cand[d] && weft__kernel_impl(x->u.kernel.k, d) &&
+                     weft__fits(g, x, rt->devices[d]);
+        if (scope == WEFT_PLACE_SCOPE_ALL)
+            weft__one_per_hardware(rt, dflt, cap, was);
+        break;
+    case WEFT__NODE_EMPTY:
+        p->kind = WEFT__PNODE_EMPTY;
+        break;
+    default:
+        p->kind = WEFT__PNODE_HOST;
+        break;
+    }
+}
+
+/*
+ * Where each of the nkeys ranges is now, into a new array *home (the
+ * caller frees it): a device index, or WEFT__MEM_HOST. Data already on a
+ * device stays a reason to run there (locality, heft).
+ */
+static int weft__place_homes(const weft__place_src *g,
+                             const weft__range_key *keys, uint32_t nkeys,
+                             int **home_out)
+{
+    unsigned nd = g->rt->ndevices;
+    int *home = weft__malloc(((size_t)nkeys + 1) * sizeof *home);
+
+    *home_out = home;
+    if (!home)
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    for (uint32_t b = 0; b < nkeys; b++) {
+        weft_buffer *root = g->roots[keys[b].root];
+        unsigned at;
+
+        weft__buffer_lock(root);
+        at = weft__buffer_device_holding(root, keys[b].lo,
+                                         keys[b].hi - keys[b].lo);
+        weft__buffer_unlock(root);
+        home[b] = at == WEFT__HOST || at >= nd ? WEFT__MEM_HOST : (int)at;
+    }
+    return 0;
+}
+
+/*
+ * The model's compute lanes and resident items per device into in; the
+ * latter in a new array *resident_out (the caller frees it).
+ */
+static int weft__place_lanes(const weft_runtime *rt, const unsigned char *cand,
+                             weft__place_input *in, uint64_t **resident_out)
+{
+    unsigned nd = rt->ndevices;
+    uint64_t *resident = weft__calloc((size_t)nd + 1, sizeof *resident);
+
+    *resident_out = resident;
+    if (!resident)
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    /*
+     * The executor gives each device WEFT__COMPUTE_LANES compute lanes;
+     * their kernels overlap only where the device runs kernels of several
+     * queues at once (not the sim, which has one compute engine).
+     */
+    in->compute_lanes = WEFT__COMPUTE_LANES;
+    for (unsigned d = 0; d < nd; d++) {
+        if (cand[d] && !rt->devices[d]->props.concurrent_kernels)
+            in->compute_lanes = 1;
+        resident[d] = (uint64_t)rt->devices[d]->props.compute_units *
+                      WEFT__PLACE_ITEMS_PER_CU;
+    }
+    in->resident_items = resident;
+    return 0;
+}
+
+/*
+ * The cost model into in where *policy needs one (locality, heft); where
+ * there is none, *policy becomes round-robin. Returns the model's policy.
+ */
+static weft__place_policy weft__place_model(weft_runtime *rt, int *policy,
+                                            weft__place_input *in)
+{
+    if (*policy == WEFT_PLACE_LOCALITY || *policy == WEFT_PLACE_HEFT) {
+        in->links = weft__runtime_links(rt);
+        in->ktime = weft__runtime_ktime(rt);
+    }
+    if ((*policy == WEFT_PLACE_LOCALITY || *policy == WEFT_PLACE_HEFT) &&
+        (!in->links || !in->ktime)) {
+        weft__warn("sched", "placement: no cost model; round-robin instead");
+        *policy = WEFT_PLACE_ROUND_ROBIN;
+    }
+    return *policy == WEFT_PLACE_ROUND_ROBIN ? WEFT__PLACE_ROUND_ROBIN
+           : *policy == WEFT_PLACE_LOCALITY  ? WEFT__PLACE_LOCALITY
+                                             : WEFT__PLACE_HEFT;
+}
+
+/*
+ * The devices out chose for the unplaced kernel nodes into node_dev;
+ * returns how many distinct devices the kernel nodes got. seen: room for
+ * nd, zeroed.
+ */
+static unsigned weft__place_take(const weft__place_src *g,
+                                 const weft__place_output *out,
+                                 unsigned *node_dev, unsigned char *seen)
+{
+    unsigned used = 0;
+
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        if (g->nodes[i].kind != WEFT__NODE_KERNEL || out->device[i] < 0)
+            continue;
+        if (g->nodes[i].device < 0)
+            node_dev[i] = (unsigned)out->device[i];
+        if (!seen[out->device[i]]) {
+            seen[out->device[i]] = 1;
+            used++;
+        }
+    }
+    return used;
+}
+
 int weft__place_graph(const weft__place_src *g, int policy, int scope,
                       unsigned dflt, const uint32_t *order,
                       const uint32_t *pred_first, const uint32_t *preds,
                       unsigned *node_dev, unsigned *ndev_used)
 {
     weft_runtime *rt = g->rt;
-    unsigned nd = rt->ndevices, ncand = 0, used = 0;
-    const weft__driver *drv = rt->devices[dflt]->drv;
+    unsigned nd = rt->ndevices, ncand, used;
     unsigned char *cand = NULL, *capable = NULL, *seen = NULL, *was = NULL;
     weft__place_node *pn = NULL;
     weft__place_access *pa = NULL;
@@ -283,13 +444,7 @@ int weft__place_graph(const weft__place_src *g, int policy, int scope,
     cand = weft__calloc((size_t)nd + 1, 1);
     if (!cand)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
-    for (unsigned d = 0; d < nd; d++)
-        if (scope == WEFT_PLACE_SCOPE_ALL ||
-            (rt->devices[d]->drv == drv &&
-             rt->devices[d]->props.type == rt->devices[dflt]->props.type)) {
-            cand[d] = 1;
-            ncand++;
-        }
+    ncand = weft__place_candidates(rt, scope, dflt, cand);
     if (ncand < 2 || unplaced == 0)
         goto out;
     rt_.cap = 16;
@@ -331,48 +486,10 @@ int weft__place_graph(const weft__place_src *g, int policy, int scope,
                 ((ac->mode & WEFT_READ) ? WEFT__ACC_READ : 0) |
                 ((ac->mode & WEFT_WRITE) ? WEFT__ACC_WRITE : 0);
         }
-        switch (x->kind) {
-        case WEFT__NODE_KERNEL:
-            p->kind = WEFT__PNODE_KERNEL;
-            p->kernel = weft_kernel_name(x->u.kernel.k);
-            p->items = weft__node_items(x);
-            p->capable = cap;
-            if (x->device >= 0) {
-                p->device = x->device;
-                cap[x->device] = 1;
-                break;
-            }
-            for (unsigned d = 0; d < nd; d++)
-                cap[d] = cand[d] && weft__kernel_impl(x->u.kernel.k, d) &&
-                         weft__fits(g, x, rt->devices[d]);
-            if (scope == WEFT_PLACE_SCOPE_ALL)
-                weft__one_per_hardware(rt, dflt, cap, was);
-            break;
-        case WEFT__NODE_EMPTY:
-            p->kind = WEFT__PNODE_EMPTY;
-            break;
-        default:
-            p->kind = WEFT__PNODE_HOST;
-            break;
-        }
+        weft__place_node_kind(g, scope, dflt, cand, x, p, cap, was);
     }
-    /* Where each range is now: data already on a device stays a reason
-     * to run there (locality, heft). */
-    home = weft__malloc(((size_t)rt_.n + 1) * sizeof *home);
-    if (!home) {
-        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    if ((rc = weft__place_homes(g, rt_.keys, rt_.n, &home)) < 0)
         goto out;
-    }
-    for (uint32_t b = 0; b < rt_.n; b++) {
-        weft_buffer *root = g->roots[rt_.keys[b].root];
-        unsigned at;
-
-        weft__buffer_lock(root);
-        at = weft__buffer_device_holding(root, rt_.keys[b].lo,
-                                         rt_.keys[b].hi - rt_.keys[b].lo);
-        weft__buffer_unlock(root);
-        home[b] = at == WEFT__HOST || at >= nd ? WEFT__MEM_HOST : (int)at;
-    }
     in.buffer_home = home;
     /* The model books each lane in the order the executor will issue. */
     for (uint32_t k = 0; k < n; k++)
@@ -382,51 +499,15 @@ int weft__place_graph(const weft__place_src *g, int policy, int scope,
     in.nnodes = n;
     in.ndevices = nd;
     in.nbuffers = rt_.n;
-    /*
-     * The executor gives each device WEFT__COMPUTE_LANES compute lanes;
-     * their kernels overlap only where the device runs kernels of several
-     * queues at once (not the sim, which has one compute engine).
-     */
-    resident = weft__calloc((size_t)nd + 1, sizeof *resident);
-    if (!resident) {
-        rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    if ((rc = weft__place_lanes(rt, cand, &in, &resident)) < 0)
         goto out;
-    }
-    in.compute_lanes = WEFT__COMPUTE_LANES;
-    for (unsigned d = 0; d < nd; d++) {
-        if (cand[d] && !rt->devices[d]->props.concurrent_kernels)
-            in.compute_lanes = 1;
-        resident[d] = (uint64_t)rt->devices[d]->props.compute_units *
-                      WEFT__PLACE_ITEMS_PER_CU;
-    }
-    in.resident_items = resident;
-    if (policy == WEFT_PLACE_LOCALITY || policy == WEFT_PLACE_HEFT) {
-        in.links = weft__runtime_links(rt);
-        in.ktime = weft__runtime_ktime(rt);
-    }
-    if ((policy == WEFT_PLACE_LOCALITY || policy == WEFT_PLACE_HEFT) &&
-        (!in.links || !in.ktime)) {
-        weft__warn("sched", "placement: no cost model; round-robin instead");
-        policy = WEFT_PLACE_ROUND_ROBIN;
-    }
-    pol = policy == WEFT_PLACE_ROUND_ROBIN ? WEFT__PLACE_ROUND_ROBIN
-          : policy == WEFT_PLACE_LOCALITY  ? WEFT__PLACE_LOCALITY
-                                           : WEFT__PLACE_HEFT;
+    pol = weft__place_model(rt, &policy, &in);
     if ((rc = weft__place(&in, pol, &out)) < 0) {
         weft__error_prefix(rc, "instantiate: placement (%s)",
                            weft_place_policy_name(policy));
         goto out;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        if (g->nodes[i].kind != WEFT__NODE_KERNEL || out.device[i] < 0)
-            continue;
-        if (g->nodes[i].device < 0)
-            node_dev[i] = (unsigned)out.device[i];
-        if (!seen[out.device[i]]) {
-            seen[out.device[i]] = 1;
-            used++;
-        }
-    }
+    used = weft__place_take(g, &out, node_dev, seen);
     *ndev_used = used;
     weft__debug("sched",
                 "placement %s: %u nodes over %u devices (%u compute lanes "
