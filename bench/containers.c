@@ -10,7 +10,8 @@
  * weft__map (map.h) stores an index or a pointer and asks the caller's
  * eq; ck_hs stores the key's pointer (CK_HS_MODE_DIRECT for pointers,
  * CK_HS_MODE_OBJECT otherwise) and compares through its own callback.
- * Both allocate through weft__malloc. Medians of R, ns per key.
+ * Both allocate through weft__malloc. Medians of R, ns per key, the two
+ * run in turn.
  *
  * Rings: one producer thread and one consumer thread pass M pointers
  * through a ring of 1024, as the host workers' rings are used
@@ -313,13 +314,33 @@ static void keys_make(void)
     }
 }
 
-static double median_ns(uint64_t (*fn)(int), int arg, unsigned per)
+/*
+ * Medians of R, ns per unit, of a(arg) and b(arg) run in turn, so that a
+ * machine busy for a while weighs on both alike.
+ */
+static void medians_ns(uint64_t (*a)(int), uint64_t (*b)(int), int arg,
+                       unsigned per, double *ma, double *mb)
 {
-    double v[MAXREPS];
+    double va[MAXREPS], vb[MAXREPS];
 
-    for (int r = 0; r < reps; r++)
-        v[r] = (double)fn(arg) / per;
-    return bench_median(v, reps);
+    for (int r = 0; r < reps; r++) {
+        va[r] = (double)a(arg) / per;
+        vb[r] = (double)b(arg) / per;
+    }
+    *ma = bench_median(va, reps);
+    *mb = bench_median(vb, reps);
+}
+
+static uint64_t run_weft_ring(int unused)
+{
+    (void)unused;
+    return run_ring(0);
+}
+
+static uint64_t run_ck_ring(int unused)
+{
+    (void)unused;
+    return run_ring(1);
 }
 
 int main(int argc, char **argv)
@@ -331,6 +352,7 @@ int main(int argc, char **argv)
         {"--reps", BENCH_INT, &reps, "R"},
     };
     char name[96];
+    double ma, mb;
 
     BENCH_OPTIONS(argc, argv, "containers", opts);
     if (reps < 1 || reps > MAXREPS || nkeys < 1 || nitems < 1)
@@ -340,16 +362,16 @@ int main(int argc, char **argv)
                 reps);
     for (int s = 0; s < 3; s++) {
         bench_progress(shapes[s]);
+        medians_ns(run_map, run_hs, s, nkeys, &ma, &mb);
         snprintf(name, sizeof name, "hash %s put+get weft__map", shapes[s]);
-        bench_figure(name, median_ns(run_map, s, nkeys), "ns/key");
+        bench_figure(name, ma, "ns/key");
         snprintf(name, sizeof name, "hash %s put+get ck_hs", shapes[s]);
-        bench_figure(name, median_ns(run_hs, s, nkeys), "ns/key");
+        bench_figure(name, mb, "ns/key");
     }
     bench_progress("rings");
-    bench_figure("ring 1 producer 1 consumer weft__ring",
-                 median_ns(run_ring, 0, nitems), "ns/item");
-    bench_figure("ring 1 producer 1 consumer ck_ring mpmc",
-                 median_ns(run_ring, 1, nitems), "ns/item");
+    medians_ns(run_weft_ring, run_ck_ring, 0, nitems, &ma, &mb);
+    bench_figure("ring 1 producer 1 consumer weft__ring", ma, "ns/item");
+    bench_figure("ring 1 producer 1 consumer ck_ring mpmc", mb, "ns/item");
     bench_progress("");
     bench_end();
     return 0;
