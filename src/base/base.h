@@ -115,6 +115,12 @@ void *weft__calloc(size_t count, size_t n);
 void *weft__realloc(void *p, size_t n);
 char *weft__strdup(const char *s);
 void weft__free(void *p);
+/*
+ * A growing array: make room for need elements of elem bytes in *arr
+ * (a pointer to the array's pointer), whose capacity is *cap elements,
+ * doubling from 8. 0, or WEFT_ENOMEM with *arr and *cap unchanged.
+ */
+int weft__grow(void *arr, size_t *cap, size_t need, size_t elem);
 
 /* ---- strings ----------------------------------------------------------- */
 /* snprintf into a fixed array, always terminated, truncating. */

@@ -44,6 +44,29 @@ void weft__free(void *p)
     free(p);
 }
 
+int weft__grow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+    void **p = arr;
+    size_t ncap;
+    void *np;
+
+    if (need <= *cap)
+        return 0;
+    ncap = *cap ? *cap : 8;
+    while (ncap < need && ncap <= SIZE_MAX / 2)
+        ncap *= 2;
+    if (ncap < need || (elem && ncap > SIZE_MAX / elem))
+        return weft__error(WEFT_ENOMEM, "out of memory: %zu items of %zu bytes",
+                           need, elem);
+    np = weft__realloc(*p, ncap * elem);
+    if (!np)
+        return weft__error(WEFT_ENOMEM, "out of memory: %zu items of %zu bytes",
+                           ncap, elem);
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
 void weft__strlcpy(char *dst, const char *src, size_t size)
 {
     size_t n;

@@ -7,9 +7,12 @@
  * it, so what the producer wrote before enqueueing is visible to the
  * consumer (and to the thread sanitizer, which sees the C11 atomics).
  *
- * concurrencykit's ck_ring does the same, but its atomics are inline
- * assembly, which ThreadSanitizer cannot see: every hand-off through it
- * reads as a data race there, and weft's TSan build must stay clean.
+ * concurrencykit's ck_ring does the same, but even with
+ * CK_USE_CC_BUILTINS=1 its loads and stores are volatile accesses ordered
+ * by __sync_synchronize, which ThreadSanitizer does not take for
+ * synchronisation: every hand-off through it reads as a data race there
+ * (bench/containers.c; docs/architecture.md), and weft's TSan build must
+ * stay clean.
  */
 #ifndef WEFT_BASE_RING_H
 #define WEFT_BASE_RING_H

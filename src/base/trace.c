@@ -168,24 +168,6 @@ void weft__trace_destroy(weft__trace *t)
     weft__free(t);
 }
 
-static int weft__grow(void **array, size_t *cap, size_t need, size_t elem)
-{
-    size_t ncap;
-    void *p;
-
-    if (need <= *cap)
-        return 0;
-    ncap = *cap ? *cap * 2 : 8;
-    while (ncap < need)
-        ncap *= 2;
-    p = weft__realloc(*array, ncap * elem);
-    if (!p)
-        return weft__error(WEFT_ENOMEM, "trace: no memory");
-    *array = p;
-    *cap = ncap;
-    return 0;
-}
-
 static int weft__trace_track_locked(weft__trace *t, const char *process,
                                     const char *name, uint32_t *track)
 {
@@ -204,11 +186,11 @@ static int weft__trace_track_locked(weft__trace *t, const char *process,
     }
     if (t->ntracks >= UINT32_MAX - 1)
         return weft__error(WEFT_ENOMEM, "trace: too many tracks");
-    if ((rc = weft__grow((void **)&t->tracks, &t->cap_tracks, t->ntracks + 1,
+    if ((rc = weft__grow(&t->tracks, &t->cap_tracks, t->ntracks + 1,
                          sizeof *t->tracks)) < 0)
         return rc;
     if (p == t->nprocesses) {
-        if ((rc = weft__grow((void **)&t->processes, &t->cap_processes,
+        if ((rc = weft__grow(&t->processes, &t->cap_processes,
                              t->nprocesses + 1, sizeof *t->processes)) < 0)
             return rc;
         if (!(t->processes[p] = weft__strdup(process)))

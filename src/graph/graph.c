@@ -13,25 +13,6 @@
 /* The reduction's search visits at most this many nodes per candidate. */
 enum { WEFT__REDUCE_BUDGET = 16 };
 
-int weft__grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-    void **p = arr;
-    uint32_t ncap;
-    void *np;
-
-    if (need <= *cap)
-        return 0;
-    ncap = *cap ? *cap : 8;
-    while (ncap < need)
-        ncap = ncap > UINT32_MAX / 2 ? UINT32_MAX : ncap * 2;
-    np = weft__realloc(*p, (size_t)ncap * elem);
-    if (!np)
-        return weft__error(WEFT_ENOMEM, "graph: out of memory");
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 static int weft__grow_bytes(weft_graph *g, size_t more)
 {
     size_t ncap;
@@ -130,7 +111,7 @@ int weft_graph_destroy(weft_graph *g)
     weft__free(g->edges);
     weft__free(g->xedges);
     weft__free(g->roots);
-    weft__free(g->root_hash);
+    weft__map_fini(&g->root_index);
     weft__free(g->readers);
     weft__free(g->cands);
     weft__free(g->rawtmp);
@@ -153,33 +134,9 @@ unsigned weft_graph_edge_count(const weft_graph *g)
 
 /* ---- roots ------------------------------------------------------------- */
 
-static uint32_t weft__ptr_hash(const void *p)
+static bool weft__root_is(uintptr_t index, const void *buf, const void *g)
 {
-    uint64_t x = (uint64_t)(uintptr_t)p;
-
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (uint32_t)x;
-}
-
-static int weft__hash_rebuild(weft_graph *g, uint32_t cap)
-{
-    uint32_t *h = weft__calloc(cap, sizeof *h);
-
-    if (!h)
-        return weft__error(WEFT_ENOMEM, "graph: out of memory");
-    for (uint32_t i = 0; i < g->nroots; i++) {
-        uint32_t s = weft__ptr_hash(g->roots[i].buf) & (cap - 1);
-
-        while (h[s])
-            s = (s + 1) & (cap - 1);
-        h[s] = i + 1;
-    }
-    weft__free(g->root_hash);
-    g->root_hash = h;
-    g->hash_cap = cap;
-    return 0;
+    return ((const weft_graph *)g)->roots[index].buf == buf;
 }
 
 /*
@@ -189,22 +146,18 @@ static int weft__hash_rebuild(weft_graph *g, uint32_t cap)
  */
 static int weft__root_index(weft_graph *g, weft_buffer *b, uint32_t *index)
 {
-    uint32_t s, e;
+    uint64_t h = weft__hash_ptr(b);
+    uintptr_t *found = weft__map_find(&g->root_index, h, b, weft__root_is, g);
     weft__root *r;
     int rc;
 
-    if (g->hash_cap) {
-        for (s = weft__ptr_hash(b) & (g->hash_cap - 1); (e = g->root_hash[s]);
-             s = (s + 1) & (g->hash_cap - 1))
-            if (g->roots[e - 1].buf == b) {
-                *index = e - 1;
-                return 0;
-            }
+    if (found) {
+        *index = (uint32_t)*found;
+        return 0;
     }
-    if ((uint64_t)(g->nroots + 1) * 2 > g->hash_cap &&
-        (rc = weft__hash_rebuild(g, g->hash_cap ? g->hash_cap * 2 : 16)) < 0)
-        return rc;
-    if ((rc = weft__grow(&g->roots, &g->cap_roots, g->nroots + 1,
+    /* Room first: the put below cannot fail. */
+    if ((rc = weft__map_reserve(&g->root_index, (size_t)g->nroots + 1)) < 0 ||
+        (rc = weft__grow(&g->roots, &g->cap_roots, g->nroots + 1,
                          sizeof *g->roots)) < 0)
         return rc;
     r = &g->roots[g->nroots];
@@ -215,10 +168,8 @@ static int weft__root_index(weft_graph *g, weft_buffer *b, uint32_t *index)
     if (!r->segs)
         return weft__error(WEFT_ENOMEM, "graph: out of memory");
     r->segs[0] = (weft__segment){0, b->size, WEFT__NONE, WEFT__NONE};
-    for (s = weft__ptr_hash(b) & (g->hash_cap - 1); g->root_hash[s];
-         s = (s + 1) & (g->hash_cap - 1))
-        ;
-    g->root_hash[s] = g->nroots + 1;
+    rc = weft__map_put(&g->root_index, h, b, g->nroots, weft__root_is, g, NULL);
+    weft__assert_internal(rc == 1);
     *index = g->nroots++;
     return 0;
 }

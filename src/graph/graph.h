@@ -29,6 +29,7 @@
 #ifndef WEFT_GRAPH_GRAPH_H
 #define WEFT_GRAPH_GRAPH_H
 
+#include "../base/map.h"
 #include "../mem/buffer.h"
 #include "kernel.h"
 
@@ -123,7 +124,8 @@ typedef struct weft__reader {
 typedef struct weft__root {
     weft_buffer *buf;
     weft__segment *segs;
-    uint32_t nseg, cap;
+    uint32_t nseg;
+    size_t cap;
 } weft__root;
 
 /* Per-node scratch of the inference, stamped so that it is never cleared. */
@@ -139,42 +141,48 @@ struct weft_graph {
 
     weft__node *nodes;
     weft__mark *marks;
-    uint32_t nnodes, cap_nodes, cap_marks;
+    uint32_t nnodes;
+    size_t cap_nodes, cap_marks;
 
     weft__access *acc;
-    uint32_t nacc, cap_acc;
+    uint32_t nacc;
+    size_t cap_acc;
     weft_arg *args; /* BYTES values: value.u64 is an offset in bytes[] */
-    uint32_t nargs, cap_args;
+    uint32_t nargs;
+    size_t cap_args;
     unsigned char *bytes;
     size_t nbytes, cap_bytes;
 
     weft__edge *edges; /* inferred, grouped by target */
-    uint32_t nedges, cap_edges;
+    uint32_t nedges;
+    size_t cap_edges;
     weft__edge *xedges; /* explicit, in the order added */
-    uint32_t nxedges, cap_xedges;
+    uint32_t nxedges;
+    size_t cap_xedges;
 
     weft__root *roots;
-    uint32_t nroots, cap_roots;
-    uint32_t *root_hash; /* open addressing: root index + 1, 0 = empty */
-    uint32_t hash_cap;   /* a power of two, or 0 */
+    uint32_t nroots;
+    size_t cap_roots;
+    weft__map root_index; /* buffer -> its index in roots */
 
     weft__reader *readers;
-    uint32_t nreaders, cap_readers;
+    uint32_t nreaders;
+    size_t cap_readers;
 
     weft__raw *raws; /* per node: raws[raw_first, +nraw) */
-    uint32_t nraws, cap_raws;
+    uint32_t nraws;
+    size_t cap_raws;
 
     weft__edge *cands; /* scratch: candidate in-edges of the node added */
-    uint32_t ncands, cap_cands;
+    uint32_t ncands;
+    size_t cap_cands;
     weft__raw *rawtmp; /* scratch: the writers the node added reads from */
-    uint32_t nrawtmp, cap_rawtmp;
+    uint32_t nrawtmp;
+    size_t cap_rawtmp;
     uint32_t *stack; /* scratch: the reduction's search */
-    uint32_t cap_stack;
+    size_t cap_stack;
     uint64_t epoch;
 };
-
-/* Grow *arr (of elem-byte items, capacity *cap) to hold need items. */
-int weft__grow(void *arr, uint32_t *cap, uint32_t need, size_t elem);
 
 /* "kernel saxpy", "write", ... for messages; buf gets the text. */
 const char *weft__node_label(const weft__node *n, char *buf, size_t size);

@@ -3,6 +3,8 @@
  */
 #include "cost.h"
 
+#include "../base/map.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -118,7 +120,6 @@ typedef struct weft__ktime_bucket {
 } weft__ktime_bucket;
 
 typedef struct weft__ktime_entry {
-    struct weft__ktime_entry *next; /* chain of one hash slot */
     char *kernel;
     unsigned dev;
     weft__ktime_bucket *bucket[WEFT__KTIME_BUCKETS]; /* NULL: no sample */
@@ -128,14 +129,18 @@ typedef struct weft__ktime_prior {
     double launch_ns, item_ns, scale;
 } weft__ktime_prior;
 
-#define WEFT__KTIME_SLOTS 256 /* a power of two */
-
 struct weft__ktime {
-    pthread_mutex_t lock; /* guards slots and every entry */
+    pthread_mutex_t lock; /* guards entries and each entry's buckets */
     unsigned ndevices;
     weft__ktime_prior *prior; /* ndevices */
-    weft__ktime_entry *slot[WEFT__KTIME_SLOTS];
+    weft__map entries;        /* (kernel, dev) -> weft__ktime_entry * */
 };
+
+/* The key of an entry. */
+typedef struct weft__ktime_key {
+    const char *kernel;
+    unsigned dev;
+} weft__ktime_key;
 
 int weft__ktime_create(unsigned ndevices, const unsigned *compute_units,
                        weft__ktime **model)
@@ -177,17 +182,17 @@ void weft__ktime_destroy(weft__ktime *m)
 {
     if (!m)
         return;
-    for (unsigned s = 0; s < WEFT__KTIME_SLOTS; s++) {
-        weft__ktime_entry *e = m->slot[s], *next;
+    for (size_t s = 0; s < m->entries.cap; s++) {
+        weft__ktime_entry *e = (weft__ktime_entry *)m->entries.slots[s].value;
 
-        for (; e; e = next) {
-            next = e->next;
-            for (unsigned b = 0; b < WEFT__KTIME_BUCKETS; b++)
-                weft__free(e->bucket[b]);
-            weft__free(e->kernel);
-            weft__free(e);
-        }
+        if (!m->entries.slots[s].hash)
+            continue;
+        for (unsigned b = 0; b < WEFT__KTIME_BUCKETS; b++)
+            weft__free(e->bucket[b]);
+        weft__free(e->kernel);
+        weft__free(e);
     }
+    weft__map_fini(&m->entries);
     pthread_mutex_destroy(&m->lock);
     weft__free(m->prior);
     weft__free(m);
@@ -205,13 +210,17 @@ void weft__ktime_set_prior(weft__ktime *m, unsigned dev, double launch_ns,
     pthread_mutex_unlock(&m->lock);
 }
 
-static unsigned weft__ktime_hash(const char *kernel, unsigned dev)
+static uint64_t weft__ktime_hash(const char *kernel, unsigned dev)
 {
-    uint64_t h = 1469598103934665603ull ^ dev;
+    return weft__hash_str(dev, kernel);
+}
 
-    for (const unsigned char *p = (const unsigned char *)kernel; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    return (unsigned)(h ^ (h >> 32)) & (WEFT__KTIME_SLOTS - 1);
+static bool weft__ktime_is(uintptr_t entry, const void *key, const void *user)
+{
+    const weft__ktime_entry *e = (const weft__ktime_entry *)entry;
+    const weft__ktime_key *k = key;
+
+    return e->dev == k->dev && !strcmp(e->kernel, k->kernel);
 }
 
 /* floor(log2(items)), items 0 and 1 both in bucket 0. */
@@ -224,19 +233,19 @@ static unsigned weft__ktime_bucket_of(uint64_t items)
 static weft__ktime_entry *weft__ktime_find(weft__ktime *m, const char *kernel,
                                            unsigned dev)
 {
-    weft__ktime_entry *e = m->slot[weft__ktime_hash(kernel, dev)];
+    weft__ktime_key k = {kernel, dev};
+    uintptr_t *e = weft__map_find(&m->entries, weft__ktime_hash(kernel, dev),
+                                  &k, weft__ktime_is, NULL);
 
-    for (; e; e = e->next)
-        if (e->dev == dev && !strcmp(e->kernel, kernel))
-            return e;
-    return NULL;
+    return e ? (weft__ktime_entry *)*e : NULL;
 }
 
 int weft__ktime_record(weft__ktime *m, const char *kernel, unsigned dev,
                        uint64_t items, uint64_t ns)
 {
-    unsigned s = weft__ktime_hash(kernel, dev), b;
+    weft__ktime_key key = {kernel, dev};
     weft__ktime_entry *e, *fresh = NULL;
+    unsigned b;
     weft__ktime_bucket *k;
 
     if (dev >= m->ndevices)
@@ -269,10 +278,17 @@ int weft__ktime_record(weft__ktime *m, const char *kernel, unsigned dev,
     pthread_mutex_lock(&m->lock);
     /* Another thread may have added the entry since the lookup above. */
     e = weft__ktime_find(m, kernel, dev);
+    if (!e && weft__map_put(&m->entries, weft__ktime_hash(kernel, dev), &key,
+                            (uintptr_t)fresh, weft__ktime_is, NULL, NULL) < 0) {
+        pthread_mutex_unlock(&m->lock);
+        weft__free(k);
+        weft__free(fresh->kernel);
+        weft__free(fresh);
+        return weft__error(WEFT_ENOMEM, "kernel time of %s: out of memory",
+                           kernel);
+    }
     if (!e) {
         e = fresh;
-        e->next = m->slot[s];
-        m->slot[s] = e;
         fresh = NULL;
     }
     if (!e->bucket[b]) {

@@ -64,7 +64,8 @@ double weft__links_copy_ns(const weft__links *l, int src, int dst,
  * bucket keeps the last WEFT__KTIME_RING samples and answers their median,
  * so that one slow launch (a page fault, a clock change) moves nothing.
  * Every function is thread-safe: one mutex guards the model, held only for
- * a table lookup and a sort of at most WEFT__KTIME_RING values.
+ * a table lookup (and its growth, when a kernel is new on a device) and a
+ * sort of at most WEFT__KTIME_RING values.
  */
 #define WEFT__KTIME_RING    15
 #define WEFT__KTIME_BUCKETS 64

@@ -151,39 +151,33 @@ typedef struct weft__range_key {
 } weft__range_key;
 
 /* The "buffer" of a (root, range), added if new (a linear search per root
- * would be quadratic: an open-addressing table). */
+ * would be quadratic). keys holds room for every access, index as many. */
 typedef struct weft__range_table {
     weft__range_key *keys;
-    uint32_t *slot; /* index + 1, 0 empty */
-    uint32_t n, cap;
+    uint32_t n;
+    weft__map index; /* key -> its place in keys */
 } weft__range_table;
 
-static uint64_t weft__range_hash(const weft__range_key *k)
+static bool weft__range_is(uintptr_t i, const void *key, const void *table)
 {
-    uint64_t h = k->root * 0x9e3779b97f4a7c15ull;
+    const weft__range_key *a = &((const weft__range_table *)table)->keys[i];
+    const weft__range_key *b = key;
 
-    h ^= (uint64_t)k->lo + 0x7f4a7c159e3779b9ull + (h << 6) + (h >> 2);
-    h ^= (uint64_t)k->hi + 0x94d049bb133111ebull + (h << 6) + (h >> 2);
-    return h ^ (h >> 31);
+    return a->root == b->root && a->lo == b->lo && a->hi == b->hi;
 }
 
 static unsigned weft__range_index(weft__range_table *t,
                                   const weft__range_key *k)
 {
-    uint32_t m = t->cap - 1, i = (uint32_t)weft__range_hash(k) & m;
+    uint64_t h = weft__hash_mix(weft__hash_mix(k->root, k->lo), k->hi);
+    uintptr_t *at = NULL;
+    /* Room was reserved for every access: this cannot fail. */
+    int added = weft__map_put(&t->index, h, k, t->n, weft__range_is, t, &at);
 
-    for (;; i = (i + 1) & m) {
-        uint32_t s = t->slot[i];
-
-        if (!s) {
-            t->keys[t->n] = *k;
-            t->slot[i] = ++t->n;
-            return t->n - 1;
-        }
-        if (t->keys[s - 1].root == k->root && t->keys[s - 1].lo == k->lo &&
-            t->keys[s - 1].hi == k->hi)
-            return s - 1;
-    }
+    weft__assert(added >= 0 && at);
+    if (added)
+        t->keys[t->n++] = *k;
+    return (unsigned)*at;
 }
 
 static uint64_t weft__node_items(const weft__node *nd)
@@ -447,20 +441,17 @@ int weft__place_graph(const weft__place_src *g, int policy, int scope,
     ncand = weft__place_candidates(rt, scope, dflt, cand);
     if (ncand < 2 || unplaced == 0)
         goto out;
-    rt_.cap = 16;
-    while (rt_.cap < 2 * (g->nacc + 1))
-        rt_.cap *= 2;
     pn = weft__calloc((size_t)n + 1, sizeof *pn);
     pa = weft__calloc((size_t)g->nacc + 1, sizeof *pa);
     capable = weft__calloc((size_t)n * nd + 1, 1);
     seen = weft__calloc((size_t)nd + 1, 1);
     was = weft__calloc((size_t)nd + 1, 1);
     rt_.keys = weft__malloc(((size_t)g->nacc + 1) * sizeof *rt_.keys);
-    rt_.slot = weft__calloc(rt_.cap, sizeof *rt_.slot);
     out.device = weft__malloc(((size_t)n + 1) * sizeof *out.device);
     issue_pos = weft__malloc(((size_t)n + 1) * sizeof *issue_pos);
-    if (!pn || !pa || !capable || !seen || !was || !rt_.keys || !rt_.slot ||
-        !out.device || !issue_pos) {
+    if (!pn || !pa || !capable || !seen || !was || !rt_.keys ||
+        weft__map_reserve(&rt_.index, g->nacc) < 0 || !out.device ||
+        !issue_pos) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto out;
     }
@@ -524,7 +515,7 @@ out:
     weft__free(pn);
     weft__free(pa);
     weft__free(rt_.keys);
-    weft__free(rt_.slot);
+    weft__map_fini(&rt_.index);
     weft__free(out.device);
     weft__free(issue_pos);
     return rc;

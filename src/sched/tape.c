@@ -3,6 +3,7 @@
  */
 #include "tape.h"
 
+#include "../base/map.h"
 #include "../base/options.h"
 
 #include <string.h>
@@ -69,26 +70,6 @@ const weft__submit *weft__tape_begin(weft__tape *t)
     t->submit = weft__tape_submit;
     t->submit.self = t;
     return &t->submit;
-}
-
-/* Room for n more of size each in *arr of *cap; 0, or -1 (no memory). */
-static int weft__tape_grow(void **arr, size_t *cap, size_t used, size_t n,
-                           size_t size)
-{
-    size_t c = *cap ? *cap : 64;
-    void *p;
-
-    if (used + n <= *cap)
-        return 0;
-    while (c < used + n)
-        c *= 2;
-    if (!(p = weft__realloc(*arr, c * size))) {
-        weft_clear_error();
-        return -1;
-    }
-    *arr = p;
-    *cap = c;
-    return 0;
 }
 
 /* Run one taped operation now, through the checked entry points. */
@@ -255,8 +236,7 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
                                   !weft__tape_joins_devices(t->ctx->drv))) ||
         ((op->kind == WEFT__TAPE_H2D || op->kind == WEFT__TAPE_D2H) &&
          weft__drv_host_is_pinned(op->q->ctx, op->host, op->size) != 1) ||
-        weft__tape_grow((void **)&t->ops, &t->cap, t->n, 1, sizeof *t->ops) <
-            0) {
+        weft__grow(&t->ops, &t->cap, t->n + 1, sizeof *t->ops) < 0) {
         weft_clear_error();
         t->unfit = 1;
         weft__debug("tape",
@@ -275,10 +255,10 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
             if (args[i].type != WEFT_PARAM_BUFFER &&
                 args[i].type != WEFT_PARAM_LOCAL)
                 need += args[i].size;
-        if (weft__tape_grow((void **)&t->args, &t->cap_args, t->nargs,
-                            op->nargs + 1, sizeof *t->args) < 0 ||
-            weft__tape_grow((void **)&t->bytes, &t->cap_bytes, t->nbytes,
-                            need + 1, 1) < 0) {
+        if (weft__grow(&t->args, &t->cap_args, t->nargs + op->nargs + 1,
+                       sizeof *t->args) < 0 ||
+            weft__grow(&t->bytes, &t->cap_bytes, t->nbytes + need + 1, 1) < 0) {
+            weft_clear_error();
             t->unfit = 1;
             return;
         }
@@ -296,8 +276,9 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
             }
         }
     } else if (op->kind == WEFT__TAPE_FILL) {
-        if (weft__tape_grow((void **)&t->bytes, &t->cap_bytes, t->nbytes,
-                            op->nargs + 1, 1) < 0) {
+        if (weft__grow(&t->bytes, &t->cap_bytes, t->nbytes + op->nargs + 1, 1) <
+            0) {
+            weft_clear_error();
             t->unfit = 1;
             return;
         }
@@ -571,16 +552,15 @@ static const weft__submit weft__tape_submit = {
     .event_elapsed = weft__tape_event_elapsed,
 };
 
-/* Room for n more of size each; as weft__tape_grow, with a set error. */
-static int weft__tape_room(void **arr, unsigned *cap, unsigned used, unsigned n,
+/* Room for n more of size each (weft__grow, for unsigned counts). */
+static int weft__tape_room(void *arr, unsigned *cap, unsigned used, unsigned n,
                            size_t size)
 {
     size_t c = *cap;
+    int rc = weft__grow(arr, &c, (size_t)used + n, size);
 
-    if (weft__tape_grow(arr, &c, used, n, size) < 0)
-        return weft__error(WEFT_ENOMEM, "tape: out of memory");
     *cap = (unsigned)c;
-    return 0;
+    return rc;
 }
 
 /* What weft__tape_segment works with; freed by weft__tape_cut_free. */
@@ -593,8 +573,7 @@ typedef struct weft__tape_cut {
     unsigned nseg, cap_seg;
     unsigned *from, *to; /* edges between segments: from before to */
     unsigned nedge, cap_edge, cap_to;
-    weft__event **key; /* event -> the op of its latest record (open hash) */
-    size_t *val, nkey;
+    weft__map records;   /* event -> the op of its latest record */
     unsigned char *seen; /* per segment, for searches */
     unsigned *stack;
 } weft__tape_cut;
@@ -604,21 +583,14 @@ static void weft__tape_cut_free(weft__tape_cut *c)
     weft__free(c->seg_ctx);
     weft__free(c->from);
     weft__free(c->to);
-    weft__free(c->key);
-    weft__free(c->val);
+    weft__map_fini(&c->records);
     weft__free(c->seen);
     weft__free(c->stack);
 }
 
-/* The slot of ev in the hash (its own, or the empty one it would take). */
-static size_t weft__tape_slot(const weft__tape_cut *c, const weft__event *ev)
+static bool weft__tape_record_of(uintptr_t op, const void *ev, const void *t)
 {
-    size_t h = ((uintptr_t)ev >> 4) * 0x9E3779B97F4A7C15ull;
-
-    for (h &= c->nkey - 1; c->key[h] && c->key[h] != ev;
-         h = (h + 1) & (c->nkey - 1))
-        ;
-    return h;
+    return ((const weft__tape *)t)->ops[op].ev == ev;
 }
 
 static int weft__tape_edge(weft__tape_cut *c, unsigned from, unsigned to)
@@ -697,8 +669,9 @@ static int weft__tape_cut_op(weft__tape *t, weft__tape_cut *c, size_t i,
     o->how = 0;
     o->xev = 0;
     if (o->kind == WEFT__TAPE_WAIT) {
-        size_t h = weft__tape_slot(c, o->ev);
-        weft__tape_op *r = c->key[h] ? &t->ops[c->val[h]] : NULL;
+        uintptr_t *at = weft__map_find(&c->records, weft__hash_ptr(o->ev),
+                                       o->ev, weft__tape_record_of, t);
+        weft__tape_op *r = at ? &t->ops[*at] : NULL;
 
         if (!r) {
             o->how = WEFT__TAPE_BEFORE;
@@ -725,10 +698,13 @@ static int weft__tape_cut_op(weft__tape *t, weft__tape_cut *c, size_t i,
     }
     o->seg = c->cur[d];
     if (o->kind == WEFT__TAPE_RECORD) {
-        size_t h = weft__tape_slot(c, o->ev);
+        uintptr_t *at = NULL;
+        /* Room was reserved for every op: this cannot fail. */
+        int added = weft__map_put(&c->records, weft__hash_ptr(o->ev), o->ev, i,
+                                  weft__tape_record_of, t, &at);
 
-        c->key[h] = o->ev;
-        c->val[h] = i;
+        weft__assert(added >= 0 && at);
+        *at = i;
     }
     return 0;
 }
@@ -835,12 +811,7 @@ static int weft__tape_segment(weft__tape *t)
     unsigned nx = 0;
     int rc = 0;
 
-    for (c.nkey = 16; c.nkey < 2 * t->n; c.nkey *= 2)
-        ;
-    c.key = weft__calloc(c.nkey, sizeof *c.key);
-    c.val = weft__calloc(c.nkey, sizeof *c.val);
-    if (!c.key || !c.val)
-        rc = weft__error(WEFT_ENOMEM, "tape: out of memory");
+    rc = weft__map_reserve(&c.records, t->n);
     for (size_t i = 0; i < t->n && rc == 0; i++) {
         weft__context *ctx = t->ops[i].q->ctx;
         unsigned d;

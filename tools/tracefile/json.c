@@ -11,24 +11,6 @@ typedef struct weft__json_parser {
 
 #define WEFT__JSON_MAX_DEPTH 64
 
-int weft__tracefile_grow(void **array, size_t *cap, size_t need, size_t elem)
-{
-    size_t ncap;
-    void *p;
-
-    if (need <= *cap)
-        return 0;
-    ncap = *cap ? *cap * 2 : 8;
-    while (ncap < need)
-        ncap *= 2;
-    p = weft__realloc(*array, ncap * elem);
-    if (!p)
-        return weft__error(WEFT_ENOMEM, "trace: no memory");
-    *array = p;
-    *cap = ncap;
-    return 0;
-}
-
 void weft__json_free(weft__json *j)
 {
     for (size_t i = 0; i < j->n; i++) {
@@ -201,14 +183,13 @@ static int weft__json_push(weft__json *j, weft__json **slot)
     if (j->n == j->cap) {
         size_t cap = j->cap;
 
-        if ((rc = weft__tracefile_grow((void **)&j->items, &cap, j->n + 1,
-                                       sizeof *j->items)) < 0)
+        if ((rc = weft__grow(&j->items, &cap, j->n + 1, sizeof *j->items)) < 0)
             return rc;
         if (j->type == WEFT__JSON_OBJECT) {
             size_t kcap = j->cap;
 
-            if ((rc = weft__tracefile_grow((void **)&j->keys, &kcap, j->n + 1,
-                                           sizeof *j->keys)) < 0)
+            if ((rc = weft__grow(&j->keys, &kcap, j->n + 1, sizeof *j->keys)) <
+                0)
                 return rc;
         }
         j->cap = cap;

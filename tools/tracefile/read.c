@@ -86,8 +86,8 @@ static int weft__reader_process(weft__reader *r, double pid, size_t event,
             return 0;
         }
     }
-    if ((rc = weft__tracefile_grow((void **)&r->procs, &r->cap_procs,
-                                   r->nprocs + 1, sizeof *r->procs)) < 0)
+    if ((rc = weft__grow(&r->procs, &r->cap_procs, r->nprocs + 1,
+                         sizeof *r->procs)) < 0)
         return rc;
     p = &r->procs[r->nprocs];
     memset(p, 0, sizeof *p);
@@ -113,8 +113,8 @@ static int weft__reader_track(weft__reader *r, double pid, double tid,
     }
     if ((rc = weft__reader_process(r, pid, event, &proc)) < 0)
         return rc;
-    if ((rc = weft__tracefile_grow((void **)&r->tracks, &r->cap_tracks,
-                                   r->ntracks + 1, sizeof *r->tracks)) < 0)
+    if ((rc = weft__grow(&r->tracks, &r->cap_tracks, r->ntracks + 1,
+                         sizeof *r->tracks)) < 0)
         return rc;
     t = &r->tracks[r->ntracks];
     memset(t, 0, sizeof *t);
@@ -184,8 +184,8 @@ static int weft__reader_complete(weft__reader *r, const weft__json *e,
                                  weft__json_num(e, "tid", 0), event, &track)) <
         0)
         return rc;
-    if ((rc = weft__tracefile_grow((void **)&r->slices, &r->cap_slices,
-                                   r->nslices + 1, sizeof *r->slices)) < 0)
+    if ((rc = weft__grow(&r->slices, &r->cap_slices, r->nslices + 1,
+                         sizeof *r->slices)) < 0)
         return rc;
     s = &r->slices[r->nslices];
     memset(s, 0, sizeof *s);
@@ -236,8 +236,8 @@ static int weft__reader_flow(weft__reader *r, const weft__json *e, int start,
                                  weft__json_num(e, "tid", 0), event, &track)) <
         0)
         return rc;
-    if ((rc = weft__tracefile_grow((void **)&r->flows, &r->cap_flows,
-                                   r->nflows + 1, sizeof *r->flows)) < 0)
+    if ((rc = weft__grow(&r->flows, &r->cap_flows, r->nflows + 1,
+                         sizeof *r->flows)) < 0)
         return rc;
     f = &r->flows[r->nflows++];
     memset(f, 0, sizeof *f);
@@ -500,8 +500,7 @@ int weft__trace_view_load(const char *path, weft__trace_view **out)
     if (!(f = fopen(path, "rb")))
         return weft__error(WEFT_EIO, "%s: %s", path, strerror(errno));
     do {
-        if ((rc = weft__tracefile_grow((void **)&buf, &cap, len + 65536, 1)) <
-            0)
+        if ((rc = weft__grow(&buf, &cap, len + 65536, 1)) < 0)
             break;
         got = fread(buf + len, 1, cap - len, f);
         len += got;

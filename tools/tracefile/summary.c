@@ -176,9 +176,8 @@ int weft__trace_summarize(const weft__trace_view *v, weft__trace_summary **out)
             if (strcmp(s->links[k].link, name) == 0)
                 l = &s->links[k];
         if (!l) {
-            if ((rc = weft__tracefile_grow((void **)&s->links, &cap_links,
-                                           s->nlinks + 1, sizeof *s->links)) <
-                0)
+            if ((rc = weft__grow(&s->links, &cap_links, s->nlinks + 1,
+                                 sizeof *s->links)) < 0)
                 goto done;
             l = &s->links[s->nlinks];
             memset(l, 0, sizeof *l);

@@ -1,6 +1,6 @@
 /*
  * What the files of weft_tracefile share: a JSON tree (just enough JSON to
- * read a trace) and a growing array.
+ * read a trace).
  */
 #ifndef WEFT_TRACEFILE_INTERNAL_H
 #define WEFT_TRACEFILE_INTERNAL_H
@@ -38,9 +38,5 @@ const weft__json *weft__json_get(const weft__json *j, const char *key);
 const char *weft__json_str(const weft__json *j, const char *key);
 /* A number member, or dflt when absent or not a number. */
 double weft__json_num(const weft__json *j, const char *key, double dflt);
-
-/* Make room for need elements of size elem in *array of capacity *cap
- * (doubling); on failure *array and *cap are unchanged. */
-int weft__tracefile_grow(void **array, size_t *cap, size_t need, size_t elem);
 
 #endif /* WEFT_TRACEFILE_INTERNAL_H */
