@@ -150,10 +150,24 @@ static int weft__topology_open(weft_runtime *rt)
         rt->topology = NULL;
         return weft__error(WEFT_ENOMEM, "hwloc: topology_init failed");
     }
-    /* PCI devices only when a device has a bus id: reading them costs. */
-    if (need_io)
+    /*
+     * PCI devices only when a device has a bus id: reading them costs. The
+     * PCI tree is all weft reads (locality by bus id): hwloc's GPU plugins
+     * would load and initialise libcuda, the OpenCL ICD loader and the
+     * vendors' libraries themselves, then unload them with what they
+     * allocated still held.
+     */
+    if (need_io) {
+        static const char *const gpu_plugins[] = {"cuda", "opencl",    "nvml",
+                                                  "rsmi", "levelzero", "gl"};
+
         hwloc_topology_set_io_types_filter(rt->topology,
                                            HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+        for (size_t i = 0; i < WEFT__COUNTOF(gpu_plugins); i++)
+            hwloc_topology_set_components(
+                rt->topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                gpu_plugins[i]);
+    }
     if (weft__fault("hwloc.topology_load") ||
         hwloc_topology_load(rt->topology) < 0) {
         hwloc_topology_destroy(rt->topology);
