@@ -31,7 +31,7 @@ static void map_put_find_grow_remove(void **state)
     static pair keys[NPAIRS];
     static char base[64];
     weft__map m = WEFT__MAP_INIT;
-    uintptr_t *at;
+    uintptr_t *at = NULL;
     (void)state;
 
     for (uint32_t i = 0; i < NPAIRS; i++)
