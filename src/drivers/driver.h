@@ -380,7 +380,7 @@ struct weft__driver {
     int (*graph_supported)(const weft__device *dev);
     /*
      * 1 where the driver's graphs pay on CPU devices too: the host
-     * driver's graph launch is one hand-off to a queue's worker instead of
+     * driver's graph launch is one hand-off to a queue's runner instead of
      * one per operation. PoCL's command buffers replay slower than their
      * commands run one by one, so OpenCL leaves it 0.
      */
