@@ -1,6 +1,7 @@
-/* The test main loop: case globs and --list (wt_test.h). */
+/* The test main loop: case globs and --list; a thread count (wt_test.h). */
 #include "wt_test.h"
 
+#include <dirent.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,4 +39,17 @@ int wt_run_tests(int argc, char **argv, const char *group,
     }
     cmocka_set_test_filter(glob);
     return _cmocka_run_group_tests(group, tests, n, setup, teardown);
+}
+
+unsigned wt_threads_now(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *de;
+    unsigned n = 0;
+
+    assert_non_null(d);
+    while ((de = readdir(d)))
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
 }

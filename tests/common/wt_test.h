@@ -60,4 +60,7 @@ int wt_run_tests(int argc, char **argv, const char *group,
 #define wt_run_group(argc, argv, tests, setup, teardown)                       \
     wt_run_group_name((argc), (argv), #tests, tests, (setup), (teardown))
 
+/* The threads of this process now (/proc/self/task). */
+unsigned wt_threads_now(void);
+
 #endif /* WT_TEST_H */

@@ -921,20 +921,6 @@ static void stress_cross_waits_are_deterministic(void **state)
 
 /* ---- runners: queues share a bounded set of threads -------------------- */
 
-/* Threads of this process now. */
-static unsigned threads_now(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *de;
-    unsigned n = 0;
-
-    assert_non_null(d);
-    while ((de = readdir(d)))
-        n += de->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* A platform of its own: one device of two threads (two runners). */
 typedef struct solo {
     weft__platform **platforms;
@@ -960,7 +946,7 @@ static unsigned max_threads_seen;
 
 static void count_and_sample(void *user)
 {
-    unsigned n = threads_now(), seen;
+    unsigned n = wt_threads_now(), seen;
 
     __atomic_add_fetch((unsigned *)user, 1, __ATOMIC_RELAXED);
     seen = __atomic_load_n(&max_threads_seen, __ATOMIC_RELAXED);
@@ -987,7 +973,7 @@ static void threads_do_not_grow_with_queues(void **state)
     memset(ran, 0, sizeof ran);
     max_threads_seen = 0;
     solo_open(&s);
-    before = threads_now();
+    before = wt_threads_now();
     for (int i = 0; i < NQ; i++)
         OK(weft__drv_queue_create(s.ctx, NULL, &q[i]));
     for (int k = 0; k < PER; k++)
@@ -999,7 +985,7 @@ static void threads_do_not_grow_with_queues(void **state)
                   "ran\n",
                   NQ, before, max_threads_seen);
     assert_true(max_threads_seen <= before + 2);
-    assert_true(threads_now() <= before + 2);
+    assert_true(wt_threads_now() <= before + 2);
     for (int i = 0; i < NQ; i++) {
         assert_int_equal(ran[i], PER);
         OK(weft__drv_queue_destroy(q[i]));
@@ -1061,7 +1047,7 @@ static void runner_start_failure_is_clean(void **state)
 
     (void)state;
     solo_open(&s);
-    before = threads_now();
+    before = wt_threads_now();
     for (long n = 1; n <= 2; n++) {
         weft__fault_arm(n, "host.pthread_create");
         assert_int_equal(weft__drv_queue_create(s.ctx, NULL, &q), WEFT_ENOMEM);
@@ -1069,10 +1055,10 @@ static void runner_start_failure_is_clean(void **state)
         weft__fault_disarm();
         assert_null(q);
         assert_non_null(strstr(weft_last_error(), "runner"));
-        assert_int_equal(threads_now(), before + (unsigned)n - 1);
+        assert_int_equal(wt_threads_now(), before + (unsigned)n - 1);
     }
     OK(weft__drv_queue_create(s.ctx, NULL, &q));
-    assert_int_equal(threads_now(), before + 2);
+    assert_int_equal(wt_threads_now(), before + 2);
     OK(weft__drv_host_fn(q, flag_set, &done));
     OK(weft__drv_queue_sync(q));
     assert_int_equal(flag_get(&done), 1);

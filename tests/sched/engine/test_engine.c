@@ -25,20 +25,6 @@
 
 enum { NGRAPHS = 1000, BYTES = 64 };
 
-/* Threads of this process now. */
-static unsigned threads_now(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *de;
-    unsigned n = 0;
-
-    assert_non_null(d);
-    while ((de = readdir(d)))
-        n += de->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* What engine.h says the engine's size is by default. */
 static unsigned engine_size(const weft_runtime *rt)
 {
@@ -77,7 +63,7 @@ static void check_bytes(void *const *ptrs, void *user)
 {
     const unsigned char *p = ptrs[0];
     task_state *ts = user;
-    unsigned n = threads_now();
+    unsigned n = wt_threads_now();
 
     for (unsigned i = 0; i < BYTES; i++)
         if (p[i] != ts->want)
@@ -124,7 +110,7 @@ static void thousand_graphs(void **state)
     make_graph(rt, bufs[0], &ts[0], &execs[0]);
     check(weft_exec_launch(execs[0]));
     check(weft_exec_wait(execs[0]));
-    before = threads_now() - weft__engine_threads(rt);
+    before = wt_threads_now() - weft__engine_threads(rt);
     for (unsigned i = 1; i < NGRAPHS; i++) {
         ts[i].want = (unsigned char)(i * 7 + 1);
         check(weft_buffer_create(rt, BYTES, &bufs[i]));
@@ -133,7 +119,7 @@ static void thousand_graphs(void **state)
     for (int round = 0; round < 2; round++)
         for (unsigned i = 0; i < NGRAPHS; i++)
             check(weft_exec_launch(execs[i]));
-    note_threads(threads_now());
+    note_threads(wt_threads_now());
     for (unsigned i = 0; i < NGRAPHS; i++)
         check(weft_exec_wait(execs[i]));
     print_message("# %u graphs: threads %u before, at most %u during "
