@@ -10,7 +10,6 @@
 
 #include "drivers/driver.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -18,7 +18,6 @@
 #include "runtime.h"
 #include "sched/engine.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
