@@ -1,7 +1,7 @@
 /*
  * The progress engine: every executable graph's launches run on one
  * bounded set of threads per runtime (src/sched/engine.h), on the first
- * device of WEFT_DEVICES (host, or sim with real data).
+ * device of WEFT_DEVICES (host, sim with real data, or a GPU).
  *
  * - 1,000 executable graphs launched at once (twice each) all complete
  *   with the right bytes, while the process's thread count stays within
@@ -13,6 +13,8 @@
  * - a runtime whose graphs never launched starts no engine thread.
  */
 #include "wt_test.h"
+
+#include "wt_devices.h"
 
 #include "base/base.h"
 #include "runtime.h"
@@ -239,6 +241,11 @@ static void thread_start_fails(void **state)
 
 int main(int argc, char **argv)
 {
+    wt_devices devs;
+
+    /* Skipped (exit 77) where WEFT_DEVICES names a driver with no device. */
+    wt_devices_open(&devs);
+    wt_devices_close(&devs);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(thousand_graphs),
         cmocka_unit_test(launches_in_order),
