@@ -298,6 +298,17 @@ int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size)
     return ctx->drv->host_is_pinned(ctx, ptr, size) == 1;
 }
 
+uint64_t weft__drv_host_seen(const weft__device *dev)
+{
+    return dev && dev->drv->host_seen ? dev->drv->host_seen(dev) : 0;
+}
+
+void weft__drv_host_join(const weft__device *dev, uint64_t seen)
+{
+    if (dev && dev->drv->host_join)
+        dev->drv->host_join(dev, seen);
+}
+
 /*
  * Module creation through the compiled-kernel cache: a module built from
  * source (OpenCL C, CUDA C++) on a driver that can hand out its binary is

@@ -287,6 +287,16 @@ struct weft__driver {
     /* Frees any kind. The memory must not be in use by queued work. */
     void (*mem_free)(weft__mem *mem);
     /*
+     * Optional: what the calling thread has seen complete on dev's platform
+     * (host_seen), as a token that another thread takes in (host_join)
+     * when work that the first thread ordered moves to it: the sim, whose
+     * model of the host is a virtual clock per thread, needs it; a driver
+     * whose devices run in real time leaves both NULL (a mutex between the
+     * threads orders them already).
+     */
+    uint64_t (*host_seen)(const weft__device *dev);
+    void (*host_join)(const weft__device *dev, uint64_t seen);
+    /*
      * Optional: 1 if [ptr, ptr + size) is page-locked memory the device
      * copies from in place (however the program got it), else 0. Without
      * it weft treats host memory it did not pin itself as pageable.
@@ -434,6 +444,9 @@ int weft__drv_host_register(weft__context *ctx, void *ptr, size_t size,
 int weft__drv_mem_free(weft__mem *mem);
 /* 1 if the driver says ptr..ptr+size is pinned for ctx's device, else 0. */
 int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size);
+/* The table's host_seen and host_join; 0 and nothing where it has none. */
+uint64_t weft__drv_host_seen(const weft__device *dev);
+void weft__drv_host_join(const weft__device *dev, uint64_t seen);
 int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
                             weft__module **mod);
 int weft__drv_module_destroy(weft__module *mod);

@@ -218,30 +218,133 @@ static int weft__replay(weft_exec *e, uint64_t t0, char *msg, size_t size)
 }
 
 /*
- * Issue every node in a topological order (weft__exec_pick), then wait for
- * the host nodes in flight. A node whose predecessor failed or was
- * canceled is canceled; the first failure goes to *first and msg.
+ * The end of a launch, on whichever thread carried it there: the roots'
+ * launch counts, the errors, and the graph's job queued again while
+ * launches are pending (behind the other graphs' jobs; the engine has run
+ * this job, so it has a thread and the submit cannot fail). After the
+ * broadcast with nothing pending, e may be destroyed as soon as e->lock is
+ * released.
  */
-static void weft__issue(weft_exec *e, int *first, char *msg, size_t size)
+static void weft__launch_done(weft_exec *e, int rc, const char *msg)
 {
-    memset(e->state, WEFT__NODE_PENDING, e->nnodes);
-    for (uint32_t next = 0, k; next < e->nnodes;) {
-        uint32_t i;
+    for (uint32_t r = 0; r < e->nroots; r++)
+        weft__buffer_launch_end(e->roots[r], &e->lanes);
+    weft__exec_leave(e); /* for the thread that starts the next launch */
+    pthread_mutex_lock(&e->lock);
+    e->last_err = rc;
+    weft__strlcpy(e->last_msg, msg, sizeof e->last_msg);
+    if (rc < 0 && !e->first_err) {
+        e->first_err = rc;
+        weft__strlcpy(e->first_msg, msg, sizeof e->first_msg);
+    }
+    e->pending--;
+    if (e->pending)
+        weft__engine_submit(e->rt, &e->job);
+    else
+        e->queued = 0;
+    pthread_cond_broadcast(&e->done);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/*
+ * After the issue: the deferred work goes to the device (a native graph,
+ * or op by op), the launch drains, and its counts are kept. The launch's
+ * first failure, or 0.
+ */
+static int weft__launch_finish(weft_exec *e)
+{
+    weft__exec_run *run = &e->run;
+    weft__plan_lane_count lc[WEFT__COUNTOF(e->lane_counts)];
+    weft__plan_counts c;
+    unsigned nlc;
+
+    e->lanes.submit = NULL;
+    weft__launch_error(&run->first, weft__plan_native_end(e->plan), run->msg,
+                       sizeof run->msg);
+    /* The launch is over once its work is: a failure seen only here (work
+     * that failed on the device) belongs to no node in particular. */
+    weft__launch_error(&run->first, weft__plan_drain(e->plan), run->msg,
+                       sizeof run->msg);
+    weft__plan_launch_end(e->plan);
+    if (!run->first)
+        weft__note_steady(e, run->have_snap,
+                          e->lanes.host_effects != run->effects0);
+    else
+        e->steady_ok = 0;
+    weft__plan_counts_get(e->plan, &c);
+    nlc = weft__plan_lane_counts(e->plan, lc, WEFT__COUNTOF(lc));
+    weft__stat_add(&run->sink, &e->rt->stats.plan_events, c.events);
+    weft__stat_add(&run->sink, &e->rt->stats.plan_waits, c.waits);
+    e->lanes.sink = NULL;
+    if (e->steady_ok)
+        e->replay_stats = run->sink.add;
+    pthread_mutex_lock(&e->lock);
+    e->counts = c;
+    memcpy(e->lane_counts, lc, nlc * sizeof *lc);
+    e->nlane_counts = nlc;
+    e->launches++;
+    e->last_ns = weft__now_ns() - run->t0;
+    e->native_launches = weft__plan_native_launches(e->plan);
+    e->native_updates = weft__plan_native_updates(e->plan);
+    e->native_graphs = weft__plan_native_graphs(e->plan);
+    e->timed = (unsigned)run->timed;
+    pthread_mutex_unlock(&e->lock);
+    return run->first;
+}
+
+void weft__exec_seen_save(weft_exec *e, uint64_t *seen)
+{
+    for (unsigned d = 0; d < e->rt->ndevices; d++)
+        seen[d] = weft__drv_host_seen(e->rt->devices[d]);
+}
+
+void weft__exec_seen_join(weft_exec *e, const uint64_t *seen)
+{
+    for (unsigned d = 0; d < e->rt->ndevices; d++)
+        weft__drv_host_join(e->rt->devices[d], seen[d]);
+}
+
+void weft__exec_leave(weft_exec *e)
+{
+    weft__exec_seen_save(e, e->run.seen);
+}
+
+void weft__exec_take(weft_exec *e)
+{
+    weft__exec_seen_join(e, e->run.seen);
+}
+
+void weft__exec_advance(weft_exec *e)
+{
+    weft__exec_run *run = &e->run;
+
+    for (;;) {
         unsigned char st = WEFT__NODE_DONE;
+        uint32_t i, k;
         char label[128];
         int rc;
 
-        weft__exec_host_finished(e, 0, first, msg, size);
-        k = weft__exec_pick(e, next);
+        weft__exec_host_finished(e, &run->first, run->msg, sizeof run->msg);
+        k = run->next < e->nnodes ? weft__exec_pick(e, run->next) : WEFT__NONE;
         if (k == WEFT__NONE) {
-            weft__assert(e->host_out > 0);
-            weft__exec_host_finished(e, 1, first, msg, size);
+            if (!e->host_out)
+                break; /* every node issued, none on a host worker */
+            /* Nothing to issue before a host node finishes: the worker
+             * that finishes one carries the launch on from here. */
+            weft__exec_leave(e);
+            pthread_mutex_lock(&e->host_lock);
+            if (!e->finished) {
+                e->parked = 1;
+                pthread_mutex_unlock(&e->host_lock);
+                return;
+            }
+            pthread_mutex_unlock(&e->host_lock);
             continue;
         }
         i = e->order[k];
-        if (k == next)
-            while (++next < e->nnodes &&
-                   e->state[e->order[next]] != WEFT__NODE_PENDING)
+        if (k == run->next)
+            while (++run->next < e->nnodes &&
+                   e->state[e->order[run->next]] != WEFT__NODE_PENDING)
                 ;
 
         for (uint32_t p = e->pred_first[i]; p < e->pred_first[i + 1]; p++)
@@ -252,42 +355,53 @@ static void weft__issue(weft_exec *e, int *first, char *msg, size_t size)
             st = WEFT__NODE_INFLIGHT;
         } else if (rc < 0) {
             st = WEFT__NODE_FAILED;
-            if (!*first) {
-                *first = rc;
+            if (!run->first) {
+                run->first = rc;
                 weft__error_prefix(
                     rc, "node %u (%s)", i,
                     weft__node_label(&e->nodes[i], label, sizeof label));
-                weft__strlcpy(msg, weft_last_error(), size);
+                weft__strlcpy(run->msg, weft_last_error(), sizeof run->msg);
             }
         }
         e->state[i] = st;
+        if (e->inline_job) {
+            weft__host_job *j = e->inline_job;
+
+            e->inline_job = NULL;
+            j->task.run(&j->task);
+        }
     }
-    while (e->host_out)
-        weft__exec_host_finished(e, 1, first, msg, size);
+    weft__assert(run->next == e->nnodes);
+    weft__launch_done(e, weft__launch_finish(e), run->msg);
 }
 
 /*
- * One launch: a replay where the roots are in the state the last native
- * launch left them in, else an issue (weft__issue), the deferred work
- * handed to the device (a native graph, or op by op), and the drain. The
- * first failure's detail goes to msg.
+ * The graph's engine job: the start of one launch. A replay (the roots are
+ * in the state the last native launch left them in) runs to its end here;
+ * an issue goes on in weft__exec_advance, here and then wherever a host
+ * node finishes.
  */
-static int weft__run_once(weft_exec *e, char *msg, size_t size)
+static void weft__exec_job(weft__engine_job *job)
 {
-    weft__plan_lane_count lc[WEFT__COUNTOF(e->lane_counts)];
-    uint64_t t0 = weft__now_ns();
-    weft__plan_counts c;
-    unsigned nlc;
-    int timed, shared = 0, have_snap, first = 0;
-    weft__stat_sink sink;
-    unsigned long effects0;
+    weft_exec *e =
+        (weft_exec *)(void *)((char *)job - offsetof(weft_exec, job));
+    weft__exec_run *run = &e->run;
+    int shared = 0;
 
+    weft__exec_take(e);
+    pthread_mutex_lock(&e->lock);
+    weft__exec_seen_join(e, e->launch_seen);
+    pthread_mutex_unlock(&e->lock);
+    run->t0 = weft__now_ns();
+    run->first = 0;
+    run->next = 0;
+    run->msg[0] = '\0';
     if (e->replace && !weft__plan_learning(e->plan)) {
         e->replace = 0;
         weft__replace(e);
     }
     weft__plan_launch_begin(e->plan);
-    timed = weft__plan_timed(e->plan);
+    run->timed = weft__plan_timed(e->plan);
     for (uint32_t r = 0; r < e->nroots && !shared; r++)
         shared =
             __atomic_load_n(&e->roots[r]->root_execs, __ATOMIC_ACQUIRE) > 1;
@@ -297,87 +411,30 @@ static int weft__run_once(weft_exec *e, char *msg, size_t size)
      * began in; so an issue would make the same decisions, operation for
      * operation, and the graph is run again without one.
      */
-    have_snap =
-        !timed && !shared && weft__plan_native_possible(e->plan) &&
+    run->have_snap =
+        !run->timed && !shared && weft__plan_native_possible(e->plan) &&
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
     weft_clear_error();
-    if (have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&
-        weft__snap_is_steady(e))
-        return weft__replay(e, t0, msg, size);
-    memset(&sink, 0, sizeof sink);
-    sink.of = &e->rt->stats;
-    e->lanes.sink = &sink;
-    effects0 = e->lanes.host_effects;
+    if (run->have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&
+        weft__snap_is_steady(e)) {
+        int rc = weft__replay(e, run->t0, run->msg, sizeof run->msg);
+
+        weft__launch_done(e, rc, run->msg);
+        return;
+    }
+    memset(&run->sink, 0, sizeof run->sink);
+    run->sink.of = &e->rt->stats;
+    e->lanes.sink = &run->sink;
+    run->effects0 = e->lanes.host_effects;
     e->lanes.submit = weft__plan_native_begin(e->plan, !shared);
-    weft__issue(e, &first, msg, size);
-    e->lanes.submit = NULL;
-    weft__launch_error(&first, weft__plan_native_end(e->plan), msg, size);
-    /* The launch is over once its work is: a failure seen only here (work
-     * that failed on the device) belongs to no node in particular. */
-    weft__launch_error(&first, weft__plan_drain(e->plan), msg, size);
-    weft__plan_launch_end(e->plan);
-    if (!first)
-        weft__note_steady(e, have_snap, e->lanes.host_effects != effects0);
-    else
-        e->steady_ok = 0;
-    weft__plan_counts_get(e->plan, &c);
-    nlc = weft__plan_lane_counts(e->plan, lc, WEFT__COUNTOF(lc));
-    weft__stat_add(&sink, &e->rt->stats.plan_events, c.events);
-    weft__stat_add(&sink, &e->rt->stats.plan_waits, c.waits);
-    e->lanes.sink = NULL;
-    if (e->steady_ok)
-        e->replay_stats = sink.add;
-    pthread_mutex_lock(&e->lock);
-    e->counts = c;
-    memcpy(e->lane_counts, lc, nlc * sizeof *lc);
-    e->nlane_counts = nlc;
-    e->launches++;
-    e->last_ns = weft__now_ns() - t0;
-    e->native_launches = weft__plan_native_launches(e->plan);
-    e->native_updates = weft__plan_native_updates(e->plan);
-    e->native_graphs = weft__plan_native_graphs(e->plan);
-    e->timed = (unsigned)timed;
-    pthread_mutex_unlock(&e->lock);
-    return first;
+    memset(e->state, WEFT__NODE_PENDING, e->nnodes);
+    weft__exec_advance(e);
 }
 
 void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c)
 {
     pthread_mutex_lock(&e->lock);
     *c = e->counts;
-    pthread_mutex_unlock(&e->lock);
-}
-
-/* The graph's engine job: one launch, then again while more are pending. */
-static void weft__exec_job(weft__engine_job *job)
-{
-    weft_exec *e =
-        (weft_exec *)(void *)((char *)job - offsetof(weft_exec, job));
-    char msg[WEFT__EXEC_MSG];
-    int rc;
-
-    msg[0] = '\0';
-    rc = weft__run_once(e, msg, sizeof msg);
-    for (uint32_t r = 0; r < e->nroots; r++)
-        weft__buffer_launch_end(e->roots[r], &e->lanes);
-    pthread_mutex_lock(&e->lock);
-    e->last_err = rc;
-    weft__strlcpy(e->last_msg, msg, sizeof e->last_msg);
-    if (rc < 0 && !e->first_err) {
-        e->first_err = rc;
-        weft__strlcpy(e->first_msg, msg, sizeof e->first_msg);
-    }
-    e->pending--;
-    /*
-     * Queued again behind the other graphs' jobs. The engine has a thread
-     * (this one), so the submit cannot fail. After the broadcast with
-     * nothing pending, e may be destroyed as soon as e->lock is released.
-     */
-    if (e->pending)
-        weft__engine_submit(e->rt, &e->job);
-    else
-        e->queued = 0;
-    pthread_cond_broadcast(&e->done);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -411,6 +468,10 @@ int weft_exec_launch(weft_exec *e)
         e->queued = 1;
     }
     e->pending++;
+    /* What this thread has seen, the launch's first thread sees too. */
+    for (unsigned d = 0; d < e->rt->ndevices; d++)
+        e->launch_seen[d] = WEFT__MAX(e->launch_seen[d],
+                                      weft__drv_host_seen(e->rt->devices[d]));
     pthread_mutex_unlock(&e->lock);
     return 0;
 }
@@ -429,6 +490,9 @@ int weft_exec_wait(weft_exec *e)
     rc = e->first_err;
     weft__strlcpy(msg, e->first_msg, sizeof msg);
     e->first_err = 0;
+    /* This thread has seen the launches end, as the thread that ended
+     * them had. */
+    weft__exec_seen_join(e, e->run.seen);
     pthread_mutex_unlock(&e->lock);
     return rc < 0 ? weft__error(rc, "%s", msg) : 0;
 }
@@ -465,7 +529,6 @@ int weft_exec_destroy(weft_exec *e)
         weft__buffer_root_execs(e->roots[r], -1);
     pthread_cond_destroy(&e->done);
     pthread_mutex_destroy(&e->lock);
-    pthread_cond_destroy(&e->host_done);
     pthread_mutex_destroy(&e->host_lock);
     rt = e->rt;
     weft__exec_free(e);

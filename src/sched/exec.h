@@ -37,23 +37,34 @@
  * needs none of this one's locks to finish, so the wait ends.
  *
  * Host nodes (maps, host tasks) run on the runtime's host workers
- * (hostwork.h) while the issuing thread (the engine thread running the
- * launch) issues the nodes that do not depend on them: at a host node, it
- * readies the host copy under the
- * node's root locks as for any step (make_valid enqueues the copies into
- * it), marks what the node writes as written there at once (so that no
- * write-back or read of other bytes touches those host bytes while the
- * node runs: see weft_buffer.host_writers), and hands a host worker the
- * events the plan would have waited for (a ticket, plan.h). The node is
- * then in flight: weft__pick treats it as not done, so its successors
- * wait, and when nothing else can be issued the issuing thread waits for
- * a host node to finish. Finished nodes are noted on the issuing thread
- * between steps (the plan is the launch's alone). A host node whose roots
- * other graphs name runs on the issuing thread. In a timed launch a host
- * worker's steps go on a trace track of that worker's own. If the wait
- * for a handed-over node's inputs fails (device work failed), the bytes it
- * was to write stay marked written on the host though the function never
- * ran: the launch reports the failure, and those bytes are undefined.
+ * (hostwork.h) while the thread that carries the launch issues the nodes
+ * that do not depend on them: at a host node, it readies the host copy
+ * under the node's root locks as for any step (make_valid enqueues the
+ * copies into it), marks what the node writes as written there at once
+ * (so that no write-back or read of other bytes touches those host bytes
+ * while the node runs: see weft_buffer.host_writers), and hands a host
+ * worker the events the plan would have waited for (a ticket, plan.h).
+ * The node is then in flight: weft__exec_pick treats it as not done, so its
+ * successors wait. Finished nodes are noted by the carrying thread between
+ * steps (the plan is the launch's alone, one thread at a time).
+ *
+ * Carrying a launch. The engine thread starts it; when nothing can be
+ * issued before a host node in flight finishes, that thread parks the
+ * launch and goes back to the engine, and the host worker that finishes
+ * the next node carries the launch on itself (weft__exec_advance): no
+ * thread waits, and no hand-off goes through an issuing thread. A host
+ * worker carrying a launch runs a host node itself, with no hand-off at
+ * all, where no other host node is in flight (a chain of host tasks runs
+ * on one thread). Host-side order moves with the launch (weft__exec_leave,
+ * weft__exec_take, and the tokens of launch, wait and each host job), for
+ * drivers that model the host per thread (the sim's virtual clock).
+ *
+ * A host node whose roots other graphs name runs on the carrying thread.
+ * In a timed launch a host worker's steps go on a trace track of that
+ * worker's own. If the wait for a handed-over node's inputs fails (device
+ * work failed), the bytes it was to write stay marked written on the host
+ * though the function never ran: the launch reports the failure, and
+ * those bytes are undefined.
  */
 #ifndef WEFT_SCHED_EXEC_H
 #define WEFT_SCHED_EXEC_H
@@ -64,6 +75,24 @@
 #include "plan.h"
 
 enum { WEFT__EXEC_MSG = 1024 };
+
+/*
+ * The state of a launch between the threads that carry it: when it began,
+ * whether it is timed and had a snapshot for replays, its first failure
+ * and that failure's detail, the next position in the order, the host-side
+ * work count at its start, and its statistics sink.
+ */
+typedef struct weft__exec_run {
+    uint64_t t0;
+    int timed, have_snap, first;
+    uint32_t next;
+    unsigned long effects0;
+    weft__stat_sink sink;
+    /* Per runtime device: what the thread that last carried the launch had
+     * seen complete there (weft__drv_host_seen), for the next to join. */
+    uint64_t *seen;
+    char msg[WEFT__EXEC_MSG];
+} weft__exec_run;
 
 struct weft_exec {
     weft_runtime *rt;
@@ -119,15 +148,24 @@ struct weft_exec {
     /*
      * Maps and host tasks on the host workers (hostwork.h): a job per such
      * node, made when first handed over (NULL until then); host_out of
-     * them not finished yet (the worker's count). A host worker that has
-     * finished one pushes it on `finished` under host_lock and signals
-     * host_done; the worker takes the list (an atomic load peeks at it).
+     * them not finished yet (the issuer's count). A host worker that has
+     * finished one pushes it on `finished` under host_lock; the issuer
+     * takes the list (an atomic load peeks at it). parked (host_lock): the
+     * issuer left the launch with nothing to issue before a host node
+     * finishes; the worker that pushes next clears it and carries the
+     * launch on itself (weft__exec_advance).
      */
     struct weft__host_job **jobs;
     uint32_t host_out;
     struct weft__host_job *finished;
+    struct weft__host_job *inline_job; /* the issuer runs it next */
+    unsigned parked;
     pthread_mutex_t host_lock;
-    pthread_cond_t host_done;
+    /* The launch in progress (weft__exec_job, weft__exec_advance). */
+    weft__exec_run run;
+    /* e->lock: what the threads that launched had seen, per device, for
+     * the thread that starts the launch (weft__exec_take's tokens). */
+    uint64_t *launch_seen;
 
     /*
      * Launches: `pending` counted by launch, uncounted when one ends;
@@ -180,6 +218,7 @@ typedef struct weft__host_job {
     void **ptrs;     /* the node's accesses in the host copy */
     uint64_t t0, t1; /* the host clock around the function */
     int worker;      /* the worker that ran it */
+    uint64_t *seen;  /* per device: what its worker had seen at the end */
     struct weft__host_job *next;
     char msg[256];
 } weft__host_job;
@@ -206,11 +245,31 @@ int weft__exec_run_node(weft_exec *e, uint32_t i);
  */
 uint32_t weft__exec_pick(weft_exec *e, uint32_t next);
 /*
- * Note the host nodes that finished (waiting for one when wait is set);
- * the first failure goes to *first and msg.
+ * Note the host nodes that finished; the first failure goes to *first and
+ * msg.
  */
-void weft__exec_host_finished(weft_exec *e, int wait, int *first, char *msg,
-                              size_t size);
+void weft__exec_host_finished(weft_exec *e, int *first, char *msg, size_t size);
+/*
+ * Issue the launch in progress on from where it stands, on the calling
+ * thread: until every node is issued, then its end (the drain, the errors,
+ * the job queued again while launches are pending); or until nothing can
+ * be issued before a host node in flight finishes, when it parks the
+ * launch and returns. One thread at a time carries a launch: the engine
+ * thread that started it, then a host worker that found it parked.
+ */
+void weft__exec_advance(weft_exec *e);
+/*
+ * Hand the launch's host-side order from the thread that carried it
+ * (weft__exec_leave, before another thread can take it) to the one that
+ * takes it on (weft__exec_take): a driver that models the host per thread
+ * (the sim's virtual clock) learns that the second has seen what the
+ * first had.
+ */
+void weft__exec_leave(weft_exec *e);
+void weft__exec_take(weft_exec *e);
+/* The same for any set of tokens (one per runtime device). */
+void weft__exec_seen_save(weft_exec *e, uint64_t *seen);
+void weft__exec_seen_join(weft_exec *e, const uint64_t *seen);
 
 /* What the plan did in the last launch that ended (tests, tools). */
 void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c);

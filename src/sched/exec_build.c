@@ -206,6 +206,7 @@ void weft__exec_free_jobs(weft_exec *e)
         if (e->jobs[i]) {
             weft__plan_ticket_fini(&e->jobs[i]->ticket);
             weft__free(e->jobs[i]->ptrs);
+            weft__free(e->jobs[i]->seen);
             weft__free(e->jobs[i]);
             e->jobs[i] = NULL;
         }
@@ -222,6 +223,8 @@ void weft__exec_free(weft_exec *e)
             weft__drv_event_destroy(e->fences[i]);
     weft__free(e->fences);
     weft__free(e->copies);
+    weft__free(e->run.seen);
+    weft__free(e->launch_seen);
     weft__lanes_release(&e->lanes);
     weft__free(e->nodes);
     weft__free(e->acc);
@@ -402,12 +405,16 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->state = weft__malloc((size_t)g->nnodes + 1);
     e->write_dev = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->write_dev);
     e->jobs = weft__calloc((size_t)g->nnodes + 1, sizeof *e->jobs);
+    e->run.seen =
+        weft__calloc((size_t)g->rt->ndevices + 1, sizeof *e->run.seen);
+    e->launch_seen =
+        weft__calloc((size_t)g->rt->ndevices + 1, sizeof *e->launch_seen);
     e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
         !e->kargs || !e->ptrs || !e->state || !e->write_dev || !e->jobs ||
-        !e->copies || !e->fences)
+        !e->copies || !e->fences || !e->run.seen || !e->launch_seen)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     return 0;
 }
@@ -490,7 +497,6 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->done, NULL);
     pthread_mutex_init(&e->host_lock, NULL);
-    pthread_cond_init(&e->host_done, NULL);
     for (uint32_t i = 0; i < e->nacc; i++)
         weft__buffer_exec_ref(e->acc[i].buf, 1);
     for (uint32_t r = 0; r < e->nroots; r++)

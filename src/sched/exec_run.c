@@ -170,6 +170,7 @@ static void weft__host_job_run(weft__host_task *task)
     const weft__node *nd = &e->nodes[j->node];
     const weft__access *acc = &e->acc[nd->acc_first];
     int rc = 0;
+    unsigned resume;
 
     for (unsigned k = 0; k < j->ticket.nev && rc == 0; k++)
         rc = weft__drv_event_sync(j->ticket.ev[k]);
@@ -190,11 +191,19 @@ static void weft__host_job_run(weft__host_task *task)
         if (acc[a].mode & WEFT_WRITE)
             __atomic_sub_fetch(&acc[a].buf->root->host_writers, 1,
                                __ATOMIC_RELEASE);
+    weft__exec_seen_save(e, j->seen);
     pthread_mutex_lock(&e->host_lock);
     j->next = e->finished;
     __atomic_store_n(&e->finished, j, __ATOMIC_RELAXED);
-    pthread_cond_signal(&e->host_done);
+    resume = e->parked;
+    e->parked = 0;
     pthread_mutex_unlock(&e->host_lock);
+    /* The issuer left the launch here: this worker carries it on (once
+     * unlocked, e is not touched otherwise: the launch may end). */
+    if (resume) {
+        weft__exec_take(e);
+        weft__exec_advance(e);
+    }
 }
 
 /*
@@ -223,8 +232,11 @@ static weft__host_job *weft__host_job_of(weft_exec *e, uint32_t i)
     if (!j)
         return NULL;
     j->ptrs = weft__calloc(e->nodes[i].nacc + 1, sizeof *j->ptrs);
-    if (!j->ptrs || weft__plan_ticket_init(e->plan, &j->ticket) < 0) {
+    j->seen = weft__calloc((size_t)e->rt->ndevices + 1, sizeof *j->seen);
+    if (!j->ptrs || !j->seen ||
+        weft__plan_ticket_init(e->plan, &j->ticket) < 0) {
         weft__free(j->ptrs);
+        weft__free(j->seen);
         weft__free(j);
         weft_clear_error();
         return NULL;
@@ -293,32 +305,38 @@ static int weft__host_hand_over(weft_exec *e, uint32_t i)
     j->rc = 0;
     e->host_out++;
     weft__lanes_host_effect(&e->lanes);
-    weft__hostwork_submit(weft__hostwork_get(e->rt), (int)near, &j->task);
+    /*
+     * A host worker that carries the launch, with no other host node in
+     * flight, runs the node itself once its roots are unlocked
+     * (weft__exec_advance): a chain of host tasks then runs on one thread
+     * with no hand-off at all.
+     */
+    if (weft__hostwork_self >= 0 && e->host_out == 1)
+        e->inline_job = j;
+    else
+        weft__hostwork_submit(weft__hostwork_get(e->rt), (int)near, &j->task);
     return WEFT__HANDED_OVER;
 }
 
 /*
- * Host nodes that finished (waiting for one if wait): done, or failed
- * (the first failure's detail into msg, as run_once does), so that their
- * successors may go.
+ * Host nodes that finished: done, or failed (the first failure's detail
+ * into msg, as a failed step's), so that their successors may go.
  */
-void weft__exec_host_finished(weft_exec *e, int wait, int *first, char *msg,
-                              size_t size)
+void weft__exec_host_finished(weft_exec *e, int *first, char *msg, size_t size)
 {
     weft__host_job *j;
 
-    if (!e->host_out ||
-        (!wait && !__atomic_load_n(&e->finished, __ATOMIC_RELAXED)))
+    if (!e->host_out || !__atomic_load_n(&e->finished, __ATOMIC_RELAXED))
         return;
     pthread_mutex_lock(&e->host_lock);
-    while (wait && !e->finished)
-        pthread_cond_wait(&e->host_done, &e->host_lock);
     j = e->finished;
     __atomic_store_n(&e->finished, NULL, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&e->host_lock);
     for (; j; j = j->next) {
         char label[128];
 
+        /* What the worker waited for, the issuer has now seen. */
+        weft__exec_seen_join(e, j->seen);
         weft__plan_host_done(e->plan, j->node, &j->ticket, j->rc == 0);
         if (j->rc == 0 && weft__plan_timed(e->plan)) {
             const weft__node *nd = &e->nodes[j->node];

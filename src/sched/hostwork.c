@@ -244,9 +244,18 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
                         : 0];
 
     t->next = NULL;
-    /* Full: the workers are taking from it; wait for room. */
-    while (!weft__ring_push(&g->tasks, t))
+    /*
+     * Full: the workers are taking from it; wait for room. A worker that
+     * submits (it carries a launch on, exec.h) runs the task itself
+     * instead: every worker could be submitting at once.
+     */
+    while (!weft__ring_push(&g->tasks, t)) {
+        if (weft__hostwork_self >= 0) {
+            t->run(t);
+            return;
+        }
         sched_yield();
+    }
     /*
      * A read-modify-write of sleepers, not a plain load: it is ordered with
      * a sleeping worker's own (the total order of sleepers' changes), so

@@ -39,7 +39,11 @@ typedef struct weft__hostwork weft__hostwork;
  * be made: the caller runs the work itself.
  */
 weft__hostwork *weft__hostwork_get(weft_runtime *rt);
-/* Queue t for a worker near device (a runtime device index; -1: any). */
+/*
+ * Queue t for a worker near device (a runtime device index; -1: any). On a
+ * worker, a task that finds its group's ring full runs at once, on the
+ * calling thread.
+ */
 void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t);
 /* On a worker: its index in the pool (traces name its track); else -1. */
 extern _Thread_local int weft__hostwork_self;

@@ -588,6 +588,8 @@ const char *weft__sim_op_name(weft__sim_op_kind kind)
 const weft__driver weft__driver_sim = {
     .name = "sim",
     .virtual_time = 1,
+    .host_seen = weft__sim_host_seen,
+    .host_join = weft__sim_host_join,
     .source_kinds = (const weft_source_kind[]){WEFT_SOURCE_HOST, 0},
     .platforms_open = sim_platforms_open,
     .platforms_close = sim_platforms_close,

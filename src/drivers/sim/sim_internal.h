@@ -324,6 +324,9 @@ int weft__sim_config_parse(const char *text, unsigned real_data, sim_config *c);
 /* sim_queue.c */
 uint64_t weft__sim_host_now(const sim_platform *p);
 void weft__sim_host_saw(const sim_platform *p, uint64_t t);
+/* The table's host_seen and host_join: the calling thread's clock. */
+uint64_t weft__sim_host_seen(const weft__device *dev);
+void weft__sim_host_join(const weft__device *dev, uint64_t seen);
 int weft__sim_record_reserve(sim_platform *p, size_t n);
 int weft__sim_queue_start(sim_queue *q);
 int weft__sim_submit(sim_queue *q, weft__sim_op *op, uint64_t dur,

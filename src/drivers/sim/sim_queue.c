@@ -216,6 +216,16 @@ void weft__sim_host_saw(const sim_platform *p, uint64_t t)
     sim_host.ns = WEFT__MAX(sim_host.ns, t);
 }
 
+uint64_t weft__sim_host_seen(const weft__device *dev)
+{
+    return weft__sim_host_now((const sim_platform *)dev->platform);
+}
+
+void weft__sim_host_join(const weft__device *dev, uint64_t seen)
+{
+    weft__sim_host_saw((const sim_platform *)dev->platform, seen);
+}
+
 /* ---- submission -------------------------------------------------------- */
 
 /* Under the lock: room in the record for n more entries. */

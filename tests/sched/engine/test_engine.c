@@ -10,16 +10,20 @@
  *   graphs' launches interleave;
  * - a thread that cannot be started fails the launch cleanly, and the
  *   next launch works;
- * - a runtime whose graphs never launched starts no engine thread.
+ * - a runtime whose graphs never launched starts no engine thread;
+ * - a chain of host tasks runs on one host worker, which carries the
+ *   launch on (no hand-off between the tasks).
  */
 #include "wt_test.h"
 
 #include "wt_devices.h"
 
 #include "base/base.h"
+#include "sched/exec.h"
 #include "runtime.h"
 #include "sched/engine.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -205,6 +209,98 @@ static void launches_in_order(void **state)
     check(weft_runtime_destroy(rt));
 }
 
+/* ---- a chain of host tasks runs on one thread -----------------------------
+ */
+
+enum { CHAIN = 64 };
+
+typedef struct chain_state {
+    weft_exec *e;
+    pthread_t who[CHAIN];
+    unsigned n;
+    unsigned parked_seen;
+} chain_state;
+
+/* Whether the thread that started e's launch has left it parked. */
+static int launch_parked(weft_exec *e)
+{
+    int parked;
+
+    pthread_mutex_lock(&e->host_lock);
+    parked = e->parked != 0;
+    pthread_mutex_unlock(&e->host_lock);
+    return parked;
+}
+
+static void chain_step(void *const *ptrs, void *user)
+{
+    chain_state *cs = user;
+    unsigned *x = ptrs[0];
+
+    /*
+     * The first task waits (10 s at most) until the engine thread has
+     * parked the launch, so that this worker, finishing it, carries the
+     * launch on: from then on the test depends on no timing.
+     */
+    if (cs->n == 0) {
+        for (int t = 0; t < 100000 && !launch_parked(cs->e); t++)
+            usleep(100);
+        cs->parked_seen = launch_parked(cs->e);
+    }
+    cs->who[cs->n++] = pthread_self();
+    (*x)++;
+}
+
+/*
+ * The host worker that finishes a task carries the launch on and runs the
+ * next task of the chain itself: after the first, no task changes thread
+ * (no hand-off), and the chain's result is whole.
+ */
+static void host_chain_one_thread(void **state)
+{
+    weft_runtime *rt;
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+    chain_state cs;
+    unsigned zero = 0, got = 0;
+
+    (void)state;
+    check(weft_runtime_create(&rt, NULL));
+    check(weft_buffer_create(rt, sizeof zero, &b));
+    check(weft_buffer_write(b, 0, &zero, sizeof zero));
+    check(weft_graph_create(rt, &g));
+    for (int i = 0; i < CHAIN; i++) {
+        weft_access_desc acc = {b, 0, sizeof zero, WEFT_READ_WRITE};
+
+        check(weft_graph_add_host(g, chain_step, &cs, &acc, 1, NULL));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    cs.e = e;
+    for (int l = 0; l < 3; l++) {
+        unsigned moved = 0;
+
+        cs.n = 0;
+        cs.parked_seen = 0;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        assert_int_equal(cs.n, CHAIN);
+        assert_true(cs.parked_seen);
+        for (int i = 1; i < CHAIN; i++)
+            moved += !pthread_equal(cs.who[i], cs.who[0]);
+        print_message("# launch %d: %u of %d tasks on another thread than "
+                      "the first\n",
+                      l, moved, CHAIN - 1);
+        assert_int_equal(moved, 0);
+    }
+    check(weft_buffer_read(b, 0, &got, sizeof got));
+    assert_int_equal(got, 3 * CHAIN);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+    check(weft_runtime_destroy(rt));
+}
+
 /* ---- a thread that cannot start ---------------------------------------- */
 
 static void thread_start_fails(void **state)
@@ -250,6 +346,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(thousand_graphs),
         cmocka_unit_test(launches_in_order),
         cmocka_unit_test(thread_start_fails),
+        cmocka_unit_test(host_chain_one_thread),
     };
 
     return wt_run_group_name(argc, argv, "engine", tests, NULL, NULL);
