@@ -7,12 +7,13 @@
  * called (run() may free it). Threads are started on demand, one whenever
  * a job is queued and no thread is idle, up to the engine's size:
  * max(4, cores, 2 x devices), or WEFT_ENGINE_THREADS. A launch holds its
- * thread while it issues and until its device work has completed, so the
- * size bounds how many launches of different graphs progress at once;
- * launches beyond it wait their turn in the queue. Nothing a launch waits
- * for needs a queued job: it waits for host nodes (on the host workers,
- * hostwork.h), for device work, and for another graph's launch already
- * running (exec.h), never for one still queued.
+ * thread while it issues, and through its drain where the thread carries
+ * it to the end; one that awaits a host node gives the thread back and is
+ * carried on by a host worker (exec.h). So the size bounds how many
+ * launches of different graphs issue at once; launches beyond it wait
+ * their turn in the queue. Nothing a launch waits for needs a queued job:
+ * it waits for device work and for another graph's launch already running
+ * (exec.h), never for one still queued.
  *
  * Engine threads are not bound: each serves every device in turn, and the
  * host bytes of a node are touched by the host workers, which are.
