@@ -39,5 +39,4 @@ typedef struct weft__runtime_api {
     char *trace_file; /* where the trace goes at destroy */
 } weft__runtime_api;
 
-
 #endif /* WEFT_RUNTIME_H */
