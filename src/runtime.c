@@ -151,6 +151,14 @@ static int weft__topology_open(weft_runtime *rt)
         return weft__error(WEFT_ENOMEM, "hwloc: topology_init failed");
     }
     /*
+     * The x86 component reads CPUID on each CPU in turn, binding the
+     * thread to it: on small VMs such a binding was seen to stall runtime
+     * creation for seconds, and what it adds (caches, CPU models) weft does
+     * not read; the OS's own component gives the cores and NUMA nodes.
+     */
+    hwloc_topology_set_components(
+        rt->topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+    /*
      * PCI devices only when a device has a bus id: reading them costs. The
      * PCI tree is all weft reads (locality by bus id): hwloc's GPU plugins
      * would load and initialise libcuda, the OpenCL ICD loader and the
@@ -513,13 +521,14 @@ int weft_runtime_destroy(weft_runtime *rt)
 int weft_runtime_get_stats(const weft_runtime *rt, weft_stats *stats)
 {
     weft_stats st;
-    const uint64_t *from = (const uint64_t *)(const void *)&rt->stats.h2d_bytes;
+    const uint64_t *from;
     uint64_t *to = &st.h2d_bytes;
     size_t n, size;
 
     if (!rt || !stats)
         return weft__error(WEFT_EINVAL, "weft_runtime_get_stats: %s is NULL",
                            rt ? "stats" : "runtime");
+    from = (const uint64_t *)(const void *)&rt->stats.h2d_bytes;
     size = stats->size;
     if (size < sizeof(size_t) || size > sizeof st)
         return weft__error(WEFT_EINVAL,

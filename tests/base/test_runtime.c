@@ -181,6 +181,15 @@ static void bad_options_and_info_size(void **state)
     assert_int_equal(weft_device_get_info(weft_runtime_device(rt, 0), &info),
                      WEFT_EINVAL);
     assert_null(weft_runtime_device(rt, 5));
+    {
+        weft_stats st = {.size = sizeof st};
+
+        /* NULL runtime or result: refused, nothing read (UBSan watches). */
+        assert_int_equal(weft_runtime_get_stats(NULL, &st), WEFT_EINVAL);
+        assert_non_null(strstr(weft_last_error(), "runtime is NULL"));
+        assert_int_equal(weft_runtime_get_stats(rt, NULL), WEFT_EINVAL);
+        assert_int_equal(weft_runtime_get_stats(rt, &st), 0);
+    }
     assert_int_equal(weft_runtime_destroy(rt), 0);
     assert_int_equal(weft_runtime_destroy(NULL), 0);
 }
