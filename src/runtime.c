@@ -493,8 +493,8 @@ int weft_runtime_destroy(weft_runtime *rt)
     if (live > 0)
         return weft__error(WEFT_EBUSY,
                            "weft_runtime_destroy: %ld objects made from the "
-                           "runtime (modules, buffers, graphs) are still "
-                           "live",
+                           "runtime (modules, buffers, graphs, executable "
+                           "graphs) are still live",
                            live);
     if (weft__opt_bool(WEFT__OPT_STATS, &stats) && stats)
         weft__print_stats(rt);

@@ -566,10 +566,10 @@ int weft_exec_set_arg(weft_exec *e, unsigned node, unsigned index, weft_arg arg)
     if (arg.type != old->type || arg.size != old->size ||
         (arg.type == WEFT_PARAM_BYTES && !arg.value.bytes))
         return weft__error(WEFT_EARGS,
-                           "weft_exec_set_arg: node %u argument %u: a value "
-                           "of type %d and %zu bytes replaces one of type %d "
-                           "and %zu bytes",
-                           node, index, (int)arg.type, arg.size, (int)old->type,
+                           "weft_exec_set_arg: node %u argument %u: a %s "
+                           "value of %zu bytes replaces a %s of %zu bytes",
+                           node, index, weft_param_type_name(arg.type),
+                           arg.size, weft_param_type_name(old->type),
                            old->size);
     /* Launches already made run with the old value. */
     pthread_mutex_lock(&e->lock);
