@@ -696,7 +696,11 @@ WEFT_API int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn,
                                  unsigned nacc, weft_node *node);
 /* A node that does nothing: a join point for explicit edges. */
 WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
-/* An explicit edge: to runs after from, on top of the inferred edges. */
+/*
+ * An explicit edge: to runs after from, on top of the inferred edges. An
+ * edge that would close a cycle (to already runs before from, through any
+ * edges) is WEFT_ECYCLE naming the nodes, and the graph stays as it was.
+ */
 WEFT_API int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to);
 /* Run a kernel node on dev (the user's placement). */
 WEFT_API int weft_graph_set_device(weft_graph *g, weft_node node,
@@ -792,11 +796,11 @@ typedef struct weft_exec_options {
 
 /*
  * Validate the graph and lower it once into an executable graph that can
- * be launched many times. Errors name the node: WEFT_ECYCLE (explicit edges
- * make a cycle), WEFT_ERANGE (an access outside its buffer), WEFT_ENODEV (a
- * kernel with no implementation on any usable device), WEFT_EARGS (an
- * argument of the wrong type or size), WEFT_EINVAL (a NULL host pointer
- * where bytes must be read or written). opts may be NULL.
+ * be launched many times. Errors name the node: WEFT_ERANGE (an access
+ * outside its buffer), WEFT_ENODEV (a kernel with no implementation on any
+ * usable device), WEFT_EARGS (an argument of the wrong type or size),
+ * WEFT_EINVAL (a NULL host pointer where bytes must be read or written).
+ * opts may be NULL.
  */
 WEFT_API int weft_graph_instantiate(weft_graph *g,
                                     const weft_exec_options *opts,

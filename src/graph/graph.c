@@ -955,8 +955,57 @@ int weft_graph_add_empty(weft_graph *g, weft_node *node)
     return rc < 0 ? weft__add_error(g, p.kind, NULL, rc) : 0;
 }
 
+/*
+ * Whether node `to` already runs before node `from` (a path of inferred or
+ * explicit edges leads from `to` to `from`): then an edge from -> to would
+ * close a cycle. A search back from `from` over the in-edges; *path_to is
+ * the node through which it reached `to` (the predecessor of `from` on the
+ * path, or `from` itself for a direct edge). WEFT_ENOMEM changes nothing.
+ */
+static int weft__runs_before(weft_graph *g, uint32_t to, uint32_t from,
+                             uint32_t *via)
+{
+    size_t sp = 0;
+    int rc;
+
+    if ((rc = weft__grow(&g->stack, &g->cap_stack, (size_t)g->nnodes + 1,
+                         sizeof *g->stack)) < 0)
+        return rc;
+    g->epoch++;
+    g->marks[from].seen_epoch = g->epoch;
+    g->stack[sp++] = from;
+    while (sp) {
+        uint32_t v = g->stack[--sp];
+        const weft__node *nd = &g->nodes[v];
+        uint32_t e = 0, x = nd->xin;
+
+        /* Inferred in-edges, then explicit ones. */
+        for (;;) {
+            uint32_t u;
+
+            if (e < nd->nin)
+                u = g->edges[nd->in_first + e++].from;
+            else if (x != WEFT__NONE) {
+                u = g->xedges[x].from;
+                x = g->xedges[x].next;
+            } else
+                break;
+            if (u == to) {
+                *via = v;
+                return 1;
+            }
+            if (g->marks[u].seen_epoch == g->epoch)
+                continue;
+            g->marks[u].seen_epoch = g->epoch;
+            g->stack[sp++] = u;
+        }
+    }
+    return 0;
+}
+
 int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to)
 {
+    uint32_t via = WEFT__NONE;
     const weft__node *t;
     int rc;
 
@@ -978,6 +1027,21 @@ int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to)
     for (uint32_t e = t->xin; e != WEFT__NONE; e = g->xedges[e].next)
         if (g->xedges[e].from == from)
             return 0;
+    /* Refused here, the graph unchanged, rather than at instantiate. */
+    if ((rc = weft__runs_before(g, to, from, &via)) < 0)
+        return rc;
+    if (rc && via == from)
+        return weft__error(WEFT_ECYCLE,
+                           "weft_graph_add_edge: an edge from node %u to "
+                           "node %u would close a cycle: node %u already "
+                           "runs before node %u (an edge %u -> %u)",
+                           from, to, to, from, to, from);
+    if (rc)
+        return weft__error(WEFT_ECYCLE,
+                           "weft_graph_add_edge: an edge from node %u to "
+                           "node %u would close a cycle: node %u already "
+                           "runs before node %u (through node %u)",
+                           from, to, to, from, via);
     if ((rc = weft__grow(&g->xedges, &g->cap_xedges, g->nxedges + 1,
                          sizeof *g->xedges)) < 0)
         return rc;
