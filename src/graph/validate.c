@@ -111,8 +111,7 @@ static int weft__cycle_error(const weft_graph *g, const uint32_t *first,
     if (len < sizeof path)
         snprintf(path + len, sizeof path - len, "%s -> %u",
                  nc == WEFT__COUNTOF(cyc) ? " -> ..." : "", v);
-    return weft__node_error(WEFT_ECYCLE, g->nodes, v,
-                            "dependency cycle: %s",
+    return weft__node_error(WEFT_ECYCLE, g->nodes, v, "dependency cycle: %s",
                             path);
 }
 
