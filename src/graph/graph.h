@@ -213,7 +213,8 @@ int weft__graph_preds(const weft_graph *g, uint32_t **first, uint32_t **preds);
  * order where no explicit edge points backwards. With latest, among the
  * nodes whose predecessors are done the one added last goes first: as far
  * from insertion order as the edges allow (the tests use it to catch a
- * dependency the graph failed to infer). WEFT_ECYCLE names a cycle.
+ * dependency the graph failed to infer). WEFT_ECYCLE where nodes are left
+ * on a cycle, which weft_graph_add_edge prevents.
  */
 int weft__graph_order(const weft_graph *g, const uint32_t *first,
                       const uint32_t *preds, int latest, uint32_t *order);

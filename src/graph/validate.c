@@ -1,11 +1,10 @@
 /*
  * Validation of a graph as the scheduler takes it: every access inside its
  * buffer, host pointers present, predecessors as CSR arrays and a
- * topological order (a cycle is WEFT_ECYCLE naming the nodes on it).
+ * topological order (WEFT_ECYCLE should a cycle have been let in).
  */
 #include "graph.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* A min-heap of node indices, so that Kahn's order stays near insertion. */
@@ -71,50 +70,6 @@ int weft__graph_preds(const weft_graph *g, uint32_t **first, uint32_t **preds)
     return 0;
 }
 
-/* The first predecessor of v that Kahn's order left out. */
-static uint32_t weft__left_pred(const uint32_t *first, const uint32_t *preds,
-                                const uint32_t *indeg, uint32_t v)
-{
-    for (uint32_t e = first[v]; e < first[v + 1]; e++)
-        if (indeg[preds[e]])
-            return preds[e];
-    return WEFT__NONE;
-}
-
-/*
- * Every node left out (indeg > 0) has a predecessor left out, so walking
- * back n steps from one lands on a cycle; walking on until coming back
- * traces it.
- */
-static int weft__cycle_error(const weft_graph *g, const uint32_t *first,
-                             const uint32_t *preds, const uint32_t *indeg)
-{
-    uint32_t v = 0, cyc[16], nc = 0, w;
-    char path[256];
-    size_t len = 0;
-
-    while (!indeg[v])
-        v++;
-    for (uint32_t i = 0; i < g->nnodes; i++)
-        v = weft__left_pred(first, preds, indeg, v);
-    w = v;
-    do {
-        if (nc < WEFT__COUNTOF(cyc))
-            cyc[nc++] = w;
-        w = weft__left_pred(first, preds, indeg, w);
-    } while (w != v);
-    /* cyc[] runs against the edges; print it along them, from v to v. */
-    len = (size_t)snprintf(path, sizeof path, "%u", v);
-    for (uint32_t i = nc; i-- > 1 && len < sizeof path;)
-        len +=
-            (size_t)snprintf(path + len, sizeof path - len, " -> %u", cyc[i]);
-    if (len < sizeof path)
-        snprintf(path + len, sizeof path - len, "%s -> %u",
-                 nc == WEFT__COUNTOF(cyc) ? " -> ..." : "", v);
-    return weft__node_error(WEFT_ECYCLE, g->nodes, v, "dependency cycle: %s",
-                            path);
-}
-
 /*
  * A topological order into order[]. Inferred edges point forwards, so
  * without a backward explicit edge insertion order is one.
@@ -167,7 +122,12 @@ int weft__graph_order(const weft_graph *g, const uint32_t *first,
                                 latest ? n - 1 - succ[e] : succ[e]);
     }
     if (k < n)
-        rc = weft__cycle_error(g, first, preds, indeg);
+        /* weft_graph_add_edge refuses every edge that would close a
+         * cycle, so a graph that still has one is a bug of weft's. */
+        rc = weft__error(WEFT_ECYCLE,
+                         "instantiate: %u nodes are on a dependency cycle "
+                         "(an edge weft_graph_add_edge should have refused)",
+                         n - k);
 out:
     weft__free(indeg);
     weft__free(sfirst);
