@@ -7,7 +7,9 @@
  */
 #include "opencl_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* NVIDIA's device attribute query (cl_nv_device_attribute_query). */
@@ -538,6 +540,31 @@ fail:
     return err;
 }
 
+/*
+ * An OpenCL implementation may discover the CPU with hwloc as it lists its
+ * devices (PoCL's CPU devices do, once per process), and hwloc's default
+ * x86 component binds the thread to each CPU in turn: on small VMs such a
+ * binding was seen to stall for seconds. While weft lists the platforms,
+ * HWLOC_COMPONENTS is "-x86" unless the user has set it; it is unset again
+ * afterwards, so the program's own hwloc sees its own environment.
+ */
+static pthread_mutex_t ocl_env_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int ocl_platforms_list_unbound(weft__platform ***platforms,
+                                      unsigned *n)
+{
+    int set, err;
+
+    pthread_mutex_lock(&ocl_env_lock);
+    set = !getenv("HWLOC_COMPONENTS") &&
+          setenv("HWLOC_COMPONENTS", "-x86", 0) == 0;
+    err = ocl_platforms_list(platforms, n);
+    if (set)
+        unsetenv("HWLOC_COMPONENTS");
+    pthread_mutex_unlock(&ocl_env_lock);
+    return err;
+}
+
 /* Each successful open holds a load of the ICD loader until its close. */
 static int ocl_platforms_open(const weft__driver_config *cfg,
                               weft__platform ***platforms, unsigned *n)
@@ -549,7 +576,7 @@ static int ocl_platforms_open(const weft__driver_config *cfg,
     *n = 0;
     if ((err = weft__ocl_load()) < 0)
         return err;
-    if ((err = ocl_platforms_list(platforms, n)) < 0)
+    if ((err = ocl_platforms_list_unbound(platforms, n)) < 0)
         weft__ocl_unload();
     return err;
 }
