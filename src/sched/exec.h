@@ -128,6 +128,7 @@ struct weft_exec {
 
     /* The running launch's own: */
     weft__karg *kargs;    /* max kernel arguments */
+    weft__span *spans;    /* max kernel arguments */
     void **ptrs;          /* max host-task accesses */
     unsigned char *state; /* per node, during a run */
     weft__lanes lanes;    /* with the plan's hooks */

@@ -31,10 +31,23 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
     const weft_device_info *p = &e->rt->devices[dev]->props;
     weft__grid grid;
     weft__queue *q = NULL;
+    uint32_t nspans = 0;
     int rc;
 
-    /* Every range first, then the addresses: readying one range may
-     * merge extents that an earlier argument's address pointed into. */
+    /*
+     * Room for the union of the ranges first, in one go: made one range at
+     * a time, an extent that grows over an earlier argument's would be
+     * held twice for a while. Then every range readied, then the
+     * addresses: readying one range may merge extents that an earlier
+     * argument's address pointed into.
+     */
+    for (uint32_t a = 0; a < nargs; a++)
+        if (args[a].type == WEFT_PARAM_BUFFER)
+            e->spans[nspans++] = (weft__span){
+                args[a].buffer->root, args[a].buffer->offset + args[a].offset,
+                weft__arg_size(&args[a])};
+    if ((rc = weft__buffer_hold(e->spans, nspans, dev, &e->lanes)) < 0)
+        return rc;
     for (uint32_t a = 0; a < nargs; a++) {
         const weft_arg *ar = &args[a];
 
@@ -535,14 +548,6 @@ int weft__exec_run_node(weft_exec *e, uint32_t i)
     switch (rc < 0 ? WEFT__NODE_EMPTY : nd->kind) {
     case WEFT__NODE_KERNEL:
         rc = weft__run_kernel(e, i);
-        /*
-         * Out of device memory before the launch: the free space may only
-         * be cut up between the blocks the node pinned. Once more from an
-         * empty device, where the node's ranges pack.
-         */
-        if (rc == WEFT_EDEVMEM &&
-            weft__buffer_evict_all(e->rt, e->node_dev[i], &e->lanes) == 0)
-            rc = weft__run_kernel(e, i);
         break;
     case WEFT__NODE_WRITE:
         rc = weft__plan_host_wait(e->plan);
@@ -564,9 +569,6 @@ int weft__exec_run_node(weft_exec *e, uint32_t i)
         break;
     case WEFT__NODE_COPY:
         rc = weft__run_copy(e, i);
-        if (rc == WEFT_EDEVMEM &&
-            weft__buffer_evict_all(e->rt, e->node_dev[i], &e->lanes) == 0)
-            rc = weft__run_copy(e, i);
         break;
     case WEFT__NODE_MAP:
     case WEFT__NODE_HOST:
