@@ -306,10 +306,14 @@ typedef struct weft__span {
  * with nothing evicted. Otherwise, where the room left between the blocks
  * that stay pinned does not take the extents, every extent of the device
  * that may go leaves it (evict_all) and they are made again in one piece
- * of the pool; WEFT_EDEVMEM only if what cannot go (other threads'
- * roots, mapped ones) leaves too little. Sorts spans.
+ * of the pool. If what cannot go (the extents of other launches' work in
+ * flight, of roots other threads hold or that are mapped) leaves too
+ * little: WEFT__NO_ROOM, the detail string saying so; the caller may
+ * wait for that work and try again. Sorts spans.
  */
 int weft__buffer_hold(weft__span *spans, size_t n, unsigned d, weft__lanes *l);
+/* hold's (and copy's) answer when the room is held by others. */
+enum { WEFT__NO_ROOM = 2 };
 /* Free every extent and registration of a root (destroy, locked). */
 void weft__buffer_free_replicas(weft_buffer *root);
 /* 1 if copy `where` holds the current bytes of the whole range. */
@@ -352,7 +356,7 @@ int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
  * Copy size bytes from src at soff to dst at doff (roots, both locked,
  * ranges disjoint if the roots are the same) on `device`: the source range
  * is made valid there and the copy runs there; WEFT__HOST copies through
- * the host copies.
+ * the host copies. WEFT__NO_ROOM as hold says.
  */
 int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
                       size_t soff, size_t size, unsigned device,

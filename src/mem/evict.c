@@ -297,13 +297,14 @@ int weft__buffer_hold(weft__span *s, size_t n, unsigned d, weft__lanes *l)
         rc = weft__span_ensure(s, runs, d, l);
     if (rc == WEFT_EDEVMEM) {
         weft__pool_get_stats(pool, &st);
-        return weft__error(WEFT_EDEVMEM,
-                           "needs %zu bytes of memory on %s, of its limit of "
-                           "%llu bytes, but %llu bytes stay held by work "
-                           "that cannot be evicted now (%s)",
-                           need, rt->devices[d]->name,
-                           (unsigned long long)st.limit,
-                           (unsigned long long)st.in_use, why);
+        weft__error(WEFT_EDEVMEM,
+                    "needs %zu bytes of memory on %s, of its limit of %llu "
+                    "bytes, but %llu bytes are held by what cannot be "
+                    "evicted now (other launches' work in flight, buffers "
+                    "that other threads use or that are mapped): %s",
+                    need, rt->devices[d]->name, (unsigned long long)st.limit,
+                    (unsigned long long)st.in_use, why);
+        return WEFT__NO_ROOM;
     }
     return rc;
 }

@@ -872,7 +872,7 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
         rc = weft__buffer_make_valid(src, device, soff, size, l);
     if (rc == 0)
         rc = weft__buffer_prepare(dst, device, doff, size, l);
-    if (rc < 0)
+    if (rc != 0)
         return rc;
     /* After both: readying dst may have merged src's extent. */
     weft__buffer_device_ptr(src, device, soff, &sm, &smo);

@@ -235,9 +235,15 @@ void weft__exec_free_jobs(weft_exec *e);
 void weft__exec_build_write_dev(weft_exec *e, const unsigned *node_dev);
 /*
  * Issue node i (exec_run.c): 0, a weft error, or WEFT__HANDED_OVER when a
- * host worker runs it.
+ * host worker runs it. Where the node's device memory is held by other
+ * launches' work in flight, it waits for them (weft__exec_wait_room).
  */
 int weft__exec_run_node(weft_exec *e, uint32_t i);
+/*
+ * A launch of rt starts (delta 1) or ends (-1, which wakes the launches
+ * waiting for room).
+ */
+void weft__exec_running(weft_runtime *rt, int delta);
 /*
  * The next node to issue, from position next of the order: the first whose
  * predecessors are all issued and finished, preferring one that need not

@@ -46,7 +46,7 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
             e->spans[nspans++] = (weft__span){
                 args[a].buffer->root, args[a].buffer->offset + args[a].offset,
                 weft__arg_size(&args[a])};
-    if ((rc = weft__buffer_hold(e->spans, nspans, dev, &e->lanes)) < 0)
+    if ((rc = weft__buffer_hold(e->spans, nspans, dev, &e->lanes)) != 0)
         return rc;
     for (uint32_t a = 0; a < nargs; a++) {
         const weft_arg *ar = &args[a];
@@ -528,22 +528,104 @@ static int weft__unlock_roots(weft_exec *e, uint32_t l0, uint32_t l1,
     return rc;
 }
 
-int weft__exec_run_node(weft_exec *e, uint32_t i)
+void weft__exec_running(weft_runtime *rt, int delta)
+{
+    weft__sched *s = rt->sched;
+
+    pthread_mutex_lock(&s->mem_lock);
+    s->running += (unsigned)delta;
+    if (delta < 0) {
+        __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&s->mem_cond);
+    }
+    pthread_mutex_unlock(&s->mem_lock);
+}
+
+static uint64_t weft__mem_gen(weft_runtime *rt)
+{
+    return __atomic_load_n(&rt->sched->mem_gen, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A node of e found its device's room held by other launches' work in
+ * flight (WEFT__NO_ROOM; its own need fits the limit), and e holds no
+ * root lock now. e lets go of its own memory: its work drained, its roots
+ * no longer marked as in use by it (unless a host node of it is out on a
+ * worker, which may still use them), so that the others may evict its
+ * extents, and then waits until another launch ends or lets go of its
+ * own. gen: mem_gen before the node's try. 0: try again;
+ * WEFT_EDEVMEM (the detail kept) when nothing can change: every other
+ * running launch waits too, and none let go since the try.
+ */
+static int weft__exec_wait_room(weft_exec *e, uint64_t gen)
+{
+    weft__sched *s = e->rt->sched;
+    char why[WEFT__EXEC_MSG];
+    uint64_t mine;
+    int rc;
+
+    weft__strlcpy(why, weft_last_error(), sizeof why);
+    weft__debug("sched", "waiting for room: %s", why);
+    if ((rc = weft__plan_drain(e->plan)) < 0)
+        return rc;
+    for (uint32_t r = 0; r < e->nroots && !e->host_out; r++) {
+        weft_buffer *root = e->roots[r];
+
+        weft__buffer_lock(root);
+        if (root->fence_owner == (const void *)&e->lanes) {
+            root->fence = NULL;
+            root->fence_owner = NULL;
+            pthread_cond_broadcast(&root->idle);
+        }
+        weft__buffer_unlock(root);
+    }
+    pthread_mutex_lock(&s->mem_lock);
+    mine = __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&s->mem_cond);
+    s->waiting++;
+    while (s->mem_gen == mine && s->running > s->waiting)
+        pthread_cond_wait(&s->mem_cond, &s->mem_lock);
+    s->waiting--;
+    rc = s->mem_gen == mine && gen + 1 == mine ? WEFT_EDEVMEM : 0;
+    pthread_mutex_unlock(&s->mem_lock);
+    if (rc < 0)
+        return weft__error(rc, "%s", why);
+    weft_clear_error();
+    return 0;
+}
+
+/*
+ * The end of node i's step, its roots locked, rc the work's result: the
+ * plan's step closed, the host time noted, the roots unlocked.
+ */
+static int weft__step_done(weft_exec *e, uint32_t i, uint64_t tick, uint64_t t0,
+                           int rc)
+{
+    const weft__node *nd = &e->nodes[i];
+
+    if (rc == 0)
+        rc = weft__plan_step_end(e->plan);
+    else if (rc < 0)
+        weft__plan_step_end_failed(e->plan);
+    if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
+        weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
+                             weft__now_ns(),
+                             nd->nacc ? e->acc[nd->acc_first].size : 0);
+    return weft__unlock_roots(e, e->lock_first[i], e->lock_first[i + 1], tick,
+                              rc);
+}
+
+/* The work of node i, its roots locked: 0, a weft error,
+ * WEFT__HANDED_OVER, or WEFT__NO_ROOM with nothing of it issued. */
+static int weft__run_step(weft_exec *e, uint32_t i)
 {
     const weft__node *nd = &e->nodes[i];
     const weft__access *a = &e->acc[nd->acc_first];
-    uint32_t l0 = e->lock_first[i], l1 = e->lock_first[i + 1];
-    uint64_t tick = __atomic_add_fetch(&e->rt->tick, 1, __ATOMIC_RELAXED);
-    uint64_t t0 = weft__plan_timed(e->plan) ? weft__now_ns() : 0;
     int rc = 0;
 
-    weft__plan_step_begin(e->plan, i);
-    if ((rc = weft__lock_roots(e, l0, l1)) < 0) {
-        weft__plan_step_end_failed(e->plan);
-        return rc;
-    }
     /* Room for the tracker updates after the work, which cannot fail. */
-    for (uint32_t l = l0; l < l1 && rc == 0; l++)
+    for (uint32_t l = e->lock_first[i]; l < e->lock_first[i + 1] && rc == 0;
+         l++)
         rc = weft__buffer_reserve(e->roots[e->locks[l]], nd->nacc);
     switch (rc < 0 ? WEFT__NODE_EMPTY : nd->kind) {
     case WEFT__NODE_KERNEL:
@@ -586,14 +668,33 @@ int weft__exec_run_node(weft_exec *e, uint32_t i)
         }
         break;
     }
-    if (rc == 0)
-        rc = weft__plan_step_end(e->plan);
-    else if (rc < 0)
-        weft__plan_step_end_failed(e->plan);
-    if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
-        weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
-                             weft__now_ns(), nd->nacc ? a->size : 0);
-    return weft__unlock_roots(e, l0, l1, tick, rc);
+    return rc;
+}
+
+int weft__exec_run_node(weft_exec *e, uint32_t i)
+{
+    uint32_t l0 = e->lock_first[i], l1 = e->lock_first[i + 1];
+    uint64_t tick = __atomic_add_fetch(&e->rt->tick, 1, __ATOMIC_RELAXED);
+    uint64_t t0 = weft__plan_timed(e->plan) ? weft__now_ns() : 0;
+    int rc;
+
+    weft__plan_step_begin(e->plan, i);
+    for (;;) {
+        uint64_t gen = weft__mem_gen(e->rt);
+
+        if ((rc = weft__lock_roots(e, l0, l1)) < 0)
+            break;
+        if ((rc = weft__run_step(e, i)) != WEFT__NO_ROOM)
+            return weft__step_done(e, i, tick, t0, rc);
+        /* Nothing of the node was issued: its roots go while it waits for
+         * the room, and it tries again. */
+        for (uint32_t l = l1; l-- > l0;)
+            weft__buffer_unlock(e->roots[e->locks[l]]);
+        if ((rc = weft__exec_wait_room(e, gen)) < 0)
+            break;
+    }
+    weft__plan_step_end_failed(e->plan);
+    return rc;
 }
 
 /* Nodes whose issue makes the worker wait for their predecessors. */

@@ -383,6 +383,139 @@ static void test_chain_two_devices(void **state)
                 (uint64_t)LIMIT * weft_runtime_device_count(rt));
 }
 
+/*
+ * Two executable graphs launched together, each a chain over its own
+ * buffer on device 0 (each node needing 10 KiB of the 12 KiB): a node of
+ * one finds the device full of the other's extents, which its work in
+ * flight may still use; it waits for them rather than fail. Several
+ * rounds, against a host reference.
+ */
+static void test_two_graphs_one_device(void **state)
+{
+    enum { C = 1024, CHUNKS = 8, X = C * CHUNKS, ROUNDS = 20 };
+    uint32_t *x[2], *ref[2];
+    weft_buffer *b[2];
+    weft_graph *g[2];
+    weft_exec *e[2];
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        x[k] = malloc(X * 4);
+        ref[k] = malloc(X * 4);
+        assert_non_null(x[k]);
+        assert_non_null(ref[k]);
+        for (uint32_t i = 0; i < X; i++)
+            ref[k][i] = x[k][i] = i * (k ? 13u : 11u) + 1;
+        check(weft_buffer_wrap(rt, x[k], X * 4, &b[k]));
+        check(weft_graph_create(rt, &g[k]));
+        for (unsigned j = 1; j + 1 < CHUNKS; j++) {
+            weft_arg a[] = {elems(b[k], (j + 1) * C, C, WEFT_WRITE),
+                            elems(b[k], j * C, C, WEFT_READ),
+                            elems(b[k], j * C - C / 2, C, WEFT_READ),
+                            weft_arg_i64(C)};
+            weft_node n;
+
+            check(weft_graph_add_kernel(g[k], k_acc2, weft_dims1(C), a, 4, &n));
+            check(weft_graph_set_device(g[k], n, dev(0)));
+        }
+        check(weft_graph_instantiate(g[k], NULL, &e[k]));
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+        check(weft_exec_launch(e[0]));
+        check(weft_exec_launch(e[1]));
+        check(weft_exec_wait(e[0]));
+        check(weft_exec_wait(e[1]));
+    }
+    for (int k = 0; k < 2; k++) {
+        check(weft_exec_destroy(e[k]));
+        check(weft_graph_destroy(g[k]));
+        check(weft_buffer_destroy(b[k]));
+        for (int r = 0; r < ROUNDS; r++)
+            for (uint32_t j = 1; j + 1 < CHUNKS; j++)
+                for (uint32_t i = 0; i < C; i++)
+                    ref[k][(j + 1) * C + i] =
+                        ref[k][j * C + i] + ref[k][j * C - C / 2 + i];
+        assert_memory_equal(x[k], ref[k], X * 4);
+        free(x[k]);
+        free(ref[k]);
+    }
+}
+
+/*
+ * Room held by nothing that will end: a mapped buffer's extent (8 KiB of
+ * the 12) stays on device 0 while a node that needs 10 KiB there runs.
+ * The node waits for no one (no other launch runs) and fails, saying what
+ * holds the room; once the buffer is unmapped, the same launch runs.
+ */
+static void test_room_held_by_a_map(void **state)
+{
+    enum { N = 1024, X = 2560 };
+    uint32_t *x = malloc(X * 4), *m = malloc(2048 * 4);
+    weft_buffer *bx, *bm;
+    weft_graph *g;
+    weft_exec *e;
+    weft_node n;
+    void *p;
+    int rc;
+
+    (void)state;
+    assert_non_null(x);
+    assert_non_null(m);
+    for (uint32_t i = 0; i < X; i++)
+        x[i] = i;
+    for (uint32_t i = 0; i < 2048; i++)
+        m[i] = 7;
+    check(weft_buffer_wrap(rt, x, X * 4, &bx));
+    check(weft_buffer_wrap(rt, m, 2048 * 4, &bm));
+    /* m's 8 KiB onto device 0 */
+    check(weft_graph_create(rt, &g));
+    {
+        weft_arg a[] = {elems(bm, 1024, 1024, WEFT_WRITE),
+                        elems(bm, 0, 1024, WEFT_READ),
+                        elems(bm, 0, 1024, WEFT_READ), weft_arg_i64(1024)};
+
+        check(weft_graph_add_kernel(g, k_acc2, weft_dims1(1024), a, 4, &n));
+        check(weft_graph_set_device(g, n, dev(0)));
+    }
+    launch_and_wait(g, 1);
+    check(weft_graph_destroy(g));
+    check(weft_buffer_map(bm, 0, 4, WEFT_READ, &p));
+    assert_int_equal(*(uint32_t *)p, 7);
+
+    check(weft_graph_create(rt, &g));
+    {
+        /* out x [1536, 2560), a x [0, 1024), b x [512, 1536): 10 KiB */
+        weft_arg a[] = {elems(bx, 1536, N, WEFT_WRITE),
+                        elems(bx, 0, N, WEFT_READ),
+                        elems(bx, 512, N, WEFT_READ), weft_arg_i64(N)};
+
+        check(weft_graph_add_kernel(g, k_acc2, weft_dims1(N), a, 4, &n));
+        check(weft_graph_set_device(g, n, dev(0)));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    check(weft_exec_launch(e));
+    rc = weft_exec_wait(e);
+    assert_int_equal(rc, WEFT_EDEVMEM);
+    printf("# %s\n", weft_last_error());
+    if (!strstr(weft_last_error(), "node 0 (kernel acc2)") ||
+        !strstr(weft_last_error(), "mapped"))
+        fail_msg("the error does not say what holds the room: %s",
+                 weft_last_error());
+    check(weft_buffer_unmap(bm, p));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(bx));
+    check(weft_buffer_destroy(bm));
+    for (uint32_t i = 0; i < N; i++)
+        assert_int_equal(x[1536 + i], i + (512 + i));
+    for (uint32_t i = 0; i < 1024; i++)
+        assert_int_equal(m[1024 + i], 14);
+    free(x);
+    free(m);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +524,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_view_and_parent),
         cmocka_unit_test(test_boundary),
         cmocka_unit_test(test_chain_two_devices),
+        cmocka_unit_test(test_two_graphs_one_device),
+        cmocka_unit_test(test_room_held_by_a_map),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
