@@ -292,9 +292,10 @@ int weft__buffer_hold(weft__span *s, size_t n, unsigned d, weft__lanes *l)
     if ((rc = weft__buffer_evict_all(rt, d, l)) < 0)
         return rc;
     weft__pool_trim(pool);
-    rc = weft__pool_reserve(pool, need);
-    if (rc == 0)
-        rc = weft__span_ensure(s, runs, d, l);
+    /* (Without one piece that large, the extents may still fit apart.) */
+    if (weft__pool_reserve(pool, need) < 0)
+        weft_clear_error();
+    rc = weft__span_ensure(s, runs, d, l);
     if (rc == WEFT_EDEVMEM) {
         weft__pool_get_stats(pool, &st);
         weft__error(WEFT_EDEVMEM,
