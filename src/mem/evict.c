@@ -260,8 +260,8 @@ int weft__buffer_hold(weft__span *s, size_t n, unsigned d, weft__lanes *l)
     weft_runtime *rt = l->rt;
     weft__pool_stats st;
     weft__pool *pool;
-    size_t runs, bytes, need;
-    uint64_t cap;
+    size_t runs, bytes, need, align;
+    uint64_t limit;
     char why[512];
     int rc;
 
@@ -269,17 +269,17 @@ int weft__buffer_hold(weft__span *s, size_t n, unsigned d, weft__lanes *l)
         return 0;
     if ((rc = weft__runtime_pool(rt, d, &pool)) < 0)
         return rc;
-    weft__pool_get_stats(pool, &st);
-    qsort(s, n, sizeof *s, weft__span_cmp);
-    need = weft__span_merge(s, n, d, st.align, &runs, &bytes);
-    cap = st.limit - st.limit % st.align;
-    if (need > cap)
+    weft__pool_get_limit(pool, &limit, &align);
+    if (n > 1)
+        qsort(s, n, sizeof *s, weft__span_cmp);
+    need = weft__span_merge(s, n, d, align, &runs, &bytes);
+    if (need > limit - limit % align)
         return weft__error(WEFT_EDEVMEM,
                            "needs %zu bytes of memory on %s (the union of its "
                            "ranges, %zu bytes, in extents of whole %zu-byte "
                            "granules), more than the limit of %llu bytes",
-                           need, rt->devices[d]->name, bytes, st.align,
-                           (unsigned long long)st.limit);
+                           need, rt->devices[d]->name, bytes, align,
+                           (unsigned long long)limit);
     rc = weft__span_ensure(s, runs, d, l);
     if (rc != WEFT_EDEVMEM)
         return rc;
@@ -303,7 +303,7 @@ int weft__buffer_hold(weft__span *s, size_t n, unsigned d, weft__lanes *l)
                     "bytes, but %llu bytes are held by what cannot be "
                     "evicted now (other launches' work in flight, buffers "
                     "that other threads use or that are mapped): %s",
-                    need, rt->devices[d]->name, (unsigned long long)st.limit,
+                    need, rt->devices[d]->name, (unsigned long long)limit,
                     (unsigned long long)st.in_use, why);
         return WEFT__NO_ROOM;
     }

@@ -625,3 +625,10 @@ void weft__pool_get_stats(weft__pool *pool, weft__pool_stats *st)
     *st = pool->st;
     weft__pool_unlock(pool);
 }
+
+void weft__pool_get_limit(const weft__pool *pool, uint64_t *limit,
+                          size_t *align)
+{
+    *limit = pool->st.limit;
+    *align = pool->align;
+}

@@ -110,6 +110,9 @@ int weft__pool_reserve(weft__pool *pool, size_t size);
 uint64_t weft__pool_trim(weft__pool *pool);
 
 void weft__pool_get_stats(weft__pool *pool, weft__pool_stats *st);
+/* The pool's limit and alignment (fixed at creation: no lock). */
+void weft__pool_get_limit(const weft__pool *pool, uint64_t *limit,
+                          size_t *align);
 
 /*
  * The first broken invariant of the pool, as a sentence (thread-local
