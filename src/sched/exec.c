@@ -532,6 +532,7 @@ int weft_exec_destroy(weft_exec *e)
     pthread_cond_destroy(&e->done);
     pthread_mutex_destroy(&e->lock);
     pthread_mutex_destroy(&e->host_lock);
+    pthread_cond_destroy(&e->host_done);
     rt = e->rt;
     weft__exec_free(e);
     weft__runtime_live(rt, -1);

@@ -154,7 +154,8 @@ struct weft_exec {
      * takes the list (an atomic load peeks at it). parked (host_lock): the
      * issuer left the launch with nothing to issue before a host node
      * finishes; the worker that pushes next clears it and carries the
-     * launch on itself (weft__exec_advance).
+     * launch on itself (weft__exec_advance). host_done is broadcast at
+     * every push (for an issuer that waits for them all: wait_room).
      */
     struct weft__host_job **jobs;
     uint32_t host_out;
@@ -162,6 +163,7 @@ struct weft_exec {
     struct weft__host_job *inline_job; /* the issuer runs it next */
     unsigned parked;
     pthread_mutex_t host_lock;
+    pthread_cond_t host_done;
     /* The launch in progress (weft__exec_job, weft__exec_advance). */
     weft__exec_run run;
     /* e->lock: what the threads that launched had seen, per device, for

@@ -499,6 +499,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->done, NULL);
     pthread_mutex_init(&e->host_lock, NULL);
+    pthread_cond_init(&e->host_done, NULL);
     for (uint32_t i = 0; i < e->nacc; i++)
         weft__buffer_exec_ref(e->acc[i].buf, 1);
     for (uint32_t r = 0; r < e->nroots; r++)

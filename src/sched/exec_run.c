@@ -208,6 +208,7 @@ static void weft__host_job_run(weft__host_task *task)
     pthread_mutex_lock(&e->host_lock);
     j->next = e->finished;
     __atomic_store_n(&e->finished, j, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&e->host_done);
     resume = e->parked;
     e->parked = 0;
     pthread_mutex_unlock(&e->host_lock);
@@ -549,26 +550,42 @@ static uint64_t weft__mem_gen(weft_runtime *rt)
 /*
  * A node of e found its device's room held by other launches' work in
  * flight (WEFT__NO_ROOM; its own need fits the limit), and e holds no
- * root lock now. e lets go of its own memory: its work drained, its roots
- * no longer marked as in use by it (unless a host node of it is out on a
- * worker, which may still use them), so that the others may evict its
- * extents, and then waits until another launch ends or lets go of its
- * own. gen: mem_gen before the node's try. 0: try again;
- * WEFT_EDEVMEM (the detail kept) when nothing can change: every other
- * running launch waits too, and none let go since the try.
+ * root lock now. e lets go of its own memory: its work drained, its host
+ * nodes on workers finished, its roots no longer marked as in use by it,
+ * so that the others may evict its extents; then it waits until another
+ * launch ends or lets go of its own.
+ * gen: mem_gen before the node's try. 0: try again; WEFT_EDEVMEM (the
+ * detail kept) when nothing can change: every other running launch waits
+ * too, and none let go since the try.
  */
 static int weft__exec_wait_room(weft_exec *e, uint64_t gen)
 {
     weft__sched *s = e->rt->sched;
     char why[WEFT__EXEC_MSG];
+    unsigned cleared = 0;
     uint64_t mine;
-    int rc;
+    int rc, moved;
 
     weft__strlcpy(why, weft_last_error(), sizeof why);
-    weft__debug("sched", "waiting for room: %s", why);
+    weft__debug("sched", "waiting for room (%u host nodes out): %s",
+                e->host_out, why);
     if ((rc = weft__plan_drain(e->plan)) < 0)
         return rc;
-    for (uint32_t r = 0; r < e->nroots && !e->host_out; r++) {
+    /* Host nodes of e still out may use its roots: they end first (they
+     * wait for nothing but work already drained); the issue notes them
+     * later, as usual. */
+    pthread_mutex_lock(&e->host_lock);
+    for (;;) {
+        uint32_t done = 0;
+
+        for (weft__host_job *j = e->finished; j; j = j->next)
+            done++;
+        if (done == e->host_out)
+            break;
+        pthread_cond_wait(&e->host_done, &e->host_lock);
+    }
+    pthread_mutex_unlock(&e->host_lock);
+    for (uint32_t r = 0; r < e->nroots; r++) {
         weft_buffer *root = e->roots[r];
 
         weft__buffer_lock(root);
@@ -576,17 +593,23 @@ static int weft__exec_wait_room(weft_exec *e, uint64_t gen)
             root->fence = NULL;
             root->fence_owner = NULL;
             pthread_cond_broadcast(&root->idle);
+            cleared++;
         }
         weft__buffer_unlock(root);
     }
     pthread_mutex_lock(&s->mem_lock);
-    mine = __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&s->mem_cond);
+    /* Only a launch that let go of something moves mem_gen; every waiter
+     * is told that one more waits. */
+    if (cleared)
+        __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_RELEASE);
+    mine = s->mem_gen;
+    moved = mine != gen + (cleared != 0);
     s->waiting++;
-    while (s->mem_gen == mine && s->running > s->waiting)
+    pthread_cond_broadcast(&s->mem_cond);
+    while (!moved && s->mem_gen == mine && s->running > s->waiting)
         pthread_cond_wait(&s->mem_cond, &s->mem_lock);
     s->waiting--;
-    rc = s->mem_gen == mine && gen + 1 == mine ? WEFT_EDEVMEM : 0;
+    rc = !moved && s->mem_gen == mine ? WEFT_EDEVMEM : 0;
     pthread_mutex_unlock(&s->mem_lock);
     if (rc < 0)
         return weft__error(rc, "%s", why);

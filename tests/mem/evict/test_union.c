@@ -383,29 +383,44 @@ static void test_chain_two_devices(void **state)
                 (uint64_t)LIMIT * weft_runtime_device_count(rt));
 }
 
-/*
- * Two executable graphs launched together, each a chain over its own
- * buffer on device 0 (each node needing 10 KiB of the 12 KiB): a node of
- * one finds the device full of the other's extents, which its work in
- * flight may still use; it waits for them rather than fail. Several
- * rounds, against a host reference.
- */
-static void test_two_graphs_one_device(void **state)
+/* A map node's function: every element of the range plus one. */
+static void add_one(void *ptr, size_t size, void *user)
 {
-    enum { C = 1024, CHUNKS = 8, X = C * CHUNKS, ROUNDS = 20 };
-    uint32_t *x[2], *ref[2];
-    weft_buffer *b[2];
-    weft_graph *g[2];
-    weft_exec *e[2];
+    uint32_t *v = ptr;
+
+    (void)user;
+    for (size_t i = 0; i < size / 4; i++)
+        v[i]++;
+}
+
+/*
+ * Three executable graphs launched together, each a chain over its own
+ * buffer on device 0 (each node needing 10 KiB of the 12 KiB), the third
+ * with a map node on the host after each kernel, and maps of a counter
+ * of its own that no kernel waits for (on the host workers while its
+ * kernels wait for room): a node of one finds the device full of the
+ * others' extents, which their work in flight may still use; it waits for
+ * them rather than fail. Several rounds, against a host reference.
+ */
+static void test_graphs_share_one_device(void **state)
+{
+    enum { K = 3, C = 1024, CHUNKS = 8, X = C * CHUNKS, ROUNDS = 20 };
+    uint32_t *x[K], *ref[K];
+    weft_buffer *b[K];
+    weft_graph *g[K];
+    weft_exec *e[K];
+    uint32_t count = 0;
+    weft_buffer *bc;
 
     (void)state;
-    for (int k = 0; k < 2; k++) {
+    check(weft_buffer_wrap(rt, &count, sizeof count, &bc));
+    for (int k = 0; k < K; k++) {
         x[k] = malloc(X * 4);
         ref[k] = malloc(X * 4);
         assert_non_null(x[k]);
         assert_non_null(ref[k]);
         for (uint32_t i = 0; i < X; i++)
-            ref[k][i] = x[k][i] = i * (k ? 13u : 11u) + 1;
+            ref[k][i] = x[k][i] = i * (11u + 2 * (uint32_t)k) + 1;
         check(weft_buffer_wrap(rt, x[k], X * 4, &b[k]));
         check(weft_graph_create(rt, &g[k]));
         for (unsigned j = 1; j + 1 < CHUNKS; j++) {
@@ -415,30 +430,39 @@ static void test_two_graphs_one_device(void **state)
                             weft_arg_i64(C)};
             weft_node n;
 
+            if (k == K - 1)
+                check(weft_graph_add_map(g[k], bc, 0, sizeof count,
+                                         WEFT_READ_WRITE, add_one, NULL, NULL));
             check(weft_graph_add_kernel(g[k], k_acc2, weft_dims1(C), a, 4, &n));
             check(weft_graph_set_device(g[k], n, dev(0)));
+            if (k == K - 1)
+                check(weft_graph_add_map(g[k], b[k], (j + 1) * C * 4, C * 4,
+                                         WEFT_READ_WRITE, add_one, NULL, NULL));
         }
         check(weft_graph_instantiate(g[k], NULL, &e[k]));
     }
     for (int r = 0; r < ROUNDS; r++) {
-        check(weft_exec_launch(e[0]));
-        check(weft_exec_launch(e[1]));
-        check(weft_exec_wait(e[0]));
-        check(weft_exec_wait(e[1]));
+        for (int k = 0; k < K; k++)
+            check(weft_exec_launch(e[k]));
+        for (int k = 0; k < K; k++)
+            check(weft_exec_wait(e[k]));
     }
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < K; k++) {
         check(weft_exec_destroy(e[k]));
         check(weft_graph_destroy(g[k]));
         check(weft_buffer_destroy(b[k]));
         for (int r = 0; r < ROUNDS; r++)
             for (uint32_t j = 1; j + 1 < CHUNKS; j++)
                 for (uint32_t i = 0; i < C; i++)
-                    ref[k][(j + 1) * C + i] =
-                        ref[k][j * C + i] + ref[k][j * C - C / 2 + i];
+                    ref[k][(j + 1) * C + i] = ref[k][j * C + i] +
+                                              ref[k][j * C - C / 2 + i] +
+                                              (k == K - 1);
         assert_memory_equal(x[k], ref[k], X * 4);
         free(x[k]);
         free(ref[k]);
     }
+    check(weft_buffer_destroy(bc));
+    assert_int_equal(count, ROUNDS * (CHUNKS - 2));
 }
 
 /*
@@ -524,7 +548,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_view_and_parent),
         cmocka_unit_test(test_boundary),
         cmocka_unit_test(test_chain_two_devices),
-        cmocka_unit_test(test_two_graphs_one_device),
+        cmocka_unit_test(test_graphs_share_one_device),
         cmocka_unit_test(test_room_held_by_a_map),
     };
 
