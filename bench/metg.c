@@ -17,11 +17,11 @@
  * same run: the best of 3 before each pattern and 1 (shorter) before each
  * sweep point, since other work on the machine can only lower it. The
  * figures are computed at the end against that peak. For each sweep point
- * and variant, the best
- * of R launches: efficiency = FLOPs / wall / peak, granularity = wall x
- * cores / tasks (us). METG(50%) is where efficiency crosses 50% going
- * down the sweep: between the last point at or above 50% and the first
- * below it, interpolated linearly in efficiency against log(granularity).
+ * and variant, the best of R launches: efficiency = FLOPs / wall / peak,
+ * granularity = wall x cores / tasks (us). METG(50%) is where efficiency
+ * crosses 50% going down the sweep: between the last point at or above 50%
+ * and the first below it, interpolated linearly in efficiency against
+ * log(granularity).
  * Where even the largest tasks stay below 50% the figure is the largest
  * granularity measured, marked "never 50%"; where no point fell below, the
  * smallest, marked "upper bound".
@@ -69,10 +69,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 enum {
     MAXDEPS = 5,
