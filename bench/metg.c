@@ -24,7 +24,9 @@
  * log(granularity).
  * Where even the largest tasks stay below 50% the figure is the largest
  * granularity measured, marked "never 50%"; where no point fell below, the
- * smallest, marked "upper bound".
+ * smallest, marked "upper bound". Beside them, the cores a launch kept
+ * busy at the largest tasks: the process's CPU time over the wall time
+ * (OpenMP's idle threads spin for a while, which counts too).
  *
  * Data: each point writes 16 bytes per step (a cell: its key, a function
  * of (launch, step, point), and a sum over its inputs' keys and the
@@ -68,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 enum {
@@ -538,9 +541,32 @@ static weft_graph *weft_build(weft_side *ws, const pattern *p, uint32_t steps,
     return g;
 }
 
-static double seconds_since(uint64_t t0)
+/* A launch's wall time, and the CPU time of every thread of the process. */
+typedef struct span {
+    double wall, cpu; /* seconds */
+} span;
+
+static double cpu_now(void)
 {
-    return (double)(bench_now_ns() - t0) / 1e9;
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static span span_start(void)
+{
+    span s = {(double)bench_now_ns() / 1e9, cpu_now()};
+
+    return s;
+}
+
+static span span_since(span s0)
+{
+    span s = {(double)bench_now_ns() / 1e9 - s0.wall, cpu_now() - s0.cpu};
+
+    return s;
 }
 
 static void launch_wait(weft_exec *e)
@@ -561,27 +587,27 @@ static void weft_check_cells(weft_side *ws, const pattern *p)
  * Host tasks: reps times, instantiate + first launch (first[r]), then a
  * relaunch (again[r]); seconds.
  */
-static void weft_tasks(weft_side *ws, weft_graph *g, int reps, double *first,
-                       double *again)
+static void weft_tasks(weft_side *ws, weft_graph *g, int reps, span *first,
+                       span *again)
 {
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
 
     o.device = ws->host;
     for (int r = 0; r < reps; r++) {
         weft_exec *e;
-        uint64_t t0;
+        span s0;
 
         launch_prepare();
-        t0 = bench_now_ns();
+        s0 = span_start();
         bench_check(weft_graph_instantiate(g, &o, &e));
         launch_wait(e);
-        first[r] = seconds_since(t0);
+        first[r] = span_since(s0);
         launch_check(NULL);
         if (again) {
             launch_prepare();
-            t0 = bench_now_ns();
+            s0 = span_start();
             launch_wait(e);
-            again[r] = seconds_since(t0);
+            again[r] = span_since(s0);
             launch_check(NULL);
         }
         weft_check_cells(ws, cur.p);
@@ -590,7 +616,7 @@ static void weft_tasks(weft_side *ws, weft_graph *g, int reps, double *first,
 }
 
 /* Kernel nodes: a first launch, untimed, then reps relaunches. */
-static void weft_kernels(weft_side *ws, weft_graph *g, int reps, double *again)
+static void weft_kernels(weft_side *ws, weft_graph *g, int reps, span *again)
 {
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
     weft_exec *e;
@@ -601,12 +627,12 @@ static void weft_kernels(weft_side *ws, weft_graph *g, int reps, double *again)
     launch_wait(e);
     launch_check(NULL);
     for (int r = 0; r < reps; r++) {
-        uint64_t t0;
+        span s0;
 
         launch_prepare();
-        t0 = bench_now_ns();
+        s0 = span_start();
         launch_wait(e);
-        again[r] = seconds_since(t0);
+        again[r] = span_since(s0);
         launch_check(NULL);
     }
     weft_check_cells(ws, cur.p);
@@ -693,15 +719,15 @@ static void omp_launch(void)
         }
 }
 
-static void omp_run(int reps, double *wall)
+static void omp_run(int reps, span *wall)
 {
     for (int r = 0; r < reps; r++) {
-        uint64_t t0;
+        span s0;
 
         launch_prepare();
-        t0 = bench_now_ns();
+        s0 = span_start();
         omp_launch();
-        wall[r] = seconds_since(t0);
+        wall[r] = span_since(s0);
         launch_check(omp_ring);
     }
 }
@@ -726,7 +752,7 @@ typedef struct sweep_point {
     double g_us; /* the nominal task length */
     uint32_t steps;
     long iters;
-    double wall[NVARIANTS]; /* seconds */
+    span best[NVARIANTS]; /* the launch of least wall time */
 } sweep_point;
 
 /* A point's figures for one variant. */
@@ -761,14 +787,14 @@ static void peak_sample(long iters, int reps)
         peak_flops = peak;
 }
 
-static double min_of(const double *v, int n)
+static span best_of(const span *v, int n)
 {
-    double m = v[0];
+    span b = v[0];
 
     for (int k = 1; k < n; k++)
-        if (v[k] < m)
-            m = v[k];
-    return m;
+        if (v[k].wall < b.wall)
+            b = v[k];
+    return b;
 }
 
 static point point_of(const sweep *sw, const sweep_point *sp, variant v)
@@ -776,9 +802,9 @@ static point point_of(const sweep *sw, const sweep_point *sp, variant v)
     double tasks = (double)sp->steps * sw->width;
     point pt;
 
-    pt.gran_us = sp->wall[v] * 1e6 * cores / tasks;
-    pt.eff =
-        tasks * (double)sp->iters * flops_per_iter / sp->wall[v] / peak_flops;
+    pt.gran_us = sp->best[v].wall * 1e6 * cores / tasks;
+    pt.eff = tasks * (double)sp->iters * flops_per_iter / sp->best[v].wall /
+             peak_flops;
     return pt;
 }
 
@@ -840,7 +866,7 @@ static int parse_words(const char *list, const char *const *words, int n)
 static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
 {
     pattern p;
-    double first[MAXREPS], again[MAXREPS];
+    span first[MAXREPS], again[MAXREPS];
     int want_tasks = sw->variants & (1 << V_FIRST | 1 << V_RELAUNCH);
     int npts = 0;
 
@@ -883,9 +909,9 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
             weft_tasks(ws, g0, sw->reps, first,
                        sw->variants & 1 << V_RELAUNCH ? again : NULL);
             bench_check(weft_graph_destroy(g0));
-            sp->wall[V_FIRST] = min_of(first, sw->reps);
+            sp->best[V_FIRST] = best_of(first, sw->reps);
             if (sw->variants & 1 << V_RELAUNCH)
-                sp->wall[V_RELAUNCH] = min_of(again, sw->reps);
+                sp->best[V_RELAUNCH] = best_of(again, sw->reps);
         }
         if (sw->variants & 1 << V_KERNELS) {
             weft_graph *g1 = weft_build(ws, &p, sp->steps, 1);
@@ -895,7 +921,7 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
             bench_progress(cur.what);
             weft_kernels(ws, g1, sw->reps, again);
             bench_check(weft_graph_destroy(g1));
-            sp->wall[V_KERNELS] = min_of(again, sw->reps);
+            sp->best[V_KERNELS] = best_of(again, sw->reps);
         }
 #ifdef _OPENMP
         if (sw->variants & 1 << V_OPENMP) {
@@ -903,7 +929,7 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
                      pattern_names[kind]);
             bench_progress(cur.what);
             omp_run(sw->reps, again);
-            sp->wall[V_OPENMP] = min_of(again, sw->reps);
+            sp->best[V_OPENMP] = best_of(again, sw->reps);
         }
 #endif
     }
@@ -946,9 +972,11 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
             if (pts[v][k].eff > 1.05)
                 above_peak = 1;
             if (len < (int)sizeof line)
-                len += snprintf(line + len, sizeof line - (size_t)len,
-                                " | %s %.1f us %.2f", variant_words[v],
-                                pts[v][k].gran_us, pts[v][k].eff);
+                len +=
+                    snprintf(line + len, sizeof line - (size_t)len,
+                             " | %s %.1f us %.2f (%.2f cores)",
+                             variant_words[v], pts[v][k].gran_us, pts[v][k].eff,
+                             sp->best[v].cpu / sp->best[v].wall);
         }
         bench_note("%s", line);
     }
@@ -966,6 +994,11 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
         snprintf(name, sizeof name, "efficiency %s %s @%s", pattern_names[kind],
                  variant_names[v], at);
         bench_figure(name, pts[v][0].eff, "");
+        snprintf(name, sizeof name, "cpu %s %s @%s", pattern_names[kind],
+                 variant_names[v], at);
+        bench_figure(
+            name, sw->pts[kind][0].best[v].cpu / sw->pts[kind][0].best[v].wall,
+            "cores");
     }
 }
 
@@ -1077,6 +1110,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < NPATTERNS; k++)
         if (pmask & 1 << k)
             report_pattern(&sw, (pattern_kind)k);
+    if (peak_flops < 0.9 * flops_per_iter / ns_per_iter * 1e9 * cores)
+        bench_note("the peak is %.0f%% of one thread's rate x %u cores: "
+                   "other work held part of the machine, which lowers the "
+                   "peak more than a launch that uses fewer cores",
+                   100 * peak_flops / (flops_per_iter / ns_per_iter * 1e9) /
+                       cores,
+                   cores);
     if (above_peak)
         bench_note("efficiency above 1.05: the machine was busier while the "
                    "peak was measured than in some launches; the figures "

@@ -48,7 +48,9 @@ for p in trivial stencil nearest random; do
         grep -q "^metg $p $v: [0-9.]* us" "$out" || fail "no metg $p $v"
         grep -q "^efficiency $p $v @1ms: [0-9.]*$" "$out" ||
             fail "no efficiency $p $v"
-        n=$((n + 2))
+        grep -q "^cpu $p $v @1ms: [0-9.]* cores$" "$out" ||
+            fail "no cpu $p $v"
+        n=$((n + 3))
     done
     unset IFS
 done
