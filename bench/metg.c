@@ -232,12 +232,17 @@ static uint64_t double_bits(double v)
     return b;
 }
 
-/* The next launch: a new epoch and the cells it must produce. */
-static void launch_prepare(void)
+/*
+ * The next launch, of variant (which names a failure): a new epoch and the
+ * cells it must produce.
+ */
+static void launch_prepare(const char *variant)
 {
     const pattern *p = cur.p;
     uint32_t w = p->width;
 
+    snprintf(cur.what, sizeof cur.what, "%s %s", pattern_names[p->kind],
+             variant);
     cur.epoch++;
     for (uint32_t t = 0; t < cur.steps; t++)
         for (uint32_t i = 0; i < w; i++) {
@@ -597,14 +602,14 @@ static void weft_tasks(weft_side *ws, weft_graph *g, int reps, span *first,
         weft_exec *e;
         span s0;
 
-        launch_prepare();
+        launch_prepare("weft first launch");
         s0 = span_start();
         bench_check(weft_graph_instantiate(g, &o, &e));
         launch_wait(e);
         first[r] = span_since(s0);
         launch_check(NULL);
         if (again) {
-            launch_prepare();
+            launch_prepare("weft relaunch");
             s0 = span_start();
             launch_wait(e);
             again[r] = span_since(s0);
@@ -623,13 +628,13 @@ static void weft_kernels(weft_side *ws, weft_graph *g, int reps, span *again)
 
     o.device = ws->host;
     bench_check(weft_graph_instantiate(g, &o, &e));
-    launch_prepare();
+    launch_prepare("weft kernels first launch");
     launch_wait(e);
     launch_check(NULL);
     for (int r = 0; r < reps; r++) {
         span s0;
 
-        launch_prepare();
+        launch_prepare("weft kernels relaunch");
         s0 = span_start();
         launch_wait(e);
         again[r] = span_since(s0);
@@ -724,7 +729,7 @@ static void omp_run(int reps, span *wall)
     for (int r = 0; r < reps; r++) {
         span s0;
 
-        launch_prepare();
+        launch_prepare("openmp");
         s0 = span_start();
         omp_launch();
         wall[r] = span_since(s0);
@@ -868,6 +873,7 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     pattern p;
     span first[MAXREPS], again[MAXREPS];
     int want_tasks = sw->variants & (1 << V_FIRST | 1 << V_RELAUNCH);
+    char at[32], progress[64];
     int npts = 0;
 
     pattern_make(&p, kind, sw->width, sw->steps);
@@ -900,12 +906,12 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
         cur.iters = sp->iters;
         cur.steps = sp->steps;
         cur.result_bits = double_bits(kernel(sp->iters));
+        format_us(at, sizeof at, g);
+        snprintf(progress, sizeof progress, "%s %s", pattern_names[kind], at);
+        bench_progress(progress);
         if (want_tasks) {
             weft_graph *g0 = weft_build(ws, &p, sp->steps, 0);
 
-            snprintf(cur.what, sizeof cur.what, "%s weft host tasks",
-                     pattern_names[kind]);
-            bench_progress(cur.what);
             weft_tasks(ws, g0, sw->reps, first,
                        sw->variants & 1 << V_RELAUNCH ? again : NULL);
             bench_check(weft_graph_destroy(g0));
@@ -916,18 +922,12 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
         if (sw->variants & 1 << V_KERNELS) {
             weft_graph *g1 = weft_build(ws, &p, sp->steps, 1);
 
-            snprintf(cur.what, sizeof cur.what, "%s weft kernels",
-                     pattern_names[kind]);
-            bench_progress(cur.what);
             weft_kernels(ws, g1, sw->reps, again);
             bench_check(weft_graph_destroy(g1));
             sp->best[V_KERNELS] = best_of(again, sw->reps);
         }
 #ifdef _OPENMP
         if (sw->variants & 1 << V_OPENMP) {
-            snprintf(cur.what, sizeof cur.what, "%s openmp",
-                     pattern_names[kind]);
-            bench_progress(cur.what);
             omp_run(sw->reps, again);
             sp->best[V_OPENMP] = best_of(again, sw->reps);
         }
