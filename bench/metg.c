@@ -24,9 +24,11 @@
  * log(granularity).
  * Where even the largest tasks stay below 50% the figure is the largest
  * granularity measured, marked "never 50%"; where no point fell below, the
- * smallest, marked "upper bound". Beside them, the cores a launch kept
- * busy at the largest tasks: the process's CPU time over the wall time
- * (OpenMP's idle threads spin for a while, which counts too).
+ * smallest, marked "upper bound". Beside them, at the largest tasks, the
+ * cores a launch kept busy (the process's CPU time over the wall time;
+ * OpenMP's idle threads spin for a while, which counts too) and the tasks
+ * it ran at once on average (each task's start and end recorded: the
+ * runtime's parallelism, which other work on the machine does not lower).
  *
  * Data: each point writes 16 bytes per step (a cell: its key, a function
  * of (launch, step, point), and a sum over its inputs' keys and the
@@ -216,6 +218,10 @@ static struct launch_state {
     uint64_t result_bits; /* kernel(iters), computed once by main */
     cell *expect;         /* [steps][width] */
     uint32_t *done;       /* [width][steps]: the epoch of the last run */
+    /* With probe set (the largest tasks only, where two clock reads per
+     * task cost nothing), each task's start and end, ns: [steps][width]. */
+    int probe;
+    uint64_t *started, *ended;
     int corrupt_step;
 } cur = {.corrupt_step = -1};
 
@@ -288,6 +294,7 @@ static void task_run(const task *tk, cell *out, const cell *const *in)
     uint32_t w = cur.p->width;
     const cell *want = &cur.expect[(size_t)tk->t * w + tk->i];
     uint64_t sum = want->key;
+    uint64_t t0 = cur.probe ? bench_now_ns() : 0;
     double r;
 
     for (uint32_t d = 0; d < tk->ndeps; d++) {
@@ -303,6 +310,32 @@ static void task_run(const task *tk, cell *out, const cell *const *in)
     if ((int)tk->t == cur.corrupt_step && tk->i == 0)
         out->sum ^= 1;
     cur.done[(size_t)tk->i * cur.p->steps + tk->t] = cur.epoch;
+    if (cur.probe) {
+        cur.started[(size_t)tk->t * w + tk->i] = t0;
+        cur.ended[(size_t)tk->t * w + tk->i] = bench_now_ns();
+    }
+}
+
+/*
+ * The tasks the last launch ran at once, on average, from its first task's
+ * start to its last task's end: the runtime's parallelism, which other work
+ * on the machine does not lower (a task that waits for a core is still
+ * running). 0 without probe.
+ */
+static double tasks_in_flight(void)
+{
+    size_t n = (size_t)cur.steps * cur.p->width;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    double sum = 0;
+
+    if (!cur.probe)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        sum += (double)(cur.ended[k] - cur.started[k]);
+        lo = cur.started[k] < lo ? cur.started[k] : lo;
+        hi = cur.ended[k] > hi ? cur.ended[k] : hi;
+    }
+    return hi > lo ? sum / (double)(hi - lo) : 0;
 }
 
 /*
@@ -546,9 +579,13 @@ static weft_graph *weft_build(weft_side *ws, const pattern *p, uint32_t steps,
     return g;
 }
 
-/* A launch's wall time, and the CPU time of every thread of the process. */
+/*
+ * A launch's wall time, the CPU time of every thread of the process, and
+ * the tasks it ran at once on average (with probe).
+ */
 typedef struct span {
     double wall, cpu; /* seconds */
+    double in_flight;
 } span;
 
 static double cpu_now(void)
@@ -562,14 +599,16 @@ static double cpu_now(void)
 
 static span span_start(void)
 {
-    span s = {(double)bench_now_ns() / 1e9, cpu_now()};
+    span s = {(double)bench_now_ns() / 1e9, cpu_now(), 0};
 
     return s;
 }
 
 static span span_since(span s0)
 {
-    span s = {(double)bench_now_ns() / 1e9 - s0.wall, cpu_now() - s0.cpu};
+    span s = {(double)bench_now_ns() / 1e9 - s0.wall, cpu_now() - s0.cpu, 0};
+
+    s.in_flight = tasks_in_flight();
 
     return s;
 }
@@ -880,7 +919,9 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     cur.p = &p;
     cur.expect = calloc((size_t)p.steps * p.width, sizeof *cur.expect);
     cur.done = calloc((size_t)p.steps * p.width, sizeof *cur.done);
-    if (!cur.expect || !cur.done)
+    cur.started = calloc((size_t)p.steps * p.width, sizeof *cur.started);
+    cur.ended = calloc((size_t)p.steps * p.width, sizeof *cur.ended);
+    if (!cur.expect || !cur.done || !cur.started || !cur.ended)
         bench_die("out of memory");
     weft_cells(ws, &p);
 #ifdef _OPENMP
@@ -905,6 +946,7 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
         peak_sample(peak_iters / 3, 1);
         cur.iters = sp->iters;
         cur.steps = sp->steps;
+        cur.probe = npts == 0;
         cur.result_bits = double_bits(kernel(sp->iters));
         format_us(at, sizeof at, g);
         snprintf(progress, sizeof progress, "%s %s", pattern_names[kind], at);
@@ -942,6 +984,8 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     weft_cells_free(ws);
     free(cur.expect);
     free(cur.done);
+    free(cur.started);
+    free(cur.ended);
     free(p.tasks);
     cur.p = NULL;
 }
@@ -999,6 +1043,9 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
         bench_figure(
             name, sw->pts[kind][0].best[v].cpu / sw->pts[kind][0].best[v].wall,
             "cores");
+        snprintf(name, sizeof name, "in flight %s %s @%s", pattern_names[kind],
+                 variant_names[v], at);
+        bench_figure(name, sw->pts[kind][0].best[v].in_flight, "tasks");
     }
 }
 

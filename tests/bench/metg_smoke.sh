@@ -51,7 +51,9 @@ for p in trivial stencil nearest random; do
             fail "no efficiency $p $v"
         grep -q "^cpu $p $v @1ms: [0-9.]* cores$" "$out" ||
             fail "no cpu $p $v"
-        n=$((n + 3))
+        grep -q "^in flight $p $v @1ms: [0-9.]* tasks$" "$out" ||
+            fail "no in flight $p $v"
+        n=$((n + 4))
     done
     unset IFS
 done
