@@ -475,7 +475,22 @@ typedef enum weft_access {
     WEFT_READ_WRITE = 3,
 } weft_access;
 
-/* A size that means "to the end of the buffer". */
+/*
+ * A size that means "to the end of the buffer".
+ *
+ * Ranges. Every offset and size of this API name the bytes [offset,
+ * offset + size) of one buffer or view, the same way everywhere: offset is
+ * at most the buffer's size and the range ends inside the buffer (no
+ * overflow: SIZE_MAX offsets are refused), else WEFT_ERANGE naming the
+ * argument. WEFT_WHOLE as a size means "from offset to the end" wherever a
+ * size belongs to one buffer: weft_buffer_view, _write, _read, _fill, _map
+ * and _invalidate, the graph's write, read, fill and map nodes, host task
+ * accesses and kernel buffer arguments (with _write and _read the host
+ * memory then holds size - offset bytes). weft_graph_add_copy, whose one
+ * size serves two buffers, refuses it (WEFT_EINVAL). A size of 0 is an
+ * empty range, which moves no bytes; only buffers and views cannot be
+ * empty (WEFT_EINVAL). Graph nodes are checked when they are added.
+ */
 #define WEFT_WHOLE ((size_t)-1)
 
 /*
@@ -663,7 +678,19 @@ WEFT_API int weft_graph_destroy(weft_graph *g);
 /*
  * Add a kernel node: k over dims with nargs arguments, checked against the
  * kernel's parameters where they are known. node (may be NULL) receives the
- * node's index.
+ * node's index. WEFT_EINVAL for a NULL kernel or buffer, a kernel or buffer
+ * of another runtime, an empty grid or an unknown access mode; WEFT_ERANGE
+ * for a buffer range outside its buffer; WEFT_EARGS for arguments that do
+ * not fit the parameters: another count, a buffer or local array for a
+ * value or the reverse, another size, or, where the parameter types are
+ * known (host and sim kernels; OpenCL kernels built from source), a scalar
+ * of another type (weft_arg_f32 for a u32 parameter). The message names the
+ * argument, the kernel and the types.
+ *
+ * The errors of every weft_graph_add_* call name the function and the node
+ * being added by its kind ("weft_graph_add_kernel: the node being added
+ * (kernel saxpy): argument 2 ..."); a failed add leaves the graph as it
+ * was.
  */
 WEFT_API int weft_graph_add_kernel(weft_graph *g, weft_kernel *k,
                                    weft_dims dims, const weft_arg *args,
@@ -673,6 +700,8 @@ WEFT_API int weft_graph_add_kernel(weft_graph *g, weft_kernel *k,
  * is read when the node runs, so it must stay valid and unchanged until the
  * launch completes); read: from src at offset into host memory dst; copy:
  * buffer to buffer; fill: a 1, 2 or 4-byte pattern (copied when added).
+ * Buffers must be of the graph's runtime (WEFT_EINVAL) and ranges inside
+ * them (WEFT_ERANGE; see WEFT_WHOLE).
  */
 WEFT_API int weft_graph_add_write(weft_graph *g, weft_buffer *dst,
                                   size_t offset, const void *src, size_t size,

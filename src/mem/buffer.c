@@ -273,7 +273,10 @@ int weft_buffer_wrap(weft_runtime *rt, void *host, size_t size,
     return weft__buffer_new(rt, host, size, buf, "weft_buffer_wrap");
 }
 
-/* [off, off + *size) inside buf, resolving WEFT_WHOLE; else WEFT_ERANGE. */
+/*
+ * [off, off + *size) inside buf, resolving WEFT_WHOLE; else WEFT_ERANGE
+ * (weft.h, "Ranges"; the graph's adds say the same).
+ */
 static int weft__range(const weft_buffer *buf, size_t off, size_t *size,
                        const char *fn)
 {
@@ -284,8 +287,11 @@ static int weft__range(const weft_buffer *buf, size_t off, size_t *size,
     if (off <= buf->size && *size <= buf->size - off)
         return 0;
     weft__buffer_describe(buf, what, sizeof what);
-    return weft__error(WEFT_ERANGE, "%s: range [%zu, +%zu) is outside %s", fn,
-                       off, *size, what);
+    if (off > buf->size)
+        return weft__error(WEFT_ERANGE, "%s: offset %zu is past the end of %s",
+                           fn, off, what);
+    return weft__error(WEFT_ERANGE, "%s: range [%zu, %zu + %zu) is outside %s",
+                       fn, off, off, *size, what);
 }
 
 int weft_buffer_view(weft_buffer *parent, size_t offset, size_t size,
@@ -483,9 +489,8 @@ int weft_buffer_fill(weft_buffer *buf, size_t offset, size_t size,
 
     if (!buf)
         return weft__error(WEFT_EINVAL, "weft_buffer_fill: buffer is NULL");
-    if (size == WEFT_WHOLE && offset <= buf->size)
-        size = buf->size - offset;
-    if ((rc = weft__fill_check(pattern, pattern_size, offset, size,
+    if ((rc = weft__range(buf, offset, &size, "weft_buffer_fill")) < 0 ||
+        (rc = weft__fill_check(pattern, pattern_size, offset, size,
                                "weft_buffer_fill")) < 0)
         return rc;
     if ((rc = weft__helper_begin(buf, offset, &size, "weft_buffer_fill")) < 0)
