@@ -847,7 +847,11 @@ WEFT_API int weft_exec_wait(weft_exec *e);
 /* 0 if idle and the last launch succeeded, WEFT_ENOTREADY while running,
  * else the error of the failed node. */
 WEFT_API int weft_exec_status(weft_exec *e);
-/* Wait for e, then destroy it. NULL is ignored. */
+/*
+ * Wait for e, then destroy it. NULL is ignored. Threads waiting on e in
+ * weft_exec_wait or weft_exec_set_arg when it is called return first; a
+ * call on e that starts after it is a use of a destroyed object.
+ */
 WEFT_API int weft_exec_destroy(weft_exec *e);
 
 /*
