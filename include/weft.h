@@ -133,7 +133,8 @@ WEFT_API void weft_log_set_sink(weft_log_fn *fn, void *user);
 /*
  * Messages below this level are dropped. The default is WEFT_LOG_WARN, or
  * what the environment variable WEFT_LOG says: trace, debug, info, warn,
- * error or off. A call of this function overrides the environment.
+ * error or off. A call of this function overrides the environment; a
+ * value that is no weft_log_level is taken as WEFT_LOG_WARN.
  */
 WEFT_API void weft_log_set_level(weft_log_level level);
 WEFT_API weft_log_level weft_log_get_level(void);
@@ -157,7 +158,7 @@ typedef enum weft_param_type {
 
 /* The size in bytes of a scalar parameter type; 0 for the others. */
 WEFT_API size_t weft_param_type_size(weft_param_type type);
-/* "buffer", "i32", ... */
+/* "buffer", "i32", ...; "unknown" for a value that is no type. */
 WEFT_API const char *weft_param_type_name(weft_param_type type);
 
 /*
@@ -290,7 +291,11 @@ WEFT_API int weft_runtime_driver(const weft_runtime *rt, unsigned index,
                                  int *status, const char **reason);
 
 WEFT_API unsigned weft_runtime_device_count(const weft_runtime *rt);
-/* The index-th device, in driver order (cuda, opencl, host, sim). */
+/*
+ * The index-th device, in driver order (cuda, opencl, host, sim); NULL,
+ * with weft_last_error() saying why, for a NULL runtime or an index past
+ * the last device.
+ */
 WEFT_API weft_device *weft_runtime_device(const weft_runtime *rt,
                                           unsigned index);
 
@@ -452,7 +457,8 @@ WEFT_API int weft_module_create_portable(weft_runtime *rt, const char *source,
 WEFT_API int weft_module_destroy(weft_module *mod);
 /*
  * The kernel called name. WEFT_ENOTFOUND, naming it, if no device's build
- * of the module has it. The kernel lives as long as its module.
+ * of the module has it; WEFT_EINVAL for an empty name. The kernel lives as
+ * long as its module.
  */
 WEFT_API int weft_module_get_kernel(weft_module *mod, const char *name,
                                     weft_kernel **kernel);
@@ -825,11 +831,13 @@ typedef struct weft_exec_options {
 
 /*
  * Validate the graph and lower it once into an executable graph that can
- * be launched many times. Errors name the node: WEFT_ERANGE (an access
- * outside its buffer), WEFT_ENODEV (a kernel with no implementation on any
- * usable device), WEFT_EARGS (an argument of the wrong type or size),
- * WEFT_EINVAL (a NULL host pointer where bytes must be read or written).
- * opts may be NULL.
+ * be launched many times. Errors name the node: WEFT_ENODEV (a kernel with
+ * no implementation on any usable device), WEFT_EARGS (an argument of the
+ * wrong type or size for the implementation placement chose), WEFT_EINVAL
+ * (a NULL host pointer where bytes must be read or written, a group too
+ * large for the device). WEFT_EINVAL also for options of a wrong size, an
+ * unknown policy, scope or native_graphs value, or a device of another
+ * runtime. opts may be NULL.
  */
 WEFT_API int weft_graph_instantiate(weft_graph *g,
                                     const weft_exec_options *opts,
