@@ -221,6 +221,12 @@ static int weft__buffer_new(weft_runtime *rt, void *host, size_t size,
                            rt ? "result" : "runtime");
     if (size == 0)
         return weft__error(WEFT_EINVAL, "%s: size 0", fn);
+    /* No allocation (nor any array of wrapped memory) is larger. */
+    if (size > PTRDIFF_MAX)
+        return weft__error(WEFT_ENOMEM,
+                           "%s: size %zu is more than any "
+                           "allocation can hold",
+                           fn, size);
     if (rt->ndevices + 1 > WEFT__COH_MAX_MEMS)
         return weft__error(WEFT_ENOTSUP,
                            "%s: %u devices; buffers track at most %u", fn,

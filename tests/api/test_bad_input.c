@@ -470,7 +470,9 @@ static void test_buffer_bad_input(void **state)
     expect(weft_buffer_create(rt, 0, &b), WEFT_EINVAL, "weft_buffer_create",
            "size 0");
     expect(weft_buffer_create(rt, SIZE_MAX, &b), WEFT_ENOMEM,
-           "weft_buffer_create", "out of memory");
+           "weft_buffer_create", "more than any allocation");
+    expect(weft_buffer_wrap(rt, host, SIZE_MAX / 2 + 1, &b), WEFT_ENOMEM,
+           "weft_buffer_wrap", "more than any allocation");
     expect(weft_buffer_wrap(rt, NULL, 64, &b), WEFT_EINVAL, "weft_buffer_wrap",
            "host memory is NULL");
     expect(weft_buffer_wrap(rt, host, 0, &b), WEFT_EINVAL, "size 0");
@@ -1089,6 +1091,24 @@ static void test_instantiate_bad_input(void **state)
            "opts->native_graphs 3 is none of weft_native_graphs");
     assert_null(e);
     graph_works();
+
+    /* Host pointers are checked at instantiate, naming the node. */
+    {
+        weft_graph *g;
+
+        check(weft_graph_create(rt, &g));
+        check(weft_graph_add_empty(g, NULL));
+        check(weft_graph_add_write(g, fx.x, 0, NULL, 16, NULL));
+        expect(weft_graph_instantiate(g, NULL, &e), WEFT_EINVAL,
+               "node 1 (write): the host source pointer is NULL");
+        weft_graph_destroy(g);
+        check(weft_graph_create(rt, &g));
+        check(weft_graph_add_read(g, fx.x, 8, NULL, WEFT_WHOLE, NULL));
+        expect(weft_graph_instantiate(g, NULL, &e), WEFT_EINVAL,
+               "node 0 (read): the host destination pointer is NULL");
+        assert_null(e);
+        weft_graph_destroy(g);
+    }
 
     /* Bad dims found against the device: a group too large. */
     {
