@@ -7,6 +7,16 @@
  *
  * Handles are opaque. Unless a function says otherwise it is safe to call
  * from any thread.
+ *
+ * Lifetimes follow one rule: an object is destroyed only when nothing else
+ * uses it. Destroying one that another live object uses (a runtime with
+ * anything made from it, a module whose kernel a graph or executable graph
+ * names, a buffer that a graph, an executable graph or a view names, a
+ * mapped buffer) is refused with WEFT_EBUSY, the message naming what holds
+ * it, and the object stays usable. Destroy in the reverse order of
+ * creation: executable graphs, graphs, views, buffers, modules, runtime.
+ * A handle must not be used once its destroy succeeded, nor destroyed by
+ * one thread while another still passes it to a call.
  */
 #ifndef WEFT_H
 #define WEFT_H
@@ -453,7 +463,11 @@ WEFT_API int weft_module_create(weft_runtime *rt,
 WEFT_API int weft_module_create_portable(weft_runtime *rt, const char *source,
                                          const char *options,
                                          weft_module **mod);
-/* Destroy a module. NULL is ignored. Its kernels go with it. */
+/*
+ * Destroy a module. NULL is ignored. Its kernels go with it, so it is
+ * WEFT_EBUSY (naming the kernel) while a live graph or executable graph has
+ * a node of one of them.
+ */
 WEFT_API int weft_module_destroy(weft_module *mod);
 /*
  * The kernel called name. WEFT_ENOTFOUND, naming it, if no device's build
@@ -525,8 +539,9 @@ WEFT_API int weft_buffer_view(weft_buffer *parent, size_t offset, size_t size,
                               weft_buffer **view);
 /*
  * Destroy a buffer; a wrapped buffer first makes its user memory hold the
- * final bytes. WEFT_EBUSY if a live executable graph or a view uses it, or
- * it is mapped. NULL is ignored.
+ * final bytes. WEFT_EBUSY if a live graph or executable graph names it (the
+ * handle: a view's graphs hold the view), a view of it lives, or it is
+ * mapped. NULL is ignored.
  */
 WEFT_API int weft_buffer_destroy(weft_buffer *buf);
 WEFT_API size_t weft_buffer_size(const weft_buffer *buf);

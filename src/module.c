@@ -194,6 +194,21 @@ int weft_module_destroy(weft_module *mod)
     if (!mod)
         return 0;
     rt = mod->rt;
+    pthread_mutex_lock(&mod->lock);
+    for (weft_kernel *k = mod->kernels; k; k = k->next) {
+        long g = __atomic_load_n(&k->graph_nodes, __ATOMIC_ACQUIRE);
+        long e = __atomic_load_n(&k->exec_nodes, __ATOMIC_ACQUIRE);
+
+        if (g > 0 || e > 0) {
+            pthread_mutex_unlock(&mod->lock);
+            return weft__error(WEFT_EBUSY,
+                               "weft_module_destroy: kernel %s is used by %ld "
+                               "nodes of live graphs and %ld of live "
+                               "executable graphs; destroy those first",
+                               k->name, g, e);
+        }
+    }
+    pthread_mutex_unlock(&mod->lock);
     weft__module_free(mod);
     weft__runtime_live(rt, -1);
     return 0;

@@ -101,6 +101,12 @@ int weft_graph_destroy(weft_graph *g)
 {
     if (!g)
         return 0;
+    /* What the graph names may be destroyed once it has gone. */
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].kind == WEFT__NODE_KERNEL)
+            weft__kernel_ref(&g->nodes[i].u.kernel.k->graph_nodes, -1);
+    for (uint32_t i = 0; i < g->nacc; i++)
+        weft__buffer_graph_ref(g->acc[i].buf, -1);
     for (uint32_t i = 0; i < g->nroots; i++)
         weft__free(g->roots[i].segs);
     weft__free(g->nodes);
@@ -523,7 +529,10 @@ static void weft__node_commit(weft_graph *g, const weft__node *proto,
     if (nd->kind == WEFT__NODE_KERNEL) {
         nd->u.kernel.arg_first = g->nargs;
         nd->u.kernel.nargs = nargs;
+        weft__kernel_ref(&nd->u.kernel.k->graph_nodes, 1);
     }
+    for (uint32_t i = 0; i < nacc; i++)
+        weft__buffer_graph_ref(g->acc[g->nacc + i].buf, 1);
     /* The candidates are in decreasing order; keep edges increasing. */
     for (uint32_t i = 0; i < g->ncands; i++) {
         weft__edge *e = &g->edges[g->nedges + i];

@@ -151,6 +151,11 @@ void weft__lanes_release(weft__lanes *l)
 
 /* ---- counts for the executor ------------------------------------------- */
 
+void weft__buffer_graph_ref(weft_buffer *buf, long d)
+{
+    __atomic_add_fetch(&buf->graphs, d, __ATOMIC_ACQ_REL);
+}
+
 void weft__buffer_exec_ref(weft_buffer *buf, long d)
 {
     __atomic_add_fetch(&buf->execs, d, __ATOMIC_ACQ_REL);
@@ -363,9 +368,14 @@ int weft_buffer_destroy(weft_buffer *buf)
                          buf->views);
     else if (__atomic_load_n(&buf->execs, __ATOMIC_ACQUIRE) > 0)
         rc = weft__error(WEFT_EBUSY,
-                         "weft_buffer_destroy: %s is used by %ld live "
-                         "executable graphs",
+                         "weft_buffer_destroy: %s is used by %ld accesses "
+                         "of live executable graphs; destroy them first",
                          what, __atomic_load_n(&buf->execs, __ATOMIC_ACQUIRE));
+    else if (__atomic_load_n(&buf->graphs, __ATOMIC_ACQUIRE) > 0)
+        rc = weft__error(WEFT_EBUSY,
+                         "weft_buffer_destroy: %s is used by %ld accesses "
+                         "of live graphs; destroy them first",
+                         what, __atomic_load_n(&buf->graphs, __ATOMIC_ACQUIRE));
     else if (root->mapped_by == buf)
         rc = weft__error(WEFT_EBUSY, "weft_buffer_destroy: %s is mapped", what);
     if (rc < 0 || buf != root) {

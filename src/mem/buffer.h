@@ -77,8 +77,9 @@ struct weft_buffer {
     weft_buffer *parent; /* the buffer a view was made from; NULL for roots */
     size_t offset;       /* of the first byte in the root */
     size_t size;
-    long views; /* views made from this buffer and alive (root->lock) */
-    long execs; /* live executable graphs naming this buffer (atomic) */
+    long views;  /* views made from this buffer and alive (root->lock) */
+    long graphs; /* accesses of live graphs naming this handle (atomic) */
+    long execs;  /* accesses of live executable graphs naming it (atomic) */
 
     /* The rest is used in roots only. */
     pthread_mutex_t lock;
@@ -346,6 +347,11 @@ unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
 size_t weft__buffer_state(const weft_buffer *root, unsigned char *out,
                           size_t cap);
 
+/*
+ * A graph (src/graph/) names buf in one more or one fewer access: while
+ * any does, weft_buffer_destroy of that handle is WEFT_EBUSY.
+ */
+void weft__buffer_graph_ref(weft_buffer *buf, long d);
 /*
  * For the executor: an executable graph names buf (count it in or out);
  * a launch that uses root begins (WEFT_EBUSY if the root is mapped) and

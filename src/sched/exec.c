@@ -527,6 +527,9 @@ int weft_exec_destroy(weft_exec *e)
     while (e->pending || e->waiters)
         pthread_cond_wait(&e->done, &e->lock);
     pthread_mutex_unlock(&e->lock);
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        if (e->nodes[i].kind == WEFT__NODE_KERNEL)
+            weft__kernel_ref(&e->nodes[i].u.kernel.k->exec_nodes, -1);
     for (uint32_t i = 0; i < e->nacc; i++)
         weft__buffer_exec_ref(e->acc[i].buf, -1);
     for (uint32_t r = 0; r < e->nroots; r++)

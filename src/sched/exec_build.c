@@ -510,6 +510,9 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->done, NULL);
     pthread_mutex_init(&e->host_lock, NULL);
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        if (e->nodes[i].kind == WEFT__NODE_KERNEL)
+            weft__kernel_ref(&e->nodes[i].u.kernel.k->exec_nodes, 1);
     for (uint32_t i = 0; i < e->nacc; i++)
         weft__buffer_exec_ref(e->acc[i].buf, 1);
     for (uint32_t r = 0; r < e->nroots; r++)

@@ -7,7 +7,9 @@
  */
 #include "opencl_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* NVIDIA's device attribute query (cl_nv_device_attribute_query). */
@@ -417,6 +419,30 @@ static void ocl_platforms_free(weft__platform **platforms, unsigned n)
     weft__free(platforms);
 }
 
+/*
+ * PoCL 5's CPU devices keep one loaded work-group function per kernel,
+ * local size, grid width, offset and specialisation, but release the one
+ * they took by kernel and local size only: when one kernel runs with the
+ * same local size over grids of different widths, a release can hit
+ * another entry and abort the process (pocl_release_dlhandle_cache:
+ * Assertion 'found->ref_count > 0'). Seen with weft's oracle in about one
+ * run of three, with or without other OpenCL platforms; PoCL 3 does not
+ * do it. Said once per process.
+ */
+static void ocl_platform_known_bugs(const char *version)
+{
+    static int said;
+
+    if (strstr(version, "PoCL 5.") &&
+        !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        weft__warn("opencl",
+                   "%s: this PoCL may abort the process when a kernel runs "
+                   "with one local size over grids of different sizes "
+                   "(pocl_release_dlhandle_cache: Assertion "
+                   "'found->ref_count > 0'); other PoCL versions do not",
+                   version);
+}
+
 /* One platform with its devices; *out = NULL if it has no device. */
 static int ocl_platform_open(cl_platform_id id, unsigned *next_index,
                              ocl_platform **out)
@@ -451,6 +477,7 @@ static int ocl_platform_open(cl_platform_id id, unsigned *next_index,
     }
     weft__strlcpy(p->base.version, version, sizeof p->base.version);
     p->version = ocl_parse_version(version);
+    ocl_platform_known_bugs(version);
     if (!(ids = weft__calloc(nd, sizeof *ids)) ||
         !(p->base.devices = weft__calloc(nd, sizeof *p->base.devices))) {
         err = weft__error(WEFT_ENOMEM, "opencl: %u devices", nd);
@@ -538,6 +565,30 @@ fail:
     return err;
 }
 
+/*
+ * An OpenCL implementation may discover the CPU with hwloc as it lists its
+ * devices (PoCL's CPU devices do, once per process), and hwloc's default
+ * x86 component binds the thread to each CPU in turn: on small VMs such a
+ * binding was seen to stall for seconds. While weft lists the platforms,
+ * HWLOC_COMPONENTS is "-x86" unless the user has set it; it is unset again
+ * afterwards, so the program's own hwloc sees its own environment.
+ */
+static pthread_mutex_t ocl_env_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int ocl_platforms_list_unbound(weft__platform ***platforms, unsigned *n)
+{
+    int set, err;
+
+    pthread_mutex_lock(&ocl_env_lock);
+    set = !getenv("HWLOC_COMPONENTS") &&
+          setenv("HWLOC_COMPONENTS", "-x86", 0) == 0;
+    err = ocl_platforms_list(platforms, n);
+    if (set)
+        unsetenv("HWLOC_COMPONENTS");
+    pthread_mutex_unlock(&ocl_env_lock);
+    return err;
+}
+
 /* Each successful open holds a load of the ICD loader until its close. */
 static int ocl_platforms_open(const weft__driver_config *cfg,
                               weft__platform ***platforms, unsigned *n)
@@ -549,7 +600,7 @@ static int ocl_platforms_open(const weft__driver_config *cfg,
     *n = 0;
     if ((err = weft__ocl_load()) < 0)
         return err;
-    if ((err = ocl_platforms_list(platforms, n)) < 0)
+    if ((err = ocl_platforms_list_unbound(platforms, n)) < 0)
         weft__ocl_unload();
     return err;
 }
