@@ -496,6 +496,9 @@ static void test_buffer_bad_input(void **state)
     expect(weft_buffer_view(fx.x, N * 4, WEFT_WHOLE, &v), WEFT_EINVAL,
            "empty view");
     assert_null(v);
+    /* The fixture graph names x: destroying it is refused (weft.h). */
+    expect(weft_buffer_destroy(fx.x), WEFT_EBUSY, "weft_buffer_destroy",
+           "is used by 2 accesses of live graphs");
     check(weft_buffer_view(fx.x, 16, WEFT_WHOLE, &v));
     assert_int_equal(weft_buffer_size(v), N * 4 - 16);
     /* A view's range is checked against the view. */
