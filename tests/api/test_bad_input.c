@@ -595,6 +595,9 @@ static void test_buffer_ranges(void **state)
     check(weft_buffer_write(fx.x, size, NULL, 0));
     check(weft_buffer_read(fx.x, 0, NULL, 0));
     check(weft_buffer_fill(fx.x, size, 0, &pat, 4));
+    check(weft_buffer_map(fx.x, size, 0, WEFT_READ_WRITE, &p));
+    check(weft_buffer_unmap(fx.x, p));
+    p = NULL;
     buffer_holds(fx.x, 11);
 
     /* WEFT_WHOLE: from the offset to the end, everywhere. */
