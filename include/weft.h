@@ -248,10 +248,12 @@ typedef struct weft_runtime_options {
     unsigned host_threads;
     /*
      * The most device memory, in bytes, that weft holds on each device
-     * for buffer replicas (0: the device's memory). Beyond it weft evicts
-     * replicas (README.md, "Memory"); a node that needs more than the limit
-     * by itself fails with WEFT_EDEVMEM. The environment variable
-     * WEFT_DEVICE_MEM_LIMIT ("64M", "2G", "4096") overrides it.
+     * for buffer replicas (0: the device's memory), counted in granules of
+     * 256 bytes (README.md, "Eviction"). Beyond it weft evicts replicas; a
+     * node fails with WEFT_EDEVMEM only if it needs more than the limit by
+     * itself: for each buffer, the union of the ranges it touches (ranges
+     * that overlap or touch count once) in whole granules. The environment
+     * variable WEFT_DEVICE_MEM_LIMIT ("64M", "2G", "4096") overrides it.
      */
     uint64_t device_mem_limit;
     /*

@@ -48,8 +48,8 @@
       "threads that run map nodes and host tasks, near their device; 0: "      \
       "the issuing thread runs them; default: the cores, at most 4")           \
     X(DEVICE_MEM_LIMIT, SIZE, 0, 0, NULL, "0",                                 \
-      "most device memory held per device for buffer replicas; 0: the "        \
-      "device's memory")                                                       \
+      "most device memory held per device for buffer replicas, in 256-byte "   \
+      "granules (see Eviction); 0: the device's memory")                       \
     X(PLACE, ENUM, 0, 0, "single|round-robin|locality|heft", "heft",           \
       "how kernel nodes that name no device are placed")                       \
     X(PLACE_SCOPE, ENUM, 0, 0, "driver|all", "driver",                         \

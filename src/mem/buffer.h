@@ -50,8 +50,9 @@ struct weft__extent {
     unsigned device;
     size_t lo, hi;
     weft__pool_block blk;
-    unsigned long pin; /* == root->epoch: in use by the lock holder */
-    uint64_t last_use; /* rt->tick when last pinned */
+    unsigned long pin;  /* == root->epoch: in use by the lock holder */
+    unsigned long made; /* root->epoch when made (== : by the holder) */
+    uint64_t last_use;  /* rt->tick when last pinned */
     weft__extent *dprev, *dnext;
 };
 
@@ -287,6 +288,33 @@ void *weft__buffer_host(weft_buffer *root, size_t off);
  * the blocks it had pinned, to try once more from an empty pool.
  */
 int weft__buffer_evict_all(weft_runtime *rt, unsigned device, weft__lanes *l);
+
+/* A range [off, off + size) of a root, as a node touches it. */
+typedef struct weft__span {
+    weft_buffer *root;
+    size_t off, size;
+} weft__span;
+
+/*
+ * Room on device d for every range of spans[0, n) (of roots this thread
+ * holds), before make_valid or prepare of each: the extents that hold
+ * them, made now (pinned). What a node needs is, for each root, the
+ * union of its ranges there (ranges that overlap or touch count once),
+ * each run of it widened as a new extent is (to multiples of 256 bytes,
+ * or the whole of a small root) and then rounded to the pool's alignment,
+ * summed over the roots. More than the device's limit (rounded down to
+ * that alignment): WEFT_EDEVMEM saying the need, the union and the limit,
+ * with nothing evicted. Otherwise, where the room left between the blocks
+ * that stay pinned does not take the extents, every extent of the device
+ * that may go leaves it (evict_all) and they are made again in one piece
+ * of the pool. If what cannot go (the extents of other launches' work in
+ * flight, of roots other threads hold or that are mapped) leaves too
+ * little: WEFT__NO_ROOM, the detail string saying so; the caller may
+ * wait for that work and try again. Sorts spans.
+ */
+int weft__buffer_hold(weft__span *spans, size_t n, unsigned d, weft__lanes *l);
+/* hold's (and copy's) answer when the room is held by others. */
+enum { WEFT__NO_ROOM = 2 };
 /* Free every extent and registration of a root (destroy, locked). */
 void weft__buffer_free_replicas(weft_buffer *root);
 /* 1 if copy `where` holds the current bytes of the whole range. */
@@ -329,7 +357,7 @@ int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
  * Copy size bytes from src at soff to dst at doff (roots, both locked,
  * ranges disjoint if the roots are the same) on `device`: the source range
  * is made valid there and the copy runs there; WEFT__HOST copies through
- * the host copies.
+ * the host copies. WEFT__NO_ROOM as hold says.
  */
 int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
                       size_t soff, size_t size, unsigned device,

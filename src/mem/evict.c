@@ -5,6 +5,8 @@
  */
 #include "replica.h"
 
+#include <stdlib.h>
+
 /*
  * Free extent x of a root this thread holds: the bytes only it holds go
  * back to the host copy first, then the tracker forgets them there.
@@ -171,4 +173,139 @@ int weft__block_alloc(weft_runtime *rt, unsigned d, size_t size, weft__lanes *l,
                                "(%s)",
                                size, rt->devices[d]->name, why);
     }
+}
+
+static int weft__span_cmp(const void *a, const void *b)
+{
+    const weft__span *x = a, *y = b;
+
+    if (x->root != y->root)
+        return (uintptr_t)x->root < (uintptr_t)y->root ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+ * s[0, n), sorted, to the runs of their union, in place, each widened to
+ * the bounds of an extent of device d and runs that then overlap or touch
+ * merged: the extents the node needs. *runs: how many; *bytes: the
+ * union's bytes before widening; returns the blocks' bytes (the need).
+ */
+static size_t weft__span_merge(weft__span *s, size_t n, unsigned d,
+                               size_t align, size_t *runs, size_t *bytes)
+{
+    size_t k = 0, need = 0, lo, hi;
+
+    *bytes = 0;
+    /* The union: a range of 0 bytes is its first byte (or the root's last),
+     * as for extent_ensure. */
+    for (size_t i = 0; i < n; i++) {
+        weft__span r = s[i];
+
+        if (r.size == 0) {
+            r.off = r.off < r.root->size ? r.off : r.root->size - 1;
+            r.size = 1;
+        }
+        if (k && s[k - 1].root == r.root &&
+            r.off <= s[k - 1].off + s[k - 1].size) {
+            size_t end =
+                WEFT__MAX(s[k - 1].off + s[k - 1].size, r.off + r.size);
+
+            s[k - 1].size = end - s[k - 1].off;
+        } else {
+            s[k++] = r;
+        }
+    }
+    for (size_t i = 0; i < k; i++)
+        *bytes += s[i].size;
+    /* The extents: widened runs, merged again. */
+    n = k;
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        weft__extent_bounds(s[i].root, d, s[i].off, s[i].size, &lo, &hi);
+        if (k && s[k - 1].root == s[i].root &&
+            lo <= s[k - 1].off + s[k - 1].size) {
+            s[k - 1].size =
+                WEFT__MAX(s[k - 1].off + s[k - 1].size, hi) - s[k - 1].off;
+        } else {
+            s[k].root = s[i].root;
+            s[k].off = lo;
+            s[k].size = hi - lo;
+            k++;
+        }
+    }
+    for (size_t i = 0; i < k; i++)
+        need += (s[i].size + align - 1) / align * align;
+    *runs = k;
+    return need;
+}
+
+/* Extents for the runs s[0, n): pinned, made where missing. */
+static int weft__span_ensure(const weft__span *s, size_t n, unsigned d,
+                             weft__lanes *l)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        weft__extent *x;
+        int made;
+
+        rc = weft__extent_ensure(s[i].root, d, s[i].off, s[i].size, l, &x,
+                                 &made);
+    }
+    return rc;
+}
+
+int weft__buffer_hold(weft__span *s, size_t n, unsigned d, weft__lanes *l)
+{
+    weft_runtime *rt = l->rt;
+    weft__pool_stats st;
+    weft__pool *pool;
+    size_t runs, bytes, need, align;
+    uint64_t limit;
+    char why[512];
+    int rc;
+
+    if (n == 0)
+        return 0;
+    if ((rc = weft__runtime_pool(rt, d, &pool)) < 0)
+        return rc;
+    weft__pool_get_limit(pool, &limit, &align);
+    if (n > 1)
+        qsort(s, n, sizeof *s, weft__span_cmp);
+    need = weft__span_merge(s, n, d, align, &runs, &bytes);
+    if (need > limit - limit % align)
+        return weft__error(WEFT_EDEVMEM,
+                           "needs %zu bytes of memory on %s (the union of its "
+                           "ranges, %zu bytes, in extents of whole %zu-byte "
+                           "granules), more than the limit of %llu bytes",
+                           need, rt->devices[d]->name, bytes, align,
+                           (unsigned long long)limit);
+    rc = weft__span_ensure(s, runs, d, l);
+    if (rc != WEFT_EDEVMEM)
+        return rc;
+    /*
+     * The room left between the blocks pinned (the node's own, and the
+     * old extents a new one takes over, which it copies from) is cut up
+     * or too small: once more from an empty device, in one piece.
+     */
+    weft__strlcpy(why, weft_last_error(), sizeof why);
+    if ((rc = weft__buffer_evict_all(rt, d, l)) < 0)
+        return rc;
+    weft__pool_trim(pool);
+    /* (Without one piece that large, the extents may still fit apart.) */
+    if (weft__pool_reserve(pool, need) < 0)
+        weft_clear_error();
+    rc = weft__span_ensure(s, runs, d, l);
+    if (rc == WEFT_EDEVMEM) {
+        weft__pool_get_stats(pool, &st);
+        weft__error(WEFT_EDEVMEM,
+                    "needs %zu bytes of memory on %s, of its limit of %llu "
+                    "bytes, but %llu bytes are held by what cannot be "
+                    "evicted now (other launches' work in flight, buffers "
+                    "that other threads use or that are mapped): %s",
+                    need, rt->devices[d]->name, (unsigned long long)limit,
+                    (unsigned long long)st.in_use, why);
+        return WEFT__NO_ROOM;
+    }
+    return rc;
 }

@@ -548,27 +548,13 @@ static int weft__pool_is_live(const weft__pool *p, const weft__pool_block *b)
 }
 #endif
 
-void weft__pool_free(weft__pool *pool, const weft__pool_block *block)
+/* Make block extent e free again, coalesced with its free neighbours. */
+static void weft__pool_release(weft__pool *pool, weft__pool_extent *e)
 {
-    weft__pool_extent *e, *n;
+    weft__pool_extent *n;
 
-    if (!pool || !block || !block->extent)
-        weft__client_crash("weft__pool_free: %s is NULL",
-                           !pool ? "the pool" : "the block");
-    weft__pool_lock(pool);
-#if WEFT_DEBUG >= 1
-    if (!weft__pool_is_live(pool, block)) {
-        weft__pool_unlock(pool);
-        weft__client_crash("weft__pool_free: offset %zu of memory %p is not a "
-                           "live block of this pool (freed twice?)",
-                           block->offset, (void *)block->mem);
-    }
-#endif
-    e = block->extent;
     e->free = 1;
     e->slab->used -= e->size;
-    pool->st.in_use -= e->size;
-    pool->st.blocks--;
     /* coalesce, so that two free extents are never neighbours */
     if (e->prev && e->prev->free) {
         n = e;
@@ -586,8 +572,49 @@ void weft__pool_free(weft__pool *pool, const weft__pool_block *block)
         weft__free(n);
     }
     weft__pool_bin_insert(pool, e);
+}
+
+void weft__pool_free(weft__pool *pool, const weft__pool_block *block)
+{
+    weft__pool_extent *e;
+
+    if (!pool || !block || !block->extent)
+        weft__client_crash("weft__pool_free: %s is NULL",
+                           !pool ? "the pool" : "the block");
+    weft__pool_lock(pool);
+#if WEFT_DEBUG >= 1
+    if (!weft__pool_is_live(pool, block)) {
+        weft__pool_unlock(pool);
+        weft__client_crash("weft__pool_free: offset %zu of memory %p is not a "
+                           "live block of this pool (freed twice?)",
+                           block->offset, (void *)block->mem);
+    }
+#endif
+    e = block->extent;
+    pool->st.in_use -= e->size;
+    pool->st.blocks--;
+    weft__pool_release(pool, e);
     weft__assert_expensive(weft__pool_valid(pool));
     weft__pool_unlock(pool);
+}
+
+int weft__pool_reserve(weft__pool *pool, size_t size)
+{
+    weft__pool_extent *e;
+    size_t rounded;
+    int rc = 0;
+
+    if (size == 0 || size > SIZE_MAX - pool->align)
+        return size ? weft__error(WEFT_EDEVMEM, "pool reserve: %zu bytes", size)
+                    : 0;
+    rounded = (size + pool->align - 1) / pool->align * pool->align;
+    weft__pool_lock(pool);
+    if (!weft__pool_fit(pool, rounded) &&
+        (rc = weft__pool_grow(pool, rounded, &e)) == 0)
+        weft__pool_release(pool, e);
+    weft__assert_expensive(weft__pool_valid(pool));
+    weft__pool_unlock(pool);
+    return rc;
 }
 
 void weft__pool_get_stats(weft__pool *pool, weft__pool_stats *st)
@@ -597,4 +624,11 @@ void weft__pool_get_stats(weft__pool *pool, weft__pool_stats *st)
     weft__pool_lock(pool);
     *st = pool->st;
     weft__pool_unlock(pool);
+}
+
+void weft__pool_get_limit(const weft__pool *pool, uint64_t *limit,
+                          size_t *align)
+{
+    *limit = pool->st.limit;
+    *align = pool->align;
 }

@@ -97,10 +97,22 @@ int weft__pool_alloc(weft__pool *pool, size_t size, weft__pool_block *block);
  */
 void weft__pool_free(weft__pool *pool, const weft__pool_block *block);
 
+/*
+ * Room for size bytes in one piece: a free range of at least size bytes
+ * (rounded to the alignment), or else a new slab of at least size bytes
+ * (more where the usual slab is larger and the limit leaves room), so that
+ * allocations of sizes that add up to size then all fit. WEFT_EDEVMEM if
+ * the limit or the device cannot take it, WEFT_ENOMEM.
+ */
+int weft__pool_reserve(weft__pool *pool, size_t size);
+
 /* Give the slabs that hold no block back to the driver; returns bytes. */
 uint64_t weft__pool_trim(weft__pool *pool);
 
 void weft__pool_get_stats(weft__pool *pool, weft__pool_stats *st);
+/* The pool's limit and alignment (fixed at creation: no lock). */
+void weft__pool_get_limit(const weft__pool *pool, uint64_t *limit,
+                          size_t *align);
 
 /*
  * The first broken invariant of the pool, as a sentence (thread-local

@@ -501,13 +501,8 @@ static int weft__extent_whole(const weft_buffer *root, unsigned d)
     return root->size <= WEFT__EXTENT_WHOLE && root->size <= mem / 8;
 }
 
-/*
- * The bounds [*lo, *hi) of a new extent of device d for [off, off + size)
- * (size > 0): the whole root where weft__extent_whole says so, else the
- * range widened to WEFT__EXTENT_ALIGN (or to the root's end).
- */
-static void weft__extent_bounds(const weft_buffer *root, unsigned d, size_t off,
-                                size_t size, size_t *lo, size_t *hi)
+void weft__extent_bounds(const weft_buffer *root, unsigned d, size_t off,
+                         size_t size, size_t *lo, size_t *hi)
 {
     if (weft__extent_whole(root, d)) {
         *lo = 0;
@@ -569,14 +564,8 @@ static int weft__extent_absorb(weft_buffer *root, unsigned d, weft__extent *n,
     return rc;
 }
 
-/*
- * The extent of device d that holds [off, off + size), made if need be:
- * a new extent takes over the ones it overlaps (their bytes copied into
- * it). Pinned for the lock holder. *made: 1 if it is new.
- */
-static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
-                               size_t size, weft__lanes *l, weft__extent **out,
-                               int *made)
+int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off, size_t size,
+                        weft__lanes *l, weft__extent **out, int *made)
 {
     weft_runtime *rt = root->rt;
     weft__replica *r = &root->replicas[d];
@@ -592,6 +581,7 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
     if ((x = weft__extent_covering(root, d, off, size))) {
         x->pin = root->epoch;
         x->last_use = __atomic_load_n(&rt->tick, __ATOMIC_RELAXED);
+        *made = x->made == root->epoch;
         *out = x;
         return 0;
     }
@@ -645,7 +635,7 @@ static int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off,
     r->nextents = r->nextents - (i1 - i0) + 1;
     r->hint = i0;
     weft__dev_link(rt, n);
-    n->pin = root->epoch;
+    n->pin = n->made = root->epoch;
     n->last_use = __atomic_load_n(&rt->tick, __ATOMIC_RELAXED);
     *out = n;
     *made = 1;
@@ -872,23 +862,17 @@ int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
                       : weft__buffer_store(dst, doff, src->host + soff, size,
                                            WEFT__HOST, l);
     }
-    rc = weft__buffer_make_valid(src, device, soff, size, l);
+    {
+        /* Room for both ranges at once (they may share a root). */
+        weft__span spans[2] = {{src, soff, size}, {dst, doff, size}};
+
+        rc = weft__buffer_hold(spans, 2, device, l);
+    }
+    if (rc == 0)
+        rc = weft__buffer_make_valid(src, device, soff, size, l);
     if (rc == 0)
         rc = weft__buffer_prepare(dst, device, doff, size, l);
-    /*
-     * Out of room between the blocks that the two ranges (and extents
-     * merged for them) pinned: once more from an empty device, where both
-     * pack. (The caller's own retry may empty another device: the copy
-     * runs where the source is, not necessarily on the node's device.)
-     */
-    if (rc == WEFT_EDEVMEM) {
-        if ((rc = weft__buffer_evict_all(src->rt, device, l)) < 0)
-            return rc;
-        rc = weft__buffer_make_valid(src, device, soff, size, l);
-        if (rc == 0)
-            rc = weft__buffer_prepare(dst, device, doff, size, l);
-    }
-    if (rc < 0)
+    if (rc != 0)
         return rc;
     /* After both: readying dst may have merged src's extent. */
     weft__buffer_device_ptr(src, device, soff, &sm, &smo);

@@ -22,6 +22,22 @@ int weft__buffer_held(const weft_buffer *root);
 /* The extent of device d holding the whole range, or NULL. */
 weft__extent *weft__extent_covering(weft_buffer *root, unsigned d, size_t off,
                                     size_t size);
+/*
+ * The bounds [*lo, *hi) of a new extent of device d for [off, off + size)
+ * (size > 0): the whole root where it is small (at most 1 MiB and an
+ * eighth of the device's memory or limit), else the range widened to
+ * multiples of 256 bytes (or to the root's end).
+ */
+void weft__extent_bounds(const weft_buffer *root, unsigned d, size_t off,
+                         size_t size, size_t *lo, size_t *hi);
+/*
+ * The extent of device d that holds [off, off + size), made if need be:
+ * a new extent takes over the ones it overlaps (their bytes copied into
+ * it, so that for a while both are held). Pinned for the lock holder.
+ * *made: 1 if it is new, or was made by this lock holder.
+ */
+int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off, size_t size,
+                        weft__lanes *l, weft__extent **out, int *made);
 /* Take x off its root's replica, then off its device's list, and free its
  * block and x. */
 void weft__extent_free(weft_buffer *root, weft__extent *x);

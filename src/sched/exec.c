@@ -229,6 +229,7 @@ static void weft__launch_done(weft_exec *e, int rc, const char *msg)
 {
     for (uint32_t r = 0; r < e->nroots; r++)
         weft__buffer_launch_end(e->roots[r], &e->lanes);
+    weft__exec_running(e->rt, -1);
     weft__exec_leave(e); /* for the thread that starts the next launch */
     pthread_mutex_lock(&e->lock);
     e->last_err = rc;
@@ -389,6 +390,7 @@ static void weft__exec_job(weft__engine_job *job)
     int shared = 0;
 
     weft__exec_take(e);
+    weft__exec_running(e->rt, 1);
     pthread_mutex_lock(&e->lock);
     weft__exec_seen_join(e, e->launch_seen);
     pthread_mutex_unlock(&e->lock);
@@ -537,6 +539,7 @@ int weft_exec_destroy(weft_exec *e)
     pthread_cond_destroy(&e->done);
     pthread_mutex_destroy(&e->lock);
     pthread_mutex_destroy(&e->host_lock);
+    pthread_cond_destroy(&e->host_done);
     rt = e->rt;
     weft__exec_free(e);
     weft__runtime_live(rt, -1);

@@ -128,6 +128,7 @@ struct weft_exec {
 
     /* The running launch's own: */
     weft__karg *kargs;    /* max kernel arguments */
+    weft__span *spans;    /* max kernel arguments */
     void **ptrs;          /* max host-task accesses */
     unsigned char *state; /* per node, during a run */
     weft__lanes lanes;    /* with the plan's hooks */
@@ -153,7 +154,8 @@ struct weft_exec {
      * takes the list (an atomic load peeks at it). parked (host_lock): the
      * issuer left the launch with nothing to issue before a host node
      * finishes; the worker that pushes next clears it and carries the
-     * launch on itself (weft__exec_advance).
+     * launch on itself (weft__exec_advance). host_done is broadcast at
+     * every push (for an issuer that waits for them all: wait_room).
      */
     struct weft__host_job **jobs;
     uint32_t host_out;
@@ -161,6 +163,7 @@ struct weft_exec {
     struct weft__host_job *inline_job; /* the issuer runs it next */
     unsigned parked;
     pthread_mutex_t host_lock;
+    pthread_cond_t host_done;
     /* The launch in progress (weft__exec_job, weft__exec_advance). */
     weft__exec_run run;
     /* e->lock: what the threads that launched had seen, per device, for
@@ -238,9 +241,15 @@ void weft__exec_free_jobs(weft_exec *e);
 void weft__exec_build_write_dev(weft_exec *e, const unsigned *node_dev);
 /*
  * Issue node i (exec_run.c): 0, a weft error, or WEFT__HANDED_OVER when a
- * host worker runs it.
+ * host worker runs it. Where the node's device memory is held by other
+ * launches' work in flight, it waits for them (weft__exec_wait_room).
  */
 int weft__exec_run_node(weft_exec *e, uint32_t i);
+/*
+ * A launch of rt starts (delta 1) or ends (-1, which wakes the launches
+ * waiting for room).
+ */
+void weft__exec_running(weft_runtime *rt, int delta);
 /*
  * The next node to issue, from position next of the order: the first whose
  * predecessors are all issued and finished, preferring one that need not

@@ -242,6 +242,7 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->node_dev);
     weft__free(e->roots);
     weft__free(e->kargs);
+    weft__free(e->spans);
     weft__free(e->ptrs);
     weft__free(e->state);
     weft__free(e->write_dev);
@@ -414,6 +415,7 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->bytes = weft__dup(g->bytes, g->nbytes);
     e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
+    e->spans = weft__malloc(maxargs * sizeof *e->spans);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
     e->state = weft__malloc((size_t)g->nnodes + 1);
     e->write_dev = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->write_dev);
@@ -426,8 +428,8 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
-        !e->kargs || !e->ptrs || !e->state || !e->write_dev || !e->jobs ||
-        !e->copies || !e->fences || !e->run.seen || !e->launch_seen)
+        !e->kargs || !e->spans || !e->ptrs || !e->state || !e->write_dev ||
+        !e->jobs || !e->copies || !e->fences || !e->run.seen || !e->launch_seen)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     return 0;
 }
@@ -510,6 +512,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->done, NULL);
     pthread_mutex_init(&e->host_lock, NULL);
+    pthread_cond_init(&e->host_done, NULL);
     for (uint32_t i = 0; i < e->nnodes; i++)
         if (e->nodes[i].kind == WEFT__NODE_KERNEL)
             weft__kernel_ref(&e->nodes[i].u.kernel.k->exec_nodes, 1);

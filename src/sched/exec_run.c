@@ -31,10 +31,23 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
     const weft_device_info *p = &e->rt->devices[dev]->props;
     weft__grid grid;
     weft__queue *q = NULL;
+    uint32_t nspans = 0;
     int rc;
 
-    /* Every range first, then the addresses: readying one range may
-     * merge extents that an earlier argument's address pointed into. */
+    /*
+     * Room for the union of the ranges first, in one go: made one range at
+     * a time, an extent that grows over an earlier argument's would be
+     * held twice for a while. Then every range readied, then the
+     * addresses: readying one range may merge extents that an earlier
+     * argument's address pointed into.
+     */
+    for (uint32_t a = 0; a < nargs; a++)
+        if (args[a].type == WEFT_PARAM_BUFFER)
+            e->spans[nspans++] = (weft__span){
+                args[a].buffer->root, args[a].buffer->offset + args[a].offset,
+                weft__arg_size(&args[a])};
+    if ((rc = weft__buffer_hold(e->spans, nspans, dev, &e->lanes)) != 0)
+        return rc;
     for (uint32_t a = 0; a < nargs; a++) {
         const weft_arg *ar = &args[a];
 
@@ -195,6 +208,7 @@ static void weft__host_job_run(weft__host_task *task)
     pthread_mutex_lock(&e->host_lock);
     j->next = e->finished;
     __atomic_store_n(&e->finished, j, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&e->host_done);
     resume = e->parked;
     e->parked = 0;
     pthread_mutex_unlock(&e->host_lock);
@@ -515,34 +529,130 @@ static int weft__unlock_roots(weft_exec *e, uint32_t l0, uint32_t l1,
     return rc;
 }
 
-int weft__exec_run_node(weft_exec *e, uint32_t i)
+void weft__exec_running(weft_runtime *rt, int delta)
+{
+    weft__sched *s = rt->sched;
+
+    pthread_mutex_lock(&s->mem_lock);
+    s->running += (unsigned)delta;
+    if (delta < 0) {
+        __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&s->mem_cond);
+    }
+    pthread_mutex_unlock(&s->mem_lock);
+}
+
+static uint64_t weft__mem_gen(weft_runtime *rt)
+{
+    return __atomic_load_n(&rt->sched->mem_gen, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A node of e found its device's room held by other launches' work in
+ * flight (WEFT__NO_ROOM; its own need fits the limit), and e holds no
+ * root lock now. e lets go of its own memory: its work drained, its host
+ * nodes on workers finished, its roots no longer marked as in use by it,
+ * so that the others may evict its extents; then it waits until another
+ * launch ends or lets go of its own.
+ * gen: mem_gen before the node's try. 0: try again; WEFT_EDEVMEM (the
+ * detail kept) when nothing can change: every other running launch waits
+ * too, and none let go since the try.
+ */
+static int weft__exec_wait_room(weft_exec *e, uint64_t gen)
+{
+    weft__sched *s = e->rt->sched;
+    char why[WEFT__EXEC_MSG];
+    unsigned cleared = 0;
+    uint64_t mine;
+    int rc, moved;
+
+    weft__strlcpy(why, weft_last_error(), sizeof why);
+    weft__debug("sched", "waiting for room (%u host nodes out): %s",
+                e->host_out, why);
+    if ((rc = weft__plan_drain(e->plan)) < 0)
+        return rc;
+    /* Host nodes of e still out may use its roots: they end first (they
+     * wait for nothing but work already drained); the issue notes them
+     * later, as usual. */
+    pthread_mutex_lock(&e->host_lock);
+    for (;;) {
+        uint32_t done = 0;
+
+        for (weft__host_job *j = e->finished; j; j = j->next)
+            done++;
+        if (done == e->host_out)
+            break;
+        pthread_cond_wait(&e->host_done, &e->host_lock);
+    }
+    pthread_mutex_unlock(&e->host_lock);
+    for (uint32_t r = 0; r < e->nroots; r++) {
+        weft_buffer *root = e->roots[r];
+
+        weft__buffer_lock(root);
+        if (root->fence_owner == (const void *)&e->lanes) {
+            root->fence = NULL;
+            root->fence_owner = NULL;
+            pthread_cond_broadcast(&root->idle);
+            cleared++;
+        }
+        weft__buffer_unlock(root);
+    }
+    pthread_mutex_lock(&s->mem_lock);
+    /* Only a launch that let go of something moves mem_gen; every waiter
+     * is told that one more waits. */
+    if (cleared)
+        __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_RELEASE);
+    mine = s->mem_gen;
+    moved = mine != gen + (cleared != 0);
+    s->waiting++;
+    pthread_cond_broadcast(&s->mem_cond);
+    while (!moved && s->mem_gen == mine && s->running > s->waiting)
+        pthread_cond_wait(&s->mem_cond, &s->mem_lock);
+    s->waiting--;
+    rc = !moved && s->mem_gen == mine ? WEFT_EDEVMEM : 0;
+    pthread_mutex_unlock(&s->mem_lock);
+    if (rc < 0)
+        return weft__error(rc, "%s", why);
+    weft_clear_error();
+    return 0;
+}
+
+/*
+ * The end of node i's step, its roots locked, rc the work's result: the
+ * plan's step closed, the host time noted, the roots unlocked.
+ */
+static int weft__step_done(weft_exec *e, uint32_t i, uint64_t tick, uint64_t t0,
+                           int rc)
+{
+    const weft__node *nd = &e->nodes[i];
+
+    if (rc == 0)
+        rc = weft__plan_step_end(e->plan);
+    else if (rc < 0)
+        weft__plan_step_end_failed(e->plan);
+    if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
+        weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
+                             weft__now_ns(),
+                             nd->nacc ? e->acc[nd->acc_first].size : 0);
+    return weft__unlock_roots(e, e->lock_first[i], e->lock_first[i + 1], tick,
+                              rc);
+}
+
+/* The work of node i, its roots locked: 0, a weft error,
+ * WEFT__HANDED_OVER, or WEFT__NO_ROOM with nothing of it issued. */
+static int weft__run_step(weft_exec *e, uint32_t i)
 {
     const weft__node *nd = &e->nodes[i];
     const weft__access *a = &e->acc[nd->acc_first];
-    uint32_t l0 = e->lock_first[i], l1 = e->lock_first[i + 1];
-    uint64_t tick = __atomic_add_fetch(&e->rt->tick, 1, __ATOMIC_RELAXED);
-    uint64_t t0 = weft__plan_timed(e->plan) ? weft__now_ns() : 0;
     int rc = 0;
 
-    weft__plan_step_begin(e->plan, i);
-    if ((rc = weft__lock_roots(e, l0, l1)) < 0) {
-        weft__plan_step_end_failed(e->plan);
-        return rc;
-    }
     /* Room for the tracker updates after the work, which cannot fail. */
-    for (uint32_t l = l0; l < l1 && rc == 0; l++)
+    for (uint32_t l = e->lock_first[i]; l < e->lock_first[i + 1] && rc == 0;
+         l++)
         rc = weft__buffer_reserve(e->roots[e->locks[l]], nd->nacc);
     switch (rc < 0 ? WEFT__NODE_EMPTY : nd->kind) {
     case WEFT__NODE_KERNEL:
         rc = weft__run_kernel(e, i);
-        /*
-         * Out of device memory before the launch: the free space may only
-         * be cut up between the blocks the node pinned. Once more from an
-         * empty device, where the node's ranges pack.
-         */
-        if (rc == WEFT_EDEVMEM &&
-            weft__buffer_evict_all(e->rt, e->node_dev[i], &e->lanes) == 0)
-            rc = weft__run_kernel(e, i);
         break;
     case WEFT__NODE_WRITE:
         rc = weft__plan_host_wait(e->plan);
@@ -564,9 +674,6 @@ int weft__exec_run_node(weft_exec *e, uint32_t i)
         break;
     case WEFT__NODE_COPY:
         rc = weft__run_copy(e, i);
-        if (rc == WEFT_EDEVMEM &&
-            weft__buffer_evict_all(e->rt, e->node_dev[i], &e->lanes) == 0)
-            rc = weft__run_copy(e, i);
         break;
     case WEFT__NODE_MAP:
     case WEFT__NODE_HOST:
@@ -584,14 +691,33 @@ int weft__exec_run_node(weft_exec *e, uint32_t i)
         }
         break;
     }
-    if (rc == 0)
-        rc = weft__plan_step_end(e->plan);
-    else if (rc < 0)
-        weft__plan_step_end_failed(e->plan);
-    if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
-        weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
-                             weft__now_ns(), nd->nacc ? a->size : 0);
-    return weft__unlock_roots(e, l0, l1, tick, rc);
+    return rc;
+}
+
+int weft__exec_run_node(weft_exec *e, uint32_t i)
+{
+    uint32_t l0 = e->lock_first[i], l1 = e->lock_first[i + 1];
+    uint64_t tick = __atomic_add_fetch(&e->rt->tick, 1, __ATOMIC_RELAXED);
+    uint64_t t0 = weft__plan_timed(e->plan) ? weft__now_ns() : 0;
+    int rc;
+
+    weft__plan_step_begin(e->plan, i);
+    for (;;) {
+        uint64_t gen = weft__mem_gen(e->rt);
+
+        if ((rc = weft__lock_roots(e, l0, l1)) < 0)
+            break;
+        if ((rc = weft__run_step(e, i)) != WEFT__NO_ROOM)
+            return weft__step_done(e, i, tick, t0, rc);
+        /* Nothing of the node was issued: its roots go while it waits for
+         * the room, and it tries again. */
+        for (uint32_t l = l1; l-- > l0;)
+            weft__buffer_unlock(e->roots[e->locks[l]]);
+        if ((rc = weft__exec_wait_room(e, gen)) < 0)
+            break;
+    }
+    weft__plan_step_end_failed(e->plan);
+    return rc;
 }
 
 /* Nodes whose issue makes the worker wait for their predecessors. */

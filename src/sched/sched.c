@@ -16,6 +16,8 @@ int weft__sched_create(weft_runtime *rt, int policy, int scope,
     s->place_scope = scope;
     s->host_workers = host_workers;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->mem_lock, NULL);
+    pthread_cond_init(&s->mem_cond, NULL);
     rt->sched = s;
     return 0;
 }
@@ -36,6 +38,8 @@ void weft__sched_destroy(weft_runtime *rt)
     }
     weft__ktime_destroy(s->ktime);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->mem_lock);
+    pthread_cond_destroy(&s->mem_cond);
     weft__free(s);
     rt->sched = NULL;
 }

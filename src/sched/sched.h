@@ -32,6 +32,19 @@ typedef struct weft__sched {
     /* The progress engine (engine.h): made on first use under lock, read
      * with an acquire load. */
     struct weft__engine *engine;
+    /*
+     * Launches and device memory (exec_run.c, weft__exec_wait_room):
+     * under mem_lock, how many launches have started and not ended
+     * (running) and how many of them wait for room that others hold
+     * (waiting); mem_gen counts up when a launch ends or a waiting one
+     * lets go of its own memory (written under mem_lock, read with an
+     * acquire load without it); mem_cond is broadcast then, and when one
+     * more launch waits.
+     */
+    pthread_mutex_t mem_lock;
+    pthread_cond_t mem_cond;
+    uint64_t mem_gen;
+    unsigned running, waiting;
 } weft__sched;
 
 /*

@@ -32,7 +32,8 @@ WT_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
     return real ? real(pid, size, set) : -1;
 }
 
-WT_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set)
+WT_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size,
+                                     const cpu_set_t *set)
 {
     static int (*real)(pthread_t, size_t, const cpu_set_t *);
 

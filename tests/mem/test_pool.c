@@ -251,6 +251,51 @@ static void limit_refuses_without_the_driver(void **state)
     assert_int_equal(weft__pool_destroy(p), 0);
 }
 
+/*
+ * Blocks that add up to the limit, in a pool of slabs smaller than some of
+ * them: allocated one by one from an empty pool, the first slab's rest is
+ * too small for the next block; after reserving their sum, all fit in one
+ * slab, to the byte of the limit.
+ */
+static void reserve_takes_blocks_up_to_the_limit(void **state)
+{
+    fixture *f = *state;
+    const size_t sizes[] = {1 * MiB + 256 * KiB, 1 * MiB + 256 * KiB,
+                            512 * KiB};
+    weft__pool_block b[WEFT__COUNTOF(sizes)];
+    weft__pool_stats st;
+    weft__pool *p = make_pool(f, 3 * MiB, 2 * MiB, 0);
+
+    assert_int_equal(weft__pool_alloc(p, sizes[0], &b[0]), 0);
+    /* the second fits the limit, but neither the first slab's rest nor
+     * the room left for another slab */
+    assert_int_equal(weft__pool_alloc(p, sizes[1], &b[1]), WEFT_EDEVMEM);
+    weft__pool_free(p, &b[0]);
+    assert_int_equal(weft__pool_trim(p), 2 * MiB);
+
+    assert_int_equal(weft__pool_reserve(p, 3 * MiB), 0);
+    weft__pool_get_stats(p, &st);
+    assert_int_equal(st.driver_bytes, 3 * MiB);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(st.slabs, 1);
+    /* reserved room is there already: no driver call */
+    assert_int_equal(weft__pool_reserve(p, 1 * MiB), 0);
+    count_driver_allocs();
+    for (size_t i = 0; i < WEFT__COUNTOF(sizes); i++)
+        assert_int_equal(weft__pool_alloc(p, sizes[i], &b[i]), 0);
+    assert_int_equal(driver_allocs(), 0);
+    weft__fault_disarm();
+    weft__pool_get_stats(p, &st);
+    assert_int_equal(st.in_use, 3 * MiB);
+    assert_pool_sound(p);
+    /* beyond the limit: refused, nothing changes */
+    assert_int_equal(weft__pool_reserve(p, 256), WEFT_EDEVMEM);
+    for (size_t i = 0; i < WEFT__COUNTOF(sizes); i++)
+        weft__pool_free(p, &b[i]);
+    assert_pool_sound(p);
+    assert_int_equal(weft__pool_destroy(p), 0);
+}
+
 static void blocks_are_aligned(void **state)
 {
     fixture *f = *state;
@@ -553,6 +598,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(limit_refuses_without_the_driver, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(reserve_takes_blocks_up_to_the_limit,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(blocks_are_aligned, setup, teardown),
         cmocka_unit_test_setup_teardown(freed_neighbours_coalesce, setup,
                                         teardown),
