@@ -143,7 +143,8 @@ WEFT_API void weft_log_set_sink(weft_log_fn *fn, void *user);
 /*
  * Messages below this level are dropped. The default is WEFT_LOG_WARN, or
  * what the environment variable WEFT_LOG says: trace, debug, info, warn,
- * error or off. A call of this function overrides the environment.
+ * error or off. A call of this function overrides the environment; a
+ * value that is no weft_log_level is taken as WEFT_LOG_WARN.
  */
 WEFT_API void weft_log_set_level(weft_log_level level);
 WEFT_API weft_log_level weft_log_get_level(void);
@@ -167,7 +168,7 @@ typedef enum weft_param_type {
 
 /* The size in bytes of a scalar parameter type; 0 for the others. */
 WEFT_API size_t weft_param_type_size(weft_param_type type);
-/* "buffer", "i32", ... */
+/* "buffer", "i32", ...; "unknown" for a value that is no type. */
 WEFT_API const char *weft_param_type_name(weft_param_type type);
 
 /*
@@ -302,7 +303,11 @@ WEFT_API int weft_runtime_driver(const weft_runtime *rt, unsigned index,
                                  int *status, const char **reason);
 
 WEFT_API unsigned weft_runtime_device_count(const weft_runtime *rt);
-/* The index-th device, in driver order (cuda, opencl, host, sim). */
+/*
+ * The index-th device, in driver order (cuda, opencl, host, sim); NULL,
+ * with weft_last_error() saying why, for a NULL runtime or an index past
+ * the last device.
+ */
 WEFT_API weft_device *weft_runtime_device(const weft_runtime *rt,
                                           unsigned index);
 
@@ -468,7 +473,8 @@ WEFT_API int weft_module_create_portable(weft_runtime *rt, const char *source,
 WEFT_API int weft_module_destroy(weft_module *mod);
 /*
  * The kernel called name. WEFT_ENOTFOUND, naming it, if no device's build
- * of the module has it. The kernel lives as long as its module.
+ * of the module has it; WEFT_EINVAL for an empty name. The kernel lives as
+ * long as its module.
  */
 WEFT_API int weft_module_get_kernel(weft_module *mod, const char *name,
                                     weft_kernel **kernel);
@@ -491,7 +497,22 @@ typedef enum weft_access {
     WEFT_READ_WRITE = 3,
 } weft_access;
 
-/* A size that means "to the end of the buffer". */
+/*
+ * A size that means "to the end of the buffer".
+ *
+ * Ranges. Every offset and size of this API name the bytes [offset,
+ * offset + size) of one buffer or view, the same way everywhere: offset is
+ * at most the buffer's size and the range ends inside the buffer (no
+ * overflow: SIZE_MAX offsets are refused), else WEFT_ERANGE naming the
+ * argument. WEFT_WHOLE as a size means "from offset to the end" wherever a
+ * size belongs to one buffer: weft_buffer_view, _write, _read, _fill, _map
+ * and _invalidate, the graph's write, read, fill and map nodes, host task
+ * accesses and kernel buffer arguments (with _write and _read the host
+ * memory then holds size - offset bytes). weft_graph_add_copy, whose one
+ * size serves two buffers, refuses it (WEFT_EINVAL). A size of 0 is an
+ * empty range, which moves no bytes; only buffers and views cannot be
+ * empty (WEFT_EINVAL). Graph nodes are checked when they are added.
+ */
 #define WEFT_WHOLE ((size_t)-1)
 
 /*
@@ -680,7 +701,19 @@ WEFT_API int weft_graph_destroy(weft_graph *g);
 /*
  * Add a kernel node: k over dims with nargs arguments, checked against the
  * kernel's parameters where they are known. node (may be NULL) receives the
- * node's index.
+ * node's index. WEFT_EINVAL for a NULL kernel or buffer, a kernel or buffer
+ * of another runtime, an empty grid or an unknown access mode; WEFT_ERANGE
+ * for a buffer range outside its buffer; WEFT_EARGS for arguments that do
+ * not fit the parameters: another count, a buffer or local array for a
+ * value or the reverse, another size, or, where the parameter types are
+ * known (host and sim kernels; OpenCL kernels built from source), a scalar
+ * of another type (weft_arg_f32 for a u32 parameter). The message names the
+ * argument, the kernel and the types.
+ *
+ * The errors of every weft_graph_add_* call name the function and the node
+ * being added by its kind ("weft_graph_add_kernel: the node being added
+ * (kernel saxpy): argument 2 ..."); a failed add leaves the graph as it
+ * was.
  */
 WEFT_API int weft_graph_add_kernel(weft_graph *g, weft_kernel *k,
                                    weft_dims dims, const weft_arg *args,
@@ -690,6 +723,8 @@ WEFT_API int weft_graph_add_kernel(weft_graph *g, weft_kernel *k,
  * is read when the node runs, so it must stay valid and unchanged until the
  * launch completes); read: from src at offset into host memory dst; copy:
  * buffer to buffer; fill: a 1, 2 or 4-byte pattern (copied when added).
+ * Buffers must be of the graph's runtime (WEFT_EINVAL) and ranges inside
+ * them (WEFT_ERANGE; see WEFT_WHOLE).
  */
 WEFT_API int weft_graph_add_write(weft_graph *g, weft_buffer *dst,
                                   size_t offset, const void *src, size_t size,
@@ -813,11 +848,13 @@ typedef struct weft_exec_options {
 
 /*
  * Validate the graph and lower it once into an executable graph that can
- * be launched many times. Errors name the node: WEFT_ERANGE (an access
- * outside its buffer), WEFT_ENODEV (a kernel with no implementation on any
- * usable device), WEFT_EARGS (an argument of the wrong type or size),
- * WEFT_EINVAL (a NULL host pointer where bytes must be read or written).
- * opts may be NULL.
+ * be launched many times. Errors name the node: WEFT_ENODEV (a kernel with
+ * no implementation on any usable device), WEFT_EARGS (an argument of the
+ * wrong type or size for the implementation placement chose), WEFT_EINVAL
+ * (a NULL host pointer where bytes must be read or written, a group too
+ * large for the device). WEFT_EINVAL also for options of a wrong size, an
+ * unknown policy, scope or native_graphs value, or a device of another
+ * runtime. opts may be NULL.
  */
 WEFT_API int weft_graph_instantiate(weft_graph *g,
                                     const weft_exec_options *opts,
@@ -835,7 +872,11 @@ WEFT_API int weft_exec_wait(weft_exec *e);
 /* 0 if idle and the last launch succeeded, WEFT_ENOTREADY while running,
  * else the error of the failed node. */
 WEFT_API int weft_exec_status(weft_exec *e);
-/* Wait for e, then destroy it. NULL is ignored. */
+/*
+ * Wait for e, then destroy it. NULL is ignored. Threads waiting on e in
+ * weft_exec_wait or weft_exec_set_arg when it is called return first; a
+ * call on e that starts after it is a use of a destroyed object.
+ */
 WEFT_API int weft_exec_destroy(weft_exec *e);
 
 /*

@@ -118,9 +118,10 @@ int weft_module_create(weft_runtime *rt, const weft_module_source *variants,
 
     if (!rt || !variants || !nvariants || !out)
         return weft__error(WEFT_EINVAL, "weft_module_create: %s",
-                           !rt    ? "runtime is NULL"
-                           : !out ? "result is NULL"
-                                  : "no variants");
+                           !rt         ? "runtime is NULL"
+                           : !out      ? "result is NULL"
+                           : !variants ? "variants is NULL"
+                                       : "nvariants is 0");
     for (unsigned j = 0; j < nvariants; j++)
         if ((rc = weft__check_variant(&variants[j], j)) < 0)
             return rc;
@@ -180,6 +181,9 @@ int weft_module_create_portable(weft_runtime *rt, const char *source,
     weft_module_source v = {WEFT_SOURCE_PORTABLE, source, 0, options,
                             "portable"};
 
+    if (!source)
+        return weft__error(WEFT_EINVAL,
+                           "weft_module_create_portable: source is NULL");
     return weft_module_create(rt, &v, 1, mod);
 }
 
@@ -223,6 +227,9 @@ int weft_module_get_kernel(weft_module *mod, const char *name,
                            !mod    ? "module"
                            : !name ? "name"
                                    : "result");
+    if (!*name)
+        return weft__error(WEFT_EINVAL,
+                           "weft_module_get_kernel: name is empty");
     rt = mod->rt;
     pthread_mutex_lock(&mod->lock);
     for (k = mod->kernels; k; k = k->next)

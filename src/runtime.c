@@ -619,7 +619,10 @@ int weft_device_can_access_peer(const weft_device *dev, const weft_device *peer,
 
     if (!a || !b || !can)
         return weft__error(WEFT_EINVAL,
-                           "weft_device_can_access_peer: argument is NULL");
+                           "weft_device_can_access_peer: %s is NULL",
+                           !a   ? "dev"
+                           : !b ? "peer"
+                                : "can");
     *can = 0;
     if (a == b || a->drv != b->drv || !a->drv->can_access_peer)
         return 0;

@@ -662,6 +662,12 @@ static int weft__check_arg(const weft__queue *q, const weft__kernel *k,
                                "parameter a %s",
                                k->name, i, weft_param_type_name(a->type),
                                weft_param_type_name(p));
+        if (weft__is_scalar(p) && p != WEFT_PARAM_BYTES && a->type != p)
+            return weft__error(WEFT_EARGS,
+                               "launch of %s: argument %u is %s, the "
+                               "parameter takes %s",
+                               k->name, i, weft_param_type_name(a->type),
+                               weft_param_type_name(p));
         want = p == WEFT_PARAM_BYTES && k->param_sizes
                    ? k->param_sizes[i]
                    : weft_param_type_size(p);

@@ -648,8 +648,9 @@ static int weft__args_basic(const weft_arg *args, unsigned nargs,
 
 /*
  * The arguments against an implementation's parameter list, by the rules
- * of the driver layer's launch check (buffer-ness, local-ness and sizes;
- * scalars of one size are not told apart, as the drivers do not).
+ * of the driver layer's launch check: buffer-ness, local-ness, sizes, and
+ * where the parameter types are known a scalar parameter takes an argument
+ * of its own type only (an f32 is not a u32, whatever their sizes).
  */
 int weft__args_match(const weft_kernel *k, const weft__kernel *impl,
                      const weft_arg *args, unsigned nargs)
@@ -677,6 +678,12 @@ int weft__args_match(const weft_kernel *k, const weft__kernel *impl,
                                    weft_param_type_name(p));
             if (p == WEFT_PARAM_BUFFER || p == WEFT_PARAM_LOCAL)
                 continue;
+            if (p != WEFT_PARAM_BYTES && a->type != p)
+                return weft__error(WEFT_EARGS,
+                                   "argument %u is %s, parameter %u of %s "
+                                   "takes %s",
+                                   i, weft_param_type_name(a->type), i, name,
+                                   weft_param_type_name(p));
             want = p == WEFT_PARAM_BYTES && impl->param_sizes
                        ? impl->param_sizes[i]
                        : weft_param_type_size(p);
@@ -724,8 +731,11 @@ static int weft__check_graph(const weft_graph *g, const char *fn)
     return 0;
 }
 
-/* The prefix every add error gets: the node it would have been. */
-static int weft__add_error(const weft_graph *g, weft__node_kind kind,
+/*
+ * The prefix of every add error past the graph check: the function and the
+ * node it would have been, by kind only (no node of that index exists).
+ */
+static int weft__add_error(const char *fn, weft__node_kind kind,
                            const weft_kernel *k, int rc)
 {
     weft__node n;
@@ -734,8 +744,35 @@ static int weft__add_error(const weft_graph *g, weft__node_kind kind,
     memset(&n, 0, sizeof n);
     n.kind = kind;
     n.u.kernel.k = (weft_kernel *)k;
-    return weft__error_prefix(rc, "node %u (%s)", g->nnodes,
+    return weft__error_prefix(rc, "%s: the node being added (%s)", fn,
                               weft__node_label(&n, label, sizeof label));
+}
+
+/*
+ * Buffer b as an access of a node of g, called what in messages: not NULL,
+ * of g's runtime, and [off, off + size) inside it (WEFT_WHOLE: from off to
+ * its end, off at most its size). WEFT_EINVAL or WEFT_ERANGE.
+ */
+static int weft__buffer_arg(const weft_graph *g, const weft_buffer *b,
+                            size_t off, size_t size, const char *what)
+{
+    char desc[96];
+
+    if (!b)
+        return weft__error(WEFT_EINVAL, "%s: buffer is NULL", what);
+    if (b->rt != g->rt)
+        return weft__error(WEFT_EINVAL,
+                           "%s: the buffer belongs to another runtime than "
+                           "the graph",
+                           what);
+    if (off <= b->size && (size == WEFT_WHOLE || size <= b->size - off))
+        return 0;
+    weft__buffer_describe(b, desc, sizeof desc);
+    if (off > b->size)
+        return weft__error(WEFT_ERANGE, "%s: offset %zu is past the end of %s",
+                           what, off, desc);
+    return weft__error(WEFT_ERANGE, "%s: range [%zu, %zu + %zu) is outside %s",
+                       what, off, off, size, desc);
 }
 
 static weft__access weft__access_make(weft_buffer *b, size_t off, size_t size,
@@ -750,33 +787,55 @@ static weft__access weft__access_make(weft_buffer *b, size_t off, size_t size,
 
 enum { WEFT__STACK_ACC = 16 };
 
+/* The kernel and its arguments, for weft_graph_add_kernel. */
+static int weft__kernel_check(const weft_graph *g, const weft_kernel *k,
+                              weft_dims dims, const weft_arg *args,
+                              unsigned nargs, size_t *nbytes, unsigned *nbuf)
+{
+    char what[32];
+    int rc;
+
+    if (k->rt != g->rt)
+        return weft__error(WEFT_EINVAL, "the kernel belongs to another "
+                                        "runtime than the graph");
+    if (nargs && !args)
+        return weft__error(WEFT_EINVAL, "%u arguments but the array is NULL",
+                           nargs);
+    if (!dims.items[0] || !dims.items[1] || !dims.items[2])
+        return weft__error(WEFT_EINVAL, "dims: empty grid of %ux%ux%u items",
+                           dims.items[0], dims.items[1], dims.items[2]);
+    if ((rc = weft__args_basic(args, nargs, nbytes, nbuf)) < 0)
+        return rc;
+    for (unsigned i = 0; i < nargs; i++) {
+        if (args[i].type != WEFT_PARAM_BUFFER)
+            continue;
+        snprintf(what, sizeof what, "argument %u", i);
+        if ((rc = weft__buffer_arg(g, args[i].buffer, args[i].offset,
+                                   args[i].size, what)) < 0)
+            return rc;
+    }
+    return weft__args_match(k, weft__known_impl(g, k), args, nargs);
+}
+
 int weft_graph_add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
                           const weft_arg *args, unsigned nargs, weft_node *node)
 {
+    static const char fn[] = "weft_graph_add_kernel";
     weft__access stack_acc[WEFT__STACK_ACC], *acc = stack_acc;
     weft__node proto;
     unsigned nbuf = 0, j = 0;
     size_t nbytes = 0;
     int rc;
 
-    if ((rc = weft__check_graph(g, "weft_graph_add_kernel")) < 0)
+    if ((rc = weft__check_graph(g, fn)) < 0)
         return rc;
     if (!k)
-        return weft__add_error(
-            g, WEFT__NODE_EMPTY, NULL,
-            weft__error(WEFT_EINVAL, "weft_graph_add_kernel: kernel is NULL"));
-    if (nargs && !args)
-        rc = weft__error(WEFT_EINVAL, "%u arguments but the array is NULL",
-                         nargs);
-    else if (!dims.items[0] || !dims.items[1] || !dims.items[2])
-        rc = weft__error(WEFT_EINVAL, "empty grid of %ux%ux%u items",
-                         dims.items[0], dims.items[1], dims.items[2]);
-    else if ((rc = weft__args_basic(args, nargs, &nbytes, &nbuf)) == 0)
-        rc = weft__args_match(k, weft__known_impl(g, k), args, nargs);
+        return weft__error(WEFT_EINVAL, "%s: kernel is NULL", fn);
+    rc = weft__kernel_check(g, k, dims, args, nargs, &nbytes, &nbuf);
     if (rc < 0)
-        return weft__add_error(g, WEFT__NODE_KERNEL, k, rc);
+        return weft__add_error(fn, WEFT__NODE_KERNEL, k, rc);
     if (nbuf > WEFT__STACK_ACC && !(acc = weft__malloc(nbuf * sizeof *acc)))
-        return weft__add_error(g, WEFT__NODE_KERNEL, k,
+        return weft__add_error(fn, WEFT__NODE_KERNEL, k,
                                weft__error(WEFT_ENOMEM, "out of memory"));
     for (unsigned i = 0; i < nargs; i++)
         if (args[i].type == WEFT_PARAM_BUFFER)
@@ -789,23 +848,22 @@ int weft_graph_add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
     rc = weft__add_node(g, &proto, acc, nbuf, args, nargs, nbytes, node);
     if (acc != stack_acc)
         weft__free(acc);
-    return rc < 0 ? weft__add_error(g, WEFT__NODE_KERNEL, k, rc) : 0;
+    return rc < 0 ? weft__add_error(fn, WEFT__NODE_KERNEL, k, rc) : 0;
 }
 
-/* A node with one buffer access and no arguments. */
-static int weft__add_simple(weft_graph *g, weft__node *proto, weft_buffer *b,
-                            size_t off, size_t size, weft_access mode,
-                            weft_node *node)
+/* A node with one buffer access (called what) and no arguments. */
+static int weft__add_simple(weft_graph *g, const char *fn, weft__node *proto,
+                            weft_buffer *b, const char *what, size_t off,
+                            size_t size, weft_access mode, weft_node *node)
 {
     weft__access a;
     int rc;
 
-    if (!b)
-        return weft__add_error(g, proto->kind, NULL,
-                               weft__error(WEFT_EINVAL, "buffer is NULL"));
+    if ((rc = weft__buffer_arg(g, b, off, size, what)) < 0)
+        return weft__add_error(fn, proto->kind, NULL, rc);
     a = weft__access_make(b, off, size, mode);
     rc = weft__add_node(g, proto, &a, 1, NULL, 0, 0, node);
-    return rc < 0 ? weft__add_error(g, proto->kind, NULL, rc) : 0;
+    return rc < 0 ? weft__add_error(fn, proto->kind, NULL, rc) : 0;
 }
 
 static weft__node weft__proto(weft__node_kind kind)
@@ -820,46 +878,50 @@ static weft__node weft__proto(weft__node_kind kind)
 int weft_graph_add_write(weft_graph *g, weft_buffer *dst, size_t offset,
                          const void *src, size_t size, weft_node *node)
 {
+    static const char fn[] = "weft_graph_add_write";
     weft__node p = weft__proto(WEFT__NODE_WRITE);
     int rc;
 
-    if ((rc = weft__check_graph(g, "weft_graph_add_write")) < 0)
+    if ((rc = weft__check_graph(g, fn)) < 0)
         return rc;
     p.u.write_src = src; /* NULL is reported by instantiate */
-    return weft__add_simple(g, &p, dst, offset, size, WEFT_WRITE, node);
+    return weft__add_simple(g, fn, &p, dst, "dst", offset, size, WEFT_WRITE,
+                            node);
 }
 
 int weft_graph_add_read(weft_graph *g, weft_buffer *src, size_t offset,
                         void *dst, size_t size, weft_node *node)
 {
+    static const char fn[] = "weft_graph_add_read";
     weft__node p = weft__proto(WEFT__NODE_READ);
     int rc;
 
-    if ((rc = weft__check_graph(g, "weft_graph_add_read")) < 0)
+    if ((rc = weft__check_graph(g, fn)) < 0)
         return rc;
     p.u.read_dst = dst;
-    return weft__add_simple(g, &p, src, offset, size, WEFT_READ, node);
+    return weft__add_simple(g, fn, &p, src, "src", offset, size, WEFT_READ,
+                            node);
 }
 
 int weft_graph_add_copy(weft_graph *g, weft_buffer *dst, size_t dst_offset,
                         weft_buffer *src, size_t src_offset, size_t size,
                         weft_node *node)
 {
+    static const char fn[] = "weft_graph_add_copy";
     weft__node p = weft__proto(WEFT__NODE_COPY);
     weft__access a[2];
     size_t slo, shi, dlo, dhi;
     int rc;
 
-    if ((rc = weft__check_graph(g, "weft_graph_add_copy")) < 0)
+    if ((rc = weft__check_graph(g, fn)) < 0)
         return rc;
-    if (!dst || !src)
-        return weft__add_error(g, p.kind, NULL,
-                               weft__error(WEFT_EINVAL, "%s buffer is NULL",
-                                           dst ? "source" : "destination"));
     if (size == WEFT_WHOLE)
-        return weft__add_error(
-            g, p.kind, NULL,
-            weft__error(WEFT_EINVAL, "a copy needs an explicit size"));
+        rc = weft__error(WEFT_EINVAL, "size: a copy needs an explicit size, "
+                                      "not WEFT_WHOLE");
+    else if ((rc = weft__buffer_arg(g, dst, dst_offset, size, "dst")) == 0)
+        rc = weft__buffer_arg(g, src, src_offset, size, "src");
+    if (rc < 0)
+        return weft__add_error(fn, p.kind, NULL, rc);
     /* Accesses: [0] the source, [1] the destination (exec.c relies on it). */
     a[0] = weft__access_make(src, src_offset, size, WEFT_READ);
     a[1] = weft__access_make(dst, dst_offset, size, WEFT_WRITE);
@@ -867,81 +929,92 @@ int weft_graph_add_copy(weft_graph *g, weft_buffer *dst, size_t dst_offset,
     weft__access_root_range(&a[1], &dlo, &dhi);
     if (src->root == dst->root && slo < dhi && dlo < shi)
         return weft__add_error(
-            g, p.kind, NULL,
+            fn, p.kind, NULL,
             weft__error(WEFT_EINVAL,
                         "source [%zu, %zu) and destination [%zu, %zu) "
                         "overlap in the same buffer",
                         slo, shi, dlo, dhi));
     rc = weft__add_node(g, &p, a, 2, NULL, 0, 0, node);
-    return rc < 0 ? weft__add_error(g, p.kind, NULL, rc) : 0;
+    return rc < 0 ? weft__add_error(fn, p.kind, NULL, rc) : 0;
 }
 
 int weft_graph_add_fill(weft_graph *g, weft_buffer *dst, size_t offset,
                         size_t size, const void *pattern, size_t pattern_size,
                         weft_node *node)
 {
+    static const char fn[] = "weft_graph_add_fill";
     weft__node p = weft__proto(WEFT__NODE_FILL);
     int rc;
 
-    if ((rc = weft__check_graph(g, "weft_graph_add_fill")) < 0)
+    if ((rc = weft__check_graph(g, fn)) < 0)
         return rc;
-    if (dst && size == WEFT_WHOLE && offset <= dst->size)
+    if ((rc = weft__buffer_arg(g, dst, offset, size, "dst")) < 0)
+        return weft__add_error(fn, p.kind, NULL, rc);
+    if (size == WEFT_WHOLE)
         size = dst->size - offset;
     if ((rc = weft__fill_check(pattern, pattern_size, offset, size, "fill")) <
         0)
-        return weft__add_error(g, p.kind, NULL, rc);
+        return weft__add_error(fn, p.kind, NULL, rc);
     memcpy(p.u.fill.pattern, pattern, pattern_size);
     p.u.fill.size = (unsigned)pattern_size;
-    return weft__add_simple(g, &p, dst, offset, size, WEFT_WRITE, node);
+    return weft__add_simple(g, fn, &p, dst, "dst", offset, size, WEFT_WRITE,
+                            node);
 }
 
 int weft_graph_add_map(weft_graph *g, weft_buffer *buf, size_t offset,
                        size_t size, weft_access mode, weft_map_fn *fn,
                        void *user, weft_node *node)
 {
+    static const char name[] = "weft_graph_add_map";
     weft__node p = weft__proto(WEFT__NODE_MAP);
     int rc;
 
-    if ((rc = weft__check_graph(g, "weft_graph_add_map")) < 0)
+    if ((rc = weft__check_graph(g, name)) < 0)
         return rc;
     if (!fn)
-        return weft__add_error(g, p.kind, NULL,
-                               weft__error(WEFT_EINVAL, "function is NULL"));
+        return weft__add_error(name, p.kind, NULL,
+                               weft__error(WEFT_EINVAL, "fn is NULL"));
     if (mode < WEFT_READ || mode > WEFT_READ_WRITE)
-        return weft__add_error(
-            g, p.kind, NULL,
-            weft__error(WEFT_EINVAL, "unknown access mode %d", (int)mode));
+        return weft__add_error(name, p.kind, NULL,
+                               weft__error(WEFT_EINVAL,
+                                           "mode: unknown access mode %d",
+                                           (int)mode));
     p.u.map.fn = fn;
     p.u.map.user = user;
-    return weft__add_simple(g, &p, buf, offset, size, mode, node);
+    return weft__add_simple(g, name, &p, buf, "buf", offset, size, mode, node);
 }
 
 int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
                         const weft_access_desc *acc, unsigned nacc,
                         weft_node *node)
 {
+    static const char name[] = "weft_graph_add_host";
     weft__access stack_acc[WEFT__STACK_ACC], *a = stack_acc;
     weft__node p = weft__proto(WEFT__NODE_HOST);
+    char what[32];
     int rc = 0;
 
-    if ((rc = weft__check_graph(g, "weft_graph_add_host")) < 0)
+    if ((rc = weft__check_graph(g, name)) < 0)
         return rc;
     if (!fn)
-        rc = weft__error(WEFT_EINVAL, "function is NULL");
+        rc = weft__error(WEFT_EINVAL, "fn is NULL");
     else if (nacc && !acc)
         rc =
             weft__error(WEFT_EINVAL, "%u accesses but the array is NULL", nacc);
-    for (unsigned i = 0; rc == 0 && i < nacc; i++)
-        if (!acc[i].buffer)
-            rc = weft__error(WEFT_EINVAL, "access %u: buffer is NULL", i);
-        else if (acc[i].mode < WEFT_READ || acc[i].mode > WEFT_READ_WRITE)
+    for (unsigned i = 0; rc == 0 && i < nacc; i++) {
+        snprintf(what, sizeof what, "access %u", i);
+        if (acc[i].mode < WEFT_READ || acc[i].mode > WEFT_READ_WRITE)
             rc = weft__error(WEFT_EINVAL, "access %u: unknown mode %d", i,
                              (int)acc[i].mode);
+        else
+            rc = weft__buffer_arg(g, acc[i].buffer, acc[i].offset, acc[i].size,
+                                  what);
+    }
     if (rc == 0 && nacc > WEFT__STACK_ACC &&
         !(a = weft__malloc(nacc * sizeof *a)))
         rc = weft__error(WEFT_ENOMEM, "out of memory");
     if (rc < 0)
-        return weft__add_error(g, p.kind, NULL, rc);
+        return weft__add_error(name, p.kind, NULL, rc);
     for (unsigned i = 0; i < nacc; i++)
         a[i] = weft__access_make(acc[i].buffer, acc[i].offset, acc[i].size,
                                  acc[i].mode);
@@ -950,18 +1023,19 @@ int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
     rc = weft__add_node(g, &p, a, nacc, NULL, 0, 0, node);
     if (a != stack_acc)
         weft__free(a);
-    return rc < 0 ? weft__add_error(g, p.kind, NULL, rc) : 0;
+    return rc < 0 ? weft__add_error(name, p.kind, NULL, rc) : 0;
 }
 
 int weft_graph_add_empty(weft_graph *g, weft_node *node)
 {
+    static const char fn[] = "weft_graph_add_empty";
     weft__node p = weft__proto(WEFT__NODE_EMPTY);
     int rc;
 
-    if ((rc = weft__check_graph(g, "weft_graph_add_empty")) < 0)
+    if ((rc = weft__check_graph(g, fn)) < 0)
         return rc;
     rc = weft__add_node(g, &p, NULL, 0, NULL, 0, 0, node);
-    return rc < 0 ? weft__add_error(g, p.kind, NULL, rc) : 0;
+    return rc < 0 ? weft__add_error(fn, p.kind, NULL, rc) : 0;
 }
 
 /*

@@ -226,6 +226,12 @@ static int weft__buffer_new(weft_runtime *rt, void *host, size_t size,
                            rt ? "result" : "runtime");
     if (size == 0)
         return weft__error(WEFT_EINVAL, "%s: size 0", fn);
+    /* No allocation (nor any array of wrapped memory) is larger. */
+    if (size > PTRDIFF_MAX)
+        return weft__error(WEFT_ENOMEM,
+                           "%s: size %zu is more than any "
+                           "allocation can hold",
+                           fn, size);
     if (rt->ndevices + 1 > WEFT__COH_MAX_MEMS)
         return weft__error(WEFT_ENOTSUP,
                            "%s: %u devices; buffers track at most %u", fn,
@@ -278,7 +284,10 @@ int weft_buffer_wrap(weft_runtime *rt, void *host, size_t size,
     return weft__buffer_new(rt, host, size, buf, "weft_buffer_wrap");
 }
 
-/* [off, off + *size) inside buf, resolving WEFT_WHOLE; else WEFT_ERANGE. */
+/*
+ * [off, off + *size) inside buf, resolving WEFT_WHOLE; else WEFT_ERANGE
+ * (weft.h, "Ranges"; the graph's adds say the same).
+ */
 static int weft__range(const weft_buffer *buf, size_t off, size_t *size,
                        const char *fn)
 {
@@ -289,8 +298,11 @@ static int weft__range(const weft_buffer *buf, size_t off, size_t *size,
     if (off <= buf->size && *size <= buf->size - off)
         return 0;
     weft__buffer_describe(buf, what, sizeof what);
-    return weft__error(WEFT_ERANGE, "%s: range [%zu, +%zu) is outside %s", fn,
-                       off, *size, what);
+    if (off > buf->size)
+        return weft__error(WEFT_ERANGE, "%s: offset %zu is past the end of %s",
+                           fn, off, what);
+    return weft__error(WEFT_ERANGE, "%s: range [%zu, %zu + %zu) is outside %s",
+                       fn, off, off, *size, what);
 }
 
 int weft_buffer_view(weft_buffer *parent, size_t offset, size_t size,
@@ -493,9 +505,8 @@ int weft_buffer_fill(weft_buffer *buf, size_t offset, size_t size,
 
     if (!buf)
         return weft__error(WEFT_EINVAL, "weft_buffer_fill: buffer is NULL");
-    if (size == WEFT_WHOLE && offset <= buf->size)
-        size = buf->size - offset;
-    if ((rc = weft__fill_check(pattern, pattern_size, offset, size,
+    if ((rc = weft__range(buf, offset, &size, "weft_buffer_fill")) < 0 ||
+        (rc = weft__fill_check(pattern, pattern_size, offset, size,
                                "weft_buffer_fill")) < 0)
         return rc;
     if ((rc = weft__helper_begin(buf, offset, &size, "weft_buffer_fill")) < 0)

@@ -149,5 +149,15 @@ weft__device *weft__runtime_device(const weft_runtime *rt, unsigned index)
 
 weft_device *weft_runtime_device(const weft_runtime *rt, unsigned index)
 {
-    return (weft_device *)(void *)weft__runtime_device(rt, index);
+    if (!rt || index >= rt->ndevices) {
+        if (rt)
+            weft__error(WEFT_EINVAL,
+                        "weft_runtime_device: index %u is out of range (%u "
+                        "devices)",
+                        index, rt->ndevices);
+        else
+            weft__error(WEFT_EINVAL, "weft_runtime_device: runtime is NULL");
+        return NULL;
+    }
+    return (weft_device *)(void *)rt->devices[index];
 }

@@ -486,6 +486,7 @@ int weft_exec_wait(weft_exec *e)
     if (!e)
         return weft__error(WEFT_EINVAL, "weft_exec_wait: exec is NULL");
     pthread_mutex_lock(&e->lock);
+    e->waiters++;
     while (e->pending)
         pthread_cond_wait(&e->done, &e->lock);
     /* Reported once: a later wait speaks of later launches only. */
@@ -495,6 +496,8 @@ int weft_exec_wait(weft_exec *e)
     /* This thread has seen the launches end, as the thread that ended
      * them had. */
     weft__exec_seen_join(e, e->run.seen);
+    e->waiters--;
+    pthread_cond_broadcast(&e->done); /* a destroy may wait for this */
     pthread_mutex_unlock(&e->lock);
     return rc < 0 ? weft__error(rc, "%s", msg) : 0;
 }
@@ -521,8 +524,9 @@ int weft_exec_destroy(weft_exec *e)
 
     if (!e)
         return 0;
+    /* Launches end, and threads waiting on e in other calls leave. */
     pthread_mutex_lock(&e->lock);
-    while (e->pending)
+    while (e->pending || e->waiters)
         pthread_cond_wait(&e->done, &e->lock);
     pthread_mutex_unlock(&e->lock);
     for (uint32_t i = 0; i < e->nnodes; i++)
@@ -579,6 +583,7 @@ int weft_exec_set_arg(weft_exec *e, unsigned node, unsigned index, weft_arg arg)
                            old->size);
     /* Launches already made run with the old value. */
     pthread_mutex_lock(&e->lock);
+    e->waiters++;
     while (e->pending)
         pthread_cond_wait(&e->done, &e->lock);
     if (arg.type == WEFT_PARAM_BYTES)
@@ -586,6 +591,8 @@ int weft_exec_set_arg(weft_exec *e, unsigned node, unsigned index, weft_arg arg)
     else
         old->value = arg.value;
     e->steady_ok = 0;
+    e->waiters--;
+    pthread_cond_broadcast(&e->done);
     pthread_mutex_unlock(&e->lock);
     return 0;
 }

@@ -174,11 +174,15 @@ struct weft_exec {
      * Launches: `pending` counted by launch, uncounted when one ends;
      * `queued` while the job is on the engine or running (one launch at a
      * time: the job queues itself again while launches are pending).
+     * `waiters`: threads inside weft_exec_wait or weft_exec_set_arg, which
+     * weft_exec_destroy lets leave before it frees e (each broadcasts
+     * `done` as it leaves).
      */
     pthread_mutex_t lock;
     pthread_cond_t done;
     weft__engine_job job;
     unsigned queued;
+    unsigned waiters;
     unsigned long pending;
     int first_err, last_err;
     weft__plan_counts counts;              /* of the last launch that ended */

@@ -42,8 +42,9 @@ static int weft__choose_device(const weft_graph *g, const weft_exec_options *o,
         const weft__device *d = weft__device_of(o->device);
 
         if (d->props.index >= rt->ndevices || rt->devices[d->props.index] != d)
-            return weft__error(WEFT_EINVAL, "instantiate: the device is not "
-                                            "one of the graph's runtime");
+            return weft__error(WEFT_EINVAL,
+                               "weft_graph_instantiate: opts->device is not "
+                               "one of the graph's runtime");
         *out = d->props.index;
         return 0;
     }
@@ -346,9 +347,21 @@ static int weft__exec_options(const weft_exec_options *opts,
         o->native_graphs != WEFT_NATIVE_GRAPHS_OFF &&
         o->native_graphs != WEFT_NATIVE_GRAPHS_ON)
         return weft__error(WEFT_EINVAL,
-                           "weft_graph_instantiate: native_graphs %d is none "
-                           "of weft_native_graphs",
+                           "weft_graph_instantiate: opts->native_graphs %d "
+                           "is none of weft_native_graphs",
                            (int)o->native_graphs);
+    /* Checked here too, so that a device given does not hide them. */
+    if (o->policy < WEFT_PLACE_DEFAULT || o->policy > WEFT_PLACE_HEFT)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_instantiate: opts->policy %d is none "
+                           "of weft_place_policy",
+                           (int)o->policy);
+    if (o->place_scope < WEFT_PLACE_SCOPE_DEFAULT ||
+        o->place_scope > WEFT_PLACE_SCOPE_ALL)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_instantiate: opts->place_scope %d is "
+                           "none of weft_place_scope",
+                           (int)o->place_scope);
     return 0;
 }
 

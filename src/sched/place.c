@@ -115,7 +115,9 @@ static int weft__place_check(const weft__place_input *in)
                 !weft__node_capable(n, (unsigned)n->device))
                 return weft__error(WEFT_EINVAL,
                                    "placement: node %u (%s) asks for device "
-                                   "%d, which has no implementation of it",
+                                   "%d, which cannot run it (no "
+                                   "implementation, or its group size or "
+                                   "buffer offsets do not fit)",
                                    i, n->kernel ? n->kernel : "?", n->device);
             continue;
         }
@@ -123,8 +125,9 @@ static int weft__place_check(const weft__place_input *in)
             any = weft__node_capable(n, d);
         if (!any)
             return weft__error(WEFT_EINVAL,
-                               "placement: node %u (%s): no device has an "
-                               "implementation",
+                               "placement: node %u (%s): no device can run "
+                               "it (an implementation that fits its group "
+                               "size and buffer offsets)",
                                i, n->kernel ? n->kernel : "?");
     }
     if (in->buffer_home)

@@ -336,16 +336,21 @@ static void test_add_errors(void **state)
 
         expect_error(
             weft_graph_add_kernel(g, k_scale, weft_dims1(16), a2, 2, NULL),
-            WEFT_EARGS, "node 1 (kernel scale): 2 arguments given");
+            WEFT_EARGS,
+            "the node being added (kernel scale): 2 arguments given");
         expect_error(
             weft_graph_add_kernel(g, k_scale, weft_dims1(16), wrong, 3, NULL),
-            WEFT_EARGS, "node 1 (kernel scale): argument 2 has 4 bytes");
+            WEFT_EARGS,
+            "the node being added (kernel scale): argument 2 is i32, parameter "
+            "2 of scale takes i64");
         expect_error(
             weft_graph_add_kernel(g, k_scale, weft_dims1(16), scal, 3, NULL),
             WEFT_EARGS, "argument 0 is a f32, parameter 0 of scale a buffer");
         expect_error(
             weft_graph_add_kernel(g, k_scale, weft_dims1(16), nul, 3, NULL),
-            WEFT_EINVAL, "node 1 (kernel scale): argument 0: buffer is NULL");
+            WEFT_EINVAL,
+            "weft_graph_add_kernel: the node being added (kernel scale): "
+            "argument 0: buffer is NULL");
         expect_error(
             weft_graph_add_kernel(g, k_scale, weft_dims1(0), ok, 3, NULL),
             WEFT_EINVAL, "empty grid");
@@ -353,15 +358,15 @@ static void test_add_errors(void **state)
             weft_graph_add_kernel(g, k_scale, weft_dims1(16), ok, 3, NULL), 0);
     }
     expect_error(weft_graph_add_fill(g, b, 1, 4, &f, 4, NULL), WEFT_EINVAL,
-                 "node 2 (fill)");
+                 "weft_graph_add_fill: the node being added (fill)");
     expect_error(weft_graph_add_fill(g, b, 0, 4, &f, 3, NULL), WEFT_EINVAL,
                  "pattern of 3 bytes");
     expect_error(weft_graph_add_copy(g, b, 0, b, 8, 16, NULL), WEFT_EINVAL,
                  "overlap");
     expect_error(weft_graph_add_map(g, b, 0, 4, WEFT_READ, NULL, NULL, NULL),
-                 WEFT_EINVAL, "node 2 (map): function is NULL");
+                 WEFT_EINVAL, "the node being added (map): fn is NULL");
     expect_error(weft_graph_add_write(g, NULL, 0, &f, 4, NULL), WEFT_EINVAL,
-                 "node 2 (write): buffer is NULL");
+                 "the node being added (write): dst: buffer is NULL");
     /* Failed adds left nothing behind. */
     assert_int_equal(weft_graph_node_count(g), 2);
     assert_int_equal(weft_graph_edge_count(g), 1);
@@ -415,20 +420,21 @@ static void test_instantiate_errors(void **state)
     }
     weft_graph_destroy(g);
 
-    /* An access outside its buffer. */
+    /* An access outside its buffer: refused when added. */
     assert_int_equal(weft_graph_create(rt, &g), 0);
     task1(g, b, 0, 64, WEFT_WRITE);
-    assert_int_equal(weft_graph_add_read(g, b, 32, host, 64, NULL), 0);
-    expect_instantiate(g, WEFT_ERANGE, "node 1 (read): access 0 [32, 32 + 64)");
+    expect_error(weft_graph_add_read(g, b, 32, host, 64, NULL), WEFT_ERANGE,
+                 "the node being added (read): src: range [32, 32 + 64)");
+    assert_int_equal(weft_graph_node_count(g), 1);
     weft_graph_destroy(g);
     {
         weft_arg big[] = {weft_arg_buffer(b, 64, 4, WEFT_READ_WRITE),
                           weft_arg_f32(2.0f), weft_arg_i64(1)};
 
         assert_int_equal(weft_graph_create(rt, &g), 0);
-        assert_int_equal(
-            weft_graph_add_kernel(g, k_scale, weft_dims1(1), big, 3, NULL), 0);
-        expect_instantiate(g, WEFT_ERANGE, "node 0 (kernel scale)");
+        expect_error(
+            weft_graph_add_kernel(g, k_scale, weft_dims1(1), big, 3, NULL),
+            WEFT_ERANGE, "(kernel scale): argument 0: range [64, 64 + 4)");
         weft_graph_destroy(g);
     }
 

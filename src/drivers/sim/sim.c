@@ -430,6 +430,24 @@ static int sim_module_create(weft__context *ctx, const weft__module_source *src,
                                "types",
                                src->name ? src->name : "module", table[i].name,
                                table[i].nparams);
+        /* As the host driver checks its tables (host.c). */
+        for (unsigned p = 0; p < table[i].nparams; p++) {
+            weft_param_type t = table[i].params[p];
+
+            if (t < WEFT_PARAM_BUFFER || t > WEFT_PARAM_LOCAL)
+                return weft__error(WEFT_EINVAL,
+                                   "sim: %s: parameter %u of %s has an "
+                                   "unknown type %d",
+                                   src->name ? src->name : "module", p,
+                                   table[i].name, (int)t);
+            if (t == WEFT_PARAM_BYTES &&
+                (!table[i].param_sizes || table[i].param_sizes[p] == 0))
+                return weft__error(WEFT_EINVAL,
+                                   "sim: %s: parameter %u of %s is BYTES "
+                                   "without a size",
+                                   src->name ? src->name : "module", p,
+                                   table[i].name);
+        }
         bytes += SIM_ALIGN_UP(table[i].nparams * sizeof(size_t)) +
                  SIM_ALIGN_UP(table[i].nparams * sizeof(weft_param_type)) +
                  SIM_ALIGN_UP(strlen(table[i].name) + 1);
