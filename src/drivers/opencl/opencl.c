@@ -420,14 +420,14 @@ static void ocl_platforms_free(weft__platform **platforms, unsigned n)
 }
 
 /*
- * PoCL 5's CPU devices keep one loaded work-group function per kernel,
- * local size, grid width, offset and specialisation, but release the one
- * they took by kernel and local size only: when one kernel runs with the
- * same local size over grids of different widths, a release can hit
- * another entry and abort the process (pocl_release_dlhandle_cache:
- * Assertion 'found->ref_count > 0'). Seen with weft's oracle in about one
- * run of three, with or without other OpenCL platforms; PoCL 3 does not
- * do it. Said once per process.
+ * PoCL 5's CPU devices can abort the process while kernels run
+ * (pocl_release_dlhandle_cache: Assertion 'found->ref_count > 0'): weft's
+ * oracle did in about half its runs beside NVIDIA's OpenCL and about one
+ * in eight with PoCL alone (bench/RESULTS.md). PoCL 5 keeps one loaded
+ * work-group function per kernel, local size, grid width, offset and
+ * specialisation, but looks the entry up by kernel and local size alone
+ * when it releases it, which is the likely cause. PoCL 3 does not do it.
+ * Said once per process.
  */
 static void ocl_platform_known_bugs(const char *version)
 {
@@ -436,10 +436,10 @@ static void ocl_platform_known_bugs(const char *version)
     if (strstr(version, "PoCL 5.") &&
         !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
         weft__warn("opencl",
-                   "%s: this PoCL may abort the process when a kernel runs "
-                   "with one local size over grids of different sizes "
+                   "%s: this PoCL can abort the process while kernels run "
                    "(pocl_release_dlhandle_cache: Assertion "
-                   "'found->ref_count > 0'); other PoCL versions do not",
+                   "'found->ref_count > 0'), more often beside another "
+                   "OpenCL platform; PoCL 3 does not",
                    version);
 }
 
