@@ -349,6 +349,9 @@ static void fz_main_runtime(fz_in *in)
     o.host_threads = 1 + (v >> 4) % 2;
     o.sim_config = sims[(v >> 5) % 3];
     o.place_policy = (int)((v >> 3) % 5);
+    /* Room for the largest node (two 4 KiB ranges): eviction, no failure. */
+    if ((v >> 6) == 3)
+        o.device_mem_limit = 2 * FZ_MAXBUF;
     fz_check(weft_runtime_create(&F.rt[0], &o), FZ_OK, "weft_runtime_create");
 }
 
@@ -962,6 +965,11 @@ static void op_module_create(fz_in *in)
                  "weft_module_create NULL runtime");
         fz_check(weft_module_create(F.rt[0], &bad, 1, NULL), FZ_FAIL,
                  "weft_module_create NULL out");
+        return;
+    case 2:
+        fz_check(weft_module_create_portable(
+                     F.rt[0], "WEFT_KERNEL void k(long n) {}", NULL, &m),
+                 FZ_FAIL, "weft_module_create_portable without devices");
         return;
     case 1:
         bad.size = 0;
@@ -1852,6 +1860,34 @@ static void op_misc(fz_in *in)
                 break;
             }
         break;
+    case 7: {
+        weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+        weft_runtime *rt = NULL;
+        const char *what = "weft_runtime_create with bad options";
+
+        switch (fz_pick(in, 5)) {
+        case 0:
+            o.size = 1;
+            break;
+        case 1:
+            o.devices = "host:7";
+            break;
+        case 2:
+            o.devices = "nonsense";
+            break;
+        case 3:
+            o.devices = "sim";
+            o.sim_config = "devices=0";
+            break;
+        default:
+            o.place_policy = 99;
+            break;
+        }
+        fz_check(weft_runtime_create(&rt, &o), FZ_FAIL, what);
+        fz_check(weft_runtime_create(NULL, NULL), FZ_FAIL,
+                 "weft_runtime_create NULL");
+        break;
+    }
     case 6:
         if ((e = fz_pick_exec(in)) >= 0)
             for (unsigned i = 0; i < F.e[e].n + 2; i++)
