@@ -75,19 +75,20 @@ run_fuzz() { # the API fuzzer for WEFT_FUZZ_SECONDS on a copy of the seed corpus
     out=$PWD/build-fuzz/run
     rm -rf "$out"
     mkdir -p "$out/corpus" "$out/crashes"
-    cp tests/fuzz/corpus/* "$out/corpus/"
+    cp tests/fuzz/corpus/* tests/fuzz/regress/* "$out/corpus/"
     status=0
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
         LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp} \
         ./build-fuzz/tests/fuzz/fuzz_api -max_total_time="$seconds" -timeout=60 \
         -max_len=4096 -print_final_stats=1 -artifact_prefix="$out/crashes/" \
         "$out/corpus" >"$out/log" 2>&1 || status=$?
-    tail -n 25 "$out/log"
     if [ "$status" != 0 ] || [ -n "$(ls "$out/crashes")" ]; then
+        tail -n 60 "$out/log"
         echo "weft: the fuzzer found a bug; the input: $(ls "$out"/crashes/* 2>/dev/null | head -n 1)" >&2
         echo "weft: the whole log: $out/log; replay with build/tests/fuzz/fuzz_replay FILE" >&2
         exit 1
     fi
+    grep -E '^(Done |stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb))' "$out/log"
 }
 
 case $mode in
