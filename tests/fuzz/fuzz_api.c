@@ -1303,7 +1303,7 @@ static void op_add_transfer(fz_in *in, int kind)
         if (v2 == 0)
             valid = 0;
         if (valid > 0 && fz_overlap(&nd, 0, 1))
-            valid = -1; /* an overlapping copy: either outcome */
+            valid = 0; /* source and destination overlap: refused */
     }
     if (how == 0)
         s = -1; /* a NULL buffer */
@@ -1717,6 +1717,7 @@ static void op_set_arg(fz_in *in)
     fz_node *nd;
     weft_arg arg;
     const fuzz_kernel_info *ki;
+    uint8_t bytes[8] = {0};
 
     if (e < 0)
         return;
@@ -1751,7 +1752,8 @@ static void op_set_arg(fz_in *in)
         arg.value.f32 = (float)(int8_t)fz_u8(in);
         break;
     case WEFT_PARAM_BYTES:
-        arg.value.bytes = (uint8_t[8]){(uint8_t)fz_u8(in)};
+        bytes[0] = (uint8_t)fz_u8(in);
+        arg.value.bytes = bytes;
         break;
     case WEFT_PARAM_U64: /* n: at most the range, the whole of a WRITE one */
         if (ki->modes[0] == WEFT_READ_WRITE && nd->size[0])
