@@ -20,8 +20,8 @@
  *   LIFETIME: weft_buffer_destroy of a buffer that a graph (not an
  *     executable graph) names, and weft_module_destroy of a module whose
  *     kernels a graph or executable graph uses, are WEFT_EBUSY.
- *   FOREIGN: a buffer, kernel or device of another runtime is refused by
- *     the graph calls and weft_graph_instantiate.
+ *   FOREIGN: a buffer or kernel of another runtime is refused by the
+ *     graph calls and weft_graph_instantiate (devices are already).
  *   SCALAR_TYPES: weft_graph_add_kernel refuses a scalar of the wrong type
  *     and the same size (f32 for u32).
  */

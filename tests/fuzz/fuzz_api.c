@@ -1539,7 +1539,7 @@ static const weft_device *fz_pick_device(fz_in *in, int *foreign)
     *foreign = 0;
     if (v == 255)
         return NULL;
-    if (v >= 240 && !FUZZ_TOLERATE_FOREIGN) {
+    if (v >= 240) { /* (devices of another runtime are refused already) */
         *foreign = 1;
         return weft_runtime_device(fz_runtime(1), 0);
     }
