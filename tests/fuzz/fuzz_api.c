@@ -193,8 +193,9 @@ typedef struct fz_graph {
     weft_graph *g;
     fz_node *nodes;
     unsigned n;
-    int bad;    /* holds a node that weft accepted but must refuse later */
-    int unsure; /* instantiate may fail for reasons the model lacks */
+    int bad;        /* holds a node that weft accepted but must refuse later */
+    int unsure;     /* instantiate may fail for reasons the model lacks */
+    unsigned edges; /* edge count when the graph was picked for a call */
 } fz_graph;
 
 typedef struct fz_exec {
@@ -1021,9 +1022,14 @@ static int fz_pick_graph(fz_in *in)
 {
     unsigned v = fz_u8(in);
 
-    for (unsigned i = 0; i < FZ_NG; i++)
-        if (F.g[(v + i) % FZ_NG].g)
+    for (unsigned i = 0; i < FZ_NG; i++) {
+        fz_graph *x = &F.g[(v + i) % FZ_NG];
+
+        if (x->g) {
+            x->edges = weft_graph_edge_count(x->g);
             return (int)((v + i) % FZ_NG);
+        }
+    }
     return -1;
 }
 
@@ -1071,6 +1077,9 @@ static int fz_added(int g, int rc, int valid, weft_node node, const char *what)
     if (weft_graph_node_count(x->g) != x->n + (rc == 0))
         fz_fail("%s: %u nodes after, %u before", what,
                 weft_graph_node_count(x->g), x->n);
+    if (rc < 0 && weft_graph_edge_count(x->g) != x->edges)
+        fz_fail("%s failed and changed the edge count from %u to %u", what,
+                x->edges, weft_graph_edge_count(x->g));
     if (rc < 0)
         return 0;
     if (node != x->n)
