@@ -18,7 +18,10 @@
  *
  * Input: byte 0 chooses the runtime (devices, policy); then each call is an
  * opcode byte followed by the bytes its arguments take. Reading past the
- * end gives zeros, so every input is a complete program.
+ * end gives zeros, so every input is a complete program. The inputs in
+ * regress/ mean what they found only under this decoding: a change to it
+ * (a new call, another argument byte) must keep each of them finding its
+ * bug with the fix undone, or replace it (README, "Fuzzing").
  */
 #include "fuzz.h"
 
