@@ -5,7 +5,9 @@
 #                       device list), and draw its trace as an SVG timeline
 #   tools/run.sh test   install what is missing, build and run the whole test
 #                       suite: a -Werror build, then the address+undefined
-#                       sanitizer build, then the thread-sanitizer build
+#                       sanitizer build, then the thread-sanitizer build,
+#                       then the API fuzzer (clang's libFuzzer) for
+#                       WEFT_FUZZ_SECONDS (default 120) on the seed corpus
 # Needs a Debian 12 machine (or newer) and root for apt-get when packages
 # are missing. WEFT_JOBS sets the build parallelism (default: all cores).
 set -eu
@@ -16,8 +18,10 @@ jobs=${WEFT_JOBS:-$(nproc)}
 packages="build-essential cmake pkg-config libhwloc-dev libck-dev libcmocka-dev
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd"
 # The test command also renders trace timelines with headless Chromium and
-# decodes the picture with zlib.
-test_packages="chromium zlib1g-dev"
+# decodes the picture with zlib, and builds the fuzzer with clang and its
+# libFuzzer runtime (libclang-rt-14-dev: libclang_rt.fuzzer for clang 14,
+# Debian 12's clang).
+test_packages="chromium zlib1g-dev clang libclang-rt-14-dev"
 
 install_missing() { # install_missing [EXTRA PACKAGES...]
     missing=""
@@ -36,11 +40,12 @@ install_missing() { # install_missing [EXTRA PACKAGES...]
     apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
+build_target="" # build only this target where set
 build() { # build DIR [cmake options...]
     dir=$1
     shift
     cmake -S . -B "$dir" -DWEFT_WERROR=ON "$@" >/dev/null
-    cmake --build "$dir" -j "$jobs"
+    cmake --build "$dir" -j "$jobs" ${build_target:+--target "$build_target"}
 }
 
 run_suite() { # run_suite DIR NAME
@@ -53,6 +58,37 @@ run_suite() { # run_suite DIR NAME
         awk '/^[0-9]+\/[0-9]+ Test: /{t=$3} /^skipped: /{print "weft: skipped " t ": " substr($0, 10)}' "$log" | sort -u
     fi
     return $status
+}
+
+run_fuzz() { # the API fuzzer for WEFT_FUZZ_SECONDS on a copy of the seed corpus
+    seconds=${WEFT_FUZZ_SECONDS:-120}
+    echo "weft: == fuzzer: tests/fuzz/fuzz_api.c, $seconds s =="
+    # Only libweft and the target, with clang, libFuzzer and ASan+UBSan.
+    (
+        CC=clang
+        build_target=fuzz_api
+        export CC
+        build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_DEBUG_LEVEL=1 \
+            -DWEFT_FUZZ=ON -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_TOOLS=OFF \
+            -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCH=OFF
+    )
+    out=$PWD/build-fuzz/run
+    rm -rf "$out"
+    mkdir -p "$out/corpus" "$out/crashes"
+    cp tests/fuzz/corpus/* tests/fuzz/regress/* "$out/corpus/"
+    status=0
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+        LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp} \
+        ./build-fuzz/tests/fuzz/fuzz_api -max_total_time="$seconds" -timeout=60 \
+        -max_len=4096 -print_final_stats=1 -artifact_prefix="$out/crashes/" \
+        "$out/corpus" >"$out/log" 2>&1 || status=$?
+    if [ "$status" != 0 ] || [ -n "$(ls "$out/crashes")" ]; then
+        tail -n 60 "$out/log"
+        echo "weft: the fuzzer found a bug; the input: $(ls "$out"/crashes/* 2>/dev/null | head -n 1)" >&2
+        echo "weft: the whole log: $out/log; replay with build/tests/fuzz/fuzz_replay FILE" >&2
+        exit 1
+    fi
+    grep -E '^(Done |stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb))' "$out/log"
 }
 
 case $mode in
@@ -90,6 +126,7 @@ test)
     build build-tsan -DCMAKE_BUILD_TYPE=Debug -DWEFT_TSAN=ON
     TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$PWD/tests/tsan.supp halt_on_error=1} \
         run_suite build-tsan "thread sanitizer"
+    run_fuzz
     echo "weft: all tests passed"
     ;;
 *)

@@ -73,12 +73,14 @@ const char *weft__errno_name(int err);
 int weft__error_prefix(int code, const char *fmt, ...) WEFT__PRINTF(2, 3);
 
 /* ---- logging ----------------------------------------------------------- */
-extern int weft__log_level; /* read without a lock; the level is a hint */
+/* Read and written with relaxed atomics, without a lock: a hint. */
+extern int weft__log_level;
 void weft__log_impl(weft_log_level level, const char *subsystem,
                     const char *fmt, ...) WEFT__PRINTF(3, 4);
 #define weft__log(level, subsystem, ...)                                       \
     do {                                                                       \
-        if ((int)(level) >= weft__log_level)                                   \
+        if ((int)(level) >=                                                    \
+            __atomic_load_n(&weft__log_level, __ATOMIC_RELAXED))               \
             weft__log_impl((level), (subsystem), __VA_ARGS__);                 \
     } while (0)
 #define weft__debug(sub, ...) weft__log(WEFT_LOG_DEBUG, sub, __VA_ARGS__)

@@ -562,8 +562,9 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
     if ((rc = weft__node_room(g, n, nacc, nargs, nbytes)) < 0)
         return rc;
     g->marks[n] = (weft__mark){0, 0, 0, 0, 0};
-    /* Written past the counts: invisible until the commit below. */
-    ga = g->acc + g->nacc;
+    /* Written past the counts: invisible until the commit below (no
+     * array yet while no node has an access). */
+    ga = g->acc ? g->acc + g->nacc : NULL;
     for (i = 0; i < nacc; i++) {
         ga[i] = acc[i];
         if ((rc = weft__root_index(g, acc[i].buf->root, &ga[i].root)) < 0)
