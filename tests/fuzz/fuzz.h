@@ -12,30 +12,6 @@
 #include <stdint.h>
 
 /*
- * Promises of the lifetime and argument rules (issue 15) that weft does not
- * keep yet; while one is 1 the target does not make the calls that would
- * trip on it (a call that would be a use-after-free today). Set one to 0
- * (-DFUZZ_TOLERATE_...=0) once weft keeps the promise, and the target
- * checks it.
- *   LIFETIME: weft_buffer_destroy of a buffer that a graph (not an
- *     executable graph) names, and weft_module_destroy of a module whose
- *     kernels a graph or executable graph uses, are WEFT_EBUSY.
- *   FOREIGN: a buffer or kernel of another runtime is refused by the
- *     graph calls and weft_graph_instantiate (devices are already).
- *   SCALAR_TYPES: weft_graph_add_kernel refuses a scalar of the wrong type
- *     and the same size (f32 for u32).
- */
-#ifndef FUZZ_TOLERATE_LIFETIME
-#define FUZZ_TOLERATE_LIFETIME 1
-#endif
-#ifndef FUZZ_TOLERATE_FOREIGN
-#define FUZZ_TOLERATE_FOREIGN 1
-#endif
-#ifndef FUZZ_TOLERATE_SCALAR_TYPES
-#define FUZZ_TOLERATE_SCALAR_TYPES 1
-#endif
-
-/*
  * The host kernels, all on bytes (uint8_t), each with its bound n as its
  * last parameter (U64): item i < n of dimension 0 is done once whatever the
  * group size, so the effect is known (fuzz_kernel_apply does it on the

@@ -678,13 +678,9 @@ static void op_buf_destroy(fz_in *in)
         return;
     }
     x = &F.b[s];
-    if (x->views || fz_execs_use_buf(s) || fz_root(s)->mapped == s)
+    if (x->views || fz_execs_use_buf(s) || fz_graphs_use_buf(s) ||
+        fz_root(s)->mapped == s)
         expect = FZ_FAIL;
-    if (fz_graphs_use_buf(s)) {
-        if (FUZZ_TOLERATE_LIFETIME)
-            return;
-        expect = FZ_FAIL;
-    }
     if (x->root == s)
         fz_quiesce_root(s, -1);
     rc = fz_check(weft_buffer_destroy(x->b), expect, "weft_buffer_destroy");
@@ -1006,11 +1002,8 @@ static void op_module_destroy(fz_in *in)
         fz_check(weft_module_destroy(NULL), FZ_OK, "weft_module_destroy NULL");
         return;
     }
-    if (fz_mod_in_use(s)) {
-        if (FUZZ_TOLERATE_LIFETIME)
-            return;
+    if (fz_mod_in_use(s))
         expect = FZ_FAIL;
-    }
     rc = fz_check(weft_module_destroy(F.m[s].m), expect, "weft_module_destroy");
     if (rc == 0)
         memset(&F.m[s], 0, sizeof F.m[s]);
@@ -1101,8 +1094,6 @@ static int fz_node_buf(fz_in *in, int *s, size_t *off, size_t *size, int *valid)
     *s = fz_pick_buf(in);
     if (*s < 0)
         return -1;
-    if (FUZZ_TOLERATE_FOREIGN && F.b[*s].rt != 0)
-        return -1;
     fz_range(in, F.b[*s].size, off, size, valid);
     if (F.b[*s].rt != 0)
         *valid = 0;
@@ -1149,11 +1140,8 @@ static void op_add_kernel(fz_in *in)
     k = F.m[m].m ? F.m[m].k[kid] : NULL;
     if (!k)
         valid = 0;
-    if (k && F.m[m].rt != 0) {
-        if (FUZZ_TOLERATE_FOREIGN)
-            return;
+    if (k && F.m[m].rt != 0)
         valid = 0;
-    }
     for (unsigned j = 0; j < nbufp; j++) {
         int s, v;
         size_t off, size;
@@ -1215,8 +1203,6 @@ static void op_add_kernel(fz_in *in)
         valid = 0;
         break;
     case 3:
-        if (FUZZ_TOLERATE_SCALAR_TYPES)
-            break;
         nd.args[nargs - 1] = weft_arg_f64((double)n); /* same size */
         valid = 0;
         break;
@@ -1396,7 +1382,7 @@ static void op_add_fill(fz_in *in)
         off -= off % ps;
         if (size != WEFT_WHOLE)
             size -= size % ps;
-        if (off <= F.b[s].size &&
+        if (F.b[s].rt == 0 && off <= F.b[s].size &&
             (size == WEFT_WHOLE || size <= F.b[s].size - off))
             valid = fz_resolve(F.b[s].size, off, size) ? 1 : -1;
     }
