@@ -46,7 +46,7 @@
       "threads per host device; default: the machine's cores")                 \
     X(HOST_WORKERS, UINT, 0, 64, NULL, NULL,                                   \
       "threads that run map nodes and host tasks, near their device; 0: "      \
-      "the issuing thread runs them; default: the cores, at most 4")           \
+      "the issuing thread runs them; default: the cores, at most 64")          \
     X(DEVICE_MEM_LIMIT, SIZE, 0, 0, NULL, "0",                                 \
       "most device memory held per device for buffer replicas, in 256-byte "   \
       "granules (see Eviction); 0: the device's memory")                       \

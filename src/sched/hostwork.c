@@ -124,7 +124,7 @@ static void weft__hostwork_free(weft__hostwork *hw)
     weft__free(hw);
 }
 
-/* How many workers: WEFT_HOST_WORKERS, else the cores, at most 4. */
+/* How many workers: WEFT_HOST_WORKERS, else one per core (at most 64). */
 static unsigned weft__worker_count(const weft_runtime *rt)
 {
     unsigned n;
@@ -133,7 +133,7 @@ static unsigned weft__worker_count(const weft_runtime *rt)
         return WEFT__MIN(rt->sched->host_workers,
                          (unsigned)WEFT__MAX_HOST_WORKERS);
     n = weft__cpuset_count(rt->topology, NULL);
-    return n ? WEFT__MIN(n, 4u) : 1;
+    return n ? WEFT__MIN(n, (unsigned)WEFT__MAX_HOST_WORKERS) : 1;
 }
 
 /* The pool: groups by the devices' near cores, then the workers. */

@@ -4,7 +4,7 @@
  * issues a launch, so that it keeps issuing device work meanwhile.
  *
  * The pool is made on first use: WEFT_HOST_WORKERS threads (default: the
- * machine's cores, at most 4; 0 turns the pool off and host nodes run on
+ * machine's cores, at most 64; 0 turns the pool off and host nodes run on
  * the issuing thread). Workers are grouped by the cores nearest a device
  * (weft__cpuset_near): a task for device d goes to the group of d's cores,
  * whose workers bind themselves there (each its own thread, so that a
