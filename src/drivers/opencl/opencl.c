@@ -7,6 +7,8 @@
  */
 #include "opencl_internal.h"
 
+#include "../../base/options.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -514,6 +516,38 @@ fail:
     return err;
 }
 
+/*
+ * PoCL 5 beside another platform with devices: aborted the process in
+ * about half of weft's oracle runs (ocl_platform_known_bugs), so its
+ * devices are left out, saying so, unless WEFT_OPENCL_POCL5=1. Returns the
+ * platforms kept, compacted in place.
+ */
+static unsigned ocl_platforms_without_pocl5(weft__platform **p, unsigned n)
+{
+    unsigned kept = 0, index = 0;
+    bool keep = false;
+
+    if (n < 2 || (weft__opt_bool(WEFT__OPT_OPENCL_POCL5, &keep) && keep))
+        return n;
+    for (unsigned i = 0; i < n; i++) {
+        if (!strstr(p[i]->version, "PoCL 5.")) {
+            p[kept++] = p[i];
+            continue;
+        }
+        weft__warn("opencl",
+                   "%s: its %u devices are left out beside another OpenCL "
+                   "platform, where this PoCL was seen to abort the process; "
+                   "WEFT_OPENCL_POCL5=1 opens them anyway",
+                   p[i]->version, p[i]->ndevices);
+        ocl_platform_free(p[i]);
+    }
+    /* The devices of the driver are numbered without the gaps. */
+    for (unsigned i = 0; i < kept; i++)
+        for (unsigned j = 0; j < p[i]->ndevices; j++)
+            p[i]->devices[j]->driver_index = index++;
+    return kept;
+}
+
 /* Every platform with a device, of the loader loaded. */
 static int ocl_platforms_list(weft__platform ***platforms, unsigned *n)
 {
@@ -550,6 +584,7 @@ static int ocl_platforms_list(weft__platform ***platforms, unsigned *n)
             out[nout++] = &p->base;
     }
     weft__free(ids);
+    nout = ocl_platforms_without_pocl5(out, nout);
     if (nout == 0) {
         weft__free(out);
         return weft__error(WEFT_ENOTSUP,
