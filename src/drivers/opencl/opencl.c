@@ -441,7 +441,8 @@ static void ocl_platform_known_bugs(const char *version)
                    "%s: this PoCL can abort the process while kernels run "
                    "(pocl_release_dlhandle_cache: Assertion "
                    "'found->ref_count > 0'), more often beside another "
-                   "OpenCL platform; PoCL 3 does not",
+                   "OpenCL platform (WEFT_OPENCL_POCL5=0 leaves it out "
+                   "there); PoCL 3 does not",
                    version);
 }
 
@@ -517,17 +518,18 @@ fail:
 }
 
 /*
- * PoCL 5 beside another platform with devices: aborted the process in
- * about half of weft's oracle runs (ocl_platform_known_bugs), so its
- * devices are left out, saying so, unless WEFT_OPENCL_POCL5=1. Returns the
+ * PoCL 5 beside another platform with devices aborted the process in about
+ * half of weft's oracle runs (ocl_platform_known_bugs). WEFT_OPENCL_POCL5=0
+ * leaves its devices out there, saying so. (Not the default: weft's OpenCL
+ * tests still take PoCL's devices first on such machines.) Returns the
  * platforms kept, compacted in place.
  */
 static unsigned ocl_platforms_without_pocl5(weft__platform **p, unsigned n)
 {
     unsigned kept = 0, index = 0;
-    bool keep = false;
+    bool keep = true;
 
-    if (n < 2 || (weft__opt_bool(WEFT__OPT_OPENCL_POCL5, &keep) && keep))
+    if (n < 2 || !weft__opt_bool(WEFT__OPT_OPENCL_POCL5, &keep) || keep)
         return n;
     for (unsigned i = 0; i < n; i++) {
         if (!strstr(p[i]->version, "PoCL 5.")) {
@@ -536,8 +538,8 @@ static unsigned ocl_platforms_without_pocl5(weft__platform **p, unsigned n)
         }
         weft__warn("opencl",
                    "%s: its %u devices are left out beside another OpenCL "
-                   "platform, where this PoCL was seen to abort the process; "
-                   "WEFT_OPENCL_POCL5=1 opens them anyway",
+                   "platform, where this PoCL was seen to abort the process "
+                   "(WEFT_OPENCL_POCL5=0)",
                    p[i]->version, p[i]->ndevices);
         ocl_platform_free(p[i]);
     }
