@@ -520,9 +520,10 @@ fail:
 /*
  * PoCL 5 beside another platform with devices aborted the process in about
  * half of weft's oracle runs (ocl_platform_known_bugs). WEFT_OPENCL_POCL5=0
- * leaves its devices out there, saying so. (Not the default: weft's OpenCL
- * tests still take PoCL's devices first on such machines.) Returns the
- * platforms kept, compacted in place.
+ * leaves its devices out there, saying so. (Not the default yet: on
+ * NVIDIA's OpenCL alone, tests/mem/staging hangs at exit after its
+ * failure-injection case, which PoCL's devices have hidden there.)
+ * Returns the platforms kept, compacted in place.
  */
 static unsigned ocl_platforms_without_pocl5(weft__platform **p, unsigned n)
 {
@@ -545,8 +546,9 @@ static unsigned ocl_platforms_without_pocl5(weft__platform **p, unsigned n)
     }
     /* The devices of the driver are numbered without the gaps. */
     for (unsigned i = 0; i < kept; i++)
-        for (unsigned j = 0; j < p[i]->ndevices; j++)
-            p[i]->devices[j]->driver_index = index++;
+        for (unsigned j = 0; j < p[i]->ndevices; j++, index++)
+            p[i]->devices[j]->driver_index =
+                p[i]->devices[j]->props.driver_index = index;
     return kept;
 }
 
