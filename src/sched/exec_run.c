@@ -529,17 +529,25 @@ static int weft__unlock_roots(weft_exec *e, uint32_t l0, uint32_t l1,
     return rc;
 }
 
+/*
+ * Lock-free unless a launch waits for room: the counts are sequentially
+ * consistent, so a waiter (waiting raised, then mem_gen read, under
+ * mem_lock) either sees this end's mem_gen or is seen here and woken under
+ * the lock, which it holds until it sleeps.
+ */
 void weft__exec_running(weft_runtime *rt, int delta)
 {
     weft__sched *s = rt->sched;
 
-    pthread_mutex_lock(&s->mem_lock);
-    s->running += (unsigned)delta;
-    if (delta < 0) {
-        __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&s->running, (unsigned)delta, __ATOMIC_SEQ_CST);
+    if (delta > 0)
+        return;
+    __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&s->waiting, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&s->mem_lock);
         pthread_cond_broadcast(&s->mem_cond);
+        pthread_mutex_unlock(&s->mem_lock);
     }
-    pthread_mutex_unlock(&s->mem_lock);
 }
 
 static uint64_t weft__mem_gen(weft_runtime *rt)
@@ -600,16 +608,18 @@ static int weft__exec_wait_room(weft_exec *e, uint64_t gen)
     pthread_mutex_lock(&s->mem_lock);
     /* Only a launch that let go of something moves mem_gen; every waiter
      * is told that one more waits. */
-    if (cleared)
-        __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_RELEASE);
-    mine = s->mem_gen;
+    __atomic_add_fetch(&s->waiting, 1, __ATOMIC_SEQ_CST);
+    mine = cleared ? __atomic_add_fetch(&s->mem_gen, 1, __ATOMIC_SEQ_CST)
+                   : __atomic_load_n(&s->mem_gen, __ATOMIC_SEQ_CST);
     moved = mine != gen + (cleared != 0);
-    s->waiting++;
     pthread_cond_broadcast(&s->mem_cond);
-    while (!moved && s->mem_gen == mine && s->running > s->waiting)
+    while (!moved && __atomic_load_n(&s->mem_gen, __ATOMIC_SEQ_CST) == mine &&
+           __atomic_load_n(&s->running, __ATOMIC_SEQ_CST) > s->waiting)
         pthread_cond_wait(&s->mem_cond, &s->mem_lock);
-    s->waiting--;
-    rc = !moved && s->mem_gen == mine ? WEFT_EDEVMEM : 0;
+    __atomic_sub_fetch(&s->waiting, 1, __ATOMIC_SEQ_CST);
+    rc = !moved && __atomic_load_n(&s->mem_gen, __ATOMIC_SEQ_CST) == mine
+             ? WEFT_EDEVMEM
+             : 0;
     pthread_mutex_unlock(&s->mem_lock);
     if (rc < 0)
         return weft__error(rc, "%s", why);

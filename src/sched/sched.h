@@ -33,13 +33,13 @@ typedef struct weft__sched {
      * with an acquire load. */
     struct weft__engine *engine;
     /*
-     * Launches and device memory (exec_run.c, weft__exec_wait_room):
-     * under mem_lock, how many launches have started and not ended
-     * (running) and how many of them wait for room that others hold
-     * (waiting); mem_gen counts up when a launch ends or a waiting one
-     * lets go of its own memory (written under mem_lock, read with an
-     * acquire load without it); mem_cond is broadcast then, and when one
-     * more launch waits.
+     * Launches and device memory (exec_run.c, weft__exec_wait_room): how
+     * many launches have started and not ended (running) and how many of
+     * them wait for room that others hold (waiting); mem_gen counts up
+     * when a launch ends or a waiting one lets go of its own memory. All
+     * three are sequentially consistent atomics; waiting changes and
+     * waiters sleep under mem_lock, and mem_cond is broadcast under it
+     * when mem_gen moves while one waits, and when one more launch waits.
      */
     pthread_mutex_t mem_lock;
     pthread_cond_t mem_cond;
