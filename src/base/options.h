@@ -70,9 +70,10 @@
       "libcuda.so.1", "the CUDA driver library")                               \
     X(OPENCL_LIBRARY, PATH, 0, 0, "a library name or path for dlopen",         \
       "libOpenCL.so.1", "the OpenCL ICD loader")                               \
-    X(OPENCL_POCL5, BOOL, 0, 0, NULL, "1",                                     \
-      "0: leave PoCL 5's devices out where another OpenCL platform has "       \
-      "devices (PoCL 5 was seen to abort the process there)")                  \
+    X(OPENCL_POCL5, BOOL, 0, 0, NULL, "0",                                     \
+      "1: use PoCL 5's devices also where another OpenCL platform has "        \
+      "devices (PoCL 5 was seen to abort the process there; by default they "  \
+      "are left out)")                                                         \
     X(ENGINE_THREADS, UINT, 1, 1024, NULL, NULL,                               \
       "threads that run launches, shared by every executable graph; "          \
       "default: max(4, cores, 2 x devices)")                                   \

@@ -2,10 +2,30 @@
 #include "wt_test.h"
 
 #include <dirent.h>
+#include <execinfo.h>
 #include <fnmatch.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/*
+ * WT_HANG_DUMP=1: SIGQUIT prints the stack of the thread that takes it
+ * (tests/gpu/hang_dump.sh sends it to a test that blocks, on machines
+ * without a debugger) and the process goes on.
+ */
+static void wt_dump_stack(int sig)
+{
+    void *pc[64];
+    int n = backtrace(pc, 64);
+    static const char head[] = "wt: stack of the thread that took SIGQUIT\n";
+
+    (void)sig;
+    if (write(2, head, sizeof head - 1) < 0)
+        return;
+    backtrace_symbols_fd(pc, n, 2);
+}
 
 int wt_run_tests(int argc, char **argv, const char *group,
                  const struct CMUnitTest *tests, size_t n,
@@ -13,6 +33,14 @@ int wt_run_tests(int argc, char **argv, const char *group,
 {
     const char *glob = getenv("WEFT_TEST_CASE");
     size_t matched = 0;
+
+    if (getenv("WT_HANG_DUMP")) {
+        void *pc[4];
+
+        (void)backtrace(pc,
+                        4); /* loads what it needs now, not in the handler */
+        signal(SIGQUIT, wt_dump_stack);
+    }
 
     if (argc > 2 ||
         (argc == 2 && argv[1][0] == '-' && strcmp(argv[1], "--list") != 0)) {

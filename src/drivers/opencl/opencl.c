@@ -441,8 +441,8 @@ static void ocl_platform_known_bugs(const char *version)
                    "%s: this PoCL can abort the process while kernels run "
                    "(pocl_release_dlhandle_cache: Assertion "
                    "'found->ref_count > 0'), more often beside another "
-                   "OpenCL platform (WEFT_OPENCL_POCL5=0 leaves it out "
-                   "there); PoCL 3 does not",
+                   "OpenCL platform (where it is left out unless "
+                   "WEFT_OPENCL_POCL5=1); PoCL 3 does not",
                    version);
 }
 
@@ -519,36 +519,43 @@ fail:
 
 /*
  * PoCL 5 beside another platform with devices aborted the process in about
- * half of weft's oracle runs (ocl_platform_known_bugs). WEFT_OPENCL_POCL5=0
- * leaves its devices out there, saying so. (Not the default yet: on
- * NVIDIA's OpenCL alone, tests/mem/staging hangs at exit after its
- * failure-injection case, which PoCL's devices have hidden there.)
- * Returns the platforms kept, compacted in place.
+ * half of weft's oracle runs (ocl_platform_known_bugs), also when weft only
+ * listed its devices and never ran anything there. Its platforms are left
+ * out there before they are opened, saying so, unless WEFT_OPENCL_POCL5=1.
+ * Returns the platform ids kept, compacted in place.
  */
-static unsigned ocl_platforms_without_pocl5(weft__platform **p, unsigned n)
+static cl_uint ocl_platforms_without_pocl5(cl_platform_id *ids, cl_uint n)
 {
-    unsigned kept = 0, index = 0;
-    bool keep = true;
+    char version[128];
+    bool keep = true, *pocl5, other = false;
+    cl_uint kept = 0, nd;
 
-    if (n < 2 || !weft__opt_bool(WEFT__OPT_OPENCL_POCL5, &keep) || keep)
+    (void)weft__opt_bool(WEFT__OPT_OPENCL_POCL5, &keep); /* or the default */
+    if (n < 2 || keep || !(pocl5 = weft__calloc(n, sizeof *pocl5)))
         return n;
-    for (unsigned i = 0; i < n; i++) {
-        if (!strstr(p[i]->version, "PoCL 5.")) {
-            p[kept++] = p[i];
+    for (cl_uint i = 0; i < n; i++) {
+        pocl5[i] = ocl_platform_text(ids[i], CL_PLATFORM_VERSION, version,
+                                     sizeof version) == CL_SUCCESS &&
+                   strstr(version, "PoCL 5.");
+        if (!pocl5[i] &&
+            weft__cl.GetDeviceIDs(ids[i], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) ==
+                CL_SUCCESS &&
+            nd > 0)
+            other = true;
+    }
+    for (cl_uint i = 0; i < n; i++) {
+        if (!other || !pocl5[i]) {
+            ids[kept++] = ids[i];
             continue;
         }
+        ocl_platform_text(ids[i], CL_PLATFORM_VERSION, version, sizeof version);
         weft__warn("opencl",
-                   "%s: its %u devices are left out beside another OpenCL "
-                   "platform, where this PoCL was seen to abort the process "
-                   "(WEFT_OPENCL_POCL5=0)",
-                   p[i]->version, p[i]->ndevices);
-        ocl_platform_free(p[i]);
+                   "%s: left out beside another OpenCL platform with "
+                   "devices, where this PoCL was seen to abort the process "
+                   "(WEFT_OPENCL_POCL5=1 keeps it)",
+                   version);
     }
-    /* The devices of the driver are numbered without the gaps. */
-    for (unsigned i = 0; i < kept; i++)
-        for (unsigned j = 0; j < p[i]->ndevices; j++, index++)
-            p[i]->devices[j]->driver_index =
-                p[i]->devices[j]->props.driver_index = index;
+    weft__free(pocl5);
     return kept;
 }
 
@@ -579,6 +586,7 @@ static int ocl_platforms_list(weft__platform ***platforms, unsigned *n)
         err = weft__ocl_fail(rc, "clGetPlatformIDs: listing platforms");
         goto fail;
     }
+    np = ocl_platforms_without_pocl5(ids, np);
     for (cl_uint i = 0; i < np; i++) {
         ocl_platform *p;
 
@@ -588,7 +596,6 @@ static int ocl_platforms_list(weft__platform ***platforms, unsigned *n)
             out[nout++] = &p->base;
     }
     weft__free(ids);
-    nout = ocl_platforms_without_pocl5(out, nout);
     if (nout == 0) {
         weft__free(out);
         return weft__error(WEFT_ENOTSUP,

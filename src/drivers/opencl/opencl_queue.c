@@ -134,8 +134,11 @@ void weft__ocl_context_destroy(weft__context *ctx)
     weft__cl.Finish(c->mapq);
     ocl_release_commandqueue(c->aux);
     ocl_release_commandqueue(c->mapq);
+    weft__debug("opencl", "%s: releasing the context", ctx->dev->name);
     ocl_release_context(c->cl);
+    weft__debug("opencl", "%s: leaving the event thread", ctx->dev->name);
     ocl_signaller_leave();
+    weft__debug("opencl", "%s: context released", ctx->dev->name);
     pthread_cond_destroy(&c->idle);
     pthread_mutex_destroy(&c->lock);
     weft__free(c);
@@ -341,6 +344,20 @@ static void ocl_signaller_leave(void)
     pthread_mutex_unlock(&ocl_sig.life);
 }
 
+/*
+ * Release a user event that weft made and will not complete otherwise
+ * (a failure path): it is completed first. NVIDIA's OpenCL waits in
+ * clReleaseContext, forever, for user events released without a status.
+ */
+static void ocl_user_event_drop(cl_event user)
+{
+    cl_int rc = weft__cl.SetUserEventStatus(user, CL_COMPLETE);
+
+    if (rc != CL_SUCCESS && rc != CL_INVALID_OPERATION)
+        weft__warn("opencl", "clSetUserEventStatus failed (%d)", (int)rc);
+    ocl_release_event(user);
+}
+
 static void CL_CALLBACK ocl_bridge_fire(cl_event src, cl_int status, void *user)
 {
     ocl_signal *sig = user;
@@ -377,7 +394,7 @@ int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
     }
     rc = OCL("clRetainEvent", weft__cl.RetainEvent(sig->user));
     if (rc != CL_SUCCESS) {
-        ocl_release_event(sig->user);
+        ocl_user_event_drop(sig->user);
         weft__free(sig);
         return weft__ocl_fail(rc, "clRetainEvent: on %s", to->base.dev->name);
     }
@@ -393,7 +410,7 @@ int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
         ocl_sig.pending--;
         pthread_mutex_unlock(&ocl_sig.lock);
         ocl_release_event(sig->user);
-        ocl_release_event(sig->user);
+        ocl_user_event_drop(sig->user);
         weft__free(sig);
         return weft__ocl_fail(rc, "clSetEventCallback: waiting from %s",
                               to->base.dev->name);
@@ -795,15 +812,14 @@ int weft__ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     ocl_release_event(marker);
     weft__ocl_flush(ocl_q(q));
     if (rc != CL_SUCCESS) {
-        /* the barrier is queued: open it, the function never runs */
-        weft__cl.SetUserEventStatus(call->gate, CL_COMPLETE);
+        /* the barrier is queued: the gate opens below, fn never runs */
         err = weft__ocl_fail(rc, "clSetEventCallback: host function on %s",
                              ocl_qname(q));
         goto fail;
     }
     return 0;
 fail:
-    ocl_release_event(call->gate);
+    ocl_user_event_drop(call->gate);
     weft__free(call);
     return err;
 }
