@@ -365,8 +365,6 @@ int weft__ocl_queue_sync(weft__queue *q);
 void weft__ocl_queue_release(weft__queue *q);
 /* Submit what is queued on q; a failure is only logged. */
 void weft__ocl_flush(cl_command_queue q);
-void weft__ocl_unmap_wait(ocl_context *c, cl_mem mem, void *host,
-                          const char *what);
 /*
  * A user event of context to that completes when src does, or fails with
  * src's status. *out holds the caller's reference.

@@ -6,7 +6,6 @@
 #include "opencl_internal.h"
 
 #include <string.h>
-#include <time.h>
 
 /* Sub-buffers cached per memory for kernel arguments at an offset. */
 #define OCL_SUB_CACHE 256
@@ -121,9 +120,14 @@ void weft__ocl_mem_free(weft__mem *mem)
 {
     ocl_mem *m = (ocl_mem *)mem;
 
-    if (mem->kind == WEFT__MEM_PINNED && mem->host)
-        weft__ocl_unmap_wait(ocl_ctx(mem->ctx), m->cl, mem->host,
-                             "pinned memory");
+    if (mem->kind == WEFT__MEM_PINNED && mem->host) {
+        cl_int rc = weft__cl.EnqueueUnmapMemObject(
+            ocl_ctx(mem->ctx)->mapq, m->cl, mem->host, 0, NULL, NULL);
+
+        if (rc != CL_SUCCESS)
+            weft__warn("opencl", "unmapping pinned memory on %s failed (%d)",
+                       mem->ctx->dev->name, (int)rc);
+    }
     ocl_mem_release(m);
 }
 
@@ -258,55 +262,15 @@ int weft__ocl_fill(weft__queue *q, weft__mem *dst, size_t off,
 
 /* ---- copies between devices -------------------------------------------- */
 
-/*
- * Unmap what a persistent map of mem made, and wait until that is done
- * before the caller releases mem: the unmap is then never left queued
- * behind a released object (NVIDIA's OpenCL was seen to block the map
- * queue's final clFinish forever after such unmaps, on failure paths of
- * the staging test). The wait is bounded: an unmap that does not finish
- * within 10 s is reported and left to the implementation.
- */
-void weft__ocl_unmap_wait(ocl_context *c, cl_mem mem, void *host,
-                          const char *what)
-{
-    cl_event done = NULL;
-    cl_int rc =
-        weft__cl.EnqueueUnmapMemObject(c->mapq, mem, host, 0, NULL, &done);
-    cl_int status = CL_QUEUED;
-    uint64_t start = weft__now_ns();
-
-    if (rc != CL_SUCCESS) {
-        weft__warn("opencl", "unmapping %s on %s failed (%d)", what,
-                   c->base.dev->name, (int)rc);
-        return;
-    }
-    weft__ocl_flush(c->mapq);
-    for (unsigned spin = 0;; spin++) {
-        rc = weft__ocl_event_status(done, &status);
-        if (rc != CL_SUCCESS || status <= CL_COMPLETE)
-            break;
-        if (weft__now_ns() - start > 10ull * 1000 * 1000 * 1000) {
-            weft__warn("opencl",
-                       "unmapping %s on %s did not finish in 10 s (status "
-                       "%d); going on without it",
-                       what, c->base.dev->name, (int)status);
-            break;
-        }
-        if (spin > 64) {
-            struct timespec ts = {0, spin > 1024 ? 1000000 : 20000};
-
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (rc != CL_SUCCESS || status < 0)
-        weft__warn("opencl", "unmapping %s on %s failed (%d)", what,
-                   c->base.dev->name, rc != CL_SUCCESS ? (int)rc : (int)status);
-    ocl_release_event(done);
-}
-
 void weft__ocl_bounce_drop(ocl_context *c, ocl_bounce *b)
 {
-    weft__ocl_unmap_wait(c, b->mem, b->host, "a bounce buffer");
+    cl_int rc = OCL("clEnqueueUnmapMemObject",
+                    weft__cl.EnqueueUnmapMemObject(c->mapq, b->mem, b->host, 0,
+                                                   NULL, NULL));
+
+    if (rc != CL_SUCCESS)
+        weft__warn("opencl", "unmapping a bounce buffer on %s failed (%d)",
+                   c->base.dev->name, (int)rc);
     ocl_release_memobject(b->mem);
     weft__free(b);
 }
