@@ -327,6 +327,15 @@ void weft__exec_advance(weft_exec *e)
 
         weft__exec_host_finished(e, &run->first, run->msg, sizeof run->msg);
         k = run->next < e->nnodes ? weft__exec_pick(e, run->next) : WEFT__NONE;
+        if (k == WEFT__NONE && e->inline_job) {
+            /* Everything issuable is issued: this worker runs the host
+             * node it kept, and carries on from its end. */
+            weft__host_job *j = e->inline_job;
+
+            e->inline_job = NULL;
+            j->task.run(&j->task);
+            continue;
+        }
         if (k == WEFT__NONE) {
             if (!e->host_out)
                 break; /* every node issued, none on a host worker */
@@ -365,12 +374,6 @@ void weft__exec_advance(weft_exec *e)
             }
         }
         e->state[i] = st;
-        if (e->inline_job) {
-            weft__host_job *j = e->inline_job;
-
-            e->inline_job = NULL;
-            j->task.run(&j->task);
-        }
     }
     weft__assert(run->next == e->nnodes);
     weft__launch_done(e, weft__launch_finish(e), run->msg);
