@@ -46,21 +46,54 @@
  */
 #include "host_internal.h"
 
+#include <sched.h>
+#include <stdint.h>
 #include <string.h>
+
+enum { NO_NODE = UINT32_MAX };
 
 typedef struct weft__host_graph {
     weft__context *ctx;
     weft__host_op **nodes; /* capture order; the graph's (weft__free) */
     size_t n, cap;
-    unsigned next;    /* external nodes: each has a slot in a launch */
-    unsigned running; /* atomic: a launch enqueued and not finished */
+    /* Node i waits for nodes deps[dep_first[i] .. dep_first[i + 1]). */
+    uint32_t *dep_first; /* n + 1 entries once a node is in */
+    uint32_t *deps;
+    size_t cap_first, ndeps, cap_deps;
+    unsigned *done;    /* per node: the launch (gen) it last finished in */
+    unsigned *started; /* per node: the launch it last started in */
+    unsigned finished; /* atomic: nodes finished, all launches */
+    unsigned gen;      /* launches so far */
+    unsigned joined;   /* pool threads inside its launches' jobs; pool lock */
+    unsigned next;     /* external nodes: each has a slot in a launch */
+    unsigned running;  /* atomic: a launch enqueued and not finished */
 } weft__host_graph;
+
+/* Nodes a node waits for, as the capture collects them. */
+typedef struct dep_list {
+    uint32_t *v;
+    size_t n, cap;
+} dep_list;
+
+/* A queue in a capture: its last node, and what its next one waits for
+ * besides (the records of the events it waited for since). */
+typedef struct cap_queue {
+    weft__host_queue *q;
+    uint32_t tail; /* NO_NODE: none yet */
+    dep_list pend;
+} cap_queue;
+
+/* An event recorded in a capture: the nodes its record comes after. */
+typedef struct cap_event {
+    weft__host_event *e;
+    dep_list deps;
+} cap_event;
 
 typedef struct weft__host_capture {
     weft__host_graph *g;
-    weft__host_queue **queues; /* [0]: the queue it began on */
+    cap_queue *queues; /* [0]: the queue it began on */
     size_t nqueues, cap_queues;
-    weft__host_event **events; /* recorded in it */
+    cap_event *events; /* recorded in it */
     size_t nevents, cap_events;
     const char *broken; /* why no graph can come of it, or NULL */
 } weft__host_capture;
@@ -88,13 +121,43 @@ static int room(void **arr, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
+/* v joins l (once); -1 when out of memory. */
+static int dep_add(dep_list *l, uint32_t v)
+{
+    if (v == NO_NODE)
+        return 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == v)
+            return 0;
+    if (room((void **)&l->v, &l->cap, l->n, sizeof *l->v) < 0)
+        return -1;
+    l->v[l->n++] = v;
+    return 0;
+}
+
+/* Every node of from joins to; -1 when out of memory. */
+static int dep_merge(dep_list *to, const dep_list *from)
+{
+    for (size_t i = 0; i < from->n; i++)
+        if (dep_add(to, from->v[i]) < 0)
+            return -1;
+    return 0;
+}
+
 static void graph_clear(weft__host_graph *g)
 {
     for (size_t i = 0; i < g->n; i++)
         weft__free(g->nodes[i]);
     weft__free(g->nodes);
+    weft__free(g->dep_first);
+    weft__free(g->deps);
+    weft__free(g->done);
+    weft__free(g->started);
+    g->started = NULL;
     g->nodes = NULL;
-    g->n = g->cap = 0;
+    g->dep_first = g->deps = NULL;
+    g->done = NULL;
+    g->n = g->cap = g->cap_first = g->ndeps = g->cap_deps = 0;
     g->next = 0;
 }
 
@@ -114,39 +177,105 @@ void weft__host_graph_destroy(void *graph)
 static void capture_close(weft__host_capture *c)
 {
     for (size_t i = 0; i < c->nqueues; i++)
-        __atomic_store_n(&c->queues[i]->cap, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&c->queues[i].q->cap, NULL, __ATOMIC_RELEASE);
     for (size_t i = 0; i < c->nevents; i++)
-        __atomic_store_n(&c->events[i]->cap, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&c->events[i].e->cap, NULL, __ATOMIC_RELEASE);
 }
 
 /* After capture_close: c and its graph (unless taken) are freed. */
 static void capture_free(weft__host_capture *c)
 {
     weft__host_graph_destroy(c->g);
+    for (size_t i = 0; i < c->nqueues; i++)
+        weft__free(c->queues[i].pend.v);
+    for (size_t i = 0; i < c->nevents; i++)
+        weft__free(c->events[i].deps.v);
     weft__free(c->queues);
     weft__free(c->events);
     weft__free(c);
 }
 
-/* Under the capture lock: op becomes c's next node, or c breaks. */
-static void capture_append(weft__host_capture *c, weft__host_op *op)
+/* Under the capture lock: hq's entry in c (it takes part in c). */
+static cap_queue *capture_queue(weft__host_capture *c,
+                                const weft__host_queue *hq)
+{
+    for (size_t i = 0; i < c->nqueues; i++)
+        if (c->queues[i].q == hq)
+            return &c->queues[i];
+    weft__assert(!"a queue of a capture missing from it");
+    return NULL;
+}
+
+/* Under the capture lock: hq joins c, waiting for what deps holds. */
+static int capture_join(weft__host_capture *c, weft__host_queue *hq,
+                        const dep_list *deps)
+{
+    cap_queue *cq;
+
+    if (room((void **)&c->queues, &c->cap_queues, c->nqueues,
+             sizeof *c->queues) < 0)
+        return -1;
+    cq = &c->queues[c->nqueues];
+    memset(cq, 0, sizeof *cq);
+    cq->q = hq;
+    cq->tail = NO_NODE;
+    if (deps && dep_merge(&cq->pend, deps) < 0) {
+        weft__free(cq->pend.v);
+        return -1;
+    }
+    c->nqueues++;
+    __atomic_store_n(&hq->cap, c, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/*
+ * Under the capture lock: op, enqueued on hq, becomes c's next node, or c
+ * breaks. It waits for hq's last node and for the records hq waited for
+ * since: the edges a launch runs it by (weft__host_graph_run).
+ */
+static void capture_append(weft__host_capture *c, weft__host_queue *hq,
+                           weft__host_op *op)
 {
     weft__host_graph *g = c->g;
+    cap_queue *cq = capture_queue(c, hq);
+    size_t need = cq->pend.n + 1;
 
-    if (!c->broken && room((void **)&g->nodes, &g->cap, g->n, sizeof op) < 0)
+    if (!c->broken && (room((void **)&g->nodes, &g->cap, g->n, sizeof op) < 0 ||
+                       room((void **)&g->dep_first, &g->cap_first, g->n + 1,
+                            sizeof *g->dep_first) < 0))
         c->broken = "out of memory for a node";
+    if (!c->broken && g->ndeps + need > g->cap_deps) {
+        size_t want = WEFT__MAX(2 * g->cap_deps, g->ndeps + need + 16);
+        uint32_t *d = weft__realloc(g->deps, want * sizeof *d);
+
+        if (d) {
+            g->deps = d;
+            g->cap_deps = want;
+        } else {
+            c->broken = "out of memory for a node's edges";
+        }
+    }
     if (c->broken) {
         weft__free(op);
         return;
     }
+    g->dep_first[g->n] = (uint32_t)g->ndeps;
+    if (cq->tail != NO_NODE)
+        g->deps[g->ndeps++] = cq->tail;
+    for (size_t i = 0; i < cq->pend.n; i++)
+        if (cq->pend.v[i] != cq->tail)
+            g->deps[g->ndeps++] = cq->pend.v[i];
+    cq->pend.n = 0;
+    cq->tail = (uint32_t)g->n;
     g->nodes[g->n++] = op;
+    g->dep_first[g->n] = (uint32_t)g->ndeps;
 }
 
 void weft__host_capture_push(weft__host_queue *hq, weft__host_op *op)
 {
     pthread_mutex_lock(&capture_lock);
     if (hq->cap) {
-        capture_append(hq->cap, op);
+        capture_append(hq->cap, hq, op);
         op = NULL;
     }
     pthread_mutex_unlock(&capture_lock);
@@ -160,11 +289,23 @@ static void event_leave(weft__host_event *he)
     weft__host_capture *c = he->cap;
 
     for (size_t i = 0; c && i < c->nevents; i++)
-        if (c->events[i] == he) {
+        if (c->events[i].e == he) {
+            weft__free(c->events[i].deps.v);
             c->events[i] = c->events[--c->nevents];
             break;
         }
     __atomic_store_n(&he->cap, NULL, __ATOMIC_RELEASE);
+}
+
+/* Under the capture lock: he's entry in the capture it is in. */
+static cap_event *capture_event(weft__host_capture *c,
+                                const weft__host_event *he)
+{
+    for (size_t i = 0; i < c->nevents; i++)
+        if (c->events[i].e == he)
+            return &c->events[i];
+    weft__assert(!"an event of a capture missing from it");
+    return NULL;
 }
 
 int weft__host_capture_record(weft__host_event *he, weft__host_queue *hq)
@@ -188,8 +329,19 @@ int weft__host_capture_record(weft__host_event *he, weft__host_queue *hq)
         }
         if (he->cap)
             event_leave(he);
-        c->events[c->nevents++] = he;
+        memset(&c->events[c->nevents], 0, sizeof *c->events);
+        c->events[c->nevents++].e = he;
         __atomic_store_n(&he->cap, c, __ATOMIC_RELEASE);
+    }
+    /* The record comes after hq's last node and what hq waited for. */
+    {
+        cap_queue *cq = capture_queue(c, hq);
+        cap_event *ce = capture_event(c, he);
+
+        ce->deps.n = 0;
+        if (dep_add(&ce->deps, cq->tail) < 0 ||
+            dep_merge(&ce->deps, &cq->pend) < 0)
+            c->broken = "out of memory for an event's edges";
     }
     pthread_mutex_unlock(&capture_lock);
     /* Its earlier record is forgotten (not under the capture lock). */
@@ -213,20 +365,19 @@ int weft__host_capture_wait(weft__host_queue *hq, weft__host_event *he)
         const char *why = NULL;
 
         if (qc == ec) {
-            /* Kept by the order of the nodes. */
+            /* hq's next node waits for the nodes before the record. */
+            if (dep_merge(&capture_queue(qc, hq)->pend,
+                          &capture_event(ec, he)->deps) < 0)
+                qc->broken = "out of memory for a node's edges";
         } else if (qc) {
             why = "a queue in one capture waits for an event of another";
-        } else if (hq->base.ctx != ec->queues[0]->base.ctx) {
+        } else if (hq->base.ctx != ec->queues[0].q->base.ctx) {
             why = "a capture takes in queues of one device only";
-        } else if (room((void **)&ec->queues, &ec->cap_queues, ec->nqueues,
-                        sizeof *ec->queues) < 0) {
+        } else if (capture_join(ec, hq, &capture_event(ec, he)->deps) < 0) {
             pthread_mutex_unlock(&capture_lock);
             return weft__error(WEFT_ENOMEM,
                                "host: no memory for a queue joining a "
                                "capture");
-        } else {
-            ec->queues[ec->nqueues++] = hq;
-            __atomic_store_n(&hq->cap, ec, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&capture_lock);
         if (why)
@@ -253,7 +404,7 @@ void weft__host_capture_queue_gone(weft__host_queue *hq)
         pthread_mutex_unlock(&capture_lock);
         return;
     }
-    if (c->queues[0] == hq) {
+    if (c->queues[0].q == hq) {
         /* The queue it began on: nothing can end it any more. */
         capture_close(c);
         pthread_mutex_unlock(&capture_lock);
@@ -261,7 +412,8 @@ void weft__host_capture_queue_gone(weft__host_queue *hq)
         return;
     }
     for (size_t i = 1; i < c->nqueues; i++)
-        if (c->queues[i] == hq) {
+        if (c->queues[i].q == hq) {
+            weft__free(c->queues[i].pend.v);
             c->queues[i] = c->queues[--c->nqueues];
             break;
         }
@@ -287,7 +439,10 @@ int weft__host_graph_begin(weft__queue *q)
         room((void **)&c->queues, &c->cap_queues, 0, sizeof *c->queues) == 0) {
         g->ctx = q->ctx;
         c->g = g;
-        c->queues[c->nqueues++] = hq;
+        memset(&c->queues[0], 0, sizeof c->queues[0]);
+        c->queues[0].q = hq;
+        c->queues[0].tail = NO_NODE;
+        c->nqueues = 1;
         pthread_mutex_lock(&capture_lock);
         if (!hq->cap) {
             __atomic_store_n(&hq->cap, c, __ATOMIC_RELEASE);
@@ -319,7 +474,7 @@ int weft__host_graph_end(weft__queue *q, void *old, void **graph, int *updated)
         *updated = 0;
     pthread_mutex_lock(&capture_lock);
     c = hq->cap;
-    if (!c || c->queues[0] != hq) {
+    if (!c || c->queues[0].q != hq) {
         pthread_mutex_unlock(&capture_lock);
         weft__host_graph_destroy(old); /* the driver's, as driver.h says */
         return weft__error(WEFT_EINVAL,
@@ -342,7 +497,16 @@ int weft__host_graph_end(weft__queue *q, void *old, void **graph, int *updated)
                                q->ctx->dev->name, broken);
         return 0;
     }
-    weft__debug("host", "a graph of %zu operations", g->n);
+    if (g->n && (!(g->done = weft__calloc(g->n, sizeof *g->done)) ||
+                 !(g->started = weft__calloc(g->n, sizeof *g->started)))) {
+        int rc = weft__error(
+            WEFT_ENOMEM, "host: no memory for a graph of %zu operations", g->n);
+
+        weft__host_graph_destroy(g);
+        weft__host_graph_destroy(old);
+        return rc;
+    }
+    weft__debug("host", "a graph of %zu operations, %zu edges", g->n, g->ndeps);
     if (o) {
         /* In place: old takes the new nodes, the new graph the old ones. */
         weft__host_graph t = *o;
@@ -381,7 +545,7 @@ static int capture_external(weft__queue *q, weft__event *ev,
     }
     op->u.ext.ev = (weft__host_event *)ev;
     op->u.ext.slot = c->g->next++;
-    capture_append(c, op);
+    capture_append(c, hq, op);
     pthread_mutex_unlock(&capture_lock);
     return 0;
 }
@@ -438,6 +602,8 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
         weft__free(op);
         return rc;
     }
+    /* The graph is this launch's alone now (running). */
+    op->u.graph.gen = ++g->gen;
     /*
      * In capture order, as the operations would have been enqueued: a wait
      * takes the record latest there (one of this launch's, if an earlier
@@ -458,42 +624,181 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
     return 0;
 }
 
+/*
+ * Running a launch. The launching queue's runner goes over the nodes in
+ * capture order (a topological order), within a window of GRAPH_WINDOW
+ * nodes not yet started, and starts every node whose predecessors have
+ * finished: kernels are posted to the context's pool, and the runner goes
+ * on, so that kernels that no edge orders run side by side on the pool's
+ * threads, as they would have on separate queues; other operations run on
+ * the runner. When nothing more can start, the runner works on the pool's
+ * open kernels, or sleeps until a node finishes; an external wait whose
+ * record has not run parks the queue (as a queue wait does) once nothing
+ * else can start. Whoever finishes a node stamps it with the launch's
+ * number (done[i] = gen); started[i] is the runner's own.
+ */
+enum { GRAPH_WINDOW = 256, GRAPH_SPINS = 64 };
+
+static pthread_mutex_t graph_wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t graph_wait_cond = PTHREAD_COND_INITIALIZER;
+static unsigned graph_waiters; /* atomic; threads asleep on the cond */
+
+static int node_done(const weft__host_graph *g, uint32_t i, unsigned gen)
+{
+    return __atomic_load_n(&g->done[i], __ATOMIC_SEQ_CST) == gen;
+}
+
+static void node_finish(weft__host_graph *g, uint32_t i, unsigned gen)
+{
+    __atomic_store_n(&g->done[i], gen, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&g->finished, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&graph_waiters, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&graph_wait_lock);
+        pthread_cond_broadcast(&graph_wait_cond);
+        pthread_mutex_unlock(&graph_wait_lock);
+    }
+}
+
+/* The pool's call when a kernel node's last group has run. */
+static void node_job_done(weft__host_job *job)
+{
+    node_finish((weft__host_graph *)(uintptr_t)job->owner, job->node, job->gen);
+}
+
+static int node_ready(const weft__host_graph *g, uint32_t i, unsigned gen)
+{
+    for (uint32_t d = g->dep_first[i]; d < g->dep_first[i + 1]; d++)
+        if (!node_done(g, g->deps[d], gen))
+            return 0;
+    return 1;
+}
+
+/*
+ * Until a node of g finishes after the count `seen`: work on the pool's
+ * open kernels, then yield, then sleep.
+ */
+static void graph_progress(weft__host_graph *g, weft__host_pool *pool,
+                           unsigned seen)
+{
+    for (unsigned spins = 0;
+         __atomic_load_n(&g->finished, __ATOMIC_SEQ_CST) == seen;) {
+        if (weft__host_pool_help(pool))
+            return;
+        if (spins++ < GRAPH_SPINS) {
+            sched_yield();
+            continue;
+        }
+        pthread_mutex_lock(&graph_wait_lock);
+        __atomic_add_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&g->finished, __ATOMIC_SEQ_CST) == seen &&
+            !weft__host_pool_open(pool))
+            pthread_cond_wait(&graph_wait_cond, &graph_wait_lock);
+        __atomic_sub_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&graph_wait_lock);
+        spins = 0;
+    }
+}
+
+/* Start node i (its predecessors finished): 1 if it finished already. */
+static int node_start(weft__host_queue *hq, weft__host_graph *g,
+                      weft__host_signal **sig, weft__host_pool *pool,
+                      uint32_t i, unsigned gen)
+{
+    weft__host_op *n = g->nodes[i];
+
+    switch (n->kind) {
+    case WEFT__HOST_OP_RECORD_EXT:
+        weft__host_signal_raise(sig[n->u.ext.slot]);
+        weft__host_signal_release(sig[n->u.ext.slot]);
+        return 1;
+    case WEFT__HOST_OP_WAIT_EXT: /* its signal is up, or there is none */
+        if (sig[n->u.ext.slot])
+            weft__host_signal_release(sig[n->u.ext.slot]);
+        sig[n->u.ext.slot] = NULL;
+        return 1;
+    case WEFT__HOST_OP_LAUNCH: {
+        weft__host_job *job = &n->u.job;
+
+        /* The spread's state of the last launch starts over. */
+        job->next = NULL;
+        job->claimed = 0;
+        job->slots_taken = 0;
+        job->active = 0;
+        job->finished = 0;
+        job->done = node_job_done;
+        job->owner = g;
+        job->joined = &g->joined;
+        job->node = i;
+        job->gen = gen;
+        weft__host_pool_post(pool, job);
+        return 0; /* finished by whoever runs its last group */
+    }
+    default: /* no node waits: records and waits make none */
+        if (weft__host_op_run(hq, n))
+            weft__assert(!"a graph node parked");
+        return 1;
+    }
+}
+
 int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
 {
     weft__host_graph *g = op->u.graph.graph;
     weft__host_signal **sig = op->u.graph.signals;
+    weft__host_pool *pool = &((weft__host_context *)hq->base.ctx)->pool;
+    unsigned gen = op->u.graph.gen;
+    size_t first = op->u.graph.pos;
 
-    for (size_t i = op->u.graph.pos; i < g->n; i++) {
-        weft__host_op *n = g->nodes[i];
+    while (first < g->n) {
+        unsigned seen = __atomic_load_n(&g->finished, __ATOMIC_SEQ_CST);
+        uint32_t parked = NO_NODE;
+        int started = 0;
 
-        switch (n->kind) {
-        case WEFT__HOST_OP_RECORD_EXT:
-            weft__host_signal_raise(sig[n->u.ext.slot]);
-            weft__host_signal_release(sig[n->u.ext.slot]);
-            break;
-        case WEFT__HOST_OP_WAIT_EXT:
-            if (sig[n->u.ext.slot]) {
-                /* Parked: this node runs again once the signal is up. */
-                op->u.graph.pos = i;
-                if (weft__host_queue_park(hq, op, sig[n->u.ext.slot]))
-                    return 1;
-                weft__host_signal_release(sig[n->u.ext.slot]);
+        for (size_t i = first, window = 0; i < g->n && window < GRAPH_WINDOW;
+             i++) {
+            const weft__host_op *n = g->nodes[i];
+
+            if (g->started[i] == gen)
+                continue;
+            window++;
+            if (!node_ready(g, (uint32_t)i, gen))
+                continue;
+            if (n->kind == WEFT__HOST_OP_WAIT_EXT && sig[n->u.ext.slot] &&
+                !__atomic_load_n(&sig[n->u.ext.slot]->done, __ATOMIC_ACQUIRE)) {
+                if (parked == NO_NODE)
+                    parked = (uint32_t)i;
+                continue;
             }
-            break;
-        case WEFT__HOST_OP_LAUNCH:
-            /* The spread's state of the last launch starts over. */
-            n->u.job.next = NULL;
-            n->u.job.claimed = 0;
-            n->u.job.slots_taken = 0;
-            n->u.job.active = 0;
-            weft__host_op_run(hq, n);
-            break;
-        default: /* no node waits: records and waits make none */
-            if (weft__host_op_run(hq, n))
-                weft__assert(!"a graph node parked");
-            break;
+            g->started[i] = gen;
+            started = 1;
+            if (node_start(hq, g, sig, pool, (uint32_t)i, gen))
+                node_finish(g, (uint32_t)i, gen);
         }
+        while (first < g->n && g->started[first] == gen)
+            first++;
+        if (started || first == g->n)
+            continue;
+        if (parked != NO_NODE) {
+            /* Nothing else can start: the queue waits for the record (the
+             * kernels in flight go on), and the launch resumes here. */
+            op->u.graph.pos = first;
+            if (weft__host_queue_park(hq, op,
+                                      sig[g->nodes[parked]->u.ext.slot]))
+                return 1;
+            continue; /* raised meanwhile: it starts at the next look */
+        }
+        graph_progress(g, pool, seen);
     }
+    /* Every kernel finished, and no pool thread inside one any more. */
+    for (size_t i = 0; i < g->n; i++)
+        for (;;) {
+            /* The count before the look: a finish after it moves it. */
+            unsigned seen = __atomic_load_n(&g->finished, __ATOMIC_SEQ_CST);
+
+            if (node_done(g, (uint32_t)i, gen))
+                break;
+            graph_progress(g, pool, seen);
+        }
+    weft__host_pool_reap(pool, g, &g->joined);
     __atomic_store_n(&g->running, 0, __ATOMIC_RELEASE);
     return 0;
 }

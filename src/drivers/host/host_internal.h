@@ -54,6 +54,18 @@ typedef struct weft__host_job {
     uint64_t claimed; /* next unclaimed group; atomic, may overshoot total */
     unsigned slots_taken; /* helper slots handed out (1..); pool lock */
     unsigned active;      /* helpers running groups of it; pool lock */
+    /*
+     * A posted job (weft__host_pool_post; NULL done: one run by its
+     * owner): finished counts the groups run (atomic), and whoever runs
+     * the last one calls done(job). Its slots are 0..nslots-1, all taken
+     * by joiners; owner names who posted it (weft__host_pool_reap).
+     */
+    void (*done)(struct weft__host_job *job);
+    const void *owner;
+    unsigned *joined; /* the owner's count of threads inside; pool lock */
+    uint64_t finished;
+    uint32_t node; /* the owner's, for done */
+    unsigned gen;  /* the owner's, for done */
 } weft__host_job;
 
 typedef struct weft__host_pool {
@@ -160,7 +172,8 @@ typedef struct weft__host_op {
             /* Per external node (by slot): the signal it raises or waits
              * for in this launch; a wait's may be NULL (nothing to wait). */
             weft__host_signal **signals;
-            size_t pos; /* the next node to run (a launch parks, resumes) */
+            size_t pos;   /* the next node to run (a launch parks, resumes) */
+            unsigned gen; /* the launch's number, its nodes' done stamp */
         } graph;
         struct {
             weft__host_event *ev;
@@ -352,6 +365,19 @@ int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers);
 void weft__host_pool_stop(weft__host_pool *pool);
 /* Run every group of job, on the calling thread and the pool's helpers. */
 void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job);
+/*
+ * Post job (its done set) for the helpers and return: whoever runs its
+ * last group calls done. weft__host_pool_help lets the caller work on an
+ * open job meanwhile (1 if it did, 0 if none was open). Before the owner
+ * reuses or frees its posted jobs, weft__host_pool_reap(pool, owner, ...)
+ * takes them off the list and waits until no helper is inside any.
+ */
+void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job);
+int weft__host_pool_help(weft__host_pool *pool);
+void weft__host_pool_reap(weft__host_pool *pool, const void *owner,
+                          const unsigned *joined);
+/* Whether a job is open for another thread (a hint: no lock). */
+int weft__host_pool_open(weft__host_pool *pool);
 int weft__host_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
                       const weft__karg *args, unsigned nargs);
 

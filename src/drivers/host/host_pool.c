@@ -39,15 +39,90 @@ static void job_work(weft__host_job *job, unsigned slot)
     for (;;) {
         uint64_t first =
             __atomic_fetch_add(&job->claimed, job->chunk, __ATOMIC_RELAXED);
+        uint64_t end = WEFT__MIN(first + job->chunk, job->total);
+
         if (first >= job->total)
             return;
-        job_groups(job, slot, first, WEFT__MIN(first + job->chunk, job->total));
+        job_groups(job, slot, first, end);
+        /* Release: the groups' writes, for whoever learns of the end. */
+        if (job->done && __atomic_add_fetch(&job->finished, end - first,
+                                            __ATOMIC_ACQ_REL) == job->total)
+            job->done(job);
     }
 }
 
 static int job_open(const weft__host_job *job)
 {
     return __atomic_load_n(&job->claimed, __ATOMIC_RELAXED) < job->total;
+}
+
+/*
+ * Under the pool lock: a link of the list. weft__host_pool_help peeks at
+ * the head without the lock, so links are stored atomically.
+ */
+static void link_set(weft__host_job **p, weft__host_job *v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+/*
+ * Under the pool lock: whether another thread may join job. An owned
+ * job's slot 0 is its owner's, helpers get 1..; a posted job's are all
+ * for joiners. Threads that wait for a graph's nodes help too, so a job
+ * may find more joiners than slots: the late ones leave it alone.
+ */
+static int job_slot_free(const weft__host_job *job)
+{
+    return job->slots_taken + (job->done ? 0 : 1) < job->nslots;
+}
+
+/*
+ * Under the pool lock: the first open job with a slot free, posted ones that
+ * are exhausted taken off the list on the way (their owners reap them
+ * otherwise).
+ */
+static weft__host_job *job_find(weft__host_pool *pool)
+{
+    weft__host_job **p = &pool->jobs;
+
+    while (*p) {
+        weft__host_job *job = *p;
+
+        if (job_open(job) && job_slot_free(job))
+            return job;
+        if (job->done)
+            link_set(p, job->next);
+        else
+            p = &job->next;
+    }
+    return NULL;
+}
+
+/*
+ * Under the pool lock, job_slot_free(job): join job, with a slot of one's
+ * own. A thread joins a job at most once: when it leaves, the job is
+ * exhausted and job_open() skips it.
+ */
+static unsigned job_join(weft__host_job *job)
+{
+    unsigned slot = job->done ? job->slots_taken++ : ++job->slots_taken;
+
+    weft__assert(slot < job->nslots);
+    job->active++;
+    if (job->joined)
+        ++*job->joined;
+    return slot;
+}
+
+/* Under the pool lock: leave job; the owner may free it after this. */
+static void job_leave(weft__host_pool *pool, weft__host_job *job)
+{
+    int idle = --job->active == 0;
+
+    if (job->joined && --*job->joined == 0)
+        idle = 1;
+    if (idle)
+        pthread_cond_broadcast(&pool->idle);
 }
 
 static void *helper_main(void *arg)
@@ -58,33 +133,81 @@ static void *helper_main(void *arg)
     for (;;) {
         weft__host_job *job = NULL;
 
-        while (!pool->stopping) {
-            for (job = pool->jobs; job && !job_open(job); job = job->next)
-                ;
-            if (job)
-                break;
+        while (!pool->stopping && !(job = job_find(pool)))
             pthread_cond_wait(&pool->work, &pool->lock);
-        }
         if (!job)
             break;
-        /*
-         * A helper joins a job at most once: when it leaves, the job is
-         * exhausted and job_open() skips it. So slots never run out.
-         */
-        unsigned slot = ++job->slots_taken;
-        weft__assert(slot < job->nslots);
-        job->active++;
+        unsigned slot = job_join(job);
+
         pthread_mutex_unlock(&pool->lock);
-
         job_work(job, slot);
-
         pthread_mutex_lock(&pool->lock);
-        /* After this the owner may free the job: touch it no more. */
-        if (--job->active == 0)
-            pthread_cond_broadcast(&pool->idle);
+        job_leave(pool, job);
     }
     pthread_mutex_unlock(&pool->lock);
     return NULL;
+}
+
+void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job)
+{
+    weft__host_job **p;
+
+    weft__assert(job->done);
+    job->next = NULL;
+    pthread_mutex_lock(&pool->lock);
+    for (p = &pool->jobs; *p; p = &(*p)->next)
+        ;
+    link_set(p, job);
+    if (pool->nhelpers && job->total > job->chunk)
+        pthread_cond_broadcast(&pool->work);
+    else if (pool->nhelpers)
+        pthread_cond_signal(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+int weft__host_pool_help(weft__host_pool *pool)
+{
+    weft__host_job *job;
+    unsigned slot;
+
+    if (!__atomic_load_n(&pool->jobs, __ATOMIC_RELAXED))
+        return 0;
+    pthread_mutex_lock(&pool->lock);
+    if (!(job = job_find(pool))) {
+        pthread_mutex_unlock(&pool->lock);
+        return 0;
+    }
+    slot = job_join(job);
+    pthread_mutex_unlock(&pool->lock);
+    job_work(job, slot);
+    pthread_mutex_lock(&pool->lock);
+    job_leave(pool, job);
+    pthread_mutex_unlock(&pool->lock);
+    return 1;
+}
+
+void weft__host_pool_reap(weft__host_pool *pool, const void *owner,
+                          const unsigned *joined)
+{
+    pthread_mutex_lock(&pool->lock);
+    for (weft__host_job **p = &pool->jobs; *p;)
+        if ((*p)->done && (*p)->owner == owner)
+            link_set(p, (*p)->next);
+        else
+            p = &(*p)->next;
+    while (*joined)
+        pthread_cond_wait(&pool->idle, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+int weft__host_pool_open(weft__host_pool *pool)
+{
+    int open = 0;
+
+    pthread_mutex_lock(&pool->lock);
+    open = job_find(pool) != NULL;
+    pthread_mutex_unlock(&pool->lock);
+    return open;
 }
 
 void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job)
@@ -101,7 +224,7 @@ void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job)
     for (p = &pool->jobs; *p; p = &(*p)->next)
         ;
     job->next = NULL;
-    *p = job;
+    link_set(p, job);
     pthread_cond_broadcast(&pool->work);
     pthread_mutex_unlock(&pool->lock);
 
@@ -111,7 +234,7 @@ void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job)
     pthread_mutex_lock(&pool->lock);
     for (p = &pool->jobs; *p != job; p = &(*p)->next)
         ;
-    *p = job->next;
+    link_set(p, job->next);
     while (job->active)
         pthread_cond_wait(&pool->idle, &pool->lock);
     pthread_mutex_unlock(&pool->lock);

@@ -217,6 +217,15 @@ static void k_wait_gate(const weft_host_group *g, void *const *args)
     gate_pass((void *)(uintptr_t)address);
 }
 
+/* open_gate(u64 gate pointer): opens a gate that wait_gate blocks on. */
+static void k_open_gate(const weft_host_group *g, void *const *args)
+{
+    uint64_t address = *(const uint64_t *)args[0];
+
+    (void)g;
+    gate_open((void *)(uintptr_t)address);
+}
+
 static const weft_param_type p_buf[] = {WEFT_PARAM_BUFFER};
 static const weft_param_type p_sum[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_LOCAL,
                                         WEFT_PARAM_U32};
@@ -233,6 +242,7 @@ static const weft_host_kernel kernels[] = {
     {"bytes", k_bytes, 2, p_bytes, s_bytes, NULL, NULL},
     {"rendezvous", k_rendezvous, 0, NULL, NULL, NULL, NULL},
     {"wait_gate", k_wait_gate, 1, p_u64, NULL, NULL, NULL},
+    {"open_gate", k_open_gate, 1, p_u64, NULL, NULL, NULL},
 };
 
 static weft__module *module_load(weft__context *ctx)
@@ -1330,6 +1340,77 @@ static void graph_captures_two_queues_and_replays(void **state)
     OK(weft__drv_module_destroy(mod));
 }
 
+/*
+ * A graph runs kernels that no edge orders side by side, as their queues
+ * would: here one blocks until the other, captured after it on another
+ * queue, has run (in capture order alone, the launch would never end). The
+ * edges still hold: the copy after the join sees both kernels' work.
+ */
+static void graph_runs_unordered_kernels_side_by_side(void **state)
+{
+    fixture *f = *state;
+    const weft__driver *drv = &weft__driver_host;
+    weft__module *mod = module_load(f->ctx[0]);
+    weft__kernel *wait, *open, *adv;
+    weft__queue *q0, *q1;
+    weft__event *fork, *join;
+    weft__mem *x, *y;
+    uint32_t hx[GN], hy[GN];
+    void *g = NULL;
+    gate gt;
+    uint64_t address = (uint64_t)(uintptr_t)&gt;
+    weft__karg a = arg_val(WEFT_PARAM_U64, &address, sizeof address);
+    weft__grid one = grid1(1, 1);
+
+    OK(weft__drv_kernel_get(mod, "wait_gate", &wait));
+    OK(weft__drv_kernel_get(mod, "open_gate", &open));
+    OK(weft__drv_kernel_get(mod, "advance", &adv));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q0));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q1));
+    OK(weft__drv_event_create(f->ctx[0], 0, &fork));
+    OK(weft__drv_event_create(f->ctx[0], 0, &join));
+    OK(weft__drv_mem_alloc(f->ctx[0], sizeof hx, &x));
+    OK(weft__drv_mem_alloc(f->ctx[0], sizeof hy, &y));
+    fill_index(hx, 10);
+    fill_index(hy, 5000);
+    OK(weft__drv_copy_h2d(q0, x, 0, hx, sizeof hx));
+    OK(weft__drv_copy_h2d(q0, y, 0, hy, sizeof hy));
+    OK(weft__drv_queue_sync(q0));
+
+    OK(drv->graph_begin(q0));
+    OK(weft__drv_event_record(fork, q0));
+    OK(weft__drv_queue_wait_event(q1, fork));
+    OK(weft__drv_launch(q0, wait, &one, &a, 1)); /* blocks ... */
+    launch_advance(q0, adv, x, 3);               /* ... and holds this */
+    OK(weft__drv_launch(q1, open, &one, &a, 1)); /* until this opens */
+    launch_advance(q1, adv, y, 5);
+    OK(weft__drv_event_record(join, q1));
+    OK(weft__drv_queue_wait_event(q0, join));
+    OK(weft__drv_copy_d2h(q0, hx, x, 0, sizeof hx));
+    OK(weft__drv_copy_d2h(q0, hy, y, 0, sizeof hy));
+    OK(drv->graph_end(q0, NULL, &g, NULL));
+
+    for (int r = 1; r <= 20; r++) {
+        gate_init(&gt);
+        OK(drv->graph_launch(g, q0));
+        OK(weft__drv_queue_sync(q0));
+        gate_fini(&gt);
+        /* The copies after the join saw both queues' work. */
+        for (uint32_t i = 0; i < GN; i += 7) {
+            assert_int_equal(hx[i], advanced(10, i, 3, r));
+            assert_int_equal(hy[i], advanced(5000, i, 5, r));
+        }
+    }
+    drv->graph_destroy(g);
+    OK(weft__drv_event_destroy(fork));
+    OK(weft__drv_event_destroy(join));
+    OK(weft__drv_mem_free(x));
+    OK(weft__drv_mem_free(y));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+    OK(weft__drv_module_destroy(mod));
+}
+
 /* A capture with an old graph updates it in place: same handle, new
  * arguments. */
 static void graph_updates_in_place(void **state)
@@ -1750,6 +1831,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(every_failure_is_clean),
         cmocka_unit_test(bad_sizes_are_refused),
         cmocka_unit_test(graph_captures_two_queues_and_replays),
+        cmocka_unit_test(graph_runs_unordered_kernels_side_by_side),
         cmocka_unit_test(graph_updates_in_place),
         cmocka_unit_test(graph_external_events_join_devices),
         cmocka_unit_test(graph_capture_refuses_what_crosses_it),
