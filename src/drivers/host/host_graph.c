@@ -2,13 +2,17 @@
  * Native graphs on the host driver.
  *
  * A host graph is the list of operations a capture took in, in the order
- * they were enqueued, and a launch is one operation on the launching
- * queue that runs them all, in that order, by that queue's owner: one
- * hand-off between threads per launch instead of one per operation, which
- * is what makes a replayed graph of small tasks cheap
- * (bench/task_overhead). Every operation runs as it would op by op (a
- * kernel over the context's pool); only kernels that several lanes would
- * have run side by side run one after the other.
+ * they were enqueued, each with the nodes it waits for (its queue's node
+ * before it, and the nodes before the records its queue waited for), and
+ * a launch is one operation on the launching queue whose owner starts
+ * each node once its predecessors have finished: one hand-off between
+ * threads per launch instead of one per operation, which is what makes a
+ * replayed graph of small tasks cheap (bench/task_overhead). Every
+ * operation runs as it would op by op; kernels go to the context's pool,
+ * so that kernels of different queues run side by side as they would have
+ * on their queues (weft__host_graph_run). As on a GPU, a kernel must not
+ * wait for one that no edge orders before it: with one thread per device,
+ * they may run one after the other.
  *
  * Capture, as the sim's (after CUDA's stream capture in relaxed mode).
  * graph_begin(q) starts a capture on q. What a queue in the capture
@@ -16,10 +20,10 @@
  * in the capture becomes a capture event: its earlier record is
  * forgotten, and once the capture ends it reads as never recorded. A
  * queue of the same context that waits for a capture event joins the
- * capture. Records and waits inside the capture make no nodes: capture
- * order is a topological order of the work (a wait can only name a record
- * enqueued before it, and a queue's nodes keep their order), and the
- * graph runs in that order. A wait in the capture for an event outside
+ * capture. Records and waits inside the capture make no nodes, only
+ * edges: capture order is a topological order of the work (a wait can
+ * only name a record enqueued before it, and a queue's nodes keep their
+ * order). A wait in the capture for an event outside
  * any capture passes if that event's work has completed and fails with
  * WEFT_EINVAL if not (the dependency would cross the capture's boundary:
  * graph_wait_external is the way); so do a wait on another capture's
@@ -60,13 +64,24 @@ typedef struct weft__host_graph {
     uint32_t *dep_first; /* n + 1 entries once a node is in */
     uint32_t *deps;
     size_t cap_first, ndeps, cap_deps;
-    unsigned *done;    /* per node: the launch (gen) it last finished in */
-    unsigned *started; /* per node: the launch it last started in */
-    unsigned finished; /* atomic: nodes finished, all launches */
-    unsigned gen;      /* launches so far */
-    unsigned joined;   /* pool threads inside its launches' jobs; pool lock */
-    unsigned next;     /* external nodes: each has a slot in a launch */
-    unsigned running;  /* atomic: a launch enqueued and not finished */
+    /* Node i's successors: succs[succ_first[i] .. succ_first[i + 1]). */
+    uint32_t *succ_first, *succs;
+    /*
+     * A launch's state (weft__host_graph_run). Shared: pending (per node,
+     * its predecessors not finished), link and stack (nodes made ready by
+     * other threads, pushed there), remaining (nodes not finished), all
+     * atomic. The runner's own: ready[rhead .. rtail) (to start), blocked
+     * (external waits whose record has not run), nstarted.
+     */
+    unsigned *pending;
+    uint32_t *link, *ready, *blocked;
+    uint32_t stack;
+    size_t rhead, rtail, nblocked, nstarted;
+    size_t remaining;
+    unsigned gen;     /* launches so far */
+    unsigned joined;  /* pool threads inside its launches' jobs; pool lock */
+    unsigned next;    /* external nodes: each has a slot in a launch */
+    unsigned running; /* atomic: a launch enqueued and not finished */
 } weft__host_graph;
 
 /* Nodes a node waits for, as the capture collects them. */
@@ -151,12 +166,17 @@ static void graph_clear(weft__host_graph *g)
     weft__free(g->nodes);
     weft__free(g->dep_first);
     weft__free(g->deps);
-    weft__free(g->done);
-    weft__free(g->started);
-    g->started = NULL;
+    weft__free(g->succ_first);
+    weft__free(g->succs);
+    weft__free(g->pending);
+    weft__free(g->link);
+    weft__free(g->ready);
+    weft__free(g->blocked);
+    g->succ_first = g->succs = NULL;
+    g->pending = NULL;
+    g->link = g->ready = g->blocked = NULL;
     g->nodes = NULL;
     g->dep_first = g->deps = NULL;
-    g->done = NULL;
     g->n = g->cap = g->cap_first = g->ndeps = g->cap_deps = 0;
     g->next = 0;
 }
@@ -463,6 +483,34 @@ int weft__host_graph_begin(weft__queue *q)
     return weft__error(WEFT_ENOMEM, "host: no memory for a capture");
 }
 
+/* The successors and a launch's arrays of g, once captured; -1: no memory. */
+static int graph_prepare(weft__host_graph *g)
+{
+    size_t n = g->n;
+
+    g->succ_first = weft__calloc(n + 1, sizeof *g->succ_first);
+    g->succs = weft__calloc(g->ndeps ? g->ndeps : 1, sizeof *g->succs);
+    g->pending = weft__calloc(n, sizeof *g->pending);
+    g->link = weft__calloc(n, sizeof *g->link);
+    g->ready = weft__calloc(n, sizeof *g->ready);
+    g->blocked = weft__calloc(n, sizeof *g->blocked);
+    if (!g->succ_first || !g->succs || !g->pending || !g->link || !g->ready ||
+        !g->blocked)
+        return -1;
+    /* Count, then place (pending counts what is placed per node). */
+    for (size_t d = 0; d < g->ndeps; d++)
+        g->succ_first[g->deps[d] + 1]++;
+    for (size_t i = 0; i < n; i++)
+        g->succ_first[i + 1] += g->succ_first[i];
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t d = g->dep_first[i]; d < g->dep_first[i + 1]; d++) {
+            uint32_t p = g->deps[d];
+
+            g->succs[g->succ_first[p] + g->pending[p]++] = (uint32_t)i;
+        }
+    return 0;
+}
+
 int weft__host_graph_end(weft__queue *q, void *old, void **graph, int *updated)
 {
     weft__host_queue *hq = (weft__host_queue *)q;
@@ -497,8 +545,7 @@ int weft__host_graph_end(weft__queue *q, void *old, void **graph, int *updated)
                                q->ctx->dev->name, broken);
         return 0;
     }
-    if (g->n && (!(g->done = weft__calloc(g->n, sizeof *g->done)) ||
-                 !(g->started = weft__calloc(g->n, sizeof *g->started)))) {
+    if (g->n && graph_prepare(g) < 0) {
         int rc = weft__error(
             WEFT_ENOMEM, "host: no memory for a graph of %zu operations", g->n);
 
@@ -625,33 +672,48 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
 }
 
 /*
- * Running a launch. The launching queue's runner goes over the nodes in
- * capture order (a topological order), within a window of GRAPH_WINDOW
- * nodes not yet started, and starts every node whose predecessors have
- * finished: kernels are posted to the context's pool, and the runner goes
- * on, so that kernels that no edge orders run side by side on the pool's
- * threads, as they would have on separate queues; other operations run on
- * the runner. When nothing more can start, the runner works on the pool's
- * open kernels, or sleeps until a node finishes; an external wait whose
- * record has not run parks the queue (as a queue wait does) once nothing
- * else can start. Whoever finishes a node stamps it with the launch's
- * number (done[i] = gen); started[i] is the runner's own.
+ * Running a launch. A node starts once its predecessors have finished:
+ * whoever finishes a node (the runner, or a pool thread that ran a
+ * kernel's last group) counts down its successors' pending, and pushes
+ * each that reaches zero onto the graph's stack. The launching queue's
+ * runner takes the ready nodes and starts them: kernels go to the
+ * context's pool, which runs those that no edge orders side by side as
+ * their queues would have, except that the runner keeps the last ready
+ * kernel of one group for itself (a chain of them then runs on the runner
+ * with no hand-off); other operations run on the runner. With nothing to
+ * start, the runner works on the pool's open kernels, or sleeps until a
+ * node finishes; an external wait whose record has not run parks the
+ * queue (as a queue wait does) once nothing else is in flight.
  */
-enum { GRAPH_WINDOW = 256, GRAPH_SPINS = 64 };
-
 static pthread_mutex_t graph_wait_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t graph_wait_cond = PTHREAD_COND_INITIALIZER;
 static unsigned graph_waiters; /* atomic; threads asleep on the cond */
+/* atomic: nodes finished, of every graph (a runner waits for it to move) */
+static unsigned graph_finished;
 
-static int node_done(const weft__host_graph *g, uint32_t i, unsigned gen)
-{
-    return __atomic_load_n(&g->done[i], __ATOMIC_SEQ_CST) == gen;
-}
+enum { GRAPH_SPINS = 64 };
 
-static void node_finish(weft__host_graph *g, uint32_t i, unsigned gen)
+/*
+ * Node i of g finished. Counting remaining down is the last touch of g:
+ * once it is zero the launch may end and g go (a pool thread may still be
+ * in here, past it).
+ */
+static void node_finish(weft__host_graph *g, uint32_t i)
 {
-    __atomic_store_n(&g->done[i], gen, __ATOMIC_SEQ_CST);
-    __atomic_add_fetch(&g->finished, 1, __ATOMIC_SEQ_CST);
+    for (uint32_t k = g->succ_first[i]; k < g->succ_first[i + 1]; k++) {
+        uint32_t s = g->succs[k];
+
+        if (__atomic_sub_fetch(&g->pending[s], 1, __ATOMIC_ACQ_REL) == 0) {
+            uint32_t top = __atomic_load_n(&g->stack, __ATOMIC_RELAXED);
+
+            do
+                __atomic_store_n(&g->link[s], top, __ATOMIC_RELAXED);
+            while (!__atomic_compare_exchange_n(
+                &g->stack, &top, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+        }
+    }
+    __atomic_sub_fetch(&g->remaining, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&graph_finished, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&graph_waiters, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&graph_wait_lock);
         pthread_cond_broadcast(&graph_wait_cond);
@@ -662,26 +724,28 @@ static void node_finish(weft__host_graph *g, uint32_t i, unsigned gen)
 /* The pool's call when a kernel node's last group has run. */
 static void node_job_done(weft__host_job *job)
 {
-    node_finish((weft__host_graph *)(uintptr_t)job->owner, job->node, job->gen);
+    node_finish((weft__host_graph *)(uintptr_t)job->owner, job->node);
 }
 
-static int node_ready(const weft__host_graph *g, uint32_t i, unsigned gen)
+/* The runner: what other threads made ready joins its ready list. */
+static void graph_take_ready(weft__host_graph *g)
 {
-    for (uint32_t d = g->dep_first[i]; d < g->dep_first[i + 1]; d++)
-        if (!node_done(g, g->deps[d], gen))
-            return 0;
-    return 1;
+    uint32_t top = __atomic_exchange_n(&g->stack, NO_NODE, __ATOMIC_ACQUIRE);
+
+    while (top != NO_NODE) {
+        g->ready[g->rtail++] = top;
+        top = __atomic_load_n(&g->link[top], __ATOMIC_RELAXED);
+    }
 }
 
 /*
- * Until a node of g finishes after the count `seen`: work on the pool's
- * open kernels, then yield, then sleep.
+ * Until a node finishes after the count `seen` (of graph_finished): work
+ * on the pool's open kernels, then yield, then sleep.
  */
-static void graph_progress(weft__host_graph *g, weft__host_pool *pool,
-                           unsigned seen)
+static void graph_progress(weft__host_pool *pool, unsigned seen)
 {
     for (unsigned spins = 0;
-         __atomic_load_n(&g->finished, __ATOMIC_SEQ_CST) == seen;) {
+         __atomic_load_n(&graph_finished, __ATOMIC_SEQ_CST) == seen;) {
         if (weft__host_pool_help(pool))
             return;
         if (spins++ < GRAPH_SPINS) {
@@ -690,7 +754,7 @@ static void graph_progress(weft__host_graph *g, weft__host_pool *pool,
         }
         pthread_mutex_lock(&graph_wait_lock);
         __atomic_add_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&g->finished, __ATOMIC_SEQ_CST) == seen &&
+        if (__atomic_load_n(&graph_finished, __ATOMIC_SEQ_CST) == seen &&
             !weft__host_pool_open(pool))
             pthread_cond_wait(&graph_wait_cond, &graph_wait_lock);
         __atomic_sub_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
@@ -699,10 +763,13 @@ static void graph_progress(weft__host_graph *g, weft__host_pool *pool,
     }
 }
 
-/* Start node i (its predecessors finished): 1 if it finished already. */
+/*
+ * Start node i (its predecessors finished): 1 if it finished already, 2
+ * for a kernel made ready to post (whoever runs its last group finishes
+ * it).
+ */
 static int node_start(weft__host_queue *hq, weft__host_graph *g,
-                      weft__host_signal **sig, weft__host_pool *pool,
-                      uint32_t i, unsigned gen)
+                      weft__host_signal **sig, uint32_t i)
 {
     weft__host_op *n = g->nodes[i];
 
@@ -729,9 +796,8 @@ static int node_start(weft__host_queue *hq, weft__host_graph *g,
         job->owner = g;
         job->joined = &g->joined;
         job->node = i;
-        job->gen = gen;
-        weft__host_pool_post(pool, job);
-        return 0; /* finished by whoever runs its last group */
+        job->gen = g->gen;
+        return 2;
     }
     default: /* no node waits: records and waits make none */
         if (weft__host_op_run(hq, n))
@@ -740,64 +806,113 @@ static int node_start(weft__host_queue *hq, weft__host_graph *g,
     }
 }
 
+/* An external wait whose record has not run yet. */
+static int wait_blocked(const weft__host_graph *g, weft__host_signal **sig,
+                        uint32_t i)
+{
+    const weft__host_op *n = g->nodes[i];
+
+    return n->kind == WEFT__HOST_OP_WAIT_EXT && sig[n->u.ext.slot] &&
+           !__atomic_load_n(&sig[n->u.ext.slot]->done, __ATOMIC_ACQUIRE);
+}
+
+static void graph_launch_begin(weft__host_graph *g)
+{
+    g->rhead = g->rtail = g->nblocked = g->nstarted = 0;
+    __atomic_store_n(&g->stack, NO_NODE, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->remaining, g->n, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < g->n; i++) {
+        uint32_t nd = g->dep_first[i + 1] - g->dep_first[i];
+
+        __atomic_store_n(&g->pending[i], nd, __ATOMIC_RELAXED);
+        if (nd == 0)
+            g->ready[g->rtail++] = (uint32_t)i;
+    }
+}
+
 int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
 {
     weft__host_graph *g = op->u.graph.graph;
     weft__host_signal **sig = op->u.graph.signals;
     weft__host_pool *pool = &((weft__host_context *)hq->base.ctx)->pool;
-    unsigned gen = op->u.graph.gen;
-    size_t first = op->u.graph.pos;
 
-    while (first < g->n) {
-        unsigned seen = __atomic_load_n(&g->finished, __ATOMIC_SEQ_CST);
-        uint32_t parked = NO_NODE;
+    weft__assert(__atomic_load_n(&g->running, __ATOMIC_ACQUIRE) &&
+                 "a host graph run without its launch");
+    if (op->u.graph.pos == 0) { /* not a resume after a park */
+        op->u.graph.pos = 1;
+        graph_launch_begin(g);
+    }
+    for (;;) {
+        unsigned seen = __atomic_load_n(&graph_finished, __ATOMIC_SEQ_CST);
+        weft__host_job *held = NULL;
         int started = 0;
 
-        for (size_t i = first, window = 0; i < g->n && window < GRAPH_WINDOW;
-             i++) {
-            const weft__host_op *n = g->nodes[i];
+        graph_take_ready(g);
+        while (g->rhead < g->rtail) {
+            uint32_t i = g->ready[g->rhead++];
 
-            if (g->started[i] == gen)
-                continue;
-            window++;
-            if (!node_ready(g, (uint32_t)i, gen))
-                continue;
-            if (n->kind == WEFT__HOST_OP_WAIT_EXT && sig[n->u.ext.slot] &&
-                !__atomic_load_n(&sig[n->u.ext.slot]->done, __ATOMIC_ACQUIRE)) {
-                if (parked == NO_NODE)
-                    parked = (uint32_t)i;
+            if (wait_blocked(g, sig, i)) {
+                g->blocked[g->nblocked++] = i;
                 continue;
             }
-            g->started[i] = gen;
             started = 1;
-            if (node_start(hq, g, sig, pool, (uint32_t)i, gen))
-                node_finish(g, (uint32_t)i, gen);
-        }
-        while (first < g->n && g->started[first] == gen)
-            first++;
-        if (started || first == g->n)
-            continue;
-        if (parked != NO_NODE) {
-            /* Nothing else can start: the queue waits for the record (the
-             * kernels in flight go on), and the launch resumes here. */
-            op->u.graph.pos = first;
-            if (weft__host_queue_park(hq, op,
-                                      sig[g->nodes[parked]->u.ext.slot]))
-                return 1;
-            continue; /* raised meanwhile: it starts at the next look */
-        }
-        graph_progress(g, pool, seen);
-    }
-    /* Every kernel finished, and no pool thread inside one any more. */
-    for (size_t i = 0; i < g->n; i++)
-        for (;;) {
-            /* The count before the look: a finish after it moves it. */
-            unsigned seen = __atomic_load_n(&g->finished, __ATOMIC_SEQ_CST);
-
-            if (node_done(g, (uint32_t)i, gen))
+            g->nstarted++;
+            switch (node_start(hq, g, sig, i)) {
+            case 1:
+                node_finish(g, i);
+                graph_take_ready(g);
                 break;
-            graph_progress(g, pool, seen);
+            case 2: {
+                weft__host_job *job = &g->nodes[i]->u.job;
+
+                /* Work first: the runner keeps the last kernel of one
+                 * group it finds for itself; the others go to the pool. */
+                if (job->total == 1) {
+                    if (held)
+                        weft__host_pool_post(pool, held);
+                    held = job;
+                } else {
+                    weft__host_pool_post(pool, job);
+                }
+                break;
+            }
+            }
         }
+        /* Empty: from the start again (a node is on it at most once). */
+        g->rhead = g->rtail = 0;
+        if (held) {
+            weft__host_pool_run_here(held);
+            continue;
+        }
+        if (started)
+            continue;
+        if (__atomic_load_n(&g->remaining, __ATOMIC_SEQ_CST) == 0)
+            break;
+        /* External waits whose record has run since go on. */
+        for (size_t b = 0; b < g->nblocked;)
+            if (!wait_blocked(g, sig, g->blocked[b])) {
+                g->ready[g->rtail++] = g->blocked[b];
+                g->blocked[b] = g->blocked[--g->nblocked];
+            } else {
+                b++;
+            }
+        if (g->rhead < g->rtail ||
+            __atomic_load_n(&g->stack, __ATOMIC_ACQUIRE) != NO_NODE)
+            continue;
+        if (g->nblocked &&
+            g->nstarted ==
+                g->n - __atomic_load_n(&g->remaining, __ATOMIC_SEQ_CST)) {
+            /* Nothing in flight, nothing else can start: the queue waits
+             * for the record, and the launch resumes here. */
+            const weft__host_op *n = g->nodes[g->blocked[0]];
+
+            if (weft__host_queue_park(hq, op, sig[n->u.ext.slot]))
+                return 1;
+            continue; /* raised meanwhile */
+        }
+        graph_progress(pool, seen);
+    }
+    /* No pool thread inside one of its kernels any more. */
     weft__host_pool_reap(pool, g, &g->joined);
     __atomic_store_n(&g->running, 0, __ATOMIC_RELEASE);
     return 0;

@@ -25,6 +25,7 @@
 #define WEFT_HOST_INTERNAL_H
 
 #include "../driver.h"
+#include "../../base/ring.h"
 
 #include <pthread.h>
 
@@ -72,6 +73,14 @@ typedef struct weft__host_pool {
     pthread_mutex_t lock;
     pthread_cond_t work; /* helpers wait here for an open job or stop */
     pthread_cond_t idle; /* owners wait here for active to drop to 0 */
+    /*
+     * Posted jobs of one group, which one thread runs whole: taken from a
+     * lock-free ring, with no slot and no count (whoever takes one touches
+     * it no more once its done has stamped it). sleepers: helpers asleep,
+     * or about to be, on work (atomic).
+     */
+    weft__ring single;
+    unsigned sleepers;
     weft__host_job *jobs;
     unsigned stopping;
     unsigned nhelpers;
@@ -374,6 +383,8 @@ void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job);
  */
 void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job);
 int weft__host_pool_help(weft__host_pool *pool);
+/* Run a job of one group that would have been posted, here. */
+void weft__host_pool_run_here(weft__host_job *job);
 void weft__host_pool_reap(weft__host_pool *pool, const void *owner,
                           const unsigned *joined);
 /* Whether a job is open for another thread (a hint: no lock). */

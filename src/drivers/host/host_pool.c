@@ -4,11 +4,18 @@
  * next to the pool's helper threads. Threads claim groups in chunks with
  * one atomic add, so the pool lock is taken only to join and leave a job.
  * Jobs of several queues may be open at once; helpers take the oldest.
+ *
+ * A native graph's launch posts its kernels instead (weft__host_pool_post)
+ * and goes on: whoever runs a posted job's last group calls its done. A
+ * posted job of one group goes through a lock-free ring, taken whole by
+ * one thread with no lock at all; helpers poll the ring and the list a
+ * while before they sleep.
  */
 #include "host_internal.h"
 
 #include "../../base/os.h"
 
+#include <sched.h>
 #include <string.h>
 
 /* Bits of the launch operation's tail are aligned so; a power of two. */
@@ -125,26 +132,75 @@ static void job_leave(weft__host_pool *pool, weft__host_job *job)
         pthread_cond_broadcast(&pool->idle);
 }
 
+/* A posted job of one group, taken from the ring: run whole, then done. */
+static void single_run(weft__host_job *job)
+{
+    job_groups(job, 0, 0, job->total);
+    job->done(job); /* the job is not touched after this */
+}
+
+void weft__host_pool_run_here(weft__host_job *job)
+{
+    weft__assert(job->done && job->total == 1);
+    single_run(job);
+}
+
+/* Polls of the ring and the list before an idle helper sleeps. */
+enum { POOL_POLLS = 100 };
+
 static void *helper_main(void *arg)
 {
     weft__host_pool *pool = arg;
+    unsigned polls = 0;
 
-    pthread_mutex_lock(&pool->lock);
     for (;;) {
-        weft__host_job *job = NULL;
+        weft__host_job *job, *one;
+        unsigned slot;
 
-        while (!pool->stopping && !(job = job_find(pool)))
-            pthread_cond_wait(&pool->work, &pool->lock);
-        if (!job)
+        if ((one = weft__ring_pop(&pool->single))) {
+            single_run(one);
+            polls = 0;
+            continue;
+        }
+        if (!__atomic_load_n(&pool->jobs, __ATOMIC_RELAXED) &&
+            polls++ < POOL_POLLS &&
+            !__atomic_load_n(&pool->stopping, __ATOMIC_RELAXED)) {
+            sched_yield();
+            continue;
+        }
+        polls = 0;
+        pthread_mutex_lock(&pool->lock);
+        one = NULL;
+        while (!pool->stopping && !(job = job_find(pool))) {
+            /*
+             * Asleep only after a last look at the ring: a post after
+             * that look sees sleepers (both are read-modify-writes or
+             * sequentially consistent) and wakes one under the lock.
+             */
+            __atomic_add_fetch(&pool->sleepers, 1, __ATOMIC_SEQ_CST);
+            one = weft__ring_pop(&pool->single);
+            if (!one)
+                pthread_cond_wait(&pool->work, &pool->lock);
+            __atomic_sub_fetch(&pool->sleepers, 1, __ATOMIC_SEQ_CST);
+            if (one)
+                break;
+        }
+        if (one) {
+            pthread_mutex_unlock(&pool->lock);
+            single_run(one);
+            continue;
+        }
+        if (pool->stopping) {
+            pthread_mutex_unlock(&pool->lock);
             break;
-        unsigned slot = job_join(job);
-
+        }
+        slot = job_join(job);
         pthread_mutex_unlock(&pool->lock);
         job_work(job, slot);
         pthread_mutex_lock(&pool->lock);
         job_leave(pool, job);
+        pthread_mutex_unlock(&pool->lock);
     }
-    pthread_mutex_unlock(&pool->lock);
     return NULL;
 }
 
@@ -154,6 +210,14 @@ void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job)
 
     weft__assert(job->done);
     job->next = NULL;
+    if (job->total == 1 && weft__ring_push(&pool->single, job)) {
+        if (__atomic_fetch_add(&pool->sleepers, 0, __ATOMIC_SEQ_CST)) {
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_signal(&pool->work);
+            pthread_mutex_unlock(&pool->lock);
+        }
+        return;
+    }
     pthread_mutex_lock(&pool->lock);
     for (p = &pool->jobs; *p; p = &(*p)->next)
         ;
@@ -170,6 +234,10 @@ int weft__host_pool_help(weft__host_pool *pool)
     weft__host_job *job;
     unsigned slot;
 
+    if ((job = weft__ring_pop(&pool->single))) {
+        single_run(job);
+        return 1;
+    }
     if (!__atomic_load_n(&pool->jobs, __ATOMIC_RELAXED))
         return 0;
     pthread_mutex_lock(&pool->lock);
@@ -204,6 +272,9 @@ int weft__host_pool_open(weft__host_pool *pool)
 {
     int open = 0;
 
+    if (__atomic_load_n(&pool->single.tail, __ATOMIC_SEQ_CST) !=
+        __atomic_load_n(&pool->single.head, __ATOMIC_SEQ_CST))
+        return 1;
     pthread_mutex_lock(&pool->lock);
     open = job_find(pool) != NULL;
     pthread_mutex_unlock(&pool->lock);
@@ -244,12 +315,14 @@ void weft__host_pool_stop(weft__host_pool *pool)
 {
     pthread_mutex_lock(&pool->lock);
     weft__assert(pool->jobs == NULL);
-    pool->stopping = 1;
+    __atomic_store_n(&pool->stopping, 1, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&pool->work);
     pthread_mutex_unlock(&pool->lock);
     for (unsigned i = 0; i < pool->nhelpers; i++)
         pthread_join(pool->helpers[i], NULL);
     weft__free(pool->helpers);
+    weft__assert(!weft__ring_pop(&pool->single));
+    weft__ring_fini(&pool->single);
     pthread_cond_destroy(&pool->idle);
     pthread_cond_destroy(&pool->work);
     pthread_mutex_destroy(&pool->lock);
@@ -267,6 +340,10 @@ int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
                                "host: no memory for a pool of %u threads",
                                nhelpers);
     }
+    if (weft__ring_init(&pool->single, 1024) < 0) {
+        weft__free(pool->helpers);
+        return weft__error(WEFT_ENOMEM, "host: no memory for a pool's ring");
+    }
     rc = pthread_mutex_init(&pool->lock, NULL);
     if (rc == 0) {
         stage = 1;
@@ -281,6 +358,7 @@ int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
             pthread_cond_destroy(&pool->work);
         if (stage >= 1)
             pthread_mutex_destroy(&pool->lock);
+        weft__ring_fini(&pool->single);
         weft__free(pool->helpers);
         return weft__host_os_error(WEFT_ENOMEM, rc,
                                    "setting up a thread pool's lock");
