@@ -752,10 +752,13 @@ static void graph_progress(weft__host_pool *pool, unsigned seen)
             sched_yield();
             continue;
         }
+        /* Not under the wait lock: the host driver's locks never nest. A
+         * kernel posted after this look has its own thread to run it. */
+        if (weft__host_pool_open(pool))
+            continue;
         pthread_mutex_lock(&graph_wait_lock);
         __atomic_add_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&graph_finished, __ATOMIC_SEQ_CST) == seen &&
-            !weft__host_pool_open(pool))
+        if (__atomic_load_n(&graph_finished, __ATOMIC_SEQ_CST) == seen)
             pthread_cond_wait(&graph_wait_cond, &graph_wait_lock);
         __atomic_sub_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&graph_wait_lock);

@@ -8,7 +8,7 @@
  * copies between host devices are real copies and the layers above see the
  * same protocol as with discrete GPUs.
  *
- * Locks. There are five kinds and no code path holds two at once:
+ * Locks. There are six kinds and no code path holds two at once:
  * - host_queue.lock: syncs and the queue's stop (the FIFO itself is
  *   lock-free, and so is a busy queue's scheduling: see weft__host_queue).
  * - host_runners.lock: the runnable list, the runners' sleep and start.
@@ -17,6 +17,8 @@
  *   queues, and every event's current signal pointer.
  * - the capture lock (host_graph.c): every capture, and the cap pointers
  *   of queues and events.
+ * - the graph wait lock (host_graph.c): a graph's runner asleep until a
+ *   node finishes.
  * Because none nests (a raise collects the queues it unparks under the
  * signal lock and posts them after it), there is no lock order to get
  * wrong; keep it so.
