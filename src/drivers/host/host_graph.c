@@ -71,7 +71,8 @@ typedef struct weft__host_graph {
      * its predecessors not finished), link and stack (nodes made ready by
      * other threads, pushed there), remaining (nodes not finished), all
      * atomic. The runner's own: ready[rhead .. rtail) (to start), blocked
-     * (external waits whose record has not run), nstarted.
+     * (external waits whose record has not run). nstarted (atomic):
+     * nodes started, by the runner or by whoever made a kernel ready.
      */
     unsigned *pending;
     uint32_t *link, *ready, *blocked;
@@ -693,24 +694,67 @@ static unsigned graph_finished;
 
 enum { GRAPH_SPINS = 64 };
 
-/*
- * Node i of g finished. Counting remaining down is the last touch of g:
- * once it is zero the launch may end and g go (a pool thread may still be
- * in here, past it).
- */
-static void node_finish(weft__host_graph *g, uint32_t i)
+static weft__host_job *node_job_done(weft__host_job *job);
+
+/* Kernel node i's job, ready to post or run (its predecessors finished). */
+static weft__host_job *node_job(weft__host_graph *g, uint32_t i)
 {
+    weft__host_job *job = &g->nodes[i]->u.job;
+
+    /* The spread's state of the last launch starts over. */
+    job->next = NULL;
+    job->claimed = 0;
+    job->slots_taken = 0;
+    job->active = 0;
+    job->finished = 0;
+    job->done = node_job_done;
+    job->owner = g;
+    job->joined = &g->joined;
+    job->node = i;
+    job->gen = g->gen;
+    return job;
+}
+
+/* Onto the stack of nodes the runner is to start. */
+static void node_push(weft__host_graph *g, uint32_t s)
+{
+    uint32_t top = __atomic_load_n(&g->stack, __ATOMIC_RELAXED);
+
+    do
+        __atomic_store_n(&g->link[s], top, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&g->stack, &top, s, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+/*
+ * Node i of g finished: its successors' pending counted down. Those that
+ * reach zero start from here: a kernel of one group comes back for the
+ * caller to run next (the first; others are posted), larger kernels are
+ * posted, other operations go to the runner (node_push). Counting
+ * remaining down is the last touch of g: once it is zero the launch may
+ * end and g go (a pool thread may still be in here, past it).
+ */
+static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
+{
+    weft__host_pool *pool = &((weft__host_context *)g->ctx)->pool;
+    weft__host_job *next = NULL;
+
     for (uint32_t k = g->succ_first[i]; k < g->succ_first[i + 1]; k++) {
         uint32_t s = g->succs[k];
+        weft__host_job *job;
 
-        if (__atomic_sub_fetch(&g->pending[s], 1, __ATOMIC_ACQ_REL) == 0) {
-            uint32_t top = __atomic_load_n(&g->stack, __ATOMIC_RELAXED);
-
-            do
-                __atomic_store_n(&g->link[s], top, __ATOMIC_RELAXED);
-            while (!__atomic_compare_exchange_n(
-                &g->stack, &top, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+        if (__atomic_sub_fetch(&g->pending[s], 1, __ATOMIC_ACQ_REL) != 0)
+            continue;
+        if (g->nodes[s]->kind != WEFT__HOST_OP_LAUNCH) {
+            node_push(g, s);
+            continue;
         }
+        __atomic_add_fetch(&g->nstarted, 1, __ATOMIC_SEQ_CST);
+        job = node_job(g, s);
+        if (job->total == 1 && !next)
+            next = job;
+        else
+            weft__host_pool_post(pool, job);
     }
     __atomic_sub_fetch(&g->remaining, 1, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&graph_finished, 1, __ATOMIC_SEQ_CST);
@@ -719,12 +763,13 @@ static void node_finish(weft__host_graph *g, uint32_t i)
         pthread_cond_broadcast(&graph_wait_cond);
         pthread_mutex_unlock(&graph_wait_lock);
     }
+    return next;
 }
 
 /* The pool's call when a kernel node's last group has run. */
-static void node_job_done(weft__host_job *job)
+static weft__host_job *node_job_done(weft__host_job *job)
 {
-    node_finish((weft__host_graph *)(uintptr_t)job->owner, job->node);
+    return node_finish((weft__host_graph *)(uintptr_t)job->owner, job->node);
 }
 
 /* The runner: what other threads made ready joins its ready list. */
@@ -786,22 +831,9 @@ static int node_start(weft__host_queue *hq, weft__host_graph *g,
             weft__host_signal_release(sig[n->u.ext.slot]);
         sig[n->u.ext.slot] = NULL;
         return 1;
-    case WEFT__HOST_OP_LAUNCH: {
-        weft__host_job *job = &n->u.job;
-
-        /* The spread's state of the last launch starts over. */
-        job->next = NULL;
-        job->claimed = 0;
-        job->slots_taken = 0;
-        job->active = 0;
-        job->finished = 0;
-        job->done = node_job_done;
-        job->owner = g;
-        job->joined = &g->joined;
-        job->node = i;
-        job->gen = g->gen;
+    case WEFT__HOST_OP_LAUNCH:
+        node_job(g, i);
         return 2;
-    }
     default: /* no node waits: records and waits make none */
         if (weft__host_op_run(hq, n))
             weft__assert(!"a graph node parked");
@@ -819,9 +851,30 @@ static int wait_blocked(const weft__host_graph *g, weft__host_signal **sig,
            !__atomic_load_n(&sig[n->u.ext.slot]->done, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * The runner lets a kernel of one group go to the pool's threads, or runs
+ * it here when their ring is full (they have plenty to do then, and
+ * posting more would only lengthen the pool's list).
+ */
+static void graph_hand_off(weft__host_pool *pool, weft__host_job *job)
+{
+    if (!weft__host_pool_offer(pool, job))
+        weft__host_pool_run_here(job);
+}
+
+/* Nothing started is unfinished (remaining read first: whoever starts a
+ * node counts it before it counts its own finish). */
+static int graph_idle(weft__host_graph *g)
+{
+    size_t left = __atomic_load_n(&g->remaining, __ATOMIC_SEQ_CST);
+
+    return __atomic_load_n(&g->nstarted, __ATOMIC_SEQ_CST) == g->n - left;
+}
+
 static void graph_launch_begin(weft__host_graph *g)
 {
-    g->rhead = g->rtail = g->nblocked = g->nstarted = 0;
+    g->rhead = g->rtail = g->nblocked = 0;
+    __atomic_store_n(&g->nstarted, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g->stack, NO_NODE, __ATOMIC_RELAXED);
     __atomic_store_n(&g->remaining, g->n, __ATOMIC_RELAXED);
     for (size_t i = 0; i < g->n; i++) {
@@ -859,12 +912,19 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
                 continue;
             }
             started = 1;
-            g->nstarted++;
+            __atomic_add_fetch(&g->nstarted, 1, __ATOMIC_SEQ_CST);
             switch (node_start(hq, g, sig, i)) {
-            case 1:
-                node_finish(g, i);
+            case 1: {
+                weft__host_job *next = node_finish(g, i);
+
+                if (next) {
+                    if (held)
+                        graph_hand_off(pool, held);
+                    held = next;
+                }
                 graph_take_ready(g);
                 break;
+            }
             case 2: {
                 weft__host_job *job = &g->nodes[i]->u.job;
 
@@ -872,7 +932,7 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
                  * group it finds for itself; the others go to the pool. */
                 if (job->total == 1) {
                     if (held)
-                        weft__host_pool_post(pool, held);
+                        graph_hand_off(pool, held);
                     held = job;
                 } else {
                     weft__host_pool_post(pool, job);
@@ -902,9 +962,7 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
         if (g->rhead < g->rtail ||
             __atomic_load_n(&g->stack, __ATOMIC_ACQUIRE) != NO_NODE)
             continue;
-        if (g->nblocked &&
-            g->nstarted ==
-                g->n - __atomic_load_n(&g->remaining, __ATOMIC_SEQ_CST)) {
+        if (g->nblocked && graph_idle(g)) {
             /* Nothing in flight, nothing else can start: the queue waits
              * for the record, and the launch resumes here. */
             const weft__host_op *n = g->nodes[g->blocked[0]];

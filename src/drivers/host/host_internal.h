@@ -60,10 +60,11 @@ typedef struct weft__host_job {
     /*
      * A posted job (weft__host_pool_post; NULL done: one run by its
      * owner): finished counts the groups run (atomic), and whoever runs
-     * the last one calls done(job). Its slots are 0..nslots-1, all taken
-     * by joiners; owner names who posted it (weft__host_pool_reap).
+     * the last one calls done(job), and runs the job of one group it
+     * returns (a successor it made ready), if any. Its slots are 0..nslots-1,
+     * all taken by joiners; owner names who posted it (weft__host_pool_reap).
      */
-    void (*done)(struct weft__host_job *job);
+    struct weft__host_job *(*done)(struct weft__host_job *job);
     const void *owner;
     unsigned *joined; /* the owner's count of threads inside; pool lock */
     uint64_t finished;
@@ -385,6 +386,9 @@ void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job);
  */
 void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job);
 int weft__host_pool_help(weft__host_pool *pool);
+/* Post job (its done set) of one group if the pool's ring has room: 1 if
+ * it did, 0 if not (the caller runs it, weft__host_pool_run_here). */
+int weft__host_pool_offer(weft__host_pool *pool, weft__host_job *job);
 /* Run a job of one group that would have been posted, here. */
 void weft__host_pool_run_here(weft__host_job *job);
 void weft__host_pool_reap(weft__host_pool *pool, const void *owner,

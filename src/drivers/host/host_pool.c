@@ -40,6 +40,19 @@ static void job_groups(const weft__host_job *job, unsigned slot, uint64_t first,
     }
 }
 
+/*
+ * Posted jobs of one group (or none): each run whole, then done, which may
+ * hand back a successor to run here next (a chain then stays on this
+ * thread, with no hand-off). A job is not touched after its done.
+ */
+static void single_run(weft__host_job *job)
+{
+    while (job) {
+        job_groups(job, 0, 0, job->total);
+        job = job->done(job);
+    }
+}
+
 /* Run claimed chunks of job until none is left, with slot's arguments. */
 static void job_work(weft__host_job *job, unsigned slot)
 {
@@ -54,7 +67,7 @@ static void job_work(weft__host_job *job, unsigned slot)
         /* Release: the groups' writes, for whoever learns of the end. */
         if (job->done && __atomic_add_fetch(&job->finished, end - first,
                                             __ATOMIC_ACQ_REL) == job->total)
-            job->done(job);
+            single_run(job->done(job));
     }
 }
 
@@ -132,13 +145,6 @@ static void job_leave(weft__host_pool *pool, weft__host_job *job)
         pthread_cond_broadcast(&pool->idle);
 }
 
-/* A posted job of one group, taken from the ring: run whole, then done. */
-static void single_run(weft__host_job *job)
-{
-    job_groups(job, 0, 0, job->total);
-    job->done(job); /* the job is not touched after this */
-}
-
 void weft__host_pool_run_here(weft__host_job *job)
 {
     weft__assert(job->done && job->total == 1);
@@ -210,14 +216,8 @@ void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job)
 
     weft__assert(job->done);
     job->next = NULL;
-    if (job->total == 1 && weft__ring_push(&pool->single, job)) {
-        if (__atomic_fetch_add(&pool->sleepers, 0, __ATOMIC_SEQ_CST)) {
-            pthread_mutex_lock(&pool->lock);
-            pthread_cond_signal(&pool->work);
-            pthread_mutex_unlock(&pool->lock);
-        }
+    if (job->total == 1 && weft__host_pool_offer(pool, job))
         return;
-    }
     pthread_mutex_lock(&pool->lock);
     for (p = &pool->jobs; *p; p = &(*p)->next)
         ;
@@ -227,6 +227,19 @@ void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job)
     else if (pool->nhelpers)
         pthread_cond_signal(&pool->work);
     pthread_mutex_unlock(&pool->lock);
+}
+
+int weft__host_pool_offer(weft__host_pool *pool, weft__host_job *job)
+{
+    weft__assert(job->done && job->total == 1);
+    if (!weft__ring_push(&pool->single, job))
+        return 0;
+    if (__atomic_fetch_add(&pool->sleepers, 0, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_signal(&pool->work);
+        pthread_mutex_unlock(&pool->lock);
+    }
+    return 1;
 }
 
 int weft__host_pool_help(weft__host_pool *pool)
