@@ -904,7 +904,8 @@ WEFT_API const weft_device *weft_exec_node_device(const weft_exec *e,
  */
 typedef struct weft_lane_stats {
     const weft_device *device;
-    const char *role; /* "compute0", "compute1", "h2d", "d2h", "peer" */
+    const char *role; /* "compute0", "compute1" (up to "compute7" on a
+                         CPU device, one per thread), "h2d", "d2h", "peer" */
     uint64_t ops;     /* operations enqueued: work and waits (not the
                          event records that others wait on) */
     uint64_t nodes;   /* graph nodes whose work ended on this lane */

@@ -349,11 +349,11 @@ static int weft__place_lanes(const weft_runtime *rt, const unsigned char *cand,
     if (!resident)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     /*
-     * The executor gives each device WEFT__COMPUTE_LANES compute lanes;
-     * their kernels overlap only where the device runs kernels of several
-     * queues at once (not the sim, which has one compute engine).
+     * The model gives each device a GPU's compute lanes; their kernels
+     * overlap only where the device runs kernels of several queues at
+     * once (not the sim, which has one compute engine).
      */
-    in->compute_lanes = WEFT__COMPUTE_LANES;
+    in->compute_lanes = WEFT__GPU_COMPUTE_LANES;
     for (unsigned d = 0; d < nd; d++) {
         if (cand[d] && !rt->devices[d]->props.concurrent_kernels)
             in->compute_lanes = 1;

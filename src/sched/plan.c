@@ -16,6 +16,16 @@
 
 /* ---- clocks and lanes ---------------------------------------------------- */
 
+unsigned weft__plan_compute_lanes(const weft__device *dev)
+{
+    unsigned n = dev->props.compute_units;
+
+    if (dev->props.type != WEFT_DEVICE_CPU || !dev->props.concurrent_kernels)
+        return WEFT__GPU_COMPUTE_LANES;
+    return WEFT__MIN(WEFT__MAX(n, WEFT__GPU_COMPUTE_LANES),
+                     WEFT__COMPUTE_LANES);
+}
+
 /* The slot of a role on device: copy lanes as the copy engines allow. */
 static unsigned weft__slot(const weft__plan *p, unsigned device,
                            weft__queue_role role, unsigned compute)
@@ -483,13 +493,15 @@ static int weft__is_device_node(const weft__node *nd)
 static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
 {
     uint32_t n = p->n, *pos, *last, *rr;
+    unsigned *lanes = NULL;
     int rc = 0;
 
     pos = weft__malloc(((size_t)n + 1) * sizeof *pos);
     last = weft__malloc(((size_t)p->ndev * WEFT__COMPUTE_LANES + 1) *
                         sizeof *last);
     rr = weft__calloc((size_t)p->ndev + 1, sizeof *rr);
-    if (!pos || !last || !rr) {
+    lanes = weft__calloc((size_t)p->ndev + 1, sizeof *lanes);
+    if (!pos || !last || !rr || !lanes) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto out;
     }
@@ -497,6 +509,8 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
         pos[order[k]] = k;
     for (uint32_t i = 0; i < (uint32_t)p->ndev * WEFT__COMPUTE_LANES; i++)
         last[i] = WEFT__NO_LANE;
+    for (unsigned d = 0; d < p->ndev; d++)
+        lanes[d] = weft__plan_compute_lanes(p->rt->devices[d]);
     /* Latest first (insertion sort: lists are short), duplicates kept. */
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t a = p->pred_first[i] + 1; a < p->pred_first[i + 1]; a++)
@@ -526,7 +540,7 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
             break;
         }
         if (slot == WEFT__NO_LANE)
-            slot = rr[d]++ % WEFT__COMPUTE_LANES;
+            slot = rr[d]++ % lanes[d];
         last[d * WEFT__COMPUTE_LANES + slot] = i;
         p->plan_lane[i] = d * WEFT__LANE_SLOTS + slot;
     }
@@ -543,6 +557,7 @@ out:
     weft__free(pos);
     weft__free(last);
     weft__free(rr);
+    weft__free(lanes);
     return rc;
 }
 
@@ -686,7 +701,8 @@ void weft__plan_destroy(weft__plan *p)
 int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
                           weft__queue **q)
 {
-    weft__lane *l = weft__lane_at(p, device, slot % WEFT__COMPUTE_LANES);
+    weft__lane *l = weft__lane_at(
+        p, device, slot % weft__plan_compute_lanes(p->rt->devices[device]));
     int rc = weft__lane_open(p, l);
 
     if (rc == 0)

@@ -2,7 +2,9 @@
  * The lowered plan of an executable graph (src/sched/): lanes, the order
  * between them, and the events that carry it.
  *
- * Lanes. Each device has WEFT__COMPUTE_LANES compute lanes, an H2D lane,
+ * Lanes. Each device has compute lanes (weft__plan_compute_lanes: two, or
+ * on a CPU device that runs kernels side by side one per compute unit, up
+ * to WEFT__COMPUTE_LANES), an H2D lane,
  * a D2H lane and a peer lane, each one driver queue (in order), created
  * when first used and kept for the life of the executable graph. A device
  * with one copy engine (or none) copies on one lane for every direction;
@@ -47,7 +49,24 @@
 
 #include "../graph/graph.h"
 
-enum { WEFT__COMPUTE_LANES = 2, WEFT__LANE_SLOTS = WEFT__COMPUTE_LANES + 3 };
+/*
+ * WEFT__COMPUTE_LANES: the most compute lanes a device has (the slots of
+ * a device's lanes are its compute lanes, then H2D, D2H, peer); a GPU has
+ * WEFT__GPU_COMPUTE_LANES.
+ */
+enum {
+    WEFT__COMPUTE_LANES = 8,
+    WEFT__GPU_COMPUTE_LANES = 2,
+    WEFT__LANE_SLOTS = WEFT__COMPUTE_LANES + 3
+};
+
+/*
+ * The compute lanes of dev: a CPU device whose kernels run side by side
+ * (the host driver's, a CPU OpenCL device) gets one per compute unit, from
+ * 2 to WEFT__COMPUTE_LANES, so that independent kernels of one work-group
+ * each keep a core busy; any other WEFT__GPU_COMPUTE_LANES.
+ */
+unsigned weft__plan_compute_lanes(const weft__device *dev);
 
 /* What a plan did, over one launch. */
 typedef struct weft__plan_counts {

@@ -144,7 +144,8 @@ unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
 const char *weft__plan_slot_name(unsigned slot)
 {
     static const char *const names[WEFT__LANE_SLOTS] = {
-        "compute0", "compute1", "h2d", "d2h", "peer",
+        "compute0", "compute1", "compute2", "compute3", "compute4", "compute5",
+        "compute6", "compute7", "h2d",      "d2h",      "peer",
     };
 
     return slot < WEFT__LANE_SLOTS ? names[slot] : "host";
