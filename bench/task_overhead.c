@@ -1,12 +1,16 @@
 /*
  * task_overhead: what the scheduler costs per node, with nothing to do.
  *
- * N empty kernel nodes of a host-driver module, through the public API, in
- * two shapes:
+ * N empty nodes through the public API, in three shapes:
  *   independent  each node reads and writes its own small slice of one
  *                buffer: no edges, every node free to run;
  *   chained      every node reads and writes the same slice: a chain of
- *                N - 1 edges through one buffer.
+ *                N - 1 edges through one buffer;
+ *   host tasks   as independent, but host tasks (weft_graph_add_host)
+ *                instead of kernel nodes of a host-driver module: they run
+ *                on weft's host workers and never as native graphs. Issue
+ *                16's target: a relaunch at most 0.1 us/task
+ *                ("host tasks relaunch / 0.1 us").
  * For each shape, per node: instantiate (building the graph is not timed),
  * the first launch of the executable graph (weft_exec_launch +
  * weft_exec_wait; a fresh buffer each time, filled on the host before, so
@@ -79,8 +83,16 @@ static void expect_calls(const char *what, unsigned long before)
 
 /* ---- weft -------------------------------------------------------------- */
 
-typedef enum shape { INDEPENDENT, CHAINED, NSHAPES } shape;
-static const char *const shape_names[NSHAPES] = {"independent", "chained"};
+typedef enum shape { INDEPENDENT, CHAINED, HOST_TASKS, NSHAPES } shape;
+static const char *const shape_names[NSHAPES] = {"independent", "chained",
+                                                 "host tasks"};
+
+static void empty_task(void *const *ptrs, void *user)
+{
+    (void)ptrs;
+    (void)user;
+    __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+}
 
 /* A fresh buffer (filled, so that its bytes are defined) and the graph. */
 static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
@@ -93,10 +105,16 @@ static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
         weft_buffer_fill(*buf, 0, (size_t)nodes * slice, &zero, sizeof zero));
     bench_check(weft_graph_create(rt, g));
     for (uint32_t i = 0; i < nodes; i++) {
-        size_t off = s == INDEPENDENT ? (size_t)i * slice : 0;
+        size_t off = s == CHAINED ? 0 : (size_t)i * slice;
         weft_arg arg = weft_arg_buffer(*buf, off, slice, WEFT_READ_WRITE);
+        weft_access_desc acc = {*buf, off, slice, WEFT_READ_WRITE};
 
-        bench_check(weft_graph_add_kernel(*g, k, weft_dims1(1), &arg, 1, NULL));
+        if (s == HOST_TASKS)
+            bench_check(
+                weft_graph_add_host(*g, empty_task, NULL, &acc, 1, NULL));
+        else
+            bench_check(
+                weft_graph_add_kernel(*g, k, weft_dims1(1), &arg, 1, NULL));
     }
     if (weft_graph_edge_count(*g) != (s == CHAINED ? nodes - 1 : 0))
         bench_die("%s: %u edges", shape_names[s], weft_graph_edge_count(*g));
@@ -195,6 +213,8 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
     snprintf(name, sizeof name, "%s relaunch op by op / target",
              shape_names[s]);
     bench_figure(name, mo / target_relaunch, "x");
+    if (s == HOST_TASKS)
+        bench_figure("host tasks relaunch / 0.1 us", mr / 0.1, "x");
 }
 
 /* ---- floors ------------------------------------------------------------ */
@@ -345,7 +365,7 @@ int main(int argc, char **argv)
 
     bench_begin("\"device\": \"%s\", \"nodes\": %u, \"reps\": %d", info.name,
                 nodes, reps);
-    bench_note("%s (%u cores), %u empty kernel nodes, medians of %d", info.name,
+    bench_note("%s (%u cores), %u empty nodes, medians of %d", info.name,
                info.ncores, nodes, reps);
     bench_figure("function call", floor_calls(), "us/node");
     queue_floor = floor_queue();
