@@ -433,7 +433,22 @@ static void weft__exec_job(weft__engine_job *job)
     run->effects0 = e->lanes.host_effects;
     e->lanes.submit = weft__plan_native_begin(e->plan, !shared);
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
+    if (weft__exec_fast(e, shared))
+        return;
     weft__exec_advance(e);
+}
+
+void weft__exec_fast_end(weft_exec *e)
+{
+    int rc;
+
+    weft__exec_take(e);
+    memset(e->state, WEFT__NODE_DONE, e->nnodes);
+    rc = weft__launch_finish(e);
+    pthread_mutex_lock(&e->lock);
+    e->counts.steps = e->nnodes; /* every node ran, none through a step */
+    pthread_mutex_unlock(&e->lock);
+    weft__launch_done(e, rc, e->run.msg);
 }
 
 void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c)

@@ -164,6 +164,20 @@ struct weft_exec {
     unsigned parked;
     pthread_mutex_t host_lock;
     pthread_cond_t host_done;
+    /*
+     * Launches of a graph of host tasks, maps and empty nodes alone whose
+     * bytes are where they must be (weft__exec_fast): no issue at all.
+     * fast: 0 not known yet, -1 never, 1 the graph's nodes allow it. Per
+     * node: pending (atomic, predecessors not finished), its task; per
+     * access its host address; remaining (atomic) nodes not finished;
+     * successors as lists (built on first use).
+     */
+    int fast;
+    unsigned *fast_pending;
+    struct weft__fast_task *fast_tasks;
+    void **fast_ptrs;
+    uint32_t *fast_succ_first, *fast_succs;
+    uint32_t fast_remaining;
     /* The launch in progress (weft__exec_job, weft__exec_advance). */
     weft__exec_run run;
     /* e->lock: what the threads that launched had seen, per device, for
@@ -271,6 +285,18 @@ void weft__exec_host_finished(weft_exec *e, int *first, char *msg, size_t size);
  * thread that started it, then a host worker that found it parked.
  */
 void weft__exec_advance(weft_exec *e);
+/*
+ * The launch in progress, if it can go without an issue (every node a
+ * host task, map or empty node; not timed; no root shared with another
+ * executable graph; host workers; every range read valid on the host):
+ * the nodes go to the host workers as their predecessors finish, each
+ * worker starting the ones its node made ready (the first on itself), and
+ * whoever finishes the last ends the launch. 1 if it went so, 0 if the
+ * launch must be issued (nothing done).
+ */
+int weft__exec_fast(weft_exec *e, int shared);
+/* The end of a launch that went so (exec.c). */
+void weft__exec_fast_end(weft_exec *e);
 /*
  * Hand the launch's host-side order from the thread that carried it
  * (weft__exec_leave, before another thread can take it) to the one that

@@ -216,6 +216,11 @@ void weft__exec_free_jobs(weft_exec *e)
 void weft__exec_free(weft_exec *e)
 {
     weft__exec_free_jobs(e);
+    weft__free(e->fast_pending);
+    weft__free(e->fast_tasks);
+    weft__free(e->fast_ptrs);
+    weft__free(e->fast_succ_first);
+    weft__free(e->fast_succs);
     weft__free(e->jobs);
     weft__plan_destroy(e->plan);
     for (size_t i = 0; e->fences && i < (size_t)e->nroots * e->rt->ndevices;

@@ -784,3 +784,190 @@ uint32_t weft__exec_pick(weft_exec *e, uint32_t next)
     }
     return ready;
 }
+
+/* ---- launches with no issue: host tasks alone ---------------------------- */
+
+typedef struct weft__fast_task {
+    weft__host_task task;
+    weft_exec *e;
+    uint32_t node;
+} weft__fast_task;
+
+static void weft__fast_run(weft__host_task *t);
+
+/*
+ * Whether e's nodes allow it (host tasks, maps and empty nodes, at least
+ * one, and host workers), with the per-node state made on first use; 0 if
+ * not (or no memory: the issue does it then).
+ */
+static int weft__fast_prepare(weft_exec *e)
+{
+    uint32_t n = e->nnodes, *count;
+
+    if (e->fast)
+        return e->fast > 0;
+    e->fast = -1;
+    if (n == 0 || !weft__hostwork_get(e->rt))
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (e->nodes[i].kind != WEFT__NODE_HOST &&
+            e->nodes[i].kind != WEFT__NODE_MAP &&
+            e->nodes[i].kind != WEFT__NODE_EMPTY)
+            return 0;
+    e->fast_pending = weft__calloc(n, sizeof *e->fast_pending);
+    e->fast_tasks = weft__calloc(n, sizeof *e->fast_tasks);
+    e->fast_ptrs = weft__calloc((size_t)e->nacc + 1, sizeof *e->fast_ptrs);
+    e->fast_succ_first = weft__calloc((size_t)n + 1, sizeof *count);
+    e->fast_succs =
+        weft__calloc((size_t)e->pred_first[n] + 1, sizeof *e->fast_succs);
+    if (!e->fast_pending || !e->fast_tasks || !e->fast_ptrs ||
+        !e->fast_succ_first || !e->fast_succs) {
+        weft_clear_error();
+        return 0;
+    }
+    /* Successor lists from the predecessor lists: count, then place
+     * (fast_pending counts what is placed per node, for now). */
+    for (uint32_t p = 0; p < e->pred_first[n]; p++)
+        e->fast_succ_first[e->preds[p] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        e->fast_succ_first[i + 1] += e->fast_succ_first[i];
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t p = e->pred_first[i]; p < e->pred_first[i + 1]; p++) {
+            uint32_t j = e->preds[p];
+
+            e->fast_succs[e->fast_succ_first[j] + e->fast_pending[j]++] = i;
+        }
+    for (uint32_t i = 0; i < n; i++) {
+        e->fast_tasks[i].task.run = weft__fast_run;
+        e->fast_tasks[i].e = e;
+        e->fast_tasks[i].node = i;
+    }
+    e->fast = 1;
+    return 1;
+}
+
+/*
+ * Under the launch's start, with no root lock held: each root locked in
+ * turn, every range read valid on the host and room for the tracker's
+ * updates, then (all of them so) what the nodes write marked written on
+ * the host, as a handed-over host node's is, and the host addresses
+ * taken. 0 if some range is not valid there (nothing changed).
+ */
+static int weft__fast_claim(weft_exec *e)
+{
+    for (uint32_t r = 0; r < e->nroots; r++) {
+        weft_buffer *root = e->roots[r];
+        int ok = 1;
+
+        weft__buffer_lock(root);
+        ok =
+            root->mapped_by == NULL && weft__buffer_reserve(root, e->nacc) == 0;
+        for (uint32_t a = 0; a < e->nacc && ok; a++)
+            if (e->acc[a].buf->root == root && (e->acc[a].mode & WEFT_READ))
+                ok = weft__buffer_is_valid(
+                    root, WEFT__HOST, e->acc[a].buf->offset + e->acc[a].offset,
+                    e->acc[a].size);
+        weft__buffer_unlock(root);
+        if (!ok) {
+            weft_clear_error();
+            return 0;
+        }
+    }
+    for (uint32_t a = 0; a < e->nacc; a++) {
+        weft_buffer *root = e->acc[a].buf->root;
+        size_t off = e->acc[a].buf->offset + e->acc[a].offset;
+
+        weft__buffer_lock(root);
+        if (e->acc[a].mode & WEFT_WRITE) {
+            weft__buffer_written(root, WEFT__HOST, off, e->acc[a].size);
+            __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
+        }
+        e->fast_ptrs[a] = weft__buffer_host(root, off);
+        weft__buffer_unlock(root);
+    }
+    return 1;
+}
+
+int weft__exec_fast(weft_exec *e, int shared)
+{
+    weft__hostwork *hw;
+    uint32_t first = WEFT__NONE;
+
+    if (shared || e->run.timed || !weft__fast_prepare(e) ||
+        !weft__fast_claim(e))
+        return 0;
+    hw = weft__hostwork_get(e->rt);
+    weft__debug("sched", "a launch of %u host nodes with no issue", e->nnodes);
+    weft__lanes_host_effect(&e->lanes);
+    __atomic_store_n(&e->fast_remaining, e->nnodes, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        __atomic_store_n(&e->fast_pending[i],
+                         e->pred_first[i + 1] - e->pred_first[i],
+                         __ATOMIC_RELAXED);
+    weft__exec_leave(e);
+    /*
+     * The roots go to the workers (the submits publish the state above);
+     * the engine thread returns. The pending counts must all be set
+     * before the first root runs: its successors count down from them.
+     */
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        if (e->pred_first[i + 1] == e->pred_first[i]) {
+            if (first != WEFT__NONE)
+                weft__hostwork_submit(hw, -1, &e->fast_tasks[first].task);
+            first = i;
+        }
+    weft__assert(first != WEFT__NONE); /* a DAG has a root */
+    weft__hostwork_submit(hw, -1, &e->fast_tasks[first].task);
+    return 1;
+}
+
+/*
+ * On a host worker: node t's function, then its successors counted down:
+ * those it made ready go to the workers but the first, which this worker
+ * runs next. Counting remaining down is the last look at e but for the
+ * worker that takes it to zero, which ends the launch. The workers only
+ * read what the host had seen when the launch started (weft__exec_take):
+ * a host-only launch moves no device's order; the last one hands it on.
+ */
+static void weft__fast_run(weft__host_task *t)
+{
+    weft__fast_task *ft = (weft__fast_task *)(void *)t;
+    weft_exec *e = ft->e;
+    weft__hostwork *hw = weft__hostwork_get(e->rt);
+    uint32_t i = ft->node;
+
+    weft__exec_take(e);
+    for (;;) {
+        const weft__node *nd = &e->nodes[i];
+        void **ptrs = &e->fast_ptrs[nd->acc_first];
+        uint32_t next = WEFT__NONE;
+
+        if (nd->kind == WEFT__NODE_HOST)
+            nd->u.host.fn(ptrs, nd->u.host.user);
+        else if (nd->kind == WEFT__NODE_MAP)
+            nd->u.map.fn(ptrs[0], e->acc[nd->acc_first].size, nd->u.map.user);
+        for (uint32_t k = e->fast_succ_first[i]; k < e->fast_succ_first[i + 1];
+             k++) {
+            uint32_t s = e->fast_succs[k];
+
+            if (__atomic_sub_fetch(&e->fast_pending[s], 1, __ATOMIC_ACQ_REL))
+                continue;
+            if (next == WEFT__NONE)
+                next = s;
+            else
+                weft__hostwork_submit(hw, -1, &e->fast_tasks[s].task);
+        }
+        if (__atomic_sub_fetch(&e->fast_remaining, 1, __ATOMIC_ACQ_REL) == 0) {
+            /* The last node: every write is done and visible here. */
+            for (uint32_t a = 0; a < e->nacc; a++)
+                if (e->acc[a].mode & WEFT_WRITE)
+                    __atomic_sub_fetch(&e->acc[a].buf->root->host_writers, 1,
+                                       __ATOMIC_RELEASE);
+            weft__exec_fast_end(e);
+            return;
+        }
+        if (next == WEFT__NONE)
+            return;
+        i = next;
+    }
+}

@@ -221,13 +221,17 @@ typedef struct chain_state {
     unsigned parked_seen;
 } chain_state;
 
-/* Whether the thread that started e's launch has left it parked. */
+/*
+ * Whether the thread that started e's launch has left it parked, or the
+ * launch needed no issue at all (weft__exec_fast: the tasks go to the
+ * workers, each running on the successor it made ready).
+ */
 static int launch_parked(weft_exec *e)
 {
     int parked;
 
     pthread_mutex_lock(&e->host_lock);
-    parked = e->parked != 0;
+    parked = e->parked != 0 || e->fast > 0;
     pthread_mutex_unlock(&e->host_lock);
     return parked;
 }

@@ -103,6 +103,138 @@ static void map_meet(void *ptr, size_t size, void *user)
 
 /* ---- the tests ---------------------------------------------------------- */
 
+/* A host task: out[0] = in[0] + in[1] + 1 (ins absent read as 0). */
+static void task_sum(void *const *ptrs, void *user)
+{
+    const unsigned *n = user; /* accesses: *n inputs, then the output */
+    uint32_t sum = 1;
+
+    for (unsigned i = 0; i < *n; i++)
+        sum += *(const uint32_t *)ptrs[i];
+    *(uint32_t *)ptrs[*n] = sum;
+}
+
+static void task_inc(void *const *ptrs, void *user)
+{
+    (void)user;
+    *(uint32_t *)ptrs[0] += 1;
+}
+
+static void map_twice(void *ptr, size_t size, void *user)
+{
+    (void)size;
+    (void)user;
+    *(uint32_t *)ptr *= 2;
+}
+
+/*
+ * A graph of host tasks, maps and empty nodes alone (weft__exec_fast: no
+ * issue, the workers start what each node made ready): a diamond, a chain
+ * and a fan over cells of one buffer, relaunched; every result is the
+ * sequential one, the stats count every node, and a launch after a device
+ * kernel wrote a cell (its host copy stale: the issue brings it back)
+ * is right too.
+ */
+static void test_host_only_graph(void **state)
+{
+    enum { CELLS = 12 };
+    static const unsigned zero = 0, one = 1, two = 2;
+    uint32_t init[CELLS], got[CELLS], want[CELLS];
+    weft_buffer *b, *cb; /* cb: the chain's cell, which a kernel also writes */
+    weft_graph *g;
+    weft_exec *e;
+    weft_exec_stats st;
+    weft_node n0, n1;
+
+    (void)state;
+    for (unsigned i = 0; i < CELLS; i++)
+        init[i] = i;
+    check(weft_buffer_create(devs.rt, sizeof init, &b));
+    check(weft_buffer_write(b, 0, init, sizeof init));
+    check(weft_buffer_create(devs.rt, 4, &cb));
+    check(weft_buffer_write(cb, 0, &init[4], 4));
+    check(weft_graph_create(devs.rt, &g));
+#define CELL(i, m) {b, (i)*4, 4, (m)}
+    {
+        /* diamond: 1 = 0 + 1, 2 = 0 + 1 (both after 0), 3 = 1 + 2 */
+        weft_access_desc a0[] = {CELL(0, WEFT_WRITE)};
+        weft_access_desc a1[] = {CELL(0, WEFT_READ), CELL(1, WEFT_WRITE)};
+        weft_access_desc a2[] = {CELL(0, WEFT_READ), CELL(2, WEFT_WRITE)};
+        weft_access_desc a3[] = {CELL(1, WEFT_READ), CELL(2, WEFT_READ),
+                                 CELL(3, WEFT_WRITE)};
+
+        check(weft_graph_add_host(g, task_sum, (void *)&zero, a0, 1, &n0));
+        check(weft_graph_add_host(g, task_sum, (void *)&one, a1, 2, NULL));
+        check(weft_graph_add_host(g, task_sum, (void *)&one, a2, 2, NULL));
+        check(weft_graph_add_host(g, task_sum, (void *)&two, a3, 3, NULL));
+    }
+    /* a chain through cb, with a map in it */
+    for (int k = 0; k < 5; k++) {
+        weft_access_desc a[] = {{cb, 0, 4, WEFT_READ_WRITE}};
+
+        check(weft_graph_add_host(g, task_inc, NULL, a, 1, NULL));
+        check(weft_graph_add_map(g, cb, 0, 4, WEFT_READ_WRITE, map_twice, NULL,
+                                 NULL));
+    }
+    /* a fan: cells 5..11 each from cell 3, joined by an empty node */
+    check(weft_graph_add_empty(g, &n1));
+    for (unsigned c = 5; c < CELLS; c++) {
+        weft_access_desc a[] = {CELL(3, WEFT_READ), CELL(c, WEFT_WRITE)};
+        weft_node t;
+
+        check(weft_graph_add_host(g, task_sum, (void *)&one, a, 2, &t));
+        check(weft_graph_add_edge(g, t, n1));
+    }
+#undef CELL
+    check(weft_graph_instantiate(g, NULL, &e));
+    /* The sequential result, from init, once per launch. */
+    memcpy(want, init, sizeof want);
+    for (int launch = 1; launch <= 6; launch++) {
+        if (launch == 4) {
+            /* A device kernel advances cb first: the host's copy of it is
+             * stale, and this launch must bring it back. */
+            weft_graph *kg;
+            weft_exec *ke;
+            weft_arg k[] = {weft_arg_buffer(cb, 0, 4, WEFT_READ_WRITE),
+                            weft_arg_u32(5), weft_arg_i64(1)};
+
+            check(weft_graph_create(devs.rt, &kg));
+            check(weft_graph_add_kernel(kg, k_advance, weft_dims1(1), k, 3,
+                                        NULL));
+            check(weft_graph_instantiate(kg, NULL, &ke));
+            check(weft_exec_launch(ke));
+            check(weft_exec_wait(ke));
+            check(weft_exec_destroy(ke));
+            check(weft_graph_destroy(kg));
+            want[4] = wt_advance_value(want[4], 5);
+        }
+        want[0] = 1;
+        want[1] = want[0] + 1;
+        want[2] = want[0] + 1;
+        want[3] = want[1] + want[2] + 1;
+        for (int k = 0; k < 5; k++)
+            want[4] = (want[4] + 1) * 2;
+        for (unsigned c = 5; c < CELLS; c++)
+            want[c] = want[3] + 1;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        check(weft_exec_get_stats(e, &st));
+        assert_int_equal(st.nodes, 4 + 10 + 1 + (CELLS - 5));
+        check(weft_buffer_read(b, 0, got, sizeof got));
+        check(weft_buffer_read(cb, 0, &got[4], 4));
+        for (unsigned c = 0; c < CELLS; c++)
+            if (got[c] != want[c])
+                fail_msg("launch %d: cell %u is %u, not %u", launch, c, got[c],
+                         want[c]);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+    check(weft_buffer_destroy(cb));
+}
+
 /* Two maps of one launch, on different buffers: each waits for the other. */
 static void test_two_host_nodes_overlap(void **state)
 {
@@ -516,6 +648,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_failure_cancels_host_nodes),
         cmocka_unit_test(test_graphs_in_flight),
         cmocka_unit_test(test_graph_made_while_host_node_runs),
+        cmocka_unit_test(test_host_only_graph),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
