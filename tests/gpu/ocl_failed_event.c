@@ -43,11 +43,13 @@ static void on_alarm(int sig)
 static void run_case(cl_context ctx, cl_device_id dev, int which, cl_int bad)
 {
     cl_int rc;
-    cl_command_queue a = clCreateCommandQueueWithProperties(ctx, dev, NULL, &rc);
-    cl_command_queue b = clCreateCommandQueueWithProperties(ctx, dev, NULL, &rc);
+    cl_command_queue a =
+        clCreateCommandQueueWithProperties(ctx, dev, NULL, &rc);
+    cl_command_queue b =
+        clCreateCommandQueueWithProperties(ctx, dev, NULL, &rc);
     size_t n = 1 << 20;
-    cl_mem x = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
-                              n, NULL, &rc);
+    cl_mem x = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n,
+                              NULL, &rc);
     char *host = malloc(n);
     void *map;
     cl_event u = clCreateUserEvent(ctx, &rc), marker = NULL;
@@ -56,8 +58,8 @@ static void run_case(cl_context ctx, cl_device_id dev, int which, cl_int bad)
     printf("case %d (user event set to %d):\n", which, (int)bad);
     memset(host, 1, n);
     STEP("map on b");
-    map = clEnqueueMapBuffer(b, x, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, n,
-                             0, NULL, NULL, &rc);
+    map = clEnqueueMapBuffer(b, x, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0,
+                             NULL, NULL, &rc);
     CHECK("clEnqueueMapBuffer (b, blocking)", rc);
     STEP("enqueue on a");
     CHECK("clEnqueueBarrierWithWaitList (a, on user)",
