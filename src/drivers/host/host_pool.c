@@ -154,6 +154,21 @@ void weft__host_pool_run_here(weft__host_job *job)
 /* Polls of the ring and the list before an idle helper sleeps. */
 enum { POOL_POLLS = 100 };
 
+/*
+ * Under the pool lock, with job found by job_find: join it, run groups of
+ * it until none is left, leave it; the lock is released on return.
+ */
+static void job_share(weft__host_pool *pool, weft__host_job *job)
+{
+    unsigned slot = job_join(job);
+
+    pthread_mutex_unlock(&pool->lock);
+    job_work(job, slot);
+    pthread_mutex_lock(&pool->lock);
+    job_leave(pool, job);
+    pthread_mutex_unlock(&pool->lock);
+}
+
 static void *helper_main(void *arg)
 {
     weft__host_pool *pool = arg;
@@ -161,7 +176,6 @@ static void *helper_main(void *arg)
 
     for (;;) {
         weft__host_job *job, *one;
-        unsigned slot;
 
         if ((one = weft__ring_pop(&pool->single))) {
             single_run(one);
@@ -200,12 +214,7 @@ static void *helper_main(void *arg)
             pthread_mutex_unlock(&pool->lock);
             break;
         }
-        slot = job_join(job);
-        pthread_mutex_unlock(&pool->lock);
-        job_work(job, slot);
-        pthread_mutex_lock(&pool->lock);
-        job_leave(pool, job);
-        pthread_mutex_unlock(&pool->lock);
+        job_share(pool, job);
     }
     return NULL;
 }
@@ -245,7 +254,6 @@ int weft__host_pool_offer(weft__host_pool *pool, weft__host_job *job)
 int weft__host_pool_help(weft__host_pool *pool)
 {
     weft__host_job *job;
-    unsigned slot;
 
     if ((job = weft__ring_pop(&pool->single))) {
         single_run(job);
@@ -258,12 +266,7 @@ int weft__host_pool_help(weft__host_pool *pool)
         pthread_mutex_unlock(&pool->lock);
         return 0;
     }
-    slot = job_join(job);
-    pthread_mutex_unlock(&pool->lock);
-    job_work(job, slot);
-    pthread_mutex_lock(&pool->lock);
-    job_leave(pool, job);
-    pthread_mutex_unlock(&pool->lock);
+    job_share(pool, job);
     return 1;
 }
 
