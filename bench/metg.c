@@ -11,7 +11,7 @@
  *            per (step, point).
  * Each task runs the same compute-bound kernel: CHAINS independent chains
  * of dependent multiply-adds, 2 FLOPs each, ITERS times. The sweep halves
- * ITERS from a task of --max-us (default 10 ms) down to --min-us (1 us).
+ * ITERS from a task of --max-us (default 10 ms) down to --min-us (0.25 us).
  *
  * Peak: the same kernel on one plain pthread per core, no runtime, in the
  * same run: the best of 3 before each pattern and 1 (shorter) before each
@@ -1111,7 +1111,7 @@ int main(int argc, char **argv)
     if (sw.max_us <= 0)
         sw.max_us = full ? 10000 : 1000;
     if (sw.min_us <= 0)
-        sw.min_us = full ? 1 : 100;
+        sw.min_us = full ? 0.25 : 100;
     if (sw.width < 1 || sw.width >= 1u << 21 || sw.steps < 1 ||
         sw.steps >= 1u << 21 || sw.reps < 1 || sw.reps > MAXREPS ||
         sw.min_us > sw.max_us)
