@@ -123,6 +123,16 @@ void weft__free(void *p);
  * doubling from 8. 0, or WEFT_ENOMEM with *arr and *cap unchanged.
  */
 int weft__grow(void *arr, size_t *cap, size_t need, size_t elem);
+/*
+ * The reverse of n lists of indices below n kept as one array: list i is
+ * items[first[i] .. first[i + 1]). Fills out_first (n + 1 entries, zeroed
+ * by the caller) and out_items (first[n] entries) so that list j of the
+ * result holds every i whose list held j, in increasing i. count: n
+ * entries of scratch, zeroed by the caller. (Predecessors to successors.)
+ */
+void weft__lists_reverse(uint32_t n, const uint32_t *first,
+                         const uint32_t *items, uint32_t *out_first,
+                         uint32_t *out_items, uint32_t *count);
 
 /* ---- strings ----------------------------------------------------------- */
 /* snprintf into a fixed array, always terminated, truncating. */

@@ -44,6 +44,23 @@ void weft__free(void *p)
     free(p);
 }
 
+void weft__lists_reverse(uint32_t n, const uint32_t *first,
+                         const uint32_t *items, uint32_t *out_first,
+                         uint32_t *out_items, uint32_t *count)
+{
+    /* Count, sum, then place (count: what is placed per list so far). */
+    for (uint32_t k = 0; k < first[n]; k++)
+        out_first[items[k] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        out_first[i + 1] += out_first[i];
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = first[i]; k < first[i + 1]; k++) {
+            uint32_t j = items[k];
+
+            out_items[out_first[j] + count[j]++] = i;
+        }
+}
+
 int weft__grow(void *arr, size_t *cap, size_t need, size_t elem)
 {
     void **p = arr;

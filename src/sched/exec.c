@@ -447,6 +447,7 @@ void weft__exec_fast_end(weft_exec *e)
     rc = weft__launch_finish(e);
     pthread_mutex_lock(&e->lock);
     e->counts.steps = e->nnodes; /* every node ran, none through a step */
+    e->fast_launches++;
     pthread_mutex_unlock(&e->lock);
     weft__launch_done(e, rc, e->run.msg);
 }

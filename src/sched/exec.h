@@ -178,6 +178,7 @@ struct weft_exec {
     void **fast_ptrs;
     uint32_t *fast_succ_first, *fast_succs;
     uint32_t fast_remaining;
+    uint64_t fast_launches; /* e->lock: launches that went so (tests) */
     /* The launch in progress (weft__exec_job, weft__exec_advance). */
     weft__exec_run run;
     /* e->lock: what the threads that launched had seen, per device, for

@@ -825,18 +825,9 @@ static int weft__fast_prepare(weft_exec *e)
         weft_clear_error();
         return 0;
     }
-    /* Successor lists from the predecessor lists: count, then place
-     * (fast_pending counts what is placed per node, for now). */
-    for (uint32_t p = 0; p < e->pred_first[n]; p++)
-        e->fast_succ_first[e->preds[p] + 1]++;
-    for (uint32_t i = 0; i < n; i++)
-        e->fast_succ_first[i + 1] += e->fast_succ_first[i];
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t p = e->pred_first[i]; p < e->pred_first[i + 1]; p++) {
-            uint32_t j = e->preds[p];
-
-            e->fast_succs[e->fast_succ_first[j] + e->fast_pending[j]++] = i;
-        }
+    /* fast_pending: scratch here, a launch's counts later */
+    weft__lists_reverse(n, e->pred_first, e->preds, e->fast_succ_first,
+                        e->fast_succs, e->fast_pending);
     for (uint32_t i = 0; i < n; i++) {
         e->fast_tasks[i].task.run = weft__fast_run;
         e->fast_tasks[i].e = e;
@@ -855,23 +846,30 @@ static int weft__fast_prepare(weft_exec *e)
  */
 static int weft__fast_claim(weft_exec *e)
 {
-    for (uint32_t r = 0; r < e->nroots; r++) {
+    int ok = 1;
+
+    for (uint32_t r = 0; r < e->nroots && ok; r++) {
         weft_buffer *root = e->roots[r];
-        int ok = 1;
 
         weft__buffer_lock(root);
         ok =
             root->mapped_by == NULL && weft__buffer_reserve(root, e->nacc) == 0;
-        for (uint32_t a = 0; a < e->nacc && ok; a++)
-            if (e->acc[a].buf->root == root && (e->acc[a].mode & WEFT_READ))
-                ok = weft__buffer_is_valid(
-                    root, WEFT__HOST, e->acc[a].buf->offset + e->acc[a].offset,
-                    e->acc[a].size);
         weft__buffer_unlock(root);
-        if (!ok) {
-            weft_clear_error();
-            return 0;
-        }
+    }
+    for (uint32_t a = 0; a < e->nacc && ok; a++) {
+        weft_buffer *root = e->acc[a].buf->root;
+
+        if (!(e->acc[a].mode & WEFT_READ))
+            continue;
+        weft__buffer_lock(root);
+        ok = weft__buffer_is_valid(root, WEFT__HOST,
+                                   e->acc[a].buf->offset + e->acc[a].offset,
+                                   e->acc[a].size);
+        weft__buffer_unlock(root);
+    }
+    if (!ok) {
+        weft_clear_error();
+        return 0;
     }
     for (uint32_t a = 0; a < e->nacc; a++) {
         weft_buffer *root = e->acc[a].buf->root;

@@ -79,7 +79,6 @@ typedef struct weft__host_graph {
     uint32_t stack;
     size_t rhead, rtail, nblocked, nstarted;
     size_t remaining;
-    unsigned gen;     /* launches so far */
     unsigned joined;  /* pool threads inside its launches' jobs; pool lock */
     unsigned next;    /* external nodes: each has a slot in a launch */
     unsigned running; /* atomic: a launch enqueued and not finished */
@@ -265,17 +264,9 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
                        room((void **)&g->dep_first, &g->cap_first, g->n + 1,
                             sizeof *g->dep_first) < 0))
         c->broken = "out of memory for a node";
-    if (!c->broken && g->ndeps + need > g->cap_deps) {
-        size_t want = WEFT__MAX(2 * g->cap_deps, g->ndeps + need + 16);
-        uint32_t *d = weft__realloc(g->deps, want * sizeof *d);
-
-        if (d) {
-            g->deps = d;
-            g->cap_deps = want;
-        } else {
-            c->broken = "out of memory for a node's edges";
-        }
-    }
+    if (!c->broken &&
+        weft__grow(&g->deps, &g->cap_deps, g->ndeps + need, sizeof *g->deps))
+        c->broken = "out of memory for a node's edges";
     if (c->broken) {
         weft__free(op);
         return;
@@ -498,17 +489,9 @@ static int graph_prepare(weft__host_graph *g)
     if (!g->succ_first || !g->succs || !g->pending || !g->link || !g->ready ||
         !g->blocked)
         return -1;
-    /* Count, then place (pending counts what is placed per node). */
-    for (size_t d = 0; d < g->ndeps; d++)
-        g->succ_first[g->deps[d] + 1]++;
-    for (size_t i = 0; i < n; i++)
-        g->succ_first[i + 1] += g->succ_first[i];
-    for (size_t i = 0; i < n; i++)
-        for (uint32_t d = g->dep_first[i]; d < g->dep_first[i + 1]; d++) {
-            uint32_t p = g->deps[d];
-
-            g->succs[g->succ_first[p] + g->pending[p]++] = (uint32_t)i;
-        }
+    /* pending: scratch here, a launch's counts later */
+    weft__lists_reverse((uint32_t)n, g->dep_first, g->deps, g->succ_first,
+                        g->succs, g->pending);
     return 0;
 }
 
@@ -650,8 +633,6 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
         weft__free(op);
         return rc;
     }
-    /* The graph is this launch's alone now (running). */
-    op->u.graph.gen = ++g->gen;
     /*
      * In capture order, as the operations would have been enqueued: a wait
      * takes the record latest there (one of this launch's, if an earlier
@@ -711,7 +692,6 @@ static weft__host_job *node_job(weft__host_graph *g, uint32_t i)
     job->owner = g;
     job->joined = &g->joined;
     job->node = i;
-    job->gen = g->gen;
     return job;
 }
 
@@ -894,8 +874,8 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
 
     weft__assert(__atomic_load_n(&g->running, __ATOMIC_ACQUIRE) &&
                  "a host graph run without its launch");
-    if (op->u.graph.pos == 0) { /* not a resume after a park */
-        op->u.graph.pos = 1;
+    if (!op->u.graph.begun) { /* not a resume after a park */
+        op->u.graph.begun = 1;
         graph_launch_begin(g);
     }
     for (;;) {

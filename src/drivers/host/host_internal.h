@@ -69,7 +69,6 @@ typedef struct weft__host_job {
     unsigned *joined; /* the owner's count of threads inside; pool lock */
     uint64_t finished;
     uint32_t node; /* the owner's, for done */
-    unsigned gen;  /* the owner's, for done */
 } weft__host_job;
 
 typedef struct weft__host_pool {
@@ -184,8 +183,8 @@ typedef struct weft__host_op {
             /* Per external node (by slot): the signal it raises or waits
              * for in this launch; a wait's may be NULL (nothing to wait). */
             weft__host_signal **signals;
-            size_t pos;   /* the next node to run (a launch parks, resumes) */
-            unsigned gen; /* the launch's number, its nodes' done stamp */
+            /* 1 once the launch has begun: a run after a park resumes */
+            unsigned begun;
         } graph;
         struct {
             weft__host_event *ev;

@@ -219,19 +219,16 @@ typedef struct chain_state {
     pthread_t who[CHAIN];
     unsigned n;
     unsigned parked_seen;
+    int issued; /* 0: the launch goes with no issue (weft__exec_fast) */
 } chain_state;
 
-/*
- * Whether the thread that started e's launch has left it parked, or the
- * launch needed no issue at all (weft__exec_fast: the tasks go to the
- * workers, each running on the successor it made ready).
- */
+/* Whether the thread that started e's launch has left it parked. */
 static int launch_parked(weft_exec *e)
 {
     int parked;
 
     pthread_mutex_lock(&e->host_lock);
-    parked = e->parked != 0 || e->fast > 0;
+    parked = e->parked != 0;
     pthread_mutex_unlock(&e->host_lock);
     return parked;
 }
@@ -246,7 +243,7 @@ static void chain_step(void *const *ptrs, void *user)
      * parked the launch, so that this worker, finishing it, carries the
      * launch on: from then on the test depends on no timing.
      */
-    if (cs->n == 0) {
+    if (cs->n == 0 && cs->issued) {
         for (int t = 0; t < 100000 && !launch_parked(cs->e); t++)
             usleep(100);
         cs->parked_seen = launch_parked(cs->e);
@@ -256,11 +253,13 @@ static void chain_step(void *const *ptrs, void *user)
 }
 
 /*
- * The host worker that finishes a task carries the launch on and runs the
- * next task of the chain itself: after the first, no task changes thread
- * (no hand-off), and the chain's result is whole.
+ * The host worker that finishes a task runs the next task of the chain
+ * itself: after the first, no task changes thread (no hand-off), and the
+ * chain's result is whole. Issued (a write node first, so that the launch
+ * is issued): the worker carries the parked launch on. Not issued (host
+ * tasks alone): the launch goes with no issue (weft__exec_fast).
  */
-static void host_chain_one_thread(void **state)
+static void host_chain(int issued)
 {
     weft_runtime *rt;
     weft_buffer *b;
@@ -269,11 +268,12 @@ static void host_chain_one_thread(void **state)
     chain_state cs;
     unsigned zero = 0, got = 0;
 
-    (void)state;
     check(weft_runtime_create(&rt, NULL));
     check(weft_buffer_create(rt, sizeof zero, &b));
     check(weft_buffer_write(b, 0, &zero, sizeof zero));
     check(weft_graph_create(rt, &g));
+    if (issued)
+        check(weft_graph_add_write(g, b, 0, &zero, sizeof zero, NULL));
     for (int i = 0; i < CHAIN; i++) {
         weft_access_desc acc = {b, 0, sizeof zero, WEFT_READ_WRITE};
 
@@ -281,6 +281,7 @@ static void host_chain_one_thread(void **state)
     }
     check(weft_graph_instantiate(g, NULL, &e));
     cs.e = e;
+    cs.issued = issued;
     for (int l = 0; l < 3; l++) {
         unsigned moved = 0;
 
@@ -289,7 +290,7 @@ static void host_chain_one_thread(void **state)
         check(weft_exec_launch(e));
         check(weft_exec_wait(e));
         assert_int_equal(cs.n, CHAIN);
-        assert_true(cs.parked_seen);
+        assert_true(cs.parked_seen == (unsigned)issued);
         for (int i = 1; i < CHAIN; i++)
             moved += !pthread_equal(cs.who[i], cs.who[0]);
         print_message("# launch %d: %u of %d tasks on another thread than "
@@ -298,11 +299,26 @@ static void host_chain_one_thread(void **state)
         assert_int_equal(moved, 0);
     }
     check(weft_buffer_read(b, 0, &got, sizeof got));
-    assert_int_equal(got, 3 * CHAIN);
+    assert_int_equal(got, issued ? CHAIN : 3 * CHAIN);
+    pthread_mutex_lock(&e->lock);
+    assert_int_equal(e->fast_launches, issued ? 0 : 3);
+    pthread_mutex_unlock(&e->lock);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
     check(weft_buffer_destroy(b));
     check(weft_runtime_destroy(rt));
+}
+
+static void host_chain_one_thread(void **state)
+{
+    (void)state;
+    host_chain(1);
+}
+
+static void host_chain_one_thread_no_issue(void **state)
+{
+    (void)state;
+    host_chain(0);
 }
 
 /* ---- a thread that cannot start ---------------------------------------- */
@@ -351,6 +367,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(launches_in_order),
         cmocka_unit_test(thread_start_fails),
         cmocka_unit_test(host_chain_one_thread),
+        cmocka_unit_test(host_chain_one_thread_no_issue),
     };
 
     return wt_run_group_name(argc, argv, "engine", tests, NULL, NULL);

@@ -12,6 +12,7 @@
  */
 #include "wt_test.h"
 
+#include "sched/exec.h"
 #include "wt_kernels.h"
 #include "wt_devices.h"
 
@@ -229,6 +230,10 @@ static void test_host_only_graph(void **state)
                 fail_msg("launch %d: cell %u is %u, not %u", launch, c, got[c],
                          want[c]);
     }
+    /* Every launch but the fourth went with no issue (weft__exec_fast). */
+    pthread_mutex_lock(&e->lock);
+    assert_int_equal(e->fast_launches, 5);
+    pthread_mutex_unlock(&e->lock);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
     check(weft_buffer_destroy(b));
