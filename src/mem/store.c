@@ -60,13 +60,15 @@ static unsigned weft__store_targets(weft_buffer *root, size_t off, size_t size,
             break;
         }
     /*
-     * The reader's device holds none of the range while others do (an
-     * earlier graph left it there, or the placement changed): the bytes go
-     * to the reader, into an extent made for them with nothing fetched,
-     * and the other copies go stale, rather than into the old copies and
-     * over a link afterwards. Where the device has no room, as before.
+     * The reader's device holds none of the range (no device does yet, an
+     * earlier graph left it elsewhere, or the placement changed): the
+     * bytes go to the reader, into an extent made for them with nothing
+     * fetched, and other copies go stale, rather than into the host copy
+     * (a copy on the issuing thread, then an upload from it) or into the
+     * old copies and over a link afterwards. Where the device has no
+     * room, as before.
      */
-    if (n > 0 && prefer < rt->ndevices && targets[0] != prefer) {
+    if (prefer < rt->ndevices && (n == 0 || targets[0] != prefer)) {
         if (weft__buffer_prepare(root, prefer, off, size, l) == 0 &&
             weft__extent_covering(root, prefer, off, size)) {
             targets[0] = prefer;

@@ -10,6 +10,7 @@
 #include "wt_test.h"
 
 #include "drivers/sim/sim.h"
+#include "mem/buffer.h"
 #include "wt_kernels.h"
 #include "wt_devices.h"
 
@@ -456,6 +457,65 @@ static void test_staged_then_registered(void **state)
     free(data);
 }
 
+/*
+ * A program's first launch: a write node of 1 MiB into a buffer no launch
+ * has used, read by a kernel on dev0. The bytes go from the program's
+ * memory to dev0 only: (BN, 0, 0), and the buffer's own host copy is not
+ * written (it would be a copy on the issuing thread, then an upload from
+ * it). The kernel's output read back checks the bytes. Relaunched: the
+ * write moves the MiB again, still not through the host copy.
+ */
+static void test_first_write_goes_to_the_device(void **state)
+{
+    enum { BM = 1 << 18, BN = BM * 4 };
+    uint32_t *data = malloc(BN), *back = malloc(BN);
+    weft_buffer *in, *out;
+    weft_graph *g;
+    weft_exec *e;
+    moved m;
+
+    (void)state;
+    assert_non_null(data);
+    assert_non_null(back);
+    for (uint32_t i = 0; i < BM; i++)
+        data[i] = i;
+    check(weft_buffer_create(devs.rt, BN, &in));
+    check(weft_buffer_create(devs.rt, BN, &out));
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_write(g, in, 0, data, BN, NULL));
+    {
+        weft_arg a[] = {weft_arg_buffer(out, 0, BN, WEFT_WRITE),
+                        weft_arg_buffer(in, 0, BN, WEFT_READ),
+                        weft_arg_i64(BM)};
+        weft_node n;
+
+        check(weft_graph_add_kernel(g, k_twice, weft_dims1(BM), a, 3, &n));
+        check(weft_graph_set_device(g, n, dev0));
+    }
+    check(weft_graph_add_read(g, out, 0, back, BN, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int k = 0; k < 2; k++) {
+        snap(&m);
+        run(e);
+        expect_moved(&m, BN, BN, 0, "first write");
+        if (weft__coherence_holders(&in->coh, 0, BN) & 1)
+            fail_msg("launch %d: the write went through the buffer's host "
+                     "copy",
+                     k + 1);
+        for (uint32_t i = 0; i < BM; i++)
+            if (back[i] != 2 * i)
+                fail_msg("launch %d: element %u is %u, want %u", k + 1, i,
+                         back[i], 2 * i);
+        memset(back, 0, BN);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(out));
+    check(weft_buffer_destroy(in));
+    free(back);
+    free(data);
+}
+
 /* The smallest slice every device takes as a kernel argument's offset. */
 static size_t slice_align(void)
 {
@@ -599,6 +659,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_partial_write),
         cmocka_unit_test(test_map_in_the_middle),
         cmocka_unit_test(test_staged_then_registered),
+        cmocka_unit_test(test_first_write_goes_to_the_device),
         cmocka_unit_test(test_tiny_ranges_of_a_small_root),
         cmocka_unit_test(test_many_extents_of_a_large_root),
     };
