@@ -51,6 +51,7 @@ struct weft__crew {
  */
 struct weft__slot {
     weft__stager *s;
+    weft__slot *next_spare; /* on the grower's list of spares */
     weft__mem *mem;
     weft__event *ev, *copied;
     int pending, held;
@@ -73,6 +74,21 @@ struct weft__stager {
     weft__queue *hostq;
     weft__crew crew;
     weft__stager_stats stats;
+    /*
+     * The grower: a thread that makes the buffers asked for beyond the
+     * first ones, so that a caller never waits for a pinned allocation
+     * (milliseconds each) where a buffer in use frees up sooner; it waits
+     * for the oldest instead. Under grow_lock: asked (buffers asked for
+     * and not yet made), spare (made, not yet taken into slots), stop,
+     * failed (an allocation failed: no more are asked for). nslots +
+     * nspare + asked never exceeds maxslots.
+     */
+    pthread_mutex_t grow_lock;
+    pthread_cond_t grow_cond;
+    pthread_t grow_tid;
+    int grow_started, grow_stop, grow_failed;
+    unsigned asked, nspare;
+    weft__slot *spare;
 };
 
 /* Part p of n of [0, size), on 64-byte boundaries. */
@@ -196,8 +212,8 @@ static void weft__slot_free(weft__slot *slot)
     weft__free(slot);
 }
 
-/* One more pinned buffer, near the device. */
-static int weft__slot_add(weft__stager *s, weft__slot **out)
+/* A new pinned buffer, near the device; touches nothing of s's state. */
+static int weft__slot_make(weft__stager *s, weft__slot **out)
 {
     weft__slot *slot = weft__calloc(1, sizeof *slot);
     hwloc_bitmap_t old;
@@ -218,16 +234,124 @@ static int weft__slot_add(weft__stager *s, weft__slot **out)
         weft__slot_free(slot);
         return rc;
     }
-    s->slots[s->nslots++] = slot;
-    s->stats.slots = s->nslots;
     *out = slot;
     return 0;
+}
+
+/* One more pinned buffer, made on this thread (under s->lock). */
+static int weft__slot_add(weft__stager *s, weft__slot **out)
+{
+    uint64_t t0 = weft__now_ns();
+    int rc = weft__slot_make(s, out);
+
+    s->stats.alloc_ns += weft__now_ns() - t0;
+    if (rc < 0)
+        return rc;
+    s->slots[s->nslots++] = *out;
+    s->stats.slots = s->nslots;
+    return 0;
+}
+
+static void *weft__grower_main(void *arg)
+{
+    weft__stager *s = arg;
+
+    pthread_mutex_lock(&s->grow_lock);
+    for (;;) {
+        weft__slot *slot = NULL;
+        uint64_t t0;
+        int rc;
+
+        while (!s->asked && !s->grow_stop)
+            pthread_cond_wait(&s->grow_cond, &s->grow_lock);
+        if (s->grow_stop)
+            break;
+        pthread_mutex_unlock(&s->grow_lock);
+        t0 = weft__now_ns();
+        rc = weft__slot_make(s, &slot);
+        pthread_mutex_lock(&s->grow_lock);
+        s->stats.grow_ns += weft__now_ns() - t0;
+        s->asked--;
+        if (rc < 0) {
+            /* The stager stays at the buffers it has. */
+            weft__info("mem", "staging: no more pinned buffers: %s",
+                       weft_last_error());
+            weft_clear_error();
+            s->grow_failed = 1;
+            s->asked = 0;
+            pthread_cond_broadcast(&s->grow_cond);
+            continue;
+        }
+        slot->next_spare = s->spare;
+        s->spare = slot;
+        s->nspare++;
+        if (!s->asked) /* weft__stager_get_stats may wait for it */
+            pthread_cond_broadcast(&s->grow_cond);
+    }
+    pthread_mutex_unlock(&s->grow_lock);
+    return NULL;
+}
+
+/*
+ * The buffers the grower has made join slots; one more is asked for if
+ * there is room (the grower starts on the first ask). Under s->lock.
+ * Returns whether the grower can make buffers (else the caller makes one).
+ */
+static int weft__stager_grow(weft__stager *s, int ask)
+{
+    int can;
+
+    pthread_mutex_lock(&s->grow_lock);
+    while (s->spare) {
+        weft__slot *slot = s->spare;
+
+        s->spare = slot->next_spare;
+        s->nspare--;
+        s->slots[s->nslots++] = slot;
+    }
+    s->stats.slots = s->nslots;
+    if (ask && !s->grow_failed && !s->grow_started &&
+        s->nslots + s->asked < s->maxslots) {
+        s->grow_started =
+            weft__thread_start(&s->grow_tid, "weft-staging-grow",
+                               "staging.pthread_create", weft__grower_main,
+                               s) == 0;
+        if (!s->grow_started)
+            s->grow_failed = 1;
+    }
+    can = s->grow_started && !s->grow_failed;
+    if (ask && can && s->nslots + s->asked < s->maxslots) {
+        s->asked++;
+        pthread_cond_broadcast(&s->grow_cond);
+    }
+    pthread_mutex_unlock(&s->grow_lock);
+    return can;
 }
 
 void weft__stager_destroy(weft__stager *s)
 {
     if (!s)
         return;
+    if (s->grow_started) {
+        pthread_mutex_lock(&s->grow_lock);
+        s->grow_stop = 1;
+        pthread_cond_broadcast(&s->grow_cond);
+        pthread_mutex_unlock(&s->grow_lock);
+        pthread_join(s->grow_tid, NULL);
+    }
+    while (s->spare) {
+        weft__slot *slot = s->spare;
+
+        s->spare = slot->next_spare;
+        weft__slot_free(slot);
+    }
+    weft__debug("mem",
+                "staging: %u pinned buffers; %.1f ms allocating them on the "
+                "callers' threads, %.1f ms in the background; %llu waits "
+                "for a buffer",
+                s->nslots, (double)s->stats.alloc_ns / 1e6,
+                (double)s->stats.grow_ns / 1e6,
+                (unsigned long long)s->stats.waits);
     /* Its host functions copy out of the buffers with the crew: first. */
     if (s->hostq)
         weft__drv_queue_destroy(s->hostq);
@@ -242,6 +366,8 @@ void weft__stager_destroy(weft__stager *s)
         weft__crew_stop(&s->crew, s->crew.nthreads - 1);
     if (s->crew.cpuset)
         hwloc_bitmap_free(s->crew.cpuset);
+    pthread_cond_destroy(&s->grow_cond);
+    pthread_mutex_destroy(&s->grow_lock);
     pthread_mutex_destroy(&s->lock);
     weft__free(s);
 }
@@ -260,6 +386,8 @@ int weft__stager_create(weft__context *ctx, const weft__stager_options *opts,
     if (!s)
         return weft__error(WEFT_ENOMEM, "staging: out of memory");
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->grow_lock, NULL);
+    pthread_cond_init(&s->grow_cond, NULL);
     s->ctx = ctx;
     s->chunk = o.chunk ? o.chunk : (size_t)8 << 20;
     s->window = o.slots ? o.slots : 3;
@@ -317,6 +445,8 @@ static int weft__next_slot(weft__stager *s, const weft__submit *sub, int grow,
     weft__slot *slot = NULL, *oldest = NULL;
     int rc;
 
+    if (s->grow_started)
+        weft__stager_grow(s, 0);
     for (unsigned i = 0; i < s->nslots && !slot; i++) {
         weft__slot *x = s->slots[i];
 
@@ -329,7 +459,12 @@ static int weft__next_slot(weft__stager *s, const weft__submit *sub, int grow,
         else if (!oldest || x->taken < oldest->taken)
             oldest = x;
     }
-    if (!slot && grow && s->nslots < s->maxslots &&
+    /*
+     * None free: the grower makes one for later calls while this one
+     * waits for the oldest (a chunk's copy, far shorter than a pinned
+     * allocation); without a grower, one is made here.
+     */
+    if (!slot && grow && !weft__stager_grow(s, 1) && s->nslots < s->maxslots &&
         weft__slot_add(s, &slot) < 0) {
         weft__info("mem", "staging: %u pinned buffers, no more: %s", s->nslots,
                    weft_last_error());
@@ -504,6 +639,11 @@ int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
 void weft__stager_get_stats(weft__stager *s, weft__stager_stats *st)
 {
     pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->grow_lock);
+    while (s->asked && !s->grow_failed)
+        pthread_cond_wait(&s->grow_cond, &s->grow_lock);
     *st = s->stats;
+    st->slots = s->nslots + s->nspare;
+    pthread_mutex_unlock(&s->grow_lock);
     pthread_mutex_unlock(&s->lock);
 }

@@ -6,9 +6,12 @@
  * next one.
  *
  * The buffers: `slots` made at create, more made on demand (up to
- * max_slots) when every one is in use by copies in flight, so that the
- * caller waits for a buffer only at that limit. A buffer is reused once
- * the event recorded after its last use has completed.
+ * max_slots) when every one is in use by copies in flight: by a thread of
+ * the stager's own, while the caller waits for the oldest buffer in use
+ * (a chunk's copy takes far less than a pinned allocation), so that a
+ * first launch is not held up allocating what later launches use. A
+ * buffer is reused once the event recorded after its last use has
+ * completed.
  */
 #ifndef WEFT_MEM_STAGING_H
 #define WEFT_MEM_STAGING_H
@@ -37,6 +40,8 @@ typedef struct weft__stager_stats {
     uint64_t chunks;
     uint64_t waits; /* times a chunk waited for its pinned buffer */
     unsigned slots; /* pinned buffers made so far */
+    uint64_t alloc_ns; /* making buffers on the callers' threads */
+    uint64_t grow_ns;  /* making them in the background (the grower) */
 } weft__stager_stats;
 
 /* A stager for the device of ctx. opts may be NULL. */
@@ -76,6 +81,7 @@ int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
                            weft__queue *q, void *dst, weft__mem *src,
                            size_t off, size_t size);
 
+/* Its figures so far, once the buffers asked of the grower are made. */
 void weft__stager_get_stats(weft__stager *s, weft__stager_stats *st);
 
 #endif /* WEFT_MEM_STAGING_H */

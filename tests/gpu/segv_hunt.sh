@@ -9,10 +9,11 @@ set -u
 n=$1 out=$2
 shift 2
 mkdir -p "$out"
-cc -shared -fPIC -o "$out/segv_trace.so" tests/gpu/segv_trace.c || exit 1
+so=$(realpath "$out")/segv_trace.so
+cc -shared -fPIC -o "$so" tests/gpu/segv_trace.c || exit 1
 died=0
 for i in $(seq 1 "$n"); do
-    LD_PRELOAD=$PWD/$out/segv_trace.so timeout 120 "$@" >"$out/run$i.log" 2>&1
+    LD_PRELOAD=$so timeout 120 "$@" >"$out/run$i.log" 2>&1
     rc=$?
     if ((rc > 128)) || grep -q "^segv_trace:" "$out/run$i.log"; then
         died=$((died + 1))
