@@ -812,6 +812,19 @@ static int weft__check_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     return 0;
 }
 
+static int weft__check_native_call(weft__queue *q, weft__native_fn *fn,
+                                   void *user)
+{
+    int rc;
+
+    (void)user;
+    if ((rc = weft__check_queue(q, "native_call")) < 0)
+        return rc;
+    if (!fn)
+        return weft__error(WEFT_EINVAL, "native_call: function is NULL");
+    return 0;
+}
+
 static int weft__check_graph_begin(weft__queue *q)
 {
     return weft__check_queue(q, "graph_begin");
@@ -897,4 +910,16 @@ void weft__drv_graph_destroy(weft__context *ctx, void *graph)
 {
     if (ctx && graph)
         ctx->drv->graph_destroy(graph);
+}
+
+int weft__drv_native_supported(const weft__device *dev)
+{
+    return dev && dev->drv->native_call && dev->drv->native_mem;
+}
+
+void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
+{
+    memset(out, 0, sizeof *out);
+    if (m && m->drv->native_mem)
+        m->drv->native_mem(m, off, out);
 }

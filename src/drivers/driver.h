@@ -222,6 +222,29 @@ struct weft__event {
 
 typedef void weft__host_fn(void *user);
 
+/*
+ * Native nodes. What the program's function is handed of a queue
+ * (native_call): the driver's own context, device and queue (CUcontext,
+ * CUdevice as an integer, CUstream; cl_context, cl_device_id,
+ * cl_command_queue; the sim's weft objects, for tests; NULL on the host).
+ */
+typedef struct weft__native_queue {
+    void *context;
+    void *device;
+    void *queue;
+} weft__native_queue;
+
+/* Where (mem, offset) is for such a function (native_mem). */
+typedef struct weft__native_mem {
+    uint64_t address; /* CUdeviceptr; where memory is host memory, its
+                         host address; else 0 */
+    void *mem;        /* cl_mem, or the sim's weft__mem; else NULL */
+    size_t offset;    /* of the range in mem */
+    void *host;       /* host address where memory is host memory */
+} weft__native_mem;
+
+typedef int weft__native_fn(const weft__native_queue *nq, void *user);
+
 /* Options that the runtime passes to every driver's discovery. */
 typedef struct weft__driver_config {
     const char *sim_config; /* "devices=2,mem=16G,..." or NULL */
@@ -366,6 +389,21 @@ struct weft__driver {
     int (*host_fn)(weft__queue *q, weft__host_fn *fn, void *user);
 
     /*
+     * Native nodes (optional: both or neither; none means no native node
+     * goes to the driver's devices). native_call calls fn once, on the
+     * calling thread, with q's native handles (the device's context
+     * current where the driver has that notion), and returns what fn
+     * returned: 0, or non-zero for a failure (which the caller reports).
+     * What fn enqueued on the native queue is q's work from then on:
+     * events recorded on q after the call cover it. A driver with no
+     * native queue to hand (the host's) first waits for q's work and
+     * passes a NULL queue; fn's work is done when it returns. native_mem
+     * says where (m, off) of DEVICE memory is for fn.
+     */
+    int (*native_call)(weft__queue *q, weft__native_fn *fn, void *user);
+    void (*native_mem)(weft__mem *m, size_t off, weft__native_mem *out);
+
+    /*
      * Native graphs (optional; NULL where the driver has none).
      * graph_supported says whether dev can make them at all (an OpenCL
      * device needs cl_khr_command_buffer); NULL means yes. graph_begin
@@ -461,6 +499,10 @@ int weft__drv_event_destroy(weft__event *ev);
 int weft__drv_graph_supported(const weft__device *dev);
 /* graph_destroy of ctx's driver; NULL graph is ignored. */
 void weft__drv_graph_destroy(weft__context *ctx, void *graph);
+/* Whether dev's driver has native nodes (native_call and native_mem). */
+int weft__drv_native_supported(const weft__device *dev);
+/* The table's native_mem; zeros where the driver has none. */
+void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
 
 /*
  * The operations on queues, events and graphs, one table:
@@ -507,6 +549,8 @@ void weft__drv_graph_destroy(weft__context *ctx, void *graph);
     X(event_elapsed, (weft__event * start, weft__event * end, uint64_t * ns),  \
       (start, end, ns), start, 0)                                              \
     X(host_fn, (weft__queue * q, weft__host_fn * fn, void *user),              \
+      (q, fn, user), q, 1)                                                     \
+    X(native_call, (weft__queue * q, weft__native_fn * fn, void *user),        \
       (q, fn, user), q, 1)                                                     \
     X(graph_begin, (weft__queue * q), (q), q, 0)                               \
     X(graph_end, (weft__queue * q, void *old, void **graph, int *updated),     \

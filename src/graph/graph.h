@@ -44,6 +44,7 @@ typedef enum weft__node_kind {
     WEFT__NODE_MAP,
     WEFT__NODE_HOST,
     WEFT__NODE_EMPTY,
+    WEFT__NODE_NATIVE,
 } weft__node_kind;
 
 typedef enum weft__hazard {
@@ -91,6 +92,11 @@ typedef struct weft__node {
             weft_host_task_fn *fn;
             void *user;
         } host;
+        struct {
+            uint32_t arg;   /* a BYTES argument: nimpl weft__native_impl */
+            uint32_t nimpl; /* >= 1 */
+            void *user;
+        } native;
     } u;
 } weft__node;
 
@@ -183,6 +189,40 @@ struct weft_graph {
     size_t cap_stack;
     uint64_t epoch;
 };
+
+/*
+ * One implementation of a native node, as the graph keeps it (unaligned,
+ * in the bytes of the node's argument: read it with weft__native_impl_at).
+ */
+typedef struct weft__native_impl {
+    char driver[16];       /* "cuda", "opencl", "host", "sim" */
+    weft_device_type type; /* 0: any */
+    weft_native_fn *fn;
+} weft__native_impl;
+
+/* Implementation k of native node nd; args and bytes are its graph's. */
+void weft__native_impl_at(const weft__node *nd, const weft_arg *args,
+                          const unsigned char *bytes, uint32_t k,
+                          weft__native_impl *out);
+/*
+ * The function of native node nd for dev (the first implementation whose
+ * driver and type fit it), or NULL.
+ */
+weft_native_fn *weft__native_fn_for(const weft__node *nd, const weft_arg *args,
+                                    const unsigned char *bytes,
+                                    const weft__device *dev);
+/* Kernel and native nodes: those that run on a device that placement picks. */
+static inline int weft__node_placed(const weft__node *nd)
+{
+    return nd->kind == WEFT__NODE_KERNEL || nd->kind == WEFT__NODE_NATIVE;
+}
+/*
+ * Whether device index dev of rt can run kernel or native node nd (an
+ * implementation there); args and bytes are its graph's.
+ */
+int weft__node_runs_on(const weft__node *nd, const weft_arg *args,
+                       const unsigned char *bytes, weft_runtime *rt,
+                       unsigned dev);
 
 /* "kernel saxpy", "write", ... for messages; buf gets the text. */
 const char *weft__node_label(const weft__node *n, char *buf, size_t size);

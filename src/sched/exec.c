@@ -26,7 +26,7 @@
 static void weft__replace(weft_exec *e)
 {
     weft__place_src src = {e->rt,   e->nodes, e->nnodes, e->acc,
-                           e->nacc, e->args,  e->roots};
+                           e->nacc, e->args,  e->bytes,  e->roots};
     unsigned *dev, used = 0, moved = 0;
     weft__plan *plan;
     int rc;
@@ -46,6 +46,11 @@ static void weft__replace(weft_exec *e)
 
         if (dev[i] == e->node_dev[i])
             continue;
+        if (nd->kind == WEFT__NODE_NATIVE &&
+            weft__node_runs_on(nd, e->args, e->bytes, e->rt, dev[i])) {
+            moved++;
+            continue;
+        }
         if (nd->kind != WEFT__NODE_KERNEL ||
             weft__args_match(
                 nd->u.kernel.k, weft__kernel_impl(nd->u.kernel.k, dev[i]),
@@ -651,7 +656,7 @@ int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
     memset(&st, 0, sizeof st);
     pthread_mutex_lock(&e->lock);
     for (uint32_t i = 0; i < e->nnodes; i++)
-        if (e->nodes[i].kind == WEFT__NODE_KERNEL && !seen[e->node_dev[i]]) {
+        if (weft__node_placed(&e->nodes[i]) && !seen[e->node_dev[i]]) {
             seen[e->node_dev[i]] = 1;
             st.devices_used++;
         }

@@ -127,11 +127,12 @@ struct weft_exec {
     uint32_t nroots;
 
     /* The running launch's own: */
-    weft__karg *kargs;    /* max kernel arguments */
-    weft__span *spans;    /* max kernel arguments */
-    void **ptrs;          /* max host-task accesses */
-    unsigned char *state; /* per node, during a run */
-    weft__lanes lanes;    /* with the plan's hooks */
+    weft__karg *kargs;      /* max kernel arguments */
+    weft__span *spans;      /* max kernel arguments or node accesses */
+    void **ptrs;            /* max host-task accesses */
+    weft__native_mem *nmem; /* max node accesses: a native node's ranges */
+    unsigned char *state;   /* per node, during a run */
+    weft__lanes lanes;      /* with the plan's hooks */
     weft__plan *plan;
     weft__plan_memcpy *copies; /* per node: a read node's host function */
     weft__event **fences;      /* nroots * ndevices, see weft_buffer.fence */
@@ -313,5 +314,23 @@ void weft__exec_seen_join(weft_exec *e, const uint64_t *seen);
 
 /* What the plan did in the last launch that ended (tests, tools). */
 void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c);
+
+/*
+ * What a native node's function sees (weft.h): filled by the issuing
+ * thread for one call, on its stack; mem and size have n entries.
+ */
+struct weft_native_ctx {
+    const char *driver;
+    const weft_device *device;
+    weft_node node;
+    unsigned n;
+    weft__native_queue nq; /* set by the driver's native_call */
+    const weft__native_mem *mem;
+    const weft__access *acc;
+    weft_native_fn *fn;
+    void *user;
+    int called; /* the function ran (its result in ret) */
+    int ret;
+};
 
 #endif /* WEFT_SCHED_EXEC_H */

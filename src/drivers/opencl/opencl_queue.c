@@ -823,3 +823,30 @@ fail:
     weft__free(call);
     return err;
 }
+
+/* ---- native nodes -------------------------------------------------------- */
+
+/*
+ * The program's function enqueues on the queue itself (in order, after
+ * the barriers that waits put there); the flush submits what it queued, as
+ * an event recorded after it needs (weft__ocl_flush).
+ */
+int weft__ocl_native_call(weft__queue *q, weft__native_fn *fn, void *user)
+{
+    ocl_queue *oq = (ocl_queue *)q;
+    ocl_context *c = ocl_ctx(q->ctx);
+    weft__native_queue nq = {c->cl, c->dev, oq->cl};
+    int rc;
+
+    if (oq->cap)
+        return weft__ocl_capture_refuse(oq, "a native node");
+    rc = fn(&nq, user);
+    weft__ocl_flush(oq->cl);
+    return rc;
+}
+
+void weft__ocl_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
+{
+    out->mem = ocl_cl(m);
+    out->offset = off;
+}
