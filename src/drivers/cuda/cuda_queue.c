@@ -232,3 +232,28 @@ int weft__cuda_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
                                cuda_ctx(q->ctx)->ordinal);
     return 0;
 }
+
+/* ---- native nodes -------------------------------------------------------- */
+
+/*
+ * The context is made current before the call (cuBLAS and the program's
+ * own launches use the current one); the function's work goes on the
+ * stream, and weft's records after it cover it. Weft's own calls make
+ * their context current again wherever the function left another.
+ */
+int weft__cuda_native_call(weft__queue *q, weft__native_fn *fn, void *user)
+{
+    cuda_context *c = cuda_ctx(q->ctx);
+    weft__native_queue nq = {
+        c->cu, (void *)(uintptr_t)cuda_dev(q->ctx->dev)->cu, cuda_stream(q)};
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    return fn(&nq, user);
+}
+
+void weft__cuda_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
+{
+    out->address = (uint64_t)cuda_mm(m)->ptr + off;
+}
