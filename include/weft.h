@@ -846,6 +846,40 @@ WEFT_API void *weft_native_mem(const weft_native_ctx *ctx, unsigned i,
 /* Where the device's memory is host memory (host; sim with real bytes):
  * the host address of access i's first byte; NULL elsewhere. */
 WEFT_API void *weft_native_ptr(const weft_native_ctx *ctx, unsigned i);
+
+/*
+ * External events: a graph inside the program's own stream order. The
+ * event is the driver's own handle, passed as void *:
+ *
+ *   cuda    a CUevent (to record: of the device's primary context, the
+ *           one the CUDA runtime API uses)
+ *   opencl  a cl_event of any context (to signal: a user event,
+ *           clCreateUserEvent, which weft sets complete; a user event
+ *           completes once, so only the first launch signals it)
+ *   host, sim  weft's internal events (for weft's tests)
+ *
+ * An event node is a native node of that one driver (placement, errors,
+ * traces and native graphs as above) whose function weft provides. Its
+ * accesses (nacc may be 0; as for host tasks) order it among the nodes
+ * that use those bytes, as any node's; explicit edges order it among the
+ * others.
+ *
+ * weft_graph_add_event_wait: the node's work, and so every node after it,
+ * waits on the device for the event (cuStreamWaitEvent; a barrier on the
+ * event, bridged from another context). A CUDA event never recorded is
+ * waited for as complete. weft_graph_add_event_record: the event is
+ * recorded (CUDA) or signalled (OpenCL) once the work of the node's
+ * predecessors on its device is done. WEFT_EINVAL for a NULL or unknown
+ * driver, a NULL event, or bad accesses; a launch fails at the node
+ * (naming it) where the driver refuses the event.
+ */
+WEFT_API int weft_graph_add_event_wait(weft_graph *g, const char *driver,
+                                       void *event, const weft_access_desc *acc,
+                                       unsigned nacc, weft_node *node);
+WEFT_API int weft_graph_add_event_record(weft_graph *g, const char *driver,
+                                         void *event,
+                                         const weft_access_desc *acc,
+                                         unsigned nacc, weft_node *node);
 /*
  * An explicit edge: to runs after from, on top of the inferred edges. An
  * edge that would close a cycle (to already runs before from, through any
@@ -962,6 +996,19 @@ WEFT_API int weft_graph_instantiate(weft_graph *g,
  * current contents, after the previous launch.
  */
 WEFT_API int weft_exec_launch(weft_exec *e);
+/*
+ * Launch e after the work the program has queued so far on its own queue
+ * of driver (a CUstream, NULL being the current context's default stream;
+ * a cl_command_queue; for host and sim a weft queue, for tests), like
+ * cuGraphLaunch on a stream: weft marks that work now (an event recorded
+ * on the queue; the program's queue is not otherwise touched) and the
+ * launch issues nothing before the mark completes (an engine thread
+ * waits for it). Otherwise as weft_exec_launch. WEFT_EINVAL for a NULL
+ * or unknown driver; WEFT_ENOTSUP for a driver with no device in the
+ * runtime; the driver's error where it refuses the queue.
+ */
+WEFT_API int weft_exec_launch_after(weft_exec *e, const char *driver,
+                                    void *queue);
 /*
  * Wait for every launch of e. Returns 0, or the error of the first node
  * that failed (its descendants were canceled; the detail names the node).

@@ -404,6 +404,25 @@ struct weft__driver {
     void (*native_mem)(weft__mem *m, size_t off, weft__native_mem *out);
 
     /*
+     * External events (optional): the program's own, as the driver's
+     * handle (CUevent; cl_event; for the host and sim drivers, which have
+     * no public events, a weft__event of theirs, for tests).
+     * external_wait: later work on q waits for ev, as queue_wait_event (an
+     * OpenCL event of another context is bridged). external_record: ev
+     * completes once q's work so far has (CUDA: cuEventRecord, which
+     * re-targets it; OpenCL: ev is a user event, set complete then, once).
+     * external_mark: a marker of the work on the program's own queue now
+     * (a CUstream, NULL being the default stream; a cl_command_queue; a
+     * weft__queue of the driver's), made on the calling thread;
+     * external_mark_end waits for it on the host when wait is 1 (the
+     * error returned), and frees it in any case.
+     */
+    int (*external_wait)(weft__queue *q, void *ev);
+    int (*external_record)(weft__queue *q, void *ev);
+    int (*external_mark)(void *queue, void **mark);
+    int (*external_mark_end)(void *mark, int wait);
+
+    /*
      * Native graphs (optional; NULL where the driver has none).
      * graph_supported says whether dev can make them at all (an OpenCL
      * device needs cl_khr_command_buffer); NULL means yes. graph_begin
@@ -503,6 +522,9 @@ void weft__drv_graph_destroy(weft__context *ctx, void *graph);
 int weft__drv_native_supported(const weft__device *dev);
 /* The table's native_mem; zeros where the driver has none. */
 void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
+/* The table's external_mark and _end for drv (WEFT_ENOTSUP without). */
+int weft__drv_external_mark(const weft__driver *drv, void *queue, void **mark);
+int weft__drv_external_mark_end(const weft__driver *drv, void *mark, int wait);
 
 /*
  * The operations on queues, events and graphs, one table:
@@ -552,6 +574,8 @@ void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
       (q, fn, user), q, 1)                                                     \
     X(native_call, (weft__queue * q, weft__native_fn * fn, void *user),        \
       (q, fn, user), q, 1)                                                     \
+    X(external_wait, (weft__queue * q, void *ev), (q, ev), q, 1)               \
+    X(external_record, (weft__queue * q, void *ev), (q, ev), q, 1)             \
     X(graph_begin, (weft__queue * q), (q), q, 0)                               \
     X(graph_end, (weft__queue * q, void *old, void **graph, int *updated),     \
       (q, old, graph, updated), q, 0)                                          \
@@ -574,6 +598,17 @@ WEFT__DRV_CALLS(WEFT__DRV_DECLARE)
  *     else rc = cu.MemAlloc(...);
  * so that its own clean-up paths are exercised by the tests.
  */
+
+/*
+ * External events for a driver with no public events of its own (host,
+ * sim): the program's event is a weft__event of the driver, its queue a
+ * weft__queue (tests reach them through the internal headers). The
+ * table's external_* operations, over the checked entry points.
+ */
+int weft__drv_own_external_wait(weft__queue *q, void *ev);
+int weft__drv_own_external_record(weft__queue *q, void *ev);
+int weft__drv_own_external_mark(void *queue, void **mark);
+int weft__drv_own_external_mark_end(void *mark, int wait);
 
 /* Sizes of the launch: total items; 0 if any dimension is 0. */
 static inline uint64_t weft__grid_items(const weft__grid *g)

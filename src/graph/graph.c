@@ -62,6 +62,9 @@ const char *weft__node_label(const weft__node *n, char *buf, size_t size)
 
     if (n->kind == WEFT__NODE_KERNEL)
         snprintf(buf, size, "kernel %s", weft_kernel_name(n->u.kernel.k));
+    else if (n->kind == WEFT__NODE_NATIVE && n->u.native.what)
+        snprintf(buf, size, "event %s",
+                 n->u.native.what == WEFT__NATIVE_WAIT ? "wait" : "record");
     else
         snprintf(buf, size, "%s", names[n->kind]);
     return buf;
@@ -752,6 +755,15 @@ static int weft__add_error(const char *fn, weft__node_kind kind,
                               weft__node_label(&n, label, sizeof label));
 }
 
+/* The same for a node whose label needs more than its kind. */
+static int weft__add_error_node(const char *fn, const weft__node *n, int rc)
+{
+    char label[128];
+
+    return weft__error_prefix(rc, "%s: the node being added (%s)", fn,
+                              weft__node_label(n, label, sizeof label));
+}
+
 /*
  * Buffer b as an access of a node of g, called what in messages: not NULL,
  * of g's runtime, and [off, off + size) inside it (WEFT_WHOLE: from off to
@@ -1121,17 +1133,19 @@ static int weft__native_check(const weft_native_impl *impls, unsigned nimpls)
     return 0;
 }
 
-int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
-                          unsigned nimpls, const weft_access_desc *acc,
-                          unsigned nacc, void *user, weft_node *node)
+/* A native node of kind what (WEFT__NATIVE_*), for the public adds. */
+static int weft__add_native(weft_graph *g, const char *name, uint32_t what,
+                            const weft_native_impl *impls, unsigned nimpls,
+                            const weft_access_desc *acc, unsigned nacc,
+                            void *user, weft_node *node)
 {
-    static const char name[] = "weft_graph_add_native";
     weft__access stack_acc[WEFT__STACK_ACC], *a = stack_acc;
     weft__native_impl tab[64];
     weft__node p = weft__proto(WEFT__NODE_NATIVE);
     weft_arg blob;
     int rc;
 
+    p.u.native.what = what;
     if ((rc = weft__check_graph(g, name)) < 0)
         return rc;
     if ((rc = weft__native_check(impls, nimpls)) == 0)
@@ -1140,7 +1154,7 @@ int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
         !(a = weft__malloc(nacc * sizeof *a)))
         rc = weft__error(WEFT_ENOMEM, "out of memory");
     if (rc < 0)
-        return weft__add_error(name, p.kind, NULL, rc);
+        return weft__add_error_node(name, &p, rc);
     for (unsigned i = 0; i < nacc; i++)
         a[i] = weft__access_make(acc[i].buffer, acc[i].offset, acc[i].size,
                                  acc[i].mode);
@@ -1157,7 +1171,70 @@ int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
     rc = weft__add_node(g, &p, a, nacc, &blob, 1, blob.size, node);
     if (a != stack_acc)
         weft__free(a);
-    return rc < 0 ? weft__add_error(name, p.kind, NULL, rc) : 0;
+    return rc < 0 ? weft__add_error_node(name, &p, rc) : 0;
+}
+
+int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
+                          unsigned nimpls, const weft_access_desc *acc,
+                          unsigned nacc, void *user, weft_node *node)
+{
+    return weft__add_native(g, "weft_graph_add_native", WEFT__NATIVE_FN, impls,
+                            nimpls, acc, nacc, user, node);
+}
+
+int weft__native_event_wait(const weft_native_ctx *ctx, void *event)
+{
+    return weft__drv_external_wait(ctx->q, event);
+}
+
+int weft__native_event_record(const weft_native_ctx *ctx, void *event)
+{
+    return weft__drv_external_record(ctx->q, event);
+}
+
+/* An event node: a native node whose function is weft's own. */
+static int weft__add_event(weft_graph *g, const char *name, uint32_t what,
+                           const char *driver, void *event,
+                           const weft_access_desc *acc, unsigned nacc,
+                           weft_node *node)
+{
+    weft_native_impl impl = {driver, 0,
+                             what == WEFT__NATIVE_WAIT
+                                 ? weft__native_event_wait
+                                 : weft__native_event_record};
+    weft__node p = weft__proto(WEFT__NODE_NATIVE);
+    int rc;
+
+    p.u.native.what = what;
+    if ((rc = weft__check_graph(g, name)) < 0)
+        return rc;
+    if (!driver)
+        rc = weft__error(WEFT_EINVAL, "driver is NULL");
+    else if (!event)
+        rc = weft__error(WEFT_EINVAL, "event is NULL");
+    else if ((rc = weft__native_check(&impl, 1)) < 0)
+        rc = weft__error(WEFT_EINVAL,
+                         "driver \"%.32s\" is none of cuda, opencl, host, sim",
+                         driver);
+    if (rc < 0)
+        return weft__add_error_node(name, &p, rc);
+    return weft__add_native(g, name, what, &impl, 1, acc, nacc, event, node);
+}
+
+int weft_graph_add_event_wait(weft_graph *g, const char *driver, void *event,
+                              const weft_access_desc *acc, unsigned nacc,
+                              weft_node *node)
+{
+    return weft__add_event(g, "weft_graph_add_event_wait", WEFT__NATIVE_WAIT,
+                           driver, event, acc, nacc, node);
+}
+
+int weft_graph_add_event_record(weft_graph *g, const char *driver, void *event,
+                                const weft_access_desc *acc, unsigned nacc,
+                                weft_node *node)
+{
+    return weft__add_event(g, "weft_graph_add_event_record",
+                           WEFT__NATIVE_RECORD, driver, event, acc, nacc, node);
 }
 
 int weft_graph_add_empty(weft_graph *g, weft_node *node)

@@ -95,6 +95,7 @@ typedef struct weft__node {
         struct {
             uint32_t arg;   /* a BYTES argument: nimpl weft__native_impl */
             uint32_t nimpl; /* >= 1 */
+            uint32_t what;  /* WEFT__NATIVE_FN, _WAIT, _RECORD */
             void *user;
         } native;
     } u;
@@ -211,6 +212,35 @@ void weft__native_impl_at(const weft__node *nd, const weft_arg *args,
 weft_native_fn *weft__native_fn_for(const weft__node *nd, const weft_arg *args,
                                     const unsigned char *bytes,
                                     const weft__device *dev);
+/*
+ * What a native node's function sees (weft.h): filled by the issuing
+ * thread (sched/exec_run.c) for one call, on its stack; mem and acc have
+ * n entries. The weft_native_* accessors are in sched/native.c.
+ */
+struct weft_native_ctx {
+    const char *driver;
+    const weft_device *device;
+    weft_node node;
+    unsigned n;
+    weft__native_queue nq; /* set by the driver's native_call */
+    const weft__native_mem *mem;
+    const weft__access *acc;
+    weft_native_fn *fn;
+    void *user;
+    weft__queue *q; /* the lane's (weft's own event nodes use it) */
+    int called;     /* the function ran (its result in ret) */
+    int ret;
+};
+
+/*
+ * A native node made by weft_graph_add_event_wait or _record: its function
+ * is one of these, its user pointer the program's event, and it returns
+ * a weft code (the driver's external_wait or external_record on ctx->q).
+ */
+enum { WEFT__NATIVE_FN = 0, WEFT__NATIVE_WAIT = 1, WEFT__NATIVE_RECORD = 2 };
+int weft__native_event_wait(const weft_native_ctx *ctx, void *event);
+int weft__native_event_record(const weft_native_ctx *ctx, void *event);
+
 /* Kernel and native nodes: those that run on a device that placement picks. */
 static inline int weft__node_placed(const weft__node *nd)
 {

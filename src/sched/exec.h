@@ -196,6 +196,14 @@ struct weft_exec {
      */
     pthread_mutex_t lock;
     pthread_cond_t done;
+    /*
+     * e->lock: launches made (weft_exec_launch counts them) and started
+     * (the job counts them), and the marks of programs' queues that
+     * launches wait for before their issue (weft_exec_launch_after), in
+     * launch order.
+     */
+    uint64_t made, started;
+    struct weft__exec_after *after, *after_tail;
     weft__engine_job job;
     unsigned queued;
     unsigned waiters;
@@ -314,23 +322,5 @@ void weft__exec_seen_join(weft_exec *e, const uint64_t *seen);
 
 /* What the plan did in the last launch that ended (tests, tools). */
 void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c);
-
-/*
- * What a native node's function sees (weft.h): filled by the issuing
- * thread for one call, on its stack; mem and size have n entries.
- */
-struct weft_native_ctx {
-    const char *driver;
-    const weft_device *device;
-    weft_node node;
-    unsigned n;
-    weft__native_queue nq; /* set by the driver's native_call */
-    const weft__native_mem *mem;
-    const weft__access *acc;
-    weft_native_fn *fn;
-    void *user;
-    int called; /* the function ran (its result in ret) */
-    int ret;
-};
 
 #endif /* WEFT_SCHED_EXEC_H */

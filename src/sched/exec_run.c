@@ -198,8 +198,11 @@ static int weft__run_native(weft_exec *e, uint32_t i)
     c.mem = e->nmem;
     c.acc = acc;
     c.user = nd->u.native.user;
+    c.q = q;
     rc = weft__drv_native_call(q, weft__native_trampoline, &c);
-    if (c.called && c.ret != 0)
+    if (c.called && nd->u.native.what != WEFT__NATIVE_FN)
+        rc = c.ret; /* weft's own function: a weft code, the detail set */
+    else if (c.called && c.ret != 0)
         rc = weft__error(WEFT_EIO,
                          "the native function for device %u (%s, driver %s) "
                          "returned %d",

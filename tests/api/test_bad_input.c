@@ -1553,6 +1553,69 @@ static void test_native_bad_input(void **state)
     weft_graph_destroy(g);
 }
 
+/* Event nodes and launches after a program's queue. */
+static void test_external_bad_input(void **state)
+{
+    weft_access_desc acc = {fx.x, 0, 16, WEFT_READ};
+    unsigned nodes = weft_graph_node_count(fx.g);
+    const char *drv = weft__device_of(weft_runtime_device(rt, 0))->drv->name;
+    weft_node node = 77;
+    int ev;
+    weft_exec *e;
+
+    (void)state;
+    expect(weft_graph_add_event_wait(NULL, drv, &ev, NULL, 0, &node),
+           WEFT_EINVAL, "weft_graph_add_event_wait: graph is NULL");
+    expect(weft_graph_add_event_wait(fx.g, NULL, &ev, NULL, 0, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_event_wait: the node being added (event wait): "
+           "driver is NULL");
+    expect(weft_graph_add_event_wait(fx.g, "metal", &ev, NULL, 0, &node),
+           WEFT_EINVAL,
+           "(event wait): driver \"metal\" is none of cuda, opencl, host, "
+           "sim");
+    expect(weft_graph_add_event_wait(fx.g, drv, NULL, NULL, 0, &node),
+           WEFT_EINVAL, "(event wait): event is NULL");
+    expect(weft_graph_add_event_wait(fx.g, drv, &ev, NULL, 1, &node),
+           WEFT_EINVAL, "(event wait): 1 accesses but the array is NULL");
+    expect(weft_graph_add_event_record(NULL, drv, &ev, &acc, 1, &node),
+           WEFT_EINVAL, "weft_graph_add_event_record: graph is NULL");
+    expect(weft_graph_add_event_record(fx.g, drv, NULL, &acc, 1, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_event_record: the node being added (event "
+           "record): event is NULL");
+    acc.buffer = fx.xb;
+    expect(weft_graph_add_event_record(fx.g, drv, &ev, &acc, 1, &node),
+           WEFT_EINVAL,
+           "(event record): access 0: the buffer belongs to another runtime");
+    acc.buffer = fx.x;
+    acc.offset = N * 4 + 1;
+    expect(weft_graph_add_event_record(fx.g, drv, &ev, &acc, 1, &node),
+           WEFT_ERANGE, "(event record): access 0: offset");
+    assert_int_equal(node, 77);
+    assert_int_equal(weft_graph_node_count(fx.g), nodes);
+    graph_works();
+
+    check(weft_graph_instantiate(fx.g, NULL, &e));
+    expect(weft_exec_launch_after(NULL, drv, NULL), WEFT_EINVAL,
+           "weft_exec_launch_after: exec is NULL");
+    expect(weft_exec_launch_after(e, NULL, NULL), WEFT_EINVAL,
+           "weft_exec_launch_after: driver is NULL");
+    expect(weft_exec_launch_after(e, "metal", NULL), WEFT_EINVAL,
+           "weft_exec_launch_after: driver \"metal\" is none of cuda");
+    expect(weft_exec_launch_after(e, strcmp(drv, "sim") ? "sim" : "host", NULL),
+           WEFT_ENOTSUP, "no device of the runtime has it");
+    /* (CUDA's NULL stream is the default one: not on these drivers.) */
+    expect(weft_exec_launch_after(e, drv, NULL), WEFT_EINVAL,
+           "weft_exec_launch_after:", "queue is NULL");
+    /* Nothing was launched: the graph is idle, and launches still work. */
+    check(weft_exec_status(e));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_exec_destroy(e));
+    graph_works();
+}
+
 /* ---- every WEFT_API function has a case -------------------------------- */
 
 static const struct {
@@ -1622,6 +1685,9 @@ static const struct {
     {"weft_native_address", "test_native_bad_input"},
     {"weft_native_mem", "test_native_bad_input"},
     {"weft_native_ptr", "test_native_bad_input"},
+    {"weft_graph_add_event_wait", "test_external_bad_input"},
+    {"weft_graph_add_event_record", "test_external_bad_input"},
+    {"weft_exec_launch_after", "test_external_bad_input"},
     {"weft_graph_add_edge", "test_nodes_and_edges"},
     {"weft_graph_set_device", "test_nodes_and_edges"},
     {"weft_graph_instantiate", "test_instantiate_bad_input"},
@@ -1745,6 +1811,7 @@ int main(int argc, char **argv)
         CASE(test_threads_destroy_module),
         CASE(test_threads_destroy_exec),
         CASE(test_native_bad_input),
+        CASE(test_external_bad_input),
         cmocka_unit_test(test_every_function_covered),
     };
 
