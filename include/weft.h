@@ -858,8 +858,10 @@ WEFT_API void *weft_native_ptr(const weft_native_ctx *ctx, unsigned i);
  *           completes once, so only the first launch signals it)
  *   host, sim  weft's internal events (for weft's tests)
  *
- * An event node is a native node of that one driver (placement, errors,
- * traces and native graphs as above) whose function weft provides. Its
+ * The event is the program's: weft does not own it, and it must stay
+ * valid while a graph or executable graph has the node. An event node
+ * is a native node of that one driver (placement, errors, traces and
+ * native graphs as above) whose function weft provides. Its
  * accesses (nacc may be 0; as for host tasks) order it among the nodes
  * that use those bytes, as any node's; explicit edges order it among the
  * others.
