@@ -9,13 +9,7 @@
 #include "oracle.h"
 
 #include "drivers/cuda/internal.h"
-
-#ifdef WT_HAVE_OPENCL
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
-#endif
+#include "drivers/opencl/opencl_internal.h"
 
 #include <string.h>
 
@@ -49,7 +43,6 @@ static int or_native_sim(const weft_native_ctx *c, void *user)
     return rc;
 }
 
-#ifdef WT_HAVE_OPENCL
 static int or_native_opencl(const weft_native_ctx *c, void *user)
 {
     const or_node *n = user;
@@ -57,18 +50,17 @@ static int or_native_opencl(const weft_native_ctx *c, void *user)
     size_t o0, o1, o2;
     cl_mem m0 = weft_native_mem(c, 0, &o0), m1 = weft_native_mem(c, 1, &o1);
     cl_uchar byte = (cl_uchar)(n->key & 0xff);
-    cl_int err = clEnqueueCopyBuffer(q, m1, m0, o1, o0, weft_native_size(c, 0),
-                                     0, NULL, NULL);
+    cl_int err = weft__cl.EnqueueCopyBuffer(
+        q, m1, m0, o1, o0, weft_native_size(c, 0), 0, NULL, NULL);
 
     if (err == CL_SUCCESS && n->nacc == 3) {
         cl_mem m2 = weft_native_mem(c, 2, &o2);
 
-        err = clEnqueueFillBuffer(q, m2, &byte, 1, o2, weft_native_size(c, 2),
-                                  0, NULL, NULL);
+        err = weft__cl.EnqueueFillBuffer(q, m2, &byte, 1, o2,
+                                         weft_native_size(c, 2), 0, NULL, NULL);
     }
     return (int)err;
 }
-#endif
 
 static int or_native_cuda(const weft_native_ctx *c, void *user)
 {
@@ -88,9 +80,7 @@ static int or_native_cuda(const weft_native_ctx *c, void *user)
 const weft_native_impl or_native_impls[] = {
     {"host", 0, or_native_host},
     {"sim", 0, or_native_sim},
-#ifdef WT_HAVE_OPENCL
     {"opencl", 0, or_native_opencl},
-#endif
     {"cuda", 0, or_native_cuda},
 };
 const unsigned or_native_nimpls =

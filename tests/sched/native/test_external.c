@@ -20,15 +20,9 @@
 #include "wt_test.h"
 
 #include "drivers/cuda/internal.h"
+#include "drivers/opencl/opencl_internal.h"
 #include "sched/exec.h"
 #include "wt_devices.h"
-
-#ifdef WT_HAVE_OPENCL
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
-#endif
 
 #include <pthread.h>
 #include <stdio.h>
@@ -68,11 +62,9 @@ static void gate_set(int open)
 static struct {
     weft__context *ctx; /* host, sim */
     weft__queue *q;
-#ifdef WT_HAVE_OPENCL
     cl_context cl;
     cl_command_queue clq;
     cl_event gate_user; /* the OpenCL gate */
-#endif
     CUcontext cu;
     CUstream stream;
 } prog;
@@ -89,22 +81,21 @@ static void prog_open(void)
         check(weft__drv_queue_create(prog.ctx, NULL, &prog.q));
         return;
     }
-#ifdef WT_HAVE_OPENCL
     if (!strcmp(driver, "opencl")) {
         cl_platform_id pf;
         cl_device_id dev;
         cl_int err;
 
-        assert_int_equal(clGetPlatformIDs(1, &pf, NULL), CL_SUCCESS);
-        assert_int_equal(clGetDeviceIDs(pf, CL_DEVICE_TYPE_ALL, 1, &dev, NULL),
-                         CL_SUCCESS);
-        prog.cl = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+        assert_int_equal(weft__cl.GetPlatformIDs(1, &pf, NULL), CL_SUCCESS);
+        assert_int_equal(
+            weft__cl.GetDeviceIDs(pf, CL_DEVICE_TYPE_ALL, 1, &dev, NULL),
+            CL_SUCCESS);
+        prog.cl = weft__cl.CreateContext(NULL, 1, &dev, NULL, NULL, &err);
         assert_non_null(prog.cl);
-        prog.clq = clCreateCommandQueue(prog.cl, dev, 0, &err);
+        prog.clq = weft__cl.CreateCommandQueue(prog.cl, dev, 0, &err);
         assert_non_null(prog.clq);
         return;
     }
-#endif
     if (!strcmp(driver, "cuda")) {
         CUdevice dev;
 
@@ -125,13 +116,11 @@ static void prog_close(void)
         check(weft__drv_queue_destroy(prog.q));
         check(weft__drv_context_destroy(prog.ctx));
     }
-#ifdef WT_HAVE_OPENCL
     if (prog.cl) {
-        clFinish(prog.clq);
-        clReleaseCommandQueue(prog.clq);
-        clReleaseContext(prog.cl);
+        weft__cl.Finish(prog.clq);
+        weft__cl.ReleaseCommandQueue(prog.clq);
+        weft__cl.ReleaseContext(prog.cl);
     }
-#endif
     if (prog.stream) {
         CUdevice dev;
 
@@ -147,10 +136,8 @@ static void prog_close(void)
 /* The program's queue, as weft_exec_launch_after takes it. */
 static void *prog_queue(void)
 {
-#ifdef WT_HAVE_OPENCL
     if (prog.clq)
         return prog.clq;
-#endif
     if (prog.stream)
         return prog.stream;
     return prog.q;
@@ -164,19 +151,17 @@ static void prog_gate(void)
         check(weft__drv_host_fn(prog.q, gate_fn, NULL));
         return;
     }
-#ifdef WT_HAVE_OPENCL
     if (prog.clq) {
         cl_int err;
 
-        prog.gate_user = clCreateUserEvent(prog.cl, &err);
+        prog.gate_user = weft__cl.CreateUserEvent(prog.cl, &err);
         assert_non_null(prog.gate_user);
-        assert_int_equal(
-            clEnqueueMarkerWithWaitList(prog.clq, 1, &prog.gate_user, NULL),
-            CL_SUCCESS);
-        clFlush(prog.clq);
+        assert_int_equal(weft__cl.EnqueueMarkerWithWaitList(
+                             prog.clq, 1, &prog.gate_user, NULL),
+                         CL_SUCCESS);
+        weft__cl.Flush(prog.clq);
         return;
     }
-#endif
     weft__cu.CtxSetCurrent(prog.cu);
     assert_int_equal(weft__cu.LaunchHostFunc(prog.stream, gate_fn, NULL),
                      CUDA_SUCCESS);
@@ -185,13 +170,11 @@ static void prog_gate(void)
 static void prog_open_gate(void)
 {
     gate_set(1);
-#ifdef WT_HAVE_OPENCL
     if (prog.gate_user) {
-        clSetUserEventStatus(prog.gate_user, CL_COMPLETE);
-        clReleaseEvent(prog.gate_user);
+        weft__cl.SetUserEventStatus(prog.gate_user, CL_COMPLETE);
+        weft__cl.ReleaseEvent(prog.gate_user);
         prog.gate_user = NULL;
     }
-#endif
 }
 
 /* An event of the program's queue's work so far (to be waited for). */
@@ -204,16 +187,15 @@ static void *prog_mark(void)
         check(weft__drv_event_record(ev, prog.q));
         return ev;
     }
-#ifdef WT_HAVE_OPENCL
     if (prog.clq) {
         cl_event ev;
 
-        assert_int_equal(clEnqueueMarkerWithWaitList(prog.clq, 0, NULL, &ev),
-                         CL_SUCCESS);
-        clFlush(prog.clq);
+        assert_int_equal(
+            weft__cl.EnqueueMarkerWithWaitList(prog.clq, 0, NULL, &ev),
+            CL_SUCCESS);
+        weft__cl.Flush(prog.clq);
         return ev;
     }
-#endif
     {
         CUevent ev;
 
@@ -238,15 +220,13 @@ static void *prog_signal_event(void)
         check(weft__drv_event_create(ctx, 0, &ev));
         return ev;
     }
-#ifdef WT_HAVE_OPENCL
     if (prog.clq) {
         cl_int err;
-        cl_event ev = clCreateUserEvent(prog.cl, &err);
+        cl_event ev = weft__cl.CreateUserEvent(prog.cl, &err);
 
         assert_non_null(ev);
         return ev;
     }
-#endif
     {
         CUevent ev;
 
@@ -264,14 +244,12 @@ static void prog_event_sync(void *ev)
         check(weft__drv_event_sync(ev));
         return;
     }
-#ifdef WT_HAVE_OPENCL
     if (prog.clq) {
         cl_event e = ev;
 
-        assert_int_equal(clWaitForEvents(1, &e), CL_SUCCESS);
+        assert_int_equal(weft__cl.WaitForEvents(1, &e), CL_SUCCESS);
         return;
     }
-#endif
     assert_int_equal(weft__cu.EventSynchronize(ev), CUDA_SUCCESS);
 }
 
@@ -281,12 +259,10 @@ static void prog_event_free(void *ev)
         check(weft__drv_event_destroy(ev));
         return;
     }
-#ifdef WT_HAVE_OPENCL
     if (prog.clq) {
-        clReleaseEvent(ev);
+        weft__cl.ReleaseEvent(ev);
         return;
     }
-#endif
     weft__cu.EventDestroy(ev);
 }
 

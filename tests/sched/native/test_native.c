@@ -21,13 +21,8 @@
 #include "wt_devices.h"
 #include "wt_kernels.h"
 
-#ifdef WT_HAVE_OPENCL
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
-#endif
 #include "drivers/cuda/internal.h"
+#include "drivers/opencl/opencl_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -54,16 +49,12 @@ static int setup(void **state)
     return 0;
 }
 
-#ifdef WT_HAVE_OPENCL
 static void ocl_release_kernels(void);
-#endif
 
 static int teardown(void **state)
 {
     (void)state;
-#ifdef WT_HAVE_OPENCL
     ocl_release_kernels(); /* before their contexts go */
-#endif
     weft_module_destroy(mod);
     return weft_runtime_destroy(devs.rt);
 }
@@ -144,7 +135,6 @@ static int native_sim(const weft_native_ctx *c, void *user)
     return rc;
 }
 
-#ifdef WT_HAVE_OPENCL
 /* One program per context (PoCL: one per device), built on first use. */
 static struct {
     pthread_mutex_t lock;
@@ -172,16 +162,18 @@ static cl_kernel ocl_copy_kernel(cl_context ctx, cl_device_id dev)
         if (ocl.ctx[i] == ctx)
             k = ocl.kern[i];
     if (!k && ocl.n < 8) {
-        cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+        cl_program p =
+            weft__cl.CreateProgramWithSource(ctx, 1, &src, NULL, &err);
 
-        if (p && clBuildProgram(p, 1, &dev, NULL, NULL, NULL) == CL_SUCCESS)
-            k = clCreateKernel(p, "copy_u32", &err);
+        if (p &&
+            weft__cl.BuildProgram(p, 1, &dev, NULL, NULL, NULL) == CL_SUCCESS)
+            k = weft__cl.CreateKernel(p, "copy_u32", &err);
         if (k) {
             ocl.ctx[ocl.n] = ctx;
             ocl.prog[ocl.n] = p;
             ocl.kern[ocl.n++] = k;
         } else if (p) {
-            clReleaseProgram(p);
+            weft__cl.ReleaseProgram(p);
         }
     }
     pthread_mutex_unlock(&ocl.lock);
@@ -191,8 +183,8 @@ static cl_kernel ocl_copy_kernel(cl_context ctx, cl_device_id dev)
 static void ocl_release_kernels(void)
 {
     for (unsigned i = 0; i < ocl.n; i++) {
-        clReleaseKernel(ocl.kern[i]);
-        clReleaseProgram(ocl.prog[i]);
+        weft__cl.ReleaseKernel(ocl.kern[i]);
+        weft__cl.ReleaseProgram(ocl.prog[i]);
     }
     ocl.n = 0;
 }
@@ -223,20 +215,19 @@ static int native_opencl(const weft_native_ctx *c, void *user)
     /* The kernel object is shared by the calls on this device: the
      * arguments and the enqueue go together. */
     pthread_mutex_lock(&ocl.lock);
-    err = clSetKernelArg(k, 0, sizeof m1, &m1);
-    err |= clSetKernelArg(k, 1, sizeof a1, &a1);
-    err |= clSetKernelArg(k, 2, sizeof m0, &m0);
-    err |= clSetKernelArg(k, 3, sizeof a0, &a0);
+    err = weft__cl.SetKernelArg(k, 0, sizeof m1, &m1);
+    err |= weft__cl.SetKernelArg(k, 1, sizeof a1, &a1);
+    err |= weft__cl.SetKernelArg(k, 2, sizeof m0, &m0);
+    err |= weft__cl.SetKernelArg(k, 3, sizeof a0, &a0);
     if (err == CL_SUCCESS)
-        err =
-            clEnqueueNDRangeKernel(q, k, 1, NULL, &items, NULL, 0, NULL, NULL);
+        err = weft__cl.EnqueueNDRangeKernel(q, k, 1, NULL, &items, NULL, 0,
+                                            NULL, NULL);
     pthread_mutex_unlock(&ocl.lock);
     if (err == CL_SUCCESS)
-        err = clEnqueueFillBuffer(q, m2, &pat, sizeof pat, o2, HALF * 4, 0,
-                                  NULL, NULL);
+        err = weft__cl.EnqueueFillBuffer(q, m2, &pat, sizeof pat, o2, HALF * 4,
+                                         0, NULL, NULL);
     return err == CL_SUCCESS ? 0 : (int)err;
 }
-#endif
 
 /* CUDA through weft's own table of libcuda (this test has no CUDA header). */
 static int native_cuda(const weft_native_ctx *c, void *user)
@@ -263,9 +254,7 @@ static int native_cuda(const weft_native_ctx *c, void *user)
 
 static const weft_native_impl impls[] = {
     {"host", 0, native_host},
-#ifdef WT_HAVE_OPENCL
     {"opencl", 0, native_opencl},
-#endif
     {"cuda", WEFT_DEVICE_GPU, native_cuda},
     {"sim", 0, native_sim},
 };
