@@ -1070,7 +1070,8 @@ typedef struct weft_exec_stats {
     uint64_t host_syncs;   /* times the host waited for a device */
     uint64_t last_ns;      /* host time of the last launch, issue to end */
     unsigned timed;        /* 1 if the last launch was timed (busy_ns) */
-    unsigned devices_used; /* distinct devices that ran kernel nodes */
+    unsigned devices_used; /* distinct devices that ran kernel or native
+                              nodes */
     /* Launches that ran as native graphs (a CUDA graph per device,
      * replayed when a launch issues exactly what the one before did;
      * WEFT_NATIVE_GRAPHS=0 turns this off). */

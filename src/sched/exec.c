@@ -438,26 +438,26 @@ static void weft__exec_job(weft__engine_job *job)
     weft_exec *e =
         (weft_exec *)(void *)((char *)job - offsetof(weft_exec, job));
     weft__exec_run *run = &e->run;
-    int shared = 0;
+    int shared = 0, after;
 
     weft__exec_take(e);
+    /* The program's queues first: a launch that waits for them is not
+     * running yet (launches waiting for room do not count on it). */
+    after = weft__exec_after_wait(e);
+    run->msg[0] = '\0';
+    if (after < 0)
+        weft__strlcpy(run->msg, weft_last_error(), sizeof run->msg);
     weft__exec_running(e->rt, 1);
+    if (after < 0) {
+        weft__launch_done(e, after, run->msg);
+        return;
+    }
     pthread_mutex_lock(&e->lock);
     weft__exec_seen_join(e, e->launch_seen);
     pthread_mutex_unlock(&e->lock);
     run->t0 = weft__now_ns();
     run->first = 0;
     run->next = 0;
-    run->msg[0] = '\0';
-    {
-        int rc = weft__exec_after_wait(e);
-
-        if (rc < 0) {
-            weft__strlcpy(run->msg, weft_last_error(), sizeof run->msg);
-            weft__launch_done(e, rc, run->msg);
-            return;
-        }
-    }
     if (e->replace && !weft__plan_learning(e->plan)) {
         e->replace = 0;
         weft__replace(e);

@@ -487,6 +487,55 @@ static void test_native_fails(void **state)
     check(weft_buffer_destroy(v));
 }
 
+/*
+ * The driver's native_call fails (injected): the launch fails at the node,
+ * the function is not called, and the bytes the node was to write are
+ * those from before the launch; the next launch works.
+ */
+static void test_native_call_fails(void **state)
+{
+    weft_buffer *x, *y, *z;
+    weft_graph *g;
+    weft_exec *e;
+    native_run run = {0};
+    uint32_t h[HALF];
+    int rc;
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, N * 4, &x));
+    check(weft_buffer_create(devs.rt, N * 4, &y));
+    check(weft_buffer_create(devs.rt, N * 4, &z));
+    fill_u32(x, 40);
+    fill_u32(y, 9);
+    fill_u32(z, 9);
+    check(weft_graph_create(devs.rt, &g));
+    check(add_native(g, x, y, z, &run, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    weft__fault_arm(1, ".native_call");
+    check(weft_exec_launch(e));
+    rc = weft_exec_wait(e);
+    assert_true(weft__fault_fired());
+    weft__fault_disarm();
+    assert_int_equal(rc, WEFT_EDRIVER);
+    assert_non_null(strstr(weft_last_error(), "node 0 (native)"));
+    assert_int_equal(run.calls, 0);
+    check(weft_buffer_read(y, HALF * 4, h, sizeof h));
+    for (unsigned i = 0; i < HALF; i++)
+        assert_int_equal(h[i], 9 + HALF + i);
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    assert_int_equal(run.calls, 1);
+    check(weft_buffer_read(y, HALF * 4, h, sizeof h));
+    for (unsigned i = 0; i < HALF; i++)
+        assert_int_equal(h[i], 40 + HALF + i);
+    no_races();
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+    check(weft_buffer_destroy(y));
+    check(weft_buffer_destroy(z));
+}
+
 /* Only an implementation for a driver with no device here: WEFT_ENODEV at
  * instantiate, naming the node; the DOT output names the node's kind. */
 static void test_native_no_impl(void **state)
@@ -584,6 +633,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_native_roundtrip),
         cmocka_unit_test(test_native_two_devices),
         cmocka_unit_test(test_native_fails),
+        cmocka_unit_test(test_native_call_fails),
         cmocka_unit_test(test_native_no_impl),
         cmocka_unit_test(test_native_lifetime),
     };
