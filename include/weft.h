@@ -782,9 +782,10 @@ WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
  * wait on the graph that runs it or call weft on its buffers.
  *
  * A non-zero return fails the node (WEFT_EIO, the message naming the node
- * and the value); its descendants are canceled as for any failed node,
- * and the bytes it was to write are left as they were before the launch
- * only where nothing was enqueued yet.
+ * and the value); its descendants are canceled as for any failed node.
+ * The bytes it was to write keep the launch's earlier contents where
+ * another copy of them was current; where the node's device held the only
+ * current copy, they are whatever the function left there.
  *
  * Native graphs: a launch that runs a native node is never recorded into
  * or replayed as a native graph (weft_exec_options.native_graphs): the
