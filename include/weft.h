@@ -748,6 +748,141 @@ WEFT_API int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn,
                                  unsigned nacc, weft_node *node);
 /* A node that does nothing: a join point for explicit edges. */
 WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
+
+/*
+ * Native nodes: a function of the program's that weft calls on the device
+ * the node was placed on, with the device's native handles, so that
+ * vendor libraries (cuBLAS, cuSOLVER) or the program's own CUDA or OpenCL
+ * code run inside a graph. weft makes every declared range valid on that
+ * device before the call, exactly as for a kernel argument, and orders
+ * everything after the node behind the work the function enqueued on the
+ * queue it was given. The handles are the driver's own, passed as void *
+ * or integers that the program casts (this header names no CUDA or OpenCL
+ * type):
+ *
+ *   driver  context               device_id             queue
+ *   cuda    CUcontext (current)   CUdevice (integer)    CUstream
+ *   opencl  cl_context            cl_device_id          cl_command_queue
+ *   host    NULL                  NULL                  NULL
+ *   sim     weft's own objects (for weft's tests)
+ *
+ * and for each declared range (weft_native_address, _mem, _ptr):
+ *
+ *   cuda    address: the CUdeviceptr of the range's first byte
+ *   opencl  mem: the cl_mem that holds it, and the offset in it
+ *   host    ptr (and address): the host address of the first byte
+ *   sim     ptr: the bytes where the sim keeps them (real_data=1), else NULL
+ *
+ * On CUDA and OpenCL the function enqueues its work on the queue (any
+ * queue it makes itself is its own to order after this one) and returns
+ * without waiting; the CUDA context is current on the calling thread. On
+ * the host driver there is no queue: the node's inputs are complete when
+ * the function is called and its work must be done when it returns. The
+ * function runs on a weft thread while the launch is issued: it must not
+ * wait on the graph that runs it or call weft on its buffers.
+ *
+ * A non-zero return fails the node (WEFT_EIO, the message naming the node
+ * and the value); its descendants are canceled as for any failed node.
+ * The bytes it was to write keep the launch's earlier contents where
+ * another copy of them was current; where the node's device held the only
+ * current copy, they are whatever the function left there.
+ *
+ * Native graphs: a launch that runs a native node is never recorded into
+ * or replayed as a native graph (weft_exec_options.native_graphs): the
+ * function is called at every launch.
+ */
+typedef struct weft_native_ctx weft_native_ctx;
+typedef int weft_native_fn(const weft_native_ctx *ctx, void *user);
+
+/*
+ * One implementation of a native node: the driver it is for ("cuda",
+ * "opencl", "host" or "sim") and, optionally, the type of device
+ * (0: any device of that driver).
+ */
+typedef struct weft_native_impl {
+    const char *driver;
+    weft_device_type type;
+    weft_native_fn *fn;
+} weft_native_impl;
+
+/*
+ * Add a native node with nimpls implementations (at least one; copied)
+ * and nacc declared buffer accesses (ranges and modes as for host tasks;
+ * nacc may be 0). user is passed to the function. Placement treats it as
+ * a kernel whose implementations are on the devices of those drivers:
+ * weft_graph_set_device may place it, and weft_graph_instantiate fails
+ * with WEFT_ENODEV naming the node where no usable device has an
+ * implementation. WEFT_EINVAL for a NULL impls array or function, an
+ * unknown driver name or device type, or a bad access (as
+ * weft_graph_add_host); WEFT_ERANGE for a range outside its buffer.
+ */
+WEFT_API int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
+                                   unsigned nimpls, const weft_access_desc *acc,
+                                   unsigned nacc, void *user, weft_node *node);
+
+/*
+ * What a native node's function is given. ctx is valid during the call
+ * only. The accessors return NULL or 0, and set weft_last_error(), for a
+ * NULL ctx or an index past the accesses.
+ */
+/* The driver's name ("cuda", "opencl", "host", "sim"). */
+WEFT_API const char *weft_native_driver(const weft_native_ctx *ctx);
+/* The device the node was placed on. */
+WEFT_API const weft_device *weft_native_device(const weft_native_ctx *ctx);
+/* The node's index in its graph. */
+WEFT_API weft_node weft_native_node(const weft_native_ctx *ctx);
+/* The native context, device and queue (see the table above). */
+WEFT_API void *weft_native_context(const weft_native_ctx *ctx);
+WEFT_API void *weft_native_device_id(const weft_native_ctx *ctx);
+WEFT_API void *weft_native_queue(const weft_native_ctx *ctx);
+/* The number of declared accesses, and the bytes of access i. */
+WEFT_API unsigned weft_native_count(const weft_native_ctx *ctx);
+WEFT_API size_t weft_native_size(const weft_native_ctx *ctx, unsigned i);
+/* CUDA: the CUdeviceptr of access i's first byte; host: its address. */
+WEFT_API uint64_t weft_native_address(const weft_native_ctx *ctx, unsigned i);
+/* OpenCL: the cl_mem holding access i, and in *offset (may be NULL) where
+ * its first byte is in it; NULL elsewhere. */
+WEFT_API void *weft_native_mem(const weft_native_ctx *ctx, unsigned i,
+                               size_t *offset);
+/* Where the device's memory is host memory (host; sim with real bytes):
+ * the host address of access i's first byte; NULL elsewhere. */
+WEFT_API void *weft_native_ptr(const weft_native_ctx *ctx, unsigned i);
+
+/*
+ * External events: a graph inside the program's own stream order. The
+ * event is the driver's own handle, passed as void *:
+ *
+ *   cuda    a CUevent (to record: of the device's primary context, the
+ *           one the CUDA runtime API uses)
+ *   opencl  a cl_event of any context (to signal: a user event,
+ *           clCreateUserEvent, which weft sets complete; a user event
+ *           completes once, so only the first launch signals it)
+ *   host, sim  weft's internal events (for weft's tests)
+ *
+ * The event is the program's: weft does not own it, and it must stay
+ * valid while a graph or executable graph has the node. An event node
+ * is a native node of that one driver (placement, errors, traces and
+ * native graphs as above) whose function weft provides. Its
+ * accesses (nacc may be 0; as for host tasks) order it among the nodes
+ * that use those bytes, as any node's; explicit edges order it among the
+ * others.
+ *
+ * weft_graph_add_event_wait: the node's work, and so every node after it,
+ * waits on the device for the event (cuStreamWaitEvent; a barrier on the
+ * event, bridged from another context). A CUDA event never recorded is
+ * waited for as complete. weft_graph_add_event_record: the event is
+ * recorded (CUDA) or signalled (OpenCL) once the work of the node's
+ * predecessors on its device is done. WEFT_EINVAL for a NULL or unknown
+ * driver, a NULL event, or bad accesses; a launch fails at the node
+ * (naming it) where the driver refuses the event.
+ */
+WEFT_API int weft_graph_add_event_wait(weft_graph *g, const char *driver,
+                                       void *event, const weft_access_desc *acc,
+                                       unsigned nacc, weft_node *node);
+WEFT_API int weft_graph_add_event_record(weft_graph *g, const char *driver,
+                                         void *event,
+                                         const weft_access_desc *acc,
+                                         unsigned nacc, weft_node *node);
 /*
  * An explicit edge: to runs after from, on top of the inferred edges. An
  * edge that would close a cycle (to already runs before from, through any
@@ -865,6 +1000,19 @@ WEFT_API int weft_graph_instantiate(weft_graph *g,
  */
 WEFT_API int weft_exec_launch(weft_exec *e);
 /*
+ * Launch e after the work the program has queued so far on its own queue
+ * of driver (a CUstream, NULL being the current context's default stream;
+ * a cl_command_queue; for host and sim a weft queue, for tests), like
+ * cuGraphLaunch on a stream: weft marks that work now (an event recorded
+ * on the queue; the program's queue is not otherwise touched) and the
+ * launch issues nothing before the mark completes (an engine thread
+ * waits for it). Otherwise as weft_exec_launch. WEFT_EINVAL for a NULL
+ * or unknown driver; WEFT_ENOTSUP for a driver with no device in the
+ * runtime; the driver's error where it refuses the queue.
+ */
+WEFT_API int weft_exec_launch_after(weft_exec *e, const char *driver,
+                                    void *queue);
+/*
  * Wait for every launch of e. Returns 0, or the error of the first node
  * that failed (its descendants were canceled; the detail names the node).
  */
@@ -923,7 +1071,8 @@ typedef struct weft_exec_stats {
     uint64_t host_syncs;   /* times the host waited for a device */
     uint64_t last_ns;      /* host time of the last launch, issue to end */
     unsigned timed;        /* 1 if the last launch was timed (busy_ns) */
-    unsigned devices_used; /* distinct devices that ran kernel nodes */
+    unsigned devices_used; /* distinct devices that ran kernel or native
+                              nodes */
     /* Launches that ran as native graphs (a CUDA graph per device,
      * replayed when a launch issues exactly what the one before did;
      * WEFT_NATIVE_GRAPHS=0 turns this off). */

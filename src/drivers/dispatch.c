@@ -812,6 +812,37 @@ static int weft__check_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     return 0;
 }
 
+static int weft__check_native_call(weft__queue *q, weft__native_fn *fn,
+                                   void *user)
+{
+    int rc;
+
+    (void)user;
+    if ((rc = weft__check_queue(q, "native_call")) < 0)
+        return rc;
+    if (!fn)
+        return weft__error(WEFT_EINVAL, "native_call: function is NULL");
+    return 0;
+}
+
+static int weft__check_external_wait(weft__queue *q, void *ev)
+{
+    int rc = weft__check_queue(q, "external_wait");
+
+    if (rc == 0 && !ev)
+        rc = weft__error(WEFT_EINVAL, "external_wait: event is NULL");
+    return rc;
+}
+
+static int weft__check_external_record(weft__queue *q, void *ev)
+{
+    int rc = weft__check_queue(q, "external_record");
+
+    if (rc == 0 && !ev)
+        rc = weft__error(WEFT_EINVAL, "external_record: event is NULL");
+    return rc;
+}
+
 static int weft__check_graph_begin(weft__queue *q)
 {
     return weft__check_queue(q, "graph_begin");
@@ -897,4 +928,84 @@ void weft__drv_graph_destroy(weft__context *ctx, void *graph)
 {
     if (ctx && graph)
         ctx->drv->graph_destroy(graph);
+}
+
+int weft__drv_native_supported(const weft__device *dev)
+{
+    return dev && dev->drv->native_call && dev->drv->native_mem;
+}
+
+void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
+{
+    memset(out, 0, sizeof *out);
+    if (m && m->drv->native_mem)
+        m->drv->native_mem(m, off, out);
+}
+
+int weft__drv_external_mark(const weft__driver *drv, void *queue, void **mark)
+{
+    WEFT__NEED_OP(drv, external_mark);
+    WEFT__NEED_OP(drv, external_mark_end);
+    WEFT__INJECT(drv, "external_mark", WEFT_EDRIVER);
+    return drv->external_mark(queue, mark);
+}
+
+int weft__drv_external_mark_end(const weft__driver *drv, void *mark, int wait)
+{
+    WEFT__NEED_OP(drv, external_mark_end);
+    return drv->external_mark_end(mark, wait);
+}
+
+/* The program's event must be of q's driver (and context: the driver's
+ * own entry points check what else they need). */
+static int weft__own_event(weft__queue *q, void *ev, const char *op)
+{
+    const weft__event *e = ev;
+
+    if (e->drv != q->drv)
+        return weft__error(WEFT_EINVAL,
+                           "%s: the event belongs to the %s driver, the queue "
+                           "to %s",
+                           op, e->drv->name, q->drv->name);
+    return 0;
+}
+
+int weft__drv_own_external_wait(weft__queue *q, void *ev)
+{
+    int rc = weft__own_event(q, ev, "external_wait");
+
+    return rc < 0 ? rc : weft__drv_queue_wait_event(q, ev);
+}
+
+int weft__drv_own_external_record(weft__queue *q, void *ev)
+{
+    int rc = weft__own_event(q, ev, "external_record");
+
+    return rc < 0 ? rc : weft__drv_event_record(ev, q);
+}
+
+int weft__drv_own_external_mark(void *queue, void **mark)
+{
+    weft__queue *q = queue;
+    weft__event *ev = NULL;
+    int rc;
+
+    if (!q)
+        return weft__error(WEFT_EINVAL, "external_mark: queue is NULL");
+    if ((rc = weft__drv_event_create(q->ctx, 0, &ev)) < 0)
+        return rc;
+    if ((rc = weft__drv_event_record(ev, q)) < 0) {
+        weft__drv_event_destroy(ev);
+        return rc;
+    }
+    *mark = ev;
+    return 0;
+}
+
+int weft__drv_own_external_mark_end(void *mark, int wait)
+{
+    int rc = wait ? weft__drv_event_sync(mark) : 0;
+
+    weft__drv_event_destroy(mark);
+    return rc;
 }

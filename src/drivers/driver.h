@@ -222,6 +222,29 @@ struct weft__event {
 
 typedef void weft__host_fn(void *user);
 
+/*
+ * Native nodes. What the program's function is handed of a queue
+ * (native_call): the driver's own context, device and queue (CUcontext,
+ * CUdevice as an integer, CUstream; cl_context, cl_device_id,
+ * cl_command_queue; the sim's weft objects, for tests; NULL on the host).
+ */
+typedef struct weft__native_queue {
+    void *context;
+    void *device;
+    void *queue;
+} weft__native_queue;
+
+/* Where (mem, offset) is for such a function (native_mem). */
+typedef struct weft__native_mem {
+    uint64_t address; /* CUdeviceptr; where memory is host memory, its
+                         host address; else 0 */
+    void *mem;        /* cl_mem, or the sim's weft__mem; else NULL */
+    size_t offset;    /* of the range in mem */
+    void *host;       /* host address where memory is host memory */
+} weft__native_mem;
+
+typedef int weft__native_fn(const weft__native_queue *nq, void *user);
+
 /* Options that the runtime passes to every driver's discovery. */
 typedef struct weft__driver_config {
     const char *sim_config; /* "devices=2,mem=16G,..." or NULL */
@@ -366,6 +389,40 @@ struct weft__driver {
     int (*host_fn)(weft__queue *q, weft__host_fn *fn, void *user);
 
     /*
+     * Native nodes (optional: both or neither; none means no native node
+     * goes to the driver's devices). native_call calls fn once, on the
+     * calling thread, with q's native handles (the device's context
+     * current where the driver has that notion), and returns what fn
+     * returned: 0, or non-zero for a failure (which the caller reports).
+     * What fn enqueued on the native queue is q's work from then on:
+     * events recorded on q after the call cover it. A driver with no
+     * native queue to hand (the host's) first waits for q's work and
+     * passes a NULL queue; fn's work is done when it returns. native_mem
+     * says where (m, off) of DEVICE memory is for fn.
+     */
+    int (*native_call)(weft__queue *q, weft__native_fn *fn, void *user);
+    void (*native_mem)(weft__mem *m, size_t off, weft__native_mem *out);
+
+    /*
+     * External events (optional): the program's own, as the driver's
+     * handle (CUevent; cl_event; for the host and sim drivers, which have
+     * no public events, a weft__event of theirs, for tests).
+     * external_wait: later work on q waits for ev, as queue_wait_event (an
+     * OpenCL event of another context is bridged). external_record: ev
+     * completes once q's work so far has (CUDA: cuEventRecord, which
+     * re-targets it; OpenCL: ev is a user event, set complete then, once).
+     * external_mark: a marker of the work on the program's own queue now
+     * (a CUstream, NULL being the default stream; a cl_command_queue; a
+     * weft__queue of the driver's), made on the calling thread;
+     * external_mark_end waits for it on the host when wait is 1 (the
+     * error returned), and frees it in any case.
+     */
+    int (*external_wait)(weft__queue *q, void *ev);
+    int (*external_record)(weft__queue *q, void *ev);
+    int (*external_mark)(void *queue, void **mark);
+    int (*external_mark_end)(void *mark, int wait);
+
+    /*
      * Native graphs (optional; NULL where the driver has none).
      * graph_supported says whether dev can make them at all (an OpenCL
      * device needs cl_khr_command_buffer); NULL means yes. graph_begin
@@ -461,6 +518,13 @@ int weft__drv_event_destroy(weft__event *ev);
 int weft__drv_graph_supported(const weft__device *dev);
 /* graph_destroy of ctx's driver; NULL graph is ignored. */
 void weft__drv_graph_destroy(weft__context *ctx, void *graph);
+/* Whether dev's driver has native nodes (native_call and native_mem). */
+int weft__drv_native_supported(const weft__device *dev);
+/* The table's native_mem; zeros where the driver has none. */
+void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
+/* The table's external_mark and _end for drv (WEFT_ENOTSUP without). */
+int weft__drv_external_mark(const weft__driver *drv, void *queue, void **mark);
+int weft__drv_external_mark_end(const weft__driver *drv, void *mark, int wait);
 
 /*
  * The operations on queues, events and graphs, one table:
@@ -508,6 +572,10 @@ void weft__drv_graph_destroy(weft__context *ctx, void *graph);
       (start, end, ns), start, 0)                                              \
     X(host_fn, (weft__queue * q, weft__host_fn * fn, void *user),              \
       (q, fn, user), q, 1)                                                     \
+    X(native_call, (weft__queue * q, weft__native_fn * fn, void *user),        \
+      (q, fn, user), q, 1)                                                     \
+    X(external_wait, (weft__queue * q, void *ev), (q, ev), q, 1)               \
+    X(external_record, (weft__queue * q, void *ev), (q, ev), q, 1)             \
     X(graph_begin, (weft__queue * q), (q), q, 0)                               \
     X(graph_end, (weft__queue * q, void *old, void **graph, int *updated),     \
       (q, old, graph, updated), q, 0)                                          \
@@ -530,6 +598,17 @@ WEFT__DRV_CALLS(WEFT__DRV_DECLARE)
  *     else rc = cu.MemAlloc(...);
  * so that its own clean-up paths are exercised by the tests.
  */
+
+/*
+ * External events for a driver with no public events of its own (host,
+ * sim): the program's event is a weft__event of the driver, its queue a
+ * weft__queue (tests reach them through the internal headers). The
+ * table's external_* operations, over the checked entry points.
+ */
+int weft__drv_own_external_wait(weft__queue *q, void *ev);
+int weft__drv_own_external_record(weft__queue *q, void *ev);
+int weft__drv_own_external_mark(void *queue, void **mark);
+int weft__drv_own_external_mark_end(void *mark, int wait);
 
 /* Sizes of the launch: total items; 0 if any dimension is 0. */
 static inline uint64_t weft__grid_items(const weft__grid *g)

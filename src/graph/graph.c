@@ -56,11 +56,15 @@ const char *weft_kernel_name(const weft_kernel *k)
 const char *weft__node_label(const weft__node *n, char *buf, size_t size)
 {
     static const char *const names[] = {
-        "?", "kernel", "write", "read", "copy", "fill", "map", "host", "empty",
+        "?",    "kernel", "write", "read",  "copy",
+        "fill", "map",    "host",  "empty", "native",
     };
 
     if (n->kind == WEFT__NODE_KERNEL)
         snprintf(buf, size, "kernel %s", weft_kernel_name(n->u.kernel.k));
+    else if (n->kind == WEFT__NODE_NATIVE && n->u.native.what)
+        snprintf(buf, size, "event %s",
+                 n->u.native.what == WEFT__NATIVE_WAIT ? "wait" : "record");
     else
         snprintf(buf, size, "%s", names[n->kind]);
     return buf;
@@ -530,6 +534,8 @@ static void weft__node_commit(weft_graph *g, const weft__node *proto,
         nd->u.kernel.arg_first = g->nargs;
         nd->u.kernel.nargs = nargs;
         weft__kernel_ref(&nd->u.kernel.k->graph_nodes, 1);
+    } else if (nd->kind == WEFT__NODE_NATIVE) {
+        nd->u.native.arg = g->nargs;
     }
     for (uint32_t i = 0; i < nacc; i++)
         weft__buffer_graph_ref(g->acc[g->nacc + i].buf, 1);
@@ -747,6 +753,15 @@ static int weft__add_error(const char *fn, weft__node_kind kind,
     n.u.kernel.k = (weft_kernel *)k;
     return weft__error_prefix(rc, "%s: the node being added (%s)", fn,
                               weft__node_label(&n, label, sizeof label));
+}
+
+/* The same for a node whose label needs more than its kind. */
+static int weft__add_error_node(const char *fn, const weft__node *n, int rc)
+{
+    char label[128];
+
+    return weft__error_prefix(rc, "%s: the node being added (%s)", fn,
+                              weft__node_label(n, label, sizeof label));
 }
 
 /*
@@ -985,23 +1000,16 @@ int weft_graph_add_map(weft_graph *g, weft_buffer *buf, size_t offset,
     return weft__add_simple(g, name, &p, buf, "buf", offset, size, mode, node);
 }
 
-int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
-                        const weft_access_desc *acc, unsigned nacc,
-                        weft_node *node)
+/* The declared accesses of a host task or native node, checked. */
+static int weft__desc_check(const weft_graph *g, const weft_access_desc *acc,
+                            unsigned nacc)
 {
-    static const char name[] = "weft_graph_add_host";
-    weft__access stack_acc[WEFT__STACK_ACC], *a = stack_acc;
-    weft__node p = weft__proto(WEFT__NODE_HOST);
     char what[32];
     int rc = 0;
 
-    if ((rc = weft__check_graph(g, name)) < 0)
-        return rc;
-    if (!fn)
-        rc = weft__error(WEFT_EINVAL, "fn is NULL");
-    else if (nacc && !acc)
-        rc =
-            weft__error(WEFT_EINVAL, "%u accesses but the array is NULL", nacc);
+    if (nacc && !acc)
+        return weft__error(WEFT_EINVAL, "%u accesses but the array is NULL",
+                           nacc);
     for (unsigned i = 0; rc == 0 && i < nacc; i++) {
         snprintf(what, sizeof what, "access %u", i);
         if (acc[i].mode < WEFT_READ || acc[i].mode > WEFT_READ_WRITE)
@@ -1011,6 +1019,24 @@ int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
             rc = weft__buffer_arg(g, acc[i].buffer, acc[i].offset, acc[i].size,
                                   what);
     }
+    return rc;
+}
+
+int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
+                        const weft_access_desc *acc, unsigned nacc,
+                        weft_node *node)
+{
+    static const char name[] = "weft_graph_add_host";
+    weft__access stack_acc[WEFT__STACK_ACC], *a = stack_acc;
+    weft__node p = weft__proto(WEFT__NODE_HOST);
+    int rc = 0;
+
+    if ((rc = weft__check_graph(g, name)) < 0)
+        return rc;
+    if (!fn)
+        rc = weft__error(WEFT_EINVAL, "fn is NULL");
+    else
+        rc = weft__desc_check(g, acc, nacc);
     if (rc == 0 && nacc > WEFT__STACK_ACC &&
         !(a = weft__malloc(nacc * sizeof *a)))
         rc = weft__error(WEFT_ENOMEM, "out of memory");
@@ -1025,6 +1051,190 @@ int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
     if (a != stack_acc)
         weft__free(a);
     return rc < 0 ? weft__add_error(name, p.kind, NULL, rc) : 0;
+}
+
+/* ---- native nodes ------------------------------------------------------ */
+
+void weft__native_impl_at(const weft__node *nd, const weft_arg *args,
+                          const unsigned char *bytes, uint32_t k,
+                          weft__native_impl *out)
+{
+    const weft_arg *a = &args[nd->u.native.arg];
+
+    memcpy(out, bytes + a->value.u64 + (size_t)k * sizeof *out, sizeof *out);
+}
+
+weft_native_fn *weft__native_fn_for(const weft__node *nd, const weft_arg *args,
+                                    const unsigned char *bytes,
+                                    const weft__device *dev)
+{
+    weft__native_impl im;
+
+    if (!weft__drv_native_supported(dev))
+        return NULL;
+    for (uint32_t k = 0; k < nd->u.native.nimpl; k++) {
+        weft__native_impl_at(nd, args, bytes, k, &im);
+        if (strcmp(im.driver, dev->drv->name) == 0 &&
+            (im.type == 0 || im.type == dev->props.type))
+            return im.fn;
+    }
+    return NULL;
+}
+
+int weft__node_runs_on(const weft__node *nd, const weft_arg *args,
+                       const unsigned char *bytes, weft_runtime *rt,
+                       unsigned dev)
+{
+    if (dev >= rt->ndevices)
+        return 0;
+    if (nd->kind == WEFT__NODE_KERNEL)
+        return weft__kernel_impl(nd->u.kernel.k, dev) != NULL;
+    if (nd->kind == WEFT__NODE_NATIVE)
+        return weft__native_fn_for(nd, args, bytes, rt->devices[dev]) != NULL;
+    return 0;
+}
+
+/* The implementations of weft_graph_add_native, checked. */
+static int weft__native_check(const weft_native_impl *impls, unsigned nimpls)
+{
+    static const char *const drivers[] = {"cuda", "opencl", "host", "sim"};
+
+    if (!impls)
+        return weft__error(WEFT_EINVAL, "impls is NULL");
+    if (nimpls == 0)
+        return weft__error(WEFT_EINVAL, "nimpls is 0: a native node needs "
+                                        "an implementation");
+    if (nimpls > 64)
+        return weft__error(WEFT_EINVAL,
+                           "nimpls: %u implementations (at "
+                           "most 64)",
+                           nimpls);
+    for (unsigned i = 0; i < nimpls; i++) {
+        unsigned d = 0;
+
+        if (!impls[i].fn)
+            return weft__error(WEFT_EINVAL, "impls[%u]: fn is NULL", i);
+        if (!impls[i].driver)
+            return weft__error(WEFT_EINVAL, "impls[%u]: driver is NULL", i);
+        while (d < WEFT__COUNTOF(drivers) &&
+               strcmp(impls[i].driver, drivers[d]) != 0)
+            d++;
+        if (d == WEFT__COUNTOF(drivers))
+            return weft__error(WEFT_EINVAL,
+                               "impls[%u]: driver \"%.32s\" is none of cuda, "
+                               "opencl, host, sim",
+                               i, impls[i].driver);
+        if ((int)impls[i].type < 0 ||
+            (int)impls[i].type > WEFT_DEVICE_SIMULATED)
+            return weft__error(WEFT_EINVAL,
+                               "impls[%u]: type %d is no weft_device_type", i,
+                               (int)impls[i].type);
+    }
+    return 0;
+}
+
+/* A native node of kind what (WEFT__NATIVE_*), for the public adds. */
+static int weft__add_native(weft_graph *g, const char *name, uint32_t what,
+                            const weft_native_impl *impls, unsigned nimpls,
+                            const weft_access_desc *acc, unsigned nacc,
+                            void *user, weft_node *node)
+{
+    weft__access stack_acc[WEFT__STACK_ACC], *a = stack_acc;
+    weft__native_impl tab[64];
+    weft__node p = weft__proto(WEFT__NODE_NATIVE);
+    weft_arg blob;
+    int rc;
+
+    p.u.native.what = what;
+    if ((rc = weft__check_graph(g, name)) < 0)
+        return rc;
+    if ((rc = weft__native_check(impls, nimpls)) == 0)
+        rc = weft__desc_check(g, acc, nacc);
+    if (rc == 0 && nacc > WEFT__STACK_ACC &&
+        !(a = weft__malloc(nacc * sizeof *a)))
+        rc = weft__error(WEFT_ENOMEM, "out of memory");
+    if (rc < 0)
+        return weft__add_error_node(name, &p, rc);
+    for (unsigned i = 0; i < nacc; i++)
+        a[i] = weft__access_make(acc[i].buffer, acc[i].offset, acc[i].size,
+                                 acc[i].mode);
+    memset(tab, 0, sizeof tab);
+    for (unsigned i = 0; i < nimpls; i++) {
+        weft__strlcpy(tab[i].driver, impls[i].driver, sizeof tab[i].driver);
+        tab[i].type = impls[i].type;
+        tab[i].fn = impls[i].fn;
+    }
+    /* The table is the node's one argument: bytes copied into the graph. */
+    blob = weft_arg_bytes(tab, nimpls * sizeof *tab);
+    p.u.native.nimpl = nimpls;
+    p.u.native.user = user;
+    rc = weft__add_node(g, &p, a, nacc, &blob, 1, blob.size, node);
+    if (a != stack_acc)
+        weft__free(a);
+    return rc < 0 ? weft__add_error_node(name, &p, rc) : 0;
+}
+
+int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
+                          unsigned nimpls, const weft_access_desc *acc,
+                          unsigned nacc, void *user, weft_node *node)
+{
+    return weft__add_native(g, "weft_graph_add_native", WEFT__NATIVE_FN, impls,
+                            nimpls, acc, nacc, user, node);
+}
+
+int weft__native_event_wait(const weft_native_ctx *ctx, void *event)
+{
+    return weft__drv_external_wait(ctx->q, event);
+}
+
+int weft__native_event_record(const weft_native_ctx *ctx, void *event)
+{
+    return weft__drv_external_record(ctx->q, event);
+}
+
+/* An event node: a native node whose function is weft's own. */
+static int weft__add_event(weft_graph *g, const char *name, uint32_t what,
+                           const char *driver, void *event,
+                           const weft_access_desc *acc, unsigned nacc,
+                           weft_node *node)
+{
+    weft_native_impl impl = {driver, 0,
+                             what == WEFT__NATIVE_WAIT
+                                 ? weft__native_event_wait
+                                 : weft__native_event_record};
+    weft__node p = weft__proto(WEFT__NODE_NATIVE);
+    int rc;
+
+    p.u.native.what = what;
+    if ((rc = weft__check_graph(g, name)) < 0)
+        return rc;
+    if (!driver)
+        rc = weft__error(WEFT_EINVAL, "driver is NULL");
+    else if (!event)
+        rc = weft__error(WEFT_EINVAL, "event is NULL");
+    else if ((rc = weft__native_check(&impl, 1)) < 0)
+        rc = weft__error(WEFT_EINVAL,
+                         "driver \"%.32s\" is none of cuda, opencl, host, sim",
+                         driver);
+    if (rc < 0)
+        return weft__add_error_node(name, &p, rc);
+    return weft__add_native(g, name, what, &impl, 1, acc, nacc, event, node);
+}
+
+int weft_graph_add_event_wait(weft_graph *g, const char *driver, void *event,
+                              const weft_access_desc *acc, unsigned nacc,
+                              weft_node *node)
+{
+    return weft__add_event(g, "weft_graph_add_event_wait", WEFT__NATIVE_WAIT,
+                           driver, event, acc, nacc, node);
+}
+
+int weft_graph_add_event_record(weft_graph *g, const char *driver, void *event,
+                                const weft_access_desc *acc, unsigned nacc,
+                                weft_node *node)
+{
+    return weft__add_event(g, "weft_graph_add_event_record",
+                           WEFT__NATIVE_RECORD, driver, event, acc, nacc, node);
 }
 
 int weft_graph_add_empty(weft_graph *g, weft_node *node)
@@ -1153,13 +1363,16 @@ int weft_graph_set_device(weft_graph *g, weft_node node, const weft_device *dev)
         g->rt->devices[d->props.index] != d)
         return weft__node_error(WEFT_EINVAL, g->nodes, node, "the device is %s",
                                 d ? "not one of the graph's runtime" : "NULL");
-    if (n->kind != WEFT__NODE_KERNEL)
+    if (!weft__node_placed(n))
         return weft__node_error(WEFT_EINVAL, g->nodes, node,
-                                "only kernel nodes are placed on devices");
-    if (!weft__kernel_impl(n->u.kernel.k, d->props.index))
+                                "only kernel and native nodes are placed on "
+                                "devices");
+    if (!weft__node_runs_on(n, g->args, g->bytes, g->rt, d->props.index))
         return weft__node_error(WEFT_ENODEV, g->nodes, node,
-                                "the kernel has no implementation on device "
+                                "the %s has no implementation on device "
                                 "%u (%s)",
+                                n->kind == WEFT__NODE_KERNEL ? "kernel"
+                                                             : "native node",
                                 d->props.index, d->name);
     n->device = (int32_t)d->props.index;
     return 0;

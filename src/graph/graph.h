@@ -44,6 +44,7 @@ typedef enum weft__node_kind {
     WEFT__NODE_MAP,
     WEFT__NODE_HOST,
     WEFT__NODE_EMPTY,
+    WEFT__NODE_NATIVE,
 } weft__node_kind;
 
 typedef enum weft__hazard {
@@ -91,6 +92,12 @@ typedef struct weft__node {
             weft_host_task_fn *fn;
             void *user;
         } host;
+        struct {
+            uint32_t arg;   /* a BYTES argument: nimpl weft__native_impl */
+            uint32_t nimpl; /* >= 1 */
+            uint32_t what;  /* WEFT__NATIVE_FN, _WAIT, _RECORD */
+            void *user;
+        } native;
     } u;
 } weft__node;
 
@@ -183,6 +190,69 @@ struct weft_graph {
     size_t cap_stack;
     uint64_t epoch;
 };
+
+/*
+ * One implementation of a native node, as the graph keeps it (unaligned,
+ * in the bytes of the node's argument: read it with weft__native_impl_at).
+ */
+typedef struct weft__native_impl {
+    char driver[16];       /* "cuda", "opencl", "host", "sim" */
+    weft_device_type type; /* 0: any */
+    weft_native_fn *fn;
+} weft__native_impl;
+
+/* Implementation k of native node nd; args and bytes are its graph's. */
+void weft__native_impl_at(const weft__node *nd, const weft_arg *args,
+                          const unsigned char *bytes, uint32_t k,
+                          weft__native_impl *out);
+/*
+ * The function of native node nd for dev (the first implementation whose
+ * driver and type fit it), or NULL.
+ */
+weft_native_fn *weft__native_fn_for(const weft__node *nd, const weft_arg *args,
+                                    const unsigned char *bytes,
+                                    const weft__device *dev);
+/*
+ * What a native node's function sees (weft.h): filled by the issuing
+ * thread (sched/exec_run.c) for one call, on its stack; mem and acc have
+ * n entries. The weft_native_* accessors are in sched/native.c.
+ */
+struct weft_native_ctx {
+    const char *driver;
+    const weft_device *device;
+    weft_node node;
+    unsigned n;
+    weft__native_queue nq; /* set by the driver's native_call */
+    const weft__native_mem *mem;
+    const weft__access *acc;
+    weft_native_fn *fn;
+    void *user;
+    weft__queue *q; /* the lane's (weft's own event nodes use it) */
+    int called;     /* the function ran (its result in ret) */
+    int ret;
+};
+
+/*
+ * A native node made by weft_graph_add_event_wait or _record: its function
+ * is one of these, its user pointer the program's event, and it returns
+ * a weft code (the driver's external_wait or external_record on ctx->q).
+ */
+enum { WEFT__NATIVE_FN = 0, WEFT__NATIVE_WAIT = 1, WEFT__NATIVE_RECORD = 2 };
+int weft__native_event_wait(const weft_native_ctx *ctx, void *event);
+int weft__native_event_record(const weft_native_ctx *ctx, void *event);
+
+/* Kernel and native nodes: those that run on a device that placement picks. */
+static inline int weft__node_placed(const weft__node *nd)
+{
+    return nd->kind == WEFT__NODE_KERNEL || nd->kind == WEFT__NODE_NATIVE;
+}
+/*
+ * Whether device index dev of rt can run kernel or native node nd (an
+ * implementation there); args and bytes are its graph's.
+ */
+int weft__node_runs_on(const weft__node *nd, const weft_arg *args,
+                       const unsigned char *bytes, weft_runtime *rt,
+                       unsigned dev);
 
 /* "kernel saxpy", "write", ... for messages; buf gets the text. */
 const char *weft__node_label(const weft__node *n, char *buf, size_t size);

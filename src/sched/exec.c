@@ -26,7 +26,7 @@
 static void weft__replace(weft_exec *e)
 {
     weft__place_src src = {e->rt,   e->nodes, e->nnodes, e->acc,
-                           e->nacc, e->args,  e->roots};
+                           e->nacc, e->args,  e->bytes,  e->roots};
     unsigned *dev, used = 0, moved = 0;
     weft__plan *plan;
     int rc;
@@ -46,6 +46,11 @@ static void weft__replace(weft_exec *e)
 
         if (dev[i] == e->node_dev[i])
             continue;
+        if (nd->kind == WEFT__NODE_NATIVE &&
+            weft__node_runs_on(nd, e->args, e->bytes, e->rt, dev[i])) {
+            moved++;
+            continue;
+        }
         if (nd->kind != WEFT__NODE_KERNEL ||
             weft__args_match(
                 nd->u.kernel.k, weft__kernel_impl(nd->u.kernel.k, dev[i]),
@@ -379,6 +384,49 @@ void weft__exec_advance(weft_exec *e)
     weft__launch_done(e, weft__launch_finish(e), run->msg);
 }
 
+/* A mark of a program's queue that launch `launch` waits for. */
+typedef struct weft__exec_after {
+    struct weft__exec_after *next;
+    uint64_t launch;
+    const weft__driver *drv;
+    void *mark;
+} weft__exec_after;
+
+/*
+ * The start of a launch: the marks it waits for (the first ones of the
+ * list, made for it) are waited for on this thread. The first failure, or
+ * 0.
+ */
+static int weft__exec_after_wait(weft_exec *e)
+{
+    weft__exec_after *mine = NULL, **tail = &mine;
+    uint64_t launch;
+    int rc = 0;
+
+    pthread_mutex_lock(&e->lock);
+    launch = e->started++;
+    while (e->after && e->after->launch == launch) {
+        *tail = e->after;
+        tail = &e->after->next;
+        e->after = e->after->next;
+        *tail = NULL;
+    }
+    if (!e->after)
+        e->after_tail = NULL;
+    pthread_mutex_unlock(&e->lock);
+    while (mine) {
+        weft__exec_after *a = mine;
+        int arc = weft__drv_external_mark_end(a->drv, a->mark, rc == 0);
+
+        if (rc == 0 && arc < 0)
+            rc = weft__error_prefix(arc, "launch: waiting for the program's "
+                                         "queue");
+        mine = a->next;
+        weft__free(a);
+    }
+    return rc;
+}
+
 /*
  * The graph's engine job: the start of one launch. A replay (the roots are
  * in the state the last native launch left them in) runs to its end here;
@@ -390,17 +438,26 @@ static void weft__exec_job(weft__engine_job *job)
     weft_exec *e =
         (weft_exec *)(void *)((char *)job - offsetof(weft_exec, job));
     weft__exec_run *run = &e->run;
-    int shared = 0;
+    int shared = 0, after;
 
     weft__exec_take(e);
+    /* The program's queues first: a launch that waits for them is not
+     * running yet (launches waiting for room do not count on it). */
+    after = weft__exec_after_wait(e);
+    run->msg[0] = '\0';
+    if (after < 0)
+        weft__strlcpy(run->msg, weft_last_error(), sizeof run->msg);
     weft__exec_running(e->rt, 1);
+    if (after < 0) {
+        weft__launch_done(e, after, run->msg);
+        return;
+    }
     pthread_mutex_lock(&e->lock);
     weft__exec_seen_join(e, e->launch_seen);
     pthread_mutex_unlock(&e->lock);
     run->t0 = weft__now_ns();
     run->first = 0;
     run->next = 0;
-    run->msg[0] = '\0';
     if (e->replace && !weft__plan_learning(e->plan)) {
         e->replace = 0;
         weft__replace(e);
@@ -461,13 +518,13 @@ void weft__exec_plan_counts(weft_exec *e, weft__plan_counts *c)
 
 /* ---- the public calls -------------------------------------------------- */
 
-int weft_exec_launch(weft_exec *e)
+/* weft_exec_launch, with a mark for the launch when `after` is not NULL. */
+static int weft__exec_launch(weft_exec *e, weft__exec_after *after,
+                             const char *fn)
 {
     uint32_t r;
     int rc = 0;
 
-    if (!e)
-        return weft__error(WEFT_EINVAL, "weft_exec_launch: exec is NULL");
     pthread_mutex_lock(&e->lock);
     for (r = 0; r < e->nroots && rc == 0; r++)
         rc = weft__buffer_launch_begin(e->roots[r]);
@@ -476,7 +533,7 @@ int weft_exec_launch(weft_exec *e)
         for (uint32_t u = 0; u + 1 < r; u++)
             weft__buffer_launch_end(e->roots[u], NULL);
         pthread_mutex_unlock(&e->lock);
-        return weft__error_prefix(rc, "weft_exec_launch");
+        return weft__error_prefix(rc, "%s", fn);
     }
     if (!e->queued) {
         e->job.run = weft__exec_job;
@@ -484,16 +541,74 @@ int weft_exec_launch(weft_exec *e)
             for (r = 0; r < e->nroots; r++)
                 weft__buffer_launch_end(e->roots[r], NULL);
             pthread_mutex_unlock(&e->lock);
-            return weft__error_prefix(rc, "weft_exec_launch");
+            return weft__error_prefix(rc, "%s", fn);
         }
         e->queued = 1;
     }
+    if (after) {
+        after->launch = e->made;
+        if (e->after_tail)
+            e->after_tail->next = after;
+        else
+            e->after = after;
+        e->after_tail = after;
+    }
+    e->made++;
     e->pending++;
     /* What this thread has seen, the launch's first thread sees too. */
     for (unsigned d = 0; d < e->rt->ndevices; d++)
         e->launch_seen[d] = WEFT__MAX(e->launch_seen[d],
                                       weft__drv_host_seen(e->rt->devices[d]));
     pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
+int weft_exec_launch(weft_exec *e)
+{
+    if (!e)
+        return weft__error(WEFT_EINVAL, "weft_exec_launch: exec is NULL");
+    return weft__exec_launch(e, NULL, "weft_exec_launch");
+}
+
+int weft_exec_launch_after(weft_exec *e, const char *driver, void *queue)
+{
+    static const char fn[] = "weft_exec_launch_after";
+    const weft__driver *drv = NULL;
+    weft__exec_after *a;
+    int rc;
+
+    if (!e || !driver)
+        return weft__error(WEFT_EINVAL, "%s: %s is NULL", fn,
+                           e ? "driver" : "exec");
+    if (strcmp(driver, "cuda") && strcmp(driver, "opencl") &&
+        strcmp(driver, "host") && strcmp(driver, "sim"))
+        return weft__error(WEFT_EINVAL,
+                           "%s: driver \"%.32s\" is none of cuda, opencl, "
+                           "host, sim",
+                           fn, driver);
+    for (unsigned d = 0; d < e->rt->ndevices && !drv; d++)
+        if (strcmp(e->rt->devices[d]->drv->name, driver) == 0)
+            drv = e->rt->devices[d]->drv;
+    if (!drv)
+        return weft__error(WEFT_ENOTSUP,
+                           "%s: driver \"%.32s\": no device of the runtime "
+                           "has it",
+                           fn, driver);
+    if (!(a = weft__calloc(1, sizeof *a)))
+        return weft__error(WEFT_ENOMEM, "%s: out of memory", fn);
+    a->drv = drv;
+    if ((rc = weft__drv_external_mark(drv, queue, &a->mark)) < 0) {
+        weft__free(a);
+        return weft__error_prefix(rc, "%s", fn);
+    }
+    if ((rc = weft__exec_launch(e, a, fn)) < 0) {
+        char keep[WEFT__EXEC_MSG];
+
+        weft__strlcpy(keep, weft_last_error(), sizeof keep);
+        weft__drv_external_mark_end(drv, a->mark, 0);
+        weft__free(a);
+        return weft__error(rc, "%s", keep);
+    }
     return 0;
 }
 
@@ -651,7 +766,7 @@ int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)
     memset(&st, 0, sizeof st);
     pthread_mutex_lock(&e->lock);
     for (uint32_t i = 0; i < e->nnodes; i++)
-        if (e->nodes[i].kind == WEFT__NODE_KERNEL && !seen[e->node_dev[i]]) {
+        if (weft__node_placed(&e->nodes[i]) && !seen[e->node_dev[i]]) {
             seen[e->node_dev[i]] = 1;
             st.devices_used++;
         }

@@ -127,11 +127,12 @@ struct weft_exec {
     uint32_t nroots;
 
     /* The running launch's own: */
-    weft__karg *kargs;    /* max kernel arguments */
-    weft__span *spans;    /* max kernel arguments */
-    void **ptrs;          /* max host-task accesses */
-    unsigned char *state; /* per node, during a run */
-    weft__lanes lanes;    /* with the plan's hooks */
+    weft__karg *kargs;      /* max kernel arguments */
+    weft__span *spans;      /* max kernel arguments or node accesses */
+    void **ptrs;            /* max host-task accesses */
+    weft__native_mem *nmem; /* max node accesses: a native node's ranges */
+    unsigned char *state;   /* per node, during a run */
+    weft__lanes lanes;      /* with the plan's hooks */
     weft__plan *plan;
     weft__plan_memcpy *copies; /* per node: a read node's host function */
     weft__event **fences;      /* nroots * ndevices, see weft_buffer.fence */
@@ -195,6 +196,14 @@ struct weft_exec {
      */
     pthread_mutex_t lock;
     pthread_cond_t done;
+    /*
+     * e->lock: launches made (weft_exec_launch counts them) and started
+     * (the job counts them), and the marks of programs' queues that
+     * launches wait for before their issue (weft_exec_launch_after), in
+     * launch order.
+     */
+    uint64_t made, started;
+    struct weft__exec_after *after, *after_tail;
     weft__engine_job job;
     unsigned queued;
     unsigned waiters;

@@ -14,11 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether device d can run every unplaced kernel and native node. */
 static int weft__has_all_kernels(const weft_graph *g, unsigned d)
 {
     for (uint32_t i = 0; i < g->nnodes; i++)
-        if (g->nodes[i].kind == WEFT__NODE_KERNEL && g->nodes[i].device < 0 &&
-            !weft__kernel_impl(g->nodes[i].u.kernel.k, d))
+        if (weft__node_placed(&g->nodes[i]) && g->nodes[i].device < 0 &&
+            !weft__node_runs_on(&g->nodes[i], g->args, g->bytes, g->rt, d))
             return 0;
     return 1;
 }
@@ -51,7 +52,7 @@ static int weft__choose_device(const weft_graph *g, const weft_exec_options *o,
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const weft__node *nd = &g->nodes[i];
 
-        if (nd->kind != WEFT__NODE_KERNEL)
+        if (!weft__node_placed(nd))
             continue;
         if (nd->device >= 0) {
             if (placed == WEFT__NONE)
@@ -82,15 +83,20 @@ static int weft__choose_device(const weft_graph *g, const weft_exec_options *o,
         const weft__node *nd = &g->nodes[i];
         unsigned d;
 
-        if (nd->kind != WEFT__NODE_KERNEL || nd->device >= 0)
+        if (!weft__node_placed(nd) || nd->device >= 0)
             continue;
         for (d = 0; d < rt->ndevices; d++)
-            if (weft__kernel_impl(nd->u.kernel.k, d))
+            if (weft__node_runs_on(nd, g->args, g->bytes, rt, d))
                 break;
         if (d == rt->ndevices)
             return weft__node_error(WEFT_ENODEV, g->nodes, i,
                                     "no device of the runtime has an "
-                                    "implementation of the kernel");
+                                    "implementation of the %s",
+                                    nd->kind == WEFT__NODE_KERNEL
+                                        ? "kernel"
+                                        : "native node (the drivers it "
+                                          "names have no device here, or "
+                                          "no native nodes)");
     }
     return weft__error(WEFT_ENODEV,
                        "instantiate: no single device has every kernel of the "
@@ -108,7 +114,7 @@ static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const weft__node *nd = &g->nodes[i];
         /* node_dev holds placement's choice for an unplaced kernel. */
-        unsigned dev = o->device || nd->kind != WEFT__NODE_KERNEL ? dflt
+        unsigned dev = o->device || !weft__node_placed(nd) ? dflt
                        : nd->device >= 0 ? (unsigned)nd->device
                                          : node_dev[i];
         const weft_device_info *p = &g->rt->devices[dev]->props;
@@ -117,6 +123,13 @@ static int weft__check_kernels(const weft_graph *g, const weft_exec_options *o,
         int rc;
 
         node_dev[i] = dev;
+        if (nd->kind == WEFT__NODE_NATIVE &&
+            !weft__node_runs_on(nd, g->args, g->bytes, g->rt, dev))
+            return weft__node_error(WEFT_ENODEV, g->nodes, i,
+                                    "the native node has no implementation "
+                                    "for device %u (%s, driver %s)",
+                                    dev, g->rt->devices[dev]->name,
+                                    g->rt->devices[dev]->drv->name);
         if (nd->kind != WEFT__NODE_KERNEL)
             continue;
         if (!weft__kernel_impl(nd->u.kernel.k, dev))
@@ -187,7 +200,7 @@ void weft__exec_build_write_dev(weft_exec *e, const unsigned *node_dev)
     for (uint32_t i = 0; i < e->nnodes; i++)
         e->write_dev[i] = WEFT__HOST;
     for (uint32_t j = 0; j < e->nnodes; j++) {
-        if (e->nodes[j].kind != WEFT__NODE_KERNEL)
+        if (!weft__node_placed(&e->nodes[j]))
             continue;
         for (uint32_t p = e->pred_first[j]; p < e->pred_first[j + 1]; p++) {
             uint32_t w = e->preds[p];
@@ -237,6 +250,7 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->args);
     weft__free(e->bytes);
     weft__free(e->raws);
+    weft__free(e->nmem);
     weft__free(e->order);
     weft__free(e->pred_first);
     weft__free(e->preds);
@@ -379,7 +393,7 @@ static int weft__exec_place(weft_exec *e, const weft_graph *g,
                             const weft_exec_options *o, unsigned dev)
 {
     weft__place_src src = {g->rt,   g->nodes, g->nnodes, g->acc,
-                           g->nacc, g->args,  e->roots};
+                           g->nacc, g->args,  g->bytes,  e->roots};
     int policy = e->rt->sched->place_policy, scope = e->rt->sched->place_scope;
     int rc;
 
@@ -420,7 +434,8 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->bytes = weft__dup(g->bytes, g->nbytes);
     e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
-    e->spans = weft__malloc(maxargs * sizeof *e->spans);
+    e->spans = weft__malloc(WEFT__MAX(maxargs, maxacc) * sizeof *e->spans);
+    e->nmem = weft__malloc(maxacc * sizeof *e->nmem);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
     e->state = weft__malloc((size_t)g->nnodes + 1);
     e->write_dev = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->write_dev);
@@ -433,8 +448,9 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
-        !e->kargs || !e->spans || !e->ptrs || !e->state || !e->write_dev ||
-        !e->jobs || !e->copies || !e->fences || !e->run.seen || !e->launch_seen)
+        !e->kargs || !e->spans || !e->nmem || !e->ptrs || !e->state ||
+        !e->write_dev || !e->jobs || !e->copies || !e->fences || !e->run.seen ||
+        !e->launch_seen)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     return 0;
 }

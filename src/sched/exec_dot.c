@@ -69,6 +69,8 @@ static void weft__dot_nodes(const weft_exec *e, FILE *f, uint32_t lane, int ran)
         weft__dot_str(f, text);
         if (e->nodes[i].kind == WEFT__NODE_KERNEL)
             fprintf(f, ", style=filled, fillcolor=\"#cfe2f3\"");
+        else if (e->nodes[i].kind == WEFT__NODE_NATIVE)
+            fprintf(f, ", style=filled, fillcolor=\"#d9ead3\"");
         fprintf(f, "];\n");
     }
 }

@@ -131,6 +131,104 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
     return rc;
 }
 
+/* The driver's call of a native node's function (driver.h). */
+static int weft__native_trampoline(const weft__native_queue *nq, void *arg)
+{
+    weft_native_ctx *c = arg;
+
+    c->nq = *nq;
+    c->called = 1;
+    c->ret = c->fn(c, c->user);
+    return c->ret;
+}
+
+/*
+ * A native node: as a kernel, its ranges held and made valid on its
+ * device and its compute lane after their copies, then the program's
+ * function called with the lane's queue, and the lane's work after it
+ * taken for the node's (what the function enqueued included).
+ */
+static int weft__run_native(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *acc = &e->acc[nd->acc_first];
+    unsigned dev = e->node_dev[i];
+    weft__device *d = e->rt->devices[dev];
+    weft_native_ctx c;
+    weft__queue *q = NULL;
+    int rc;
+
+    memset(&c, 0, sizeof c);
+    c.fn = weft__native_fn_for(nd, e->args, e->bytes, d);
+    if (!c.fn)
+        return weft__error(WEFT_ENODEV, "no implementation for device %u (%s)",
+                           dev, d->name);
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        e->spans[a] = (weft__span){
+            acc[a].buf->root, acc[a].buf->offset + acc[a].offset, acc[a].size};
+    if ((rc = weft__buffer_hold(e->spans, nd->nacc, dev, &e->lanes)) != 0)
+        return rc;
+    for (uint32_t a = 0; a < nd->nacc; a++) {
+        rc = (acc[a].mode & WEFT_READ ? weft__buffer_make_valid
+                                      : weft__buffer_prepare)(
+            acc[a].buf->root, dev, acc[a].buf->offset + acc[a].offset,
+            acc[a].size, &e->lanes);
+        if (rc < 0)
+            return rc;
+    }
+    if ((rc = weft__lanes_get(&e->lanes, dev, WEFT__QUEUE_COMPUTE, &q)) < 0)
+        return rc;
+    for (uint32_t a = 0; a < nd->nacc && rc == 0; a++)
+        rc = weft__lanes_after(&e->lanes, q, acc[a].buf->root, dev,
+                               acc[a].buf->offset + acc[a].offset, acc[a].size);
+    if (rc < 0)
+        return rc;
+    for (uint32_t a = 0; a < nd->nacc; a++) {
+        weft__mem *m = NULL;
+        size_t off = 0;
+
+        weft__buffer_device_ptr(acc[a].buf->root, dev,
+                                acc[a].buf->offset + acc[a].offset, &m, &off);
+        weft__drv_native_mem(m, off, &e->nmem[a]);
+    }
+    c.driver = d->drv->name;
+    c.device = weft_runtime_device(e->rt, dev);
+    c.node = i;
+    c.n = nd->nacc;
+    c.mem = e->nmem;
+    c.acc = acc;
+    c.user = nd->u.native.user;
+    c.q = q;
+    rc = weft__drv_native_call(q, weft__native_trampoline, &c);
+    if (c.called && nd->u.native.what != WEFT__NATIVE_FN)
+        rc = c.ret; /* weft's own function: a weft code, the detail set */
+    else if (c.called && c.ret != 0)
+        rc = weft__error(WEFT_EIO,
+                         "the native function for device %u (%s, driver %s) "
+                         "returned %d",
+                         dev, d->name, c.driver, c.ret);
+    /* What the function enqueued before it failed is the lane's too. */
+    if (c.called) {
+        int irc = weft__lanes_issued(&e->lanes, q, NULL, 0, 0, 0);
+
+        if (rc == 0)
+            rc = irc;
+    }
+    for (uint32_t a = 0; a < nd->nacc; a++) {
+        if (!(acc[a].mode & WEFT_WRITE))
+            continue;
+        if (rc == 0)
+            weft__buffer_written(acc[a].buf->root, dev,
+                                 acc[a].buf->offset + acc[a].offset,
+                                 acc[a].size);
+        else
+            weft__buffer_discard(acc[a].buf->root, dev,
+                                 acc[a].buf->offset + acc[a].offset,
+                                 acc[a].size);
+    }
+    return rc;
+}
+
 /* Host access to every range of a map or host node. */
 static int weft__run_host(weft_exec *e, const weft__node *nd)
 {
@@ -663,6 +761,9 @@ static int weft__run_step(weft_exec *e, uint32_t i)
     switch (rc < 0 ? WEFT__NODE_EMPTY : nd->kind) {
     case WEFT__NODE_KERNEL:
         rc = weft__run_kernel(e, i);
+        break;
+    case WEFT__NODE_NATIVE:
+        rc = weft__run_native(e, i);
         break;
     case WEFT__NODE_WRITE:
         rc = weft__plan_host_wait(e->plan);

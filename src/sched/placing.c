@@ -283,9 +283,13 @@ static void weft__place_node_kind(const weft__place_src *g, int scope,
 
     switch (x->kind) {
     case WEFT__NODE_KERNEL:
+    case WEFT__NODE_NATIVE:
         p->kind = WEFT__PNODE_KERNEL;
-        p->kernel = weft_kernel_name(x->u.kernel.k);
-        p->items = weft__node_items(x);
+        /* A native node is costed as a one-item kernel named "native". */
+        p->kernel = x->kind == WEFT__NODE_KERNEL
+                        ? weft_kernel_name(x->u.kernel.k)
+                        : "native";
+        p->items = x->kind == WEFT__NODE_KERNEL ? weft__node_items(x) : 1;
         p->capable = cap;
         if (x->device >= 0) {
             p->device = x->device;
@@ -293,8 +297,10 @@ static void weft__place_node_kind(const weft__place_src *g, int scope,
             break;
         }
         for (unsigned d = 0; d < nd; d++)
-            cap[d] = cand[d] && weft__kernel_impl(x->u.kernel.k, d) &&
-                     weft__fits(g, x, rt->devices[d]);
+            cap[d] = cand[d] &&
+                     weft__node_runs_on(x, g->args, g->bytes, rt, d) &&
+                     (x->kind != WEFT__NODE_KERNEL ||
+                      weft__fits(g, x, rt->devices[d]));
         if (scope == WEFT_PLACE_SCOPE_ALL)
             weft__one_per_hardware(rt, dflt, cap, was);
         break;
@@ -397,7 +403,7 @@ static unsigned weft__place_take(const weft__place_src *g,
     unsigned used = 0;
 
     for (uint32_t i = 0; i < g->nnodes; i++) {
-        if (g->nodes[i].kind != WEFT__NODE_KERNEL || out->device[i] < 0)
+        if (!weft__node_placed(&g->nodes[i]) || out->device[i] < 0)
             continue;
         if (g->nodes[i].device < 0)
             node_dev[i] = (unsigned)out->device[i];
@@ -433,8 +439,7 @@ int weft__place_graph(const weft__place_src *g, int policy, int scope,
     if (policy == WEFT_PLACE_SINGLE)
         return 0;
     for (uint32_t i = 0; i < n; i++)
-        unplaced +=
-            g->nodes[i].kind == WEFT__NODE_KERNEL && g->nodes[i].device < 0;
+        unplaced += weft__node_placed(&g->nodes[i]) && g->nodes[i].device < 0;
     cand = weft__calloc((size_t)nd + 1, 1);
     if (!cand)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");

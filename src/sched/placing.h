@@ -47,7 +47,8 @@ typedef struct weft__place_src {
     const struct weft__access *acc;
     uint32_t nacc;
     const weft_arg *args;
-    weft_buffer *const *roots; /* as weft__access.root indexes them */
+    const unsigned char *bytes; /* of BYTES arguments (native nodes') */
+    weft_buffer *const *roots;  /* as weft__access.root indexes them */
 } weft__place_src;
 
 /*

@@ -487,7 +487,7 @@ const weft__lane_hooks weft__plan_hooks = {
 
 static int weft__is_device_node(const weft__node *nd)
 {
-    return nd->kind == WEFT__NODE_KERNEL || nd->kind == WEFT__NODE_COPY;
+    return weft__node_placed(nd) || nd->kind == WEFT__NODE_COPY;
 }
 
 static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
@@ -652,6 +652,10 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
                 weft__tape_supported(rt->devices[node_dev[i]], native);
         }
         p->tape_ok = p->tape_ok && dev != UINT32_MAX;
+        /* A native node's function must be called at every launch: no
+         * tape records or replays around it (tape.h). */
+        for (uint32_t i = 0; i < n && p->tape_ok; i++)
+            p->tape_ok = nodes[i].kind != WEFT__NODE_NATIVE;
     }
     *out = p;
     return 0;

@@ -204,14 +204,14 @@ static void weft__top_cause(const weft__plan *p, const weft__top *t, char *buf,
     switch (t->kind) {
     case WEFT__TRACE_H2D:
     case WEFT__TRACE_PEER:
-        if (nd->kind == WEFT__NODE_KERNEL)
+        if (weft__node_placed(nd))
             snprintf(buf, n, "read by %s on %s, not valid there", label,
                      p->rt->devices[d]->name);
         else
             snprintf(buf, n, "for %s on %s", label, p->rt->devices[d]->name);
         break;
     case WEFT__TRACE_D2H:
-        if (nd->kind == WEFT__NODE_KERNEL || nd->kind == WEFT__NODE_COPY)
+        if (weft__node_placed(nd) || nd->kind == WEFT__NODE_COPY)
             snprintf(buf, n, "evicted from %s (write-back) to make room for %s",
                      p->rt->devices[d]->name, label);
         else if (nd->kind == WEFT__NODE_MAP)

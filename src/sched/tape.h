@@ -63,6 +63,10 @@
  * outside it: CUDA invalidates it). Most plans need one segment per
  * device.
  *
+ * A plan with a native node (weft_graph_add_native) gets no tape: the
+ * program's function must run at every launch, and what it enqueues on
+ * the native queue does not come through the submission (plan.c).
+ *
  * Only devices whose driver has graph operations get a tape (CUDA; OpenCL
  * where the device has cl_khr_command_buffer; the host driver; the sim
  * with graphs=1), and not CPU devices unless WEFT_NATIVE_GRAPHS=1 asks for

@@ -1060,7 +1060,7 @@ static void test_nodes_and_edges(void **state)
     expect(weft_graph_set_device(fx.g, 1, NULL), WEFT_EINVAL,
            "node 1 (kernel advance): the device is NULL");
     expect(weft_graph_set_device(fx.g, 0, dev), WEFT_EINVAL,
-           "node 0 (write): only kernel nodes are placed");
+           "node 0 (write): only kernel and native nodes are placed");
     check(weft_graph_set_device(fx.g, 1, dev));
     graph_works();
 
@@ -1427,6 +1427,195 @@ static void test_threads_destroy_exec(void **state)
     graph_works();
 }
 
+/* ---- native nodes -------------------------------------------------------- */
+
+/* What a native function saw of the accessors' bad input. */
+typedef struct native_seen {
+    int calls, ok;
+    char msg[256];
+} native_seen;
+
+static int native_probe(const weft_native_ctx *c, void *user)
+{
+    native_seen *s = user;
+    size_t off = 99;
+
+    s->calls++;
+    s->ok = weft_native_count(c) == 1 && weft_native_size(c, 1) == 0 &&
+            weft_native_ptr(c, 1) == NULL && weft_native_address(c, 1) == 0 &&
+            weft_native_mem(c, 1, &off) == NULL && off == 0 &&
+            weft_native_node(c) == 0 && weft_native_device(c) != NULL &&
+            weft_native_driver(c) != NULL && weft_native_size(c, 0) == 16;
+    weft_native_size(c, 1);
+    weft__strlcpy(s->msg, weft_last_error(), sizeof s->msg);
+    /* Queue, context and device handles may be NULL (host): no error. */
+    (void)weft_native_queue(c);
+    (void)weft_native_context(c);
+    (void)weft_native_device_id(c);
+    return 0;
+}
+
+static void test_native_bad_input(void **state)
+{
+    weft_native_impl im[4] = {{"host", 0, native_probe},
+                              {"sim", 0, native_probe},
+                              {"opencl", 0, native_probe},
+                              {"cuda", 0, native_probe}};
+    weft_access_desc acc[2] = {{fx.x, 0, 16, WEFT_READ},
+                               {fx.x, 16, 16, WEFT_WRITE}};
+    native_seen seen = {0, 0, ""};
+    unsigned nodes = weft_graph_node_count(fx.g);
+    weft_node node = 77;
+    size_t off = 5;
+    weft_graph *g;
+    weft_exec *e;
+
+    (void)state;
+    expect(weft_graph_add_native(NULL, im, 4, acc, 2, NULL, &node), WEFT_EINVAL,
+           "weft_graph_add_native: graph is NULL");
+    expect(weft_graph_add_native(fx.g, NULL, 4, acc, 2, NULL, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_native: the node being added (native): impls is "
+           "NULL");
+    expect(weft_graph_add_native(fx.g, im, 0, acc, 2, NULL, &node), WEFT_EINVAL,
+           "(native): nimpls is 0");
+    expect(weft_graph_add_native(fx.g, im, 65, acc, 2, NULL, &node),
+           WEFT_EINVAL, "(native): nimpls: 65 implementations");
+    im[2].fn = NULL;
+    expect(weft_graph_add_native(fx.g, im, 4, acc, 2, NULL, &node), WEFT_EINVAL,
+           "(native): impls[2]: fn is NULL");
+    im[2].fn = native_probe;
+    im[1].driver = NULL;
+    expect(weft_graph_add_native(fx.g, im, 4, acc, 2, NULL, &node), WEFT_EINVAL,
+           "(native): impls[1]: driver is NULL");
+    im[1].driver = "vulkan";
+    expect(weft_graph_add_native(fx.g, im, 4, acc, 2, NULL, &node), WEFT_EINVAL,
+           "(native): impls[1]: driver \"vulkan\" is none of cuda, opencl, "
+           "host, sim");
+    im[1].driver = "sim";
+    im[3].type = (weft_device_type)9;
+    expect(weft_graph_add_native(fx.g, im, 4, acc, 2, NULL, &node), WEFT_EINVAL,
+           "(native): impls[3]: type 9 is no weft_device_type");
+    im[3].type = WEFT_DEVICE_GPU;
+    expect(weft_graph_add_native(fx.g, im, 4, NULL, 2, NULL, &node),
+           WEFT_EINVAL, "(native): 2 accesses but the array is NULL");
+    acc[1].mode = (weft_access)0;
+    expect(weft_graph_add_native(fx.g, im, 4, acc, 2, NULL, &node), WEFT_EINVAL,
+           "(native): access 1: unknown mode 0");
+    acc[1].mode = WEFT_WRITE;
+    acc[1].buffer = fx.xb;
+    expect(weft_graph_add_native(fx.g, im, 4, acc, 2, NULL, &node), WEFT_EINVAL,
+           "(native): access 1: the buffer belongs to another runtime");
+    acc[1].buffer = fx.x;
+    acc[1].offset = N * 4;
+    expect(weft_graph_add_native(fx.g, im, 4, acc, 2, NULL, &node), WEFT_ERANGE,
+           "(native): access 1: range");
+    acc[1].offset = 16;
+    assert_int_equal(node, 77);
+    assert_int_equal(weft_graph_node_count(fx.g), nodes);
+    graph_works();
+
+    /* The accessors: a NULL ctx, and an index past the accesses. */
+    expect(weft_native_driver(NULL) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_driver: ctx is NULL");
+    expect(weft_native_device(NULL) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_device: ctx is NULL");
+    expect(weft_native_node(NULL) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_node: ctx is NULL");
+    expect(weft_native_context(NULL) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_context: ctx is NULL");
+    expect(weft_native_device_id(NULL) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_device_id: ctx is NULL");
+    expect(weft_native_queue(NULL) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_queue: ctx is NULL");
+    expect(weft_native_count(NULL) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_count: ctx is NULL");
+    expect(weft_native_size(NULL, 0) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_size: ctx is NULL");
+    expect(weft_native_address(NULL, 0) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_address: ctx is NULL");
+    expect(weft_native_mem(NULL, 0, &off) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_mem: ctx is NULL");
+    assert_int_equal(off, 0);
+    expect(weft_native_ptr(NULL, 0) ? 0 : WEFT_EINVAL, WEFT_EINVAL,
+           "weft_native_ptr: ctx is NULL");
+    check(weft_graph_create(rt, &g));
+    check(weft_graph_add_native(g, im, 4, acc, 1, &seen, &node));
+    assert_int_equal(node, 0);
+    check(weft_graph_instantiate(g, NULL, &e));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    assert_int_equal(seen.calls, 1);
+    assert_true(seen.ok);
+    assert_non_null(strstr(seen.msg, "weft_native_size: access 1 of a node "
+                                     "with 1"));
+    check(weft_exec_destroy(e));
+    weft_graph_destroy(g);
+}
+
+/* Event nodes and launches after a program's queue. */
+static void test_external_bad_input(void **state)
+{
+    weft_access_desc acc = {fx.x, 0, 16, WEFT_READ};
+    unsigned nodes = weft_graph_node_count(fx.g);
+    const char *drv = weft__device_of(weft_runtime_device(rt, 0))->drv->name;
+    weft_node node = 77;
+    int ev;
+    weft_exec *e;
+
+    (void)state;
+    expect(weft_graph_add_event_wait(NULL, drv, &ev, NULL, 0, &node),
+           WEFT_EINVAL, "weft_graph_add_event_wait: graph is NULL");
+    expect(weft_graph_add_event_wait(fx.g, NULL, &ev, NULL, 0, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_event_wait: the node being added (event wait): "
+           "driver is NULL");
+    expect(weft_graph_add_event_wait(fx.g, "metal", &ev, NULL, 0, &node),
+           WEFT_EINVAL,
+           "(event wait): driver \"metal\" is none of cuda, opencl, host, "
+           "sim");
+    expect(weft_graph_add_event_wait(fx.g, drv, NULL, NULL, 0, &node),
+           WEFT_EINVAL, "(event wait): event is NULL");
+    expect(weft_graph_add_event_wait(fx.g, drv, &ev, NULL, 1, &node),
+           WEFT_EINVAL, "(event wait): 1 accesses but the array is NULL");
+    expect(weft_graph_add_event_record(NULL, drv, &ev, &acc, 1, &node),
+           WEFT_EINVAL, "weft_graph_add_event_record: graph is NULL");
+    expect(weft_graph_add_event_record(fx.g, drv, NULL, &acc, 1, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_event_record: the node being added (event "
+           "record): event is NULL");
+    acc.buffer = fx.xb;
+    expect(weft_graph_add_event_record(fx.g, drv, &ev, &acc, 1, &node),
+           WEFT_EINVAL,
+           "(event record): access 0: the buffer belongs to another runtime");
+    acc.buffer = fx.x;
+    acc.offset = N * 4 + 1;
+    expect(weft_graph_add_event_record(fx.g, drv, &ev, &acc, 1, &node),
+           WEFT_ERANGE, "(event record): access 0: offset");
+    assert_int_equal(node, 77);
+    assert_int_equal(weft_graph_node_count(fx.g), nodes);
+    graph_works();
+
+    check(weft_graph_instantiate(fx.g, NULL, &e));
+    expect(weft_exec_launch_after(NULL, drv, NULL), WEFT_EINVAL,
+           "weft_exec_launch_after: exec is NULL");
+    expect(weft_exec_launch_after(e, NULL, NULL), WEFT_EINVAL,
+           "weft_exec_launch_after: driver is NULL");
+    expect(weft_exec_launch_after(e, "metal", NULL), WEFT_EINVAL,
+           "weft_exec_launch_after: driver \"metal\" is none of cuda");
+    expect(weft_exec_launch_after(e, strcmp(drv, "sim") ? "sim" : "host", NULL),
+           WEFT_ENOTSUP, "no device of the runtime has it");
+    /* (CUDA's NULL stream is the default one: not on these drivers.) */
+    expect(weft_exec_launch_after(e, drv, NULL), WEFT_EINVAL,
+           "weft_exec_launch_after:", "queue is NULL");
+    /* Nothing was launched: the graph is idle, and launches still work. */
+    check(weft_exec_status(e));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_exec_destroy(e));
+    graph_works();
+}
+
 /* ---- every WEFT_API function has a case -------------------------------- */
 
 static const struct {
@@ -1484,6 +1673,21 @@ static const struct {
     {"weft_graph_add_map", "test_add_node_bad_input"},
     {"weft_graph_add_host", "test_add_node_bad_input"},
     {"weft_graph_add_empty", "test_add_node_bad_input"},
+    {"weft_graph_add_native", "test_native_bad_input"},
+    {"weft_native_driver", "test_native_bad_input"},
+    {"weft_native_device", "test_native_bad_input"},
+    {"weft_native_node", "test_native_bad_input"},
+    {"weft_native_context", "test_native_bad_input"},
+    {"weft_native_device_id", "test_native_bad_input"},
+    {"weft_native_queue", "test_native_bad_input"},
+    {"weft_native_count", "test_native_bad_input"},
+    {"weft_native_size", "test_native_bad_input"},
+    {"weft_native_address", "test_native_bad_input"},
+    {"weft_native_mem", "test_native_bad_input"},
+    {"weft_native_ptr", "test_native_bad_input"},
+    {"weft_graph_add_event_wait", "test_external_bad_input"},
+    {"weft_graph_add_event_record", "test_external_bad_input"},
+    {"weft_exec_launch_after", "test_external_bad_input"},
     {"weft_graph_add_edge", "test_nodes_and_edges"},
     {"weft_graph_set_device", "test_nodes_and_edges"},
     {"weft_graph_instantiate", "test_instantiate_bad_input"},
@@ -1606,6 +1810,8 @@ int main(int argc, char **argv)
         CASE(test_threads_destroy_buffer),
         CASE(test_threads_destroy_module),
         CASE(test_threads_destroy_exec),
+        CASE(test_native_bad_input),
+        CASE(test_external_bad_input),
         cmocka_unit_test(test_every_function_covered),
     };
 

@@ -203,6 +203,11 @@ static void interp_node(outcome *o, const or_case *c, unsigned i,
         break;
     case OR_EMPTY:
         break;
+    case OR_NATIVE: /* the generator keeps the three ranges apart */
+        memcpy(at(o, c, &n->acc[0]), at(o, c, &n->acc[1]), n->acc[0].size);
+        if (n->nacc == 3)
+            memset(at(o, c, &n->acc[2]), (int)(n->key & 0xff), n->acc[2].size);
+        break;
     }
     for (unsigned a = 0; a < n->nacc; a++)
         if (n->acc[a].mode & WEFT_WRITE)
@@ -333,6 +338,19 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
     case OR_EMPTY:
         rc = weft_graph_add_empty(g, &id);
         break;
+    case OR_NATIVE: {
+        weft_access_desc d[OR_MAX_ACC];
+
+        for (unsigned b = 0; b < n->nacc; b++) {
+            d[b].buffer = buf[a[b].handle];
+            d[b].offset = rel(c, &a[b]);
+            d[b].size = a[b].size;
+            d[b].mode = a[b].mode;
+        }
+        rc = weft_graph_add_native(g, or_native_impls, or_native_nimpls, d,
+                                   n->nacc, (void *)n, &id);
+        break;
+    }
     }
     if (rc < 0) {
         failf("adding node %u (%s): %s: %s", i, or_kind_name(n->kind),
@@ -351,7 +369,7 @@ typedef struct run_stats {
     unsigned long long nodes, node_runs, edges, launches;
     unsigned long long native;   /* launches that ran a native graph */
     unsigned long long unplaced; /* placement refused with WEFT_ENOTSUP */
-    unsigned long long kinds[OR_EMPTY + 1];
+    unsigned long long kinds[OR_NATIVE + 1];
 } run_stats;
 static run_stats stats;
 
@@ -856,7 +874,7 @@ static void usage(void)
     fprintf(stderr, "usage: oracle [--seed S] [--graphs N] [--prefix K] "
                     "[--max-fail N] [--dump] [--self-check] [--dot FILE] "
                     "[--no-shrink] [--quiet] [--relaunch N] "
-                    "[--min-native N]\n");
+                    "[--min-native N] [--native-nodes PERCENT]\n");
     exit(2);
 }
 
@@ -935,6 +953,8 @@ int main(int argc, char **argv)
             opt.relaunch = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--min-native") && i + 1 < argc)
             opt.min_native = (unsigned)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--native-nodes") && i + 1 < argc)
+            limits.native = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--dump"))
             opt.dump = 1;
         else if (!strcmp(argv[i], "--no-shrink"))
@@ -991,9 +1011,10 @@ int main(int argc, char **argv)
             printf("FAIL seed %" PRIu64 " (%u nodes, %u launches): %s\n"
                    "  replay: WEFT_DEVICES='%s' WEFT_SIM='%s' "
                    "POCL_DEVICES='%s' oracle --seed %" PRIu64
-                   " --graphs 1 --relaunch %u --dump\n",
+                   " --graphs 1 --relaunch %u --native-nodes %u --dump\n",
                    seed, c.nnodes, c.launches, first, env("WEFT_DEVICES"),
-                   env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch);
+                   env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch,
+                   limits.native);
             if (opt.shrink && failed <= 3 && !opt.prefix) {
                 run_stats before = stats; /* probes don't count */
                 unsigned k = shrink(&c, seed);
@@ -1012,15 +1033,16 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("oracle: %u graphs, %llu nodes (%llu kernel, %llu write, %llu "
-           "read, %llu copy, %llu fill, %llu map, %llu host, %llu empty), "
+           "read, %llu copy, %llu fill, %llu map, %llu host, %llu empty, "
+           "%llu native), "
            "%llu edges kept, %llu launches, %llu node runs on %u device(s) "
            "[%s] in %.2f s (%llu cases without their per-node placement: "
            "WEFT_ENOTSUP), %llu native graph launches: %u failed\n",
            ran, stats.nodes, stats.kinds[OR_KERNEL], stats.kinds[OR_WRITE],
            stats.kinds[OR_READ], stats.kinds[OR_COPY], stats.kinds[OR_FILL],
            stats.kinds[OR_MAP], stats.kinds[OR_HOST], stats.kinds[OR_EMPTY],
-           stats.edges, stats.launches, stats.node_runs, limits.ndevices,
-           d.selection,
+           stats.kinds[OR_NATIVE], stats.edges, stats.launches, stats.node_runs,
+           limits.ndevices, d.selection,
            (double)(t1.tv_sec - t0.tv_sec) +
                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
            stats.unplaced, stats.native, failed);

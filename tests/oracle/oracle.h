@@ -68,6 +68,13 @@ typedef enum or_kind {
     OR_MAP,
     OR_HOST,
     OR_EMPTY,
+    /*
+     * A native node (weft_graph_add_native): acc[0] (written) = acc[1]
+     * (read, apart from it), then acc[2] (written, apart from both, when
+     * there are 3) filled with the byte key & 0xff, by the driver's own
+     * copy and fill on the node's queue (oracle_native.c).
+     */
+    OR_NATIVE,
 } or_kind;
 
 enum { OR_MAX_ACC = 3 };
@@ -144,6 +151,7 @@ typedef struct or_limits {
     unsigned max_group; /* smallest max_group_size of the devices */
     unsigned ndevices;
     unsigned max_nodes;
+    unsigned native; /* percent of nodes made native nodes (0: none) */
 } or_limits;
 
 /* Make the case of seed. Fails only for lack of memory. */
@@ -159,5 +167,9 @@ const char *or_kind_name(or_kind k);
  * the checksum so that what the node saw is compared too.
  */
 void or_host_body(const or_node *n, void *const *ptrs, uint32_t *obs);
+
+/* The native nodes' implementations, one per driver; user is the or_node. */
+extern const weft_native_impl or_native_impls[];
+extern const unsigned or_native_nimpls;
 
 #endif /* ORACLE_H */

@@ -454,6 +454,28 @@ static int gen_host(gen *g, or_node *n)
     return 0;
 }
 
+/* A copy made by the driver, and a fill of a third range apart from both. */
+static int gen_native(gen *g, or_node *n)
+{
+    unsigned root;
+    const span *h;
+    size_t off, size;
+
+    if (gen_copy(g, n) < 0)
+        return -1;
+    n->kind = OR_NATIVE;
+    n->key = (uint32_t)next(&g->r);
+    h = write_target(g, &root);
+    if (pick_range(g, root, 1, 1, 4096, h, &off, &size) < 0)
+        return 0;
+    for (unsigned a = 0; a < n->nacc; a++)
+        if (overlaps(g->c->handles[n->acc[a].handle].root, n->acc[a].off,
+                     n->acc[a].size, root, off, size))
+            return 0;
+    add_access(g, n, pick_handle(g, root, off, size, 1), off, size, WEFT_WRITE);
+    return 0;
+}
+
 static int add_edge(gen *g, unsigned from, unsigned to, unsigned *cap)
 {
     if (g->c->nedges == *cap) {
@@ -543,14 +565,18 @@ int or_case_generate(or_case *c, uint64_t seed, const or_limits *lim)
 
         memset(n, 0, sizeof *n);
         n->device = -1;
-        rc = k < 40   ? gen_kernel(&g, n)
-             : k < 50 ? gen_write(&g, n)
-             : k < 62 ? gen_read(&g, n)
-             : k < 72 ? gen_copy(&g, n)
-             : k < 79 ? gen_fill(&g, n)
-             : k < 88 ? gen_map(&g, n)
-             : k < 97 ? gen_host(&g, n)
-                      : (n->kind = OR_EMPTY, 0);
+        /* (no draw at all without native nodes: seeds keep their cases) */
+        if (lim->native && chance(&g.r, lim->native))
+            rc = gen_native(&g, n);
+        else
+            rc = k < 40   ? gen_kernel(&g, n)
+                 : k < 50 ? gen_write(&g, n)
+                 : k < 62 ? gen_read(&g, n)
+                 : k < 72 ? gen_copy(&g, n)
+                 : k < 79 ? gen_fill(&g, n)
+                 : k < 88 ? gen_map(&g, n)
+                 : k < 97 ? gen_host(&g, n)
+                          : (n->kind = OR_EMPTY, 0);
         if (rc < 0) {
             /* nothing fitted: an empty node keeps the count */
             memset(n, 0, sizeof *n);
@@ -629,8 +655,9 @@ void or_case_free(or_case *c)
 
 const char *or_kind_name(or_kind k)
 {
-    static const char *const names[] = {"kernel", "write", "read", "copy",
-                                        "fill",   "map",   "host", "empty"};
+    static const char *const names[] = {"kernel", "write", "read",
+                                        "copy",   "fill",  "map",
+                                        "host",   "empty", "native"};
 
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }

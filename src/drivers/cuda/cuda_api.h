@@ -167,6 +167,7 @@ typedef CUresult weft__cu_StreamWaitEvent_fn(CUstream s, CUevent ev,
                                              unsigned flags);
 typedef CUresult weft__cu_LaunchHostFunc_fn(CUstream s, CUhostFn *fn,
                                             void *user);
+typedef CUresult weft__cu_StreamGetCtx_fn(CUstream s, CUcontext *ctx);
 typedef CUresult weft__cu_EventCreate_fn(CUevent *ev, unsigned flags);
 typedef CUresult weft__cu_EventDestroy_fn(CUevent ev);
 typedef CUresult weft__cu_EventRecord_fn(CUevent ev, CUstream s);
@@ -301,7 +302,8 @@ typedef CUresult weft__cu_GraphExecUpdate_fn(CUgraphExec exec, CUgraph graph,
     X(GraphExecDestroy, 0, "cuGraphExecDestroy", NULL)                         \
     X(GraphDestroy, 0, "cuGraphDestroy", NULL)                                 \
     X(GraphExecUpdate, 0, "cuGraphExecUpdate_v2", NULL)                        \
-    X(EventRecordWithFlags, 0, "cuEventRecordWithFlags", NULL)
+    X(EventRecordWithFlags, 0, "cuEventRecordWithFlags", NULL)                 \
+    X(StreamGetCtx, 0, "cuStreamGetCtx", NULL)
 
 typedef struct weft__cuda_api {
     void *lib; /* dlopen handle; NULL until loaded */

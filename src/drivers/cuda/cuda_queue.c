@@ -232,3 +232,134 @@ int weft__cuda_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
                                cuda_ctx(q->ctx)->ordinal);
     return 0;
 }
+
+/* ---- native nodes -------------------------------------------------------- */
+
+/*
+ * The context is made current before the call (cuBLAS and the program's
+ * own launches use the current one); the function's work goes on the
+ * stream, and weft's records after it cover it. Weft's own calls make
+ * their context current again wherever the function left another.
+ */
+int weft__cuda_native_call(weft__queue *q, weft__native_fn *fn, void *user)
+{
+    cuda_context *c = cuda_ctx(q->ctx);
+    weft__native_queue nq = {
+        c->cu, (void *)(uintptr_t)cuda_dev(q->ctx->dev)->cu, cuda_stream(q)};
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    return fn(&nq, user);
+}
+
+void weft__cuda_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
+{
+    out->address = (uint64_t)cuda_mm(m)->ptr + off;
+}
+
+/* ---- external events ----------------------------------------------------- */
+
+int weft__cuda_external_wait(weft__queue *q, void *ev)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuStreamWaitEvent")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.StreamWaitEvent(cuda_stream(q), (CUevent)ev, 0);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0,
+                               "cuStreamWaitEvent: GPU %d waiting on the "
+                               "program's event",
+                               cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+/* The event must be of the stream's context (the primary one). */
+int weft__cuda_external_record(weft__queue *q, void *ev)
+{
+    CUresult res;
+    int rc;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    res = weft__fault("cuda.cuEventRecord")
+              ? CUDA_ERROR_UNKNOWN
+              : weft__cu.EventRecord((CUevent)ev, cuda_stream(q));
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0,
+                               "cuEventRecord: the program's event on GPU %d "
+                               "(it must belong to the device's primary "
+                               "context)",
+                               cuda_ctx(q->ctx)->ordinal);
+    return 0;
+}
+
+/* A marker of a program's stream: an event of the stream's context. */
+typedef struct cuda_mark {
+    CUevent ev;
+    CUcontext ctx;
+} cuda_mark;
+
+/*
+ * On the program's thread: its current context is put back as it was. A
+ * NULL stream is the default stream of the current context.
+ */
+int weft__cuda_external_mark(void *queue, void **out)
+{
+    CUstream s = queue;
+    CUcontext old = NULL, ctx = NULL;
+    cuda_mark *m;
+    CUresult res;
+
+    if (weft__cu.CtxGetCurrent(&old) != CUDA_SUCCESS)
+        old = NULL;
+    res = s && weft__cu.StreamGetCtx ? weft__cu.StreamGetCtx(s, &ctx)
+                                     : CUDA_SUCCESS;
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuStreamGetCtx: the program's stream");
+    if (!ctx)
+        ctx = old;
+    if (!ctx)
+        return weft__error(WEFT_EINVAL,
+                           "cuda: no context for the program's stream (a "
+                           "default stream needs a current context)");
+    if (!(m = weft__calloc(1, sizeof *m)))
+        return weft__error(WEFT_ENOMEM, "cuda: stream marker");
+    m->ctx = ctx;
+    res = ctx != old ? weft__cu.CtxSetCurrent(ctx) : CUDA_SUCCESS;
+    if (res == CUDA_SUCCESS)
+        res = weft__cu.EventCreate(&m->ev, CU_EVENT_DISABLE_TIMING);
+    if (res == CUDA_SUCCESS &&
+        (res = weft__cu.EventRecord(m->ev, s)) != CUDA_SUCCESS)
+        weft__cu.EventDestroy(m->ev);
+    if (ctx != old)
+        weft__cu.CtxSetCurrent(old);
+    if (res != CUDA_SUCCESS) {
+        weft__free(m);
+        return weft__cuda_fail(res, 0,
+                               "cuEventRecord: a marker of the program's "
+                               "stream");
+    }
+    *out = m;
+    return 0;
+}
+
+int weft__cuda_external_mark_end(void *mark, int wait)
+{
+    cuda_mark *m = mark;
+    CUresult res = CUDA_SUCCESS;
+
+    weft__cu.CtxSetCurrent(m->ctx);
+    if (wait)
+        res = weft__cu.EventSynchronize(m->ev);
+    weft__cu.EventDestroy(m->ev);
+    weft__free(m);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0,
+                               "cuEventSynchronize: the program's stream");
+    return 0;
+}

@@ -138,6 +138,12 @@ int weft__cuda_event_elapsed(weft__event *start, weft__event *end,
                              uint64_t *ns);
 void weft__cuda_event_destroy(weft__event *ev);
 int weft__cuda_host_fn(weft__queue *q, weft__host_fn *fn, void *user);
+int weft__cuda_native_call(weft__queue *q, weft__native_fn *fn, void *user);
+void weft__cuda_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
+int weft__cuda_external_wait(weft__queue *q, void *ev);
+int weft__cuda_external_record(weft__queue *q, void *ev);
+int weft__cuda_external_mark(void *queue, void **mark);
+int weft__cuda_external_mark_end(void *mark, int wait);
 
 /* ---- cuda_mem.c: memory, copies, fills --------------------------------- */
 

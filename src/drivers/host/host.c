@@ -310,6 +310,25 @@ static void host_mem_free(weft__mem *mem)
     weft__free(m);
 }
 
+/* ---- native nodes ------------------------------------------------------ */
+
+/* No queue to hand: the function runs once q's work is done. */
+static int host_native_call(weft__queue *q, weft__native_fn *fn, void *user)
+{
+    weft__native_queue nq = {NULL, NULL, NULL};
+    int rc = weft__host_queue_sync(q);
+
+    return rc < 0 ? rc : fn(&nq, user);
+}
+
+static void host_native_mem(weft__mem *mem, size_t off, weft__native_mem *out)
+{
+    char *p = (char *)((weft__host_mem *)mem)->data + off;
+
+    out->host = p;
+    out->address = (uint64_t)(uintptr_t)p;
+}
+
 /* ---- modules and kernels ----------------------------------------------- */
 
 static void module_free(weft__host_module *hm)
@@ -499,6 +518,12 @@ const weft__driver weft__driver_host = {
     .event_elapsed = weft__host_event_elapsed,
     .event_destroy = weft__host_event_destroy,
     .host_fn = weft__host_host_fn,
+    .native_call = host_native_call,
+    .native_mem = host_native_mem,
+    .external_wait = weft__drv_own_external_wait,
+    .external_record = weft__drv_own_external_record,
+    .external_mark = weft__drv_own_external_mark,
+    .external_mark_end = weft__drv_own_external_mark_end,
     .graphs_on_cpu = 1,
     .graph_record_external = weft__host_graph_record_external,
     .graph_wait_external = weft__host_graph_wait_external,

@@ -418,6 +418,41 @@ int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
     return 0;
 }
 
+/*
+ * The program's user event completes (or fails) when src does, through
+ * the signaller as a bridge does; a user event already set (a later
+ * launch) is left as it is.
+ */
+static int ocl_signal_when(cl_event src, cl_event user)
+{
+    ocl_signal *sig;
+    cl_int rc;
+
+    if (!(sig = weft__calloc(1, sizeof *sig)))
+        return weft__error(WEFT_ENOMEM, "opencl: event signal");
+    rc = OCL("clRetainEvent", weft__cl.RetainEvent(user));
+    if (rc != CL_SUCCESS) {
+        weft__free(sig);
+        return weft__ocl_fail(rc, "clRetainEvent: the program's event");
+    }
+    sig->user = user;
+    pthread_mutex_lock(&ocl_sig.lock);
+    ocl_sig.pending++;
+    pthread_mutex_unlock(&ocl_sig.lock);
+    rc = OCL("clSetEventCallback",
+             weft__cl.SetEventCallback(src, CL_COMPLETE, ocl_bridge_fire, sig));
+    if (rc != CL_SUCCESS) {
+        pthread_mutex_lock(&ocl_sig.lock);
+        ocl_sig.pending--;
+        pthread_mutex_unlock(&ocl_sig.lock);
+        ocl_release_event(user);
+        weft__free(sig);
+        return weft__ocl_fail(rc, "clSetEventCallback: signalling the "
+                                  "program's event");
+    }
+    return 0;
+}
+
 /* ---- events ------------------------------------------------------------ */
 
 int weft__ocl_event_create(weft__context *ctx, unsigned flags,
@@ -822,4 +857,121 @@ fail:
     ocl_user_event_drop(call->gate);
     weft__free(call);
     return err;
+}
+
+/* ---- native nodes -------------------------------------------------------- */
+
+/*
+ * The program's function enqueues on the queue itself (in order, after
+ * the barriers that waits put there); the flush submits what it queued, as
+ * an event recorded after it needs (weft__ocl_flush).
+ */
+int weft__ocl_native_call(weft__queue *q, weft__native_fn *fn, void *user)
+{
+    ocl_queue *oq = (ocl_queue *)q;
+    ocl_context *c = ocl_ctx(q->ctx);
+    weft__native_queue nq = {c->cl, c->dev, oq->cl};
+    int rc;
+
+    if (oq->cap)
+        return weft__ocl_capture_refuse(oq, "a native node");
+    rc = fn(&nq, user);
+    weft__ocl_flush(oq->cl);
+    return rc;
+}
+
+void weft__ocl_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
+{
+    out->mem = ocl_cl(m);
+    out->offset = off;
+}
+
+/* ---- external events ----------------------------------------------------- */
+
+int weft__ocl_external_wait(weft__queue *q, void *ev)
+{
+    cl_event e = ev, wait = e;
+    cl_context ectx = NULL;
+    cl_int rc;
+    int err = 0;
+
+    if (((ocl_queue *)q)->cap)
+        return weft__ocl_capture_refuse((ocl_queue *)q, "an external event");
+    rc = OCL("clGetEventInfo", weft__cl.GetEventInfo(e, CL_EVENT_CONTEXT,
+                                                     sizeof ectx, &ectx, NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clGetEventInfo: the program's event");
+    /* An event of another context (the program's own) is bridged. */
+    if (ectx != ocl_ctx(q->ctx)->cl &&
+        (err = weft__ocl_bridge(e, ocl_ctx(q->ctx), &wait)) < 0)
+        return err;
+    rc = OCL("clEnqueueBarrierWithWaitList",
+             weft__cl.EnqueueBarrierWithWaitList(ocl_q(q), 1, &wait, NULL));
+    if (rc != CL_SUCCESS)
+        err = weft__ocl_fail(rc,
+                             "clEnqueueBarrierWithWaitList: %s waiting on the "
+                             "program's event",
+                             ocl_qname(q));
+    if (wait != e)
+        ocl_release_event(wait);
+    weft__ocl_flush(ocl_q(q));
+    return err;
+}
+
+int weft__ocl_external_record(weft__queue *q, void *ev)
+{
+    cl_command_type type = 0;
+    cl_event marker;
+    cl_int rc;
+    int err;
+
+    if (((ocl_queue *)q)->cap)
+        return weft__ocl_capture_refuse((ocl_queue *)q, "an external event");
+    rc = OCL("clGetEventInfo", weft__cl.GetEventInfo(ev, CL_EVENT_COMMAND_TYPE,
+                                                     sizeof type, &type, NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clGetEventInfo: the program's event");
+    if (type != CL_COMMAND_USER)
+        return weft__error(WEFT_EINVAL,
+                           "opencl: the event to signal is no user event "
+                           "(clCreateUserEvent): only those can be set");
+    rc = OCL("clEnqueueMarkerWithWaitList",
+             weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clEnqueueMarkerWithWaitList: on %s",
+                              ocl_qname(q));
+    weft__ocl_flush(ocl_q(q));
+    err = ocl_signal_when(marker, ev);
+    ocl_release_event(marker);
+    return err;
+}
+
+int weft__ocl_external_mark(void *queue, void **mark)
+{
+    cl_event marker;
+    cl_int rc;
+
+    if (!queue)
+        return weft__error(WEFT_EINVAL, "opencl: the queue is NULL");
+    rc = OCL("clEnqueueMarkerWithWaitList",
+             weft__cl.EnqueueMarkerWithWaitList(queue, 0, NULL, &marker));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clEnqueueMarkerWithWaitList: on the "
+                                  "program's queue");
+    weft__ocl_flush(queue);
+    *mark = marker;
+    return 0;
+}
+
+int weft__ocl_external_mark_end(void *mark, int wait)
+{
+    cl_event marker = mark;
+    cl_int rc = CL_SUCCESS;
+
+    if (wait)
+        rc = OCL("clWaitForEvents", weft__cl.WaitForEvents(1, &marker));
+    ocl_release_event(marker);
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clWaitForEvents: the program's queue");
+    return 0;
 }

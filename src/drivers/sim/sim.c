@@ -603,6 +603,30 @@ const char *weft__sim_op_name(weft__sim_op_kind kind)
     return "unknown";
 }
 
+/*
+ * Native nodes: the sim's own objects, so that a test's function enqueues
+ * sim operations (weft__drv_*) on the node's queue as a CUDA function
+ * would on its stream.
+ */
+static int sim_native_call(weft__queue *q, weft__native_fn *fn, void *user)
+{
+    weft__native_queue nq = {q->ctx, q->ctx->dev, q};
+
+    return fn(&nq, user);
+}
+
+static void sim_native_mem(weft__mem *mem, size_t off, weft__native_mem *out)
+{
+    sim_mem *m = (sim_mem *)mem;
+
+    out->mem = mem;
+    out->offset = off;
+    if (m->data) {
+        out->host = m->data + off;
+        out->address = (uint64_t)(uintptr_t)out->host;
+    }
+}
+
 const weft__driver weft__driver_sim = {
     .name = "sim",
     .virtual_time = 1,
@@ -639,6 +663,12 @@ const weft__driver weft__driver_sim = {
     .event_elapsed = weft__sim_event_elapsed,
     .event_destroy = weft__sim_event_destroy,
     .host_fn = weft__sim_host_fn,
+    .native_call = sim_native_call,
+    .native_mem = sim_native_mem,
+    .external_wait = weft__drv_own_external_wait,
+    .external_record = weft__drv_own_external_record,
+    .external_mark = weft__drv_own_external_mark,
+    .external_mark_end = weft__drv_own_external_mark_end,
     .graph_record_external = weft__sim_graph_record_external,
     .graph_wait_external = weft__sim_graph_wait_external,
     .graph_supported = weft__sim_graph_supported,
