@@ -5,7 +5,7 @@
  * OpenCL on the GPU machine:
  *     cc -O1 -o subbuf tests/gpu/ocl_subbuf.c -lOpenCL -pthread
  *     OCL_ICD_VENDORS=/nonexistent OCL_ICD_FILENAMES=libnvidia-opencl.so.1 \
- *         ./subbuf 0 REPS   (NVIDIA's alone)
+ *         ./subbuf 0 REPS [NCASES]   (NVIDIA's alone; the first cases)
  *     ./subbuf PLATFORM        (every case, each in a child process)
  * Cases:
  *   inflight   release each sub-buffer right after enqueueing a kernel on
@@ -27,6 +27,13 @@
  *   userevent  kernels on sub-buffers queued behind a barrier on a user
  *              event that another thread completes while this one makes,
  *              uses and releases more sub-buffers on a second queue
+ *   userevent_locked  the same, the completion and this thread's calls
+ *              under one lock
+ *   userevent_cached  the same, no lock, each sub-buffer made once and
+ *              released at the end
+ *   userevent_nosub  the same, no lock, the parent instead of sub-buffers
+ *   userevent_svm  the same with SVM: kernels take pointers at offsets,
+ *              copies go to a cl_mem made on the SVM memory
  */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -94,12 +101,19 @@ static void setup(int plat)
     CK(rc);
 }
 
+static int nosub; /* userevent_nosub: the parent stands for every sub */
+
 static cl_mem sub(size_t off, size_t size)
 {
     cl_buffer_region r = {off, size};
     cl_int rc;
-    cl_mem m =
-        clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &rc);
+    cl_mem m;
+
+    if (nosub) {
+        CK(clRetainMemObject(parent));
+        return parent;
+    }
+    m = clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &rc);
 
     CK(rc);
     return m;
@@ -125,10 +139,28 @@ static void teardown(int kernel_first)
     CK(clReleaseContext(ctx));
 }
 
+/* userevent_locked: the completion and the sub-buffer calls under one lock */
+static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
+static int locked;
+
+static void lk(void)
+{
+    if (locked)
+        pthread_mutex_lock(&big);
+}
+
+static void ulk(void)
+{
+    if (locked)
+        pthread_mutex_unlock(&big);
+}
+
 static void *complete_later(void *arg)
 {
     usleep((useconds_t)(rand() % 200));
+    lk();
     clSetUserEventStatus((cl_event)arg, CL_COMPLETE);
+    ulk();
     return NULL;
 }
 
@@ -155,7 +187,63 @@ static void case_run(const char *c)
         teardown(0);
         return;
     }
-    if (!strcmp(c, "userevent")) {
+    if (!strcmp(c, "userevent_svm")) {
+        /* SVM: kernels take pointers at offsets; copies go through a
+         * cl_mem made on the same memory (CL_MEM_USE_HOST_PTR) */
+        cl_int rc;
+        char *svm = clSVMAlloc(ctx, CL_MEM_READ_WRITE, 64 * MIB, 0);
+        cl_mem alias;
+
+        if (!svm) {
+            printf("  clSVMAlloc failed\n");
+            exit(1);
+        }
+        alias = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                               64 * MIB, svm, &rc);
+        CK(rc);
+        for (int round = 0; round < 300; round++) {
+            cl_event u = clCreateUserEvent(ctx, &rc);
+            pthread_t t;
+            static int zeros[1024];
+
+            CK(rc);
+            CK(clEnqueueBarrierWithWaitList(q1, 1, &u, NULL));
+            for (int i = 0; i < 16; i++) {
+                size_t k = (size_t)((round * 16 + i) % N);
+
+                CK(clSetKernelArgSVMPointer(kern, 0, svm + k * slot));
+                CK(clEnqueueNDRangeKernel(q1, kern, 1, NULL, &n, NULL, 0, NULL,
+                                          NULL));
+                CK(clEnqueueWriteBuffer(q1, alias, CL_FALSE,
+                                        ((k + 1) % N) * slot, sizeof zeros,
+                                        zeros, 0, NULL, NULL));
+            }
+            CK(clFlush(q1));
+            pthread_create(&t, NULL, complete_later, u);
+            for (int i = 0; i < 16; i++) {
+                size_t k = (size_t)((round * 7 + i) % N);
+
+                CK(clSetKernelArgSVMPointer(kern, 0, svm + k * slot));
+                CK(clEnqueueNDRangeKernel(q2, kern, 1, NULL, &n, NULL, 0, NULL,
+                                          NULL));
+            }
+            pthread_join(t, NULL);
+            CK(clReleaseEvent(u));
+        }
+        CK(clFinish(q1));
+        CK(clFinish(q2));
+        CK(clReleaseMemObject(alias));
+        clSVMFree(ctx, svm);
+        teardown(0);
+        return;
+    }
+    if (!strcmp(c, "userevent") || !strcmp(c, "userevent_locked") ||
+        !strcmp(c, "userevent_cached") || !strcmp(c, "userevent_nosub")) {
+        static cl_mem cache[N];
+        int cached = !strcmp(c, "userevent_cached");
+
+        locked = !strcmp(c, "userevent_locked");
+        nosub = !strcmp(c, "userevent_nosub");
         for (int round = 0; round < 300; round++) {
             cl_int rc;
             cl_event u = clCreateUserEvent(ctx, &rc);
@@ -164,26 +252,39 @@ static void case_run(const char *c)
             CK(rc);
             CK(clEnqueueBarrierWithWaitList(q1, 1, &u, NULL));
             for (int i = 0; i < 16; i++) {
-                cl_mem m =
-                    sub((size_t)((round * 16 + i) % N) * slot,
-                        64 * MIB - (size_t)((round * 16 + i) % N) * slot);
+                size_t k = (size_t)((round * 16 + i) % N);
+                cl_mem m;
 
+                if (cached && !cache[k])
+                    cache[k] = sub(k * slot, 64 * MIB - k * slot);
+                m = cached ? cache[k] : sub(k * slot, 64 * MIB - k * slot);
                 run_on(q1, m, n);
-                CK(clReleaseMemObject(m));
+                if (!cached)
+                    CK(clReleaseMemObject(m));
             }
             CK(clFlush(q1));
             pthread_create(&t, NULL, complete_later, u);
             for (int i = 0; i < 16; i++) {
-                cl_mem m = sub((size_t)((round * 7 + i) % N) * slot, slot);
+                size_t k = (size_t)((round * 7 + i) % N);
+                cl_mem m;
 
+                lk();
+                if (cached && !cache[k])
+                    cache[k] = sub(k * slot, 64 * MIB - k * slot);
+                m = cached ? cache[k] : sub(k * slot, slot);
                 run_on(q2, m, n);
-                CK(clReleaseMemObject(m));
+                if (!cached)
+                    CK(clReleaseMemObject(m));
+                ulk();
             }
             pthread_join(t, NULL);
             CK(clReleaseEvent(u));
         }
         CK(clFinish(q1));
         CK(clFinish(q2));
+        for (int k = 0; k < N; k++)
+            if (cache[k])
+                CK(clReleaseMemObject(cache[k]));
         teardown(0);
         return;
     }
@@ -247,8 +348,11 @@ static void case_run(const char *c)
 int main(int argc, char **argv)
 {
     static const char *cases[] = {
-        "userevent",   "twoargs",    "parentarg", "fillparent", "finished",
-        "kernelfirst", "parentcopy", "overlap",   "inflight",   "argreset"};
+        "userevent_svm",    "userevent_nosub", "userevent_locked",
+        "userevent_cached", "userevent",       "twoargs",
+        "parentarg",        "fillparent",      "finished",
+        "kernelfirst",      "parentcopy",      "overlap",
+        "inflight",         "argreset"};
     int plat = argc > 1 ? atoi(argv[1]) : 0;
     int reps = argc > 2 ? atoi(argv[2]) : 5;
 
@@ -273,7 +377,11 @@ int main(int argc, char **argv)
         _exit(0);
     }
     wait(NULL);
-    for (unsigned c = 0; c < sizeof cases / sizeof *cases; c++) {
+    unsigned ncases = sizeof cases / sizeof *cases;
+
+    if (argc > 3 && (unsigned)atoi(argv[3]) < ncases)
+        ncases = (unsigned)atoi(argv[3]); /* the first ones only */
+    for (unsigned c = 0; c < ncases; c++) {
         int died = 0, failed = 0, hung = 0;
 
         for (int r = 0; r < reps; r++) {
