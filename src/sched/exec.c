@@ -131,9 +131,11 @@ static int weft__snap_is_steady(const weft_exec *e)
 }
 
 /*
- * After an issued launch: steady if it ran as the native graph unchanged,
- * did no host-side work (which the graph does not hold: host_work) and
- * the roots end as they began (e->snap, taken before the issue).
+ * After an issued launch: steady if it issued exactly what the native
+ * graph holds (it ran the graph unchanged, or was recorded into it), did
+ * no host-side work (which the graph does not hold: host_work) and the
+ * roots end as they began (e->snap, taken before the issue). The next
+ * launch that finds the roots so issues the same again: a replay.
  */
 static void weft__note_steady(weft_exec *e, int have_snap, int host_work)
 {
@@ -417,7 +419,7 @@ static void weft__exec_job(weft__engine_job *job)
      * operation, and the graph is run again without one.
      */
     run->have_snap =
-        !run->timed && !shared && weft__plan_native_possible(e->plan) &&
+        !run->timed && !shared && weft__plan_native_able(e->plan) &&
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
     weft_clear_error();
     if (run->have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&

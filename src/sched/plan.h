@@ -130,14 +130,17 @@ uint64_t weft__plan_native_updates(const weft__plan *p);
 /* The driver graphs a native launch runs (tape.h's segments), or 0. */
 unsigned weft__plan_native_graphs(const weft__plan *p);
 /*
- * Whether the last launch ran as the native graph with nothing changed,
- * and weft__plan_native_replay may run it again without an issue (the
- * caller checks that the launch would issue the same: the trackers' state
- * and the arguments are those of the last launch).
+ * Whether the last launch issued exactly what the native graph holds (it
+ * ran the graph with nothing changed, or was recorded into it), and
+ * weft__plan_native_replay may run it again without an issue (the caller
+ * checks that the launch would issue the same: the trackers' state and
+ * the arguments are those the last launch began with).
  */
 int weft__plan_native_matched(const weft__plan *p);
 /* Whether the next launch may run as the native graph (it has one). */
 int weft__plan_native_possible(const weft__plan *p);
+/* Whether the next launch may record or run a native graph at all. */
+int weft__plan_native_able(const weft__plan *p);
 int weft__plan_native_replay(weft__plan *p);
 /* Time the next n launches to learn kernel times (0 by default). */
 /*

@@ -84,6 +84,11 @@ int weft__plan_native_possible(const weft__plan *p)
     return p->tape_ok && p->tape.built && !p->tape.broken;
 }
 
+int weft__plan_native_able(const weft__plan *p)
+{
+    return p->tape_ok && !p->tape.broken;
+}
+
 int weft__plan_native_matched(const weft__plan *p)
 {
     return weft__plan_native_possible(p) && p->tape.matched;

@@ -1050,6 +1050,8 @@ int weft__tape_end(weft__tape *t)
         if (weft__tape_build(t, NULL) < 0) {
             weft__tape_no_graph(t);
         } else {
+            /* The graphs hold exactly what this launch issued. */
+            t->matched = 1;
             weft__debug("tape", "%zu operations captured", t->n);
         }
         break;

@@ -144,7 +144,9 @@ typedef struct weft__tape {
     uint64_t updates;    /* graphs updated in place (parameters changed) */
     uint64_t rebuilds;   /* ... that the driver could not update: made anew */
     int changed;         /* DEFER: a parameter differed from the tape's */
-    int matched;         /* the last launch ran the graph (updated or not) */
+    /* The last launch's issue is what the graphs hold: it ran them
+     * (updated or not), or it was recorded into them. */
+    int matched;
     weft__submit submit; /* its submission, self = the tape (tape_begin) */
 } weft__tape;
 
@@ -176,8 +178,8 @@ const weft__submit *weft__tape_begin(weft__tape *t);
 int weft__tape_end(weft__tape *t);
 /*
  * Run the graphs again with no issue at all (t->matched said the last
- * launch ran them unchanged, and the caller knows this launch would issue
- * the same): launch them and wait for them.
+ * launch issued what they hold, and the caller knows this launch would
+ * issue the same): launch them and wait for them.
  */
 int weft__tape_replay(weft__tape *t);
 /* Free what the tape holds (its graphs included). */
