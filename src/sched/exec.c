@@ -407,7 +407,7 @@ static void weft__exec_job(weft__engine_job *job)
         e->replace = 0;
         weft__replace(e);
     }
-    weft__plan_launch_begin(e->plan);
+    weft__plan_launch_timed(e->plan);
     run->timed = weft__plan_timed(e->plan);
     for (uint32_t r = 0; r < e->nroots && !shared; r++)
         shared =
@@ -429,6 +429,7 @@ static void weft__exec_job(weft__engine_job *job)
         weft__launch_done(e, rc, run->msg);
         return;
     }
+    weft__plan_launch_begin(e->plan);
     memset(&run->sink, 0, sizeof run->sink);
     run->sink.of = &e->rt->stats;
     e->lanes.sink = &run->sink;
@@ -508,8 +509,21 @@ int weft_exec_wait(weft_exec *e)
         return weft__error(WEFT_EINVAL, "weft_exec_wait: exec is NULL");
     pthread_mutex_lock(&e->lock);
     e->waiters++;
-    while (e->pending)
+    while (e->pending) {
+        /*
+         * A launch still queued on the engine starts here instead: this
+         * thread would only wait for an engine thread to wake up, run it
+         * (a replay: launch the graphs and wait for them) and wake this
+         * one up again. It carries the launch as an engine thread would.
+         */
+        if (weft__engine_take(e->rt, &e->job)) {
+            pthread_mutex_unlock(&e->lock);
+            e->job.run(&e->job);
+            pthread_mutex_lock(&e->lock);
+            continue;
+        }
         pthread_cond_wait(&e->done, &e->lock);
+    }
     /* Reported once: a later wait speaks of later launches only. */
     rc = e->first_err;
     weft__strlcpy(msg, e->first_msg, sizeof msg);

@@ -48,7 +48,10 @@
  * successors wait. Finished nodes are noted by the carrying thread between
  * steps (the plan is the launch's alone, one thread at a time).
  *
- * Carrying a launch. The engine thread starts it; when nothing can be
+ * Carrying a launch. An engine thread starts it, or a thread in
+ * weft_exec_wait that takes the graph's job back from the engine before
+ * any engine thread took it (so that launch and wait of a replay run on
+ * the program's thread with no hand-off); when nothing can be
  * issued before a host node in flight finishes, that thread parks the
  * launch and goes back to the engine, and the host worker that finishes
  * the next node carries the launch on itself (weft__exec_advance): no

@@ -102,7 +102,13 @@ void weft__plan_destroy(weft__plan *p);
 int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
                           weft__queue **q);
 
-/* One launch: counters back to 0 (begin); wait for everything (end). */
+/*
+ * One launch: whether it is timed (weft__plan_timed), said first and all a
+ * replay needs (launch_timed); then, for a launch that issues, counters
+ * back to 0 (begin); wait for everything (drain). A replay leaves the
+ * per-node state as the last issue left it.
+ */
+void weft__plan_launch_timed(weft__plan *p);
 void weft__plan_launch_begin(weft__plan *p);
 int weft__plan_drain(weft__plan *p);
 /*
