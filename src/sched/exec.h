@@ -97,6 +97,12 @@ typedef struct weft__exec_run {
     char msg[WEFT__EXEC_MSG];
 } weft__exec_run;
 
+/* A buffer argument's device address in the last issue of its node. */
+typedef struct weft__arg_at {
+    weft__mem *mem;
+    size_t off;
+} weft__arg_at;
+
 struct weft_exec {
     weft_runtime *rt;
     unsigned device;    /* the default device */
@@ -131,6 +137,7 @@ struct weft_exec {
 
     /* The running launch's own: */
     weft__karg *kargs;    /* max kernel arguments */
+    weft__arg_at *arg_at; /* per argument, as args */
     weft__span *spans;    /* max kernel arguments */
     void **ptrs;          /* max host-task accesses */
     unsigned char *state; /* per node, during a run */

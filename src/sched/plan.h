@@ -129,6 +129,12 @@ void weft__plan_launch_end(weft__plan *p);
  * native graph so far.
  */
 const weft__submit *weft__plan_native_begin(weft__plan *p, int allow);
+/*
+ * An issue only recorded into the native graph, nothing of it run
+ * (tape.h, CAPTURE): its submission, or NULL where the tape is off.
+ * native_end builds the graph.
+ */
+const weft__submit *weft__plan_native_capture(weft__plan *p);
 int weft__plan_native_end(weft__plan *p);
 uint64_t weft__plan_native_launches(const weft__plan *p);
 /* Native graphs updated or made again because parameters changed. */
@@ -145,6 +151,8 @@ unsigned weft__plan_native_graphs(const weft__plan *p);
 int weft__plan_native_matched(const weft__plan *p);
 /* Whether the next launch may run as the native graph (it has one). */
 int weft__plan_native_possible(const weft__plan *p);
+/* Whether the native graph launches kernels only (weft__tape_kernels_only). */
+int weft__plan_native_kernels_only(const weft__plan *p);
 /* Whether the next launch may record or run a native graph at all. */
 int weft__plan_native_able(const weft__plan *p);
 int weft__plan_native_replay(weft__plan *p);

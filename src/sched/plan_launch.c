@@ -60,6 +60,14 @@ const weft__submit *weft__plan_native_begin(weft__plan *p, int allow)
     return p->sub;
 }
 
+const weft__submit *weft__plan_native_capture(weft__plan *p)
+{
+    p->tape_now = p->tape_ok && !p->timed;
+    p->sub = p->tape_now ? weft__tape_capture_begin(&p->tape) : NULL;
+    p->tape_now = p->sub != NULL;
+    return p->sub;
+}
+
 int weft__plan_native_end(weft__plan *p)
 {
     if (!p->tape_now)
@@ -87,6 +95,11 @@ unsigned weft__plan_native_graphs(const weft__plan *p)
 int weft__plan_native_possible(const weft__plan *p)
 {
     return p->tape_ok && p->tape.built && !p->tape.broken;
+}
+
+int weft__plan_native_kernels_only(const weft__plan *p)
+{
+    return weft__plan_native_possible(p) && weft__tape_kernels_only(&p->tape);
 }
 
 int weft__plan_native_able(const weft__plan *p)

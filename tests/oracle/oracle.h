@@ -144,6 +144,7 @@ typedef struct or_limits {
     unsigned max_group; /* smallest max_group_size of the devices */
     unsigned ndevices;
     unsigned max_nodes;
+    int device_only; /* kernel and empty nodes only (--device-only) */
 } or_limits;
 
 /* Make the case of seed. Fails only for lack of memory. */

@@ -543,6 +543,8 @@ int or_case_generate(or_case *c, uint64_t seed, const or_limits *lim)
 
         memset(n, 0, sizeof *n);
         n->device = -1;
+        if (lim->device_only) /* what a replay may take over */
+            k = k < 93 ? 0 : 99;
         rc = k < 40   ? gen_kernel(&g, n)
              : k < 50 ? gen_write(&g, n)
              : k < 62 ? gen_read(&g, n)
