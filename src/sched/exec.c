@@ -280,6 +280,7 @@ static void weft__lookahead(weft_exec *e)
     weft__stat_sink sink = {.of = &e->rt->stats};
     const uint64_t *add = (const uint64_t *)&sink.add;
     uint64_t *to = (uint64_t *)&e->rt->stats;
+    weft__plan_counts c;
     uint32_t next = 0;
     int rc = 0;
 
@@ -318,14 +319,21 @@ static void weft__lookahead(weft_exec *e)
     for (size_t f = 1; f < sizeof sink.add / sizeof *add; f++)
         if (add[f])
             weft__stat_add(NULL, &to[f], (uint64_t)0 - add[f]);
+    /* What launch_finish counts from the plan, for the replays only. */
+    weft__plan_counts_get(e->plan, &c);
+    sink.add.plan_events += c.events;
+    sink.add.plan_waits += c.waits;
     weft_clear_error();
-    /* The trackers as they were (the proof above): else no replay. */
-    if (rc == 0 && weft__plan_native_matched(e->plan)) {
-        weft__note_steady(e, 1, 0, &sink.add);
+    if (rc == 0 && weft__plan_native_matched(e->plan) &&
+        weft__exec_snapshot(e, &e->steady, &e->steady_cap, &e->steady_len) ==
+            0) {
+        /* The trackers end as they began (the proof above). */
+        weft__assert(weft__snap_is_steady(e));
+        e->steady_ok = weft__snap_is_steady(e);
         if (e->steady_ok)
             e->replay_stats = sink.add;
     }
-    weft__assert(rc < 0 || !weft__plan_native_matched(e->plan) || e->steady_ok);
+    weft_clear_error();
     weft__debug("exec", "the next launch's issue recorded ahead: %s",
                 e->steady_ok ? "it will replay" : "no replay");
 }
