@@ -133,9 +133,11 @@ static int weft__snap_is_steady(const weft_exec *e)
 /*
  * Whether every buffer argument of kernel node i has an extent on device
  * dev that holds its whole range (at the address the last issue gave it,
- * where same_at), and every range it reads is valid there.
+ * where same_at), and every range it reads (or touches, where all) is
+ * valid there.
  */
-static int weft__args_ready(weft_exec *e, uint32_t i, unsigned dev, int same_at)
+static int weft__args_ready(weft_exec *e, uint32_t i, unsigned dev, int same_at,
+                            int all)
 {
     const weft__node *nd = &e->nodes[i];
 
@@ -156,7 +158,7 @@ static int weft__args_ready(weft_exec *e, uint32_t i, unsigned dev, int same_at)
         weft__buffer_lock(root);
         ok = weft__buffer_device_find(root, dev, off, size, &mem, &moff) &&
              (!same_at || (mem == at->mem && moff == at->off)) &&
-             (!(ar->access & WEFT_READ) ||
+             (!(all || (ar->access & WEFT_READ)) ||
               weft__buffer_is_valid(root, dev, off, size));
         weft__buffer_unlock(root);
         if (!ok)
@@ -191,7 +193,7 @@ static int weft__same_issue(weft_exec *e, const weft_stats *added)
         if (nd->kind != WEFT__NODE_KERNEL && nd->kind != WEFT__NODE_EMPTY)
             return 0;
         if (nd->kind == WEFT__NODE_KERNEL &&
-            !weft__args_ready(e, i, e->node_dev[i], 1))
+            !weft__args_ready(e, i, e->node_dev[i], 1, 0))
             return 0;
     }
     return 1;
@@ -238,17 +240,23 @@ static void weft__note_steady(weft_exec *e, int have_snap, int host_work,
 
 /*
  * Whether the next launch's issue would move no bytes, from what the
- * roots hold now: every node a kernel or an empty node, every kernel on
- * one device, and there every range a kernel reads valid and every
- * buffer argument held by an extent. A byte a kernel of that launch
- * reads was then written before it in the launch on that one device, or
- * is valid there now and was not written since; and every range has its
- * extent, so nothing is allocated or evicted.
+ * roots hold now, after a launch that evicted nothing (added): every node
+ * a kernel or an empty node, every kernel on one device, and there every
+ * range a kernel touches valid and held by an extent. A byte a kernel of
+ * that launch reads was then written before it in the launch on that one
+ * device, or is valid there now and was not written since. Every node's
+ * extents (the runs of its ranges, as weft__buffer_hold makes them) were
+ * made by the launch that ended, and with no eviction only grew since: so
+ * nothing is allocated or evicted. And a write marks valid on the device
+ * alone bytes that are valid there already: the trackers may lose copies
+ * elsewhere, never claim one that is not there.
  */
-static int weft__moves_nothing(weft_exec *e)
+static int weft__moves_nothing(weft_exec *e, const weft_stats *added)
 {
     unsigned dev = WEFT__HOST;
 
+    if (added->evictions)
+        return 0;
     for (uint32_t i = 0; i < e->nnodes; i++) {
         const weft__node *nd = &e->nodes[i];
 
@@ -258,7 +266,7 @@ static int weft__moves_nothing(weft_exec *e)
             (dev != WEFT__HOST && e->node_dev[i] != dev))
             return 0;
         dev = e->node_dev[i];
-        if (!weft__args_ready(e, i, dev, 0))
+        if (!weft__args_ready(e, i, dev, 0, 1))
             return 0;
     }
     return dev != WEFT__HOST;
@@ -275,7 +283,7 @@ static int weft__moves_nothing(weft_exec *e)
  * there alone. What it would have added to the statistics is what a
  * replay adds; they are not added now.
  */
-static void weft__lookahead(weft_exec *e)
+static void weft__lookahead(weft_exec *e, const weft_stats *added)
 {
     weft__stat_sink sink = {.of = &e->rt->stats};
     const uint64_t *add = (const uint64_t *)&sink.add;
@@ -284,7 +292,7 @@ static void weft__lookahead(weft_exec *e)
     uint32_t next = 0;
     int rc = 0;
 
-    if (!weft__plan_native_able(e->plan) || !weft__moves_nothing(e) ||
+    if (!weft__plan_native_able(e->plan) || !weft__moves_nothing(e, added) ||
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) < 0) {
         weft_clear_error();
         return;
@@ -327,8 +335,10 @@ static void weft__lookahead(weft_exec *e)
     if (rc == 0 && weft__plan_native_matched(e->plan) &&
         weft__exec_snapshot(e, &e->steady, &e->steady_cap, &e->steady_len) ==
             0) {
-        /* The trackers end as they began (the proof above). */
-        weft__assert(weft__snap_is_steady(e));
+        /* As they began, unless the issue's writes dropped copies that
+         * the launch before had made elsewhere after them (an eviction's
+         * write-back): then no replay, the trackers being on the safe
+         * side. */
         e->steady_ok = weft__snap_is_steady(e);
         if (e->steady_ok)
             e->replay_stats = sink.add;
@@ -473,7 +483,7 @@ static int weft__launch_finish(weft_exec *e)
     pthread_mutex_unlock(&e->lock);
     /* Not timed, no root shared (have_snap), and no replay next yet. */
     if (!run->first && run->have_snap && !e->steady_ok) {
-        weft__lookahead(e);
+        weft__lookahead(e, &run->sink.add);
         pthread_mutex_lock(&e->lock);
         e->native_graphs = weft__plan_native_graphs(e->plan);
         pthread_mutex_unlock(&e->lock);
