@@ -281,7 +281,9 @@ static int weft__moves_nothing(weft_exec *e, const weft_stats *added)
  * end as they are now: it makes no copy, and its writes are this
  * launch's, on the same device, so every byte they touch stays valid
  * there alone. What it would have added to the statistics is what a
- * replay adds; they are not added now.
+ * replay adds; they are not added now. A graph whose next launch did not
+ * replay what was recorded ahead (the program wrote the buffers between,
+ * say) gets no more lookaheads: each would cost an issue for nothing.
  */
 static void weft__lookahead(weft_exec *e, const weft_stats *added)
 {
@@ -292,7 +294,8 @@ static void weft__lookahead(weft_exec *e, const weft_stats *added)
     uint32_t next = 0;
     int rc = 0;
 
-    if (!weft__plan_native_able(e->plan) || !weft__moves_nothing(e, added) ||
+    if (e->ahead_missed || !weft__plan_native_able(e->plan) ||
+        !weft__moves_nothing(e, added) ||
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) < 0) {
         weft_clear_error();
         return;
@@ -340,6 +343,7 @@ static void weft__lookahead(weft_exec *e, const weft_stats *added)
          * write-back): then no replay, the trackers being on the safe
          * side. */
         e->steady_ok = weft__snap_is_steady(e);
+        e->ahead = e->steady_ok;
         if (e->steady_ok)
             e->replay_stats = sink.add;
     }
@@ -622,9 +626,14 @@ static void weft__exec_job(weft__engine_job *job)
         weft__snap_is_steady(e)) {
         int rc = weft__replay(e, run->t0, run->msg, sizeof run->msg);
 
+        e->ahead = 0;
         weft__launch_done(e, rc, run->msg);
         return;
     }
+    /* The buffers changed since a lookahead (the program wrote them, say):
+     * it was made for nothing, and is not made again. */
+    e->ahead_missed += (unsigned)e->ahead;
+    e->ahead = 0;
     weft__plan_launch_begin(e->plan);
     memset(&run->sink, 0, sizeof run->sink);
     run->sink.of = &e->rt->stats;
