@@ -30,11 +30,13 @@
  * The raw side loads libcuda itself (weft's declarations of the Driver
  * API, cuda_api.h, plus the few graph entry points declared here) and runs
  * the PTX that weft is given. Without a CUDA device it prints "skipped:"
- * and the reason, and exits 0. --driver opencl or host runs the weft side
- * alone on that driver's first device (PoCL, the host driver).
+ * and the reason, and exits 0. --driver opencl, host or sim runs the weft
+ * side alone on that driver's first device (PoCL, the host driver, a
+ * simulated GPU: with native graphs, graphs=1, unless WEFT_SIM says
+ * otherwise).
  *
  *     launch_overhead [--json] [--nodes N] [--reps R] [--ndev 1|2]
- *                     [--driver cuda|opencl|host]
+ *                     [--driver cuda|opencl|host|sim]
  */
 #include <weft.h>
 
@@ -401,7 +403,7 @@ int main(int argc, char **argv)
     const bench_option options[] = {
         {"--nodes", BENCH_U32, &nodes, "N"},
         {"--reps", BENCH_INT, &reps, "R"},
-        {"--driver", BENCH_STRING, &driver, "cuda|opencl|host"},
+        {"--driver", BENCH_STRING, &driver, "cuda|opencl|host|sim"},
         {"--ndev", BENCH_UNSIGNED, &ndevs, "1|2"},
     };
 
@@ -409,11 +411,13 @@ int main(int argc, char **argv)
     if (nodes < 2 || reps < 1 || reps > MAXREPS || ndevs < 1 || ndevs > 2)
         bench_die("--nodes >= 2, 1 <= --reps <= %d and --ndev 1 or 2", MAXREPS);
     if (strcmp(driver, "cuda") && strcmp(driver, "opencl") &&
-        strcmp(driver, "host"))
+        strcmp(driver, "host") && strcmp(driver, "sim"))
         bench_usage();
 
     /* The driver's first device (WEFT_DEVICES may still narrow it). */
     o.devices = driver;
+    if (!getenv("WEFT_SIM"))
+        o.sim_config = "graphs=1";
     bench_check(weft_runtime_create(&w.rt, &o));
     ndev = weft_runtime_device_count(w.rt);
     for (dev = 0; dev < ndev; dev++) {

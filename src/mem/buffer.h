@@ -280,6 +280,12 @@ void weft__buffer_discard(weft_buffer *root, unsigned where, size_t off,
  */
 void weft__buffer_device_ptr(weft_buffer *root, unsigned device, size_t off,
                              weft__mem **mem, size_t *moff);
+/*
+ * 1 if one extent of the root on device holds the whole range, with
+ * *mem and *moff its address there (as device_ptr's); else 0.
+ */
+int weft__buffer_device_find(weft_buffer *root, unsigned device, size_t off,
+                             size_t size, weft__mem **mem, size_t *moff);
 /* The host address of byte off of the root's host copy. */
 void *weft__buffer_host(weft_buffer *root, size_t off);
 /*

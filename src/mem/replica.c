@@ -162,6 +162,25 @@ void weft__buffer_device_ptr(weft_buffer *root, unsigned device, size_t off,
     *moff = x->blk.offset + (off - x->lo);
 }
 
+int weft__buffer_device_find(weft_buffer *root, unsigned device, size_t off,
+                             size_t size, weft__mem **mem, size_t *moff)
+{
+    weft__extent *x;
+
+    if (!root->replicas || !root->size)
+        return 0;
+    if (off >= root->size) { /* 0 bytes at the very end, as device_ptr */
+        off = root->size - 1;
+        size = 1;
+    }
+    x = weft__extent_covering(root, device, off, size);
+    if (!x)
+        return 0;
+    *mem = x->blk.mem;
+    *moff = x->blk.offset + (off - x->lo);
+    return 1;
+}
+
 static void weft__dev_link(weft_runtime *rt, weft__extent *x)
 {
     weft__devmem *dm = &rt->devmem[x->device];

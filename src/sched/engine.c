@@ -134,6 +134,29 @@ int weft__engine_submit(weft_runtime *rt, weft__engine_job *job)
     return 0;
 }
 
+int weft__engine_take(weft_runtime *rt, weft__engine_job *job)
+{
+    weft__engine *eng = __atomic_load_n(&rt->sched->engine, __ATOMIC_ACQUIRE);
+    weft__engine_job *prev = NULL, *at;
+
+    if (!eng)
+        return 0;
+    pthread_mutex_lock(&eng->lock);
+    for (at = eng->head; at && at != job; at = at->next)
+        prev = at;
+    if (at) {
+        if (prev)
+            prev->next = job->next;
+        else
+            eng->head = job->next;
+        if (eng->tail == job)
+            eng->tail = prev;
+        eng->queued--;
+    }
+    pthread_mutex_unlock(&eng->lock);
+    return at != NULL;
+}
+
 unsigned weft__engine_threads(weft_runtime *rt)
 {
     weft__engine *eng = __atomic_load_n(&rt->sched->engine, __ATOMIC_ACQUIRE);

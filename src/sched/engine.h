@@ -36,6 +36,12 @@ struct weft__engine_job {
  * engine has no thread and none can be started: the job is not queued.
  */
 int weft__engine_submit(weft_runtime *rt, weft__engine_job *job);
+/*
+ * Take job back if no thread has taken it yet: 1 if it was still queued
+ * (it is the caller's again, to run itself), else 0 (a thread runs it or
+ * ran it).
+ */
+int weft__engine_take(weft_runtime *rt, weft__engine_job *job);
 /* Threads started so far (statistics, tests). */
 unsigned weft__engine_threads(weft_runtime *rt);
 /* Stop and join the threads (the runtime's destroy; nothing queued). */

@@ -136,11 +136,83 @@ static int weft__snap_is_steady(const weft_exec *e)
 }
 
 /*
- * After an issued launch: steady if it ran as the native graph unchanged,
- * did no host-side work (which the graph does not hold: host_work) and
- * the roots end as they began (e->snap, taken before the issue).
+ * Whether every buffer argument of kernel node i has an extent on device
+ * dev that holds its whole range (at the address the last issue gave it,
+ * where same_at), and every range it reads (or touches, where all) is
+ * valid there.
  */
-static void weft__note_steady(weft_exec *e, int have_snap, int host_work)
+static int weft__args_ready(weft_exec *e, uint32_t i, unsigned dev, int same_at,
+                            int all)
+{
+    const weft__node *nd = &e->nodes[i];
+
+    for (uint32_t a = 0; a < nd->u.kernel.nargs; a++) {
+        const weft_arg *ar = &e->args[nd->u.kernel.arg_first + a];
+        const weft__arg_at *at = &e->arg_at[nd->u.kernel.arg_first + a];
+        weft_buffer *root;
+        size_t off, size, moff;
+        weft__mem *mem;
+        int ok;
+
+        if (ar->type != WEFT_PARAM_BUFFER)
+            continue;
+        root = ar->buffer->root;
+        off = ar->buffer->offset + ar->offset;
+        size =
+            ar->size == WEFT_WHOLE ? ar->buffer->size - ar->offset : ar->size;
+        weft__buffer_lock(root);
+        ok = weft__buffer_device_find(root, dev, off, size, &mem, &moff) &&
+             (!same_at || (mem == at->mem && moff == at->off)) &&
+             (!(all || (ar->access & WEFT_READ)) ||
+              weft__buffer_is_valid(root, dev, off, size));
+        weft__buffer_unlock(root);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * After a launch that issued what the native graph holds but did not
+ * leave the roots as it found them (the first launch, say, found a
+ * buffer on the host and left it on the device): whether a launch from
+ * the state it left would issue the same all the same. So it would if
+ * the launch moved no bytes and evicted nothing (the graph holds kernel
+ * launches, records and waits only), every range a kernel reads is valid
+ * on its device now, and every buffer argument is still at the device
+ * address the launch gave it. Then each byte the next launch's kernels
+ * read is where this launch found it: one a kernel wrote before it in
+ * the launch was written on the reader's device (no copy brought it
+ * there), the others are valid there now and stay so until written; so
+ * the next launch copies nothing, passes the same addresses and makes
+ * the same writes, and ends with the roots as this one left them.
+ */
+static int weft__same_issue(weft_exec *e, const weft_stats *added)
+{
+    if (!weft__plan_native_kernels_only(e->plan) || added->evictions ||
+        added->h2d_copies || added->d2h_copies || added->peer_copies)
+        return 0;
+    for (uint32_t i = 0; i < e->nnodes; i++) {
+        const weft__node *nd = &e->nodes[i];
+
+        if (nd->kind != WEFT__NODE_KERNEL && nd->kind != WEFT__NODE_EMPTY)
+            return 0;
+        if (nd->kind == WEFT__NODE_KERNEL &&
+            !weft__args_ready(e, i, e->node_dev[i], 1, 0))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * After an issued launch: steady if it issued exactly what the native
+ * graph holds (it ran the graph unchanged, or was recorded into it), did
+ * no host-side work (which the graph does not hold: host_work) and the
+ * roots end as they began (e->snap, taken before the issue). The next
+ * launch that finds the roots so issues the same again: a replay.
+ */
+static void weft__note_steady(weft_exec *e, int have_snap, int host_work,
+                              weft_stats *added)
 {
     e->steady_ok = 0;
     if (!have_snap || host_work || !weft__plan_native_matched(e->plan) ||
@@ -150,6 +222,14 @@ static void weft__note_steady(weft_exec *e, int have_snap, int host_work)
         return;
     }
     e->steady_ok = weft__snap_is_steady(e);
+    if (!e->steady_ok && weft__same_issue(e, added)) {
+        /* What the launch allocated or registered, a replay does not. */
+        added->pool_hits = added->pool_misses = added->pool_bytes = 0;
+        added->registered_buffers = added->registered_bytes = 0;
+        e->steady_ok = 1;
+        weft__debug("exec", "replay next: the launch changed the buffers' "
+                            "state, but not what a launch issues");
+    }
     if (!e->steady_ok) {
         size_t at = 0;
 
@@ -161,6 +241,120 @@ static void weft__note_steady(weft_exec *e, int have_snap, int host_work)
                     "(%zu bytes before, %zu after, first difference at %zu)",
                     e->snap_len, e->steady_len, at);
     }
+}
+
+/*
+ * Whether the next launch's issue would move no bytes, from what the
+ * roots hold now, after a launch that evicted nothing (added): every node
+ * a kernel or an empty node, every kernel on one device, and there every
+ * range a kernel touches valid and held by an extent. A byte a kernel of
+ * that launch reads was then written before it in the launch on that one
+ * device, or is valid there now and was not written since. Every node's
+ * extents (the runs of its ranges, as weft__buffer_hold makes them) were
+ * made by the launch that ended, and with no eviction only grew since: so
+ * nothing is allocated or evicted. And a write marks valid on the device
+ * alone bytes that are valid there already: the trackers may lose copies
+ * elsewhere, never claim one that is not there.
+ */
+static int weft__moves_nothing(weft_exec *e, const weft_stats *added)
+{
+    unsigned dev = WEFT__HOST;
+
+    if (added->evictions)
+        return 0;
+    for (uint32_t i = 0; i < e->nnodes; i++) {
+        const weft__node *nd = &e->nodes[i];
+
+        if (nd->kind == WEFT__NODE_EMPTY)
+            continue;
+        if (nd->kind != WEFT__NODE_KERNEL ||
+            (dev != WEFT__HOST && e->node_dev[i] != dev))
+            return 0;
+        dev = e->node_dev[i];
+        if (!weft__args_ready(e, i, dev, 0, 1))
+            return 0;
+    }
+    return dev != WEFT__HOST;
+}
+
+/*
+ * After a launch that could not make the next one a replay (it moved the
+ * bytes onto the device, say, which the next will not): where the next
+ * launch's issue moves no bytes (weft__moves_nothing), it is made now,
+ * recorded into the native graph and not run (tape.h, CAPTURE), so that
+ * the next launch replays it. The trackers take that issue as done and
+ * end as they are now: it makes no copy, and its writes are this
+ * launch's, on the same device, so every byte they touch stays valid
+ * there alone. What it would have added to the statistics is what a
+ * replay adds; they are not added now. A graph whose next launch did not
+ * replay what was recorded ahead (the program wrote the buffers between,
+ * say) gets no more lookaheads: each would cost an issue for nothing.
+ */
+static void weft__lookahead(weft_exec *e, const weft_stats *added)
+{
+    weft__stat_sink sink = {.of = &e->rt->stats};
+    const uint64_t *add = (const uint64_t *)&sink.add;
+    uint64_t *to = (uint64_t *)&e->rt->stats;
+    weft__plan_counts c;
+    uint32_t next = 0;
+    int rc = 0;
+
+    if (e->ahead_missed || !weft__plan_native_able(e->plan) ||
+        !weft__moves_nothing(e, added) ||
+        weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) < 0) {
+        weft_clear_error();
+        return;
+    }
+    weft__plan_launch_begin(e->plan);
+    if (!(e->lanes.submit = weft__plan_native_capture(e->plan))) {
+        weft__plan_native_end(e->plan);
+        return;
+    }
+    e->lanes.sink = &sink;
+    memset(e->state, WEFT__NODE_PENDING, e->nnodes);
+    while (next < e->nnodes && rc == 0) {
+        uint32_t k = weft__exec_pick(e, next), i;
+
+        if (k == WEFT__NONE)
+            break;
+        i = e->order[k];
+        if (k == next)
+            while (++next < e->nnodes &&
+                   e->state[e->order[next]] != WEFT__NODE_PENDING)
+                ;
+        rc = weft__exec_run_node(e, i);
+        e->state[i] = rc == 0 ? WEFT__NODE_DONE : WEFT__NODE_FAILED;
+    }
+    e->lanes.submit = NULL;
+    e->lanes.sink = NULL;
+    if (weft__plan_native_end(e->plan) < 0 || next < e->nnodes)
+        rc = rc < 0 ? rc : -1;
+    if (weft__plan_drain(e->plan) < 0)
+        rc = -1;
+    weft__plan_launch_end(e->plan);
+    for (size_t f = 1; f < sizeof sink.add / sizeof *add; f++)
+        if (add[f])
+            weft__stat_add(NULL, &to[f], (uint64_t)0 - add[f]);
+    /* What launch_finish counts from the plan, for the replays only. */
+    weft__plan_counts_get(e->plan, &c);
+    sink.add.plan_events += c.events;
+    sink.add.plan_waits += c.waits;
+    weft_clear_error();
+    if (rc == 0 && weft__plan_native_matched(e->plan) &&
+        weft__exec_snapshot(e, &e->steady, &e->steady_cap, &e->steady_len) ==
+            0) {
+        /* As they began, unless the issue's writes dropped copies that
+         * the launch before had made elsewhere after them (an eviction's
+         * write-back): then no replay, the trackers being on the safe
+         * side. */
+        e->steady_ok = weft__snap_is_steady(e);
+        e->ahead = e->steady_ok;
+        if (e->steady_ok)
+            e->replay_stats = sink.add;
+    }
+    weft_clear_error();
+    weft__debug("exec", "the next launch's issue recorded ahead: %s",
+                e->steady_ok ? "it will replay" : "no replay");
 }
 
 /* A failure the launch saw outside any node: the first one is kept. */
@@ -274,7 +468,8 @@ static int weft__launch_finish(weft_exec *e)
     weft__plan_launch_end(e->plan);
     if (!run->first)
         weft__note_steady(e, run->have_snap,
-                          e->lanes.host_effects != run->effects0);
+                          e->lanes.host_effects != run->effects0,
+                          &run->sink.add);
     else
         e->steady_ok = 0;
     weft__plan_counts_get(e->plan, &c);
@@ -295,6 +490,13 @@ static int weft__launch_finish(weft_exec *e)
     e->native_graphs = weft__plan_native_graphs(e->plan);
     e->timed = (unsigned)run->timed;
     pthread_mutex_unlock(&e->lock);
+    /* Not timed, no root shared (have_snap), and no replay next yet. */
+    if (!run->first && run->have_snap && !e->steady_ok) {
+        weft__lookahead(e, &run->sink.add);
+        pthread_mutex_lock(&e->lock);
+        e->native_graphs = weft__plan_native_graphs(e->plan);
+        pthread_mutex_unlock(&e->lock);
+    }
     return run->first;
 }
 
@@ -462,7 +664,7 @@ static void weft__exec_job(weft__engine_job *job)
         e->replace = 0;
         weft__replace(e);
     }
-    weft__plan_launch_begin(e->plan);
+    weft__plan_launch_timed(e->plan);
     run->timed = weft__plan_timed(e->plan);
     for (uint32_t r = 0; r < e->nroots && !shared; r++)
         shared =
@@ -474,16 +676,22 @@ static void weft__exec_job(weft__engine_job *job)
      * operation, and the graph is run again without one.
      */
     run->have_snap =
-        !run->timed && !shared && weft__plan_native_possible(e->plan) &&
+        !run->timed && !shared && weft__plan_native_able(e->plan) &&
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
     weft_clear_error();
     if (run->have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&
         weft__snap_is_steady(e)) {
         int rc = weft__replay(e, run->t0, run->msg, sizeof run->msg);
 
+        e->ahead = 0;
         weft__launch_done(e, rc, run->msg);
         return;
     }
+    /* The buffers changed since a lookahead (the program wrote them, say):
+     * it was made for nothing, and is not made again. */
+    e->ahead_missed += (unsigned)e->ahead;
+    e->ahead = 0;
+    weft__plan_launch_begin(e->plan);
     memset(&run->sink, 0, sizeof run->sink);
     run->sink.of = &e->rt->stats;
     e->lanes.sink = &run->sink;
@@ -621,8 +829,21 @@ int weft_exec_wait(weft_exec *e)
         return weft__error(WEFT_EINVAL, "weft_exec_wait: exec is NULL");
     pthread_mutex_lock(&e->lock);
     e->waiters++;
-    while (e->pending)
+    while (e->pending) {
+        /*
+         * A launch still queued on the engine starts here instead: this
+         * thread would only wait for an engine thread to wake up, run it
+         * (a replay: launch the graphs and wait for them) and wake this
+         * one up again. It carries the launch as an engine thread would.
+         */
+        if (weft__engine_take(e->rt, &e->job)) {
+            pthread_mutex_unlock(&e->lock);
+            e->job.run(&e->job);
+            pthread_mutex_lock(&e->lock);
+            continue;
+        }
         pthread_cond_wait(&e->done, &e->lock);
+    }
     /* Reported once: a later wait speaks of later launches only. */
     rc = e->first_err;
     weft__strlcpy(msg, e->first_msg, sizeof msg);

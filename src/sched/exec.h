@@ -48,7 +48,10 @@
  * successors wait. Finished nodes are noted by the carrying thread between
  * steps (the plan is the launch's alone, one thread at a time).
  *
- * Carrying a launch. The engine thread starts it; when nothing can be
+ * Carrying a launch. An engine thread starts it, or a thread in
+ * weft_exec_wait that takes the graph's job back from the engine before
+ * any engine thread took it (so that launch and wait of a replay run on
+ * the program's thread with no hand-off); when nothing can be
  * issued before a host node in flight finishes, that thread parks the
  * launch and goes back to the engine, and the host worker that finishes
  * the next node carries the launch on itself (weft__exec_advance): no
@@ -94,6 +97,12 @@ typedef struct weft__exec_run {
     char msg[WEFT__EXEC_MSG];
 } weft__exec_run;
 
+/* A buffer argument's device address in the last issue of its node. */
+typedef struct weft__arg_at {
+    weft__mem *mem;
+    size_t off;
+} weft__arg_at;
+
 struct weft_exec {
     weft_runtime *rt;
     unsigned device;    /* the default device */
@@ -128,6 +137,7 @@ struct weft_exec {
 
     /* The running launch's own: */
     weft__karg *kargs;      /* max kernel arguments */
+    weft__arg_at *arg_at;   /* per argument, as args */
     weft__span *spans;      /* max kernel arguments or node accesses */
     void **ptrs;            /* max host-task accesses */
     weft__native_mem *nmem; /* max node accesses: a native node's ranges */
@@ -146,6 +156,10 @@ struct weft_exec {
     unsigned char *snap, *steady;
     size_t snap_len, snap_cap, steady_len, steady_cap;
     int steady_ok;
+    /* The steady state came from a lookahead (exec.c) not replayed yet;
+     * lookaheads whose launch did not replay (none are made after one). */
+    int ahead;
+    unsigned ahead_missed;
     weft_stats replay_stats; /* what the steady launch added to rt->stats */
     /*
      * Maps and host tasks on the host workers (hostwork.h): a job per such

@@ -261,6 +261,7 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->node_dev);
     weft__free(e->roots);
     weft__free(e->kargs);
+    weft__free(e->arg_at);
     weft__free(e->spans);
     weft__free(e->ptrs);
     weft__free(e->state);
@@ -434,6 +435,7 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->bytes = weft__dup(g->bytes, g->nbytes);
     e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
+    e->arg_at = weft__calloc((size_t)g->nargs + 1, sizeof *e->arg_at);
     e->spans = weft__malloc(WEFT__MAX(maxargs, maxacc) * sizeof *e->spans);
     e->nmem = weft__malloc(maxacc * sizeof *e->nmem);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
@@ -448,7 +450,8 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
-        !e->kargs || !e->spans || !e->nmem || !e->ptrs || !e->state ||
+        !e->kargs || !e->arg_at || !e->spans || !e->nmem || !e->ptrs ||
+        !e->state ||
         !e->write_dev || !e->jobs || !e->copies || !e->fences || !e->run.seen ||
         !e->launch_seen)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");

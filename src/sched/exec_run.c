@@ -85,6 +85,8 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
             weft__buffer_device_ptr(ar->buffer->root, dev,
                                     ar->buffer->offset + ar->offset,
                                     &k->u.buf.mem, &k->u.buf.offset);
+            e->arg_at[nd->u.kernel.arg_first + a].mem = k->u.buf.mem;
+            e->arg_at[nd->u.kernel.arg_first + a].off = k->u.buf.offset;
             break;
         case WEFT_PARAM_BYTES:
             k->u.value = e->bytes + ar->value.u64;

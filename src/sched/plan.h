@@ -102,7 +102,13 @@ void weft__plan_destroy(weft__plan *p);
 int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
                           weft__queue **q);
 
-/* One launch: counters back to 0 (begin); wait for everything (end). */
+/*
+ * One launch: whether it is timed (weft__plan_timed), said first and all a
+ * replay needs (launch_timed); then, for a launch that issues, counters
+ * back to 0 (begin); wait for everything (drain). A replay leaves the
+ * per-node state as the last issue left it.
+ */
+void weft__plan_launch_timed(weft__plan *p);
 void weft__plan_launch_begin(weft__plan *p);
 int weft__plan_drain(weft__plan *p);
 /*
@@ -123,6 +129,12 @@ void weft__plan_launch_end(weft__plan *p);
  * native graph so far.
  */
 const weft__submit *weft__plan_native_begin(weft__plan *p, int allow);
+/*
+ * An issue only recorded into the native graph, nothing of it run
+ * (tape.h, CAPTURE): its submission, or NULL where the tape is off.
+ * native_end builds the graph.
+ */
+const weft__submit *weft__plan_native_capture(weft__plan *p);
 int weft__plan_native_end(weft__plan *p);
 uint64_t weft__plan_native_launches(const weft__plan *p);
 /* Native graphs updated or made again because parameters changed. */
@@ -130,14 +142,19 @@ uint64_t weft__plan_native_updates(const weft__plan *p);
 /* The driver graphs a native launch runs (tape.h's segments), or 0. */
 unsigned weft__plan_native_graphs(const weft__plan *p);
 /*
- * Whether the last launch ran as the native graph with nothing changed,
- * and weft__plan_native_replay may run it again without an issue (the
- * caller checks that the launch would issue the same: the trackers' state
- * and the arguments are those of the last launch).
+ * Whether the last launch issued exactly what the native graph holds (it
+ * ran the graph with nothing changed, or was recorded into it), and
+ * weft__plan_native_replay may run it again without an issue (the caller
+ * checks that the launch would issue the same: the trackers' state and
+ * the arguments are those the last launch began with).
  */
 int weft__plan_native_matched(const weft__plan *p);
 /* Whether the next launch may run as the native graph (it has one). */
 int weft__plan_native_possible(const weft__plan *p);
+/* Whether the native graph launches kernels only (weft__tape_kernels_only). */
+int weft__plan_native_kernels_only(const weft__plan *p);
+/* Whether the next launch may record or run a native graph at all. */
+int weft__plan_native_able(const weft__plan *p);
 int weft__plan_native_replay(weft__plan *p);
 /* Time the next n launches to learn kernel times (0 by default). */
 /*

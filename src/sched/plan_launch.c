@@ -11,6 +11,13 @@
 
 /* ---- launches and steps ------------------------------------------------- */
 
+void weft__plan_launch_timed(weft__plan *p)
+{
+    p->timed = p->trace != NULL || p->learn > 0 || p->stats;
+    p->tape_now = 0;
+    p->sub = NULL;
+}
+
 void weft__plan_launch_begin(weft__plan *p)
 {
     memset(&p->counts.events, 0,
@@ -28,7 +35,7 @@ void weft__plan_launch_begin(weft__plan *p)
     }
     memset(p->edge_kind, 0, p->pred_first[p->n]);
     memset(p->xfer, 0, (size_t)p->n * sizeof *p->xfer);
-    p->timed = p->trace != NULL || p->learn > 0 || p->stats;
+    weft__plan_launch_timed(p);
     p->ntops = 0;
     p->cur_start = NULL;
     for (unsigned i = 0; i < p->nlanes; i++) {
@@ -43,8 +50,6 @@ void weft__plan_launch_begin(weft__plan *p)
     for (unsigned i = 0; p->timed && i < p->host; i++)
         if (p->lanes[i].q)
             weft__plan_time_origin(p, &p->lanes[i]);
-    p->tape_now = 0;
-    p->sub = NULL;
 }
 
 const weft__submit *weft__plan_native_begin(weft__plan *p, int allow)
@@ -52,6 +57,14 @@ const weft__submit *weft__plan_native_begin(weft__plan *p, int allow)
     /* Timed launches need every operation to run as it is issued. */
     p->tape_now = allow && p->tape_ok && !p->timed;
     p->sub = p->tape_now ? weft__tape_begin(&p->tape) : NULL;
+    return p->sub;
+}
+
+const weft__submit *weft__plan_native_capture(weft__plan *p)
+{
+    p->tape_now = p->tape_ok && !p->timed;
+    p->sub = p->tape_now ? weft__tape_capture_begin(&p->tape) : NULL;
+    p->tape_now = p->sub != NULL;
     return p->sub;
 }
 
@@ -82,6 +95,16 @@ unsigned weft__plan_native_graphs(const weft__plan *p)
 int weft__plan_native_possible(const weft__plan *p)
 {
     return p->tape_ok && p->tape.built && !p->tape.broken;
+}
+
+int weft__plan_native_kernels_only(const weft__plan *p)
+{
+    return weft__plan_native_possible(p) && weft__tape_kernels_only(&p->tape);
+}
+
+int weft__plan_native_able(const weft__plan *p)
+{
+    return p->tape_ok && !p->tape.broken;
 }
 
 int weft__plan_native_matched(const weft__plan *p)

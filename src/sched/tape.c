@@ -47,6 +47,7 @@ static void weft__tape_clear(weft__tape *t)
 {
     t->n = t->pos = t->nargs = t->nbytes = 0;
     t->unfit = 0;
+    t->moves = 0;
     t->changed = 0;
     t->ctx = NULL;
 }
@@ -67,6 +68,21 @@ const weft__submit *weft__tape_begin(weft__tape *t)
     }
     if (t->mode == WEFT__TAPE_OFF)
         return NULL;
+    t->submit = weft__tape_submit;
+    t->submit.self = t;
+    return &t->submit;
+}
+
+const weft__submit *weft__tape_capture_begin(weft__tape *t)
+{
+    if (t->broken)
+        return NULL;
+    t->pos = 0;
+    t->changed = 0;
+    t->matched = 0;
+    weft__tape_drop_graph(t);
+    weft__tape_clear(t);
+    t->mode = WEFT__TAPE_CAPTURE_MODE;
     t->submit = weft__tape_submit;
     t->submit.self = t;
     return &t->submit;
@@ -211,7 +227,7 @@ static void weft__op_update(weft__tape *t, const weft__tape_op *a,
         }
         return;
     }
-    if (a->kind == WEFT__TAPE_FILL)
+    if (a->kind == WEFT__TAPE_FILL && pattern)
         memcpy(&t->bytes[b->arg_first], pattern, a->nargs);
     b->dst = a->dst;
     b->src = a->src;
@@ -248,6 +264,9 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
     }
     o = &t->ops[t->n];
     *o = *op;
+    if (op->kind != WEFT__TAPE_LAUNCH && op->kind != WEFT__TAPE_RECORD &&
+        op->kind != WEFT__TAPE_WAIT)
+        t->moves++;
     if (op->kind == WEFT__TAPE_LAUNCH) {
         size_t need = 0;
 
@@ -314,6 +333,10 @@ static int weft__tape_enqueue(weft__tape *t, const weft__tape_op *op,
         weft__tape_append(t, op, args, pattern);
         return 0;
     }
+    if (t->mode == WEFT__TAPE_CAPTURE_MODE) {
+        weft__tape_append(t, op, args, pattern);
+        return 1;
+    }
     if (t->mode != WEFT__TAPE_DEFER_MODE)
         return 0;
     match = t->pos < t->n
@@ -343,6 +366,11 @@ int weft__tape_host_waits(weft__tape *t)
     }
     if (t->mode == WEFT__TAPE_DEFER_MODE)
         return weft__tape_flush(t);
+    if (t->mode == WEFT__TAPE_CAPTURE_MODE) {
+        /* Nothing of this issue ran: there is nothing to wait for. */
+        t->unfit = 1;
+        return 1;
+    }
     return 0;
 }
 
@@ -508,7 +536,7 @@ static int weft__tape_host_fn(void *self, weft__queue *q, weft__host_fn *fn,
                                                                                \
         if (rc_ == 0)                                                          \
             rc_ = weft__tape_host_waits(self);                                 \
-        return rc_ < 0 ? rc_ : (call);                                         \
+        return rc_ < 0 ? rc_ : rc_ > 0 ? 0 : (call);                           \
     } while (0)
 
 static int weft__tape_queue_sync(void *self, weft__queue *q)
@@ -1044,12 +1072,15 @@ int weft__tape_end(weft__tape *t)
         }
         break;
     case WEFT__TAPE_RECORD_MODE:
+    case WEFT__TAPE_CAPTURE_MODE:
         weft__tape_rebase(t);
         if (t->unfit || t->n == 0)
             break;
         if (weft__tape_build(t, NULL) < 0) {
             weft__tape_no_graph(t);
         } else {
+            /* The graphs hold exactly what this launch issued. */
+            t->matched = 1;
             weft__debug("tape", "%zu operations captured", t->n);
         }
         break;
@@ -1062,6 +1093,11 @@ int weft__tape_replay(weft__tape *t)
 {
     weft__assert(t->built && t->mode == WEFT__TAPE_OFF);
     return weft__tape_launch(t);
+}
+
+int weft__tape_kernels_only(const weft__tape *t)
+{
+    return t->built && !t->unfit && !t->moves;
 }
 
 void weft__tape_release(weft__tape *t)

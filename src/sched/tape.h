@@ -29,6 +29,13 @@
  *           driver updates the old one in place (cuGraphExecUpdate), or
  *           makes a new one where it cannot.
  *
+ *   CAPTURE the operation is appended and not run (a host wait, which
+ *           has nothing of this issue to wait for, returns at once and
+ *           marks the tape unfit): an issue made only to record the graph
+ *           that a later launch replays (weft__tape_capture_begin). The
+ *           issuer must know that the issue moves no bytes (exec.c,
+ *           weft__lookahead): the trackers take the issue as done.
+ *
  * An operation that fails its checks (weft__drv_check_<op>) is neither
  * taped nor run: its error is returned, as the entry point would. After a
  * flush, and once the issue has ended, the submission passes everything
@@ -124,11 +131,17 @@ typedef struct weft__tape_seg {
     void *graph;    /* the driver's instantiated graph, or NULL */
 } weft__tape_seg;
 
-enum { WEFT__TAPE_OFF = 0, WEFT__TAPE_RECORD_MODE, WEFT__TAPE_DEFER_MODE };
+enum {
+    WEFT__TAPE_OFF = 0,
+    WEFT__TAPE_RECORD_MODE,
+    WEFT__TAPE_DEFER_MODE,
+    WEFT__TAPE_CAPTURE_MODE,
+};
 
 typedef struct weft__tape {
     int mode;
     int unfit;  /* this recording cannot become a graph */
+    int moves;  /* ops taped other than launches, records and waits */
     int broken; /* capture failed once: no more tries */
     weft__tape_op *ops;
     size_t n, cap, pos;
@@ -144,11 +157,13 @@ typedef struct weft__tape {
     unsigned njoin;
     weft__event **xev; /* events of records waited for by other devices */
     unsigned nxev;
-    uint64_t launches;   /* native graph launches, for statistics */
-    uint64_t updates;    /* graphs updated in place (parameters changed) */
-    uint64_t rebuilds;   /* ... that the driver could not update: made anew */
-    int changed;         /* DEFER: a parameter differed from the tape's */
-    int matched;         /* the last launch ran the graph (updated or not) */
+    uint64_t launches; /* native graph launches, for statistics */
+    uint64_t updates;  /* graphs updated in place (parameters changed) */
+    uint64_t rebuilds; /* ... that the driver could not update: made anew */
+    int changed;       /* DEFER: a parameter differed from the tape's */
+    /* The last launch's issue is what the graphs hold: it ran them
+     * (updated or not), or it was recorded into them. */
+    int matched;
     weft__submit submit; /* its submission, self = the tape (tape_begin) */
 } weft__tape;
 
@@ -170,6 +185,11 @@ int weft__tape_joins_devices(const weft__driver *drv);
  */
 const weft__submit *weft__tape_begin(weft__tape *t);
 /*
+ * Start an issue in CAPTURE mode (anew, the old graphs dropped): its
+ * submission, or NULL where the tape is off.
+ */
+const weft__submit *weft__tape_capture_begin(weft__tape *t);
+/*
  * End the issue of a launch (its submission passes everything through
  * from now on): run the graph, or flush, or build the graph from a fit
  * recording (errors in building are logged and the tape marked broken,
@@ -180,10 +200,15 @@ const weft__submit *weft__tape_begin(weft__tape *t);
 int weft__tape_end(weft__tape *t);
 /*
  * Run the graphs again with no issue at all (t->matched said the last
- * launch ran them unchanged, and the caller knows this launch would issue
- * the same): launch them and wait for them.
+ * launch issued what they hold, and the caller knows this launch would
+ * issue the same): launch them and wait for them.
  */
 int weft__tape_replay(weft__tape *t);
+/*
+ * Whether the tape holds kernel launches, event records and waits only:
+ * the launch it recorded moved, filled and copied no bytes.
+ */
+int weft__tape_kernels_only(const weft__tape *t);
 /* Free what the tape holds (its graphs included). */
 void weft__tape_release(weft__tape *t);
 

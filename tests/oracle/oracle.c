@@ -368,6 +368,7 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
 typedef struct run_stats {
     unsigned long long nodes, node_runs, edges, launches;
     unsigned long long native;   /* launches that ran a native graph */
+    unsigned long long replays;  /* ... of them with no issue */
     unsigned long long unplaced; /* placement refused with WEFT_ENOTSUP */
     unsigned long long kinds[OR_NATIVE + 1];
 } run_stats;
@@ -525,6 +526,7 @@ static int run_weft(const or_case *c, outcome *o)
 
         WEFT_CHECK(weft_exec_get_stats(e, &st));
         stats.native += st.native_launches;
+        stats.replays += st.native_replays;
     }
     for (unsigned r = 0; r < c->nroots; r++) {
         if (!user[r])
@@ -874,7 +876,8 @@ static void usage(void)
     fprintf(stderr, "usage: oracle [--seed S] [--graphs N] [--prefix K] "
                     "[--max-fail N] [--dump] [--self-check] [--dot FILE] "
                     "[--no-shrink] [--quiet] [--relaunch N] "
-                    "[--min-native N] [--native-nodes PERCENT]\n");
+                    "[--min-native N] [--native-nodes PERCENT] "
+                    "[--device-only]\n");
     exit(2);
 }
 
@@ -955,6 +958,8 @@ int main(int argc, char **argv)
             opt.min_native = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--native-nodes") && i + 1 < argc)
             limits.native = (unsigned)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--device-only"))
+            limits.device_only = 1;
         else if (!strcmp(argv[i], "--dump"))
             opt.dump = 1;
         else if (!strcmp(argv[i], "--no-shrink"))
@@ -1011,10 +1016,10 @@ int main(int argc, char **argv)
             printf("FAIL seed %" PRIu64 " (%u nodes, %u launches): %s\n"
                    "  replay: WEFT_DEVICES='%s' WEFT_SIM='%s' "
                    "POCL_DEVICES='%s' oracle --seed %" PRIu64
-                   " --graphs 1 --relaunch %u --native-nodes %u --dump\n",
+                   " --graphs 1 --relaunch %u --native-nodes %u%s --dump\n",
                    seed, c.nnodes, c.launches, first, env("WEFT_DEVICES"),
                    env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch,
-                   limits.native);
+                   limits.native, limits.device_only ? " --device-only" : "");
             if (opt.shrink && failed <= 3 && !opt.prefix) {
                 run_stats before = stats; /* probes don't count */
                 unsigned k = shrink(&c, seed);
@@ -1037,7 +1042,8 @@ int main(int argc, char **argv)
            "%llu native), "
            "%llu edges kept, %llu launches, %llu node runs on %u device(s) "
            "[%s] in %.2f s (%llu cases without their per-node placement: "
-           "WEFT_ENOTSUP), %llu native graph launches: %u failed\n",
+           "WEFT_ENOTSUP), %llu native graph launches (%llu replays): %u "
+           "failed\n",
            ran, stats.nodes, stats.kinds[OR_KERNEL], stats.kinds[OR_WRITE],
            stats.kinds[OR_READ], stats.kinds[OR_COPY], stats.kinds[OR_FILL],
            stats.kinds[OR_MAP], stats.kinds[OR_HOST], stats.kinds[OR_EMPTY],
@@ -1045,7 +1051,7 @@ int main(int argc, char **argv)
            limits.ndevices, d.selection,
            (double)(t1.tv_sec - t0.tv_sec) +
                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-           stats.unplaced, stats.native, failed);
+           stats.unplaced, stats.native, stats.replays, failed);
     if (weft_module_destroy(module) < 0) {
         fprintf(stderr, "oracle: weft_module_destroy: %s\n", weft_last_error());
         return 1;

@@ -152,6 +152,7 @@ typedef struct or_limits {
     unsigned ndevices;
     unsigned max_nodes;
     unsigned native; /* percent of nodes made native nodes (0: none) */
+    int device_only; /* kernel and empty nodes only (--device-only) */
 } or_limits;
 
 /* Make the case of seed. Fails only for lack of memory. */

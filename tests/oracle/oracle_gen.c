@@ -566,6 +566,8 @@ int or_case_generate(or_case *c, uint64_t seed, const or_limits *lim)
         memset(n, 0, sizeof *n);
         n->device = -1;
         /* (no draw at all without native nodes: seeds keep their cases) */
+        if (lim->device_only) /* what a replay may take over */
+            k = k < 93 ? 0 : 99;
         if (lim->native && chance(&g.r, lim->native))
             rc = gen_native(&g, n);
         else
