@@ -312,10 +312,9 @@ static int weft__stager_grow(weft__stager *s, int ask)
     s->stats.slots = s->nslots;
     if (ask && !s->grow_failed && !s->grow_started &&
         s->nslots + s->asked < s->maxslots) {
-        s->grow_started =
-            weft__thread_start(&s->grow_tid, "weft-staging-grow",
-                               "staging.pthread_create", weft__grower_main,
-                               s) == 0;
+        s->grow_started = weft__thread_start(&s->grow_tid, "weft-staging-grow",
+                                             "staging.pthread_create",
+                                             weft__grower_main, s) == 0;
         if (!s->grow_started)
             s->grow_failed = 1;
     }
