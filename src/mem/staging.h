@@ -38,8 +38,8 @@ typedef struct weft__stager_options {
 typedef struct weft__stager_stats {
     uint64_t h2d_bytes, d2h_bytes; /* moved through the stager */
     uint64_t chunks;
-    uint64_t waits; /* times a chunk waited for its pinned buffer */
-    unsigned slots; /* pinned buffers made so far */
+    uint64_t waits;    /* times a chunk waited for its pinned buffer */
+    unsigned slots;    /* pinned buffers made so far */
     uint64_t alloc_ns; /* making buffers on the callers' threads */
     uint64_t grow_ns;  /* making them in the background (the grower) */
 } weft__stager_stats;
