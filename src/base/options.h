@@ -74,6 +74,10 @@
       "1: use PoCL 5's devices also where another OpenCL platform has "        \
       "devices (PoCL 5 was seen to abort the process there; by default they "  \
       "are left out)")                                                         \
+    X(OPENCL_SVM, BOOL, 0, 0, NULL, NULL,                                      \
+      "device memory of OpenCL devices as SVM, kernel arguments at offsets "   \
+      "as SVM pointers instead of sub-buffers: 0 never, 1 wherever the "       \
+      "device has coarse-grained SVM; default: on NVIDIA's OpenCL only")       \
     X(ENGINE_THREADS, UINT, 1, 1024, NULL, NULL,                               \
       "threads that run launches, shared by every executable graph; "          \
       "default: max(4, cores, 2 x devices)")                                   \

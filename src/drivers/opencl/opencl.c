@@ -311,6 +311,31 @@ static void ocl_device_optional(ocl_platform *p, ocl_device *d,
     ocl_cmdbuf_probe(p, d, exts);
 }
 
+/* d->svm: see ocl_device in opencl_internal.h. */
+static void ocl_svm_probe(ocl_platform *p, ocl_device *d)
+{
+    cl_device_svm_capabilities caps = 0;
+    bool want = false, set;
+
+    set = weft__opt_bool(WEFT__OPT_OPENCL_SVM, &want);
+    if (!set)
+        want = strstr(p->base.name, "NVIDIA") != NULL;
+    if (!want || d->version < 200 || !weft__cl.SVMAlloc || !weft__cl.SVMFree ||
+        !weft__cl.SetKernelArgSVMPointer ||
+        ocl_device_get(d->id, CL_DEVICE_SVM_CAPABILITIES, sizeof caps, &caps) !=
+            CL_SUCCESS ||
+        !(caps & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER)) {
+        if (set && want)
+            weft__info("opencl",
+                       "%s: no coarse-grained SVM; kernel arguments at "
+                       "offsets stay sub-buffers",
+                       d->base.name);
+        return;
+    }
+    d->svm = 1;
+    weft__debug("opencl", "%s: device memory as SVM", d->base.name);
+}
+
 /*
  * Fill what the device tells about itself. The queries every conformant
  * device answers are required (a failure fails discovery); the extension
@@ -367,6 +392,7 @@ static int ocl_device_fill(ocl_platform *p, ocl_device *d)
     d->profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) != 0;
     d->priorities = d->new_queues && ocl_has_ext(exts, "cl_khr_priority_hints");
     weft__strlcpy(d->platform_name, p->base.name, sizeof d->platform_name);
+    ocl_svm_probe(p, d);
 
     pr->size = sizeof *pr;
     pr->driver = "opencl";

@@ -48,7 +48,8 @@
  * name, symbol "cl" name, type cl_api_cl<name> (CL/cl_icd.h). What OpenCL
  * 1.2 has is required. Without an optional one, the feature it serves is
  * off: queue priorities (clCreateCommandQueueWithProperties, 2.0), SPIR-V
- * through the core entry point (clCreateProgramWithIL, 2.1).
+ * through the core entry point (clCreateProgramWithIL, 2.1), device memory
+ * as SVM (clSVMAlloc, clSVMFree, clSetKernelArgSVMPointer, 2.0).
  */
 #define WEFT__OCL_FUNCS(X)                                                     \
     X(GetPlatformIDs, 1)                                                       \
@@ -83,6 +84,9 @@
     X(GetKernelInfo, 1)                                                        \
     X(GetKernelArgInfo, 1)                                                     \
     X(SetKernelArg, 1)                                                         \
+    X(SetKernelArgSVMPointer, 0)                                               \
+    X(SVMAlloc, 0)                                                             \
+    X(SVMFree, 0)                                                              \
     X(ReleaseKernel, 1)                                                        \
     X(EnqueueNDRangeKernel, 1)                                                 \
     X(EnqueueMarkerWithWaitList, 1)                                            \
@@ -217,6 +221,15 @@ typedef struct ocl_device {
     unsigned align;      /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes */
     unsigned profiling;  /* queues can profile */
     unsigned priorities; /* cl_khr_priority_hints */
+    /*
+     * Device memory is coarse-grained SVM (clSVMAlloc) with a cl_mem made
+     * on it (CL_MEM_USE_HOST_PTR) for copies and fills, and kernels take
+     * pointers at offsets (clSetKernelArgSVMPointer) instead of sub-buffers:
+     * by default on NVIDIA's OpenCL, which dies when kernels on sub-buffers
+     * wait behind a barrier on a user event (tests/gpu/ocl_subbuf.c);
+     * WEFT_OPENCL_SVM says otherwise.
+     */
+    unsigned svm;
     ocl_il_fn il_khr;    /* clCreateProgramWithILKHR, or NULL */
     unsigned il_core;    /* clCreateProgramWithIL takes SPIR-V */
     /* cl_khr_command_buffer where weft can use it (native graphs), or NULL */
@@ -282,6 +295,7 @@ typedef struct ocl_sub {
 typedef struct ocl_mem {
     weft__mem base;
     cl_mem cl;
+    void *svm; /* DEVICE memory on an SVM device: cl is made on it */
     pthread_mutex_t lock; /* guards subs */
     ocl_sub *subs;
     unsigned nsubs;

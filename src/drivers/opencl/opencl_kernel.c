@@ -352,6 +352,12 @@ int weft__ocl_launch(weft__queue *q, weft__kernel *kernel,
             cl_mem arg = m ? m->cl : NULL;
             int one = 0;
 
+            if (m && m->svm) {
+                rc = OCL("clSetKernelArgSVMPointer",
+                         weft__cl.SetKernelArgSVMPointer(
+                             kcl, i, (char *)m->svm + a->u.buf.offset));
+                break;
+            }
             if (m && a->u.buf.offset) {
                 if (!oneoff &&
                     !(oneoff = weft__calloc(nargs, sizeof *oneoff))) {

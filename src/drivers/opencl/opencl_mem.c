@@ -48,10 +48,28 @@ static int ocl_mem_new(weft__context *ctx, cl_mem_flags flags, size_t size,
 int weft__ocl_mem_alloc(weft__context *ctx, size_t size, weft__mem **out)
 {
     ocl_mem *m = NULL;
-    int err = ocl_mem_new(ctx, CL_MEM_READ_WRITE, size, NULL, &m);
+    void *svm = NULL;
+    int err;
 
-    if (err < 0)
+    if (ocl_ctx_dev(ctx)->svm) {
+        svm = OCL_FAULT("clSVMAlloc")
+                  ? NULL
+                  : weft__cl.SVMAlloc(ocl_ctx(ctx)->cl, CL_MEM_READ_WRITE,
+                                      size, 0);
+        if (!svm)
+            return weft__error(WEFT_EDEVMEM, "clSVMAlloc: %zu bytes on %s",
+                               size, ctx->dev->name);
+    }
+    err = ocl_mem_new(ctx,
+                      svm ? CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR
+                          : CL_MEM_READ_WRITE,
+                      size, svm, &m);
+    if (err < 0) {
+        if (svm)
+            weft__cl.SVMFree(ocl_ctx(ctx)->cl, svm);
         return err;
+    }
+    m->svm = svm;
     *out = &m->base;
     return 0;
 }
@@ -68,6 +86,9 @@ static void ocl_mem_release(ocl_mem *m)
         s = next;
     }
     ocl_release_memobject(m->cl);
+    /* No queued work uses it (driver.h's mem_free): freed at once. */
+    if (m->svm)
+        weft__cl.SVMFree(ocl_ctx(m->base.ctx)->cl, m->svm);
     pthread_mutex_destroy(&m->lock);
     weft__free(m);
 }
