@@ -230,8 +230,8 @@ typedef struct ocl_device {
      * WEFT_OPENCL_SVM says otherwise.
      */
     unsigned svm;
-    ocl_il_fn il_khr;    /* clCreateProgramWithILKHR, or NULL */
-    unsigned il_core;    /* clCreateProgramWithIL takes SPIR-V */
+    ocl_il_fn il_khr; /* clCreateProgramWithILKHR, or NULL */
+    unsigned il_core; /* clCreateProgramWithIL takes SPIR-V */
     /* cl_khr_command_buffer where weft can use it (native graphs), or NULL */
     const ocl_cmdbuf_api *cmdbuf;
     unsigned cmdbuf_v5;           /* version 0.9.5 or later: that ABI */
@@ -295,7 +295,7 @@ typedef struct ocl_sub {
 typedef struct ocl_mem {
     weft__mem base;
     cl_mem cl;
-    void *svm; /* DEVICE memory on an SVM device: cl is made on it */
+    void *svm;            /* DEVICE memory on an SVM device: cl is made on it */
     pthread_mutex_t lock; /* guards subs */
     ocl_sub *subs;
     unsigned nsubs;
