@@ -451,9 +451,8 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
         !e->kargs || !e->arg_at || !e->spans || !e->nmem || !e->ptrs ||
-        !e->state ||
-        !e->write_dev || !e->jobs || !e->copies || !e->fences || !e->run.seen ||
-        !e->launch_seen)
+        !e->state || !e->write_dev || !e->jobs || !e->copies || !e->fences ||
+        !e->run.seen || !e->launch_seen)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     return 0;
 }

@@ -54,16 +54,15 @@ int weft__ocl_mem_alloc(weft__context *ctx, size_t size, weft__mem **out)
     if (ocl_ctx_dev(ctx)->svm) {
         svm = OCL_FAULT("clSVMAlloc")
                   ? NULL
-                  : weft__cl.SVMAlloc(ocl_ctx(ctx)->cl, CL_MEM_READ_WRITE,
-                                      size, 0);
+                  : weft__cl.SVMAlloc(ocl_ctx(ctx)->cl, CL_MEM_READ_WRITE, size,
+                                      0);
         if (!svm)
             return weft__error(WEFT_EDEVMEM, "clSVMAlloc: %zu bytes on %s",
                                size, ctx->dev->name);
     }
-    err = ocl_mem_new(ctx,
-                      svm ? CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR
-                          : CL_MEM_READ_WRITE,
-                      size, svm, &m);
+    err = ocl_mem_new(
+        ctx, svm ? CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR : CL_MEM_READ_WRITE,
+        size, svm, &m);
     if (err < 0) {
         if (svm)
             weft__cl.SVMFree(ocl_ctx(ctx)->cl, svm);
