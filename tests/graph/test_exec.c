@@ -381,17 +381,21 @@ static uint64_t replays_of(weft_exec *e)
  */
 static void test_replay_from_second_launch(void **state)
 {
-    enum { M = 256, NK = 6, LAUNCHES = 4 };
+    enum { M = 4096, NK = 6, LAUNCHES = 4 };
     static uint32_t x0[M], out[M], want[M], z0[M];
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
     int native = weft__tape_supported(wt_device(&devs, 0), 0);
     weft_buffer *x, *y, *z, *w;
     weft_graph *gc, *gf, *gw;
     weft_exec *ec, *ef, *ew;
-    size_t slice = 32; /* elements per fan slice: 128 bytes */
+    weft_device_info info = {.size = sizeof info};
+    size_t slice; /* elements per fan slice: 128 bytes, or the alignment */
 
     (void)state;
     o.device = weft_runtime_device(devs.rt, 0);
+    check(weft_device_get_info(o.device, &info));
+    slice = WEFT__MAX(128, info.arg_offset_align) / sizeof(uint32_t);
+    assert_true(NK * slice <= M);
     for (int i = 0; i < M; i++) {
         x0[i] = (uint32_t)i;
         z0[i] = (uint32_t)(3 * i + 1);
