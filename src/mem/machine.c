@@ -4,6 +4,8 @@
  */
 #include "machine.h"
 
+#include "../base/os.h"
+
 #include "pool.h"
 #include "staging.h"
 
@@ -34,6 +36,9 @@ void weft__machine_fini(weft_runtime *rt)
 {
     if (!rt->devmem)
         return;
+    for (unsigned i = 0; i < rt->ndevices; i++)
+        if (rt->devmem[i].warm_started)
+            pthread_join(rt->devmem[i].warm, NULL);
     for (unsigned i = 0; i < rt->ndevices; i++) {
         weft__devmem *dm = &rt->devmem[i];
 
@@ -59,18 +64,62 @@ void weft__machine_fini(weft_runtime *rt)
     rt->devices = NULL;
 }
 
+typedef struct weft__warm_arg {
+    weft_runtime *rt;
+    unsigned index;
+} weft__warm_arg;
+
+static void *weft__warm_main(void *arg)
+{
+    weft__warm_arg a = *(weft__warm_arg *)arg;
+
+    weft__free(arg);
+    (void)weft__runtime_stager(a.rt, a.index);
+    return NULL;
+}
+
+/*
+ * A GPU's stager is made in the background as soon as its context is
+ * (usually at weft_module_create): the pinned buffers take milliseconds
+ * each, which a first launch from pageable memory would otherwise wait
+ * for. Not while failures are being injected (tests count them). Under
+ * rt->lock.
+ */
+static void weft__warm_start(weft_runtime *rt, unsigned index)
+{
+    weft__device *dev = rt->devices[index];
+    weft__warm_arg *a;
+
+    if (dev->props.type != WEFT_DEVICE_GPU || dev->drv->memory_is_host ||
+        !dev->props.pinned_host ||
+        __atomic_load_n(&weft__fault_armed, __ATOMIC_RELAXED) ||
+        rt->devmem[index].warm_started || !(a = weft__malloc(sizeof *a)))
+        return;
+    a->rt = rt;
+    a->index = index;
+    if (weft__thread_start(&rt->devmem[index].warm, "weft-staging-warm",
+                           "staging.pthread_create", weft__warm_main, a) == 0)
+        rt->devmem[index].warm_started = 1;
+    else
+        weft__free(a);
+}
+
 int weft__runtime_context(weft_runtime *rt, unsigned index, weft__context **ctx)
 {
-    int rc = 0;
+    int rc = 0, made = 0;
 
     if (index >= rt->ndevices)
         return weft__error(WEFT_ENODEV, "no device %u (%u devices)", index,
                            rt->ndevices);
     pthread_mutex_lock(&rt->lock);
-    if (!rt->contexts[index])
+    if (!rt->contexts[index]) {
         rc = weft__drv_context_create(rt->devices[index], &rt->contexts[index]);
+        made = rc == 0;
+    }
     if (rc == 0)
         *ctx = rt->contexts[index];
+    if (made)
+        weft__warm_start(rt, index);
     pthread_mutex_unlock(&rt->lock);
     return rc;
 }

@@ -36,7 +36,12 @@ typedef struct weft__devmem {
     weft__pool *pool;
     weft__stager *stager;
     unsigned stager_failed; /* creation failed once: copy directly */
-    weft__extent *extents;  /* every extent on the device (dprev/dnext) */
+    /* makes the stager in the background once the context is made (GPUs):
+     * a first launch from pageable memory does not wait for its pinned
+     * buffers; joined by weft__machine_fini */
+    pthread_t warm;
+    unsigned warm_started;
+    weft__extent *extents; /* every extent on the device (dprev/dnext) */
 } weft__devmem;
 
 struct weft_runtime {
