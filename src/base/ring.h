@@ -77,6 +77,15 @@ static inline int weft__ring_push(weft__ring *r, void *v)
     return 1;
 }
 
+/* About how many pointers the ring holds (racy: a hint). */
+static inline uint64_t weft__ring_count_hint(weft__ring *r)
+{
+    uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+    uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+
+    return head > tail ? head - tail : 0;
+}
+
 /* The oldest pointer, or NULL if the ring is empty. */
 static inline void *weft__ring_pop(weft__ring *r)
 {

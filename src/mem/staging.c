@@ -635,6 +635,21 @@ int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
     return rc;
 }
 
+void weft__stager_warm(weft__stager *s, unsigned n)
+{
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        unsigned have;
+
+        pthread_mutex_lock(&s->grow_lock);
+        have = s->nslots + s->nspare + s->asked;
+        pthread_mutex_unlock(&s->grow_lock);
+        if (have >= WEFT__MIN(n, s->maxslots) || !weft__stager_grow(s, 1))
+            break;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 void weft__stager_get_stats(weft__stager *s, weft__stager_stats *st)
 {
     pthread_mutex_lock(&s->lock);

@@ -81,6 +81,11 @@ int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
                            weft__queue *q, void *dst, weft__mem *src,
                            size_t off, size_t size);
 
+/*
+ * Ask for buffers up to n in all (at most max_slots), made in the
+ * background; returns at once.
+ */
+void weft__stager_warm(weft__stager *s, unsigned n);
 /* Its figures so far, once the buffers asked of the grower are made. */
 void weft__stager_get_stats(weft__stager *s, weft__stager_stats *st);
 

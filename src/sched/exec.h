@@ -192,6 +192,16 @@ struct weft_exec {
     struct weft__fast_task *fast_tasks;
     void **fast_ptrs;
     uint32_t *fast_succ_first, *fast_succs;
+    /*
+     * The roots, which runners (fast_runners, one per worker at most) claim
+     * in chunks from fast_next_root rather than each going through the
+     * pool: a launch's nodes plus its runners are what fast_remaining
+     * counts down.
+     */
+    uint32_t *fast_roots, fast_nroots, fast_chunk;
+    struct weft__fast_task *fast_runners;
+    unsigned fast_nrunners;
+    uint32_t fast_next_root;
     uint32_t fast_remaining;
     uint64_t fast_launches; /* e->lock: launches that went so (tests) */
     /* The launch in progress (weft__exec_job, weft__exec_advance). */

@@ -234,6 +234,8 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->fast_ptrs);
     weft__free(e->fast_succ_first);
     weft__free(e->fast_succs);
+    weft__free(e->fast_roots);
+    weft__free(e->fast_runners);
     weft__free(e->jobs);
     weft__plan_destroy(e->plan);
     for (size_t i = 0; e->fences && i < (size_t)e->nroots * e->rt->ndevices;

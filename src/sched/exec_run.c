@@ -897,6 +897,7 @@ typedef struct weft__fast_task {
 } weft__fast_task;
 
 static void weft__fast_run(weft__host_task *t);
+static void weft__fast_roots_run(weft__host_task *t);
 
 /*
  * Whether e's nodes allow it (host tasks, maps and empty nodes, at least
@@ -906,6 +907,7 @@ static void weft__fast_run(weft__host_task *t);
 static int weft__fast_prepare(weft_exec *e)
 {
     uint32_t n = e->nnodes, *count;
+    weft__hostwork *hw;
 
     if (e->fast)
         return e->fast > 0;
@@ -917,14 +919,20 @@ static int weft__fast_prepare(weft_exec *e)
             e->nodes[i].kind != WEFT__NODE_MAP &&
             e->nodes[i].kind != WEFT__NODE_EMPTY)
             return 0;
+    hw = weft__hostwork_get(e->rt);
     e->fast_pending = weft__calloc(n, sizeof *e->fast_pending);
     e->fast_tasks = weft__calloc(n, sizeof *e->fast_tasks);
+    e->fast_roots = weft__calloc(n, sizeof *e->fast_roots);
+    e->fast_nrunners = weft__hostwork_workers(hw);
+    e->fast_runners =
+        weft__calloc(e->fast_nrunners + 1, sizeof *e->fast_runners);
     e->fast_ptrs = weft__calloc((size_t)e->nacc + 1, sizeof *e->fast_ptrs);
     e->fast_succ_first = weft__calloc((size_t)n + 1, sizeof *count);
     e->fast_succs =
         weft__calloc((size_t)e->pred_first[n] + 1, sizeof *e->fast_succs);
     if (!e->fast_pending || !e->fast_tasks || !e->fast_ptrs ||
-        !e->fast_succ_first || !e->fast_succs) {
+        !e->fast_succ_first || !e->fast_succs || !e->fast_roots ||
+        !e->fast_runners) {
         weft_clear_error();
         return 0;
     }
@@ -935,6 +943,18 @@ static int weft__fast_prepare(weft_exec *e)
         e->fast_tasks[i].task.run = weft__fast_run;
         e->fast_tasks[i].e = e;
         e->fast_tasks[i].node = i;
+        if (e->pred_first[i + 1] == e->pred_first[i])
+            e->fast_roots[e->fast_nroots++] = i;
+    }
+    /* A DAG has a root; a few chunks per runner, to even the load out. */
+    weft__assert(e->fast_nroots > 0);
+    e->fast_nrunners = WEFT__MIN(e->fast_nrunners, e->fast_nroots);
+    e->fast_chunk =
+        WEFT__MAX(1u, WEFT__MIN(64u, e->fast_nroots / (e->fast_nrunners * 8)));
+    for (unsigned r = 0; r < e->fast_nrunners; r++) {
+        e->fast_runners[r].task.run = weft__fast_roots_run;
+        e->fast_runners[r].e = e;
+        e->fast_runners[r].node = WEFT__NONE;
     }
     e->fast = 1;
     return 1;
@@ -992,7 +1012,8 @@ static int weft__fast_claim(weft_exec *e)
 int weft__exec_fast(weft_exec *e, int shared)
 {
     weft__hostwork *hw;
-    uint32_t first = WEFT__NONE;
+    weft__fast_task *runners;
+    unsigned nrunners;
 
     if (shared || e->run.timed || !weft__fast_prepare(e) ||
         !weft__fast_claim(e))
@@ -1000,25 +1021,25 @@ int weft__exec_fast(weft_exec *e, int shared)
     hw = weft__hostwork_get(e->rt);
     weft__debug("sched", "a launch of %u host nodes with no issue", e->nnodes);
     weft__lanes_host_effect(&e->lanes);
-    __atomic_store_n(&e->fast_remaining, e->nnodes, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->fast_remaining, e->nnodes + e->fast_nrunners,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&e->fast_next_root, 0, __ATOMIC_RELAXED);
     for (uint32_t i = 0; i < e->nnodes; i++)
         __atomic_store_n(&e->fast_pending[i],
                          e->pred_first[i + 1] - e->pred_first[i],
                          __ATOMIC_RELAXED);
     weft__exec_leave(e);
     /*
-     * The roots go to the workers (the submits publish the state above);
+     * The runners go to the workers (the submits publish the state above);
      * the engine thread returns. The pending counts must all be set
      * before the first root runs: its successors count down from them.
+     * Once the last runner is submitted the launch may end: e is not read
+     * again.
      */
-    for (uint32_t i = 0; i < e->nnodes; i++)
-        if (e->pred_first[i + 1] == e->pred_first[i]) {
-            if (first != WEFT__NONE)
-                weft__hostwork_submit(hw, -1, &e->fast_tasks[first].task);
-            first = i;
-        }
-    weft__assert(first != WEFT__NONE); /* a DAG has a root */
-    weft__hostwork_submit(hw, -1, &e->fast_tasks[first].task);
+    runners = e->fast_runners;
+    nrunners = e->fast_nrunners;
+    for (unsigned r = 0; r < nrunners; r++)
+        weft__hostwork_submit(hw, -1, &runners[r].task);
     return 1;
 }
 
@@ -1030,14 +1051,61 @@ int weft__exec_fast(weft_exec *e, int shared)
  * read what the host had seen when the launch started (weft__exec_take):
  * a host-only launch moves no device's order; the last one hands it on.
  */
+/* n of the launch's count done; the one that ends it ends the launch. */
+static int weft__fast_done(weft_exec *e, uint32_t n)
+{
+    if (__atomic_sub_fetch(&e->fast_remaining, n, __ATOMIC_ACQ_REL))
+        return 0;
+    /* The last: every write is done and visible here. */
+    for (uint32_t a = 0; a < e->nacc; a++)
+        if (e->acc[a].mode & WEFT_WRITE)
+            __atomic_sub_fetch(&e->acc[a].buf->root->host_writers, 1,
+                               __ATOMIC_RELEASE);
+    weft__exec_fast_end(e);
+    return 1;
+}
+
+/*
+ * Node i and the successors it makes ready, one after another (the others
+ * go to the workers); 1 if that ended the launch (e is not to be touched).
+ */
+static int weft__fast_chain(weft_exec *e, uint32_t i);
+
 static void weft__fast_run(weft__host_task *t)
 {
     weft__fast_task *ft = (weft__fast_task *)(void *)t;
-    weft_exec *e = ft->e;
-    weft__hostwork *hw = weft__hostwork_get(e->rt);
-    uint32_t i = ft->node;
+
+    weft__exec_take(ft->e);
+    weft__fast_chain(ft->e, ft->node);
+}
+
+/*
+ * A runner: roots claimed a chunk at a time until none is left, then the
+ * runner's own count (so that no runner looks at e after the end).
+ */
+static void weft__fast_roots_run(weft__host_task *t)
+{
+    weft_exec *e = ((weft__fast_task *)(void *)t)->e;
+    uint32_t n = e->fast_nroots, chunk = e->fast_chunk;
 
     weft__exec_take(e);
+    for (;;) {
+        uint32_t k =
+            __atomic_fetch_add(&e->fast_next_root, chunk, __ATOMIC_RELAXED);
+
+        if (k >= n)
+            break;
+        for (uint32_t j = k; j < n && j < k + chunk; j++)
+            if (weft__fast_chain(e, e->fast_roots[j]))
+                return; /* unreachable: this runner's count is not done */
+    }
+    weft__fast_done(e, 1);
+}
+
+static int weft__fast_chain(weft_exec *e, uint32_t i)
+{
+    weft__hostwork *hw = weft__hostwork_get(e->rt);
+
     for (;;) {
         const weft__node *nd = &e->nodes[i];
         void **ptrs = &e->fast_ptrs[nd->acc_first];
@@ -1058,17 +1126,10 @@ static void weft__fast_run(weft__host_task *t)
             else
                 weft__hostwork_submit(hw, -1, &e->fast_tasks[s].task);
         }
-        if (__atomic_sub_fetch(&e->fast_remaining, 1, __ATOMIC_ACQ_REL) == 0) {
-            /* The last node: every write is done and visible here. */
-            for (uint32_t a = 0; a < e->nacc; a++)
-                if (e->acc[a].mode & WEFT_WRITE)
-                    __atomic_sub_fetch(&e->acc[a].buf->root->host_writers, 1,
-                                       __ATOMIC_RELEASE);
-            weft__exec_fast_end(e);
-            return;
-        }
+        if (weft__fast_done(e, 1))
+            return 1;
         if (next == WEFT__NONE)
-            return;
+            return 0;
         i = next;
     }
 }

@@ -35,6 +35,7 @@ struct weft__hostwork {
     pthread_cond_t work;
     unsigned stop;     /* atomic */
     unsigned sleepers; /* workers asleep or about to be (atomic) */
+    unsigned pollers;  /* workers awake and looking for a task (atomic) */
     weft__host_group *groups;
     unsigned ngroups;
     int *dev_group; /* per device: its group */
@@ -56,25 +57,60 @@ static weft__host_task *weft__take(weft__hostwork *hw, unsigned g)
     return NULL;
 }
 
+/* A sleeper up, if there is one. */
+static void weft__wake_one(weft__hostwork *hw)
+{
+    pthread_mutex_lock(&hw->lock);
+    pthread_cond_signal(&hw->work);
+    pthread_mutex_unlock(&hw->lock);
+}
+
+/*
+ * A worker that took a task: if more wait and no worker is awake to take
+ * them, one more is woken (so that a burst of submits, which wake nobody
+ * while a worker polls, still spreads over the pool).
+ */
+static void weft__wake_more(weft__hostwork *hw)
+{
+    uint64_t queued = 0;
+
+    for (unsigned k = 0; k < hw->ngroups && !queued; k++)
+        queued = weft__ring_count_hint(&hw->groups[k].tasks);
+    if (queued && !__atomic_load_n(&hw->pollers, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST))
+        weft__wake_one(hw);
+}
+
 /*
  * The next task for worker w: from the rings, polling a while, then
  * asleep until a submit wakes it; NULL once the pool stops. Sleeping is
  * announced (sleepers) before the last look at the rings, and a submit
  * looks at sleepers after its push, both by read-modify-writes of it: one
  * of the two sees the other, so no task is left with every worker asleep.
+ * A submit wakes nobody while a worker polls (pollers, read the same way
+ * after the push): a poller stops counting itself only before a last look
+ * at the rings (or once it has a task, after which it looks again), so it
+ * sees the push.
  */
 static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
 {
     weft__host_task *t;
 
+    __atomic_add_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
     for (unsigned i = 0; i < WEFT__HOST_POLLS; i++) {
-        if ((t = weft__take(hw, g)))
+        if ((t = weft__take(hw, g))) {
+            __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
+            weft__wake_more(hw);
             return t;
-        if (__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
+        }
+        if (__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE)) {
+            __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
             return NULL;
+        }
         sched_yield();
     }
     __atomic_add_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
     t = weft__take(hw, g);
     if (!t) {
         pthread_mutex_lock(&hw->lock);
@@ -84,6 +120,8 @@ static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
         pthread_mutex_unlock(&hw->lock);
     }
     __atomic_sub_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
+    if (t)
+        weft__wake_more(hw);
     return t;
 }
 
@@ -261,11 +299,14 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
      * a sleeping worker's own (the total order of sleepers' changes), so
      * either this sees the worker, or the worker, after it, sees the push.
      */
-    if (__atomic_fetch_add(&hw->sleepers, 0, __ATOMIC_SEQ_CST)) {
-        pthread_mutex_lock(&hw->lock);
-        pthread_cond_signal(&hw->work);
-        pthread_mutex_unlock(&hw->lock);
-    }
+    if (!__atomic_fetch_add(&hw->pollers, 0, __ATOMIC_SEQ_CST) &&
+        __atomic_fetch_add(&hw->sleepers, 0, __ATOMIC_SEQ_CST))
+        weft__wake_one(hw);
+}
+
+unsigned weft__hostwork_workers(const weft__hostwork *hw)
+{
+    return hw->nworkers;
 }
 
 void weft__hostwork_destroy(weft_runtime *rt)

@@ -8,9 +8,11 @@
  * the issuing thread). Workers are grouped by the cores nearest a device
  * (weft__cpuset_near): a task for device d goes to the group of d's cores,
  * whose workers bind themselves there (each its own thread, so that a
- * binding that is slow holds back no caller). A submit wakes one idle
- * worker, of any group, which takes a task of its own group first, else
- * any other group's. Without locality (or on a
+ * binding that is slow holds back no caller). A submit wakes one sleeping
+ * worker, of any group, unless a worker is awake and polling (it will take
+ * the task); a worker that takes a task wakes one more if tasks still wait
+ * and none polls. A worker takes a task of its own group first, else any
+ * other group's. Without locality (or on a
  * machine of 2 cores or fewer) there is one group, unbound.
  *
  * No lock on the way in or out: each group's tasks are a lock-free ring
@@ -45,6 +47,8 @@ weft__hostwork *weft__hostwork_get(weft_runtime *rt);
  * calling thread.
  */
 void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t);
+/* The pool's workers. */
+unsigned weft__hostwork_workers(const weft__hostwork *hw);
 /* On a worker: its index in the pool (traces name its track); else -1. */
 extern _Thread_local int weft__hostwork_self;
 /* Stop and join the workers (the runtime's destroy; nothing queued). */

@@ -188,6 +188,49 @@ static void async_downloads_reuse(void **state)
     free(zeros);
 }
 
+/*
+ * Buffers asked for ahead (weft__stager_warm) are made in the background,
+ * up to what was asked and never past max_slots; the stager works with
+ * them.
+ */
+static void warm_ahead(void **state)
+{
+    weft__stager_options o = {
+        .chunk = 1 << 20, .slots = 2, .max_slots = 6, .threads = 2};
+    weft__stager_stats st;
+    weft__stager *s;
+    weft__queue *q;
+    weft__mem *m;
+    const size_t n = (5 << 20) + 3;
+    unsigned char *src = malloc(n), *back = malloc(n);
+    (void)state;
+
+    assert_non_null(src);
+    assert_non_null(back);
+    o.topology = rt->topology;
+    o.cpuset = dev->props.cpuset;
+    assert_int_equal(weft__stager_create(ctx, &o, &s), 0);
+    weft__stager_warm(s, 5);
+    weft__stager_get_stats(s, &st);
+    assert_int_equal(st.slots, 5);
+    weft__stager_warm(s, 100); /* no more than max_slots */
+    weft__stager_get_stats(s, &st);
+    assert_int_equal(st.slots, 6);
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, n, &m), 0);
+    fill_random(src, n, 11);
+    assert_int_equal(weft__stager_h2d(s, NULL, q, m, 0, src, n), 0);
+    assert_int_equal(weft__stager_d2h(s, NULL, q, back, m, 0, n), 0);
+    assert_memory_equal(back, src, n);
+    weft__stager_get_stats(s, &st);
+    assert_int_equal(st.slots, 6);
+    assert_int_equal(weft__drv_mem_free(m), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+    weft__stager_destroy(s);
+    free(src);
+    free(back);
+}
+
 /* Every failure point of create, h2d and d2h: an error, nothing leaked. */
 static void failure_points(void **state)
 {
@@ -257,6 +300,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(round_trips),
         cmocka_unit_test(follows_queue_order),
         cmocka_unit_test(async_downloads_reuse),
+        cmocka_unit_test(warm_ahead),
         cmocka_unit_test(failure_points),
     };
     return wt_run_group(argc, argv, tests, setup, teardown);
