@@ -1098,6 +1098,49 @@ typedef struct weft_exec_stats {
 WEFT_API int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats);
 
 /*
+ * Per-node device timings. weft_exec_enable_timings(e, 1): every launch of
+ * e made from then on is timed as traces are (WEFT_TRACE): each operation
+ * weft issues on a device is bracketed by two of the driver's timing
+ * events (cuEventRecord; OpenCL event profiling, on queues made with
+ * profiling; the sim's virtual clock) placed on the host clock, and each
+ * host step is read from the host clock. A timed launch runs its
+ * operations one by one: it is never replayed as a native graph, so
+ * timings cost launch time. 0 turns it off again. Thread safe.
+ * WEFT_EINVAL for a NULL e or an on other than 0 or 1.
+ */
+WEFT_API int weft_exec_enable_timings(weft_exec *e, int on);
+
+/* What weft_exec_node_timing gives. */
+typedef struct weft_node_timing {
+    size_t size;    /* set by the caller to sizeof(weft_node_timing) */
+    unsigned timed; /* 1 if the node had timed work in the launch (an
+                       empty node, or one canceled, has none: zeros) */
+    /* From the launch's start (weft_exec_launch's job starting to issue)
+     * to the start of the node's first operation and the end of its last,
+     * in nanoseconds: everything weft issued for the node (the transfers
+     * that made its inputs valid on its device, any write-back to make
+     * room, and its own work: the kernel, the native function's queue
+     * work, the copy or fill, the host task). */
+    uint64_t start_ns;
+    uint64_t end_ns;
+    /* The sum of those operations' own times (they may overlap). The
+     * times of one device are exact against each other; a device's are
+     * placed on the host clock through an event waited for at the
+     * launch's start, so times of different devices, or of a device and
+     * the host, compare to within that wait (microseconds). */
+    uint64_t busy_ns;
+} weft_node_timing;
+
+/*
+ * The timing of node in the last finished launch of e (t->size set by the
+ * caller). WEFT_ENOTFOUND if that launch was not timed (timings were off
+ * when it was made, or it failed before issuing); WEFT_EINVAL for a NULL
+ * argument, a wrong size or a node past the graph's.
+ */
+WEFT_API int weft_exec_node_timing(weft_exec *e, weft_node node,
+                                   weft_node_timing *t);
+
+/*
  * Graphviz DOT of the lowered plan: nodes grouped by device and lane,
  * the events and waits between lanes of the last launch, and the
  * transfers weft inserted (as counted by the last launch).

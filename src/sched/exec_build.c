@@ -244,6 +244,7 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->copies);
     weft__free(e->run.seen);
     weft__free(e->launch_seen);
+    weft__free(e->node_times);
     weft__lanes_release(&e->lanes);
     weft__free(e->nodes);
     weft__free(e->acc);
@@ -451,9 +452,8 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
         !e->kargs || !e->arg_at || !e->spans || !e->nmem || !e->ptrs ||
-        !e->state ||
-        !e->write_dev || !e->jobs || !e->copies || !e->fences || !e->run.seen ||
-        !e->launch_seen)
+        !e->state || !e->write_dev || !e->jobs || !e->copies || !e->fences ||
+        !e->run.seen || !e->launch_seen)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     return 0;
 }

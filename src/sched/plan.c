@@ -687,6 +687,7 @@ void weft__plan_destroy(weft__plan *p)
     weft__free(p->origin);
     weft__free(p->origin_ns);
     weft__free(p->tops);
+    weft__free(p->node_time);
     weft__free(p->tracks);
     weft__free(p->pools);
     weft__free(p->lanes);

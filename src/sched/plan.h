@@ -167,7 +167,21 @@ void weft__plan_time_worker(weft__plan *p, uint32_t node, int worker, int kind,
 /* Launches still to be timed for the kernel time model. */
 unsigned weft__plan_learning(const weft__plan *p);
 void weft__plan_set_learn(weft__plan *p, unsigned n);
-/* Whether this launch is timed (tracing, or learning kernel times). */
+/*
+ * weft_exec_enable_timings: on, every launch from the next is timed and
+ * its end keeps each node's times (weft__plan_node_time).
+ */
+void weft__plan_set_timings(weft__plan *p, int on);
+/*
+ * Node i's operations in the last launch, if it kept node times (else 0):
+ * the first start and last end on the host clock (weft__now_ns) and the
+ * sum of their own times, in *t (3 values). 1 if the node had timed
+ * operations, 0 if it had none (an empty node; all zeros then).
+ */
+int weft__plan_node_time(const weft__plan *p, uint32_t i, uint64_t t[3]);
+/* Whether the last launch kept node times. */
+int weft__plan_node_timed(const weft__plan *p);
+/* Whether this launch is timed (tracing, learning kernel times, timings). */
 int weft__plan_timed(const weft__plan *p);
 /* A host step of the current node took [t0, t1] (weft__now_ns). */
 void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0, uint64_t t1,

@@ -13,7 +13,8 @@
 
 void weft__plan_launch_timed(weft__plan *p)
 {
-    p->timed = p->trace != NULL || p->learn > 0 || p->stats;
+    p->timed = p->trace != NULL || p->learn > 0 || p->stats || p->timings;
+    p->node_timed = 0;
     p->tape_now = 0;
     p->sub = NULL;
 }

@@ -1212,6 +1212,43 @@ static void test_exec_bad_input(void **state)
     graph_works();
 }
 
+/* ---- driver-level features ---------------------------------------------- */
+
+static void test_features_bad_input(void **state)
+{
+    weft_node_timing t;
+    weft_exec *e;
+
+    (void)state;
+    memset(&t, 0, sizeof t);
+    t.size = sizeof t;
+    expect(weft_exec_enable_timings(NULL, 1), WEFT_EINVAL,
+           "weft_exec_enable_timings: exec is NULL");
+    expect(weft_exec_node_timing(NULL, 0, &t), WEFT_EINVAL,
+           "weft_exec_node_timing: exec is NULL");
+    check(weft_graph_instantiate(fx.g, NULL, &e));
+    expect(weft_exec_enable_timings(e, 2), WEFT_EINVAL,
+           "weft_exec_enable_timings: on is 2, not 0 or 1");
+    expect(weft_exec_node_timing(e, 0, NULL), WEFT_EINVAL,
+           "weft_exec_node_timing: timing is NULL");
+    expect(weft_exec_node_timing(e, 0, &t), WEFT_ENOTFOUND,
+           "weft_exec_node_timing: the last finished launch was not timed");
+    check(weft_exec_enable_timings(e, 1));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    expect(weft_exec_node_timing(e, 2, &t), WEFT_EINVAL,
+           "weft_exec_node_timing: node 2 of 2 nodes");
+    t.size = 0;
+    expect(weft_exec_node_timing(e, 1, &t), WEFT_EINVAL, "timing->size 0");
+    t.size = sizeof t + 1;
+    expect(weft_exec_node_timing(e, 1, &t), WEFT_EINVAL, "timing->size");
+    t.size = sizeof t;
+    check(weft_exec_node_timing(e, 1, &t));
+    assert_int_equal(t.timed, 1);
+    check(weft_exec_destroy(e));
+    graph_works();
+}
+
 /* ---- misuse across threads --------------------------------------------- */
 
 enum { LAUNCHES = 200 };
@@ -1699,6 +1736,8 @@ static const struct {
     {"weft_exec_node_device", "test_exec_bad_input"},
     {"weft_exec_get_stats", "test_exec_bad_input"},
     {"weft_exec_write_dot", "test_exec_bad_input"},
+    {"weft_exec_enable_timings", "test_features_bad_input"},
+    {"weft_exec_node_timing", "test_features_bad_input"},
 };
 
 /* The group main runs, so that `covered` can name only cases of it. */
@@ -1812,6 +1851,7 @@ int main(int argc, char **argv)
         CASE(test_threads_destroy_exec),
         CASE(test_native_bad_input),
         CASE(test_external_bad_input),
+        CASE(test_features_bad_input),
         cmocka_unit_test(test_every_function_covered),
     };
 

@@ -1,0 +1,165 @@
+/*
+ * Driver-level features of the public API on the devices of WEFT_DEVICES
+ * (host, sim, OpenCL on PoCL, CUDA where there is a GPU; the CUDA case
+ * exits 77, skipped, elsewhere): per-node device timings of a launch.
+ *
+ * Each case checks what a user sees through weft.h.
+ */
+#include "wt_test.h"
+
+#include "wt_devices.h"
+#include "wt_kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { N = 4096, K = 5 };
+/* How far a device's times placed on the host clock may be off. */
+#define SLACK_NS 1000000u
+
+static wt_devices devs;
+static weft_module *mod;
+static weft_kernel *k_advance;
+
+static int setup(void **state)
+{
+    (void)state;
+    wt_devices_open(&devs);
+    if (wt_kernels_module(devs.rt, &mod) < 0 ||
+        weft_module_get_kernel(mod, "advance", &k_advance) < 0) {
+        fprintf(stderr, "setup: %s\n", weft_last_error());
+        return -1;
+    }
+    printf("# device 0: %s (%s), %u devices\n", wt_device(&devs, 0)->name,
+           wt_device(&devs, 0)->drv->name, devs.n);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    weft_module_destroy(mod);
+    return weft_runtime_destroy(devs.rt);
+}
+
+static void add_advance(weft_graph *g, weft_buffer *b, weft_node *node)
+{
+    weft_arg args[3] = {
+        weft_arg_buffer(b, 0, N * 4, WEFT_READ_WRITE),
+        weft_arg_u32(K),
+        weft_arg_i64(N),
+    };
+
+    check(weft_graph_add_kernel(g, k_advance, weft_dims1(N), args, 3, node));
+}
+
+/* ---- per-node timings --------------------------------------------------- */
+
+static void host_spin(void *const *ptrs, void *user)
+{
+    volatile uint32_t *x = ptrs[0];
+
+    (void)user;
+    for (unsigned r = 0; r < 64; r++)
+        for (unsigned i = 0; i < N; i++)
+            x[i] = x[i] + 1;
+}
+
+/*
+ * write -> advance -> advance -> host task -> read, and an empty node: each
+ * node with work is timed, in the order the dependencies impose; the empty
+ * node has none; turning timings off leaves the next launch untimed.
+ */
+static void test_timings(void **state)
+{
+    static uint32_t in[N], out[N];
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+    weft_node nw, k1, k2, nh, nr, ne;
+    weft_node_timing t[6];
+    weft_access_desc acc;
+
+    (void)state;
+    for (unsigned i = 0; i < N; i++)
+        in[i] = i;
+    check(weft_buffer_create(devs.rt, N * 4, &b));
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_write(g, b, 0, in, N * 4, &nw));
+    add_advance(g, b, &k1);
+    add_advance(g, b, &k2);
+    /* One device: its times share one origin on the host clock. */
+    check(weft_graph_set_device(g, k1, weft_runtime_device(devs.rt, 0)));
+    check(weft_graph_set_device(g, k2, weft_runtime_device(devs.rt, 0)));
+    acc = (weft_access_desc){b, 0, N * 4, WEFT_READ_WRITE};
+    check(weft_graph_add_host(g, host_spin, NULL, &acc, 1, &nh));
+    check(weft_graph_add_read(g, b, 0, out, N * 4, &nr));
+    check(weft_graph_add_empty(g, &ne));
+    check(weft_graph_instantiate(g, NULL, &e));
+
+    t[0].size = sizeof t[0];
+    assert_int_equal(weft_exec_node_timing(e, k1, &t[0]), WEFT_ENOTFOUND);
+    check(weft_exec_enable_timings(e, 1));
+    for (int launch = 0; launch < 2; launch++) {
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+    }
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(out[i],
+                         wt_advance_value(wt_advance_value(i, K), K) + 64);
+    {
+        weft_node nodes[6] = {nw, k1, k2, nh, nr, ne};
+
+        for (int i = 0; i < 6; i++) {
+            memset(&t[i], 0, sizeof t[i]);
+            t[i].size = sizeof t[i];
+            check(weft_exec_node_timing(e, nodes[i], &t[i]));
+            printf("# node %u: timed %u, %llu..%llu ns, busy %llu ns\n",
+                   nodes[i], t[i].timed, (unsigned long long)t[i].start_ns,
+                   (unsigned long long)t[i].end_ns,
+                   (unsigned long long)t[i].busy_ns);
+        }
+    }
+    /* The write moves bytes only where the buffer's device copy is not
+     * the host's; every other node with work is timed. */
+    for (int i = 1; i < 5; i++) {
+        assert_int_equal(t[i].timed, 1);
+        assert_true(t[i].end_ns >= t[i].start_ns);
+    }
+    assert_true(t[1].busy_ns > 0 && t[2].busy_ns > 0 && t[3].busy_ns > 0);
+    /* k2 after k1 (same bytes, one device: exact), the host task after k2
+     * (the device's clock against the host's: within SLACK_NS), the read
+     * last. */
+    assert_true(t[2].start_ns >= t[1].end_ns);
+    assert_true(t[3].start_ns + SLACK_NS >= t[2].end_ns);
+    assert_true(t[4].start_ns >= t[3].start_ns);
+    assert_int_equal(t[5].timed, 0);
+    assert_int_equal(t[5].end_ns, 0);
+
+    check(weft_exec_enable_timings(e, 0));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    assert_int_equal(weft_exec_node_timing(e, k1, &t[0]), WEFT_ENOTFOUND);
+    /* A smaller struct (an older caller) gets what fits. */
+    check(weft_exec_enable_timings(e, 1));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    t[0].size = offsetof(weft_node_timing, end_ns);
+    t[0].end_ns = 12345;
+    check(weft_exec_node_timing(e, k1, &t[0]));
+    assert_int_equal(t[0].timed, 1);
+    assert_int_equal(t[0].end_ns, 12345);
+
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timings),
+    };
+
+    return wt_run_group(argc, argv, tests, setup, teardown);
+}
