@@ -963,6 +963,23 @@ typedef enum weft_native_graphs {
     WEFT_NATIVE_GRAPHS_ON = 2,  /* also on CPU devices (PoCL) */
 } weft_native_graphs;
 
+/*
+ * The priority of an executable graph's work on each device: the streams
+ * or queues weft makes for it (compute and copy lanes) get the device's
+ * highest priority (weft_device_info.queue_priority_high) for HIGH.
+ * CUDA: cuStreamCreateWithPriority, so that its kernels are scheduled
+ * ahead of those of default-priority streams (of other graphs, or of the
+ * program) where both wait for the GPU; OpenCL: CL_QUEUE_PRIORITY_HIGH_KHR
+ * where the device has cl_khr_priority_hints (elsewhere the queues are
+ * as by default); host and sim devices have one priority (their range is
+ * 0..0): HIGH changes nothing there, and work keeps the order in which it
+ * is issued.
+ */
+typedef enum weft_priority {
+    WEFT_PRIORITY_DEFAULT = 0,
+    WEFT_PRIORITY_HIGH = 1,
+} weft_priority;
+
 /* Options for weft_graph_instantiate(). Start from WEFT_EXEC_OPTIONS_INIT. */
 typedef struct weft_exec_options {
     size_t size;
@@ -974,11 +991,14 @@ typedef struct weft_exec_options {
     weft_native_graphs native_graphs;
     /* The devices placement chooses among (WEFT_PLACE_SCOPE_DEFAULT). */
     weft_place_scope place_scope;
+    /* The priority of its streams or queues (WEFT_PRIORITY_DEFAULT). */
+    weft_priority priority;
 } weft_exec_options;
 #define WEFT_EXEC_OPTIONS_INIT                                                 \
     {                                                                          \
         sizeof(weft_exec_options), NULL, WEFT_PLACE_DEFAULT,                   \
-            WEFT_NATIVE_GRAPHS_DEFAULT, WEFT_PLACE_SCOPE_DEFAULT               \
+            WEFT_NATIVE_GRAPHS_DEFAULT, WEFT_PLACE_SCOPE_DEFAULT,              \
+            WEFT_PRIORITY_DEFAULT                                              \
     }
 
 /*
@@ -988,8 +1008,8 @@ typedef struct weft_exec_options {
  * wrong type or size for the implementation placement chose), WEFT_EINVAL
  * (a NULL host pointer where bytes must be read or written, a group too
  * large for the device). WEFT_EINVAL also for options of a wrong size, an
- * unknown policy, scope or native_graphs value, or a device of another
- * runtime. opts may be NULL.
+ * unknown policy, scope, native_graphs or priority value, or a device of
+ * another runtime. opts may be NULL.
  */
 WEFT_API int weft_graph_instantiate(weft_graph *g,
                                     const weft_exec_options *opts,

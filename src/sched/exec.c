@@ -67,6 +67,7 @@ static void weft__replace(weft_exec *e)
                            e->native, &plan);
     if (rc < 0)
         goto fail;
+    weft__plan_set_priority(plan, e->priority);
     weft__exec_free_jobs(e); /* made again for the new plan */
     {
         weft__plan *old = e->plan;

@@ -114,6 +114,7 @@ struct weft_exec {
     unsigned devices_used; /* by placement, 0 if all on the default */
     unsigned replace;      /* place again once the kernel times are learned */
     int native;            /* weft_exec_options.native_graphs */
+    int priority;          /* weft_exec_options.priority */
     int scope;             /* placement's weft_place_scope, not DEFAULT */
 
     weft__node *nodes;

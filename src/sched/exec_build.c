@@ -383,6 +383,12 @@ static int weft__exec_options(const weft_exec_options *opts,
                            "weft_graph_instantiate: opts->place_scope %d is "
                            "none of weft_place_scope",
                            (int)o->place_scope);
+    if (o->priority != WEFT_PRIORITY_DEFAULT &&
+        o->priority != WEFT_PRIORITY_HIGH)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_instantiate: opts->priority %d is none "
+                           "of weft_priority",
+                           (int)o->priority);
     return 0;
 }
 
@@ -478,6 +484,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     weft__lanes_init(&e->lanes, g->rt);
     e->rt = g->rt;
     e->native = (int)o.native_graphs;
+    e->priority = (int)o.priority;
     e->nnodes = g->nnodes;
     e->nacc = g->nacc;
     e->nroots = g->nroots;
@@ -519,6 +526,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
                                 e->order, e->pred_first, e->preds, e->raws,
                                 e->roots, e->native, &e->plan)) < 0)
         goto fail;
+    weft__plan_set_priority(e->plan, e->priority);
     e->lanes.hooks = &weft__plan_hooks;
     e->lanes.set = e->plan;
     /* Kernel times for the cost model, where a model placed the nodes. */

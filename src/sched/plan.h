@@ -98,6 +98,13 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
 /* Drain and free (NULL is ignored). */
 void weft__plan_destroy(weft__plan *p);
 
+/*
+ * The weft_priority of the queues the plan makes from now on (before its
+ * first: every queue of the plan has it). HIGH: the device's highest
+ * queue priority (weft_device_info.queue_priority_high).
+ */
+void weft__plan_set_priority(weft__plan *p, int priority);
+
 /* The compute lane node i was lowered to on device: its queue, made now. */
 int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
                           weft__queue **q);
@@ -195,6 +202,7 @@ typedef struct weft__plan_lane_count {
     uint64_t ops;   /* operations enqueued, waits and records included */
     uint64_t nodes; /* steps whose work ended on the lane */
     uint64_t busy_ns, first_ns, last_ns; /* timed launches, else 0 */
+    int priority;                        /* of its queue (weft__queue_desc) */
 } weft__plan_lane_count;
 /* The lanes with a queue, up to max of them into out; returns how many. */
 unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,

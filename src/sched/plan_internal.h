@@ -127,6 +127,7 @@ struct weft__plan {
     unsigned learn; /* launches still to time for the kernel times */
     unsigned timed; /* this launch */
     unsigned stats; /* WEFT_STATS: time every launch */
+    int priority;   /* weft_priority of every queue the plan makes */
     /* weft_exec_enable_timings: time every launch and keep, per node, its
      * first start, last end and busy time (node_time: 3 * n, made on
      * first use; node_timed: the last launch filled it). */

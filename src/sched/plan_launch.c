@@ -158,6 +158,7 @@ unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
         out[k].ops = l->seq - l->seq0;
         out[k].nodes = l->nodes;
         out[k].busy_ns = l->busy_ns;
+        out[k].priority = l->q->desc.priority;
         out[k].first_ns = l->first_ns;
         out[k].last_ns = l->last_ns;
         k++;

@@ -1246,6 +1246,19 @@ static void test_features_bad_input(void **state)
     check(weft_exec_node_timing(e, 1, &t));
     assert_int_equal(t.timed, 1);
     check(weft_exec_destroy(e));
+    {
+        weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+
+        o.priority = (weft_priority)7;
+        expect(weft_graph_instantiate(fx.g, &o, &e), WEFT_EINVAL,
+               "weft_graph_instantiate: opts->priority 7 is none of "
+               "weft_priority");
+        o.priority = WEFT_PRIORITY_HIGH;
+        check(weft_graph_instantiate(fx.g, &o, &e));
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        check(weft_exec_destroy(e));
+    }
     graph_works();
 }
 

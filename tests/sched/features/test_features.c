@@ -1,14 +1,18 @@
 /*
  * Driver-level features of the public API on the devices of WEFT_DEVICES
  * (host, sim, OpenCL on PoCL, CUDA where there is a GPU; the CUDA case
- * exits 77, skipped, elsewhere): per-node device timings of a launch.
+ * exits 77, skipped, elsewhere): per-node device timings of a launch,
+ * executable graphs of high priority.
  *
  * Each case checks what a user sees through weft.h.
  */
 #include "wt_test.h"
 
+#include "sched/exec.h"
 #include "wt_devices.h"
 #include "wt_kernels.h"
+
+#include "drivers/cuda/internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -155,10 +159,97 @@ static void test_timings(void **state)
     check(weft_buffer_destroy(b));
 }
 
+/* ---- priorities ---------------------------------------------------------- */
+
+/* What a native node saw of its queue's priority (CUDA: the stream's). */
+typedef struct prio_seen {
+    int calls;
+    int priority;
+} prio_seen;
+
+static int prio_native(const weft_native_ctx *c, void *user)
+{
+    prio_seen *s = user;
+
+    s->calls++;
+    if (strcmp(weft_native_driver(c), "cuda") == 0) {
+        if (!weft__cu.StreamGetPriority ||
+            weft__cu.StreamGetPriority((CUstream)weft_native_queue(c),
+                                       &s->priority) != CUDA_SUCCESS)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * A graph instantiated with WEFT_PRIORITY_HIGH runs on queues of the
+ * device's highest priority (every lane it used), one with the default on
+ * priority 0; results are the same. On CUDA the native node's stream
+ * reports that priority to cuStreamGetPriority.
+ */
+static void test_priority(void **state)
+{
+    static uint32_t in[N], out[N];
+    static const weft_native_impl impls[] = {{"cuda", 0, prio_native},
+                                             {"opencl", 0, prio_native},
+                                             {"host", 0, prio_native},
+                                             {"sim", 0, prio_native}};
+    const weft_device *dev = weft_runtime_device(devs.rt, 0);
+    weft_device_info info = {.size = sizeof info};
+    weft_access_desc acc;
+
+    (void)state;
+    check(weft_device_get_info(dev, &info));
+    printf("# queue priorities %d (low) .. %d (high)\n",
+           info.queue_priority_low, info.queue_priority_high);
+    for (unsigned i = 0; i < N; i++)
+        in[i] = i;
+    for (int high = 0; high < 2; high++) {
+        weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+        weft__plan_lane_count lc[64];
+        prio_seen seen = {0, 12345};
+        weft_buffer *b;
+        weft_graph *g;
+        weft_exec *e;
+        weft_node k;
+        unsigned n;
+
+        o.priority = high ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_DEFAULT;
+        o.device = dev;
+        check(weft_buffer_create(devs.rt, N * 4, &b));
+        check(weft_graph_create(devs.rt, &g));
+        check(weft_graph_add_write(g, b, 0, in, N * 4, NULL));
+        add_advance(g, b, &k);
+        acc = (weft_access_desc){b, 0, N * 4, WEFT_READ_WRITE};
+        check(weft_graph_add_native(g, impls, 4, &acc, 1, &seen, NULL));
+        check(weft_graph_add_read(g, b, 0, out, N * 4, NULL));
+        check(weft_graph_instantiate(g, &o, &e));
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        for (unsigned i = 0; i < N; i++)
+            assert_int_equal(out[i], wt_advance_value(i, K));
+        /* CUDA fills the range in with the device's first context. */
+        check(weft_device_get_info(dev, &info));
+        n = weft__plan_lane_counts(e->plan, lc, 64);
+        assert_true(n > 0);
+        for (unsigned i = 0; i < n; i++)
+            assert_int_equal(lc[i].priority,
+                             high ? info.queue_priority_high : 0);
+        assert_int_equal(seen.calls, 1);
+        if (strcmp(info.driver, "cuda") == 0)
+            assert_int_equal(seen.priority, high ? info.queue_priority_high
+                                                 : info.queue_priority_low);
+        check(weft_exec_destroy(e));
+        check(weft_graph_destroy(g));
+        check(weft_buffer_destroy(b));
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timings),
+        cmocka_unit_test(test_priority),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
