@@ -582,6 +582,33 @@ WEFT_API int weft_buffer_sync_host(weft_buffer *buf);
 WEFT_API int weft_buffer_invalidate(weft_buffer *buf, size_t offset,
                                     size_t size);
 
+/*
+ * Page-locked host memory for the program: size bytes that devices copy
+ * from and into in place, at full speed, with no staging through weft's
+ * pinned pool. Made by the first device of rt (in runtime order) whose
+ * driver pins host memory: cuMemHostAlloc (portable: page-locked for every
+ * CUDA GPU) on CUDA, a CL_MEM_ALLOC_HOST_PTR buffer mapped for its whole
+ * life on OpenCL (pinned for that device), the sim's pinned memory; where
+ * no device needs it (the host driver alone) plain memory aligned to 4096
+ * bytes. weft's copies recognise it, in buffers that wrap it
+ * (weft_buffer_wrap) and in the host side of write and read nodes; a
+ * wrapped buffer over it is not registered again. Devices of another
+ * driver than the one that made it see ordinary memory. Thread safe.
+ * WEFT_EINVAL for a NULL rt or ptr or a size of 0; WEFT_ENOMEM, or the
+ * driver's error (naming the device), where it cannot be had.
+ */
+WEFT_API int weft_host_alloc(weft_runtime *rt, size_t size, void **ptr);
+/*
+ * Free memory of weft_host_alloc(rt). NULL is ignored. WEFT_EBUSY while a
+ * live buffer wraps bytes of it (naming how many); WEFT_EINVAL for a NULL
+ * rt or a pointer that weft_host_alloc of rt did not return (or that was
+ * freed). Graph nodes that read or write it (weft_graph_add_write, _read)
+ * are the program's to keep from running after this. The runtime counts
+ * every block as a live object: weft_runtime_destroy is WEFT_EBUSY until
+ * each is freed.
+ */
+WEFT_API int weft_host_free(weft_runtime *rt, void *ptr);
+
 /* ------------------------------------------------------------------------ */
 /* Graphs                                                                   */
 /* ------------------------------------------------------------------------ */

@@ -1259,6 +1259,30 @@ static void test_features_bad_input(void **state)
         check(weft_exec_wait(e));
         check(weft_exec_destroy(e));
     }
+    {
+        void *p = NULL, *stack[4];
+
+        expect(weft_host_alloc(NULL, 64, &p), WEFT_EINVAL,
+               "weft_host_alloc: runtime is NULL");
+        expect(weft_host_alloc(rt, 64, NULL), WEFT_EINVAL,
+               "weft_host_alloc: ptr is NULL");
+        expect(weft_host_alloc(rt, 0, &p), WEFT_EINVAL,
+               "weft_host_alloc: size 0");
+        expect(weft_host_alloc(rt, SIZE_MAX, &p), WEFT_ENOMEM,
+               "weft_host_alloc: size");
+        assert_null(p);
+        expect(weft_host_free(NULL, stack), WEFT_EINVAL,
+               "weft_host_free: runtime is NULL");
+        expect(weft_host_free(rt, stack), WEFT_EINVAL,
+               "is not memory that weft_host_alloc of this runtime returned");
+        check(weft_host_free(rt, NULL));
+        check(weft_host_alloc(rt, 64, &p));
+        expect(weft_host_free(rt, (char *)p + 8), WEFT_EINVAL,
+               "weft_host_free");
+        expect(weft_runtime_destroy(rt), WEFT_EBUSY, "weft_host_alloc memory");
+        check(weft_host_free(rt, p));
+        expect(weft_host_free(rt, p), WEFT_EINVAL, "weft_host_free");
+    }
     graph_works();
 }
 
@@ -1751,6 +1775,8 @@ static const struct {
     {"weft_exec_write_dot", "test_exec_bad_input"},
     {"weft_exec_enable_timings", "test_features_bad_input"},
     {"weft_exec_node_timing", "test_features_bad_input"},
+    {"weft_host_alloc", "test_features_bad_input"},
+    {"weft_host_free", "test_features_bad_input"},
 };
 
 /* The group main runs, so that `covered` can name only cases of it. */

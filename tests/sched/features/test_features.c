@@ -2,7 +2,7 @@
  * Driver-level features of the public API on the devices of WEFT_DEVICES
  * (host, sim, OpenCL on PoCL, CUDA where there is a GPU; the CUDA case
  * exits 77, skipped, elsewhere): per-node device timings of a launch,
- * executable graphs of high priority.
+ * executable graphs of high priority, page-locked host memory.
  *
  * Each case checks what a user sees through weft.h.
  */
@@ -15,6 +15,7 @@
 #include "drivers/cuda/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { N = 4096, K = 5 };
@@ -245,11 +246,112 @@ static void test_priority(void **state)
     }
 }
 
+/* ---- page-locked host memory --------------------------------------------- */
+
+enum { BIG = 1 << 20 }; /* past the staging threshold */
+
+/* One launch of advance over BIG bytes of host memory at p, on device 0:
+ * what it moved pinned and staged. */
+static void advance_over(uint32_t *p, uint64_t *pinned, uint64_t *staged)
+{
+    weft_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    weft_arg args[3];
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+
+    for (unsigned i = 0; i < BIG / 4; i++)
+        p[i] = i;
+    check(weft_buffer_wrap(devs.rt, p, BIG, &b));
+    args[0] = weft_arg_buffer(b, 0, BIG, WEFT_READ_WRITE);
+    args[1] = weft_arg_u32(K);
+    args[2] = weft_arg_i64(BIG / 4);
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_kernel(g, k_advance, weft_dims1(BIG / 4), args, 3,
+                                NULL));
+    o.device = weft_runtime_device(devs.rt, 0);
+    check(weft_graph_instantiate(g, &o, &e));
+    check(weft_runtime_get_stats(devs.rt, &s0));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_buffer_sync_host(b));
+    check(weft_runtime_get_stats(devs.rt, &s1));
+    for (unsigned i = 0; i < BIG / 4; i++)
+        assert_int_equal(p[i], wt_advance_value(i, K));
+    *pinned = s1.pinned_bytes - s0.pinned_bytes;
+    *staged = s1.staged_bytes - s0.staged_bytes;
+    /* The block is held while the buffer wraps it. */
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+}
+
+/*
+ * weft_host_alloc's memory crosses to a device and back pinned (no
+ * staging), where memory of malloc goes through the staging pool the first
+ * time; a buffer that wraps it holds it; freed, it is gone.
+ */
+static void test_host_alloc(void **state)
+{
+    const weft__device *dev = wt_device(&devs, 0);
+    uint64_t pinned, staged;
+    uint32_t *p, *q;
+    weft_buffer *b;
+
+    (void)state;
+    check(weft_host_alloc(devs.rt, BIG, (void **)&p));
+    assert_non_null(p);
+    /* Plain memory (no device pins) is page-aligned. */
+    if (dev->drv->memory_is_host)
+        assert_int_equal((uintptr_t)p % 4096, 0);
+    advance_over(p, &pinned, &staged);
+    printf("# weft_host_alloc: %llu bytes pinned, %llu staged\n",
+           (unsigned long long)pinned, (unsigned long long)staged);
+    assert_int_equal(staged, 0);
+    if (!dev->drv->memory_is_host)
+        assert_true(pinned >= 2 * (uint64_t)BIG);
+
+    q = malloc(BIG);
+    assert_non_null(q);
+    advance_over(q, &pinned, &staged);
+    printf("# malloc: %llu bytes pinned, %llu staged\n",
+           (unsigned long long)pinned, (unsigned long long)staged);
+    if (!dev->drv->memory_is_host)
+        assert_true(staged > 0);
+    free(q);
+
+    check(weft_buffer_wrap(devs.rt, p + 16, 4096, &b));
+    assert_int_equal(weft_host_free(devs.rt, p), WEFT_EBUSY);
+    assert_non_null(strstr(weft_last_error(), "wrapped by 1 live buffers"));
+    check(weft_buffer_destroy(b));
+    check(weft_host_free(devs.rt, p));
+    assert_int_equal(weft_host_free(devs.rt, p), WEFT_EINVAL);
+    check(weft_host_free(devs.rt, NULL));
+
+    /* Each allocation inside fails in turn: an error, nothing left. */
+    for (long n = 1;; n++) {
+        void *x = NULL;
+        int rc;
+
+        weft__fault_arm(n, NULL);
+        rc = weft_host_alloc(devs.rt, 4096, &x);
+        weft__fault_disarm();
+        if (rc == 0) {
+            check(weft_host_free(devs.rt, x));
+            break;
+        }
+        assert_null(x);
+        assert_true(n < 50);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timings),
         cmocka_unit_test(test_priority),
+        cmocka_unit_test(test_host_alloc),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
