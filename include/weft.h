@@ -461,7 +461,12 @@ typedef struct weft_module_source {
 WEFT_API int weft_module_create(weft_runtime *rt,
                                 const weft_module_source *variants,
                                 unsigned nvariants, weft_module **mod);
-/* The same for one source in the portable dialect. */
+/*
+ * The same for one source in the portable dialect, named "portable" in
+ * messages and build logs; to give it a name of its own, pass
+ * weft_module_create one variant {WEFT_SOURCE_PORTABLE, source, 0,
+ * options, "name"}.
+ */
 WEFT_API int weft_module_create_portable(weft_runtime *rt, const char *source,
                                          const char *options,
                                          weft_module **mod);
@@ -483,6 +488,31 @@ WEFT_API int weft_kernel_supports(const weft_kernel *kernel,
                                   const weft_device *dev);
 /* The kernel's name. */
 WEFT_API const char *weft_kernel_name(const weft_kernel *kernel);
+/*
+ * The module's name: that of its first variant with one ("portable" for
+ * weft_module_create_portable), else "module". NULL, with
+ * weft_last_error() set, for a NULL mod. Valid while the module lives.
+ */
+WEFT_API const char *weft_module_name(const weft_module *mod);
+/*
+ * What the compiler said when mod was built on dev, warnings included: the
+ * OpenCL build log (clGetProgramBuildInfo, CL_PROGRAM_BUILD_LOG) for
+ * OpenCL C, SPIR-V and binaries; NVRTC's log for CUDA C++ and portable
+ * sources on CUDA. Empty where nothing was compiled (PTX, cubin and fatbin
+ * are loaded; host and sim kernels are the program's C functions, which
+ * its own compiler built), and possibly where the build was loaded from
+ * the compiled-kernel cache (README: WEFT_CACHE=off builds every time). The
+ * log is copied into buf (size bytes, truncated and always NUL-terminated
+ * when size > 0; buf may be NULL with size 0) and *length (may be NULL)
+ * gets its whole length, without the NUL, so that a first call with size
+ * 0 sizes the buffer. WEFT_EINVAL for a NULL mod or dev, a NULL buf with a
+ * size, or a device of another runtime; WEFT_ENOTFOUND where none of the
+ * module's variants fits dev. A build that fails has its log in
+ * weft_last_error() of weft_module_create.
+ */
+WEFT_API int weft_module_build_log(const weft_module *mod,
+                                   const weft_device *dev, char *buf,
+                                   size_t size, size_t *length);
 
 /* ------------------------------------------------------------------------ */
 /* Buffers                                                                  */

@@ -1283,6 +1283,30 @@ static void test_features_bad_input(void **state)
         check(weft_host_free(rt, p));
         expect(weft_host_free(rt, p), WEFT_EINVAL, "weft_host_free");
     }
+    {
+        char buf[16];
+        size_t len = 99;
+
+        expect_null(weft_module_name(NULL), "weft_module_name: module is NULL");
+        assert_non_null(weft_module_name(mod));
+        expect(weft_module_build_log(NULL, weft_runtime_device(rt, 0), buf,
+                                     sizeof buf, &len),
+               WEFT_EINVAL, "weft_module_build_log: module is NULL");
+        expect(weft_module_build_log(mod, NULL, buf, sizeof buf, &len),
+               WEFT_EINVAL, "weft_module_build_log: device is NULL");
+        expect(weft_module_build_log(mod, weft_runtime_device(rt, 0), NULL, 4,
+                                     &len),
+               WEFT_EINVAL, "weft_module_build_log: buf is NULL with size 4");
+        expect(weft_module_build_log(mod, weft_runtime_device(rt_b, 0), buf,
+                                     sizeof buf, &len),
+               WEFT_EINVAL, "is not a device of the module's runtime");
+        assert_int_equal(len, 99);
+        check(weft_module_build_log(mod, weft_runtime_device(rt, 0), NULL, 0,
+                                    &len));
+        check(weft_module_build_log(mod, weft_runtime_device(rt, 0), buf,
+                                    sizeof buf, NULL));
+        assert_true(strlen(buf) < sizeof buf);
+    }
     graph_works();
 }
 
@@ -1777,6 +1801,8 @@ static const struct {
     {"weft_exec_node_timing", "test_features_bad_input"},
     {"weft_host_alloc", "test_features_bad_input"},
     {"weft_host_free", "test_features_bad_input"},
+    {"weft_module_name", "test_features_bad_input"},
+    {"weft_module_build_log", "test_features_bad_input"},
 };
 
 /* The group main runs, so that `covered` can name only cases of it. */

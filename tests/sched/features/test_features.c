@@ -2,7 +2,8 @@
  * Driver-level features of the public API on the devices of WEFT_DEVICES
  * (host, sim, OpenCL on PoCL, CUDA where there is a GPU; the CUDA case
  * exits 77, skipped, elsewhere): per-node device timings of a launch,
- * executable graphs of high priority, page-locked host memory.
+ * executable graphs of high priority, page-locked host memory, build logs
+ * and module names.
  *
  * Each case checks what a user sees through weft.h.
  */
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 enum { N = 4096, K = 5 };
 /* How far a device's times placed on the host clock may be off. */
@@ -346,12 +349,82 @@ static void test_host_alloc(void **state)
     }
 }
 
+/* ---- build logs -----------------------------------------------------------
+ */
+
+/*
+ * A portable module named by its variant, whose source makes the compiler
+ * warn (#warning): its log on every device it was compiled for (OpenCL,
+ * CUDA) has the warning, and where nothing was compiled (host and sim: C
+ * functions) it is empty. A constant unique to the run keeps the
+ * compiled-kernel caches (weft's, PoCL's) from answering instead of the
+ * compiler.
+ */
+static void test_build_log(void **state)
+{
+    char src[512], small[8], *log;
+    static const weft_host_kernel host_k[] = {
+        {"twice_f", wt_host_addone, 2, wt_addone_params, NULL, NULL, NULL}};
+    weft_module_source hv[2] = {{WEFT_SOURCE_HOST, host_k, 1, NULL, NULL},
+                                {WEFT_SOURCE_PORTABLE, src, 0, NULL, "warner"}};
+    weft_module *m;
+    size_t len = 0, len2 = 0;
+    unsigned compiled = 0;
+
+    (void)state;
+    snprintf(src, sizeof src,
+             "#warning weft_build_log_check\n"
+             "WEFT_KERNEL void twice_f(WEFT_GLOBAL float *x, long n) {\n"
+             "    long i = weft_global_id(0);\n"
+             "    if (i < n) x[i] *= 2.0f + 0.0f * %ld.0f;\n"
+             "}\n",
+             (long)getpid() * 100000 + (long)(time(NULL) % 100000));
+    /* Host and sim take a C function (unnamed variant), without a log. */
+    check(weft_module_create(devs.rt, hv, 2, &m));
+    assert_string_equal(weft_module_name(m), "warner");
+    for (unsigned d = 0; d < devs.n; d++) {
+        const weft_device *dev = weft_runtime_device(devs.rt, d);
+        const weft__device *wd = wt_device(&devs, d);
+
+        check(weft_module_build_log(m, dev, NULL, 0, &len));
+        log = malloc(len + 1);
+        assert_non_null(log);
+        check(weft_module_build_log(m, dev, log, len + 1, &len2));
+        assert_int_equal(len, len2);
+        assert_int_equal(strlen(log), len);
+        printf("# %s (%s): %zu bytes of log%s%s\n", wd->name, wd->drv->name,
+               len, len ? ":\n# " : "", len ? log : "");
+        if (wd->drv->portable_kind) {
+            compiled++;
+            assert_non_null(strstr(log, "weft_build_log_check"));
+            assert_non_null(strstr(log, "warner"));
+            /* Truncated, terminated. */
+            check(weft_module_build_log(m, dev, small, sizeof small, NULL));
+            assert_int_equal(strlen(small), sizeof small - 1);
+            assert_memory_equal(small, log, sizeof small - 1);
+        } else {
+            assert_int_equal(len, 0);
+        }
+        free(log);
+    }
+    printf("# %u devices compiled it\n", compiled);
+    check(weft_module_destroy(m));
+
+    /* weft_module_create_portable names its module "portable". */
+    if (compiled) {
+        check(weft_module_create_portable(devs.rt, src, NULL, &m));
+        assert_string_equal(weft_module_name(m), "portable");
+        check(weft_module_destroy(m));
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timings),
         cmocka_unit_test(test_priority),
         cmocka_unit_test(test_host_alloc),
+        cmocka_unit_test(test_build_log),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
