@@ -1059,6 +1059,29 @@ typedef struct weft_exec_options {
     }
 
 /*
+ * The devices that weft_graph_instantiate(g, opts) would choose among for
+ * node (opts may be NULL, as there), in runtime order: up to max of them
+ * into devs (devs may be NULL with max 0), and how many there are in
+ * *count. Placement places kernel and native nodes only: for any other
+ * node (transfers, maps, host tasks, empty nodes) there are none. A node
+ * that weft_graph_set_device placed has that device; with opts->device,
+ * every node has that one; under WEFT_PLACE_SINGLE, or where the scope
+ * holds fewer than two devices, every node has the default device (the
+ * first that has every unplaced kernel); else the devices of the scope
+ * (weft_place_scope) that have an implementation of the node and fit its
+ * group size and buffer offsets. Placement (and placement again after
+ * the first timed launches) picks within these; weft_exec_node_device
+ * tells which it picked. The graph must be complete enough to
+ * instantiate: its errors (WEFT_ENODEV naming a node with no device, bad
+ * options) are those of weft_graph_instantiate. WEFT_EINVAL for a NULL g
+ * or count, a NULL devs with max > 0, or a node past the graph's.
+ */
+WEFT_API int weft_graph_candidate_devices(weft_graph *g, weft_node node,
+                                          const weft_exec_options *opts,
+                                          const weft_device **devs,
+                                          unsigned max, unsigned *count);
+
+/*
  * Validate the graph and lower it once into an executable graph that can
  * be launched many times. Errors name the node: WEFT_ENODEV (a kernel with
  * no implementation on any usable device), WEFT_EARGS (an argument of the

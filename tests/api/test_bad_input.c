@@ -1307,6 +1307,33 @@ static void test_features_bad_input(void **state)
                                     sizeof buf, NULL));
         assert_true(strlen(buf) < sizeof buf);
     }
+    {
+        const weft_device *cand[4];
+        weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+        unsigned n = 99;
+
+        expect(weft_graph_candidate_devices(NULL, 0, NULL, cand, 4, &n),
+               WEFT_EINVAL, "weft_graph_candidate_devices: graph is NULL");
+        expect(weft_graph_candidate_devices(fx.g, 1, NULL, cand, 4, NULL),
+               WEFT_EINVAL, "weft_graph_candidate_devices: count is NULL");
+        expect(weft_graph_candidate_devices(fx.g, 1, NULL, NULL, 4, &n),
+               WEFT_EINVAL, "devs is NULL with max 4");
+        expect(weft_graph_candidate_devices(fx.g, 2, NULL, cand, 4, &n),
+               WEFT_EINVAL, "weft_graph_candidate_devices: node 2 of 2 nodes");
+        o.policy = (weft_place_policy)42;
+        expect(weft_graph_candidate_devices(fx.g, 1, &o, cand, 4, &n),
+               WEFT_EINVAL, "weft_graph_candidate_devices", "opts->policy 42");
+        o = (weft_exec_options)WEFT_EXEC_OPTIONS_INIT;
+        o.device = weft_runtime_device(rt_b, 0);
+        expect(weft_graph_candidate_devices(fx.g, 1, &o, cand, 4, &n),
+               WEFT_EINVAL, "opts->device is not one of the graph's runtime");
+        assert_int_equal(n, 99);
+        check(weft_graph_candidate_devices(fx.g, 1, NULL, cand, 4, &n));
+        assert_true(n >= 1);
+        assert_true(weft_kernel_supports(k_advance, cand[0]));
+        check(weft_graph_candidate_devices(fx.g, 0, NULL, NULL, 0, &n));
+        assert_int_equal(n, 0);
+    }
     graph_works();
 }
 
@@ -1803,6 +1830,7 @@ static const struct {
     {"weft_host_free", "test_features_bad_input"},
     {"weft_module_name", "test_features_bad_input"},
     {"weft_module_build_log", "test_features_bad_input"},
+    {"weft_graph_candidate_devices", "test_features_bad_input"},
 };
 
 /* The group main runs, so that `covered` can name only cases of it. */

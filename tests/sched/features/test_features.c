@@ -3,7 +3,7 @@
  * (host, sim, OpenCL on PoCL, CUDA where there is a GPU; the CUDA case
  * exits 77, skipped, elsewhere): per-node device timings of a launch,
  * executable graphs of high priority, page-locked host memory, build logs
- * and module names.
+ * and module names, the devices placement chooses among.
  *
  * Each case checks what a user sees through weft.h.
  */
@@ -305,9 +305,16 @@ static void test_host_alloc(void **state)
     (void)state;
     check(weft_host_alloc(devs.rt, BIG, (void **)&p));
     assert_non_null(p);
-    /* Plain memory (no device pins) is page-aligned. */
-    if (dev->drv->memory_is_host)
-        assert_int_equal((uintptr_t)p % 4096, 0);
+    /* Plain memory (no device pins host memory) is page-aligned. */
+    {
+        int pins = 0;
+
+        for (unsigned d = 0; d < devs.n; d++)
+            pins |= !wt_device(&devs, d)->drv->memory_is_host &&
+                    wt_device(&devs, d)->props.pinned_host;
+        if (!pins)
+            assert_int_equal((uintptr_t)p % 4096, 0);
+    }
     advance_over(p, &pinned, &staged);
     printf("# weft_host_alloc: %llu bytes pinned, %llu staged\n",
            (unsigned long long)pinned, (unsigned long long)staged);
@@ -418,13 +425,130 @@ static void test_build_log(void **state)
     }
 }
 
+static void host_spin_none(void *const *ptrs, void *user)
+{
+    (void)ptrs;
+    (void)user;
+}
+
+/* ---- placement's candidates --------------------------------------------- */
+
+enum { CHUNKS = 4, CHUNK = N / CHUNKS };
+
+static int has_device(const weft_device *const *set, unsigned n,
+                      const weft_device *d)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (set[i] == d)
+            return 1;
+    return 0;
+}
+
+/*
+ * For every policy and scope, each kernel node's device after
+ * instantiate is one of its candidates; a placed node has its device, a
+ * host task and an empty node none, opts->device that one device; the
+ * count says how many there are when devs is too short.
+ */
+static void test_candidates(void **state)
+{
+    static const weft_place_policy policies[] = {
+        WEFT_PLACE_DEFAULT, WEFT_PLACE_SINGLE, WEFT_PLACE_ROUND_ROBIN,
+        WEFT_PLACE_LOCALITY, WEFT_PLACE_HEFT};
+    static uint32_t in[N], out[N];
+    const weft_device *cand[64];
+    const weft_device *last = weft_runtime_device(devs.rt, devs.n - 1);
+    weft_node k[CHUNKS], nh, ne;
+    weft_access_desc acc;
+    weft_buffer *b;
+    weft_graph *g;
+    unsigned n, kinds = 0;
+
+    (void)state;
+    for (unsigned i = 0; i < N; i++)
+        in[i] = i;
+    check(weft_buffer_create(devs.rt, N * 4, &b));
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_write(g, b, 0, in, N * 4, NULL));
+    for (int c = 0; c < CHUNKS; c++) {
+        weft_arg args[3] = {
+            weft_arg_buffer(b, (size_t)c * CHUNK * 4, CHUNK * 4,
+                            WEFT_READ_WRITE),
+            weft_arg_u32(K),
+            weft_arg_i64(CHUNK),
+        };
+
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(CHUNK), args, 3,
+                                    &k[c]));
+    }
+    acc = (weft_access_desc){b, 0, N * 4, WEFT_READ};
+    check(weft_graph_add_host(g, host_spin_none, NULL, &acc, 1, &nh));
+    check(weft_graph_add_read(g, b, 0, out, N * 4, NULL));
+    check(weft_graph_add_empty(g, &ne));
+
+    check(weft_graph_candidate_devices(g, nh, NULL, cand, 64, &n));
+    assert_int_equal(n, 0);
+    check(weft_graph_candidate_devices(g, ne, NULL, NULL, 0, &n));
+    assert_int_equal(n, 0);
+    for (int scope = WEFT_PLACE_SCOPE_DRIVER; scope <= WEFT_PLACE_SCOPE_ALL;
+         scope++)
+        for (unsigned p = 0; p < WEFT__COUNTOF(policies); p++) {
+            weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+            weft_exec *e;
+
+            o.policy = policies[p];
+            o.place_scope = (weft_place_scope)scope;
+            check(weft_graph_instantiate(g, &o, &e));
+            for (int c = 0; c < CHUNKS; c++) {
+                const weft_device *d = weft_exec_node_device(e, k[c]);
+
+                check(weft_graph_candidate_devices(g, k[c], &o, cand, 64, &n));
+                assert_true(n >= 1 && n <= devs.n);
+                assert_true(has_device(cand, n, d));
+                for (unsigned i = 0; i < n; i++)
+                    assert_true(weft_kernel_supports(k_advance, cand[i]));
+                if (policies[p] == WEFT_PLACE_SINGLE)
+                    assert_int_equal(n, 1);
+                kinds |= 1u << (n > 1);
+            }
+            check(weft_exec_launch(e));
+            check(weft_exec_wait(e));
+            for (unsigned i = 0; i < N; i++)
+                assert_int_equal(out[i], wt_advance_value(i, K));
+            check(weft_exec_destroy(e));
+        }
+    /* Two devices of one driver: the unplaced kernels may go to either. */
+    if (devs.n >= 2)
+        assert_true(kinds & 2);
+    /* Too short a devs: the count says how many. */
+    check(weft_graph_candidate_devices(g, k[0], NULL, cand, 1, &n));
+    assert_true(n >= 1);
+    /* opts->device: that one, for every kernel. */
+    {
+        weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+
+        o.device = last;
+        check(weft_graph_candidate_devices(g, k[1], &o, cand, 64, &n));
+        assert_int_equal(n, 1);
+        assert_ptr_equal(cand[0], last);
+        check(weft_graph_candidate_devices(g, nh, &o, cand, 64, &n));
+        assert_int_equal(n, 0);
+    }
+    /* A placed node: its device. */
+    check(weft_graph_set_device(g, k[2], last));
+    check(weft_graph_candidate_devices(g, k[2], NULL, cand, 64, &n));
+    assert_int_equal(n, 1);
+    assert_ptr_equal(cand[0], last);
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timings),
-        cmocka_unit_test(test_priority),
-        cmocka_unit_test(test_host_alloc),
-        cmocka_unit_test(test_build_log),
+        cmocka_unit_test(test_timings),    cmocka_unit_test(test_priority),
+        cmocka_unit_test(test_host_alloc), cmocka_unit_test(test_build_log),
+        cmocka_unit_test(test_candidates),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
