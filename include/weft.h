@@ -740,6 +740,11 @@ typedef struct weft_access_desc {
  * runs it.
  */
 typedef void weft_host_task_fn(void *const *ptrs, void *user);
+/*
+ * A host task that says whether it succeeded: 0, or non-zero for a
+ * failure (weft_graph_add_host_status).
+ */
+typedef int weft_host_status_fn(void *const *ptrs, void *user);
 /* A map node's callback: host access to the range, as for weft_buffer_map. */
 typedef void weft_map_fn(void *ptr, size_t size, void *user);
 
@@ -803,6 +808,18 @@ WEFT_API int weft_graph_add_map(weft_graph *g, weft_buffer *buf, size_t offset,
 WEFT_API int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn,
                                  void *user, const weft_access_desc *acc,
                                  unsigned nacc, weft_node *node);
+/*
+ * A host task that returns a status, otherwise as weft_graph_add_host. A
+ * non-zero return fails the node (WEFT_EIO, the message naming the node
+ * and the value), as a native function's does: its descendants are
+ * canceled, independent nodes complete, and weft_exec_wait returns the
+ * error. The bytes it was to write hold whatever the function left in
+ * them (the host copy is the only current one from the call on). Errors
+ * of the call as weft_graph_add_host's.
+ */
+WEFT_API int weft_graph_add_host_status(weft_graph *g, weft_host_status_fn *fn,
+                                        void *user, const weft_access_desc *acc,
+                                        unsigned nacc, weft_node *node);
 /* A node that does nothing: a join point for explicit edges. */
 WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
 

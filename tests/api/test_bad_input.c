@@ -828,6 +828,13 @@ static void host_task(void *const *ptrs, void *user)
     (void)user;
 }
 
+static int host_status(void *const *ptrs, void *user)
+{
+    (void)ptrs;
+    (void)user;
+    return 0;
+}
+
 static void map_fn(void *ptr, size_t size, void *user)
 {
     (void)ptr;
@@ -940,6 +947,17 @@ static void test_add_node_bad_input(void **state)
     acc[1].size = size + 1;
     expect(weft_graph_add_host(fx.g, host_task, NULL, acc, 2, &node),
            WEFT_ERANGE, "(host): access 1: range [0, 0 + 257)");
+    expect(weft_graph_add_host_status(NULL, host_status, NULL, acc, 2, &node),
+           WEFT_EINVAL, "weft_graph_add_host_status: graph is NULL");
+    expect(weft_graph_add_host_status(fx.g, NULL, NULL, acc, 2, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_host_status: the node being added (host): fn is "
+           "NULL");
+    expect(weft_graph_add_host_status(fx.g, host_status, NULL, NULL, 2, &node),
+           WEFT_EINVAL, "(host): 2 accesses but the array is NULL");
+    expect(weft_graph_add_host_status(fx.g, host_status, NULL, acc, 2, &node),
+           WEFT_ERANGE, "weft_graph_add_host_status",
+           "(host): access 1: range [0, 0 + 257)");
     expect(weft_graph_add_empty(NULL, &node), WEFT_EINVAL,
            "weft_graph_add_empty: graph is NULL");
     assert_int_equal(node, 77);
@@ -1797,6 +1815,7 @@ static const struct {
     {"weft_graph_add_fill", "test_add_node_bad_input"},
     {"weft_graph_add_map", "test_add_node_bad_input"},
     {"weft_graph_add_host", "test_add_node_bad_input"},
+    {"weft_graph_add_host_status", "test_add_node_bad_input"},
     {"weft_graph_add_empty", "test_add_node_bad_input"},
     {"weft_graph_add_native", "test_native_bad_input"},
     {"weft_native_driver", "test_native_bad_input"},

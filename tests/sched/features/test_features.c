@@ -3,7 +3,8 @@
  * (host, sim, OpenCL on PoCL, CUDA where there is a GPU; the CUDA case
  * exits 77, skipped, elsewhere): per-node device timings of a launch,
  * executable graphs of high priority, page-locked host memory, build logs
- * and module names, the devices placement chooses among.
+ * and module names, the devices placement chooses among, host tasks that
+ * return a status.
  *
  * Each case checks what a user sees through weft.h.
  */
@@ -543,12 +544,139 @@ static void test_candidates(void **state)
     check(weft_buffer_destroy(b));
 }
 
+/* ---- host tasks with a status -------------------------------------------- */
+
+typedef struct status_run {
+    int ret;       /* what the task returns */
+    unsigned runs; /* atomic */
+} status_run;
+
+/* Adds 1 to its range unless it fails. */
+static int status_task(void *const *ptrs, void *user)
+{
+    status_run *r = user;
+    uint32_t *x = ptrs[0];
+
+    __atomic_add_fetch(&r->runs, 1, __ATOMIC_RELAXED);
+    if (r->ret)
+        return r->ret;
+    for (unsigned i = 0; i < N / 2; i++)
+        x[i] += 1;
+    return 0;
+}
+
+/*
+ * write -> status task (first half) -> advance (first half), and advance
+ * (second half) beside them, then a read: a task that returns 7 fails the
+ * launch naming it, the advance after it is canceled, the independent
+ * one completes; returning 0 again, the next launch succeeds. Also a graph
+ * of host tasks alone (which otherwise runs without an issue).
+ */
+static void test_host_status(void **state)
+{
+    static uint32_t in[N], out[N];
+    status_run r = {0, 0};
+    weft_access_desc acc;
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+    weft_node nt;
+    int rc;
+
+    (void)state;
+    for (unsigned i = 0; i < N; i++)
+        in[i] = i;
+    check(weft_buffer_create(devs.rt, N * 4, &b));
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_write(g, b, 0, in, N * 4, NULL));
+    acc = (weft_access_desc){b, 0, N / 2 * 4, WEFT_READ_WRITE};
+    check(weft_graph_add_host_status(g, status_task, &r, &acc, 1, &nt));
+    for (int half = 0; half < 2; half++) {
+        weft_arg args[3] = {
+            weft_arg_buffer(b, (size_t)half * N / 2 * 4, N / 2 * 4,
+                            WEFT_READ_WRITE),
+            weft_arg_u32(K),
+            weft_arg_i64(N / 2),
+        };
+
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(N / 2), args, 3,
+                                    NULL));
+    }
+    check(weft_graph_add_read(g, b, N / 2 * 4, out + N / 2, N / 2 * 4, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+
+    r.ret = 7;
+    memset(out, 0, sizeof out);
+    check(weft_exec_launch(e));
+    rc = weft_exec_wait(e);
+    printf("# %s\n", weft_last_error());
+    assert_int_equal(rc, WEFT_EIO);
+    assert_non_null(strstr(weft_last_error(), "returned 7"));
+    {
+        char node[32];
+
+        snprintf(node, sizeof node, "node %u", nt);
+        assert_non_null(strstr(weft_last_error(), node));
+    }
+    assert_int_equal(weft_exec_status(e), WEFT_EIO);
+    assert_int_equal(r.runs, 1);
+    /* The independent half ran; the first half kept the write's bytes
+     * (the advance after the task was canceled). */
+    for (unsigned i = N / 2; i < N; i++)
+        assert_int_equal(out[i], wt_advance_value(i, K));
+    check(weft_buffer_read(b, 0, out, N / 2 * 4));
+    for (unsigned i = 0; i < N / 2; i++)
+        assert_int_equal(out[i], i);
+
+    r.ret = 0;
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_buffer_read(b, 0, out, N * 4));
+    for (unsigned i = 0; i < N / 2; i++)
+        assert_int_equal(out[i], wt_advance_value(i + 1, K));
+    for (unsigned i = N / 2; i < N; i++)
+        assert_int_equal(out[i], wt_advance_value(i, K));
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+
+    /* Host tasks alone: status task -> plain task after it (canceled). */
+    {
+        weft_node n1;
+
+        check(weft_graph_create(devs.rt, &g));
+        check(weft_graph_add_host_status(g, status_task, &r, &acc, 1, &n1));
+        check(weft_graph_add_host(g, host_spin, NULL, &acc, 1, NULL));
+        check(weft_graph_instantiate(g, NULL, &e));
+        for (int launch = 0; launch < 3; launch++) {
+            uint32_t before[N / 2], after[N / 2];
+
+            r.ret = launch == 1 ? -3 : 0;
+            check(weft_buffer_read(b, 0, before, sizeof before));
+            check(weft_exec_launch(e));
+            rc = weft_exec_wait(e);
+            check(weft_buffer_read(b, 0, after, sizeof after));
+            if (launch == 1) {
+                assert_int_equal(rc, WEFT_EIO);
+                assert_non_null(strstr(weft_last_error(), "returned -3"));
+                /* Neither the task nor the one after it changed them. */
+                assert_memory_equal(before, after, sizeof before);
+            } else {
+                check(rc);
+                assert_int_equal(after[0], before[0] + 1 + 64);
+            }
+        }
+        check(weft_exec_destroy(e));
+        check(weft_graph_destroy(g));
+    }
+    check(weft_buffer_destroy(b));
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timings),    cmocka_unit_test(test_priority),
         cmocka_unit_test(test_host_alloc), cmocka_unit_test(test_build_log),
-        cmocka_unit_test(test_candidates),
+        cmocka_unit_test(test_candidates), cmocka_unit_test(test_host_status),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
