@@ -461,7 +461,12 @@ typedef struct weft_module_source {
 WEFT_API int weft_module_create(weft_runtime *rt,
                                 const weft_module_source *variants,
                                 unsigned nvariants, weft_module **mod);
-/* The same for one source in the portable dialect. */
+/*
+ * The same for one source in the portable dialect, named "portable" in
+ * messages and build logs; to give it a name of its own, pass
+ * weft_module_create one variant {WEFT_SOURCE_PORTABLE, source, 0,
+ * options, "name"}.
+ */
 WEFT_API int weft_module_create_portable(weft_runtime *rt, const char *source,
                                          const char *options,
                                          weft_module **mod);
@@ -483,6 +488,31 @@ WEFT_API int weft_kernel_supports(const weft_kernel *kernel,
                                   const weft_device *dev);
 /* The kernel's name. */
 WEFT_API const char *weft_kernel_name(const weft_kernel *kernel);
+/*
+ * The module's name: that of its first variant with one ("portable" for
+ * weft_module_create_portable), else "module". NULL, with
+ * weft_last_error() set, for a NULL mod. Valid while the module lives.
+ */
+WEFT_API const char *weft_module_name(const weft_module *mod);
+/*
+ * What the compiler said when mod was built on dev, warnings included: the
+ * OpenCL build log (clGetProgramBuildInfo, CL_PROGRAM_BUILD_LOG) for
+ * OpenCL C, SPIR-V and binaries; NVRTC's log for CUDA C++ and portable
+ * sources on CUDA. Empty where nothing was compiled (PTX, cubin and fatbin
+ * are loaded; host and sim kernels are the program's C functions, which
+ * its own compiler built), and possibly where the build was loaded from
+ * the compiled-kernel cache (README: WEFT_CACHE=off builds every time). The
+ * log is copied into buf (size bytes, truncated and always NUL-terminated
+ * when size > 0; buf may be NULL with size 0) and *length (may be NULL)
+ * gets its whole length, without the NUL, so that a first call with size
+ * 0 sizes the buffer. WEFT_EINVAL for a NULL mod or dev, a NULL buf with a
+ * size, or a device of another runtime; WEFT_ENOTFOUND where none of the
+ * module's variants fits dev. A build that fails has its log in
+ * weft_last_error() of weft_module_create.
+ */
+WEFT_API int weft_module_build_log(const weft_module *mod,
+                                   const weft_device *dev, char *buf,
+                                   size_t size, size_t *length);
 
 /* ------------------------------------------------------------------------ */
 /* Buffers                                                                  */
@@ -581,6 +611,33 @@ WEFT_API int weft_buffer_sync_host(weft_buffer *buf);
  */
 WEFT_API int weft_buffer_invalidate(weft_buffer *buf, size_t offset,
                                     size_t size);
+
+/*
+ * Page-locked host memory for the program: size bytes that devices copy
+ * from and into in place, at full speed, with no staging through weft's
+ * pinned pool. Made by the first device of rt (in runtime order) whose
+ * driver pins host memory: cuMemHostAlloc (portable: page-locked for every
+ * CUDA GPU) on CUDA, a CL_MEM_ALLOC_HOST_PTR buffer mapped for its whole
+ * life on OpenCL (pinned for that device), the sim's pinned memory; where
+ * no device needs it (the host driver alone) plain memory aligned to 4096
+ * bytes. weft's copies recognise it, in buffers that wrap it
+ * (weft_buffer_wrap) and in the host side of write and read nodes; a
+ * wrapped buffer over it is not registered again. Devices of another
+ * driver than the one that made it see ordinary memory. Thread safe.
+ * WEFT_EINVAL for a NULL rt or ptr or a size of 0; WEFT_ENOMEM, or the
+ * driver's error (naming the device), where it cannot be had.
+ */
+WEFT_API int weft_host_alloc(weft_runtime *rt, size_t size, void **ptr);
+/*
+ * Free memory of weft_host_alloc(rt). NULL is ignored. WEFT_EBUSY while a
+ * live buffer wraps bytes of it (naming how many); WEFT_EINVAL for a NULL
+ * rt or a pointer that weft_host_alloc of rt did not return (or that was
+ * freed). Graph nodes that read or write it (weft_graph_add_write, _read)
+ * are the program's to keep from running after this. The runtime counts
+ * every block as a live object: weft_runtime_destroy is WEFT_EBUSY until
+ * each is freed.
+ */
+WEFT_API int weft_host_free(weft_runtime *rt, void *ptr);
 
 /* ------------------------------------------------------------------------ */
 /* Graphs                                                                   */
@@ -683,6 +740,11 @@ typedef struct weft_access_desc {
  * runs it.
  */
 typedef void weft_host_task_fn(void *const *ptrs, void *user);
+/*
+ * A host task that says whether it succeeded: 0, or non-zero for a
+ * failure (weft_graph_add_host_status).
+ */
+typedef int weft_host_status_fn(void *const *ptrs, void *user);
 /* A map node's callback: host access to the range, as for weft_buffer_map. */
 typedef void weft_map_fn(void *ptr, size_t size, void *user);
 
@@ -746,6 +808,18 @@ WEFT_API int weft_graph_add_map(weft_graph *g, weft_buffer *buf, size_t offset,
 WEFT_API int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn,
                                  void *user, const weft_access_desc *acc,
                                  unsigned nacc, weft_node *node);
+/*
+ * A host task that returns a status, otherwise as weft_graph_add_host. A
+ * non-zero return fails the node (WEFT_EIO, the message naming the node
+ * and the value), as a native function's does: its descendants are
+ * canceled, independent nodes complete, and weft_exec_wait returns the
+ * error. The bytes it was to write hold whatever the function left in
+ * them (the host copy is the only current one from the call on). Errors
+ * of the call as weft_graph_add_host's.
+ */
+WEFT_API int weft_graph_add_host_status(weft_graph *g, weft_host_status_fn *fn,
+                                        void *user, const weft_access_desc *acc,
+                                        unsigned nacc, weft_node *node);
 /* A node that does nothing: a join point for explicit edges. */
 WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
 
@@ -963,6 +1037,23 @@ typedef enum weft_native_graphs {
     WEFT_NATIVE_GRAPHS_ON = 2,  /* also on CPU devices (PoCL) */
 } weft_native_graphs;
 
+/*
+ * The priority of an executable graph's work on each device: the streams
+ * or queues weft makes for it (compute and copy lanes) get the device's
+ * highest priority (weft_device_info.queue_priority_high) for HIGH.
+ * CUDA: cuStreamCreateWithPriority, so that its kernels are scheduled
+ * ahead of those of default-priority streams (of other graphs, or of the
+ * program) where both wait for the GPU; OpenCL: CL_QUEUE_PRIORITY_HIGH_KHR
+ * where the device has cl_khr_priority_hints (elsewhere the queues are
+ * as by default); host and sim devices have one priority (their range is
+ * 0..0): HIGH changes nothing there, and work keeps the order in which it
+ * is issued.
+ */
+typedef enum weft_priority {
+    WEFT_PRIORITY_DEFAULT = 0,
+    WEFT_PRIORITY_HIGH = 1,
+} weft_priority;
+
 /* Options for weft_graph_instantiate(). Start from WEFT_EXEC_OPTIONS_INIT. */
 typedef struct weft_exec_options {
     size_t size;
@@ -974,12 +1065,38 @@ typedef struct weft_exec_options {
     weft_native_graphs native_graphs;
     /* The devices placement chooses among (WEFT_PLACE_SCOPE_DEFAULT). */
     weft_place_scope place_scope;
+    /* The priority of its streams or queues (WEFT_PRIORITY_DEFAULT). */
+    weft_priority priority;
 } weft_exec_options;
 #define WEFT_EXEC_OPTIONS_INIT                                                 \
     {                                                                          \
         sizeof(weft_exec_options), NULL, WEFT_PLACE_DEFAULT,                   \
-            WEFT_NATIVE_GRAPHS_DEFAULT, WEFT_PLACE_SCOPE_DEFAULT               \
+            WEFT_NATIVE_GRAPHS_DEFAULT, WEFT_PLACE_SCOPE_DEFAULT,              \
+            WEFT_PRIORITY_DEFAULT                                              \
     }
+
+/*
+ * The devices that weft_graph_instantiate(g, opts) would choose among for
+ * node (opts may be NULL, as there), in runtime order: up to max of them
+ * into devs (devs may be NULL with max 0), and how many there are in
+ * *count. Placement places kernel and native nodes only: for any other
+ * node (transfers, maps, host tasks, empty nodes) there are none. A node
+ * that weft_graph_set_device placed has that device; with opts->device,
+ * every node has that one; under WEFT_PLACE_SINGLE, or where the scope
+ * holds fewer than two devices, every node has the default device (the
+ * first that has every unplaced kernel); else the devices of the scope
+ * (weft_place_scope) that have an implementation of the node and fit its
+ * group size and buffer offsets. Placement (and placement again after
+ * the first timed launches) picks within these; weft_exec_node_device
+ * tells which it picked. The graph must be complete enough to
+ * instantiate: its errors (WEFT_ENODEV naming a node with no device, bad
+ * options) are those of weft_graph_instantiate. WEFT_EINVAL for a NULL g
+ * or count, a NULL devs with max > 0, or a node past the graph's.
+ */
+WEFT_API int weft_graph_candidate_devices(weft_graph *g, weft_node node,
+                                          const weft_exec_options *opts,
+                                          const weft_device **devs,
+                                          unsigned max, unsigned *count);
 
 /*
  * Validate the graph and lower it once into an executable graph that can
@@ -988,8 +1105,8 @@ typedef struct weft_exec_options {
  * wrong type or size for the implementation placement chose), WEFT_EINVAL
  * (a NULL host pointer where bytes must be read or written, a group too
  * large for the device). WEFT_EINVAL also for options of a wrong size, an
- * unknown policy, scope or native_graphs value, or a device of another
- * runtime. opts may be NULL.
+ * unknown policy, scope, native_graphs or priority value, or a device of
+ * another runtime. opts may be NULL.
  */
 WEFT_API int weft_graph_instantiate(weft_graph *g,
                                     const weft_exec_options *opts,
@@ -1096,6 +1213,49 @@ typedef struct weft_exec_stats {
 
 /* Fill stats (size set by the caller) for the last finished launch. */
 WEFT_API int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats);
+
+/*
+ * Per-node device timings. weft_exec_enable_timings(e, 1): every launch of
+ * e made from then on is timed as traces are (WEFT_TRACE): each operation
+ * weft issues on a device is bracketed by two of the driver's timing
+ * events (cuEventRecord; OpenCL event profiling, on queues made with
+ * profiling; the sim's virtual clock) placed on the host clock, and each
+ * host step is read from the host clock. A timed launch runs its
+ * operations one by one: it is never replayed as a native graph, so
+ * timings cost launch time. 0 turns it off again. Thread safe.
+ * WEFT_EINVAL for a NULL e or an on other than 0 or 1.
+ */
+WEFT_API int weft_exec_enable_timings(weft_exec *e, int on);
+
+/* What weft_exec_node_timing gives. */
+typedef struct weft_node_timing {
+    size_t size;    /* set by the caller to sizeof(weft_node_timing) */
+    unsigned timed; /* 1 if the node had timed work in the launch (an
+                       empty node, or one canceled, has none: zeros) */
+    /* From the launch's start (weft_exec_launch's job starting to issue)
+     * to the start of the node's first operation and the end of its last,
+     * in nanoseconds: everything weft issued for the node (the transfers
+     * that made its inputs valid on its device, any write-back to make
+     * room, and its own work: the kernel, the native function's queue
+     * work, the copy or fill, the host task). */
+    uint64_t start_ns;
+    uint64_t end_ns;
+    /* The sum of those operations' own times (they may overlap). The
+     * times of one device are exact against each other; a device's are
+     * placed on the host clock through an event waited for at the
+     * launch's start, so times of different devices, or of a device and
+     * the host, compare to within that wait (microseconds). */
+    uint64_t busy_ns;
+} weft_node_timing;
+
+/*
+ * The timing of node in the last finished launch of e (t->size set by the
+ * caller). WEFT_ENOTFOUND if that launch was not timed (timings were off
+ * when it was made, or it failed before issuing); WEFT_EINVAL for a NULL
+ * argument, a wrong size or a node past the graph's.
+ */
+WEFT_API int weft_exec_node_timing(weft_exec *e, weft_node node,
+                                   weft_node_timing *t);
 
 /*
  * Graphviz DOT of the lowered plan: nodes grouped by device and lane,

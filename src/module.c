@@ -10,6 +10,7 @@
 
 struct weft_module {
     weft_runtime *rt;
+    char *name;           /* the first variant's with one, or "module" */
     weft__module **impl;  /* per device; NULL where no variant fits */
     pthread_mutex_t lock; /* guards kernels */
     weft_kernel *kernels;
@@ -59,7 +60,7 @@ static int weft__build_variant(weft_module *m, unsigned i,
         if (!src.kind)
             return weft__error(WEFT_ENOTSUP, "%s takes no portable source",
                                dev->drv->name);
-        rc = weft__portable_translate(v->data, src.kind, &text);
+        rc = weft__portable_translate(v->data, src.kind, v->name, &text);
         if (rc < 0)
             return rc;
         src.data = text;
@@ -87,6 +88,7 @@ static void weft__module_free(weft_module *m)
             weft__drv_module_destroy(m->impl[i]);
     pthread_mutex_destroy(&m->lock);
     weft__free(m->impl);
+    weft__free(m->name);
     weft__free(m);
 }
 
@@ -130,7 +132,17 @@ int weft_module_create(weft_runtime *rt, const weft_module_source *variants,
         return weft__error(WEFT_ENOMEM, "weft_module_create: out of memory");
     m->rt = rt;
     m->impl = weft__calloc(rt->ndevices, sizeof *m->impl);
-    if (!m->impl) {
+    {
+        const char *name = "module";
+
+        for (unsigned j = nvariants; j-- > 0;)
+            if (variants[j].name && variants[j].name[0])
+                name = variants[j].name;
+        m->name = weft__strdup(name);
+    }
+    if (!m->impl || !m->name) {
+        weft__free(m->impl);
+        weft__free(m->name);
         weft__free(m);
         return weft__error(WEFT_ENOMEM, "weft_module_create: out of memory");
     }
@@ -280,6 +292,55 @@ fail:
         weft__free(k);
     }
     return rc;
+}
+
+const char *weft_module_name(const weft_module *mod)
+{
+    if (!mod) {
+        weft__error(WEFT_EINVAL, "weft_module_name: module is NULL");
+        return NULL;
+    }
+    return mod->name;
+}
+
+int weft_module_build_log(const weft_module *mod, const weft_device *dev,
+                          char *buf, size_t size, size_t *length)
+{
+    const weft__device *d = weft__device_of(dev);
+    const weft__module *impl;
+    const char *log;
+    size_t n;
+
+    if (!mod || !dev)
+        return weft__error(WEFT_EINVAL, "weft_module_build_log: %s is NULL",
+                           mod ? "device" : "module");
+    if (!buf && size)
+        return weft__error(WEFT_EINVAL,
+                           "weft_module_build_log: buf is NULL with size %zu",
+                           size);
+    if (d->props.index >= mod->rt->ndevices ||
+        mod->rt->devices[d->props.index] != d)
+        return weft__error(WEFT_EINVAL,
+                           "weft_module_build_log: device %s is not a "
+                           "device of the module's runtime",
+                           d->name);
+    impl = mod->impl[d->props.index];
+    if (!impl)
+        return weft__error(WEFT_ENOTFOUND,
+                           "weft_module_build_log: module %s has no build "
+                           "on device %u (%s): none of its variants fits it",
+                           mod->name, d->props.index, d->name);
+    log = impl->build_log ? impl->build_log : "";
+    n = strlen(log);
+    if (length)
+        *length = n;
+    if (size) {
+        size_t c = n < size - 1 ? n : size - 1;
+
+        memcpy(buf, log, c);
+        buf[c] = '\0';
+    }
+    return 0;
 }
 
 int weft_kernel_supports(const weft_kernel *k, const weft_device *dev)

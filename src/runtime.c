@@ -494,7 +494,7 @@ int weft_runtime_destroy(weft_runtime *rt)
         return weft__error(WEFT_EBUSY,
                            "weft_runtime_destroy: %ld objects made from the "
                            "runtime (modules, buffers, graphs, executable "
-                           "graphs) are still live",
+                           "graphs, weft_host_alloc memory) are still live",
                            live);
     if (weft__opt_bool(WEFT__OPT_STATS, &stats) && stats)
         weft__print_stats(rt);

@@ -163,10 +163,18 @@ typedef struct weft__module_source {
     const char *name;    /* for messages ("saxpy.cl"), or NULL */
 } weft__module_source;
 
+/*
+ * build_log: what the compiler said of a build from source, warnings
+ * included (OpenCL: clGetProgramBuildInfo's log; CUDA: NVRTC's), NUL-
+ * terminated, set by module_create and freed by module_destroy (the
+ * driver's); NULL where nothing was compiled (a module loaded from the
+ * compiled-kernel cache has what the driver kept of its build, if any).
+ */
 struct weft__module {
     const weft__driver *drv;
     weft__context *ctx;
     weft__source_kind kind;
+    char *build_log;
 };
 
 /*

@@ -46,8 +46,9 @@ void weft__kcache_get_stats(weft__kcache_stats *s);
  * The portable kernel dialect: source written with WEFT_KERNEL,
  * WEFT_GLOBAL, weft_global_id(d)... turned into OpenCL C or CUDA C++
  * (target WEFT__SRC_OPENCL_C or WEFT__SRC_CUDA_CXX). *out is weft__malloc'd.
+ * name (NULL: "portable") is the file name its compiler's messages give.
  */
 int weft__portable_translate(const char *src, weft__source_kind target,
-                             char **out);
+                             const char *name, char **out);
 
 #endif /* WEFT_KCACHE_H */

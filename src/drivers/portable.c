@@ -87,13 +87,28 @@ static const char weft__prelude_cuda[] =
     "typedef double weft_f64;\n";
 
 int weft__portable_translate(const char *src, weft__source_kind target,
-                             char **out)
+                             const char *name, char **out)
 {
-    static const char line[] = "#line 1 \"portable\"\n";
+    char line[160];
     const char *prelude;
-    size_t np, ns, nl = sizeof line - 1;
+    size_t np, ns, nl;
     char *s;
 
+    /* The name as the compilers' messages give the file: a C string. */
+    {
+        size_t k = 0;
+
+        if (!name || !name[0])
+            name = "portable";
+        k = (size_t)snprintf(line, sizeof line, "#line 1 \"");
+        for (; *name && k < sizeof line - 4; name++)
+            line[k++] =
+                *name == '"' || *name == '\\' || (unsigned char)*name < ' '
+                    ? '_'
+                    : *name;
+        memcpy(line + k, "\"\n", 3);
+        nl = k + 2;
+    }
     if (!src || !out)
         return weft__error(WEFT_EINVAL, "portable source is NULL");
     if (target == WEFT__SRC_OPENCL_C)

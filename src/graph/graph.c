@@ -1022,18 +1022,19 @@ static int weft__desc_check(const weft_graph *g, const weft_access_desc *acc,
     return rc;
 }
 
-int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
-                        const weft_access_desc *acc, unsigned nacc,
-                        weft_node *node)
+/* A host task of either kind (fn or status set, not both). */
+static int weft__add_host(weft_graph *g, const char *name,
+                          weft_host_task_fn *fn, weft_host_status_fn *status,
+                          void *user, const weft_access_desc *acc,
+                          unsigned nacc, weft_node *node)
 {
-    static const char name[] = "weft_graph_add_host";
     weft__access stack_acc[WEFT__STACK_ACC], *a = stack_acc;
     weft__node p = weft__proto(WEFT__NODE_HOST);
     int rc = 0;
 
     if ((rc = weft__check_graph(g, name)) < 0)
         return rc;
-    if (!fn)
+    if (!fn && !status)
         rc = weft__error(WEFT_EINVAL, "fn is NULL");
     else
         rc = weft__desc_check(g, acc, nacc);
@@ -1046,11 +1047,28 @@ int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
         a[i] = weft__access_make(acc[i].buffer, acc[i].offset, acc[i].size,
                                  acc[i].mode);
     p.u.host.fn = fn;
+    p.u.host.status = status;
     p.u.host.user = user;
     rc = weft__add_node(g, &p, a, nacc, NULL, 0, 0, node);
     if (a != stack_acc)
         weft__free(a);
     return rc < 0 ? weft__add_error(name, p.kind, NULL, rc) : 0;
+}
+
+int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
+                        const weft_access_desc *acc, unsigned nacc,
+                        weft_node *node)
+{
+    return weft__add_host(g, "weft_graph_add_host", fn, NULL, user, acc, nacc,
+                          node);
+}
+
+int weft_graph_add_host_status(weft_graph *g, weft_host_status_fn *fn,
+                               void *user, const weft_access_desc *acc,
+                               unsigned nacc, weft_node *node)
+{
+    return weft__add_host(g, "weft_graph_add_host_status", NULL, fn, user, acc,
+                          nacc, node);
 }
 
 /* ---- native nodes ------------------------------------------------------ */

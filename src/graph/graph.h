@@ -89,7 +89,8 @@ typedef struct weft__node {
             void *user;
         } map;
         struct {
-            weft_host_task_fn *fn;
+            weft_host_task_fn *fn;       /* one of fn and status */
+            weft_host_status_fn *status; /* non-zero fails the node */
             void *user;
         } host;
         struct {

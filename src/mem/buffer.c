@@ -257,6 +257,8 @@ static int weft__buffer_new(weft_runtime *rt, void *host, size_t size,
     b->rt = rt;
     b->root = b;
     b->size = size;
+    if (host)
+        b->host_block = (unsigned)weft__host_block_use(rt, host, size, 1);
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->idle, NULL);
     weft__runtime_live(rt, 1);
@@ -406,6 +408,8 @@ int weft_buffer_destroy(weft_buffer *buf)
     weft__buffer_free_replicas(root);
     weft__buffer_unlock(root);
     weft__coherence_fini(&root->coh);
+    if (root->host_block)
+        weft__host_block_use(rt, root->host, root->size, -1);
     if (root->owned)
         weft__free(root->host);
     weft__free(root->replicas);

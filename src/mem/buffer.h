@@ -90,6 +90,7 @@ struct weft_buffer {
                             expire) */
     unsigned char *host; /* the host copy */
     unsigned owned;      /* host was allocated by weft */
+    unsigned host_block; /* host lies in a weft_host_alloc block, held */
     long inflight;       /* launches queued or running that use the root */
     weft_buffer *mapped_by;
     void *map_ptr;

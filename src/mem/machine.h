@@ -54,7 +54,12 @@ struct weft_runtime {
      */
     pthread_mutex_t lock;
     weft__context **contexts;
-    long live; /* modules, buffers, graphs, executables alive; atomic */
+    long live; /* modules, buffers, graphs, executables, host blocks
+                  alive; atomic */
+    /* weft_host_alloc's blocks (hostmem.c), under lock; their count,
+     * atomic, read without it. */
+    struct weft__host_block *host_blocks;
+    long nhost_blocks;
 
     weft__devmem *devmem;      /* ndevices entries */
     unsigned char *peer;       /* ndevices^2: [a * n + b] a can copy to b */
@@ -88,6 +93,19 @@ int weft__runtime_context(weft_runtime *rt, unsigned index,
  */
 int weft__runtime_pool(weft_runtime *rt, unsigned index, weft__pool **pool);
 weft__stager *weft__runtime_stager(weft_runtime *rt, unsigned index);
+/*
+ * weft_host_alloc's blocks (hostmem.c). pinned: 1 if [ptr, ptr + size)
+ * lies in a block that device d's context pinned (others are recognised
+ * by their drivers, weft__drv_host_is_pinned, where they can tell). use:
+ * a buffer that wraps [ptr, ptr + size) starts (delta 1) or ends (-1)
+ * holding the block there; 1 if there is one (0: nothing counted).
+ */
+typedef struct weft__host_block weft__host_block;
+int weft__host_block_pinned(weft_runtime *rt, unsigned d, const void *ptr,
+                            size_t size);
+int weft__host_block_use(weft_runtime *rt, const void *ptr, size_t size,
+                         long delta);
+
 /* Count an object of rt in (+1) or out (-1). */
 void weft__runtime_live(weft_runtime *rt, long d);
 

@@ -265,12 +265,18 @@ static void weft__maybe_register(weft_buffer *root, unsigned d, weft__lanes *l)
 
     if (root->owned || r->reg || r->reg_failed || r->host_moves++ < 1)
         return;
-    /* Where device memory is host memory, registering buys nothing. */
-    if (dev->drv->memory_is_host || !dev->props.host_register) {
+    /* Where device memory is host memory, registering buys nothing; memory
+     * already pinned for d (weft_host_alloc's) needs none. */
+    if (dev->drv->memory_is_host || !dev->props.host_register ||
+        weft__host_block_pinned(rt, d, root->host, root->size)) {
         r->reg_failed = 1;
         return;
     }
     rc = weft__runtime_context(rt, d, &ctx);
+    if (rc == 0 && weft__drv_host_is_pinned(ctx, root->host, root->size)) {
+        r->reg_failed = 1;
+        return;
+    }
     if (rc == 0)
         rc = weft__drv_host_register(ctx, root->host, root->size, &r->reg);
     if (rc < 0) {
@@ -312,7 +318,8 @@ int weft__replica_h2d(weft_buffer *root, unsigned d, weft__mem *dst,
     if (from_copy)
         weft__maybe_register(root, d, l);
     pinned = (from_copy && root->replicas[d].reg) ||
-             weft__drv_host_is_pinned(dst->ctx, src, len);
+             weft__drv_host_is_pinned(dst->ctx, src, len) ||
+             weft__host_block_pinned(rt, d, src, len);
     if (!pinned && len >= WEFT__STAGE_MIN)
         s = weft__runtime_stager(rt, d);
     if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_H2D, &q)) < 0)
@@ -365,7 +372,8 @@ static int weft__d2h_to(weft_runtime *rt, unsigned d, weft__queue *q, void *to,
     weft__stager *s = NULL;
     int rc;
 
-    if (pinned || weft__drv_host_is_pinned(src->ctx, to, len)) {
+    if (pinned || weft__drv_host_is_pinned(src->ctx, to, len) ||
+        weft__host_block_pinned(rt, d, to, len)) {
         rc = weft__submit_copy_d2h(l->submit, q, to, src, soff, len);
         if (rc == 0)
             weft__lanes_stat(l, &rt->stats.pinned_bytes, len);

@@ -67,6 +67,7 @@ static void weft__replace(weft_exec *e)
                            e->native, &plan);
     if (rc < 0)
         goto fail;
+    weft__plan_set_priority(plan, e->priority);
     weft__exec_free_jobs(e); /* made again for the new plan */
     {
         weft__plan *old = e->plan;
@@ -412,6 +413,7 @@ static int weft__replay(weft_exec *e, uint64_t t0, char *msg, size_t size)
     e->last_ns = weft__now_ns() - t0;
     e->native_launches = weft__plan_native_launches(e->plan);
     e->timed = 0;
+    e->times_valid = 0;
     pthread_mutex_unlock(&e->lock);
     return first;
 }
@@ -489,6 +491,17 @@ static int weft__launch_finish(weft_exec *e)
     e->native_updates = weft__plan_native_updates(e->plan);
     e->native_graphs = weft__plan_native_graphs(e->plan);
     e->timed = (unsigned)run->timed;
+    e->times_valid = 0;
+    if (e->node_times && weft__plan_node_timed(e->plan)) {
+        for (uint32_t i = 0; i < e->nnodes; i++) {
+            uint64_t *t = &e->node_times[4 * (size_t)i];
+
+            t[3] = (uint64_t)weft__plan_node_time(e->plan, i, t);
+            t[0] = t[0] > run->t0 ? t[0] - run->t0 : 0;
+            t[1] = t[1] > run->t0 ? t[1] - run->t0 : 0;
+        }
+        e->times_valid = 1;
+    }
     pthread_mutex_unlock(&e->lock);
     /* Not timed, no root shared (have_snap), and no replay next yet. */
     if (!run->first && run->have_snap && !e->steady_ok) {
@@ -664,6 +677,8 @@ static void weft__exec_job(weft__engine_job *job)
         e->replace = 0;
         weft__replace(e);
     }
+    weft__plan_set_timings(e->plan,
+                           (int)__atomic_load_n(&e->timings, __ATOMIC_ACQUIRE));
     weft__plan_launch_timed(e->plan);
     run->timed = weft__plan_timed(e->plan);
     for (uint32_t r = 0; r < e->nroots && !shared; r++)
@@ -966,6 +981,68 @@ const weft_device *weft_exec_node_device(const weft_exec *e, unsigned node)
     d = e->node_dev[node];
     pthread_mutex_unlock((pthread_mutex_t *)&e->lock);
     return weft_runtime_device(e->rt, d);
+}
+
+int weft_exec_enable_timings(weft_exec *e, int on)
+{
+    uint64_t *t = NULL;
+
+    if (!e)
+        return weft__error(WEFT_EINVAL,
+                           "weft_exec_enable_timings: exec is NULL");
+    if (on != 0 && on != 1)
+        return weft__error(
+            WEFT_EINVAL, "weft_exec_enable_timings: on is %d, not 0 or 1", on);
+    if (on && !e->node_times) {
+        t = weft__calloc(4 * (size_t)e->nnodes + 1, sizeof *t);
+        if (!t)
+            return weft__error(WEFT_ENOMEM,
+                               "weft_exec_enable_timings: out of memory");
+    }
+    pthread_mutex_lock(&e->lock);
+    if (t && !e->node_times) {
+        e->node_times = t;
+        t = NULL;
+    }
+    pthread_mutex_unlock(&e->lock);
+    weft__free(t);
+    __atomic_store_n(&e->timings, (unsigned)on, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int weft_exec_node_timing(weft_exec *e, weft_node node, weft_node_timing *t)
+{
+    weft_node_timing nt;
+
+    if (!e || !t)
+        return weft__error(WEFT_EINVAL, "weft_exec_node_timing: %s is NULL",
+                           e ? "timing" : "exec");
+    if (t->size < sizeof(size_t) || t->size > sizeof nt)
+        return weft__error(WEFT_EINVAL,
+                           "weft_exec_node_timing: timing->size %zu; set it "
+                           "to sizeof(weft_node_timing) (%zu)",
+                           t->size, sizeof nt);
+    if (node >= e->nnodes)
+        return weft__error(WEFT_EINVAL,
+                           "weft_exec_node_timing: node %u of %u nodes", node,
+                           e->nnodes);
+    memset(&nt, 0, sizeof nt);
+    pthread_mutex_lock(&e->lock);
+    if (!e->times_valid) {
+        pthread_mutex_unlock(&e->lock);
+        return weft__error(WEFT_ENOTFOUND,
+                           "weft_exec_node_timing: the last finished launch "
+                           "was not timed (weft_exec_enable_timings before "
+                           "the launch)");
+    }
+    nt.start_ns = e->node_times[4 * (size_t)node];
+    nt.end_ns = e->node_times[4 * (size_t)node + 1];
+    nt.busy_ns = e->node_times[4 * (size_t)node + 2];
+    nt.timed = (unsigned)e->node_times[4 * (size_t)node + 3];
+    pthread_mutex_unlock(&e->lock);
+    nt.size = t->size;
+    memcpy(t, &nt, t->size);
+    return 0;
 }
 
 int weft_exec_get_stats(weft_exec *e, weft_exec_stats *stats)

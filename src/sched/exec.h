@@ -114,6 +114,7 @@ struct weft_exec {
     unsigned devices_used; /* by placement, 0 if all on the default */
     unsigned replace;      /* place again once the kernel times are learned */
     int native;            /* weft_exec_options.native_graphs */
+    int priority;          /* weft_exec_options.priority */
     int scope;             /* placement's weft_place_scope, not DEFAULT */
 
     weft__node *nodes;
@@ -243,6 +244,16 @@ struct weft_exec {
     uint64_t native_updates;  /* native graphs updated for new parameters */
     unsigned native_graphs;   /* driver graphs of a native launch */
     unsigned timed;           /* the last launch was */
+    /*
+     * weft_exec_enable_timings: `timings` (atomic) is read at each
+     * launch's start. Under e->lock: node_times (4 per node: first start
+     * and last end, from the launch's start, busy time, and 1 if timed; made by
+     * the first enable), filled by the end of a launch that kept node times,
+     * which sets times_valid (any other end clears it).
+     */
+    unsigned timings;
+    uint64_t *node_times;
+    unsigned times_valid;
     char first_msg[WEFT__EXEC_MSG], last_msg[WEFT__EXEC_MSG];
 };
 

@@ -246,6 +246,7 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->copies);
     weft__free(e->run.seen);
     weft__free(e->launch_seen);
+    weft__free(e->node_times);
     weft__lanes_release(&e->lanes);
     weft__free(e->nodes);
     weft__free(e->acc);
@@ -384,6 +385,12 @@ static int weft__exec_options(const weft_exec_options *opts,
                            "weft_graph_instantiate: opts->place_scope %d is "
                            "none of weft_place_scope",
                            (int)o->place_scope);
+    if (o->priority != WEFT_PRIORITY_DEFAULT &&
+        o->priority != WEFT_PRIORITY_HIGH)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_instantiate: opts->priority %d is none "
+                           "of weft_priority",
+                           (int)o->priority);
     return 0;
 }
 
@@ -392,23 +399,36 @@ static int weft__exec_options(const weft_exec_options *opts,
  * the kernels the user did not place (unless o names a device). Sets
  * e->node_dev, e->policy, e->scope and e->devices_used.
  */
+/* The policy and scope of o over the runtime's (its options and env). */
+static int weft__exec_policy(weft_runtime *rt, const weft_exec_options *o,
+                             int *policy, int *scope)
+{
+    int rc;
+
+    *policy = rt->sched->place_policy;
+    *scope = rt->sched->place_scope;
+    if (o->policy != WEFT_PLACE_DEFAULT &&
+        (rc = weft__place_policy_parse(NULL, o->policy, policy)) < 0)
+        return rc;
+    if (o->place_scope != WEFT_PLACE_SCOPE_DEFAULT &&
+        (rc = weft__place_scope_parse(NULL, o->place_scope, scope)) < 0)
+        return rc;
+    return 0;
+}
+
 static int weft__exec_place(weft_exec *e, const weft_graph *g,
                             const weft_exec_options *o, unsigned dev)
 {
     weft__place_src src = {g->rt,   g->nodes, g->nnodes, g->acc,
                            g->nacc, g->args,  g->bytes,  e->roots};
-    int policy = e->rt->sched->place_policy, scope = e->rt->sched->place_scope;
+    int policy, scope;
     int rc;
 
     for (uint32_t i = 0; i < g->nnodes; i++)
         e->node_dev[i] = dev;
     if (o->device)
         return 0;
-    if (o->policy != WEFT_PLACE_DEFAULT &&
-        (rc = weft__place_policy_parse(NULL, o->policy, &policy)) < 0)
-        return rc;
-    if (o->place_scope != WEFT_PLACE_SCOPE_DEFAULT &&
-        (rc = weft__place_scope_parse(NULL, o->place_scope, &scope)) < 0)
+    if ((rc = weft__exec_policy(e->rt, o, &policy, &scope)) < 0)
         return rc;
     if ((rc = weft__place_graph(&src, policy, scope, dev, e->order,
                                 e->pred_first, e->preds, e->node_dev,
@@ -479,6 +499,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     weft__lanes_init(&e->lanes, g->rt);
     e->rt = g->rt;
     e->native = (int)o.native_graphs;
+    e->priority = (int)o.priority;
     e->nnodes = g->nnodes;
     e->nacc = g->nacc;
     e->nroots = g->nroots;
@@ -520,6 +541,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
                                 e->order, e->pred_first, e->preds, e->raws,
                                 e->roots, e->native, &e->plan)) < 0)
         goto fail;
+    weft__plan_set_priority(e->plan, e->priority);
     e->lanes.hooks = &weft__plan_hooks;
     e->lanes.set = e->plan;
     /* Kernel times for the cost model, where a model placed the nodes. */
@@ -553,4 +575,60 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
 fail:
     weft__exec_free(e);
     return rc;
+}
+int weft_graph_candidate_devices(weft_graph *g, weft_node node,
+                                 const weft_exec_options *opts,
+                                 const weft_device **devs, unsigned max,
+                                 unsigned *count)
+{
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    weft__place_src src;
+    unsigned char *cap;
+    unsigned dev, k = 0;
+    int policy, scope, rc;
+
+    if (!g || !count)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_candidate_devices: %s is NULL",
+                           g ? "count" : "graph");
+    if (!devs && max)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_candidate_devices: devs is NULL with "
+                           "max %u",
+                           max);
+    if (node >= g->nnodes)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_candidate_devices: node %u of %u "
+                           "nodes",
+                           node, g->nnodes);
+    if ((rc = weft__exec_options(opts, &o)) < 0 ||
+        (rc = weft__choose_device(g, &o, &dev)) < 0 ||
+        (o.device == NULL &&
+         (rc = weft__exec_policy(g->rt, &o, &policy, &scope)) < 0))
+        return weft__error_prefix(rc, "weft_graph_candidate_devices");
+    cap = weft__calloc((size_t)g->rt->ndevices + 1, 1);
+    if (!cap)
+        return weft__error(WEFT_ENOMEM,
+                           "weft_graph_candidate_devices: out of memory");
+    if (o.device) {
+        /* Every node on that device (as instantiate does). */
+        cap[dev] = weft__node_placed(&g->nodes[node]) != 0;
+    } else {
+        src = (weft__place_src){g->rt,   g->nodes, g->nnodes, g->acc,
+                                g->nacc, g->args,  g->bytes,  NULL};
+        rc = weft__place_node_candidates(&src, policy, scope, dev, node, cap);
+        if (rc < 0) {
+            weft__free(cap);
+            return weft__error_prefix(rc, "weft_graph_candidate_devices");
+        }
+    }
+    for (unsigned d = 0; d < g->rt->ndevices; d++)
+        if (cap[d]) {
+            if (k < max)
+                devs[k] = weft_runtime_device(g->rt, d);
+            k++;
+        }
+    weft__free(cap);
+    *count = k;
+    return 0;
 }

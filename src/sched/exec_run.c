@@ -231,6 +231,23 @@ static int weft__run_native(weft_exec *e, uint32_t i)
     return rc;
 }
 
+/*
+ * Call a host task's function: 0, or for a status task's non-zero return
+ * WEFT_EIO with the detail set (the caller names the node).
+ */
+static int weft__call_host(const weft__node *nd, void *const *ptrs)
+{
+    int ret;
+
+    if (!nd->u.host.status) {
+        nd->u.host.fn(ptrs, nd->u.host.user);
+        return 0;
+    }
+    ret = nd->u.host.status(ptrs, nd->u.host.user);
+    return ret == 0 ? 0
+                    : weft__error(WEFT_EIO, "the host task returned %d", ret);
+}
+
 /* Host access to every range of a map or host node. */
 static int weft__run_host(weft_exec *e, const weft__node *nd)
 {
@@ -261,13 +278,14 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
     if (nd->kind == WEFT__NODE_MAP)
         nd->u.map.fn(e->ptrs[0], acc[0].size, nd->u.map.user);
     else
-        nd->u.host.fn(e->ptrs, nd->u.host.user);
+        rc = weft__call_host(nd, e->ptrs);
+    /* Written also after a failure: the function may have written them. */
     for (uint32_t a = 0; a < nd->nacc; a++)
         if (acc[a].mode & WEFT_WRITE)
             weft__buffer_written(acc[a].buf->root, WEFT__HOST,
                                  acc[a].buf->offset + acc[a].offset,
                                  acc[a].size);
-    return 0;
+    return rc;
 }
 
 static int weft__node_trace_kind(const weft__node *nd)
@@ -294,8 +312,9 @@ static void weft__host_job_run(weft__host_task *task)
         weft_clear_error();
     } else if (nd->kind == WEFT__NODE_MAP) {
         nd->u.map.fn(j->ptrs[0], acc[0].size, nd->u.map.user);
-    } else {
-        nd->u.host.fn(j->ptrs, nd->u.host.user);
+    } else if ((rc = weft__call_host(nd, j->ptrs)) < 0) {
+        weft__strlcpy(j->msg, weft_last_error(), sizeof j->msg);
+        weft_clear_error();
     }
     j->t1 = weft__now_ns();
     j->rc = rc;
@@ -914,10 +933,12 @@ static int weft__fast_prepare(weft_exec *e)
     e->fast = -1;
     if (n == 0 || !weft__hostwork_get(e->rt))
         return 0;
+    /* Host tasks that may fail need the cancellation. */
     for (uint32_t i = 0; i < n; i++)
-        if (e->nodes[i].kind != WEFT__NODE_HOST &&
-            e->nodes[i].kind != WEFT__NODE_MAP &&
-            e->nodes[i].kind != WEFT__NODE_EMPTY)
+        if ((e->nodes[i].kind != WEFT__NODE_HOST &&
+             e->nodes[i].kind != WEFT__NODE_MAP &&
+             e->nodes[i].kind != WEFT__NODE_EMPTY) ||
+            (e->nodes[i].kind == WEFT__NODE_HOST && e->nodes[i].u.host.status))
             return 0;
     hw = weft__hostwork_get(e->rt);
     e->fast_pending = weft__calloc(n, sizeof *e->fast_pending);

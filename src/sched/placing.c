@@ -415,6 +415,44 @@ static unsigned weft__place_take(const weft__place_src *g,
     return used;
 }
 
+int weft__place_node_candidates(const weft__place_src *g, int policy, int scope,
+                                unsigned dflt, uint32_t i, unsigned char *cap)
+{
+    weft_runtime *rt = g->rt;
+    unsigned nd = rt->ndevices, n = 0;
+    const weft__node *x = &g->nodes[i];
+    unsigned char *cand, *was;
+    weft__place_node p;
+
+    memset(cap, 0, nd);
+    if (!weft__node_placed(x))
+        return 0;
+    if (x->device >= 0) {
+        cap[x->device] = 1;
+        return 1;
+    }
+    cand = weft__calloc((size_t)nd + 1, 1);
+    was = weft__calloc((size_t)nd + 1, 1);
+    if (!cand || !was) {
+        weft__free(cand);
+        weft__free(was);
+        return weft__error(WEFT_ENOMEM, "placement: out of memory");
+    }
+    if (policy == WEFT_PLACE_SINGLE ||
+        weft__place_candidates(rt, scope, dflt, cand) < 2) {
+        cap[dflt] = 1;
+        n = 1;
+    } else {
+        memset(&p, 0, sizeof p);
+        weft__place_node_kind(g, scope, dflt, cand, x, &p, cap, was);
+        for (unsigned d = 0; d < nd; d++)
+            n += cap[d];
+    }
+    weft__free(cand);
+    weft__free(was);
+    return (int)n;
+}
+
 int weft__place_graph(const weft__place_src *g, int policy, int scope,
                       unsigned dflt, const uint32_t *order,
                       const uint32_t *pred_first, const uint32_t *preds,

@@ -75,4 +75,17 @@ int weft__place_graph(const weft__place_src *src, int policy, int scope,
                       const uint32_t *pred_first, const uint32_t *preds,
                       unsigned *node_dev, unsigned *ndev_used);
 
+/*
+ * The devices weft__place_graph may give node i of src (under the same
+ * policy, scope and dflt), marked in cap (ndevices entries): none for a
+ * node that placement does not place (transfers, maps, host tasks, empty
+ * nodes); the device the graph gave it; dflt alone where the policy is
+ * "single" or the scope has fewer than two devices; else the candidates
+ * of the scope that have an implementation and fit it (one per piece of
+ * hardware for scope "all"). Returns how many it marked, or a weft error.
+ */
+int weft__place_node_candidates(const weft__place_src *src, int policy,
+                                int scope, unsigned dflt, uint32_t i,
+                                unsigned char *cap);
+
 #endif /* WEFT_SCHED_PLACING_H */

@@ -59,6 +59,9 @@ static int weft__lane_open(weft__plan *p, weft__lane *ln)
     if (ln->slot >= WEFT__COMPUTE_LANES)
         desc.role = roles[ln->slot - WEFT__COMPUTE_LANES];
     rc = weft__runtime_context(p->rt, ln->device, &ctx);
+    /* After the context: CUDA fills in the range with its first one. */
+    if (rc == 0 && p->priority == WEFT_PRIORITY_HIGH)
+        desc.priority = ctx->dev->props.queue_priority_high;
     if (rc == 0)
         rc = weft__drv_queue_create(ctx, &desc, &ln->q);
     if (rc < 0)
@@ -84,6 +87,11 @@ static weft__lane *weft__lane_of(weft__plan *p, const weft__queue *q)
         if (p->lanes[i].q == q)
             return &p->lanes[i];
     return NULL;
+}
+
+void weft__plan_set_priority(weft__plan *p, int priority)
+{
+    p->priority = priority;
 }
 
 /* An event of a device's pool (pools: p->pools or p->tpools). */
@@ -687,6 +695,7 @@ void weft__plan_destroy(weft__plan *p)
     weft__free(p->origin);
     weft__free(p->origin_ns);
     weft__free(p->tops);
+    weft__free(p->node_time);
     weft__free(p->tracks);
     weft__free(p->pools);
     weft__free(p->lanes);

@@ -98,6 +98,13 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
 /* Drain and free (NULL is ignored). */
 void weft__plan_destroy(weft__plan *p);
 
+/*
+ * The weft_priority of the queues the plan makes from now on (before its
+ * first: every queue of the plan has it). HIGH: the device's highest
+ * queue priority (weft_device_info.queue_priority_high).
+ */
+void weft__plan_set_priority(weft__plan *p, int priority);
+
 /* The compute lane node i was lowered to on device: its queue, made now. */
 int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
                           weft__queue **q);
@@ -167,7 +174,21 @@ void weft__plan_time_worker(weft__plan *p, uint32_t node, int worker, int kind,
 /* Launches still to be timed for the kernel time model. */
 unsigned weft__plan_learning(const weft__plan *p);
 void weft__plan_set_learn(weft__plan *p, unsigned n);
-/* Whether this launch is timed (tracing, or learning kernel times). */
+/*
+ * weft_exec_enable_timings: on, every launch from the next is timed and
+ * its end keeps each node's times (weft__plan_node_time).
+ */
+void weft__plan_set_timings(weft__plan *p, int on);
+/*
+ * Node i's operations in the last launch, if it kept node times (else 0):
+ * the first start and last end on the host clock (weft__now_ns) and the
+ * sum of their own times, in *t (3 values). 1 if the node had timed
+ * operations, 0 if it had none (an empty node; all zeros then).
+ */
+int weft__plan_node_time(const weft__plan *p, uint32_t i, uint64_t t[3]);
+/* Whether the last launch kept node times. */
+int weft__plan_node_timed(const weft__plan *p);
+/* Whether this launch is timed (tracing, learning kernel times, timings). */
 int weft__plan_timed(const weft__plan *p);
 /* A host step of the current node took [t0, t1] (weft__now_ns). */
 void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0, uint64_t t1,
@@ -181,6 +202,7 @@ typedef struct weft__plan_lane_count {
     uint64_t ops;   /* operations enqueued, waits and records included */
     uint64_t nodes; /* steps whose work ended on the lane */
     uint64_t busy_ns, first_ns, last_ns; /* timed launches, else 0 */
+    int priority;                        /* of its queue (weft__queue_desc) */
 } weft__plan_lane_count;
 /* The lanes with a queue, up to max of them into out; returns how many. */
 unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,

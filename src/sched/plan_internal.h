@@ -127,7 +127,14 @@ struct weft__plan {
     unsigned learn; /* launches still to time for the kernel times */
     unsigned timed; /* this launch */
     unsigned stats; /* WEFT_STATS: time every launch */
-    unsigned id;    /* names the host track */
+    int priority;   /* weft_priority of every queue the plan makes */
+    /* weft_exec_enable_timings: time every launch and keep, per node, its
+     * first start, last end and busy time (node_time: 3 * n, made on
+     * first use; node_timed: the last launch filled it). */
+    unsigned timings;
+    unsigned node_timed;
+    uint64_t *node_time;
+    unsigned id; /* names the host track */
     weft__event_pool *tpools;
     weft__event **origin;   /* ndev: this launch's, or NULL */
     uint64_t *origin_ns;    /* ndev: its host time */

@@ -13,7 +13,8 @@
 
 void weft__plan_launch_timed(weft__plan *p)
 {
-    p->timed = p->trace != NULL || p->learn > 0 || p->stats;
+    p->timed = p->trace != NULL || p->learn > 0 || p->stats || p->timings;
+    p->node_timed = 0;
     p->tape_now = 0;
     p->sub = NULL;
 }
@@ -157,6 +158,7 @@ unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
         out[k].ops = l->seq - l->seq0;
         out[k].nodes = l->nodes;
         out[k].busy_ns = l->busy_ns;
+        out[k].priority = l->q->desc.priority;
         out[k].first_ns = l->first_ns;
         out[k].last_ns = l->last_ns;
         k++;

@@ -163,6 +163,52 @@ int weft__plan_timed(const weft__plan *p)
     return p->timed != 0;
 }
 
+void weft__plan_set_timings(weft__plan *p, int on)
+{
+    p->timings = on != 0;
+}
+
+int weft__plan_node_timed(const weft__plan *p)
+{
+    return p->node_timed != 0;
+}
+
+int weft__plan_node_time(const weft__plan *p, uint32_t i, uint64_t t[3])
+{
+    t[0] = t[1] = t[2] = 0;
+    if (!p->node_timed || i >= p->n || !p->node_time[3 * (size_t)i + 1])
+        return 0;
+    memcpy(t, &p->node_time[3 * (size_t)i], 3 * sizeof *t);
+    return 1;
+}
+
+/* Each node's span and busy time from the launch's records (ok[k]). */
+static void weft__keep_node_times(weft__plan *p, const unsigned char *ok)
+{
+    if (!p->node_time) {
+        p->node_time = weft__malloc((3 * (size_t)p->n + 1) * sizeof(uint64_t));
+        if (!p->node_time) {
+            weft_clear_error();
+            return;
+        }
+    }
+    memset(p->node_time, 0, 3 * (size_t)p->n * sizeof(uint64_t));
+    for (size_t k = 0; k < p->ntops; k++) {
+        const weft__top *t = &p->tops[k];
+        uint64_t *nt;
+
+        if (!ok[k] || t->node >= p->n)
+            continue;
+        nt = &p->node_time[3 * (size_t)t->node];
+        if (!nt[1] || t->t0 < nt[0])
+            nt[0] = t->t0;
+        if (t->t1 > nt[1])
+            nt[1] = t->t1;
+        nt[2] += t->t1 - t->t0;
+    }
+    p->node_timed = 1;
+}
+
 void weft__plan_time_host(weft__plan *p, int kind, uint64_t t0, uint64_t t1,
                           uint64_t bytes)
 {
@@ -374,6 +420,8 @@ void weft__plan_launch_end(weft__plan *p)
         if (t->t1 > l->last_ns)
             l->last_ns = t->t1;
     }
+    if (p->timings)
+        weft__keep_node_times(p, ok);
     if (p->learn) {
         p->learn--;
         weft__learn_kernels(p, ok);

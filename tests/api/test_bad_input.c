@@ -828,6 +828,13 @@ static void host_task(void *const *ptrs, void *user)
     (void)user;
 }
 
+static int host_status(void *const *ptrs, void *user)
+{
+    (void)ptrs;
+    (void)user;
+    return 0;
+}
+
 static void map_fn(void *ptr, size_t size, void *user)
 {
     (void)ptr;
@@ -940,6 +947,17 @@ static void test_add_node_bad_input(void **state)
     acc[1].size = size + 1;
     expect(weft_graph_add_host(fx.g, host_task, NULL, acc, 2, &node),
            WEFT_ERANGE, "(host): access 1: range [0, 0 + 257)");
+    expect(weft_graph_add_host_status(NULL, host_status, NULL, acc, 2, &node),
+           WEFT_EINVAL, "weft_graph_add_host_status: graph is NULL");
+    expect(weft_graph_add_host_status(fx.g, NULL, NULL, acc, 2, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_host_status: the node being added (host): fn is "
+           "NULL");
+    expect(weft_graph_add_host_status(fx.g, host_status, NULL, NULL, 2, &node),
+           WEFT_EINVAL, "(host): 2 accesses but the array is NULL");
+    expect(weft_graph_add_host_status(fx.g, host_status, NULL, acc, 2, &node),
+           WEFT_ERANGE, "weft_graph_add_host_status",
+           "(host): access 1: range [0, 0 + 257)");
     expect(weft_graph_add_empty(NULL, &node), WEFT_EINVAL,
            "weft_graph_add_empty: graph is NULL");
     assert_int_equal(node, 77);
@@ -1209,6 +1227,131 @@ static void test_exec_bad_input(void **state)
     check(weft_exec_get_stats(e, &st));
     assert_int_equal(st.launches, 1);
     check(weft_exec_destroy(e));
+    graph_works();
+}
+
+/* ---- driver-level features ---------------------------------------------- */
+
+static void test_features_bad_input(void **state)
+{
+    weft_node_timing t;
+    weft_exec *e;
+
+    (void)state;
+    memset(&t, 0, sizeof t);
+    t.size = sizeof t;
+    expect(weft_exec_enable_timings(NULL, 1), WEFT_EINVAL,
+           "weft_exec_enable_timings: exec is NULL");
+    expect(weft_exec_node_timing(NULL, 0, &t), WEFT_EINVAL,
+           "weft_exec_node_timing: exec is NULL");
+    check(weft_graph_instantiate(fx.g, NULL, &e));
+    expect(weft_exec_enable_timings(e, 2), WEFT_EINVAL,
+           "weft_exec_enable_timings: on is 2, not 0 or 1");
+    expect(weft_exec_node_timing(e, 0, NULL), WEFT_EINVAL,
+           "weft_exec_node_timing: timing is NULL");
+    expect(weft_exec_node_timing(e, 0, &t), WEFT_ENOTFOUND,
+           "weft_exec_node_timing: the last finished launch was not timed");
+    check(weft_exec_enable_timings(e, 1));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    expect(weft_exec_node_timing(e, 2, &t), WEFT_EINVAL,
+           "weft_exec_node_timing: node 2 of 2 nodes");
+    t.size = 0;
+    expect(weft_exec_node_timing(e, 1, &t), WEFT_EINVAL, "timing->size 0");
+    t.size = sizeof t + 1;
+    expect(weft_exec_node_timing(e, 1, &t), WEFT_EINVAL, "timing->size");
+    t.size = sizeof t;
+    check(weft_exec_node_timing(e, 1, &t));
+    assert_int_equal(t.timed, 1);
+    check(weft_exec_destroy(e));
+    {
+        weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+
+        o.priority = (weft_priority)7;
+        expect(weft_graph_instantiate(fx.g, &o, &e), WEFT_EINVAL,
+               "weft_graph_instantiate: opts->priority 7 is none of "
+               "weft_priority");
+        o.priority = WEFT_PRIORITY_HIGH;
+        check(weft_graph_instantiate(fx.g, &o, &e));
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        check(weft_exec_destroy(e));
+    }
+    {
+        void *p = NULL, *stack[4];
+
+        expect(weft_host_alloc(NULL, 64, &p), WEFT_EINVAL,
+               "weft_host_alloc: runtime is NULL");
+        expect(weft_host_alloc(rt, 64, NULL), WEFT_EINVAL,
+               "weft_host_alloc: ptr is NULL");
+        expect(weft_host_alloc(rt, 0, &p), WEFT_EINVAL,
+               "weft_host_alloc: size 0");
+        expect(weft_host_alloc(rt, SIZE_MAX, &p), WEFT_ENOMEM,
+               "weft_host_alloc: size");
+        assert_null(p);
+        expect(weft_host_free(NULL, stack), WEFT_EINVAL,
+               "weft_host_free: runtime is NULL");
+        expect(weft_host_free(rt, stack), WEFT_EINVAL,
+               "is not memory that weft_host_alloc of this runtime returned");
+        check(weft_host_free(rt, NULL));
+        check(weft_host_alloc(rt, 64, &p));
+        expect(weft_host_free(rt, (char *)p + 8), WEFT_EINVAL,
+               "weft_host_free");
+        expect(weft_runtime_destroy(rt), WEFT_EBUSY, "weft_host_alloc memory");
+        check(weft_host_free(rt, p));
+        expect(weft_host_free(rt, p), WEFT_EINVAL, "weft_host_free");
+    }
+    {
+        char buf[16];
+        size_t len = 99;
+
+        expect_null(weft_module_name(NULL), "weft_module_name: module is NULL");
+        assert_non_null(weft_module_name(mod));
+        expect(weft_module_build_log(NULL, weft_runtime_device(rt, 0), buf,
+                                     sizeof buf, &len),
+               WEFT_EINVAL, "weft_module_build_log: module is NULL");
+        expect(weft_module_build_log(mod, NULL, buf, sizeof buf, &len),
+               WEFT_EINVAL, "weft_module_build_log: device is NULL");
+        expect(weft_module_build_log(mod, weft_runtime_device(rt, 0), NULL, 4,
+                                     &len),
+               WEFT_EINVAL, "weft_module_build_log: buf is NULL with size 4");
+        expect(weft_module_build_log(mod, weft_runtime_device(rt_b, 0), buf,
+                                     sizeof buf, &len),
+               WEFT_EINVAL, "is not a device of the module's runtime");
+        assert_int_equal(len, 99);
+        check(weft_module_build_log(mod, weft_runtime_device(rt, 0), NULL, 0,
+                                    &len));
+        check(weft_module_build_log(mod, weft_runtime_device(rt, 0), buf,
+                                    sizeof buf, NULL));
+        assert_true(strlen(buf) < sizeof buf);
+    }
+    {
+        const weft_device *cand[4];
+        weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+        unsigned n = 99;
+
+        expect(weft_graph_candidate_devices(NULL, 0, NULL, cand, 4, &n),
+               WEFT_EINVAL, "weft_graph_candidate_devices: graph is NULL");
+        expect(weft_graph_candidate_devices(fx.g, 1, NULL, cand, 4, NULL),
+               WEFT_EINVAL, "weft_graph_candidate_devices: count is NULL");
+        expect(weft_graph_candidate_devices(fx.g, 1, NULL, NULL, 4, &n),
+               WEFT_EINVAL, "devs is NULL with max 4");
+        expect(weft_graph_candidate_devices(fx.g, 2, NULL, cand, 4, &n),
+               WEFT_EINVAL, "weft_graph_candidate_devices: node 2 of 2 nodes");
+        o.policy = (weft_place_policy)42;
+        expect(weft_graph_candidate_devices(fx.g, 1, &o, cand, 4, &n),
+               WEFT_EINVAL, "weft_graph_candidate_devices", "opts->policy 42");
+        o = (weft_exec_options)WEFT_EXEC_OPTIONS_INIT;
+        o.device = weft_runtime_device(rt_b, 0);
+        expect(weft_graph_candidate_devices(fx.g, 1, &o, cand, 4, &n),
+               WEFT_EINVAL, "opts->device is not one of the graph's runtime");
+        assert_int_equal(n, 99);
+        check(weft_graph_candidate_devices(fx.g, 1, NULL, cand, 4, &n));
+        assert_true(n >= 1);
+        assert_true(weft_kernel_supports(k_advance, cand[0]));
+        check(weft_graph_candidate_devices(fx.g, 0, NULL, NULL, 0, &n));
+        assert_int_equal(n, 0);
+    }
     graph_works();
 }
 
@@ -1672,6 +1815,7 @@ static const struct {
     {"weft_graph_add_fill", "test_add_node_bad_input"},
     {"weft_graph_add_map", "test_add_node_bad_input"},
     {"weft_graph_add_host", "test_add_node_bad_input"},
+    {"weft_graph_add_host_status", "test_add_node_bad_input"},
     {"weft_graph_add_empty", "test_add_node_bad_input"},
     {"weft_graph_add_native", "test_native_bad_input"},
     {"weft_native_driver", "test_native_bad_input"},
@@ -1699,6 +1843,13 @@ static const struct {
     {"weft_exec_node_device", "test_exec_bad_input"},
     {"weft_exec_get_stats", "test_exec_bad_input"},
     {"weft_exec_write_dot", "test_exec_bad_input"},
+    {"weft_exec_enable_timings", "test_features_bad_input"},
+    {"weft_exec_node_timing", "test_features_bad_input"},
+    {"weft_host_alloc", "test_features_bad_input"},
+    {"weft_host_free", "test_features_bad_input"},
+    {"weft_module_name", "test_features_bad_input"},
+    {"weft_module_build_log", "test_features_bad_input"},
+    {"weft_graph_candidate_devices", "test_features_bad_input"},
 };
 
 /* The group main runs, so that `covered` can name only cases of it. */
@@ -1812,6 +1963,7 @@ int main(int argc, char **argv)
         CASE(test_threads_destroy_exec),
         CASE(test_native_bad_input),
         CASE(test_external_bad_input),
+        CASE(test_features_bad_input),
         cmocka_unit_test(test_every_function_covered),
     };
 

@@ -161,6 +161,7 @@ typedef CUresult weft__cu_CtxEnablePeerAccess_fn(CUcontext peer,
                                                  unsigned flags);
 typedef CUresult
 weft__cu_StreamCreateWithPriority_fn(CUstream *s, unsigned flags, int priority);
+typedef CUresult weft__cu_StreamGetPriority_fn(CUstream s, int *priority);
 typedef CUresult weft__cu_StreamDestroy_fn(CUstream s);
 typedef CUresult weft__cu_StreamSynchronize_fn(CUstream s);
 typedef CUresult weft__cu_StreamWaitEvent_fn(CUstream s, CUevent ev,
@@ -265,6 +266,7 @@ typedef CUresult weft__cu_GraphExecUpdate_fn(CUgraphExec exec, CUgraph graph,
     X(CtxGetStreamPriorityRange, 1, "cuCtxGetStreamPriorityRange", NULL)       \
     X(CtxEnablePeerAccess, 1, "cuCtxEnablePeerAccess", NULL)                   \
     X(StreamCreateWithPriority, 1, "cuStreamCreateWithPriority", NULL)         \
+    X(StreamGetPriority, 0, "cuStreamGetPriority", NULL)                       \
     X(StreamDestroy, 1, "cuStreamDestroy_v2", NULL)                            \
     X(StreamSynchronize, 1, "cuStreamSynchronize", NULL)                       \
     X(StreamWaitEvent, 1, "cuStreamWaitEvent", NULL)                           \

@@ -150,6 +150,7 @@ int weft__cuda_module_create(weft__context *ctx, const weft__module_source *src,
         goto fail;
     weft__free(text);
     m->image = img; /* owned by the module from here (NULL unless NVRTC) */
+    m->base.build_log = img.log;
     m->base.drv = &weft__driver_cuda;
     m->base.ctx = ctx;
     m->base.kind = src->kind;

@@ -163,9 +163,9 @@ static int options_name_arch(const char *options)
            (strstr(options, "-arch") || strstr(options, "--gpu-architecture"));
 }
 
-/* Copy the program's log into the detail of a WEFT_EBUILD. */
-static int nvrtc_build_error(nvrtcProgram prog, nvrtcResult res,
-                             const char *name, const char *arch_flag)
+/* The program's log, weft__malloc'd, trailing blank lines cut; NULL if
+ * there is none or it cannot be had. */
+static char *nvrtc_log(nvrtcProgram prog)
 {
     size_t size = 0;
     char *log = NULL;
@@ -182,6 +182,15 @@ static int nvrtc_build_error(nvrtcProgram prog, nvrtcResult res,
              n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' '); n--)
             log[n - 1] = '\0';
     }
+    weft_clear_error();
+    return log;
+}
+
+/* Copy the program's log into the detail of a WEFT_EBUILD. */
+static int nvrtc_build_error(nvrtcProgram prog, nvrtcResult res,
+                             const char *name, const char *arch_flag)
+{
+    char *log = nvrtc_log(prog);
     const char *msg = nvrtc.GetErrorString(res);
 
     weft__driver_error(
@@ -283,6 +292,7 @@ int weft__cuda_nvrtc_compile(const char *src, size_t len, const char *name,
     out->size = size;
     out->is_cubin = cubin;
     out->arch = own_arch ? arch : 0;
+    out->log = nvrtc_log(prog); /* warnings; none is no error */
     rc = 0;
 done:
     if (prog)
@@ -294,6 +304,7 @@ done:
 
 void weft__cuda_image_free(weft__cuda_image *img)
 {
+    weft__free(img->log);
     weft__free(img->data);
     memset(img, 0, sizeof *img);
 }

@@ -197,7 +197,8 @@ typedef struct weft__cuda_image {
     void *data;
     size_t size;
     unsigned is_cubin;
-    int arch; /* the sm_XY / compute_XY it was built for, as XY */
+    int arch;  /* the sm_XY / compute_XY it was built for, as XY */
+    char *log; /* NVRTC's log of the build (warnings), or NULL */
 } weft__cuda_image;
 
 /*

@@ -127,6 +127,9 @@ int weft__ocl_module_create(weft__context *ctx, const weft__module_source *src,
         weft__free(log);
         goto fail;
     }
+    /* Warnings too; no log is no error. */
+    m->base.build_log = ocl_build_log(m->prog, d->id);
+    weft_clear_error();
     weft__free(opts);
     *out = &m->base;
     return 0;
@@ -164,6 +167,7 @@ void weft__ocl_module_destroy(weft__module *mod)
     }
     ocl_release_program(m->prog);
     pthread_mutex_destroy(&m->lock);
+    weft__free(m->base.build_log);
     weft__free(m->name);
     weft__free(m);
 }

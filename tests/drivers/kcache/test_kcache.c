@@ -156,17 +156,20 @@ static void portable_translation(void **state)
     (void)state;
 
     assert_int_equal(
-        weft__portable_translate(portable_src, WEFT__SRC_OPENCL_C, &cl), 0);
+        weft__portable_translate(portable_src, WEFT__SRC_OPENCL_C, NULL, &cl),
+        0);
     assert_int_equal(
-        weft__portable_translate(portable_src, WEFT__SRC_CUDA_CXX, &cu), 0);
+        weft__portable_translate(portable_src, WEFT__SRC_CUDA_CXX, NULL, &cu),
+        0);
     assert_non_null(strstr(cl, "#define WEFT_KERNEL __kernel"));
     assert_non_null(strstr(cu, "extern \"C\" __global__"));
     assert_non_null(strstr(cl, portable_src));
     assert_non_null(strstr(cu, portable_src));
     weft__free(cl);
     weft__free(cu);
-    assert_int_equal(weft__portable_translate(portable_src, WEFT__SRC_PTX, &cl),
-                     WEFT_EINVAL);
+    assert_int_equal(
+        weft__portable_translate(portable_src, WEFT__SRC_PTX, NULL, &cl),
+        WEFT_EINVAL);
 }
 
 /* On an OpenCL device: build twice (the second is a hit), run the kernel. */
@@ -200,7 +203,8 @@ static void opencl_second_build_hits(void **state)
     }
     assert_int_equal(weft__drv_context_create(dev, &ctx), 0);
     assert_int_equal(
-        weft__portable_translate(portable_src, WEFT__SRC_OPENCL_C, &cl), 0);
+        weft__portable_translate(portable_src, WEFT__SRC_OPENCL_C, NULL, &cl),
+        0);
     weft__module_source src = {WEFT__SRC_OPENCL_C, cl, 0, NULL, "scale"};
     weft__kcache_get_stats(&s0);
     assert_int_equal(weft__drv_module_create(ctx, &src, &m1), 0);
