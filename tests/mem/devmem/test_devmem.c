@@ -348,6 +348,72 @@ static void test_wrap_not_evicted(void **state)
     check(weft_runtime_destroy(rt));
 }
 
+/*
+ * A native node on the device reads and writes the wrapped bytes in place
+ * (its address is the program's memory) under a limit smaller than the
+ * buffer: the node's need leaves the wrapped replica out.
+ */
+static void *native_seen;
+
+static int native_addone(const weft_native_ctx *c, void *user)
+{
+    unsigned char *p = weft_native_ptr(c, 0);
+
+    (void)user;
+    native_seen = p;
+    for (size_t i = 0; i < weft_native_size(c, 0); i++)
+        p[i]++;
+    return 0;
+}
+
+static void test_wrap_in_native_node(void **state)
+{
+    static unsigned char in[N], out[N];
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft_native_impl impl = {NULL, 0, native_addone};
+    weft_access_desc acc = {NULL, 0, N, WEFT_READ_WRITE};
+    weft__context *ctx;
+    weft_runtime *rt;
+    weft_graph *g;
+    weft_exec *e;
+    weft_buffer *b;
+    prog_mem m;
+
+    (void)state;
+    if (strcmp(driver, "host") && strcmp(driver, "sim"))
+        skip(); /* the function writes through a host pointer */
+    o.device_mem_limit = N / 2;
+    o.devices = devs.selection;
+    check(weft_runtime_create(&rt, &o));
+    check(weft__runtime_context(rt, 0, &ctx));
+    prog_switch(ctx);
+    prog_alloc(&m, OFF + N);
+    pattern(in, N, 9);
+    prog_write(&m, OFF, in, N);
+    check(weft_buffer_wrap_device(rt, weft_runtime_device(rt, 0), m.handle, OFF,
+                                  N, &b));
+    impl.driver = driver;
+    acc.buffer = b;
+    check(weft_graph_create(rt, &g));
+    check(weft_graph_add_native(g, &impl, 1, &acc, 1, NULL, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int i = 0; i < 2; i++) {
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+    }
+    assert_ptr_equal(native_seen, (char *)prog_addr(&m).ptr + OFF);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+    prog_read(&m, OFF, out, N);
+    for (size_t i = 0; i < N; i++)
+        in[i] += 2;
+    assert_memory_equal(in, out, N);
+    prog_free(&m);
+    prog_switch(NULL);
+    check(weft_runtime_destroy(rt));
+}
+
 /* Memory of another cl_context: weft's queues could not use it. */
 static void test_wrap_other_context(void **state)
 {
@@ -481,6 +547,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wrap_reads),
         cmocka_unit_test(test_wrap_destroy_writes_back),
         cmocka_unit_test(test_wrap_not_evicted),
+        cmocka_unit_test(test_wrap_in_native_node),
         cmocka_unit_test(test_wrap_other_context),
         cmocka_unit_test(test_wrap_out_of_range),
         cmocka_unit_test(test_export_and_mark_written),
