@@ -302,8 +302,8 @@ int weft__drv_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
         return weft__error(WEFT_EINVAL, "mem_wrap: %s is NULL",
                            ctx ? "result" : "context");
     if (size == 0 || off > SIZE_MAX - size)
-        return weft__error(WEFT_EINVAL, "mem_wrap: range [%zu, %zu + %zu)",
-                           off, off, size);
+        return weft__error(WEFT_EINVAL, "mem_wrap: range [%zu, %zu + %zu)", off,
+                           off, size);
     if (!ctx->drv->mem_wrap)
         return weft__error(WEFT_ENOTSUP,
                            "the %s driver cannot wrap the program's memory",

@@ -124,18 +124,16 @@ int weft__cuda_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
 
     if ((rc = weft__cuda_enter(ctx)) < 0)
         return rc;
-    if (weft__cu.PointerGetAttribute(&ordinal,
-                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                     p) != CUDA_SUCCESS ||
+    if (weft__cu.PointerGetAttribute(
+            &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) != CUDA_SUCCESS ||
         ordinal != cuda_ctx(ctx)->ordinal)
         return weft__error(WEFT_EINVAL,
                            "cuda: %#llx is not memory of GPU %d (device "
                            "ordinal %d)",
                            (unsigned long long)handle, cuda_ctx(ctx)->ordinal,
                            ordinal);
-    if (weft__cu.PointerGetAttribute(&start,
-                                     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                     p) == CUDA_SUCCESS &&
+    if (weft__cu.PointerGetAttribute(
+            &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) == CUDA_SUCCESS &&
         weft__cu.PointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
                                      p) == CUDA_SUCCESS &&
         (off > range - (p - start) || size > range - (p - start) - off))

@@ -308,8 +308,8 @@ static int host_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
     if (!handle)
         return weft__error(WEFT_EINVAL, "host: wrapping a NULL pointer");
     *moff = off;
-    return mem_new(ctx, WEFT__MEM_DEVICE, off + size,
-                   (void *)(uintptr_t)handle, mem);
+    return mem_new(ctx, WEFT__MEM_DEVICE, off + size, (void *)(uintptr_t)handle,
+                   mem);
 }
 
 static void host_mem_free(weft__mem *mem)

@@ -156,8 +156,8 @@ int weft__ocl_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
                  weft__cl.GetMemObjectInfo(cl, CL_MEM_SIZE, sizeof bytes,
                                            &bytes, NULL));
     if (rc != CL_SUCCESS)
-        return weft__ocl_fail(rc, "clGetMemObjectInfo: the cl_mem to wrap on %s",
-                              ctx->dev->name);
+        return weft__ocl_fail(
+            rc, "clGetMemObjectInfo: the cl_mem to wrap on %s", ctx->dev->name);
     if (owner != ocl_ctx(ctx)->cl)
         return weft__error(WEFT_EINVAL,
                            "opencl: the cl_mem belongs to another cl_context "
