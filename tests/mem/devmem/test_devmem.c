@@ -312,8 +312,6 @@ static void test_wrap_not_evicted(void **state)
     prog_mem m;
 
     (void)state;
-    if (!strcmp(driver, "host"))
-        skip(); /* host memory is the host copy's too: nothing to evict */
     o.device_mem_limit = N; /* the wrapped buffer alone is 2N */
     o.devices = devs.selection;
     check(weft_runtime_create(&rt, &o));
@@ -349,20 +347,30 @@ static void test_wrap_not_evicted(void **state)
 }
 
 /*
- * A native node on the device reads and writes the wrapped bytes in place
- * (its address is the program's memory) under a limit smaller than the
- * buffer: the node's need leaves the wrapped replica out.
+ * A native node on the device writes the wrapped bytes in place (its
+ * address is the program's memory: a fill with the driver's own call)
+ * under a limit smaller than the buffer: the node's need leaves the
+ * wrapped replica out.
  */
-static void *native_seen;
+static weft_device_address native_seen;
 
-static int native_addone(const weft_native_ctx *c, void *user)
+static int native_fill(const weft_native_ctx *c, void *user)
 {
-    unsigned char *p = weft_native_ptr(c, 0);
+    size_t n = weft_native_size(c, 0);
+    unsigned char v = 0x5a;
 
     (void)user;
-    native_seen = p;
-    for (size_t i = 0; i < weft_native_size(c, 0); i++)
-        p[i]++;
+    native_seen.address = weft_native_address(c, 0);
+    native_seen.mem = weft_native_mem(c, 0, &native_seen.offset);
+    native_seen.ptr = weft_native_ptr(c, 0);
+    if (!strcmp(driver, "cuda"))
+        return weft__cu.MemsetD8Async((CUdeviceptr)native_seen.address, v, n,
+                                      weft_native_queue(c)) != CUDA_SUCCESS;
+    if (!strcmp(driver, "opencl"))
+        return weft__cl.EnqueueFillBuffer(weft_native_queue(c), native_seen.mem,
+                                          &v, 1, native_seen.offset, n, 0, NULL,
+                                          NULL) != CL_SUCCESS;
+    memset(native_seen.ptr, v, n);
     return 0;
 }
 
@@ -370,8 +378,8 @@ static void test_wrap_in_native_node(void **state)
 {
     static unsigned char in[N], out[N];
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
-    weft_native_impl impl = {NULL, 0, native_addone};
-    weft_access_desc acc = {NULL, 0, N, WEFT_READ_WRITE};
+    weft_native_impl impl = {NULL, 0, native_fill};
+    weft_access_desc acc = {NULL, 0, N, WEFT_WRITE};
     weft__context *ctx;
     weft_runtime *rt;
     weft_graph *g;
@@ -380,8 +388,6 @@ static void test_wrap_in_native_node(void **state)
     prog_mem m;
 
     (void)state;
-    if (strcmp(driver, "host") && strcmp(driver, "sim"))
-        skip(); /* the function writes through a host pointer */
     o.device_mem_limit = N / 2;
     o.devices = devs.selection;
     check(weft_runtime_create(&rt, &o));
@@ -401,13 +407,18 @@ static void test_wrap_in_native_node(void **state)
         check(weft_exec_launch(e));
         check(weft_exec_wait(e));
     }
-    assert_ptr_equal(native_seen, (char *)prog_addr(&m).ptr + OFF);
+    if (!strcmp(driver, "cuda"))
+        assert_int_equal(native_seen.address, m.handle + OFF);
+    else if (!strcmp(driver, "opencl"))
+        assert_true(native_seen.mem == (void *)(uintptr_t)m.handle &&
+                    native_seen.offset == OFF);
+    else
+        assert_ptr_equal(native_seen.ptr, (char *)prog_addr(&m).ptr + OFF);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
     check(weft_buffer_destroy(b));
     prog_read(&m, OFF, out, N);
-    for (size_t i = 0; i < N; i++)
-        in[i] += 2;
+    memset(in, 0x5a, N);
     assert_memory_equal(in, out, N);
     prog_free(&m);
     prog_switch(NULL);
@@ -513,8 +524,6 @@ static void test_export_kept_until_launch(void **state)
     int one = 1;
 
     (void)state;
-    if (!strcmp(driver, "host") || !strcmp(driver, "cuda"))
-        skip(); /* host: no limit to press on; cuda: a GPU run's budget */
     o.device_mem_limit = 3 * N / 2;
     o.devices = devs.selection;
     check(weft_runtime_create(&rt, &o));
