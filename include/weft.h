@@ -639,6 +639,73 @@ WEFT_API int weft_host_alloc(weft_runtime *rt, size_t size, void **ptr);
  */
 WEFT_API int weft_host_free(weft_runtime *rt, void *ptr);
 
+/*
+ * Device memory of the program's own. The native handle of memory is, by
+ * driver: cuda, a CUdeviceptr; opencl, a cl_mem (cast to an integer: its
+ * address) made in weft's cl_context for the device, the one native nodes
+ * are given (a cl_mem of another context is refused, WEFT_EINVAL, as
+ * weft's queues cannot use it); host, a host pointer; sim, the sim's
+ * memory object (weft_native_mem of a native node on the sim; for tests).
+ *
+ * weft_buffer_wrap_device: a buffer of size bytes whose replica on dev is
+ * [offset, offset + size) of the program's memory handle. Its bytes there
+ * are the buffer's first content (the host copy, which weft allocates, is
+ * stale until needed). weft never frees that memory and never evicts that
+ * replica (it does not count against the device's memory limit); the
+ * program keeps it allocated until the buffer is destroyed. Destroying the
+ * buffer first makes that memory hold the final bytes (waiting for them),
+ * then leaves it to the program. offset must be a multiple of the
+ * device's arg_offset_align. WEFT_EINVAL for a NULL runtime, result or
+ * device, a device of another runtime, a handle of 0, a size of 0 or
+ * WEFT_WHOLE, memory of another device or context; WEFT_ERANGE where the
+ * driver tells that the range is outside the allocation; WEFT_ENOTSUP
+ * where the driver cannot wrap memory.
+ */
+WEFT_API int weft_buffer_wrap_device(weft_runtime *rt, const weft_device *dev,
+                                     uint64_t handle, size_t offset,
+                                     size_t size, weft_buffer **buf);
+
+/* Where a range of a buffer is on a device (weft_buffer_device_address). */
+typedef struct weft_device_address {
+    uint64_t address; /* cuda: the CUdeviceptr of the first byte; host (and
+                         sim with real bytes): its host address; else 0 */
+    void *mem;        /* opencl: the cl_mem holding it (sim: the sim's
+                         memory object); else NULL */
+    size_t offset;    /* of the first byte in mem */
+    void *ptr;        /* host (and sim with real bytes): the host address */
+} weft_device_address;
+
+/*
+ * Make [offset, offset + size) of buf valid on dev (waiting for graphs in
+ * flight that use it, then for the copies) and say where it is there, for
+ * code that weft does not run. The address stays valid, and weft keeps
+ * the bytes there (eviction leaves them), until the next launch of a
+ * graph that uses the buffer, the buffer's destruction, or another call
+ * on it for the same device whose range is not inside this one's. Reading
+ * through it is the program's business; to write, order that work before
+ * weft's next use of the buffer (wait for it, or launch after it with
+ * weft_exec_launch_after) and call weft_buffer_mark_device_written. For a
+ * buffer wrapped on dev, the address is in the program's own memory.
+ * WEFT_EINVAL for a NULL argument or a device of another runtime,
+ * WEFT_ERANGE for a range outside buf, WEFT_EBUSY if buf is mapped,
+ * WEFT_EDEVMEM if the range does not fit on dev.
+ */
+WEFT_API int weft_buffer_device_address(weft_buffer *buf,
+                                        const weft_device *dev, size_t offset,
+                                        size_t size, weft_device_address *out);
+/*
+ * The program wrote [offset, offset + size) of buf on dev through an
+ * address from weft_buffer_device_address (WEFT_WHOLE: to the end): those
+ * bytes are the buffer's content now and every other copy of them is
+ * stale. Waits for graphs in flight that use the buffer. WEFT_ESTATE if
+ * weft holds no copy of the whole range on dev (none was asked for, or a
+ * launch since moved it), WEFT_EBUSY if buf is mapped, WEFT_EINVAL and
+ * WEFT_ERANGE as weft_buffer_device_address.
+ */
+WEFT_API int weft_buffer_mark_device_written(weft_buffer *buf,
+                                             const weft_device *dev,
+                                             size_t offset, size_t size);
+
 /* ------------------------------------------------------------------------ */
 /* Graphs                                                                   */
 /* ------------------------------------------------------------------------ */

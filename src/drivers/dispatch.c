@@ -291,6 +291,35 @@ int weft__drv_host_register(weft__context *ctx, void *ptr, size_t size,
     return weft__finish_mem(ctx, m, WEFT__MEM_REGISTERED, size, mem);
 }
 
+int weft__drv_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
+                       size_t size, weft__mem **mem, size_t *moff)
+{
+    weft__mem *m = NULL;
+    size_t at = 0;
+    int rc;
+
+    if (!ctx || !mem || !moff)
+        return weft__error(WEFT_EINVAL, "mem_wrap: %s is NULL",
+                           ctx ? "result" : "context");
+    if (size == 0 || off > SIZE_MAX - size)
+        return weft__error(WEFT_EINVAL, "mem_wrap: range [%zu, %zu + %zu)", off,
+                           off, size);
+    if (!ctx->drv->mem_wrap)
+        return weft__error(WEFT_ENOTSUP,
+                           "the %s driver cannot wrap the program's memory",
+                           ctx->drv->name);
+    WEFT__INJECT(ctx->drv, "mem_wrap", WEFT_EDRIVER);
+    rc = ctx->drv->mem_wrap(ctx, handle, off, size, &m, &at);
+    if (rc < 0)
+        return rc;
+    weft__assert(m->size >= at + size);
+    m->host = NULL;
+    rc = weft__finish_mem(ctx, m, WEFT__MEM_DEVICE, m->size, mem);
+    m->borrowed = 1;
+    *moff = at;
+    return rc;
+}
+
 int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size)
 {
     if (!ctx || !ptr || !size || !ctx->drv->host_is_pinned)

@@ -136,6 +136,9 @@ struct weft__mem {
     weft__mem_kind kind;
     size_t size;
     void *host;
+    /* DEVICE memory the program allocated (mem_wrap): mem_free releases
+     * weft's handle on it, never the memory. */
+    unsigned borrowed;
 };
 
 /* Where a module comes from. */
@@ -317,6 +320,16 @@ struct weft__driver {
                          weft__mem **mem);
     /* Frees any kind. The memory must not be in use by queued work. */
     void (*mem_free)(weft__mem *mem);
+    /*
+     * Optional: DEVICE memory over the program's own allocation, handle
+     * (a CUdeviceptr; a cl_mem; a host pointer; the sim's weft__mem),
+     * whose bytes [off, off + size) are to be used: *mem and *moff, the
+     * offset of byte off in *mem. The driver checks what it can (a cl_mem
+     * of ctx's cl_context, a CUdeviceptr of ctx's device, the range inside
+     * the allocation); mem_free releases only what the wrap took.
+     */
+    int (*mem_wrap)(weft__context *ctx, uint64_t handle, size_t off,
+                    size_t size, weft__mem **mem, size_t *moff);
     /*
      * Optional: what the calling thread has seen complete on dev's platform
      * (host_seen), as a token that another thread takes in (host_join)
@@ -507,6 +520,9 @@ int weft__drv_host_alloc(weft__context *ctx, size_t size, weft__mem **mem);
 int weft__drv_host_register(weft__context *ctx, void *ptr, size_t size,
                             weft__mem **mem);
 int weft__drv_mem_free(weft__mem *mem);
+/* The table's mem_wrap (WEFT_ENOTSUP without); *mem is borrowed. */
+int weft__drv_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
+                       size_t size, weft__mem **mem, size_t *moff);
 /* 1 if the driver says ptr..ptr+size is pinned for ctx's device, else 0. */
 int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size);
 /* The table's host_seen and host_join; 0 and nothing where it has none. */

@@ -166,6 +166,18 @@ void weft__buffer_root_execs(weft_buffer *root, long d)
     __atomic_add_fetch(&root->root_execs, d, __ATOMIC_ACQ_REL);
 }
 
+/* Addresses handed out before are void from now on: extents may go. */
+static void weft__buffer_unexport(weft_buffer *root)
+{
+    if (!root->exported)
+        return;
+    for (unsigned d = 0; d < root->rt->ndevices; d++)
+        for (size_t i = 0; i < root->replicas[d].nextents; i++)
+            __atomic_store_n(&root->replicas[d].extents[i]->exported, 0,
+                             __ATOMIC_RELAXED);
+    root->exported = 0;
+}
+
 int weft__buffer_launch_begin(weft_buffer *root)
 {
     int rc = 0;
@@ -181,6 +193,7 @@ int weft__buffer_launch_begin(weft_buffer *root)
                          what);
     } else {
         root->inflight++;
+        weft__buffer_unexport(root);
     }
     weft__buffer_unlock(root);
     return rc;
@@ -216,8 +229,9 @@ void weft__buffer_describe(const weft_buffer *buf, char *out, size_t size)
 
 /* ---- the public API ---------------------------------------------------- */
 
+/* valid: the memories (tracker indices) that hold the first bytes. */
 static int weft__buffer_new(weft_runtime *rt, void *host, size_t size,
-                            weft_buffer **out, const char *fn)
+                            uint64_t valid, weft_buffer **out, const char *fn)
 {
     weft_buffer *b;
 
@@ -243,8 +257,7 @@ static int weft__buffer_new(weft_runtime *rt, void *host, size_t size,
         weft__calloc(rt->ndevices ? rt->ndevices : 1, sizeof *b->replicas);
     if (!b->replicas)
         goto nomem;
-    if (weft__coherence_init(&b->coh, size, rt->ndevices + 1,
-                             (uint64_t)1 << WEFT__COH_HOST) < 0)
+    if (weft__coherence_init(&b->coh, size, rt->ndevices + 1, valid) < 0)
         goto nomem;
     if (host) {
         b->host = host;
@@ -274,7 +287,8 @@ nomem:
 
 int weft_buffer_create(weft_runtime *rt, size_t size, weft_buffer **buf)
 {
-    return weft__buffer_new(rt, NULL, size, buf, "weft_buffer_create");
+    return weft__buffer_new(rt, NULL, size, (uint64_t)1 << WEFT__COH_HOST, buf,
+                            "weft_buffer_create");
 }
 
 int weft_buffer_wrap(weft_runtime *rt, void *host, size_t size,
@@ -283,7 +297,85 @@ int weft_buffer_wrap(weft_runtime *rt, void *host, size_t size,
     if (!host)
         return weft__error(WEFT_EINVAL, "weft_buffer_wrap: host memory is "
                                         "NULL");
-    return weft__buffer_new(rt, host, size, buf, "weft_buffer_wrap");
+    return weft__buffer_new(rt, host, size, (uint64_t)1 << WEFT__COH_HOST, buf,
+                            "weft_buffer_wrap");
+}
+
+/* The index of dev among rt's devices, else WEFT_EINVAL naming fn. */
+static int weft__device_index(const weft_runtime *rt, const weft_device *dev,
+                              unsigned *d, const char *fn)
+{
+    if (!dev)
+        return weft__error(WEFT_EINVAL, "%s: device is NULL", fn);
+    for (unsigned i = 0; i < rt->ndevices; i++)
+        if (rt->devices[i] == weft__device_of(dev)) {
+            *d = i;
+            return 0;
+        }
+    return weft__error(WEFT_EINVAL,
+                       "%s: device %p is not a device of the buffer's runtime",
+                       fn, (const void *)dev);
+}
+
+int weft_buffer_wrap_device(weft_runtime *rt, const weft_device *dev,
+                            uint64_t handle, size_t offset, size_t size,
+                            weft_buffer **buf)
+{
+    static const char fn[] = "weft_buffer_wrap_device";
+    weft__context *ctx;
+    weft__extent *x = NULL;
+    weft__extent **xs = NULL;
+    weft__mem *mem = NULL;
+    weft_buffer *b = NULL;
+    size_t moff = 0, align;
+    unsigned d = 0;
+    int rc;
+
+    if (!rt || !buf)
+        return weft__error(WEFT_EINVAL, "%s: %s is NULL", fn,
+                           rt ? "result" : "runtime");
+    if ((rc = weft__device_index(rt, dev, &d, fn)) < 0)
+        return rc;
+    if (!handle)
+        return weft__error(WEFT_EINVAL, "%s: the handle is 0", fn);
+    if (size == 0 || size == WEFT_WHOLE)
+        return weft__error(WEFT_EINVAL, "%s: size %s", fn,
+                           size ? "WEFT_WHOLE (give the bytes)" : "0");
+    /* Kernel arguments in the memory start where the device allows. */
+    align = rt->devices[d]->props.arg_offset_align;
+    if (align > 1 && offset % align)
+        return weft__error(WEFT_EINVAL,
+                           "%s: offset %zu is not a multiple of %zu bytes, "
+                           "the argument alignment of %s",
+                           fn, offset, align, rt->devices[d]->name);
+    if ((rc = weft__runtime_context(rt, d, &ctx)) < 0 ||
+        (rc = weft__drv_mem_wrap(ctx, handle, offset, size, &mem, &moff)) < 0)
+        return weft__error_prefix(rc, "%s on %s", fn, rt->devices[d]->name);
+    x = weft__calloc(1, sizeof *x);
+    xs = weft__malloc(sizeof *xs);
+    if (!x || !xs)
+        rc = weft__error(WEFT_ENOMEM, "%s: out of memory", fn);
+    else
+        rc = weft__buffer_new(rt, NULL, size, (uint64_t)1 << (1 + d), &b, fn);
+    if (rc < 0) {
+        weft__free(x);
+        weft__free(xs);
+        weft__drv_mem_free(mem);
+        return rc;
+    }
+    x->root = b;
+    x->device = d;
+    x->lo = 0;
+    x->hi = size;
+    x->blk.mem = mem;
+    x->blk.offset = moff;
+    x->blk.size = size;
+    xs[0] = x;
+    b->replicas[d].extents = xs;
+    b->replicas[d].nextents = b->replicas[d].cap = 1;
+    b->replicas[d].wrapped = 1;
+    *buf = b;
+    return 0;
 }
 
 /*
@@ -350,6 +442,15 @@ static void weft__wait_idle(weft_buffer *root)
         pthread_cond_wait(&root->idle, &root->lock);
 }
 
+/* The device whose replica is the program's memory, or WEFT__HOST. */
+static unsigned weft__wrapped_device(const weft_buffer *root)
+{
+    for (unsigned d = 0; d < root->rt->ndevices; d++)
+        if (root->replicas[d].wrapped)
+            return d;
+    return WEFT__HOST;
+}
+
 int weft_buffer_destroy(weft_buffer *buf)
 {
     weft_buffer *root;
@@ -392,9 +493,11 @@ int weft_buffer_destroy(weft_buffer *buf)
     }
     weft__wait_idle(root);
     /* The user's memory gets the final bytes; weft's own need not. */
-    if (!root->owned) {
+    if (!root->owned || weft__wrapped_device(root) != WEFT__HOST) {
+        unsigned where = root->owned ? weft__wrapped_device(root) : WEFT__HOST;
+
         weft__lanes_init(&l, rt);
-        rc = weft__buffer_make_valid(root, WEFT__HOST, 0, root->size, &l);
+        rc = weft__buffer_make_valid(root, where, 0, root->size, &l);
         weft__lanes_release(&l);
         if (rc < 0) {
             weft__buffer_unlock(root);
@@ -621,4 +724,80 @@ int weft_buffer_invalidate(weft_buffer *buf, size_t offset, size_t size)
     if (rc == 0)
         weft__buffer_written(buf->root, WEFT__HOST, buf->offset + offset, size);
     return weft__helper_end(buf, &l, rc, "weft_buffer_invalidate");
+}
+
+int weft_buffer_device_address(weft_buffer *buf, const weft_device *dev,
+                               size_t offset, size_t size,
+                               weft_device_address *out)
+{
+    static const char fn[] = "weft_buffer_device_address";
+    weft__native_mem nm;
+    weft_buffer *root;
+    weft__span span;
+    weft__lanes l;
+    weft__mem *mem;
+    size_t at, moff;
+    unsigned d = 0;
+    int rc;
+
+    if (!out)
+        return weft__error(WEFT_EINVAL, "%s: result is NULL", fn);
+    if (buf && (rc = weft__device_index(buf->rt, dev, &d, fn)) < 0)
+        return rc;
+    if ((rc = weft__helper_begin(buf, offset, &size, fn)) < 0)
+        return rc;
+    root = buf->root;
+    at = buf->offset + offset;
+    weft__lanes_init(&l, buf->rt);
+    span = (weft__span){root, at, size};
+    if (root->mapped_by)
+        rc = weft__error(WEFT_EBUSY, "%s: the buffer is mapped", fn);
+    else
+        rc = weft__buffer_hold(&span, 1, d, &l);
+    if (rc == WEFT__NO_ROOM) /* hold said why; nothing here waits for it */
+        rc = WEFT_EDEVMEM;
+    if (rc == 0)
+        rc = weft__buffer_make_valid(root, d, at, size, &l);
+    if (rc == 0) {
+        weft__buffer_device_ptr(root, d, at, &mem, &moff);
+        weft__drv_native_mem(mem, moff, &nm);
+        out->address = nm.address;
+        out->mem = nm.mem;
+        out->offset = nm.offset;
+        out->ptr = nm.host;
+        weft__buffer_export(root, d, at, size);
+    }
+    return weft__helper_end(buf, &l, rc, fn);
+}
+
+int weft_buffer_mark_device_written(weft_buffer *buf, const weft_device *dev,
+                                    size_t offset, size_t size)
+{
+    static const char fn[] = "weft_buffer_mark_device_written";
+    weft_buffer *root;
+    weft__lanes l;
+    weft__mem *mem;
+    size_t at, moff;
+    unsigned d = 0;
+    int rc;
+
+    if (buf && (rc = weft__device_index(buf->rt, dev, &d, fn)) < 0)
+        return rc;
+    if ((rc = weft__helper_begin(buf, offset, &size, fn)) < 0)
+        return rc;
+    root = buf->root;
+    at = buf->offset + offset;
+    weft__lanes_init(&l, buf->rt);
+    if (root->mapped_by)
+        rc = weft__error(WEFT_EBUSY, "%s: the buffer is mapped", fn);
+    else if (!weft__buffer_device_find(root, d, at, size, &mem, &moff))
+        rc = weft__error(WEFT_ESTATE,
+                         "%s: no copy of [%zu, %zu + %zu) is held on %s; ask "
+                         "weft_buffer_device_address for the range first",
+                         fn, offset, offset, size, buf->rt->devices[d]->name);
+    else
+        rc = weft__buffer_reserve(root, 1);
+    if (rc == 0)
+        weft__buffer_written(root, d, at, size);
+    return weft__helper_end(buf, &l, rc, fn);
 }

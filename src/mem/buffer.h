@@ -50,7 +50,10 @@ struct weft__extent {
     unsigned device;
     size_t lo, hi;
     weft__pool_block blk;
-    unsigned long pin;  /* == root->epoch: in use by the lock holder */
+    unsigned long pin; /* == root->epoch: in use by the lock holder */
+    /* Its address was handed to the program (weft_buffer_device_address):
+     * not evicted until a launch uses the root again (root->lock). */
+    unsigned exported;
     unsigned long made; /* root->epoch when made (== : by the holder) */
     uint64_t last_use;  /* rt->tick when last pinned */
     weft__extent *dprev, *dnext;
@@ -70,6 +73,14 @@ typedef struct weft__replica {
     weft__mem *reg;      /* the host copy registered with the device */
     unsigned host_moves; /* copies between the host copy and the device */
     unsigned reg_failed; /* registration failed once: do not retry */
+    /*
+     * The replica is the program's memory (weft_buffer_wrap_device): one
+     * extent, the whole root, whose block is borrowed memory (blk.extent
+     * NULL) from no pool and on no device list, so never evicted, not
+     * counted against the device's limit, and released (never freed) with
+     * the root.
+     */
+    unsigned wrapped;
 } weft__replica;
 
 struct weft_buffer {
@@ -91,6 +102,7 @@ struct weft_buffer {
     unsigned char *host; /* the host copy */
     unsigned owned;      /* host was allocated by weft */
     unsigned host_block; /* host lies in a weft_host_alloc block, held */
+    unsigned exported;   /* some extent is exported (see weft__extent) */
     long inflight;       /* launches queued or running that use the root */
     weft_buffer *mapped_by;
     void *map_ptr;
@@ -287,6 +299,13 @@ void weft__buffer_device_ptr(weft_buffer *root, unsigned device, size_t off,
  */
 int weft__buffer_device_find(weft_buffer *root, unsigned device, size_t off,
                              size_t size, weft__mem **mem, size_t *moff);
+/*
+ * The extent of device holding the range (which make_valid readied) is
+ * the program's to use (weft_buffer_device_address): eviction leaves it
+ * until the next launch that uses the root (launch_begin).
+ */
+void weft__buffer_export(weft_buffer *root, unsigned device, size_t off,
+                         size_t size);
 /* The host address of byte off of the root's host copy. */
 void *weft__buffer_host(weft_buffer *root, size_t off);
 /*

@@ -89,6 +89,9 @@ static int weft__evict_one(weft_runtime *rt, unsigned d, int force,
 
             root = x->root;
             held = weft__buffer_held(root);
+            /* The program holds its address (an export): it stays. */
+            if (__atomic_load_n(&x->exported, __ATOMIC_RELAXED))
+                continue;
             if (held ? !force && x->pin == root->epoch
                      : !weft__buffer_trylock(root))
                 continue;
@@ -265,6 +268,11 @@ int weft__buffer_hold(weft__span *s, size_t n, unsigned d, weft__lanes *l)
     char why[512];
     int rc;
 
+    /* Roots whose replica on d is the program's memory need no room. */
+    for (size_t i = runs = 0; i < n; i++)
+        if (!s[i].root->replicas[d].wrapped)
+            s[runs++] = s[i];
+    n = runs;
     if (n == 0)
         return 0;
     if ((rc = weft__runtime_pool(rt, d, &pool)) < 0)

@@ -181,6 +181,17 @@ int weft__buffer_device_find(weft_buffer *root, unsigned device, size_t off,
     return 1;
 }
 
+void weft__buffer_export(weft_buffer *root, unsigned device, size_t off,
+                         size_t size)
+{
+    weft__extent *x = weft__extent_covering(
+        root, device, off < root->size ? off : root->size - 1, size ? size : 1);
+
+    weft__assert(x);
+    __atomic_store_n(&x->exported, 1, __ATOMIC_RELAXED);
+    root->exported = 1;
+}
+
 static void weft__dev_link(weft_runtime *rt, weft__extent *x)
 {
     weft__devmem *dm = &rt->devmem[x->device];
@@ -235,6 +246,13 @@ void weft__buffer_free_replicas(weft_buffer *root)
     for (unsigned d = 0; d < rt->ndevices; d++) {
         weft__replica *r = &root->replicas[d];
 
+        if (r->wrapped) {
+            /* The program's memory: weft's handle goes, the bytes stay. */
+            weft__drv_mem_free(r->extents[0]->blk.mem);
+            weft__free(r->extents[0]);
+            r->nextents = 0;
+            r->wrapped = 0;
+        }
         while (r->nextents)
             weft__extent_release(rt, r->extents[--r->nextents]);
         weft__free(r->extents);

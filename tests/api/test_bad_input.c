@@ -512,6 +512,73 @@ static void test_buffer_bad_input(void **state)
     graph_works();
 }
 
+/* Device memory of the program's: wrapping, addresses, marks. */
+static void test_devmem_bad_input(void **state)
+{
+    const weft_device *d = weft_runtime_device(rt, 0);
+    const weft_device *other = weft_runtime_device(rt_b, 0);
+    weft_device_address a;
+    weft_buffer *b = NULL;
+    uint32_t host[N];
+    void *p;
+
+    (void)state;
+    fill_pattern(fx.x, 5);
+    expect(weft_buffer_wrap_device(NULL, d, 1, 0, 64, &b), WEFT_EINVAL,
+           "weft_buffer_wrap_device", "runtime is NULL");
+    expect(weft_buffer_wrap_device(rt, d, 1, 0, 64, NULL), WEFT_EINVAL,
+           "result is NULL");
+    expect(weft_buffer_wrap_device(rt, NULL, 1, 0, 64, &b), WEFT_EINVAL,
+           "device is NULL");
+    expect(weft_buffer_wrap_device(rt, other, 1, 0, 64, &b), WEFT_EINVAL,
+           "not a device of the buffer's runtime");
+    expect(weft_buffer_wrap_device(rt, d, 0, 0, 64, &b), WEFT_EINVAL,
+           "the handle is 0");
+    expect(weft_buffer_wrap_device(rt, d, (uintptr_t)host, 0, 0, &b),
+           WEFT_EINVAL, "size 0");
+    expect(weft_buffer_wrap_device(rt, d, (uintptr_t)host, 0, WEFT_WHOLE, &b),
+           WEFT_EINVAL, "WEFT_WHOLE");
+    assert_null(b);
+
+    expect(weft_buffer_device_address(fx.x, d, 0, 4, NULL), WEFT_EINVAL,
+           "weft_buffer_device_address", "result is NULL");
+    expect(weft_buffer_device_address(NULL, d, 0, 4, &a), WEFT_EINVAL,
+           "buffer is NULL");
+    expect(weft_buffer_device_address(fx.x, NULL, 0, 4, &a), WEFT_EINVAL,
+           "device is NULL");
+    expect(weft_buffer_device_address(fx.x, other, 0, 4, &a), WEFT_EINVAL,
+           "not a device");
+    expect(weft_buffer_device_address(fx.x, d, N * 4 + 1, 0, &a), WEFT_ERANGE,
+           "past the end");
+    expect(weft_buffer_device_address(fx.x, d, 8, SIZE_MAX - 4, &a),
+           WEFT_ERANGE, "outside");
+    check(weft_buffer_map(fx.x, 0, 4, WEFT_READ, &p));
+    expect(weft_buffer_device_address(fx.x, d, 0, 4, &a), WEFT_EBUSY, "mapped");
+    expect(weft_buffer_mark_device_written(fx.x, d, 0, 4), WEFT_EBUSY,
+           "mapped");
+    check(weft_buffer_unmap(fx.x, p));
+
+    expect(weft_buffer_mark_device_written(NULL, d, 0, 4), WEFT_EINVAL,
+           "weft_buffer_mark_device_written", "buffer is NULL");
+    expect(weft_buffer_mark_device_written(fx.x, NULL, 0, 4), WEFT_EINVAL,
+           "device is NULL");
+    expect(weft_buffer_mark_device_written(fx.x, other, 0, 4), WEFT_EINVAL,
+           "not a device");
+    expect(weft_buffer_mark_device_written(fx.x, d, 4, N * 4), WEFT_ERANGE,
+           "outside");
+    check(weft_buffer_create(rt, 4096, &b));
+    expect(weft_buffer_mark_device_written(b, d, 0, 64), WEFT_ESTATE,
+           "no copy of [0, 0 + 64) is held");
+    check(weft_buffer_destroy(b));
+    /* None of it touched x; the calls that work, work. */
+    buffer_holds(fx.x, 5);
+    check(weft_buffer_device_address(fx.x, d, 4, WEFT_WHOLE, &a));
+    check(weft_buffer_mark_device_written(fx.x, d, 4, 0));
+    (void)host;
+    buffer_holds(fx.x, 5);
+    graph_works();
+}
+
 /* Every (offset, size) of the synchronous helpers, by one rule (weft.h). */
 static void test_buffer_ranges(void **state)
 {
@@ -1803,6 +1870,9 @@ static const struct {
     {"weft_buffer_unmap", "test_buffer_ranges"},
     {"weft_buffer_sync_host", "test_buffer_ranges"},
     {"weft_buffer_invalidate", "test_buffer_ranges"},
+    {"weft_buffer_wrap_device", "test_devmem_bad_input"},
+    {"weft_buffer_device_address", "test_devmem_bad_input"},
+    {"weft_buffer_mark_device_written", "test_devmem_bad_input"},
     {"weft_graph_create", "test_graph_bad_input"},
     {"weft_graph_destroy", "test_graph_bad_input"},
     {"weft_graph_node_count", "test_graph_bad_input"},
@@ -1950,6 +2020,7 @@ int main(int argc, char **argv)
         CASE(test_module_bad_input),
         CASE(test_buffer_bad_input),
         CASE(test_buffer_ranges),
+        CASE(test_devmem_bad_input),
         CASE(test_graph_bad_input),
         CASE(test_add_kernel_bad_input),
         CASE(test_add_node_bad_input),

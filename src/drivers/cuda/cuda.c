@@ -381,6 +381,7 @@ const weft__driver weft__driver_cuda = {
     .host_alloc = weft__cuda_host_alloc,
     .host_register = weft__cuda_host_register,
     .mem_free = weft__cuda_mem_free,
+    .mem_wrap = weft__cuda_mem_wrap,
     .copy_h2d = weft__cuda_copy_h2d,
     .copy_d2h = weft__cuda_copy_d2h,
     .copy_d2d = weft__cuda_copy_d2d,

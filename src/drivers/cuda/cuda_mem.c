@@ -109,10 +109,56 @@ int weft__cuda_host_register(weft__context *ctx, void *ptr, size_t size,
     return 0;
 }
 
+/*
+ * The program's CUdeviceptr: it must be memory of this context's device
+ * (the pointer's device ordinal) and the range inside its allocation,
+ * where the driver says what that is.
+ */
+int weft__cuda_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
+                        size_t size, weft__mem **out, size_t *moff)
+{
+    CUdeviceptr p = (CUdeviceptr)handle, start = 0;
+    size_t range = 0;
+    int ordinal = -1, rc;
+    cuda_mem *m;
+
+    if ((rc = weft__cuda_enter(ctx)) < 0)
+        return rc;
+    if (weft__cu.PointerGetAttribute(
+            &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) != CUDA_SUCCESS ||
+        ordinal != cuda_ctx(ctx)->ordinal)
+        return weft__error(WEFT_EINVAL,
+                           "cuda: %#llx is not memory of GPU %d (device "
+                           "ordinal %d)",
+                           (unsigned long long)handle, cuda_ctx(ctx)->ordinal,
+                           ordinal);
+    if (weft__cu.PointerGetAttribute(
+            &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) == CUDA_SUCCESS &&
+        weft__cu.PointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                     p) == CUDA_SUCCESS &&
+        (off > range - (p - start) || size > range - (p - start) - off))
+        return weft__error(WEFT_ERANGE,
+                           "cuda: [%zu, %zu + %zu) from %#llx is outside its "
+                           "allocation of %zu bytes at %#llx",
+                           off, off, size, (unsigned long long)handle, range,
+                           (unsigned long long)start);
+    if (!(m = cuda_mem_new(ctx, WEFT__MEM_DEVICE, off + size)))
+        return WEFT_ENOMEM;
+    m->ptr = p;
+    *out = &m->base;
+    *moff = off;
+    return 0;
+}
+
 void weft__cuda_mem_free(weft__mem *mem)
 {
     cuda_mem *m = cuda_mm(mem);
     CUresult res = CUDA_SUCCESS;
+
+    if (mem->borrowed) {
+        weft__free(m);
+        return;
+    }
 
     if (weft__cuda_enter(mem->ctx) < 0)
         weft__warn("cuda", "memory release: %s", weft_last_error());

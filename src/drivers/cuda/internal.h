@@ -152,6 +152,8 @@ int weft__cuda_host_alloc(weft__context *ctx, size_t size, weft__mem **out);
 int weft__cuda_host_register(weft__context *ctx, void *ptr, size_t size,
                              weft__mem **out);
 void weft__cuda_mem_free(weft__mem *mem);
+int weft__cuda_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
+                        size_t size, weft__mem **out, size_t *moff);
 int weft__cuda_host_is_pinned(weft__context *ctx, const void *p, size_t size);
 int weft__cuda_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         const void *src, size_t size);

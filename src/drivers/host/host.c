@@ -301,6 +301,17 @@ static int host_host_register(weft__context *ctx, void *ptr, size_t size,
     return mem_new(ctx, WEFT__MEM_REGISTERED, size, ptr, mem);
 }
 
+/* The program's host memory is the device's memory as it is. */
+static int host_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
+                         size_t size, weft__mem **mem, size_t *moff)
+{
+    if (!handle)
+        return weft__error(WEFT_EINVAL, "host: wrapping a NULL pointer");
+    *moff = off;
+    return mem_new(ctx, WEFT__MEM_DEVICE, off + size, (void *)(uintptr_t)handle,
+                   mem);
+}
+
 static void host_mem_free(weft__mem *mem)
 {
     weft__host_mem *m = (weft__host_mem *)mem;
@@ -501,6 +512,7 @@ const weft__driver weft__driver_host = {
     .host_alloc = host_host_alloc,
     .host_register = host_host_register,
     .mem_free = host_mem_free,
+    .mem_wrap = host_mem_wrap,
     .copy_h2d = weft__host_copy_h2d,
     .copy_d2h = weft__host_copy_d2h,
     .copy_d2d = weft__host_copy_d2d,

@@ -725,6 +725,7 @@ const weft__driver weft__driver_opencl = {
     .host_alloc = weft__ocl_host_alloc,
     .host_register = weft__ocl_host_register,
     .mem_free = weft__ocl_mem_free,
+    .mem_wrap = weft__ocl_mem_wrap,
     .copy_h2d = weft__ocl_copy_h2d,
     .copy_d2h = weft__ocl_copy_d2h,
     .copy_d2d = weft__ocl_copy_d2d,

@@ -67,6 +67,8 @@
     X(CreateBuffer, 1)                                                         \
     X(CreateSubBuffer, 1)                                                      \
     X(ReleaseMemObject, 1)                                                     \
+    X(RetainMemObject, 1)                                                      \
+    X(GetMemObjectInfo, 1)                                                     \
     X(EnqueueReadBuffer, 1)                                                    \
     X(EnqueueWriteBuffer, 1)                                                   \
     X(EnqueueCopyBuffer, 1)                                                    \
@@ -410,6 +412,8 @@ int weft__ocl_host_alloc(weft__context *ctx, size_t size, weft__mem **out);
 int weft__ocl_host_register(weft__context *ctx, void *ptr, size_t size,
                             weft__mem **out);
 void weft__ocl_mem_free(weft__mem *mem);
+int weft__ocl_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
+                       size_t size, weft__mem **out, size_t *moff);
 /*
  * The cl_mem that starts at offset off of m, for argument argi of a launch
  * of kname; *oneoff set if the caller must release it after the enqueue.

@@ -152,6 +152,62 @@ void weft__ocl_mem_free(weft__mem *mem)
 }
 
 /*
+ * The program's cl_mem: it must belong to ctx's cl_context (weft's queues
+ * cannot use a buffer of another context) and hold the range. The wrap
+ * retains it; mem_free releases that retain and the sub-buffers made of it.
+ */
+int weft__ocl_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
+                       size_t size, weft__mem **out, size_t *moff)
+{
+    cl_mem cl = (cl_mem)(uintptr_t)handle;
+    cl_context owner = NULL;
+    size_t bytes = 0;
+    cl_int rc;
+    ocl_mem *m;
+    int err;
+
+    if (!cl)
+        return weft__error(WEFT_EINVAL, "opencl: wrapping a NULL cl_mem");
+    rc = OCL("clGetMemObjectInfo",
+             weft__cl.GetMemObjectInfo(cl, CL_MEM_CONTEXT, sizeof owner, &owner,
+                                       NULL));
+    if (rc == CL_SUCCESS)
+        rc = OCL("clGetMemObjectInfo",
+                 weft__cl.GetMemObjectInfo(cl, CL_MEM_SIZE, sizeof bytes,
+                                           &bytes, NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(
+            rc, "clGetMemObjectInfo: the cl_mem to wrap on %s", ctx->dev->name);
+    if (owner != ocl_ctx(ctx)->cl)
+        return weft__error(WEFT_EINVAL,
+                           "opencl: the cl_mem belongs to another cl_context "
+                           "than weft's for %s (the device's native context)",
+                           ctx->dev->name);
+    if (off > bytes || size > bytes - off)
+        return weft__error(WEFT_ERANGE,
+                           "opencl: [%zu, %zu + %zu) is outside the cl_mem's "
+                           "%zu bytes",
+                           off, off, size, bytes);
+    if (!(m = weft__calloc(1, sizeof *m)))
+        return weft__error(WEFT_ENOMEM, "opencl: memory");
+    if ((err = weft__ocl_mutex_init(&m->lock)) < 0) {
+        weft__free(m);
+        return err;
+    }
+    rc = OCL("clRetainMemObject", weft__cl.RetainMemObject(cl));
+    if (rc != CL_SUCCESS) {
+        pthread_mutex_destroy(&m->lock);
+        weft__free(m);
+        return weft__ocl_fail(rc, "clRetainMemObject on %s", ctx->dev->name);
+    }
+    m->cl = cl;
+    m->base.size = bytes;
+    *out = &m->base;
+    *moff = off;
+    return 0;
+}
+
+/*
  * The cl_mem that starts at offset off of m, for a kernel argument. Offsets
  * seen before reuse their cached sub-buffer (relaunching a graph passes the
  * same ones); past OCL_SUB_CACHE a new one is made and *oneoff set, and the

@@ -369,11 +369,44 @@ static int sim_host_register(weft__context *ctx, void *ptr, size_t size,
     return 0;
 }
 
+/*
+ * The program's memory on the sim is a weft__mem of the sim's own, made on
+ * the same device (tests make one with mem_alloc): the wrap shares its
+ * bytes and counts none.
+ */
+static int sim_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
+                        size_t size, weft__mem **out, size_t *moff)
+{
+    sim_mem *src = (sim_mem *)(uintptr_t)handle, *m;
+
+    if (!src || src->base.drv != &weft__driver_sim ||
+        src->base.kind != WEFT__MEM_DEVICE)
+        return weft__error(WEFT_EINVAL,
+                           "sim: handle %#llx is not device memory of the sim",
+                           (unsigned long long)handle);
+    if (src->base.ctx->dev != ctx->dev)
+        return weft__error(WEFT_EINVAL, "sim: the memory is on %s, not on %s",
+                           src->base.ctx->dev->name, ctx->dev->name);
+    if (off > src->base.size || size > src->base.size - off)
+        return weft__error(WEFT_ERANGE,
+                           "sim: [%zu, %zu + %zu) is outside the %zu bytes of "
+                           "the memory",
+                           off, off, size, src->base.size);
+    if (!(m = weft__calloc(1, sizeof *m)))
+        return weft__error(WEFT_ENOMEM, "sim: out of memory for a mem");
+    m->data = src->data;
+    m->base.kind = WEFT__MEM_DEVICE;
+    m->base.size = src->base.size;
+    *out = &m->base;
+    *moff = off;
+    return 0;
+}
+
 static void sim_mem_free(weft__mem *wm)
 {
     sim_mem *m = (sim_mem *)wm;
 
-    if (wm->kind == WEFT__MEM_DEVICE) {
+    if (wm->kind == WEFT__MEM_DEVICE && !wm->borrowed) {
         sim_platform *p = sim_ctx_platform(wm->ctx);
         sim_device *d = sim_dev(wm->ctx->dev);
 
@@ -646,6 +679,7 @@ const weft__driver weft__driver_sim = {
     .host_register = sim_host_register,
     .host_is_pinned = sim_host_is_pinned,
     .mem_free = sim_mem_free,
+    .mem_wrap = sim_mem_wrap,
     .copy_h2d = weft__sim_copy_h2d,
     .copy_d2h = weft__sim_copy_d2h,
     .copy_d2d = weft__sim_copy_d2d,
