@@ -36,9 +36,7 @@ void weft__machine_fini(weft_runtime *rt)
 {
     if (!rt->devmem)
         return;
-    for (unsigned i = 0; i < rt->ndevices; i++)
-        if (rt->devmem[i].warm_started)
-            pthread_join(rt->devmem[i].warm, NULL);
+    weft__machine_settle(rt);
     for (unsigned i = 0; i < rt->ndevices; i++) {
         weft__devmem *dm = &rt->devmem[i];
 
@@ -112,6 +110,22 @@ static void weft__warm_start(weft_runtime *rt, unsigned index)
         rt->devmem[index].warm_started = 1;
     else
         weft__free(a);
+}
+
+void weft__machine_settle(weft_runtime *rt)
+{
+    for (unsigned i = 0; i < rt->ndevices; i++) {
+        weft__devmem *dm = &rt->devmem[i];
+        int join;
+
+        pthread_mutex_lock(&rt->lock);
+        join = dm->warm_started == 1;
+        if (join)
+            dm->warm_started = 2; /* joined below, by this thread only */
+        pthread_mutex_unlock(&rt->lock);
+        if (join)
+            pthread_join(dm->warm, NULL);
+    }
 }
 
 int weft__runtime_context(weft_runtime *rt, unsigned index, weft__context **ctx)

@@ -82,6 +82,12 @@ int weft__machine_init(weft_runtime *rt, unsigned n);
  * stagers, contexts): every buffer is gone. Safe on a zeroed rt.
  */
 void weft__machine_fini(weft_runtime *rt);
+/*
+ * Wait for the background work begun with the contexts (each GPU's stager
+ * warm-up, see machine.c) to have begun what it keeps running: the
+ * threads it starts exist from then on (tests count threads).
+ */
+void weft__machine_settle(weft_runtime *rt);
 
 /* The context of device index, created on first use. */
 int weft__runtime_context(weft_runtime *rt, unsigned index,

@@ -99,6 +99,10 @@ static void prog_alloc(prog_mem *m, size_t size)
         assert_non_null(cl);
         m->handle = (uint64_t)(uintptr_t)cl;
     } else {
+        /* weft's calls on this thread may have left another context
+         * current (or none): the program's allocation names its own. */
+        assert_int_equal(weft__cu.CtxSetCurrent(((cuda_context *)ctx0)->cu),
+                         CUDA_SUCCESS);
         assert_int_equal(weft__cu.MemAlloc(&m->cu, size), CUDA_SUCCESS);
         m->handle = (uint64_t)m->cu;
     }
@@ -114,8 +118,11 @@ static void prog_free(prog_mem *m)
         assert_int_equal(
             weft__cl.ReleaseMemObject((cl_mem)(uintptr_t)m->handle),
             CL_SUCCESS);
-    if (m->cu)
+    if (m->cu) {
+        assert_int_equal(weft__cu.CtxSetCurrent(((cuda_context *)ctx0)->cu),
+                         CUDA_SUCCESS);
         assert_int_equal(weft__cu.MemFree(m->cu), CUDA_SUCCESS);
+    }
 }
 
 /* n bytes at a device address (as weft_buffer_device_address says one)

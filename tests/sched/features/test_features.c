@@ -405,7 +405,16 @@ static void test_build_log(void **state)
         if (wd->drv->portable_kind) {
             compiled++;
             assert_non_null(strstr(log, "weft_build_log_check"));
-            assert_non_null(strstr(log, "warner"));
+            /* The name, where the compiler's messages name files (#line):
+             * clang-based ones (PoCL) do, NVIDIA's OpenCL does not. */
+            if (!strstr(log, "warner")) {
+                weft_device_info di = {.size = sizeof di};
+
+                check(weft_device_get_info(dev, &di));
+                if (!strstr(di.platform, "NVIDIA"))
+                    fail_msg("%s: the log does not name the module", wd->name);
+                printf("# %s: the log names no file\n", wd->name);
+            }
             /* Truncated, terminated. */
             check(weft_module_build_log(m, dev, small, sizeof small, NULL));
             assert_int_equal(strlen(small), sizeof small - 1);
