@@ -5,6 +5,7 @@
  */
 #include "plan_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,14 +167,26 @@ unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
     return k;
 }
 
+static char weft__compute_names[WEFT__COMPUTE_LANES][16];
+static pthread_once_t weft__compute_names_once = PTHREAD_ONCE_INIT;
+
+static void weft__compute_names_init(void)
+{
+    for (unsigned i = 0; i < WEFT__COMPUTE_LANES; i++)
+        snprintf(weft__compute_names[i], sizeof weft__compute_names[i],
+                 "compute%u", i);
+}
+
 const char *weft__plan_slot_name(unsigned slot)
 {
-    static const char *const names[WEFT__LANE_SLOTS] = {
-        "compute0", "compute1", "compute2", "compute3", "compute4", "compute5",
-        "compute6", "compute7", "h2d",      "d2h",      "peer",
-    };
+    static const char *const copies[] = {"h2d", "d2h", "peer"};
 
-    return slot < WEFT__LANE_SLOTS ? names[slot] : "host";
+    if (slot < WEFT__COMPUTE_LANES) {
+        pthread_once(&weft__compute_names_once, weft__compute_names_init);
+        return weft__compute_names[slot];
+    }
+    return slot < WEFT__LANE_SLOTS ? copies[slot - WEFT__COMPUTE_LANES]
+                                   : "host";
 }
 
 uint32_t weft__plan_node_lane(const weft__plan *p, uint32_t i)

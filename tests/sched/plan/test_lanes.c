@@ -41,9 +41,9 @@ static unsigned lanes_used(unsigned threads, int native, int launches,
     ro.host_threads = threads;
     check(weft_runtime_create(&rt, &ro));
     assert_int_equal(weft__plan_compute_lanes(weft__runtime_device(rt, 0)),
-                     threads < 2   ? 2
-                     : threads > 8 ? 8
-                                   : threads);
+                     threads < 2                     ? 2
+                     : threads > WEFT__COMPUTE_LANES ? WEFT__COMPUTE_LANES
+                                                     : threads);
     check(weft_module_create(rt, &src, 1, &mod));
     check(weft_module_get_kernel(mod, "addone", &k));
     memset(host, 0, sizeof host);
@@ -94,10 +94,10 @@ static void six_threads_get_six_lanes(void **state)
     assert_int_equal(lanes_used(6, 0, 2, NULL), 6);
 }
 
-static void lanes_stop_at_eight(void **state)
+static void twelve_threads_get_twelve_lanes(void **state)
 {
     (void)state;
-    assert_int_equal(lanes_used(12, 0, 2, NULL), 8);
+    assert_int_equal(lanes_used(12, 0, 2, NULL), 12);
 }
 
 /* As native graphs: the host driver's graph runs the lanes' kernels side
@@ -116,7 +116,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_thread_gets_two_lanes),
         cmocka_unit_test(six_threads_get_six_lanes),
-        cmocka_unit_test(lanes_stop_at_eight),
+        cmocka_unit_test(twelve_threads_get_twelve_lanes),
         cmocka_unit_test(native_relaunches_stay_right),
     };
 
