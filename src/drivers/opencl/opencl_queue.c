@@ -375,6 +375,28 @@ static void CL_CALLBACK ocl_bridge_fire(cl_event src, cl_int status, void *user)
 }
 
 /*
+ * sig delivered by the signaller once src completes: counted as pending
+ * (the signaller outlives it), and uncounted again if the callback cannot
+ * be set. The callback may fire at once, in this thread.
+ */
+static cl_int ocl_signal_arm(cl_event src, ocl_signal *sig)
+{
+    cl_int rc;
+
+    pthread_mutex_lock(&ocl_sig.lock);
+    ocl_sig.pending++;
+    pthread_mutex_unlock(&ocl_sig.lock);
+    rc = OCL("clSetEventCallback",
+             weft__cl.SetEventCallback(src, CL_COMPLETE, ocl_bridge_fire, sig));
+    if (rc != CL_SUCCESS) {
+        pthread_mutex_lock(&ocl_sig.lock);
+        ocl_sig.pending--;
+        pthread_mutex_unlock(&ocl_sig.lock);
+    }
+    return rc;
+}
+
+/*
  * A user event of context to that completes when src does, or fails with
  * src's status. *out holds the caller's reference.
  */
@@ -399,16 +421,8 @@ int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
         return weft__ocl_fail(rc, "clRetainEvent: on %s", to->base.dev->name);
     }
     *out = sig->user;
-    pthread_mutex_lock(&ocl_sig.lock);
-    ocl_sig.pending++;
-    pthread_mutex_unlock(&ocl_sig.lock);
     /* may fire at once, in this thread: *out stays valid, ours */
-    rc = OCL("clSetEventCallback",
-             weft__cl.SetEventCallback(src, CL_COMPLETE, ocl_bridge_fire, sig));
-    if (rc != CL_SUCCESS) {
-        pthread_mutex_lock(&ocl_sig.lock);
-        ocl_sig.pending--;
-        pthread_mutex_unlock(&ocl_sig.lock);
+    if ((rc = ocl_signal_arm(src, sig)) != CL_SUCCESS) {
         ocl_release_event(sig->user);
         ocl_user_event_drop(sig->user);
         weft__free(sig);
@@ -436,15 +450,7 @@ static int ocl_signal_when(cl_event src, cl_event user)
         return weft__ocl_fail(rc, "clRetainEvent: the program's event");
     }
     sig->user = user;
-    pthread_mutex_lock(&ocl_sig.lock);
-    ocl_sig.pending++;
-    pthread_mutex_unlock(&ocl_sig.lock);
-    rc = OCL("clSetEventCallback",
-             weft__cl.SetEventCallback(src, CL_COMPLETE, ocl_bridge_fire, sig));
-    if (rc != CL_SUCCESS) {
-        pthread_mutex_lock(&ocl_sig.lock);
-        ocl_sig.pending--;
-        pthread_mutex_unlock(&ocl_sig.lock);
+    if ((rc = ocl_signal_arm(src, sig)) != CL_SUCCESS) {
         ocl_release_event(user);
         weft__free(sig);
         return weft__ocl_fail(rc, "clSetEventCallback: signalling the "
