@@ -975,6 +975,20 @@ WEFT_API weft_node weft_native_node(const weft_native_ctx *ctx);
 /* The native context, device and queue (see the table above). */
 WEFT_API void *weft_native_context(const weft_native_ctx *ctx);
 WEFT_API void *weft_native_device_id(const weft_native_ctx *ctx);
+/*
+ * Outside nodes: weft's context and device handle for dev (made now if
+ * weft had not made them yet), the ones a native node on dev is given:
+ * cuda, the CUcontext weft uses (the device's primary context) and the
+ * CUdevice (cast to a pointer-sized integer); opencl, weft's cl_context
+ * for the device and its cl_device_id, in which the program can make
+ * memory for weft_buffer_wrap_device or queues of its own; host, NULL and
+ * NULL; sim, its own objects (for tests). Either out-pointer may be NULL,
+ * not both. WEFT_EINVAL for a NULL runtime or device, a device of another
+ * runtime, or both out-pointers NULL; the driver's error where the
+ * context cannot be made.
+ */
+WEFT_API int weft_device_native(weft_runtime *rt, const weft_device *dev,
+                                void **context, void **device_id);
 WEFT_API void *weft_native_queue(const weft_native_ctx *ctx);
 /* The number of declared accesses, and the bytes of access i. */
 WEFT_API unsigned weft_native_count(const weft_native_ctx *ctx);

@@ -964,6 +964,13 @@ int weft__drv_native_supported(const weft__device *dev)
     return dev && dev->drv->native_call && dev->drv->native_mem;
 }
 
+void weft__drv_native_context(weft__context *ctx, weft__native_queue *out)
+{
+    memset(out, 0, sizeof *out);
+    if (ctx && ctx->drv->native_context)
+        ctx->drv->native_context(ctx, out);
+}
+
 void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
 {
     memset(out, 0, sizeof *out);

@@ -423,6 +423,9 @@ struct weft__driver {
      */
     int (*native_call)(weft__queue *q, weft__native_fn *fn, void *user);
     void (*native_mem)(weft__mem *m, size_t off, weft__native_mem *out);
+    /* ctx's context and device, as native_call gives them (no queue);
+     * optional: none means NULLs */
+    void (*native_context)(weft__context *ctx, weft__native_queue *out);
 
     /*
      * External events (optional): the program's own, as the driver's
@@ -544,6 +547,8 @@ int weft__drv_graph_supported(const weft__device *dev);
 void weft__drv_graph_destroy(weft__context *ctx, void *graph);
 /* Whether dev's driver has native nodes (native_call and native_mem). */
 int weft__drv_native_supported(const weft__device *dev);
+/* The table's native_context; zeros where the driver has none. */
+void weft__drv_native_context(weft__context *ctx, weft__native_queue *out);
 /* The table's native_mem; zeros where the driver has none. */
 void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
 /* The table's external_mark and _end for drv (WEFT_ENOTSUP without). */

@@ -92,3 +92,35 @@ void *weft_native_ptr(const weft_native_ctx *ctx, unsigned i)
     return weft__native_access(ctx, i, "weft_native_ptr") ? ctx->mem[i].host
                                                           : NULL;
 }
+
+int weft_device_native(weft_runtime *rt, const weft_device *dev, void **context,
+                       void **device_id)
+{
+    static const char fn[] = "weft_device_native";
+    weft__native_queue nq;
+    weft__context *ctx;
+    unsigned d;
+    int rc;
+
+    if (!rt || !dev)
+        return weft__error(WEFT_EINVAL, "%s: %s is NULL", fn,
+                           rt ? "device" : "runtime");
+    if (!context && !device_id)
+        return weft__error(WEFT_EINVAL,
+                           "%s: context and device_id are both NULL", fn);
+    for (d = 0; d < rt->ndevices; d++)
+        if (rt->devices[d] == weft__device_of(dev))
+            break;
+    if (d == rt->ndevices)
+        return weft__error(WEFT_EINVAL,
+                           "%s: device %p is not a device of the runtime", fn,
+                           (const void *)dev);
+    if ((rc = weft__runtime_context(rt, d, &ctx)) < 0)
+        return weft__error_prefix(rc, "%s on %s", fn, rt->devices[d]->name);
+    weft__drv_native_context(ctx, &nq);
+    if (context)
+        *context = nq.context;
+    if (device_id)
+        *device_id = nq.device;
+    return 0;
+}

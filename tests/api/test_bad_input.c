@@ -524,6 +524,14 @@ static void test_devmem_bad_input(void **state)
 
     (void)state;
     fill_pattern(fx.x, 5);
+    expect(weft_device_native(NULL, d, &p, NULL), WEFT_EINVAL,
+           "weft_device_native", "runtime is NULL");
+    expect(weft_device_native(rt, NULL, &p, NULL), WEFT_EINVAL,
+           "device is NULL");
+    expect(weft_device_native(rt, d, NULL, NULL), WEFT_EINVAL, "both NULL");
+    expect(weft_device_native(rt, other, &p, NULL), WEFT_EINVAL,
+           "not a device of the runtime");
+    check(weft_device_native(rt, d, &p, NULL)); /* and it still works */
     expect(weft_buffer_wrap_device(NULL, d, 1, 0, 64, &b), WEFT_EINVAL,
            "weft_buffer_wrap_device", "runtime is NULL");
     expect(weft_buffer_wrap_device(rt, d, 1, 0, 64, NULL), WEFT_EINVAL,
@@ -1873,6 +1881,7 @@ static const struct {
     {"weft_buffer_wrap_device", "test_devmem_bad_input"},
     {"weft_buffer_device_address", "test_devmem_bad_input"},
     {"weft_buffer_mark_device_written", "test_devmem_bad_input"},
+    {"weft_device_native", "test_devmem_bad_input"},
     {"weft_graph_create", "test_graph_bad_input"},
     {"weft_graph_destroy", "test_graph_bad_input"},
     {"weft_graph_node_count", "test_graph_bad_input"},

@@ -402,6 +402,7 @@ const weft__driver weft__driver_cuda = {
     .event_destroy = weft__cuda_event_destroy,
     .host_fn = weft__cuda_host_fn,
     .native_call = weft__cuda_native_call,
+    .native_context = weft__cuda_native_context,
     .native_mem = weft__cuda_native_mem,
     .external_wait = weft__cuda_external_wait,
     .external_record = weft__cuda_external_record,

@@ -253,6 +253,12 @@ int weft__cuda_native_call(weft__queue *q, weft__native_fn *fn, void *user)
     return fn(&nq, user);
 }
 
+void weft__cuda_native_context(weft__context *ctx, weft__native_queue *out)
+{
+    out->context = cuda_ctx(ctx)->cu;
+    out->device = (void *)(uintptr_t)cuda_dev(ctx->dev)->cu;
+}
+
 void weft__cuda_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
 {
     out->address = (uint64_t)cuda_mm(m)->ptr + off;

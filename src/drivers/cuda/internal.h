@@ -140,6 +140,7 @@ void weft__cuda_event_destroy(weft__event *ev);
 int weft__cuda_host_fn(weft__queue *q, weft__host_fn *fn, void *user);
 int weft__cuda_native_call(weft__queue *q, weft__native_fn *fn, void *user);
 void weft__cuda_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
+void weft__cuda_native_context(weft__context *ctx, weft__native_queue *out);
 int weft__cuda_external_wait(weft__queue *q, void *ev);
 int weft__cuda_external_record(weft__queue *q, void *ev);
 int weft__cuda_external_mark(void *queue, void **mark);

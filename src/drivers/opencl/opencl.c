@@ -745,6 +745,7 @@ const weft__driver weft__driver_opencl = {
     .event_destroy = weft__ocl_event_destroy,
     .host_fn = weft__ocl_host_fn,
     .native_call = weft__ocl_native_call,
+    .native_context = weft__ocl_native_context,
     .native_mem = weft__ocl_native_mem,
     .external_wait = weft__ocl_external_wait,
     .external_record = weft__ocl_external_record,

@@ -400,6 +400,7 @@ int weft__ocl_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns);
 int weft__ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user);
 int weft__ocl_native_call(weft__queue *q, weft__native_fn *fn, void *user);
 void weft__ocl_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
+void weft__ocl_native_context(weft__context *ctx, weft__native_queue *out);
 int weft__ocl_external_wait(weft__queue *q, void *ev);
 int weft__ocl_external_record(weft__queue *q, void *ev);
 int weft__ocl_external_mark(void *queue, void **mark);

@@ -886,6 +886,12 @@ int weft__ocl_native_call(weft__queue *q, weft__native_fn *fn, void *user)
     return rc;
 }
 
+void weft__ocl_native_context(weft__context *ctx, weft__native_queue *out)
+{
+    out->context = ocl_ctx(ctx)->cl;
+    out->device = ocl_ctx(ctx)->dev;
+}
+
 void weft__ocl_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
 {
     out->mem = ocl_cl(m);

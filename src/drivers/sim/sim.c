@@ -648,6 +648,12 @@ static int sim_native_call(weft__queue *q, weft__native_fn *fn, void *user)
     return fn(&nq, user);
 }
 
+static void sim_native_context(weft__context *ctx, weft__native_queue *out)
+{
+    out->context = ctx;
+    out->device = ctx->dev;
+}
+
 static void sim_native_mem(weft__mem *mem, size_t off, weft__native_mem *out)
 {
     sim_mem *m = (sim_mem *)mem;
@@ -698,6 +704,7 @@ const weft__driver weft__driver_sim = {
     .event_destroy = weft__sim_event_destroy,
     .host_fn = weft__sim_host_fn,
     .native_call = sim_native_call,
+    .native_context = sim_native_context,
     .native_mem = sim_native_mem,
     .external_wait = weft__drv_own_external_wait,
     .external_record = weft__drv_own_external_record,

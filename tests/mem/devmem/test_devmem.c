@@ -258,6 +258,57 @@ static void test_wrap_reads(void **state)
     prog_free(&m);
 }
 
+/*
+ * weft_device_native: the handles a native node gets, outside nodes. On
+ * OpenCL the program makes its memory in weft's cl_context through them
+ * (no internal header), wraps it and reads it back.
+ */
+static void test_device_native(void **state)
+{
+    static unsigned char in[N], out[N];
+    void *context = NULL, *id = NULL;
+    weft_buffer *b;
+
+    (void)state;
+    check(weft_device_native(devs.rt, dev0, &context, &id));
+    if (!strcmp(driver, "host")) {
+        assert_null(context);
+        assert_null(id);
+        return;
+    }
+    if (!strcmp(driver, "sim")) {
+        assert_ptr_equal(context, ctx0);
+        return;
+    }
+    if (!strcmp(driver, "cuda")) {
+        assert_ptr_equal(context, ((cuda_context *)ctx0)->cu);
+        return;
+    }
+    assert_ptr_equal(context, ((ocl_context *)ctx0)->cl);
+    assert_ptr_equal(id, ((ocl_context *)ctx0)->dev);
+    {
+        cl_int err;
+        cl_mem cl = weft__cl.CreateBuffer((cl_context)context,
+                                          CL_MEM_READ_WRITE, N, NULL, &err);
+        cl_command_queue q = weft__cl.CreateCommandQueue(
+            (cl_context)context, (cl_device_id)id, 0, &err);
+
+        assert_non_null(cl);
+        assert_non_null(q);
+        pattern(in, N, 9);
+        assert_int_equal(weft__cl.EnqueueWriteBuffer(q, cl, CL_TRUE, 0, N, in,
+                                                     0, NULL, NULL),
+                         CL_SUCCESS);
+        check(weft_buffer_wrap_device(devs.rt, dev0, (uint64_t)(uintptr_t)cl, 0,
+                                      N, &b));
+        check(weft_buffer_read(b, 0, out, N));
+        assert_memory_equal(in, out, N);
+        check(weft_buffer_destroy(b));
+        weft__cl.ReleaseCommandQueue(q);
+        weft__cl.ReleaseMemObject(cl);
+    }
+}
+
 /* A host task adds one to every byte; destroying the buffer puts the
  * final bytes into the program's memory, which it then frees itself. */
 static void addone(void *const *ptrs, void *user)
@@ -568,6 +619,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wrap_out_of_range),
         cmocka_unit_test(test_export_and_mark_written),
         cmocka_unit_test(test_export_kept_until_launch),
+        cmocka_unit_test(test_device_native),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
