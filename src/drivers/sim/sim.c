@@ -333,6 +333,7 @@ static int sim_host_alloc(weft__context *ctx, size_t size, weft__mem **out)
     m->base.size = size;
     m->base.host = m->data;
     sim_lock(p);
+    m->pinned_len = size;
     m->next = p->pinned;
     p->pinned = m;
     sim_unlock(p);
@@ -348,8 +349,8 @@ static int sim_host_is_pinned(weft__context *ctx, const void *ptr, size_t size)
 
     sim_lock(p);
     for (sim_mem *m = p->pinned; m && !in; m = m->next)
-        in = a >= m->data && size <= m->base.size &&
-             (size_t)(a - m->data) <= m->base.size - size;
+        in = a >= m->data && size <= m->pinned_len &&
+             (size_t)(a - m->data) <= m->pinned_len - size;
     sim_unlock(p);
     return in;
 }

@@ -154,6 +154,9 @@ struct sim_mem {
     unsigned char *data; /* the bytes, or NULL for counted device memory */
     unsigned owned;      /* data was allocated here */
     sim_mem *next;       /* PINNED: the platform's list (platform lock) */
+    size_t pinned_len;   /* PINNED: its size, as the list's readers see it
+                            (base is finished by the caller after it is
+                            listed) */
 };
 
 typedef struct sim_kernel {
