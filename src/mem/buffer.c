@@ -301,9 +301,8 @@ int weft_buffer_wrap(weft_runtime *rt, void *host, size_t size,
                             "weft_buffer_wrap");
 }
 
-/* The index of dev among rt's devices, else WEFT_EINVAL naming fn. */
-static int weft__device_index(const weft_runtime *rt, const weft_device *dev,
-                              unsigned *d, const char *fn)
+int weft__device_index(const weft_runtime *rt, const weft_device *dev,
+                       unsigned *d, const char *fn)
 {
     if (!dev)
         return weft__error(WEFT_EINVAL, "%s: device is NULL", fn);
@@ -313,8 +312,8 @@ static int weft__device_index(const weft_runtime *rt, const weft_device *dev,
             return 0;
         }
     return weft__error(WEFT_EINVAL,
-                       "%s: device %p is not a device of the buffer's runtime",
-                       fn, (const void *)dev);
+                       "%s: device %p is not a device of the runtime", fn,
+                       (const void *)dev);
 }
 
 int weft_buffer_wrap_device(weft_runtime *rt, const weft_device *dev,

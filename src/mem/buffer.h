@@ -425,4 +425,8 @@ int weft__fill_check(const void *pattern, size_t pattern_size, size_t offset,
 /* "buffer of 4096 bytes" / "view [64, 128) of a 4096-byte buffer". */
 void weft__buffer_describe(const weft_buffer *buf, char *out, size_t size);
 
+/* The index of dev among rt's devices, else WEFT_EINVAL naming fn. */
+int weft__device_index(const weft_runtime *rt, const weft_device *dev,
+                       unsigned *d, const char *fn);
+
 #endif /* WEFT_MEM_BUFFER_H */

@@ -102,19 +102,13 @@ int weft_device_native(weft_runtime *rt, const weft_device *dev, void **context,
     unsigned d;
     int rc;
 
-    if (!rt || !dev)
-        return weft__error(WEFT_EINVAL, "%s: %s is NULL", fn,
-                           rt ? "device" : "runtime");
+    if (!rt)
+        return weft__error(WEFT_EINVAL, "%s: runtime is NULL", fn);
+    if ((rc = weft__device_index(rt, dev, &d, fn)) < 0)
+        return rc;
     if (!context && !device_id)
         return weft__error(WEFT_EINVAL,
                            "%s: context and device_id are both NULL", fn);
-    for (d = 0; d < rt->ndevices; d++)
-        if (rt->devices[d] == weft__device_of(dev))
-            break;
-    if (d == rt->ndevices)
-        return weft__error(WEFT_EINVAL,
-                           "%s: device %p is not a device of the runtime", fn,
-                           (const void *)dev);
     if ((rc = weft__runtime_context(rt, d, &ctx)) < 0)
         return weft__error_prefix(rc, "%s on %s", fn, rt->devices[d]->name);
     weft__drv_native_context(ctx, &nq);

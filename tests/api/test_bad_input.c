@@ -539,7 +539,7 @@ static void test_devmem_bad_input(void **state)
     expect(weft_buffer_wrap_device(rt, NULL, 1, 0, 64, &b), WEFT_EINVAL,
            "device is NULL");
     expect(weft_buffer_wrap_device(rt, other, 1, 0, 64, &b), WEFT_EINVAL,
-           "not a device of the buffer's runtime");
+           "not a device of the runtime");
     expect(weft_buffer_wrap_device(rt, d, 0, 0, 64, &b), WEFT_EINVAL,
            "the handle is 0");
     expect(weft_buffer_wrap_device(rt, d, (uintptr_t)host, 0, 0, &b),
