@@ -117,6 +117,13 @@ void *weft__calloc(size_t count, size_t n);
 void *weft__realloc(void *p, size_t n);
 char *weft__strdup(const char *s);
 void weft__free(void *p);
+/* The line size that data written by different threads is kept apart by. */
+#define WEFT__CACHE_LINE 64
+/*
+ * count x n zeroed bytes aligned to align (a power of two, at least
+ * sizeof(void *)), freed by weft__free; failure injection as calloc's.
+ */
+void *weft__calloc_aligned(size_t count, size_t n, size_t align);
 /*
  * A growing array: make room for need elements of elem bytes in *arr
  * (a pointer to the array's pointer), whose capacity is *cap elements,

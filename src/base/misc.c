@@ -22,6 +22,24 @@ void *weft__calloc(size_t count, size_t n)
     return calloc(count ? count : 1, n ? n : 1);
 }
 
+void *weft__calloc_aligned(size_t count, size_t n, size_t align)
+{
+    size_t size;
+    void *p;
+
+    if (weft__fault("malloc"))
+        return NULL;
+    count = count ? count : 1;
+    n = n ? n : 1;
+    if (count > SIZE_MAX / n)
+        return NULL;
+    size = count * n;
+    if (posix_memalign(&p, align, size) != 0)
+        return NULL;
+    memset(p, 0, size);
+    return p;
+}
+
 void *weft__realloc(void *p, size_t n)
 {
     if (weft__fault("malloc"))

@@ -184,12 +184,11 @@ struct weft_exec {
      * Launches of a graph of host tasks, maps and empty nodes alone whose
      * bytes are where they must be (weft__exec_fast): no issue at all.
      * fast: 0 not known yet, -1 never, 1 the graph's nodes allow it. Per
-     * node: pending (atomic, predecessors not finished), its task; per
+     * node: its task and pending count, a cache line each; per
      * access its host address; remaining (atomic) nodes not finished;
      * successors as lists (built on first use).
      */
     int fast;
-    unsigned *fast_pending;
     struct weft__fast_task *fast_tasks;
     void **fast_ptrs;
     uint32_t *fast_succ_first, *fast_succs;
@@ -202,9 +201,11 @@ struct weft_exec {
     uint32_t *fast_roots, fast_nroots, fast_chunk;
     struct weft__fast_task *fast_runners;
     unsigned fast_nrunners;
-    uint32_t fast_next_root;
-    uint32_t fast_remaining;
-    uint64_t fast_launches; /* e->lock: launches that went so (tests) */
+    /* Lines of their own: every worker changes them (e is so aligned). */
+    _Alignas(WEFT__CACHE_LINE) uint32_t fast_next_root;
+    _Alignas(WEFT__CACHE_LINE) uint32_t fast_remaining;
+    _Alignas(WEFT__CACHE_LINE) uint64_t fast_launches; /* e->lock: launches
+                                                          that went so */
     /* The launch in progress (weft__exec_job, weft__exec_advance). */
     weft__exec_run run;
     /* e->lock: what the threads that launched had seen, per device, for

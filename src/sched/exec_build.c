@@ -229,7 +229,6 @@ void weft__exec_free_jobs(weft_exec *e)
 void weft__exec_free(weft_exec *e)
 {
     weft__exec_free_jobs(e);
-    weft__free(e->fast_pending);
     weft__free(e->fast_tasks);
     weft__free(e->fast_ptrs);
     weft__free(e->fast_succ_first);
@@ -493,7 +492,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
                            g ? "result" : "graph");
     if ((rc = weft__exec_options(opts, &o)) < 0)
         return rc;
-    e = weft__calloc(1, sizeof *e);
+    e = weft__calloc_aligned(1, sizeof *e, WEFT__CACHE_LINE);
     if (!e)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     weft__lanes_init(&e->lanes, g->rt);

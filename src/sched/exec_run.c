@@ -909,10 +909,17 @@ uint32_t weft__exec_pick(weft_exec *e, uint32_t next)
 
 /* ---- launches with no issue: host tasks alone ---------------------------- */
 
+/*
+ * A node's task and its launch count (pending, atomic: predecessors not
+ * finished), a cache line each: the workers that finish a node's
+ * predecessors count it down at about the same time as their neighbours'
+ * successors, which would otherwise share lines.
+ */
 typedef struct weft__fast_task {
-    weft__host_task task;
+    _Alignas(WEFT__CACHE_LINE) weft__host_task task;
     weft_exec *e;
     uint32_t node;
+    uint32_t pending;
 } weft__fast_task;
 
 static void weft__fast_run(weft__host_task *t);
@@ -925,7 +932,8 @@ static void weft__fast_roots_run(weft__host_task *t);
  */
 static int weft__fast_prepare(weft_exec *e)
 {
-    uint32_t n = e->nnodes, *count;
+    uint32_t n = e->nnodes;
+    unsigned *count;
     weft__hostwork *hw;
 
     if (e->fast)
@@ -941,25 +949,26 @@ static int weft__fast_prepare(weft_exec *e)
             (e->nodes[i].kind == WEFT__NODE_HOST && e->nodes[i].u.host.status))
             return 0;
     hw = weft__hostwork_get(e->rt);
-    e->fast_pending = weft__calloc(n, sizeof *e->fast_pending);
-    e->fast_tasks = weft__calloc(n, sizeof *e->fast_tasks);
+    count = weft__calloc(n, sizeof *count);
+    e->fast_tasks =
+        weft__calloc_aligned(n, sizeof *e->fast_tasks, WEFT__CACHE_LINE);
     e->fast_roots = weft__calloc(n, sizeof *e->fast_roots);
     e->fast_nrunners = weft__hostwork_workers(hw);
-    e->fast_runners =
-        weft__calloc(e->fast_nrunners + 1, sizeof *e->fast_runners);
+    e->fast_runners = weft__calloc_aligned(
+        e->fast_nrunners + 1, sizeof *e->fast_runners, WEFT__CACHE_LINE);
     e->fast_ptrs = weft__calloc((size_t)e->nacc + 1, sizeof *e->fast_ptrs);
     e->fast_succ_first = weft__calloc((size_t)n + 1, sizeof *count);
     e->fast_succs =
         weft__calloc((size_t)e->pred_first[n] + 1, sizeof *e->fast_succs);
-    if (!e->fast_pending || !e->fast_tasks || !e->fast_ptrs ||
-        !e->fast_succ_first || !e->fast_succs || !e->fast_roots ||
-        !e->fast_runners) {
+    if (!count || !e->fast_tasks || !e->fast_ptrs || !e->fast_succ_first ||
+        !e->fast_succs || !e->fast_roots || !e->fast_runners) {
+        weft__free(count);
         weft_clear_error();
         return 0;
     }
-    /* fast_pending: scratch here, a launch's counts later */
     weft__lists_reverse(n, e->pred_first, e->preds, e->fast_succ_first,
-                        e->fast_succs, e->fast_pending);
+                        e->fast_succs, count);
+    weft__free(count);
     for (uint32_t i = 0; i < n; i++) {
         e->fast_tasks[i].task.run = weft__fast_run;
         e->fast_tasks[i].e = e;
@@ -1046,7 +1055,7 @@ int weft__exec_fast(weft_exec *e, int shared)
                      __ATOMIC_RELAXED);
     __atomic_store_n(&e->fast_next_root, 0, __ATOMIC_RELAXED);
     for (uint32_t i = 0; i < e->nnodes; i++)
-        __atomic_store_n(&e->fast_pending[i],
+        __atomic_store_n(&e->fast_tasks[i].pending,
                          e->pred_first[i + 1] - e->pred_first[i],
                          __ATOMIC_RELAXED);
     weft__exec_leave(e);
@@ -1088,26 +1097,31 @@ static int weft__fast_done(weft_exec *e, uint32_t n)
 
 /*
  * Node i and the successors it makes ready, one after another (the others
- * go to the workers); 1 if that ended the launch (e is not to be touched).
+ * go to the workers); how many nodes it ran. Those are counted off
+ * remaining by the caller, once for the whole chain (a count every worker
+ * changes is a contended line): the launch cannot end before, so e stays
+ * valid to here.
  */
-static int weft__fast_chain(weft_exec *e, uint32_t i);
+static uint32_t weft__fast_chain(weft_exec *e, uint32_t i);
 
 static void weft__fast_run(weft__host_task *t)
 {
     weft__fast_task *ft = (weft__fast_task *)(void *)t;
+    weft_exec *e = ft->e;
 
-    weft__exec_take(ft->e);
-    weft__fast_chain(ft->e, ft->node);
+    weft__exec_take(e);
+    weft__fast_done(e, weft__fast_chain(e, ft->node));
 }
 
 /*
  * A runner: roots claimed a chunk at a time until none is left, then the
- * runner's own count (so that no runner looks at e after the end).
+ * runner's own count with its chains' (so that no runner looks at e after
+ * the end).
  */
 static void weft__fast_roots_run(weft__host_task *t)
 {
     weft_exec *e = ((weft__fast_task *)(void *)t)->e;
-    uint32_t n = e->fast_nroots, chunk = e->fast_chunk;
+    uint32_t n = e->fast_nroots, chunk = e->fast_chunk, ran = 1;
 
     weft__exec_take(e);
     for (;;) {
@@ -1117,15 +1131,15 @@ static void weft__fast_roots_run(weft__host_task *t)
         if (k >= n)
             break;
         for (uint32_t j = k; j < n && j < k + chunk; j++)
-            if (weft__fast_chain(e, e->fast_roots[j]))
-                return; /* unreachable: this runner's count is not done */
+            ran += weft__fast_chain(e, e->fast_roots[j]);
     }
-    weft__fast_done(e, 1);
+    weft__fast_done(e, ran);
 }
 
-static int weft__fast_chain(weft_exec *e, uint32_t i)
+static uint32_t weft__fast_chain(weft_exec *e, uint32_t i)
 {
     weft__hostwork *hw = weft__hostwork_get(e->rt);
+    uint32_t ran = 0;
 
     for (;;) {
         const weft__node *nd = &e->nodes[i];
@@ -1136,21 +1150,21 @@ static int weft__fast_chain(weft_exec *e, uint32_t i)
             nd->u.host.fn(ptrs, nd->u.host.user);
         else if (nd->kind == WEFT__NODE_MAP)
             nd->u.map.fn(ptrs[0], e->acc[nd->acc_first].size, nd->u.map.user);
+        ran++;
         for (uint32_t k = e->fast_succ_first[i]; k < e->fast_succ_first[i + 1];
              k++) {
             uint32_t s = e->fast_succs[k];
 
-            if (__atomic_sub_fetch(&e->fast_pending[s], 1, __ATOMIC_ACQ_REL))
+            if (__atomic_sub_fetch(&e->fast_tasks[s].pending, 1,
+                                   __ATOMIC_ACQ_REL))
                 continue;
             if (next == WEFT__NONE)
                 next = s;
             else
                 weft__hostwork_submit(hw, -1, &e->fast_tasks[s].task);
         }
-        if (weft__fast_done(e, 1))
-            return 1;
         if (next == WEFT__NONE)
-            return 0;
+            return ran;
         i = next;
     }
 }
