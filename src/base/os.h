@@ -79,4 +79,14 @@ int weft__dir_make(const char *path);
  */
 int weft__cache_dir(char *buf, size_t size);
 
+/* A hint to the core that the caller spins (waits for another thread). */
+static inline void weft__cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #endif /* WEFT_BASE_OS_H */

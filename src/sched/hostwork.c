@@ -13,8 +13,13 @@ enum { WEFT__MAX_HOST_WORKERS = 64 };
 
 /* Tasks a group's ring holds; a submit that finds it full yields. */
 enum { WEFT__HOST_RING = 1024 };
-/* Polls of the rings before an idle worker goes to sleep. */
-enum { WEFT__HOST_POLLS = 200 };
+/*
+ * An idle worker spins on the rings (reads only, while they are empty)
+ * for WEFT__HOST_SPIN_NS, which a hand-off between workers of a
+ * fine-grained launch costs no system call, then polls them yielding the
+ * core WEFT__HOST_POLLS times, then sleeps.
+ */
+enum { WEFT__HOST_SPIN_NS = 4000, WEFT__HOST_POLLS = 200 };
 
 /* Workers near one set of cores (NULL: unbound) and the tasks for them. */
 typedef struct weft__host_group {
@@ -57,6 +62,15 @@ static weft__host_task *weft__take(weft__hostwork *hw, unsigned g)
     return NULL;
 }
 
+/* Whether some ring holds a task (a hint: reads only). */
+static int weft__queued(weft__hostwork *hw)
+{
+    for (unsigned k = 0; k < hw->ngroups; k++)
+        if (weft__ring_count_hint(&hw->groups[k].tasks))
+            return 1;
+    return 0;
+}
+
 /* A sleeper up, if there is one. */
 static void weft__wake_one(weft__hostwork *hw)
 {
@@ -72,11 +86,7 @@ static void weft__wake_one(weft__hostwork *hw)
  */
 static void weft__wake_more(weft__hostwork *hw)
 {
-    uint64_t queued = 0;
-
-    for (unsigned k = 0; k < hw->ngroups && !queued; k++)
-        queued = weft__ring_count_hint(&hw->groups[k].tasks);
-    if (queued && !__atomic_load_n(&hw->pollers, __ATOMIC_SEQ_CST) &&
+    if (weft__queued(hw) && !__atomic_load_n(&hw->pollers, __ATOMIC_SEQ_CST) &&
         __atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST))
         weft__wake_one(hw);
 }
@@ -97,6 +107,13 @@ static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
     weft__host_task *t;
 
     __atomic_add_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
+    for (uint64_t t0 = weft__now_ns();
+         weft__now_ns() - t0 < WEFT__HOST_SPIN_NS;) {
+        for (unsigned k = 0; k < 16; k++)
+            weft__cpu_pause();
+        if (weft__queued(hw))
+            break;
+    }
     for (unsigned i = 0; i < WEFT__HOST_POLLS; i++) {
         if ((t = weft__take(hw, g))) {
             __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);

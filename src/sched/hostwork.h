@@ -17,7 +17,8 @@
  *
  * No lock on the way in or out: each group's tasks are a lock-free ring
  * (src/base/ring.h) that submits push to and workers pop from, any group
- * when their own is empty. A worker with nothing to do polls a while, then
+ * when their own is empty. A worker with nothing to do spins on them (reads
+ * only) a few microseconds, then polls them yielding its core a while, then
  * sleeps on the pool's condition; the pool's mutex is taken only to sleep
  * and to wake a sleeper (a submit that sees one).
  */
