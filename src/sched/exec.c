@@ -244,22 +244,108 @@ static void weft__note_steady(weft_exec *e, int have_snap, int host_work,
     }
 }
 
+/* A byte range a kernel touches, for weft__crosses_devices. */
+typedef struct weft__kspan {
+    uintptr_t root;
+    size_t off, end;
+    unsigned dev;
+    int write;
+} weft__kspan;
+
+static int weft__kspan_cmp(const void *pa, const void *pb)
+{
+    const weft__kspan *a = pa, *b = pb;
+
+    if (a->root != b->root)
+        return a->root < b->root ? -1 : 1;
+    return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/*
+ * Whether a byte that a kernel on one device writes is touched by a kernel
+ * on another (1 also when there is no memory to tell). Ranges sorted by
+ * root and start: one overlaps an earlier one exactly when it starts
+ * before the end of that one, so the furthest end per device, of every
+ * range and of written ones, tells each conflict at its later range.
+ */
+static int weft__crosses_devices(weft_exec *e)
+{
+    unsigned nd = e->rt->ndevices;
+    size_t n = 0, cap = 0, *any_end, *write_end;
+    weft__kspan *sp;
+    int crosses = 0;
+
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        if (e->nodes[i].kind == WEFT__NODE_KERNEL)
+            cap += e->nodes[i].u.kernel.nargs;
+    sp = weft__malloc((cap + 1) * sizeof *sp);
+    any_end = weft__calloc(2 * (size_t)nd, sizeof *any_end);
+    if (!sp || !any_end) {
+        weft__free(sp);
+        weft__free(any_end);
+        weft_clear_error();
+        return 1;
+    }
+    write_end = any_end + nd;
+    for (uint32_t i = 0; i < e->nnodes; i++) {
+        const weft__node *knode = &e->nodes[i];
+
+        if (knode->kind != WEFT__NODE_KERNEL)
+            continue;
+        for (uint32_t a = 0; a < knode->u.kernel.nargs; a++) {
+            const weft_arg *ar = &e->args[knode->u.kernel.arg_first + a];
+            size_t off, size;
+
+            if (ar->type != WEFT_PARAM_BUFFER)
+                continue;
+            off = ar->buffer->offset + ar->offset;
+            size = ar->size == WEFT_WHOLE ? ar->buffer->size - ar->offset
+                                          : ar->size;
+            if (size == 0)
+                continue;
+            sp[n++] =
+                (weft__kspan){(uintptr_t)ar->buffer->root, off, off + size,
+                              e->node_dev[i], (ar->access & WEFT_WRITE) != 0};
+        }
+    }
+    qsort(sp, n, sizeof *sp, weft__kspan_cmp);
+    for (size_t k = 0; k < n && !crosses; k++) {
+        const weft__kspan *s = &sp[k];
+
+        if (k == 0 || s->root != sp[k - 1].root)
+            memset(any_end, 0, 2 * (size_t)nd * sizeof *any_end);
+        for (unsigned d = 0; d < nd && !crosses; d++)
+            crosses = d != s->dev && (write_end[d] > s->off ||
+                                      (s->write && any_end[d] > s->off));
+        any_end[s->dev] = WEFT__MAX(any_end[s->dev], s->end);
+        if (s->write)
+            write_end[s->dev] = WEFT__MAX(write_end[s->dev], s->end);
+    }
+    weft__free(sp);
+    weft__free(any_end);
+    return crosses;
+}
+
 /*
  * Whether the next launch's issue would move no bytes, from what the
  * roots hold now, after a launch that evicted nothing (added): every node
- * a kernel or an empty node, every kernel on one device, and there every
- * range a kernel touches valid and held by an extent. A byte a kernel of
- * that launch reads was then written before it in the launch on that one
- * device, or is valid there now and was not written since. Every node's
- * extents (the runs of its ranges, as weft__buffer_hold makes them) were
- * made by the launch that ended, and with no eviction only grew since: so
- * nothing is allocated or evicted. And a write marks valid on the device
- * alone bytes that are valid there already: the trackers may lose copies
- * elsewhere, never claim one that is not there.
+ * a kernel or an empty node, at least one kernel, every range a kernel
+ * touches valid on its device and held by an extent there, and, where
+ * the kernels are on several devices, no byte one device's kernels write
+ * touched by another's (weft__crosses_devices). A byte a kernel of that
+ * launch reads was then written before it in the launch on its own
+ * device, or is valid there now and was not written since (no other
+ * device writes it). Every node's extents (the runs of its ranges, as
+ * weft__buffer_hold makes them) were made by the launch that ended, and
+ * with no eviction only grew since: so nothing is allocated or evicted.
+ * And a write marks valid on its device alone bytes that are valid there
+ * already: the trackers may lose copies elsewhere (bytes no other device
+ * of the launch touches), never claim one that is not there.
  */
 static int weft__moves_nothing(weft_exec *e, const weft_stats *added)
 {
     unsigned dev = WEFT__HOST;
+    int several = 0;
 
     if (added->evictions)
         return 0;
@@ -268,14 +354,15 @@ static int weft__moves_nothing(weft_exec *e, const weft_stats *added)
 
         if (nd->kind == WEFT__NODE_EMPTY)
             continue;
-        if (nd->kind != WEFT__NODE_KERNEL ||
-            (dev != WEFT__HOST && e->node_dev[i] != dev))
+        if (nd->kind != WEFT__NODE_KERNEL)
             return 0;
+        if (dev != WEFT__HOST && e->node_dev[i] != dev)
+            several = 1;
         dev = e->node_dev[i];
         if (!weft__args_ready(e, i, dev, 0, 1))
             return 0;
     }
-    return dev != WEFT__HOST;
+    return dev != WEFT__HOST && !(several && weft__crosses_devices(e));
 }
 
 /*

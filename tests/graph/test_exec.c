@@ -759,6 +759,84 @@ static void test_native_two_devices(void **state)
     check(weft_buffer_destroy(x));
 }
 
+/*
+ * Two devices, no byte between them: each doubles the shared input r into
+ * its own half of y (one buffer, so that the halves' views share a root),
+ * then advances its half. The first launch uploads r to both devices; the
+ * next launch moves nothing, so it is recorded ahead at the end of the
+ * first and every launch from the second replays. Then a graph whose
+ * device 1 kernel reads what device 0's writes (x) never replays ahead of
+ * the move (test_no_replay_when_reads_moved has the rest of that case).
+ */
+static void test_replay_two_devices_from_second(void **state)
+{
+    enum { M = 1024, H = M / 2, LAUNCHES = 4 };
+    static uint32_t r0[M], out[M];
+    weft_device_info i0 = {.size = sizeof i0}, i1 = {.size = sizeof i1};
+    const weft_device *d[2];
+    weft_buffer *r, *y;
+    weft_graph *g;
+    weft_exec *e;
+    int across;
+
+    (void)state;
+    if (weft_runtime_device_count(devs.rt) < 2) {
+        printf("skipped: test_replay_two_devices_from_second needs two "
+               "devices\n");
+        return;
+    }
+    d[0] = weft_runtime_device(devs.rt, 0);
+    d[1] = weft_runtime_device(devs.rt, 1);
+    check(weft_device_get_info(d[0], &i0));
+    check(weft_device_get_info(d[1], &i1));
+    across = strcmp(i0.driver, i1.driver) == 0 &&
+             weft__tape_supported(weft__device_of(d[0]), 0) &&
+             weft__tape_supported(weft__device_of(d[1]), 0) &&
+             weft__tape_joins_devices(weft__device_of(d[0])->drv);
+    for (int i = 0; i < M; i++)
+        r0[i] = (uint32_t)(11 * i + 3);
+    check(weft_buffer_create(devs.rt, sizeof r0, &r));
+    check(weft_buffer_write(r, 0, r0, sizeof r0));
+    check(weft_buffer_create(devs.rt, sizeof r0, &y));
+    check(weft_graph_create(devs.rt, &g));
+    for (int k = 0; k < 2; k++) {
+        size_t at = (size_t)k * H * sizeof(uint32_t),
+               len = H * sizeof(uint32_t);
+        weft_arg a[] = {weft_arg_buffer(y, at, len, WEFT_WRITE),
+                        weft_arg_buffer(r, at, len, WEFT_READ),
+                        weft_arg_i64(H)};
+        weft_arg b[] = {weft_arg_buffer(y, at, len, WEFT_READ_WRITE),
+                        weft_arg_u32((uint32_t)k + 1), weft_arg_i64(H)};
+        weft_node n0, n1;
+
+        check(weft_graph_add_kernel(g, k_twice, weft_dims1(H), a, 3, &n0));
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(H), b, 3, &n1));
+        check(weft_graph_set_device(g, n0, d[k]));
+        check(weft_graph_set_device(g, n1, d[k]));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int l = 1; l <= LAUNCHES; l++) {
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        printf("# launch %d: %llu replays\n", l,
+               (unsigned long long)replays_of(e));
+        assert_int_equal(replays_of(e), across ? l - 1 : 0);
+    }
+    check(weft_buffer_read(y, 0, out, sizeof out));
+    for (int i = 0; i < M; i++) {
+        uint32_t want = wt_advance_value(2 * r0[i], i < H ? 1 : 2);
+
+        if (out[i] != want)
+            fail_msg("y[%d] = %u, want %u", i, out[i], want);
+    }
+    sim_no_hazards(d[0]);
+    sim_no_hazards(d[1]);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(r));
+    check(weft_buffer_destroy(y));
+}
+
 /* On the sim (its check=1 counts them): no work on the same bytes that
  * nothing ordered, so far in this process. */
 static void sim_no_hazards(const weft_device *d)
@@ -1177,6 +1255,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_replay_when_reads_moved),
         cmocka_unit_test(test_native_two_devices),
         cmocka_unit_test(test_native_back_and_forth),
+        cmocka_unit_test(test_replay_two_devices_from_second),
         cmocka_unit_test(test_async_failure_names_nodes),
         cmocka_unit_test(test_failure_cancels),
         cmocka_unit_test(test_two_threads),
