@@ -69,10 +69,18 @@ struct weft__extent {
 typedef struct weft__replica {
     weft__extent **extents; /* nextents of cap, by lo, disjoint */
     size_t nextents, cap;
-    size_t hint;         /* an index into extents, maybe stale */
-    weft__mem *reg;      /* the host copy registered with the device */
+    size_t hint; /* an index into extents, maybe stale */
+    /*
+     * The host copy registered with the device (atomic: a registering
+     * thread may publish it, replica.c); reg_failed (atomic): failed once,
+     * not retried. reg_busy: reg_thread was started (the root's lock; it
+     * is joined when the replicas go).
+     */
+    weft__mem *reg;
     unsigned host_moves; /* copies between the host copy and the device */
-    unsigned reg_failed; /* registration failed once: do not retry */
+    unsigned reg_failed;
+    unsigned reg_busy;
+    pthread_t reg_thread;
     /*
      * The replica is the program's memory (weft_buffer_wrap_device): one
      * extent, the whole root, whose block is borrowed memory (blk.extent

@@ -6,6 +6,7 @@
  */
 #include "replica.h"
 #include "staging.h"
+#include "../base/os.h"
 
 #include <string.h>
 
@@ -259,6 +260,10 @@ void weft__buffer_free_replicas(weft_buffer *root)
         r->extents = NULL;
         r->cap = 0;
         r->hint = 0;
+        if (r->reg_busy) {
+            pthread_join(r->reg_thread, NULL);
+            r->reg_busy = 0;
+        }
         if (r->reg && weft__drv_mem_free(r->reg) < 0)
             weft__warn("mem", "unregistering %zu bytes from %s: %s", root->size,
                        rt->devices[d]->name, weft_last_error());
@@ -268,10 +273,60 @@ void weft__buffer_free_replicas(weft_buffer *root)
 
 /* ---- host side of copies ------------------------------------------------ */
 
+/* The host copy's registration with d: 0, or a failure (reported). */
+static int weft__register(weft_buffer *root, unsigned d, weft__context *ctx,
+                          weft__mem **reg)
+{
+    weft_runtime *rt = root->rt;
+    int rc = weft__drv_host_register(ctx, root->host, root->size, reg);
+
+    if (rc < 0) {
+        *reg = NULL;
+        __atomic_store_n(&root->replicas[d].reg_failed, 1, __ATOMIC_RELEASE);
+        weft__info("mem", "%zu bytes of user memory stay staged for %s: %s",
+                   root->size, rt->devices[d]->name, weft_last_error());
+        weft_clear_error();
+        return rc;
+    }
+    return 0;
+}
+
+typedef struct weft__reg_job {
+    weft_buffer *root;
+    unsigned d;
+    weft__context *ctx;
+} weft__reg_job;
+
+/*
+ * A registering thread: the registration, published for the next copy
+ * that looks (until then copies stage, as before). The root outlives it:
+ * its replicas join this thread before they go.
+ */
+static void *weft__register_main(void *arg)
+{
+    weft__reg_job *j = arg;
+    weft_buffer *root = j->root;
+    weft__mem *reg;
+
+    if (weft__register(root, j->d, j->ctx, &reg) == 0) {
+        __atomic_store_n(&root->replicas[j->d].reg, reg, __ATOMIC_RELEASE);
+        weft__stat_add(NULL, &root->rt->stats.registered_buffers, 1);
+        weft__stat_add(NULL, &root->rt->stats.registered_bytes, root->size);
+        weft__debug("mem", "%zu bytes of user memory registered for %s",
+                    root->size, root->rt->devices[j->d]->name);
+    }
+    weft__free(j);
+    return NULL;
+}
+
 /*
  * A wrapped buffer that crosses between its host memory and device d a
  * second time is registered with d once: from then on its copies run at
  * pinned speed without staging. Refusal is not an error: it stays staged.
+ * Registering pins every page, about 0.1 s a GiB: a root of
+ * WEFT__REGISTER_AHEAD bytes or more is registered by a thread of its own
+ * while its copies go on staging (a first launch that streams a large
+ * wrapped input does not wait for it); a smaller one here, at once.
  */
 static void weft__maybe_register(weft_buffer *root, unsigned d, weft__lanes *l)
 {
@@ -279,9 +334,14 @@ static void weft__maybe_register(weft_buffer *root, unsigned d, weft__lanes *l)
     weft__replica *r = &root->replicas[d];
     weft__device *dev = rt->devices[d];
     weft__context *ctx;
+    weft__reg_job *j;
+    weft__mem *reg;
     int rc;
 
-    if (root->owned || r->reg || r->reg_failed || r->host_moves++ < 1)
+    if (root->owned || r->reg_busy ||
+        __atomic_load_n(&r->reg, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&r->reg_failed, __ATOMIC_ACQUIRE) ||
+        r->host_moves++ < 1)
         return;
     /* Where device memory is host memory, registering buys nothing; memory
      * already pinned for d (weft_host_alloc's) needs none. */
@@ -295,16 +355,25 @@ static void weft__maybe_register(weft_buffer *root, unsigned d, weft__lanes *l)
         r->reg_failed = 1;
         return;
     }
-    if (rc == 0)
-        rc = weft__drv_host_register(ctx, root->host, root->size, &r->reg);
     if (rc < 0) {
-        r->reg = NULL;
         r->reg_failed = 1;
-        weft__info("mem", "%zu bytes of user memory stay staged for %s: %s",
-                   root->size, dev->name, weft_last_error());
         weft_clear_error();
         return;
     }
+    if (root->size >= WEFT__REGISTER_AHEAD && (j = weft__malloc(sizeof *j))) {
+        *j = (weft__reg_job){root, d, ctx};
+        if (weft__thread_start(&r->reg_thread, "weft-register",
+                               "mem.register_thread", weft__register_main,
+                               j) == 0) {
+            r->reg_busy = 1;
+            return;
+        }
+        weft__free(j); /* no thread: here, then */
+    }
+    weft_clear_error();
+    if (weft__register(root, d, ctx, &reg) < 0)
+        return;
+    __atomic_store_n(&r->reg, reg, __ATOMIC_RELEASE);
     weft__lanes_stat(l, &rt->stats.registered_buffers, 1);
     weft__lanes_stat(l, &rt->stats.registered_bytes, root->size);
 }
@@ -335,7 +404,8 @@ int weft__replica_h2d(weft_buffer *root, unsigned d, weft__mem *dst,
 
     if (from_copy)
         weft__maybe_register(root, d, l);
-    pinned = (from_copy && root->replicas[d].reg) ||
+    pinned = (from_copy &&
+              __atomic_load_n(&root->replicas[d].reg, __ATOMIC_ACQUIRE)) ||
              weft__drv_host_is_pinned(dst->ctx, src, len) ||
              weft__host_block_pinned(rt, d, src, len);
     if (!pinned && len >= WEFT__STAGE_MIN)
@@ -421,8 +491,10 @@ int weft__replica_d2h(weft_buffer *root, unsigned d, weft__mem *src,
         (rc = weft__lanes_after(l, q, root, d, off, len)) < 0 ||
         (rc = weft__lanes_after(l, q, root, WEFT__HOST, off, len)) < 0)
         return rc;
-    rc = weft__d2h_to(rt, d, q, root->host + off, root->replicas[d].reg != NULL,
-                      src, soff, len, l);
+    rc = weft__d2h_to(
+        rt, d, q, root->host + off,
+        __atomic_load_n(&root->replicas[d].reg, __ATOMIC_ACQUIRE) != NULL, src,
+        soff, len, l);
     /* Pending on q's lane until known complete: later readers of these
      * host bytes are ordered after it. */
     if (rc == 0)
@@ -967,8 +1039,10 @@ size_t weft__buffer_state(const weft_buffer *root, unsigned char *out,
     for (unsigned d = 0; root->replicas && d < root->rt->ndevices; d++) {
         const weft__replica *r = &root->replicas[d];
 
+        weft__mem *reg = __atomic_load_n(&r->reg, __ATOMIC_ACQUIRE);
+
         weft__state_put(out, cap, &pos, &r->nextents, sizeof r->nextents);
-        weft__state_put(out, cap, &pos, &r->reg, sizeof r->reg);
+        weft__state_put(out, cap, &pos, &reg, sizeof reg);
         for (size_t i = 0; i < r->nextents; i++) {
             const weft__extent *x = r->extents[i];
 

@@ -18,6 +18,9 @@ int weft__buffer_held(const weft_buffer *root);
 
 /* Pageable copies smaller than this go directly: staging would not pay. */
 #define WEFT__STAGE_MIN ((size_t)64 << 10)
+/* Wrapped roots at least this large are registered by a thread of their
+ * own (replica.c, weft__maybe_register). */
+#define WEFT__REGISTER_AHEAD ((size_t)8 << 20)
 
 /* The extent of device d holding the whole range, or NULL. */
 weft__extent *weft__extent_covering(weft_buffer *root, unsigned d, size_t off,

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { M = 4096, N = M * 4 };
 
@@ -458,6 +459,105 @@ static void test_staged_then_registered(void **state)
 }
 
 /*
+ * A large wrapped buffer (16 MiB, over WEFT__REGISTER_AHEAD) is registered
+ * by a thread of its own from its second crossing while its copies go on
+ * staging: launches with the input invalidated between them, every one
+ * moving the whole input and computing the right bytes, until the
+ * registration is in (at most 20 s), then one more that copies from the
+ * registered memory (pinned, not staged). A second such buffer is
+ * destroyed right after its second crossing, its registration maybe still
+ * running (its replicas wait for it).
+ */
+static void test_large_registered_ahead(void **state)
+{
+    enum { BM = 1 << 22, BN = BM * 4 };
+    uint32_t *data = malloc(BN), *back = malloc(BN);
+    weft_buffer *in, *out;
+    weft_graph *g;
+    weft_exec *e;
+    weft_stats s0, s1;
+    int launches = 0;
+    moved m;
+
+    (void)state;
+    assert_non_null(data);
+    assert_non_null(back);
+    for (uint32_t i = 0; i < BM; i++)
+        data[i] = 3 * i;
+    check(weft_buffer_wrap(devs.rt, data, BN, &in));
+    check(weft_buffer_create(devs.rt, BN, &out));
+    check(weft_graph_create(devs.rt, &g));
+    {
+        weft_arg a[] = {weft_arg_buffer(out, 0, BN, WEFT_WRITE),
+                        weft_arg_buffer(in, 0, BN, WEFT_READ),
+                        weft_arg_i64(BM)};
+        weft_node n;
+
+        check(weft_graph_add_kernel(g, k_twice, weft_dims1(BM), a, 3, &n));
+        check(weft_graph_set_device(g, n, dev0));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    s0.size = s1.size = sizeof s0;
+    check(weft_runtime_get_stats(devs.rt, &s0));
+    for (uint64_t t0 = weft__now_ns();
+         launches < 3 || weft__now_ns() - t0 < 20000000000ull;) {
+        snap(&m);
+        run(e);
+        launches++;
+        expect_moved(&m, BN, 0, 0, "wrapped 16 MiB");
+        check(weft_buffer_invalidate(in, 0, WEFT_WHOLE));
+        check(weft_runtime_get_stats(devs.rt, &s1));
+        if (s1.registered_buffers != s0.registered_buffers ||
+            wt_device(&devs, 0)->drv == &weft__driver_host)
+            break;
+        usleep(1000);
+    }
+    check(weft_buffer_read(out, 0, back, BN));
+    for (uint32_t i = 0; i < BM; i++)
+        if (back[i] != 6 * i)
+            fail_msg("out[%u] = %u after %d launches", i, back[i], launches);
+    printf("# registered after %d launches\n", launches);
+    if (wt_device(&devs, 0)->drv == &weft__driver_host) {
+        assert_int_equal(s1.registered_buffers - s0.registered_buffers, 0);
+    } else {
+        assert_int_equal(s1.registered_buffers - s0.registered_buffers, 1);
+        assert_int_equal(s1.registered_bytes - s0.registered_bytes, BN);
+        /* From now on: pinned, not staged. */
+        check(weft_runtime_get_stats(devs.rt, &s0));
+        run(e);
+        check(weft_runtime_get_stats(devs.rt, &s1));
+        assert_int_equal(s1.staged_bytes - s0.staged_bytes, 0);
+        assert_int_equal(s1.pinned_bytes - s0.pinned_bytes, BN);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    /* Destroyed while its registration may still run. */
+    check(weft_buffer_destroy(in));
+    check(weft_buffer_wrap(devs.rt, data, BN, &in));
+    check(weft_graph_create(devs.rt, &g));
+    {
+        weft_arg a[] = {weft_arg_buffer(out, 0, BN, WEFT_WRITE),
+                        weft_arg_buffer(in, 0, BN, WEFT_READ),
+                        weft_arg_i64(BM)};
+        weft_node n;
+
+        check(weft_graph_add_kernel(g, k_twice, weft_dims1(BM), a, 3, &n));
+        check(weft_graph_set_device(g, n, dev0));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int k = 0; k < 2; k++) {
+        run(e);
+        check(weft_buffer_invalidate(in, 0, WEFT_WHOLE));
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(in));
+    check(weft_buffer_destroy(out));
+    free(data);
+    free(back);
+}
+
+/*
  * A program's first launch: a write node of 1 MiB into a buffer no launch
  * has used, read by a kernel on dev0. The bytes go from the program's
  * memory to dev0 only: (BN, 0, 0), and the buffer's own host copy is not
@@ -659,6 +759,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_partial_write),
         cmocka_unit_test(test_map_in_the_middle),
         cmocka_unit_test(test_staged_then_registered),
+        cmocka_unit_test(test_large_registered_ahead),
         cmocka_unit_test(test_first_write_goes_to_the_device),
         cmocka_unit_test(test_tiny_ranges_of_a_small_root),
         cmocka_unit_test(test_many_extents_of_a_large_root),
