@@ -77,7 +77,7 @@ typedef struct weft__replica {
      * is joined when the replicas go).
      */
     weft__mem *reg;
-    unsigned host_moves; /* copies between the host copy and the device */
+    size_t host_moved; /* bytes copied between the host copy and device */
     unsigned reg_failed;
     unsigned reg_busy;
     pthread_t reg_thread;

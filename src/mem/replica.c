@@ -321,14 +321,17 @@ static void *weft__register_main(void *arg)
 
 /*
  * A wrapped buffer that crosses between its host memory and device d a
- * second time is registered with d once: from then on its copies run at
- * pinned speed without staging. Refusal is not an error: it stays staged.
- * Registering pins every page, about 0.1 s a GiB: a root of
+ * second time (more than its size moved, counted over every copy: a
+ * launch that streams it in chunks crosses once) is registered with d
+ * once: from then on its copies run at pinned speed without staging.
+ * Refusal is not an error: it stays staged.
+ * Registering pins every page, about 65 ms a GiB on an H100, and holds
+ * up the device's other calls meanwhile (CUDA): a root of
  * WEFT__REGISTER_AHEAD bytes or more is registered by a thread of its own
- * while its copies go on staging (a first launch that streams a large
- * wrapped input does not wait for it); a smaller one here, at once.
+ * while its copies go on staging; a smaller one here, at once.
  */
-static void weft__maybe_register(weft_buffer *root, unsigned d, weft__lanes *l)
+static void weft__maybe_register(weft_buffer *root, unsigned d, size_t len,
+                                 weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
     weft__replica *r = &root->replicas[d];
@@ -341,7 +344,7 @@ static void weft__maybe_register(weft_buffer *root, unsigned d, weft__lanes *l)
     if (root->owned || r->reg_busy ||
         __atomic_load_n(&r->reg, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&r->reg_failed, __ATOMIC_ACQUIRE) ||
-        r->host_moves++ < 1)
+        (r->host_moved += len) <= root->size)
         return;
     /* Where device memory is host memory, registering buys nothing; memory
      * already pinned for d (weft_host_alloc's) needs none. */
@@ -403,7 +406,7 @@ int weft__replica_h2d(weft_buffer *root, unsigned d, weft__mem *dst,
     int pinned, rc;
 
     if (from_copy)
-        weft__maybe_register(root, d, l);
+        weft__maybe_register(root, d, len, l);
     pinned = (from_copy &&
               __atomic_load_n(&root->replicas[d].reg, __ATOMIC_ACQUIRE)) ||
              weft__drv_host_is_pinned(dst->ctx, src, len) ||
@@ -486,7 +489,7 @@ int weft__replica_d2h(weft_buffer *root, unsigned d, weft__mem *src,
     weft__queue *q = NULL;
     int rc;
 
-    weft__maybe_register(root, d, l);
+    weft__maybe_register(root, d, len, l);
     if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_D2H, &q)) < 0 ||
         (rc = weft__lanes_after(l, q, root, d, off, len)) < 0 ||
         (rc = weft__lanes_after(l, q, root, WEFT__HOST, off, len)) < 0)
