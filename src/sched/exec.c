@@ -805,6 +805,15 @@ static void weft__exec_job(weft__engine_job *job)
     weft__exec_advance(e);
 }
 
+void weft__exec_acc_refs(weft_exec *e, long sign)
+{
+    for (uint32_t i = 0, j; i < e->nacc; i = j) {
+        for (j = i + 1; j < e->nacc && e->acc[j].buf == e->acc[i].buf; j++)
+            ;
+        weft__buffer_exec_ref(e->acc[i].buf, sign * (long)(j - i));
+    }
+}
+
 void weft__exec_fast_end(weft_exec *e)
 {
     int rc;
@@ -989,8 +998,7 @@ int weft_exec_destroy(weft_exec *e)
     for (uint32_t i = 0; i < e->nnodes; i++)
         if (e->nodes[i].kind == WEFT__NODE_KERNEL)
             weft__kernel_ref(&e->nodes[i].u.kernel.k->exec_nodes, -1);
-    for (uint32_t i = 0; i < e->nacc; i++)
-        weft__buffer_exec_ref(e->acc[i].buf, -1);
+    weft__exec_acc_refs(e, -1);
     for (uint32_t r = 0; r < e->nroots; r++)
         weft__buffer_root_execs(e->roots[r], -1);
     pthread_cond_destroy(&e->done);

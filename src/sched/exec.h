@@ -344,6 +344,11 @@ int weft__exec_fast(weft_exec *e, int shared);
 /* The end of a launch that went so (exec.c). */
 void weft__exec_fast_end(weft_exec *e);
 /*
+ * Each access's buffer referenced (sign 1) or released (-1) by e, one
+ * atomic change per run of accesses to the same buffer.
+ */
+void weft__exec_acc_refs(weft_exec *e, long sign);
+/*
  * Hand the launch's host-side order from the thread that carried it
  * (weft__exec_leave, before another thread can take it) to the one that
  * takes it on (weft__exec_take): a driver that models the host per thread

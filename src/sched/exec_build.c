@@ -562,8 +562,7 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     for (uint32_t i = 0; i < e->nnodes; i++)
         if (e->nodes[i].kind == WEFT__NODE_KERNEL)
             weft__kernel_ref(&e->nodes[i].u.kernel.k->exec_nodes, 1);
-    for (uint32_t i = 0; i < e->nacc; i++)
-        weft__buffer_exec_ref(e->acc[i].buf, 1);
+    weft__exec_acc_refs(e, 1);
     for (uint32_t r = 0; r < e->nroots; r++)
         weft__buffer_root_execs(e->roots[r], 1);
     weft__runtime_live(e->rt, 1);

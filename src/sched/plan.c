@@ -602,7 +602,10 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     p->succs = weft__malloc(((size_t)pred_first[n] + 1) * sizeof *p->succs);
     p->plan_lane = weft__malloc(((size_t)n + 1) * sizeof *p->plan_lane);
     p->stamps = weft__calloc((size_t)n + 1, sizeof *p->stamps);
-    p->stamp_vc = weft__calloc((size_t)n * nl + 1, sizeof *p->stamp_vc);
+    /* Not zeroed: a row is written whole before its stamp names a lane
+     * (weft__plan_step_end), and rows nobody steps (a launch with no issue)
+     * are never touched, so a large plan costs no page until then. */
+    p->stamp_vc = weft__malloc(((size_t)n * nl + 1) * sizeof *p->stamp_vc);
     p->edge_kind = weft__calloc((size_t)pred_first[n] + 1, 1);
     p->xfer = weft__calloc((size_t)n + 1, sizeof *p->xfer);
     p->tpools = weft__calloc((size_t)p->ndev + 1, sizeof *p->tpools);
