@@ -155,13 +155,13 @@ struct weft_exec {
     uint32_t nroots;
 
     /* The running launch's own: */
-    weft__karg *kargs;      /* max kernel arguments */
-    weft__arg_at *arg_at;   /* per argument, as args */
-    weft__span *spans;      /* max kernel arguments or node accesses */
-    void **ptrs;            /* max host-task accesses */
-    struct weft__native_call *ncall; /* with max node accesses' mem */
-    unsigned char *state;   /* per node, during a run */
-    weft__lanes lanes;      /* with the plan's hooks */
+    weft__karg *kargs;        /* max kernel arguments */
+    weft__arg_at *arg_at;     /* per argument, as args */
+    weft__span *spans;        /* max kernel arguments or node accesses */
+    void **ptrs;              /* max host-task accesses */
+    weft__native_call *ncall; /* with max node accesses' mem */
+    unsigned char *state;     /* per node, during a run */
+    weft__lanes lanes;        /* with the plan's hooks */
     weft__plan *plan;
     weft__plan_memcpy *copies; /* per node: a read node's host function */
     weft__event **fences;      /* nroots * ndevices, see weft_buffer.fence */

@@ -183,8 +183,7 @@ static void native_run(weft__host_queue *hq, weft__host_op *op)
     if (ret == 0)
         return;
     if (!__atomic_load_n(&hq->failed, __ATOMIC_RELAXED)) {
-        weft__strlcpy(hq->failed_msg, weft_last_error(),
-                      sizeof hq->failed_msg);
+        weft__strlcpy(hq->failed_msg, weft_last_error(), sizeof hq->failed_msg);
         __atomic_store_n(&hq->failed, ret < 0 ? ret : WEFT_EIO,
                          __ATOMIC_RELEASE);
     }

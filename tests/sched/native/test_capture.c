@@ -317,8 +317,7 @@ static void test_capture_off(void **state)
     case_stats(&c, &st);
     assert_int_equal(st.native_launches, 0);
     assert_int_equal(st.native_replays, 0);
-    assert_int_equal(__atomic_load_n(&c.run.calls, __ATOMIC_RELAXED),
-                     LAUNCHES);
+    assert_int_equal(__atomic_load_n(&c.run.calls, __ATOMIC_RELAXED), LAUNCHES);
     case_free(&c);
 }
 
@@ -387,9 +386,9 @@ static void test_capture_opencl(void **state)
     /* Where the device makes command buffers, a kernel's plan has a tape. */
     add_advance(g, x);
     check(weft_graph_instantiate(g, &opts, &e));
-    assert_int_equal(weft__plan_native_able(e->plan),
-                     weft__tape_supported(wt_device(&devs, 0),
-                                          WEFT_NATIVE_GRAPHS_ON));
+    assert_int_equal(
+        weft__plan_native_able(e->plan),
+        weft__tape_supported(wt_device(&devs, 0), WEFT_NATIVE_GRAPHS_ON));
     printf("# command buffers on %s: %d\n", wt_device(&devs, 0)->name,
            weft__plan_native_able(e->plan));
     check(weft_exec_destroy(e));
