@@ -1001,9 +1001,10 @@ WEFT_API int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
  *           enqueues on its queue; a replay runs them, not the function.
  *   host    there is no queue: a replay calls the function again, on a
  *           thread of the host driver, once the node's inputs are
- *           complete. A non-zero return there fails the launch (WEFT_EIO
- *           naming the node) without canceling the nodes after it in the
- *           native graph, and the next launch runs op by op.
+ *           complete. A non-zero return there fails that launch
+ *           (WEFT_EIO; the message names the device and the value)
+ *           without canceling the nodes after it in the native graph,
+ *           and the next launch is issued op by op (and records anew).
  *   opencl  a command buffer cannot record the program's own clEnqueue
  *           calls: a launch with a native node on an OpenCL device is
  *           never recorded, capturable or not.

@@ -65,7 +65,8 @@ static int replays_here(void)
 {
     weft__device *d = wt_device(&devs, 0);
 
-    return d->drv->native_capture && weft__tape_supported(d, 0);
+    return d->drv->native_capture &&
+           weft__tape_supported(d, WEFT_NATIVE_GRAPHS_ON);
 }
 
 /* ---- the function: y = x, z = PATTERN (accesses 0, 1, 2) --------------- */
