@@ -171,7 +171,7 @@ int weft__host_queue_park(weft__host_queue *hq, weft__host_op *op,
 }
 
 /*
- * A native call that a graph holds (weft__host_native_call): the first
+ * A native call that a graph holds (weft__host_native_capture): the first
  * that fails is kept for the queue's next sync (a graph has no other way
  * to report), with the detail it set on this thread.
  */
