@@ -140,6 +140,18 @@ static const weft_native_impl impls[] = {
     {"opencl", 0, fn_opencl},
 };
 
+/* Not capturable after all: it waits for its queue on the host first. */
+static int fn_sim_sync(const weft_native_ctx *c, void *user)
+{
+    int rc = weft__drv_queue_sync(weft_native_queue(c));
+
+    return rc < 0 ? rc : fn_sim(c, user);
+}
+
+static const weft_native_impl impls_sync[] = {
+    {"sim", 0, fn_sim_sync},
+};
+
 /* ---- helpers ----------------------------------------------------------- */
 
 static void no_races(void)
@@ -180,7 +192,8 @@ typedef struct capture_case {
 } capture_case;
 
 /* advance(x); native (capturable or not); advance(y); on device 0. */
-static void case_make(capture_case *c, int capturable)
+static void case_make_with(capture_case *c, int capturable,
+                           const weft_native_impl *im, unsigned nim)
 {
     weft_access_desc acc[3];
     weft_exec_options opts = WEFT_EXEC_OPTIONS_INIT;
@@ -199,14 +212,18 @@ static void case_make(capture_case *c, int capturable)
     acc[2] = (weft_access_desc){c->z, HALF * 4, WEFT_WHOLE, WEFT_WRITE};
     check(weft_graph_create(devs.rt, &c->g));
     add_advance(c->g, c->x);
-    check(weft_graph_add_native(c->g, impls, WEFT__COUNTOF(impls), acc, 3,
-                                &c->run, &nn));
+    check(weft_graph_add_native(c->g, im, nim, acc, 3, &c->run, &nn));
     if (capturable)
         check(weft_graph_set_native_capture(c->g, nn, 1));
     add_advance(c->g, c->y);
     opts.device = weft_runtime_device(devs.rt, 0);
     opts.native_graphs = WEFT_NATIVE_GRAPHS_ON;
     check(weft_graph_instantiate(c->g, &opts, &c->e));
+}
+
+static void case_make(capture_case *c, int capturable)
+{
+    case_make_with(c, capturable, impls, WEFT__COUNTOF(impls));
 }
 
 /* After launch l (from 1): x = adv^l(x0), y = adv(x), z = PATTERN. */
@@ -363,6 +380,30 @@ static void test_capture_host_fails(void **state)
 }
 
 /*
+ * Sim: a function marked capturable that is not (it syncs its queue,
+ * which the sim refuses in a capture): the capture fails, no native graph
+ * is made, and every launch runs op by op with the right bytes.
+ */
+static void test_capture_not_capturable(void **state)
+{
+    capture_case c;
+    weft_exec_stats st;
+
+    (void)state;
+    if (strcmp(driver(), "sim") != 0 || !replays_here())
+        skip();
+    case_make_with(&c, 1, impls_sync, WEFT__COUNTOF(impls_sync));
+    for (unsigned l = 0; l < LAUNCHES; l++)
+        case_launch(&c);
+    case_check(&c);
+    case_stats(&c, &st);
+    assert_int_equal(st.native_launches, 0);
+    /* Once a launch (the capture's call fails at its sync, uncounted). */
+    assert_int_equal(__atomic_load_n(&c.run.calls, __ATOMIC_RELAXED), LAUNCHES);
+    case_free(&c);
+}
+
+/*
  * OpenCL: a capturable native node keeps the launch off the tape (a
  * command buffer cannot record the function's clEnqueue calls): the plan
  * of such a graph has no native graph, whatever the options ask.
@@ -409,6 +450,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_capture_replays),
         cmocka_unit_test(test_capture_off),
         cmocka_unit_test(test_capture_host_fails),
+        cmocka_unit_test(test_capture_not_capturable),
         cmocka_unit_test(test_capture_opencl),
     };
 
