@@ -10,6 +10,14 @@
  * as around its own kernels. The nodes of one C tile go to one GPU,
  * round-robin by tile (--place auto: placement chooses).
  *
+ * The nodes are capturable (weft_graph_set_native_capture): cuBLAS calls
+ * on the given stream are captured into CUDA graphs, so that from the
+ * second launch on (the first moves the tiles) weft records each launch
+ * once and replays it as one CUDA graph per GPU without calling cublasSgemm
+ * again. It prints how many launches were replayed (weft_exec_stats:
+ * native_replays of launches); --no-capture calls the functions at every
+ * launch instead.
+ *
  * Figures, in one run: weft on one GPU, weft on every GPU, and plain
  * cuBLAS on one GPU (one cublasSgemm of the whole product, on device
  * memory that weft_buffer_device_address hands out), in GFLOP/s of steady
@@ -25,7 +33,7 @@
  *
  *   cublas_gemm [--n N] [--tile T] [--reps R] [--samples S]
  *               [--place rr|auto] [--no-baseline] [--cublas PATH] [--json]
- *               [--driver host]
+ *               [--driver host] [--no-capture]
  *
  * --driver host runs the same graph with a C tile product on the host
  * driver's devices (no cuBLAS, no baseline): the tiling and the check
@@ -267,7 +275,7 @@ static int tiles_create(gemm *m, float *scratch)
  * them (place_auto).
  */
 static int graph_build(gemm *m, tile_job jobs[2], unsigned ngpus,
-                       int place_auto, weft_graph **out)
+                       int place_auto, int capture, weft_graph **out)
 {
     const weft_native_impl impl = {
         m->driver, 0, strcmp(m->driver, "cuda") ? tile_gemm_host : tile_gemm};
@@ -290,6 +298,9 @@ static int graph_build(gemm *m, tile_job jobs[2], unsigned ngpus,
 
                 rc = weft_graph_add_native(g, &impl, 1, acc, 3, &jobs[k != 0],
                                            &node);
+                /* Only enqueues on the stream, the same at every launch. */
+                if (rc == 0 && capture)
+                    rc = weft_graph_set_native_capture(g, node, 1);
                 if (rc == 0 && (!place_auto || ngpus == 1))
                     rc = weft_graph_set_device(g, node,
                                                m->gpu[(i * nt + j) % ngpus]);
@@ -302,9 +313,19 @@ static int graph_build(gemm *m, tile_job jobs[2], unsigned ngpus,
     return 0;
 }
 
-/* Launch once (the tiles move to the GPUs), then reps steady launches. */
-static int graph_time(weft_graph *g, int reps, double *first, double *steady)
+/* What graph_time saw of native graphs. */
+typedef struct replayed {
+    unsigned long long launches, native, replays;
+} replayed;
+
+/*
+ * Launch once (the tiles move to the GPUs), then reps steady launches;
+ * *rp says how many launches ran as native graphs and replayed them.
+ */
+static int graph_time(weft_graph *g, int reps, double *first, double *steady,
+                      replayed *rp)
 {
+    weft_exec_stats st = {.size = sizeof st};
     weft_exec *e;
     double t0;
     int rc;
@@ -321,6 +342,11 @@ static int graph_time(weft_graph *g, int reps, double *first, double *steady)
     if (rc == 0)
         rc = weft_exec_wait(e);
     *steady = (now() - t0) / reps;
+    if (rc == 0 && (rc = weft_exec_get_stats(e, &st)) == 0) {
+        rp->launches = st.launches;
+        rp->native = st.native_launches;
+        rp->replays = st.native_replays;
+    }
     weft_exec_destroy(e);
     return rc;
 }
@@ -440,6 +466,8 @@ int main(int argc, char **argv)
 {
     size_t n = 4096, t = 1024;
     int reps = 3, samples = 256, json = 0, place_auto = 0, base = 1;
+    int capture = 1;
+    replayed r1 = {0, 0, 0}, rall = {0, 0, 0};
     const char *lib = NULL, *what = NULL, *driver = "cuda";
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     gemm m;
@@ -471,10 +499,13 @@ int main(int argc, char **argv)
             base = 0;
         else if (!strcmp(argv[i], "--json"))
             json = 1;
+        else if (!strcmp(argv[i], "--no-capture"))
+            capture = 0;
         else {
             fprintf(stderr, "usage: cublas_gemm [--n N] [--tile T] [--reps R] "
                             "[--samples S] [--place rr|auto] [--no-baseline] "
-                            "[--cublas PATH] [--json] [--driver host]\n");
+                            "[--cublas PATH] [--json] [--driver host] "
+                            "[--no-capture]\n");
             return 2;
         }
     }
@@ -526,11 +557,11 @@ int main(int argc, char **argv)
     TRY(tiles_create(&m, scratch));
     flops = 2.0 * (double)n * (double)n * (double)n;
 
-    TRY(graph_build(&m, jobs, 1, 0, &g1));
-    TRY(graph_time(g1, reps, &first1, &t1));
+    TRY(graph_build(&m, jobs, 1, 0, capture, &g1));
+    TRY(graph_time(g1, reps, &first1, &t1, &r1));
     TRY(check_tiles(&m, samples, &err1));
-    TRY(graph_build(&m, jobs, m.ngpus, place_auto, &gall));
-    TRY(graph_time(gall, reps, &firstall, &tall));
+    TRY(graph_build(&m, jobs, m.ngpus, place_auto, capture, &gall));
+    TRY(graph_time(gall, reps, &firstall, &tall, &rall));
     TRY(check_tiles(&m, samples, &errall));
     if (base && !strcmp(m.driver, "cuda"))
         TRY(baseline(&m, reps, samples, &cub, &errcub, &what));
@@ -543,10 +574,14 @@ int main(int argc, char **argv)
                "\"weft_all_gpus_first_launch_s\": %.4f, "
                "\"ratio_weft_1gpu_to_cublas\": %.3f, "
                "\"ratio_weft_all_gpus_to_cublas\": %.3f, "
+               "\"weft_1gpu_launches\": %llu, \"weft_1gpu_replayed\": %llu, "
+               "\"weft_all_gpus_launches\": %llu, "
+               "\"weft_all_gpus_replayed\": %llu, "
                "\"samples\": %d, \"max_abs_error\": %.3g}\n",
                n, t, m.ngpus, flops / t1 * 1e-9, flops / tall * 1e-9, cub,
                first1, firstall, cub ? flops / t1 * 1e-9 / cub : 0,
-               cub ? flops / tall * 1e-9 / cub : 0, samples,
+               cub ? flops / tall * 1e-9 / cub : 0, r1.launches, r1.replays,
+               rall.launches, rall.replays, samples,
                fmax(fmax(err1, errall), errcub));
     } else {
         printf("n: %zu elements\ntile: %zu elements\ngpus: %u devices (%s)\n",
@@ -568,6 +603,12 @@ int main(int argc, char **argv)
         }
         printf("weft_1gpu_first_launch: %.4f s\n", first1);
         printf("weft_all_gpus_first_launch: %.4f s\n", firstall);
+        printf("weft_1gpu_replayed: %llu of %llu launches (%llu as native "
+               "graphs)\n",
+               r1.replays, r1.launches, r1.native);
+        printf("weft_all_gpus_replayed: %llu of %llu launches (%llu as native "
+               "graphs)\n",
+               rall.replays, rall.launches, rall.native);
         printf("checked: %d samples per product\n", samples);
         printf("max_abs_error: %.3g\n", fmax(fmax(err1, errall), errcub));
     }

@@ -928,9 +928,11 @@ WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
  * another copy of them was current; where the node's device held the only
  * current copy, they are whatever the function left there.
  *
- * Native graphs: a launch that runs a native node is never recorded into
- * or replayed as a native graph (weft_exec_options.native_graphs): the
- * function is called at every launch.
+ * Native graphs (weft_exec_options.native_graphs): a launch that runs a
+ * native node is recorded into and replayed as a native graph only where
+ * every native node of it is capturable (weft_graph_set_native_capture)
+ * and its driver can capture one; otherwise the function is called at
+ * every launch, op by op.
  */
 typedef struct weft_native_ctx weft_native_ctx;
 typedef int weft_native_fn(const weft_native_ctx *ctx, void *user);
@@ -960,6 +962,60 @@ typedef struct weft_native_impl {
 WEFT_API int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
                                    unsigned nimpls, const weft_access_desc *acc,
                                    unsigned nacc, void *user, weft_node *node);
+
+/*
+ * Declare whether the work of native node node may be captured into
+ * native graphs (on: 1) or not (0, the default), for the executable
+ * graphs instantiated from g after the call. A capturable function
+ * promises:
+ *
+ *   - It enqueues on the queue it is given only work that the driver's
+ *     graphs can hold (on CUDA, work that stream capture takes: kernels,
+ *     cuBLAS and cuSOLVER calls, asynchronous copies and memsets between
+ *     device memory or pinned host memory; not cuMemcpy to pageable
+ *     memory, cuStreamSynchronize, cuEventSynchronize, cuEventQuery or
+ *     cuStreamQuery on that stream, which end or invalidate the capture),
+ *     and no work on any other queue that the queue's later work must
+ *     wait for.
+ *   - It does not wait on the host for any work (it must not synchronise).
+ *   - What it enqueues depends only on what it is given (the addresses of
+ *     its ranges, the queue, user) and on nothing that changes between
+ *     launches: scalars it reads from user when it is called are those of
+ *     every replay.
+ *
+ * weft then records the launch as for a kernel: the function is called
+ * while weft records the launch (it may be called twice at that launch,
+ * once to run its work and once to capture it, and again whenever weft
+ * records anew), and later launches that replay the native graph run the
+ * work it enqueued WITHOUT calling it. The addresses and the queue it is
+ * given are the same at every replay; where a range moves (another
+ * device memory), weft records again and calls the function with the new
+ * addresses. Per driver:
+ *
+ *   cuda    stream capture on the queue handed to the function (the
+ *           capture is relaxed: other threads may allocate meanwhile).
+ *           Where the function's work ends or invalidates the capture,
+ *           no native graph is made (weft logs why, WEFT_LOG=info) and
+ *           the executable graph runs op by op from then on.
+ *   sim     the sim's capture takes the sim operations the function
+ *           enqueues on its queue; a replay runs them, not the function.
+ *   host    there is no queue: a replay calls the function again, on a
+ *           thread of the host driver, once the node's inputs are
+ *           complete. A non-zero return there fails that launch
+ *           (WEFT_EIO; the message names the device and the value)
+ *           without canceling the nodes after it in the native graph,
+ *           and the next launch is issued op by op (and records anew).
+ *   opencl  a command buffer cannot record the program's own clEnqueue
+ *           calls: a launch with a native node on an OpenCL device is
+ *           never recorded, capturable or not.
+ *
+ * A launch with any native node that is not capturable is never recorded.
+ * WEFT_EINVAL for a NULL g, a node past the graph's, a node that
+ * weft_graph_add_native did not make (event nodes are never captured),
+ * or an on other than 0 or 1.
+ */
+WEFT_API int weft_graph_set_native_capture(weft_graph *g, weft_node node,
+                                           int on);
 
 /*
  * What a native node's function is given. ctx is valid during the call

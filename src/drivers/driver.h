@@ -423,6 +423,17 @@ struct weft__driver {
      */
     int (*native_call)(weft__queue *q, weft__native_fn *fn, void *user);
     void (*native_mem)(weft__mem *m, size_t off, weft__native_mem *out);
+    /*
+     * 1 where native_call on a queue in a capture (graph_begin) puts the
+     * function's work into the graph: CUDA and the sim call fn, whose
+     * work on the capturing queue is captured (CUDA fails the call where
+     * fn ended or invalidated the capture); the host driver calls
+     * nothing then and makes a node that calls fn(nq, user) at each
+     * launch of the graph, so user must outlive the graph (a non-zero
+     * return there is the queue's error: its next queue_sync returns
+     * it). 0 (OpenCL): a plan with a native node gets no tape.
+     */
+    unsigned native_capture;
     /* ctx's context and device, as native_call gives them (no queue);
      * optional: none means NULLs */
     void (*native_context)(weft__context *ctx, weft__native_queue *out);

@@ -65,6 +65,15 @@ typedef struct weft__submit {
     int(*op) WEFT__SUBMIT_SELF_PARAMS params;
     WEFT__SUBMIT_OPS(WEFT__SUBMIT_FIELD)
 #undef WEFT__SUBMIT_FIELD
+    /*
+     * A capturable native node's call (weft__drv_native_call(q, fn,
+     * call)): call is size bytes that hold no pointer into themselves,
+     * which the submission may copy, compare with an earlier call's, and
+     * hand to fn again later (when it captures or flushes the call) in
+     * place of the caller's.
+     */
+    int (*native_call)(void *self, weft__queue *q, weft__native_fn *fn,
+                       void *call, size_t size);
     void *self;
 } weft__submit;
 
@@ -78,5 +87,14 @@ typedef struct weft__submit {
     }
 WEFT__SUBMIT_OPS(WEFT__SUBMIT_CALL)
 #undef WEFT__SUBMIT_CALL
+
+static inline int weft__submit_native_call(const weft__submit *s,
+                                           weft__queue *q, weft__native_fn *fn,
+                                           void *call, size_t size)
+{
+    return WEFT__UNLIKELY(s != NULL)
+               ? s->native_call(s->self, q, fn, call, size)
+               : weft__drv_native_call(q, fn, call);
+}
 
 #endif /* WEFT_DRIVERS_SUBMIT_H */

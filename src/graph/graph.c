@@ -1363,6 +1363,30 @@ int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to)
     return 0;
 }
 
+int weft_graph_set_native_capture(weft_graph *g, weft_node node, int on)
+{
+    static const char fn[] = "weft_graph_set_native_capture";
+    weft__node *n;
+    int rc;
+
+    if ((rc = weft__check_graph(g, fn)) < 0)
+        return rc;
+    if (node >= g->nnodes)
+        return weft__error(WEFT_EINVAL, "%s: node %u does not exist (%u nodes)",
+                           fn, node, g->nnodes);
+    n = &g->nodes[node];
+    if (n->kind != WEFT__NODE_NATIVE || n->u.native.what != WEFT__NATIVE_FN)
+        return weft__node_error(WEFT_EINVAL, g->nodes, node,
+                                "%s: only nodes of weft_graph_add_native are "
+                                "captured",
+                                fn);
+    if (on != 0 && on != 1)
+        return weft__node_error(WEFT_EINVAL, g->nodes, node,
+                                "%s: on is %d (0 or 1)", fn, on);
+    n->u.native.capture = (uint32_t)on;
+    return 0;
+}
+
 int weft_graph_set_device(weft_graph *g, weft_node node, const weft_device *dev)
 {
     const weft__device *d = weft__device_of(dev);

@@ -97,6 +97,9 @@ typedef struct weft__node {
             uint32_t arg;   /* a BYTES argument: nimpl weft__native_impl */
             uint32_t nimpl; /* >= 1 */
             uint32_t what;  /* WEFT__NATIVE_FN, _WAIT, _RECORD */
+            /* 1: its work may be captured into native graphs
+             * (weft_graph_set_native_capture) */
+            uint32_t capture;
             void *user;
         } native;
     } u;
@@ -229,8 +232,6 @@ struct weft_native_ctx {
     weft_native_fn *fn;
     void *user;
     weft__queue *q; /* the lane's (weft's own event nodes use it) */
-    int called;     /* the function ran (its result in ret) */
-    int ret;
 };
 
 /*

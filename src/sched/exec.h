@@ -103,6 +103,24 @@ typedef struct weft__arg_at {
     size_t off;
 } weft__arg_at;
 
+/*
+ * One call of a native node's function, as the driver's native_call is
+ * handed it (exec_run.c): what weft_native_ctx is made of. It holds no
+ * pointer into itself, so that a submission may copy it and compare two
+ * (tape.h): the call of a capturable node is made again with the copy.
+ */
+typedef struct weft__native_call {
+    weft_native_fn *fn;
+    void *user;
+    const char *driver;
+    const weft_device *device;
+    const char *dev_name;
+    const weft__access *acc; /* the executable graph's: n of them */
+    weft__queue *q;
+    uint32_t node, n, what, dev;
+    weft__native_mem mem[]; /* n */
+} weft__native_call;
+
 struct weft_exec {
     weft_runtime *rt;
     unsigned device;    /* the default device */
@@ -137,13 +155,13 @@ struct weft_exec {
     uint32_t nroots;
 
     /* The running launch's own: */
-    weft__karg *kargs;      /* max kernel arguments */
-    weft__arg_at *arg_at;   /* per argument, as args */
-    weft__span *spans;      /* max kernel arguments or node accesses */
-    void **ptrs;            /* max host-task accesses */
-    weft__native_mem *nmem; /* max node accesses: a native node's ranges */
-    unsigned char *state;   /* per node, during a run */
-    weft__lanes lanes;      /* with the plan's hooks */
+    weft__karg *kargs;        /* max kernel arguments */
+    weft__arg_at *arg_at;     /* per argument, as args */
+    weft__span *spans;        /* max kernel arguments or node accesses */
+    void **ptrs;              /* max host-task accesses */
+    weft__native_call *ncall; /* with max node accesses' mem */
+    unsigned char *state;     /* per node, during a run */
+    weft__lanes lanes;        /* with the plan's hooks */
     weft__plan *plan;
     weft__plan_memcpy *copies; /* per node: a read node's host function */
     weft__event **fences;      /* nroots * ndevices, see weft_buffer.fence */

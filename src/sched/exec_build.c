@@ -252,7 +252,7 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->args);
     weft__free(e->bytes);
     weft__free(e->raws);
-    weft__free(e->nmem);
+    weft__free(e->ncall);
     weft__free(e->order);
     weft__free(e->pred_first);
     weft__free(e->preds);
@@ -458,7 +458,7 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
     e->arg_at = weft__calloc((size_t)g->nargs + 1, sizeof *e->arg_at);
     e->spans = weft__malloc(WEFT__MAX(maxargs, maxacc) * sizeof *e->spans);
-    e->nmem = weft__malloc(maxacc * sizeof *e->nmem);
+    e->ncall = weft__malloc(sizeof *e->ncall + maxacc * sizeof *e->ncall->mem);
     e->ptrs = weft__malloc(maxacc * sizeof *e->ptrs);
     e->state = weft__malloc((size_t)g->nnodes + 1);
     e->write_dev = weft__malloc(((size_t)g->nnodes + 1) * sizeof *e->write_dev);
@@ -471,7 +471,7 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
     if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
-        !e->kargs || !e->arg_at || !e->spans || !e->nmem || !e->ptrs ||
+        !e->kargs || !e->arg_at || !e->spans || !e->ncall || !e->ptrs ||
         !e->state || !e->write_dev || !e->jobs || !e->copies || !e->fences ||
         !e->run.seen || !e->launch_seen)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");

@@ -133,22 +133,47 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
     return rc;
 }
 
-/* The driver's call of a native node's function (driver.h). */
+/*
+ * The driver's call of a native node's function (driver.h), with a
+ * weft__native_call (exec.h), which it only reads: a native graph of the
+ * host driver calls it again with the tape's copy. Returns 0 or a weft
+ * code with the detail set.
+ */
 static int weft__native_trampoline(const weft__native_queue *nq, void *arg)
 {
-    weft_native_ctx *c = arg;
+    const weft__native_call *k = arg;
+    weft_native_ctx c;
+    int ret;
 
-    c->nq = *nq;
-    c->called = 1;
-    c->ret = c->fn(c, c->user);
-    return c->ret;
+    memset(&c, 0, sizeof c);
+    c.driver = k->driver;
+    c.device = k->device;
+    c.node = k->node;
+    c.n = k->n;
+    c.nq = *nq;
+    c.mem = k->mem;
+    c.acc = k->acc;
+    c.fn = k->fn;
+    c.user = k->user;
+    c.q = k->q;
+    ret = k->fn(&c, k->user);
+    if (k->what != WEFT__NATIVE_FN)
+        return ret; /* weft's own function: a weft code, the detail set */
+    if (ret != 0)
+        return weft__error(WEFT_EIO,
+                           "the native function for device %u (%s, driver %s) "
+                           "returned %d",
+                           k->dev, k->dev_name, k->driver, ret);
+    return 0;
 }
 
 /*
  * A native node: as a kernel, its ranges held and made valid on its
  * device and its compute lane after their copies, then the program's
  * function called with the lane's queue, and the lane's work after it
- * taken for the node's (what the function enqueued included).
+ * taken for the node's (what the function enqueued included). A
+ * capturable one's call goes through the submission, which may tape it
+ * (tape.h); the others' straight to the driver.
  */
 static int weft__run_native(weft_exec *e, uint32_t i)
 {
@@ -156,13 +181,13 @@ static int weft__run_native(weft_exec *e, uint32_t i)
     const weft__access *acc = &e->acc[nd->acc_first];
     unsigned dev = e->node_dev[i];
     weft__device *d = e->rt->devices[dev];
-    weft_native_ctx c;
+    weft__native_call *k = e->ncall;
     weft__queue *q = NULL;
     int rc;
 
-    memset(&c, 0, sizeof c);
-    c.fn = weft__native_fn_for(nd, e->args, e->bytes, d);
-    if (!c.fn)
+    memset(k, 0, sizeof *k + nd->nacc * sizeof *k->mem);
+    k->fn = weft__native_fn_for(nd, e->args, e->bytes, d);
+    if (!k->fn)
         return weft__error(WEFT_ENODEV, "no implementation for device %u (%s)",
                            dev, d->name);
     for (uint32_t a = 0; a < nd->nacc; a++)
@@ -191,26 +216,26 @@ static int weft__run_native(weft_exec *e, uint32_t i)
 
         weft__buffer_device_ptr(acc[a].buf->root, dev,
                                 acc[a].buf->offset + acc[a].offset, &m, &off);
-        weft__drv_native_mem(m, off, &e->nmem[a]);
+        weft__drv_native_mem(m, off, &k->mem[a]);
     }
-    c.driver = d->drv->name;
-    c.device = weft_runtime_device(e->rt, dev);
-    c.node = i;
-    c.n = nd->nacc;
-    c.mem = e->nmem;
-    c.acc = acc;
-    c.user = nd->u.native.user;
-    c.q = q;
-    rc = weft__drv_native_call(q, weft__native_trampoline, &c);
-    if (c.called && nd->u.native.what != WEFT__NATIVE_FN)
-        rc = c.ret; /* weft's own function: a weft code, the detail set */
-    else if (c.called && c.ret != 0)
-        rc = weft__error(WEFT_EIO,
-                         "the native function for device %u (%s, driver %s) "
-                         "returned %d",
-                         dev, d->name, c.driver, c.ret);
+    k->driver = d->drv->name;
+    k->device = weft_runtime_device(e->rt, dev);
+    k->dev_name = d->name;
+    k->acc = acc;
+    k->user = nd->u.native.user;
+    k->q = q;
+    k->node = i;
+    k->n = nd->nacc;
+    k->what = nd->u.native.what;
+    k->dev = dev;
+    if (nd->u.native.capture)
+        rc = weft__submit_native_call(e->lanes.submit, q,
+                                      weft__native_trampoline, k,
+                                      sizeof *k + nd->nacc * sizeof *k->mem);
+    else
+        rc = weft__drv_native_call(q, weft__native_trampoline, k);
     /* What the function enqueued before it failed is the lane's too. */
-    if (c.called) {
+    {
         int irc = weft__lanes_issued(&e->lanes, q, NULL, 0, 0, 0);
 
         if (rc == 0)

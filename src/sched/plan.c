@@ -663,10 +663,13 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
                 weft__tape_supported(rt->devices[node_dev[i]], native);
         }
         p->tape_ok = p->tape_ok && dev != UINT32_MAX;
-        /* A native node's function must be called at every launch: no
-         * tape records or replays around it (tape.h). */
+        /* A native node's function is called at every launch, unless the
+         * program said its work may be captured and the driver can
+         * capture it (tape.h, "Native nodes"). */
         for (uint32_t i = 0; i < n && p->tape_ok; i++)
-            p->tape_ok = nodes[i].kind != WEFT__NODE_NATIVE;
+            p->tape_ok = nodes[i].kind != WEFT__NODE_NATIVE ||
+                         (nodes[i].u.native.capture &&
+                          rt->devices[node_dev[i]]->drv->native_capture);
     }
     *out = p;
     return 0;

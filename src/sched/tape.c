@@ -114,6 +114,8 @@ static int weft__tape_run(weft__tape *t, const weft__tape_op *o)
         return weft__drv_queue_wait_event(o->q, o->ev);
     case WEFT__TAPE_HOST_FN:
         return weft__drv_host_fn(o->q, o->fn, o->user);
+    case WEFT__TAPE_NATIVE:
+        return weft__drv_native_call(o->q, o->nfn, &t->bytes[o->arg_first]);
     }
     return weft__error(WEFT_EINVAL, "tape: operation %d", (int)o->kind);
 }
@@ -207,6 +209,13 @@ static int weft__op_match(const weft__tape *t, const weft__tape_op *a,
     case WEFT__TAPE_HOST_FN:
         return a->fn == b->fn && a->user == b->user ? WEFT__OP_EQUAL
                                                     : WEFT__OP_DIFFERS;
+    case WEFT__TAPE_NATIVE:
+        /* Another call (other addresses, say) is captured again anew. */
+        if (a->nfn != b->nfn || a->nargs != b->nargs)
+            return WEFT__OP_DIFFERS;
+        return !memcmp(pattern, &t->bytes[b->arg_first], a->nargs)
+                   ? WEFT__OP_EQUAL
+                   : WEFT__OP_PARAMS;
     }
     return WEFT__OP_DIFFERS;
 }
@@ -225,6 +234,10 @@ static void weft__op_update(weft__tape *t, const weft__tape_op *a,
             else if (y->type != WEFT_PARAM_LOCAL && y->size)
                 memcpy((void *)(uintptr_t)y->u.value, args[i].u.value, y->size);
         }
+        return;
+    }
+    if (a->kind == WEFT__TAPE_NATIVE) {
+        memcpy(&t->bytes[b->arg_first], pattern, a->nargs);
         return;
     }
     if (a->kind == WEFT__TAPE_FILL && pattern)
@@ -252,13 +265,15 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
                                   !weft__tape_joins_devices(t->ctx->drv))) ||
         ((op->kind == WEFT__TAPE_H2D || op->kind == WEFT__TAPE_D2H) &&
          weft__drv_host_is_pinned(op->q->ctx, op->host, op->size) != 1) ||
+        (op->kind == WEFT__TAPE_NATIVE && !op->q->ctx->drv->native_capture) ||
         weft__grow(&t->ops, &t->cap, t->n + 1, sizeof *t->ops) < 0) {
         weft_clear_error();
         t->unfit = 1;
         weft__debug("tape",
                     "no native graph: operation %zu (kind %d on %s) "
-                    "is on another driver, copies unpinned memory, or "
-                    "finds no memory",
+                    "is on another driver, copies unpinned memory, calls a "
+                    "native function the driver cannot capture, or finds no "
+                    "memory",
                     t->n, (int)op->kind, op->q->ctx->dev->name);
         return;
     }
@@ -304,6 +319,18 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
         o->arg_first = (uint32_t)t->nbytes;
         memcpy(&t->bytes[t->nbytes], pattern, op->nargs);
         t->nbytes += op->nargs;
+    } else if (op->kind == WEFT__TAPE_NATIVE) {
+        /* The call is read as a struct where it lies: aligned. */
+        size_t at = (t->nbytes + 15) & ~(size_t)15;
+
+        if (weft__grow(&t->bytes, &t->cap_bytes, at + op->nargs + 1, 1) < 0) {
+            weft_clear_error();
+            t->unfit = 1;
+            return;
+        }
+        o->arg_first = (uint32_t)at;
+        memcpy(&t->bytes[at], pattern, op->nargs);
+        t->nbytes = at + op->nargs;
     }
     t->n++;
 }
@@ -529,6 +556,17 @@ static int weft__tape_host_fn(void *self, weft__queue *q, weft__host_fn *fn,
     return WEFT__TAPE_PASS(rc, weft__drv_host_fn(q, fn, user));
 }
 
+static int weft__tape_native_call(void *self, weft__queue *q,
+                                  weft__native_fn *fn, void *call, size_t size)
+{
+    weft__tape_op op = {
+        .kind = WEFT__TAPE_NATIVE, .q = q, .nfn = fn, .nargs = (uint32_t)size};
+    int rc = weft__tape_take(self, weft__drv_check_native_call(q, fn, call),
+                             &op, NULL, call);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_native_call(q, fn, call));
+}
+
 /* A host wait: checked, told to the tape (which may flush), then made. */
 #define WEFT__TAPE_HOST_WAIT(self, check, call)                                \
     do {                                                                       \
@@ -574,6 +612,7 @@ static const weft__submit weft__tape_submit = {
     .event_record = weft__tape_event_record,
     .queue_wait_event = weft__tape_queue_wait_event,
     .host_fn = weft__tape_host_fn,
+    .native_call = weft__tape_native_call,
     .queue_sync = weft__tape_queue_sync,
     .event_sync = weft__tape_event_sync,
     .event_query = weft__tape_event_query,

@@ -70,9 +70,20 @@
  * outside it: CUDA invalidates it). Most plans need one segment per
  * device.
  *
- * A plan with a native node (weft_graph_add_native) gets no tape: the
- * program's function must run at every launch, and what it enqueues on
- * the native queue does not come through the submission (plan.c).
+ * Native nodes. A plan with a native node gets a tape only where every
+ * native node is capturable (weft_graph_set_native_capture) and its
+ * driver has native_capture (plan.c). The node's call comes through the
+ * submission (native_call) as a NATIVE op that holds a copy of the call
+ * (exec_run.c's weft__native_call: the function, the node, its queue
+ * and the native addresses of its ranges). RECORD runs it and appends
+ * it; the capture calls the driver's native_call again on the capturing
+ * queue with the tape's copy (CUDA and the sim capture what the function
+ * enqueues; the host driver makes a node that calls it at each graph
+ * launch, so the copy stays where it is while the graph lives); DEFER
+ * defers an equal call, and takes a call that differs (other addresses)
+ * as a parameter change: the graph is captured again, calling the
+ * function with the new copy. What the function enqueues is never seen
+ * by the tape, so a NATIVE op counts as one that moves bytes.
  *
  * Only devices whose driver has graph operations get a tape (CUDA; OpenCL
  * where the device has cl_khr_command_buffer; the host driver; the sim
@@ -97,6 +108,7 @@ typedef enum weft__tape_kind {
     WEFT__TAPE_RECORD,
     WEFT__TAPE_WAIT,
     WEFT__TAPE_HOST_FN,
+    WEFT__TAPE_NATIVE,
 } weft__tape_kind;
 
 typedef struct weft__tape_op {
@@ -104,13 +116,16 @@ typedef struct weft__tape_op {
     weft__queue *q;
     weft__kernel *k;
     weft__grid grid;
-    uint32_t arg_first, nargs; /* launch: in args; fill: pattern in bytes */
+    /* launch: in args; fill: pattern in bytes; native: the call in bytes
+     * (16-byte aligned) */
+    uint32_t arg_first, nargs;
     weft__mem *dst, *src;
     size_t dst_off, src_off, size;
     void *host; /* h2d source, d2h destination */
     weft__event *ev;
     weft__host_fn *fn;
     void *user;
+    weft__native_fn *nfn; /* native: the driver calls it with the call */
     /* Set when the graphs are built (weft__tape_build): */
     uint32_t seg; /* the segment it belongs to */
     uint32_t xev; /* external record or wait: the tape's event (in xev) */

@@ -1768,6 +1768,28 @@ static void test_native_bad_input(void **state)
     assert_non_null(strstr(seen.msg, "weft_native_size: access 1 of a node "
                                      "with 1"));
     check(weft_exec_destroy(e));
+
+    /* Capture: only native nodes of weft_graph_add_native, on 0 or 1. */
+    expect(weft_graph_set_native_capture(NULL, 0, 1), WEFT_EINVAL,
+           "weft_graph_set_native_capture: graph is NULL");
+    expect(weft_graph_set_native_capture(g, 1, 1), WEFT_EINVAL,
+           "weft_graph_set_native_capture: node 1 does not exist (1 nodes)");
+    expect(weft_graph_set_native_capture(g, 0, 2), WEFT_EINVAL,
+           "node 0 (native): weft_graph_set_native_capture: on is 2 (0 or 1)");
+    expect(weft_graph_set_native_capture(g, 0, -1), WEFT_EINVAL,
+           "on is -1 (0 or 1)");
+    expect(weft_graph_set_native_capture(fx.g, 0, 1), WEFT_EINVAL,
+           "weft_graph_set_native_capture: only nodes of "
+           "weft_graph_add_native are captured");
+    check(weft_graph_add_event_wait(
+        g, weft__device_of(weft_runtime_device(rt, 0))->drv->name, &seen, NULL,
+        0, &node));
+    assert_int_equal(node, 1);
+    expect(weft_graph_set_native_capture(g, 1, 1), WEFT_EINVAL,
+           "node 1 (event wait): weft_graph_set_native_capture: only nodes of "
+           "weft_graph_add_native are captured");
+    check(weft_graph_set_native_capture(g, 0, 1));
+    check(weft_graph_set_native_capture(g, 0, 0));
     weft_graph_destroy(g);
 }
 
@@ -1913,6 +1935,7 @@ static const struct {
     {"weft_exec_launch_after", "test_external_bad_input"},
     {"weft_graph_add_edge", "test_nodes_and_edges"},
     {"weft_graph_set_device", "test_nodes_and_edges"},
+    {"weft_graph_set_native_capture", "test_native_bad_input"},
     {"weft_graph_instantiate", "test_instantiate_bad_input"},
     {"weft_exec_launch", "test_exec_bad_input"},
     {"weft_exec_wait", "test_exec_bad_input"},

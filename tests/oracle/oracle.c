@@ -19,6 +19,10 @@
  * each case (a failure reports the shortest prefix that still fails).
  * The devices come from the environment, as for every weft program.
  *
+ * --native-nodes PERCENT makes that share of the nodes native nodes, and
+ * --capture-native PERCENT marks that share of those capturable
+ * (weft_graph_set_native_capture), so that native graphs replay them.
+ *
  * --self-check runs no weft at all: it measures how often
  * the oracle notices a schedule that drops one kind of dependency.
  */
@@ -349,6 +353,8 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
         }
         rc = weft_graph_add_native(g, or_native_impls, or_native_nimpls, d,
                                    n->nacc, (void *)n, &id);
+        if (rc == 0 && n->capture)
+            rc = weft_graph_set_native_capture(g, id, 1);
         break;
     }
     }
@@ -877,7 +883,7 @@ static void usage(void)
                     "[--max-fail N] [--dump] [--self-check] [--dot FILE] "
                     "[--no-shrink] [--quiet] [--relaunch N] "
                     "[--min-native N] [--native-nodes PERCENT] "
-                    "[--device-only]\n");
+                    "[--capture-native PERCENT] [--device-only]\n");
     exit(2);
 }
 
@@ -958,6 +964,8 @@ int main(int argc, char **argv)
             opt.min_native = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--native-nodes") && i + 1 < argc)
             limits.native = (unsigned)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--capture-native") && i + 1 < argc)
+            limits.capture = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--device-only"))
             limits.device_only = 1;
         else if (!strcmp(argv[i], "--dump"))
@@ -1016,10 +1024,12 @@ int main(int argc, char **argv)
             printf("FAIL seed %" PRIu64 " (%u nodes, %u launches): %s\n"
                    "  replay: WEFT_DEVICES='%s' WEFT_SIM='%s' "
                    "POCL_DEVICES='%s' oracle --seed %" PRIu64
-                   " --graphs 1 --relaunch %u --native-nodes %u%s --dump\n",
+                   " --graphs 1 --relaunch %u --native-nodes %u "
+                   "--capture-native %u%s --dump\n",
                    seed, c.nnodes, c.launches, first, env("WEFT_DEVICES"),
                    env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch,
-                   limits.native, limits.device_only ? " --device-only" : "");
+                   limits.native, limits.capture,
+                   limits.device_only ? " --device-only" : "");
             if (opt.shrink && failed <= 3 && !opt.prefix) {
                 run_stats before = stats; /* probes don't count */
                 unsigned k = shrink(&c, seed);

@@ -72,7 +72,8 @@ typedef enum or_kind {
      * A native node (weft_graph_add_native): acc[0] (written) = acc[1]
      * (read, apart from it), then acc[2] (written, apart from both, when
      * there are 3) filled with the byte key & 0xff, by the driver's own
-     * copy and fill on the node's queue (oracle_native.c).
+     * copy and fill on the node's queue (oracle_native.c), whose work
+     * native graphs can capture (or_node.capture).
      */
     OR_NATIVE,
 } or_kind;
@@ -99,6 +100,7 @@ typedef struct or_node {
     size_t host_off; /* write: source in or_case.src; read: in dst arena */
     uint8_t pattern[4];
     unsigned pattern_size;
+    int capture; /* native: weft_graph_set_native_capture(1) */
 } or_node;
 
 /* A root buffer (handle.parent < 0) or a view of another handle. */
@@ -152,6 +154,9 @@ typedef struct or_limits {
     unsigned ndevices;
     unsigned max_nodes;
     unsigned native; /* percent of nodes made native nodes (0: none) */
+    /* percent of native nodes made capturable (--capture-native), chosen
+     * by their key (no draw: seeds keep their cases) */
+    unsigned capture;
     int device_only; /* kernel and empty nodes only (--device-only) */
 } or_limits;
 

@@ -465,6 +465,7 @@ static int gen_native(gen *g, or_node *n)
         return -1;
     n->kind = OR_NATIVE;
     n->key = (uint32_t)next(&g->r);
+    n->capture = (n->key >> 8) % 100 < g->lim->capture;
     h = write_target(g, &root);
     if (pick_range(g, root, 1, 1, 4096, h, &off, &size) < 0)
         return 0;
@@ -691,6 +692,8 @@ void or_case_dump(const or_case *c, FILE *f)
                     n->group, n->device);
         if (n->kind == OR_FILL)
             fprintf(f, " pattern %u", n->pattern_size);
+        if (n->kind == OR_NATIVE && n->capture)
+            fprintf(f, " capture");
         for (unsigned a = 0; a < n->nacc; a++)
             fprintf(f, " %s:b%u(r%u)[%zu,+%zu)", mode_name(n->acc[a].mode),
                     n->acc[a].handle, c->handles[n->acc[a].handle].root,

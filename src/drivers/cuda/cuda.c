@@ -404,6 +404,7 @@ const weft__driver weft__driver_cuda = {
     .native_call = weft__cuda_native_call,
     .native_context = weft__cuda_native_context,
     .native_mem = weft__cuda_native_mem,
+    .native_capture = 1,
     .external_wait = weft__cuda_external_wait,
     .external_record = weft__cuda_external_record,
     .external_mark = weft__cuda_external_mark,

@@ -85,6 +85,7 @@ enum {
     CUDA_ERROR_SYSTEM_NOT_READY = 802,
     CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
     CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
     CUDA_ERROR_TIMEOUT = 909,
     CUDA_ERROR_UNKNOWN = 999,
 };
@@ -226,6 +227,11 @@ typedef struct CUgraphExec_st *CUgraphExec;
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
 typedef CUresult weft__cu_StreamBeginCapture_fn(CUstream s, int mode);
 typedef CUresult weft__cu_StreamEndCapture_fn(CUstream s, CUgraph *graph);
+/* CUstreamCaptureStatus */
+#define CU_STREAM_CAPTURE_STATUS_NONE        0
+#define CU_STREAM_CAPTURE_STATUS_ACTIVE      1
+#define CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
+typedef CUresult weft__cu_StreamIsCapturing_fn(CUstream s, int *status);
 typedef CUresult weft__cu_GraphInstantiateWithFlags_fn(CUgraphExec *exec,
                                                        CUgraph graph,
                                                        unsigned long long f);
@@ -302,6 +308,7 @@ typedef CUresult weft__cu_GraphExecUpdate_fn(CUgraphExec exec, CUgraph graph,
     X(LaunchKernel, 1, "cuLaunchKernel", NULL)                                 \
     X(StreamBeginCapture, 0, "cuStreamBeginCapture_v2", NULL)                  \
     X(StreamEndCapture, 0, "cuStreamEndCapture", NULL)                         \
+    X(StreamIsCapturing, 0, "cuStreamIsCapturing", NULL)                       \
     X(GraphInstantiateWithFlags, 0, "cuGraphInstantiateWithFlags", NULL)       \
     X(GraphLaunch, 0, "cuGraphLaunch", NULL)                                   \
     X(GraphExecDestroy, 0, "cuGraphExecDestroy", NULL)                         \

@@ -111,43 +111,49 @@ int weft__cuda_event_create(weft__context *ctx, unsigned flags,
     return 0;
 }
 
-int weft__cuda_event_record(weft__event *ev, weft__queue *q)
+/*
+ * Record ev on q's stream (record 1), or make the stream wait for it:
+ * weft's events and the program's alike. what names the event in the
+ * message, and ev_gpu its GPU where weft knows it (else -1).
+ */
+static int cuda_stream_event(weft__queue *q, CUevent ev, int record,
+                             const char *what, int ev_gpu)
 {
+    const char *call = record ? "cuEventRecord" : "cuStreamWaitEvent";
+    int gpu = cuda_ctx(q->ctx)->ordinal;
     CUresult res;
     int rc;
 
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    if (weft__fault(record ? "cuda.cuEventRecord" : "cuda.cuStreamWaitEvent"))
+        res = CUDA_ERROR_UNKNOWN;
+    else if (record)
+        res = weft__cu.EventRecord(ev, cuda_stream(q));
+    else
+        res = weft__cu.StreamWaitEvent(cuda_stream(q), ev, 0);
+    if (res == CUDA_SUCCESS)
+        return 0;
+    if (ev_gpu >= 0)
+        return weft__cuda_fail(res, 0, "%s: queue of GPU %d, %s of GPU %d",
+                               call, gpu, what, ev_gpu);
+    return weft__cuda_fail(res, 0, "%s: queue of GPU %d, %s", call, gpu, what);
+}
+
+int weft__cuda_event_record(weft__event *ev, weft__queue *q)
+{
     if (ev->ctx->dev != q->ctx->dev)
         return weft__error(
             WEFT_EINVAL, "event of GPU %d recorded on a queue of GPU %d",
             cuda_ctx(ev->ctx)->ordinal, cuda_ctx(q->ctx)->ordinal);
-    if ((rc = weft__cuda_enter(q->ctx)) < 0)
-        return rc;
-    res = weft__fault("cuda.cuEventRecord")
-              ? CUDA_ERROR_UNKNOWN
-              : weft__cu.EventRecord(cuda_ev(ev), cuda_stream(q));
-    if (res != CUDA_SUCCESS)
-        return weft__cuda_fail(res, 0, "cuEventRecord: GPU %d",
-                               cuda_ctx(q->ctx)->ordinal);
-    return 0;
+    return cuda_stream_event(q, cuda_ev(ev), 1, "an event",
+                             cuda_ctx(ev->ctx)->ordinal);
 }
 
 int weft__cuda_queue_wait_event(weft__queue *q, weft__event *ev)
 {
-    CUresult res;
-    int rc;
-
-    if ((rc = weft__cuda_enter(q->ctx)) < 0)
-        return rc;
-    res = weft__fault("cuda.cuStreamWaitEvent")
-              ? CUDA_ERROR_UNKNOWN
-              : weft__cu.StreamWaitEvent(cuda_stream(q), cuda_ev(ev), 0);
-    if (res != CUDA_SUCCESS)
-        return weft__cuda_fail(
-            res, 0,
-            "cuStreamWaitEvent: queue of GPU %d on an event of "
-            "GPU %d",
-            cuda_ctx(q->ctx)->ordinal, cuda_ctx(ev->ctx)->ordinal);
-    return 0;
+    return cuda_stream_event(q, cuda_ev(ev), 0, "an event",
+                             cuda_ctx(ev->ctx)->ordinal);
 }
 
 int weft__cuda_event_query(weft__event *ev)
@@ -240,17 +246,51 @@ int weft__cuda_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
  * own launches use the current one); the function's work goes on the
  * stream, and weft's records after it cover it. Weft's own calls make
  * their context current again wherever the function left another.
+ *
+ * On a stream in a capture (the tape's, driver.h) the function's work on
+ * the stream is captured into the graph: nothing here waits or queries
+ * (either would end or invalidate the capture). A capture that is no
+ * longer active after the call (the function synchronised, queried the
+ * stream, or enqueued work a graph cannot hold) fails the call, and so
+ * the capture, which the tape then gives up.
  */
 int weft__cuda_native_call(weft__queue *q, weft__native_fn *fn, void *user)
 {
     cuda_context *c = cuda_ctx(q->ctx);
     weft__native_queue nq = {
         c->cu, (void *)(uintptr_t)cuda_dev(q->ctx->dev)->cu, cuda_stream(q)};
+    int before = CU_STREAM_CAPTURE_STATUS_NONE;
+    int after = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult res = CUDA_SUCCESS;
     int rc;
 
     if ((rc = weft__cuda_enter(q->ctx)) < 0)
         return rc;
-    return fn(&nq, user);
+    if (weft__cu.StreamIsCapturing) {
+        res = weft__fault("cuda.cuStreamIsCapturing")
+                  ? CUDA_ERROR_UNKNOWN
+                  : weft__cu.StreamIsCapturing(cuda_stream(q), &before);
+        if (res != CUDA_SUCCESS)
+            return weft__cuda_fail(res, 0, "cuStreamIsCapturing: GPU %d",
+                                   c->ordinal);
+    }
+    rc = fn(&nq, user);
+    if (before != CU_STREAM_CAPTURE_STATUS_ACTIVE || rc != 0)
+        return rc;
+    res = weft__cu.StreamIsCapturing(cuda_stream(q), &after);
+    if (res != CUDA_SUCCESS && res != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        return weft__cuda_fail(res, 0,
+                               "cuStreamIsCapturing after a native function: "
+                               "GPU %d",
+                               c->ordinal);
+    if (res != CUDA_SUCCESS || after != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return weft__error(WEFT_ENOTSUP,
+                           "cuda: GPU %d: the native function's work ended or "
+                           "invalidated the stream capture (it synchronised, "
+                           "queried the stream, or enqueued work a CUDA graph "
+                           "cannot hold): it is not capturable",
+                           c->ordinal);
+    return 0;
 }
 
 void weft__cuda_native_context(weft__context *ctx, weft__native_queue *out)
@@ -268,40 +308,16 @@ void weft__cuda_native_mem(weft__mem *m, size_t off, weft__native_mem *out)
 
 int weft__cuda_external_wait(weft__queue *q, void *ev)
 {
-    CUresult res;
-    int rc;
-
-    if ((rc = weft__cuda_enter(q->ctx)) < 0)
-        return rc;
-    res = weft__fault("cuda.cuStreamWaitEvent")
-              ? CUDA_ERROR_UNKNOWN
-              : weft__cu.StreamWaitEvent(cuda_stream(q), (CUevent)ev, 0);
-    if (res != CUDA_SUCCESS)
-        return weft__cuda_fail(res, 0,
-                               "cuStreamWaitEvent: GPU %d waiting on the "
-                               "program's event",
-                               cuda_ctx(q->ctx)->ordinal);
-    return 0;
+    return cuda_stream_event(q, (CUevent)ev, 0, "the program's event", -1);
 }
 
 /* The event must be of the stream's context (the primary one). */
 int weft__cuda_external_record(weft__queue *q, void *ev)
 {
-    CUresult res;
-    int rc;
-
-    if ((rc = weft__cuda_enter(q->ctx)) < 0)
-        return rc;
-    res = weft__fault("cuda.cuEventRecord")
-              ? CUDA_ERROR_UNKNOWN
-              : weft__cu.EventRecord((CUevent)ev, cuda_stream(q));
-    if (res != CUDA_SUCCESS)
-        return weft__cuda_fail(res, 0,
-                               "cuEventRecord: the program's event on GPU %d "
-                               "(it must belong to the device's primary "
-                               "context)",
-                               cuda_ctx(q->ctx)->ordinal);
-    return 0;
+    return cuda_stream_event(q, (CUevent)ev, 1,
+                             "the program's event (it must belong to the "
+                             "device's primary context)",
+                             -1);
 }
 
 /* A marker of a program's stream: an event of the stream's context. */

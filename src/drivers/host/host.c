@@ -323,12 +323,18 @@ static void host_mem_free(weft__mem *mem)
 
 /* ---- native nodes ------------------------------------------------------ */
 
-/* No queue to hand: the function runs once q's work is done. */
+/*
+ * No queue to hand: the function runs once q's work is done. In a capture
+ * it does not run: the graph gets a node that calls it (driver.h).
+ */
 static int host_native_call(weft__queue *q, weft__native_fn *fn, void *user)
 {
     weft__native_queue nq = {NULL, NULL, NULL};
-    int rc = weft__host_queue_sync(q);
+    int rc;
 
+    if (__atomic_load_n(&((weft__host_queue *)q)->cap, __ATOMIC_ACQUIRE))
+        return weft__host_native_capture(q, fn, user);
+    rc = weft__host_queue_sync(q);
     return rc < 0 ? rc : fn(&nq, user);
 }
 
@@ -532,6 +538,7 @@ const weft__driver weft__driver_host = {
     .host_fn = weft__host_host_fn,
     .native_call = host_native_call,
     .native_mem = host_native_mem,
+    .native_capture = 1,
     .external_wait = weft__drv_own_external_wait,
     .external_record = weft__drv_own_external_record,
     .external_mark = weft__drv_own_external_mark,

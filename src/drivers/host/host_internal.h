@@ -149,6 +149,7 @@ typedef enum weft__host_op_kind {
     WEFT__HOST_OP_RECORD_EXT, /* graph nodes: an external event record */
     WEFT__HOST_OP_WAIT_EXT,   /* ... and wait (graph_*_external) */
     WEFT__HOST_OP_STOP,       /* a queue's last (queue_release) */
+    WEFT__HOST_OP_NATIVE,     /* graph nodes: a native call (native_call) */
 } weft__host_op_kind;
 
 /*
@@ -177,6 +178,10 @@ typedef struct weft__host_op {
             weft__host_fn *fn;
             void *user;
         } host;
+        struct {
+            weft__native_fn *fn;
+            void *user;
+        } native;
         weft__host_job job;
         struct {
             struct weft__host_graph *graph;
@@ -335,6 +340,11 @@ typedef struct weft__host_queue {
     uint64_t completed;     /* atomic */
     weft__host_op *spare;   /* ops done with, for reuse; owner */
     unsigned nspare;        /* owner */
+    /* The first native call of a graph run here that failed: its weft
+     * code (atomic; 0: none) and message, written by the owner before
+     * the code, taken by the next queue_sync. */
+    int failed;
+    char failed_msg[256];
     char pad3[64];
     weft__host_op stub;
     weft__host_op stop;
@@ -461,5 +471,7 @@ int weft__host_event_elapsed(weft__event *start, weft__event *end,
                              uint64_t *ns);
 void weft__host_event_destroy(weft__event *ev);
 int weft__host_host_fn(weft__queue *q, weft__host_fn *fn, void *user);
+/* native_call on a queue in a capture: a node that calls fn (driver.h). */
+int weft__host_native_capture(weft__queue *q, weft__native_fn *fn, void *user);
 
 #endif /* WEFT_HOST_INTERNAL_H */

@@ -170,6 +170,26 @@ int weft__host_queue_park(weft__host_queue *hq, weft__host_op *op,
     return parked;
 }
 
+/*
+ * A native call that a graph holds (weft__host_native_capture): the first
+ * that fails is kept for the queue's next sync (a graph has no other way
+ * to report), with the detail it set on this thread.
+ */
+static void native_run(weft__host_queue *hq, weft__host_op *op)
+{
+    weft__native_queue nq = {NULL, NULL, NULL};
+    int ret = op->u.native.fn(&nq, op->u.native.user);
+
+    if (ret == 0)
+        return;
+    if (!__atomic_load_n(&hq->failed, __ATOMIC_RELAXED)) {
+        weft__strlcpy(hq->failed_msg, weft_last_error(), sizeof hq->failed_msg);
+        __atomic_store_n(&hq->failed, ret < 0 ? ret : WEFT_EIO,
+                         __ATOMIC_RELEASE);
+    }
+    weft_clear_error();
+}
+
 int weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
 {
     weft__host_context *hctx = (weft__host_context *)hq->base.ctx;
@@ -196,6 +216,9 @@ int weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
         break;
     case WEFT__HOST_OP_HOST_FN:
         op->u.host.fn(op->u.host.user);
+        break;
+    case WEFT__HOST_OP_NATIVE:
+        native_run(hq, op);
         break;
     case WEFT__HOST_OP_GRAPH:
         return weft__host_graph_run(hq, op);
@@ -652,6 +675,19 @@ int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
     return weft__host_os_error(WEFT_ENOMEM, rc, "setting up a queue's lock");
 }
 
+/* A sync's result: the failure of a native call run since the last one. */
+static int sync_failed(weft__host_queue *hq)
+{
+    int rc;
+
+    if (!__atomic_load_n(&hq->failed, __ATOMIC_RELAXED))
+        return 0;
+    rc = __atomic_load_n(&hq->failed, __ATOMIC_ACQUIRE);
+    rc = weft__error(rc, "%s", hq->failed_msg);
+    __atomic_store_n(&hq->failed, 0, __ATOMIC_RELAXED);
+    return rc;
+}
+
 /*
  * Waits for the work enqueued before the call (by any thread): the ops
  * counted in submitted now include every op ahead of this thread's last
@@ -668,14 +704,14 @@ int weft__host_queue_sync(weft__queue *q)
                            "host: sync of a queue that takes part in a "
                            "capture (it runs nothing until the capture ends)");
     if (__atomic_load_n(&hq->completed, __ATOMIC_ACQUIRE) >= target)
-        return 0;
+        return sync_failed(hq);
     pthread_mutex_lock(&hq->lock);
     __atomic_add_fetch(&hq->syncers, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&hq->completed, __ATOMIC_SEQ_CST) < target)
         pthread_cond_wait(&hq->idle, &hq->lock);
     __atomic_sub_fetch(&hq->syncers, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&hq->lock);
-    return 0;
+    return sync_failed(hq);
 }
 
 /*
@@ -772,6 +808,18 @@ int weft__host_fill(weft__queue *q, weft__mem *dst, size_t off,
     op->u.fill.size = size;
     op->u.fill.pattern_size = (unsigned)pattern_size;
     memcpy(op->u.fill.pattern, pattern, pattern_size);
+    weft__host_queue_push(q, op);
+    return 0;
+}
+
+int weft__host_native_capture(weft__queue *q, weft__native_fn *fn, void *user)
+{
+    weft__host_op *op = op_new(q, WEFT__HOST_OP_NATIVE, "a native call");
+
+    if (!op)
+        return WEFT_ENOMEM;
+    op->u.native.fn = fn;
+    op->u.native.user = user;
     weft__host_queue_push(q, op);
     return 0;
 }

@@ -707,6 +707,7 @@ const weft__driver weft__driver_sim = {
     .native_call = sim_native_call,
     .native_context = sim_native_context,
     .native_mem = sim_native_mem,
+    .native_capture = 1,
     .external_wait = weft__drv_own_external_wait,
     .external_record = weft__drv_own_external_record,
     .external_mark = weft__drv_own_external_mark,
