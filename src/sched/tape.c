@@ -237,7 +237,8 @@ static void weft__op_update(weft__tape *t, const weft__tape_op *a,
         return;
     }
     if (a->kind == WEFT__TAPE_NATIVE) {
-        memcpy(&t->bytes[b->arg_first], pattern, a->nargs);
+        if (pattern && a->nargs)
+            memcpy(&t->bytes[b->arg_first], pattern, a->nargs);
         return;
     }
     if (a->kind == WEFT__TAPE_FILL && pattern)
