@@ -1011,7 +1011,16 @@ static int weft__desc_check(const weft_graph *g, const weft_access_desc *acc,
         return weft__error(WEFT_EINVAL, "%u accesses but the array is NULL",
                            nacc);
     for (unsigned i = 0; rc == 0 && i < nacc; i++) {
-        snprintf(what, sizeof what, "access %u", i);
+        /* "access <i>", by hand: snprintf costs more than the checks. */
+        char digits[12];
+        size_t nd = 0, at = sizeof "access " - 1;
+
+        memcpy(what, "access ", at);
+        for (unsigned v = i; nd == 0 || v; v /= 10)
+            digits[nd++] = (char)('0' + v % 10);
+        while (nd)
+            what[at++] = digits[--nd];
+        what[at] = '\0';
         if (acc[i].mode < WEFT_READ || acc[i].mode > WEFT_READ_WRITE)
             rc = weft__error(WEFT_EINVAL, "access %u: unknown mode %d", i,
                              (int)acc[i].mode);
