@@ -1135,6 +1135,27 @@ typedef enum weft_priority {
     WEFT_PRIORITY_HIGH = 1,
 } weft_priority;
 
+/*
+ * The priority of one node (WEFT_PRIORITY_DEFAULT until set), on top of
+ * its executable graph's (weft_exec_options.priority). A node of
+ * WEFT_PRIORITY_HIGH, and every node it depends on, is issued before the
+ * other nodes that are ready at the same time (the issue order, and so
+ * the order in which host tasks reach the host workers); a high kernel,
+ * native or copy node goes on its device's high-priority compute lane, a
+ * stream or queue of the device's highest priority made for such nodes,
+ * so that it waits behind no normal node's work on an in-order queue and
+ * the device (CUDA, OpenCL with cl_khr_priority_hints) starts its work
+ * ahead of the normal lanes' waiting work. The copies that make its
+ * inputs valid share the copy lanes. Host devices run the queues of
+ * higher priority first where their runners have several to choose
+ * from; sim devices record each operation's queue priority
+ * (README "Priorities" has the mapping per driver). WEFT_EINVAL for a NULL
+ * graph, a node past the graph's or a value that is none of
+ * weft_priority.
+ */
+WEFT_API int weft_graph_set_priority(weft_graph *g, weft_node node,
+                                     weft_priority priority);
+
 /* Options for weft_graph_instantiate(). Start from WEFT_EXEC_OPTIONS_INIT. */
 typedef struct weft_exec_options {
     size_t size;
