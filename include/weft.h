@@ -620,12 +620,18 @@ WEFT_API int weft_buffer_invalidate(weft_buffer *buf, size_t offset,
  * CUDA GPU) on CUDA, a CL_MEM_ALLOC_HOST_PTR buffer mapped for its whole
  * life on OpenCL (pinned for that device), the sim's pinned memory; where
  * no device needs it (the host driver alone) plain memory aligned to 4096
- * bytes. weft's copies recognise it, in buffers that wrap it
- * (weft_buffer_wrap) and in the host side of write and read nodes; a
- * wrapped buffer over it is not registered again. Devices of another
- * driver than the one that made it see ordinary memory. Thread safe.
- * WEFT_EINVAL for a NULL rt or ptr or a size of 0; WEFT_ENOMEM, or the
- * driver's error (naming the device), where it cannot be had.
+ * bytes. It is then made pinned for every other device of rt that has a
+ * notion of it: nothing to do where that device's driver recognises it
+ * (CUDA GPUs, for portable memory; the sim's other devices), else
+ * registered with it (another OpenCL device, whose context is its own; a
+ * device of another driver: cuMemHostRegister, CL_MEM_USE_HOST_PTR),
+ * making the device's context first if need be. weft's copies recognise
+ * it on every device, in buffers that wrap it (weft_buffer_wrap) and in
+ * the host side of write and read nodes; a wrapped buffer over it is not
+ * registered again. Thread safe. WEFT_EINVAL for a NULL rt or ptr or a
+ * size of 0; WEFT_ENOMEM, or the driver's error (naming the device, and
+ * the registration that failed), where it cannot be had: then nothing is
+ * left allocated or registered.
  */
 WEFT_API int weft_host_alloc(weft_runtime *rt, size_t size, void **ptr);
 /*
