@@ -497,11 +497,14 @@ WEFT_API const char *weft_module_name(const weft_module *mod);
 /*
  * What the compiler said when mod was built on dev, warnings included: the
  * OpenCL build log (clGetProgramBuildInfo, CL_PROGRAM_BUILD_LOG) for
- * OpenCL C, SPIR-V and binaries; NVRTC's log for CUDA C++ and portable
- * sources on CUDA. Empty where nothing was compiled (PTX, cubin and fatbin
- * are loaded; host and sim kernels are the program's C functions, which
- * its own compiler built), and possibly where the build was loaded from
- * the compiled-kernel cache (README: WEFT_CACHE=off builds every time). The
+ * OpenCL C, SPIR-V and binaries; on CUDA, NVRTC's log for CUDA C++ and
+ * portable sources, followed by the PTX JIT's info log (cuModuleLoadDataEx)
+ * where PTX was loaded. Empty where nothing was said or compiled (cubin
+ * and fatbin are loaded as they are; host and sim kernels are the
+ * program's C functions, which its own compiler built). A module that
+ * weft's compiled-kernel cache gave (README, "The compiled-kernel cache")
+ * has the log of the build that made the cached binary, stored beside
+ * it. The
  * log is copied into buf (size bytes, truncated and always NUL-terminated
  * when size > 0; buf may be NULL with size 0) and *length (may be NULL)
  * gets its whole length, without the NUL, so that a first call with size
