@@ -349,7 +349,7 @@ typedef struct weft_device_info {
     unsigned managed_memory;     /* 1 if managed (migrating) memory exists */
     unsigned svm;                /* 1 if OpenCL shared virtual memory exists */
     int queue_priority_low;      /* numerically; CUDA: 0 */
-    int queue_priority_high;     /* CUDA: negative is higher */
+    int queue_priority_high;     /* lower is higher: CUDA, OpenCL, host, sim */
     int cc_major, cc_minor;      /* CUDA compute capability, else 0 */
     const char *pci_bus_id;      /* "0000:3b:00.0", or "" if unknown */
     int numa_node;               /* nearest NUMA node, -1 if unknown */
@@ -1135,9 +1135,11 @@ typedef enum weft_native_graphs {
  * ahead of those of default-priority streams (of other graphs, or of the
  * program) where both wait for the GPU; OpenCL: CL_QUEUE_PRIORITY_HIGH_KHR
  * where the device has cl_khr_priority_hints (elsewhere the queues are
- * as by default); host and sim devices have one priority (their range is
- * 0..0): HIGH changes nothing there, and work keeps the order in which it
- * is issued.
+ * as by default); host devices (range 0..-1) run the queues of high
+ * priority first where their runner threads have several waiting; sim
+ * devices (0..-1) record the priority of each operation's queue and place
+ * work in virtual time as it is issued. weft_graph_set_priority sets it
+ * per node.
  */
 typedef enum weft_priority {
     WEFT_PRIORITY_DEFAULT = 0,

@@ -362,7 +362,8 @@ static char *log_of(weft_runtime *rt, weft_module *mod)
 }
 
 /*
- * On an OpenCL device, through the public API: a portable module whose
+ * On device 0 (PoCL; CUDA in kcache_cuda, where the source goes through
+ * NVRTC), through the public API: a portable module whose
  * build warns (#warning) is built by one runtime, and loaded from the
  * cache by a second: its build log is the first build's, warning and
  * file name included, as stored in the entry. PoCL repeats a program's
@@ -372,7 +373,7 @@ static char *log_of(weft_runtime *rt, weft_module *mod)
  * constant unique to the run keeps PoCL's own cache and earlier runs out
  * of it.
  */
-static void opencl_build_log_from_cache(void **state)
+static void build_log_from_cache(void **state)
 {
     weft_runtime *rt = NULL;
     weft_module *mod;
@@ -388,8 +389,8 @@ static void opencl_build_log_from_cache(void **state)
     if (weft_runtime_create(&rt, NULL) < 0 || !weft_runtime_device_count(rt) ||
         !weft__runtime_device(rt, 0)->drv->module_binary) {
         weft_runtime_destroy(rt);
-        printf("skipped: opencl_build_log_from_cache: no OpenCL device "
-               "that keeps binaries\n");
+        printf("skipped: build_log_from_cache: no device that keeps "
+               "binaries\n");
         skip();
     }
     snprintf(src, sizeof src,
@@ -454,7 +455,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(cache_can_be_turned_off),
         cmocka_unit_test(portable_translation),
         cmocka_unit_test(opencl_second_build_hits),
-        cmocka_unit_test(opencl_build_log_from_cache),
+        cmocka_unit_test(build_log_from_cache),
     };
     return wt_run_group(argc, argv, tests, setup, teardown);
 }
