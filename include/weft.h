@@ -349,7 +349,7 @@ typedef struct weft_device_info {
     unsigned managed_memory;     /* 1 if managed (migrating) memory exists */
     unsigned svm;                /* 1 if OpenCL shared virtual memory exists */
     int queue_priority_low;      /* numerically; CUDA: 0 */
-    int queue_priority_high;     /* CUDA: negative is higher */
+    int queue_priority_high;     /* lower is higher: CUDA, OpenCL, host, sim */
     int cc_major, cc_minor;      /* CUDA compute capability, else 0 */
     const char *pci_bus_id;      /* "0000:3b:00.0", or "" if unknown */
     int numa_node;               /* nearest NUMA node, -1 if unknown */
@@ -497,11 +497,14 @@ WEFT_API const char *weft_module_name(const weft_module *mod);
 /*
  * What the compiler said when mod was built on dev, warnings included: the
  * OpenCL build log (clGetProgramBuildInfo, CL_PROGRAM_BUILD_LOG) for
- * OpenCL C, SPIR-V and binaries; NVRTC's log for CUDA C++ and portable
- * sources on CUDA. Empty where nothing was compiled (PTX, cubin and fatbin
- * are loaded; host and sim kernels are the program's C functions, which
- * its own compiler built), and possibly where the build was loaded from
- * the compiled-kernel cache (README: WEFT_CACHE=off builds every time). The
+ * OpenCL C, SPIR-V and binaries; on CUDA, NVRTC's log for CUDA C++ and
+ * portable sources, followed by the PTX JIT's info log (cuModuleLoadDataEx)
+ * where PTX was loaded. Empty where nothing was said or compiled (cubin
+ * and fatbin are loaded as they are; host and sim kernels are the
+ * program's C functions, which its own compiler built). A module that
+ * weft's compiled-kernel cache gave (README, "The compiled-kernel cache")
+ * has the log of the build that made the cached binary, stored beside
+ * it. The
  * log is copied into buf (size bytes, truncated and always NUL-terminated
  * when size > 0; buf may be NULL with size 0) and *length (may be NULL)
  * gets its whole length, without the NUL, so that a first call with size
@@ -620,12 +623,18 @@ WEFT_API int weft_buffer_invalidate(weft_buffer *buf, size_t offset,
  * CUDA GPU) on CUDA, a CL_MEM_ALLOC_HOST_PTR buffer mapped for its whole
  * life on OpenCL (pinned for that device), the sim's pinned memory; where
  * no device needs it (the host driver alone) plain memory aligned to 4096
- * bytes. weft's copies recognise it, in buffers that wrap it
- * (weft_buffer_wrap) and in the host side of write and read nodes; a
- * wrapped buffer over it is not registered again. Devices of another
- * driver than the one that made it see ordinary memory. Thread safe.
- * WEFT_EINVAL for a NULL rt or ptr or a size of 0; WEFT_ENOMEM, or the
- * driver's error (naming the device), where it cannot be had.
+ * bytes. It is then made pinned for every other device of rt that has a
+ * notion of it: nothing to do where that device's driver recognises it
+ * (CUDA GPUs, for portable memory; the sim's other devices), else
+ * registered with it (another OpenCL device, whose context is its own; a
+ * device of another driver: cuMemHostRegister, CL_MEM_USE_HOST_PTR),
+ * making the device's context first if need be. weft's copies recognise
+ * it on every device, in buffers that wrap it (weft_buffer_wrap) and in
+ * the host side of write and read nodes; a wrapped buffer over it is not
+ * registered again. Thread safe. WEFT_EINVAL for a NULL rt or ptr or a
+ * size of 0; WEFT_ENOMEM, or the driver's error (naming the device, and
+ * the registration that failed), where it cannot be had: then nothing is
+ * left allocated or registered.
  */
 WEFT_API int weft_host_alloc(weft_runtime *rt, size_t size, void **ptr);
 /*
@@ -1182,14 +1191,37 @@ typedef enum weft_native_graphs {
  * ahead of those of default-priority streams (of other graphs, or of the
  * program) where both wait for the GPU; OpenCL: CL_QUEUE_PRIORITY_HIGH_KHR
  * where the device has cl_khr_priority_hints (elsewhere the queues are
- * as by default); host and sim devices have one priority (their range is
- * 0..0): HIGH changes nothing there, and work keeps the order in which it
- * is issued.
+ * as by default); host devices (range 0..-1) run the queues of high
+ * priority first where their runner threads have several waiting; sim
+ * devices (0..-1) record the priority of each operation's queue and place
+ * work in virtual time as it is issued. weft_graph_set_priority sets it
+ * per node.
  */
 typedef enum weft_priority {
     WEFT_PRIORITY_DEFAULT = 0,
     WEFT_PRIORITY_HIGH = 1,
 } weft_priority;
+
+/*
+ * The priority of one node (WEFT_PRIORITY_DEFAULT until set), on top of
+ * its executable graph's (weft_exec_options.priority). A node of
+ * WEFT_PRIORITY_HIGH, and every node it depends on, is issued before the
+ * other nodes that are ready at the same time (the issue order, and so
+ * the order in which host tasks reach the host workers); a high kernel,
+ * native or copy node goes on its device's high-priority compute lane, a
+ * stream or queue of the device's highest priority made for such nodes,
+ * so that it waits behind no normal node's work on an in-order queue and
+ * the device (CUDA, OpenCL with cl_khr_priority_hints) starts its work
+ * ahead of the normal lanes' waiting work. The copies that make its
+ * inputs valid share the copy lanes. Host devices run the queues of
+ * higher priority first where their runners have several to choose
+ * from; sim devices record each operation's queue priority
+ * (README "Priorities" has the mapping per driver). WEFT_EINVAL for a NULL
+ * graph, a node past the graph's or a value that is none of
+ * weft_priority.
+ */
+WEFT_API int weft_graph_set_priority(weft_graph *g, weft_node node,
+                                     weft_priority priority);
 
 /* Options for weft_graph_instantiate(). Start from WEFT_EXEC_OPTIONS_INIT. */
 typedef struct weft_exec_options {

@@ -342,7 +342,9 @@ void weft__drv_host_join(const weft__device *dev, uint64_t seen)
  * Module creation through the compiled-kernel cache: a module built from
  * source (OpenCL C, CUDA C++) on a driver that can hand out its binary is
  * looked up first; a hit that the driver refuses (a stale or foreign entry)
- * is removed and the source built again.
+ * is removed and the source built again. An entry keeps the build log of
+ * the module it was made from, which a module loaded from it gets in
+ * place of the driver's log of the load.
  */
 static int weft__module_build(weft__context *ctx,
                               const weft__module_source *src, weft__module **m)
@@ -352,7 +354,7 @@ static int weft__module_build(weft__context *ctx,
     weft__kcache_key key;
     weft__module_source bin;
     weft__source_kind kind;
-    char kindstr[16];
+    char kindstr[16], *log = NULL;
     void *bytes = NULL;
     size_t size = 0;
     int rc;
@@ -363,7 +365,7 @@ static int weft__module_build(weft__context *ctx,
 
     snprintf(kindstr, sizeof kindstr, "%d", (int)src->kind);
     {
-        const void *parts[] = {"weft-kcache/1",
+        const void *parts[] = {"weft-kcache/2",
                                weft_version(),
                                drv->name,
                                dev->name,
@@ -379,15 +381,20 @@ static int weft__module_build(weft__context *ctx,
 
         weft__kcache_key_make(&key, parts, lens, WEFT__COUNTOF(parts));
     }
-    if (weft__kcache_load(&key, &bytes, &size, &kind) == 0) {
+    if (weft__kcache_load(&key, &bytes, &size, &kind, &log) == 0) {
         bin = *src;
         bin.kind = kind;
         bin.data = bytes;
         bin.size = size;
         rc = drv->module_create(ctx, &bin, m);
         weft__free(bytes);
-        if (rc == 0)
+        if (rc == 0) {
+            /* The log of the build that made the binary, not of its load. */
+            weft__free((*m)->build_log);
+            (*m)->build_log = log;
             return 0;
+        }
+        weft__free(log);
         weft__info("kcache", "%s refused cached binary for %s (%s); rebuilding",
                    dev->name, src->name ? src->name : "module",
                    weft_last_error());
@@ -400,7 +407,7 @@ static int weft__module_build(weft__context *ctx,
     (*m)->ctx = ctx;
     (*m)->kind = src->kind;
     if (drv->module_binary(*m, &bytes, &size, &kind) == 0) {
-        weft__kcache_store(&key, bytes, size, kind);
+        weft__kcache_store(&key, bytes, size, kind, (*m)->build_log);
         weft__free(bytes);
     }
     weft_clear_error();

@@ -168,10 +168,12 @@ typedef struct weft__module_source {
 
 /*
  * build_log: what the compiler said of a build from source, warnings
- * included (OpenCL: clGetProgramBuildInfo's log; CUDA: NVRTC's), NUL-
- * terminated, set by module_create and freed by module_destroy (the
- * driver's); NULL where nothing was compiled (a module loaded from the
- * compiled-kernel cache has what the driver kept of its build, if any).
+ * included (OpenCL: clGetProgramBuildInfo's log; CUDA: NVRTC's, then the
+ * PTX JIT's info log), NUL-terminated and weft__malloc'd, set by
+ * module_create and weft__free'd by module_destroy (the driver's); NULL
+ * where nothing was said. dispatch.c replaces it, for a module loaded from
+ * the compiled-kernel cache, with the log stored beside the binary (that
+ * of the build that made it).
  */
 struct weft__module {
     const weft__driver *drv;

@@ -14,11 +14,12 @@
 /*
  * Entry layout, all little-endian as written by this machine (an entry made
  * elsewhere fails the magic or checksum check and is rebuilt):
- *   magic "WEFTKC01" | key h[0] h[1] | kind (u64) | size (u64) | checksum
- *   (u64) | size bytes
+ *   magic "WEFTKC02" | key h[0] h[1] | kind (u64) | size (u64) | checksum
+ *   (u64) | log length (u64) | size bytes | the build log (no NUL)
+ * The checksum covers the bytes and then the log.
  */
-static const char weft__kc_magic[8] = {'W', 'E', 'F', 'T', 'K', 'C', '0', '1'};
-enum { WEFT__KC_HEADER = 8 + 5 * 8 };
+static const char weft__kc_magic[8] = {'W', 'E', 'F', 'T', 'K', 'C', '0', '2'};
+enum { WEFT__KC_HEADER = 8 + 6 * 8 };
 
 static long weft__kc_counters[5]; /* hits misses stores corrupt rejected */
 
@@ -98,13 +99,14 @@ static uint64_t weft__kc_get64(const unsigned char *p)
 }
 
 int weft__kcache_load(const weft__kcache_key *k, void **bytes, size_t *size,
-                      weft__source_kind *kind)
+                      weft__source_kind *kind, char **log)
 {
     char path[4200];
     unsigned char hdr[WEFT__KC_HEADER];
     struct stat st;
-    uint64_t len, sum, knd;
-    void *data = NULL;
+    uint64_t len, sum, knd, loglen;
+    unsigned char *data = NULL;
+    char *text = NULL;
     FILE *f;
 
     if (weft__kc_path(k, path, sizeof path) < 0)
@@ -120,34 +122,60 @@ int weft__kcache_load(const weft__kcache_key *k, void **bytes, size_t *size,
     len = weft__kc_get64(hdr + 32);
     knd = weft__kc_get64(hdr + 24);
     sum = weft__kc_get64(hdr + 40);
+    loglen = weft__kc_get64(hdr + 48);
     if (memcmp(hdr, weft__kc_magic, 8) != 0 ||
         weft__kc_get64(hdr + 8) != k->h[0] ||
         weft__kc_get64(hdr + 16) != k->h[1] ||
-        len != (uint64_t)st.st_size - WEFT__KC_HEADER ||
+        len > (uint64_t)st.st_size - WEFT__KC_HEADER ||
+        loglen != (uint64_t)st.st_size - WEFT__KC_HEADER - len ||
         knd < WEFT__SRC_HOST_TABLE || knd > WEFT__SRC_FATBIN)
         goto corrupt;
     data = weft__malloc(len + 1);
-    if (!data) {
+    text = loglen && log ? weft__malloc(loglen + 1) : NULL;
+    if (!data || (loglen && log && !text)) {
         fclose(f);
+        weft__free(data);
+        weft__free(text);
         weft__kc_count(1);
         return WEFT_ENOTFOUND;
     }
-    if (fread(data, 1, len, f) != len ||
-        weft__mix(weft__fnv(0xcbf29ce484222325ull, data, len)) != sum)
+    if (fread(data, 1, len, f) != len)
         goto corrupt;
-    ((char *)data)[len] = '\0'; /* text kinds (PTX) may be read as strings */
+    {
+        uint64_t h = weft__fnv(0xcbf29ce484222325ull, data, len);
+        unsigned char chunk[4096];
+
+        /* The log, into text where it is wanted, else only summed. */
+        for (uint64_t at = 0; at < loglen;) {
+            size_t n = (size_t)WEFT__MIN(loglen - at, (uint64_t)sizeof chunk);
+            unsigned char *to = text ? (unsigned char *)text + at : chunk;
+
+            if (fread(to, 1, n, f) != n)
+                goto corrupt;
+            h = weft__fnv(h, to, n);
+            at += n;
+        }
+        if (weft__mix(h) != sum)
+            goto corrupt;
+    }
+    data[len] = '\0'; /* text kinds (PTX) may be read as strings */
+    if (text)
+        text[loglen] = '\0';
     fclose(f);
     weft__kc_count(0);
-    weft__debug("kcache", "hit %s (%llu bytes)", k->hex,
-                (unsigned long long)len);
+    weft__debug("kcache", "hit %s (%llu bytes, %llu of log)", k->hex,
+                (unsigned long long)len, (unsigned long long)loglen);
     *bytes = data;
     *size = len;
     *kind = (weft__source_kind)knd;
+    if (log)
+        *log = text;
     return 0;
 
 corrupt:
     fclose(f);
     weft__free(data);
+    weft__free(text);
     weft__kc_count(3);
     weft__warn("kcache", "corrupt cache entry %s removed; rebuilding", path);
     unlink(path);
@@ -155,11 +183,12 @@ corrupt:
 }
 
 int weft__kcache_store(const weft__kcache_key *k, const void *bytes,
-                       size_t size, weft__source_kind kind)
+                       size_t size, weft__source_kind kind, const char *log)
 {
     char path[4200], tmp[4300], dir[4096];
     unsigned char hdr[WEFT__KC_HEADER];
-    uint64_t v[5];
+    size_t loglen = log ? strlen(log) : 0;
+    uint64_t v[6];
     int fd, ok;
     FILE *f;
 
@@ -181,11 +210,14 @@ int weft__kcache_store(const weft__kcache_key *k, const void *bytes,
     v[1] = k->h[1];
     v[2] = (uint64_t)kind;
     v[3] = size;
-    v[4] = weft__mix(weft__fnv(0xcbf29ce484222325ull, bytes, size));
+    v[4] = weft__mix(
+        weft__fnv(weft__fnv(0xcbf29ce484222325ull, bytes, size), log, loglen));
+    v[5] = loglen;
     memcpy(hdr, weft__kc_magic, 8);
     memcpy(hdr + 8, v, sizeof v);
     ok = fwrite(hdr, 1, sizeof hdr, f) == sizeof hdr &&
-         fwrite(bytes, 1, size, f) == size;
+         fwrite(bytes, 1, size, f) == size &&
+         (!loglen || fwrite(log, 1, loglen, f) == loglen);
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) < 0) {
         weft__warn("kcache", "cannot write %s: %s", path, strerror(errno));
@@ -193,7 +225,8 @@ int weft__kcache_store(const weft__kcache_key *k, const void *bytes,
         return WEFT_EIO;
     }
     weft__kc_count(2);
-    weft__debug("kcache", "stored %s (%zu bytes)", k->hex, size);
+    weft__debug("kcache", "stored %s (%zu bytes, %zu of log)", k->hex, size,
+                loglen);
     return 0;
 }
 

@@ -25,14 +25,19 @@ void weft__kcache_key_make(weft__kcache_key *k, const void *const *parts,
 
 /*
  * 0 and a weft__malloc'd copy of the entry (with the source kind it was
- * stored as) on a hit; WEFT_ENOTFOUND on a miss, a corrupt entry (which is
- * removed) or a disabled cache.
+ * stored as) on a hit, and, where log is not NULL, a weft__malloc'd copy
+ * of the build log stored with it (NUL-terminated; NULL where it was
+ * empty); WEFT_ENOTFOUND on a miss, a corrupt entry (which is removed) or
+ * a disabled cache.
  */
 int weft__kcache_load(const weft__kcache_key *k, void **bytes, size_t *size,
-                      weft__source_kind *kind);
-/* Store an entry; failures are logged and returned, never fatal. */
+                      weft__source_kind *kind, char **log);
+/*
+ * Store an entry and the log of the build that made it (NULL or "": none);
+ * failures are logged and returned, never fatal.
+ */
 int weft__kcache_store(const weft__kcache_key *k, const void *bytes,
-                       size_t size, weft__source_kind kind);
+                       size_t size, weft__source_kind kind, const char *log);
 /* Remove an entry (e.g. one the driver refused to load). */
 void weft__kcache_remove(const weft__kcache_key *k);
 

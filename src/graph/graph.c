@@ -530,6 +530,7 @@ static void weft__node_commit(weft_graph *g, const weft__node *proto,
     g->nraws += g->nrawtmp;
     nd->xin = WEFT__NONE;
     nd->device = -1;
+    nd->priority = WEFT_PRIORITY_DEFAULT;
     if (nd->kind == WEFT__NODE_KERNEL) {
         nd->u.kernel.arg_first = g->nargs;
         nd->u.kernel.nargs = nargs;
@@ -1393,6 +1394,26 @@ int weft_graph_set_native_capture(weft_graph *g, weft_node node, int on)
         return weft__node_error(WEFT_EINVAL, g->nodes, node,
                                 "%s: on is %d (0 or 1)", fn, on);
     n->u.native.capture = (uint32_t)on;
+    return 0;
+}
+
+int weft_graph_set_priority(weft_graph *g, weft_node node,
+                            weft_priority priority)
+{
+    int rc;
+
+    if ((rc = weft__check_graph(g, "weft_graph_set_priority")) < 0)
+        return rc;
+    if (node >= g->nnodes)
+        return weft__error(WEFT_EINVAL,
+                           "weft_graph_set_priority: node %u does not exist "
+                           "(%u nodes)",
+                           node, g->nnodes);
+    if (priority != WEFT_PRIORITY_DEFAULT && priority != WEFT_PRIORITY_HIGH)
+        return weft__node_error(WEFT_EINVAL, g->nodes, node,
+                                "priority %d is none of weft_priority",
+                                (int)priority);
+    g->nodes[node].priority = (uint32_t)priority;
     return 0;
 }
 

@@ -72,6 +72,7 @@ typedef struct weft__node {
     uint32_t raw_first, nraw; /* the writers it reads from: raws[] */
     uint32_t xin;             /* last explicit in-edge in xedges, or NONE */
     int32_t device;           /* weft_graph_set_device, or -1 */
+    uint32_t priority;        /* weft_graph_set_priority: a weft_priority */
     union {
         struct {
             weft_kernel *k;
@@ -282,11 +283,14 @@ int weft__graph_check(const weft_graph *g);
 int weft__graph_preds(const weft_graph *g, uint32_t **first, uint32_t **preds);
 /*
  * A topological order of the nodes into order[] (nnodes entries): insertion
- * order where no explicit edge points backwards. With latest, among the
- * nodes whose predecessors are done the one added last goes first: as far
- * from insertion order as the edges allow (the tests use it to catch a
- * dependency the graph failed to infer). WEFT_ECYCLE where nodes are left
- * on a cycle, which weft_graph_add_edge prevents.
+ * order where no explicit edge points backwards and no node has a priority.
+ * Among the nodes whose predecessors are done, the urgent ones go first: a
+ * node of WEFT_PRIORITY_HIGH and every node it depends on, through any
+ * path. Within each class, insertion order; with latest, the one added
+ * last goes first: as far from insertion order as the edges allow (the
+ * tests use it to catch a dependency the graph failed to infer).
+ * WEFT_ECYCLE where nodes are left on a cycle, which weft_graph_add_edge
+ * prevents.
  */
 int weft__graph_order(const weft_graph *g, const uint32_t *first,
                       const uint32_t *preds, int latest, uint32_t *order);

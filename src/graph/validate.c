@@ -74,26 +74,65 @@ int weft__graph_preds(const weft_graph *g, uint32_t **first, uint32_t **preds)
  * A topological order into order[]. Inferred edges point forwards, so
  * without a backward explicit edge insertion order is one.
  */
+/*
+ * Kahn's algorithm on the successor lists: a min-heap of keys, a node's
+ * key its index (latest: mirrored), plus n unless it is urgent (urgent
+ * NULL: none is). Fills order[]; returns how many nodes it ordered.
+ */
+static uint32_t weft__kahn(uint32_t n, const uint32_t *first,
+                           const uint32_t *sfirst, const uint32_t *succ,
+                           const unsigned char *urgent, int latest,
+                           uint32_t *indeg, uint32_t *heap, uint32_t *order)
+{
+    uint32_t nheap = 0, k = 0;
+
+#define WEFT__KEY(v)                                                           \
+    ((latest ? n - 1 - (v) : (v)) + (urgent && urgent[v] ? 0 : n))
+    for (uint32_t v = 0; v < n; v++) {
+        indeg[v] = first[v + 1] - first[v];
+        if (!indeg[v])
+            weft__heap_push(heap, &nheap, WEFT__KEY(v));
+    }
+    while (nheap) {
+        uint32_t v = weft__heap_pop(heap, &nheap) % n;
+
+        if (latest)
+            v = n - 1 - v; /* the min-heap holds mirrored indices */
+        order[k++] = v;
+        for (uint32_t e = sfirst[v]; e < sfirst[v + 1]; e++)
+            if (--indeg[succ[e]] == 0)
+                weft__heap_push(heap, &nheap, WEFT__KEY(succ[e]));
+    }
+#undef WEFT__KEY
+    return k;
+}
+
 int weft__graph_order(const weft_graph *g, const uint32_t *first,
                       const uint32_t *preds, int latest, uint32_t *order)
 {
-    uint32_t n = g->nnodes, m = first[n], nheap = 0, k = 0;
+    uint32_t n = g->nnodes, m = first[n], k;
     uint32_t *indeg, *sfirst, *cur, *succ, *heap;
-    int backward = 0, rc = 0;
+    unsigned char *urgent = NULL;
+    int backward = 0, high = 0, rc = 0;
 
     for (uint32_t i = 0; i < g->nxedges; i++)
         backward |= g->xedges[i].from > g->xedges[i].to;
-    if (!backward && !latest) {
+    for (uint32_t i = 0; i < n; i++)
+        high |= g->nodes[i].priority == WEFT_PRIORITY_HIGH;
+    if (!backward && !latest && !high) {
         for (uint32_t i = 0; i < n; i++)
             order[i] = i;
         return 0;
     }
+    weft__assert(n <= UINT32_MAX / 2); /* keys below 2n */
     indeg = weft__malloc(((size_t)n + 1) * sizeof *indeg);
     sfirst = weft__calloc((size_t)n + 1, sizeof *sfirst);
     cur = weft__malloc(((size_t)n + 1) * sizeof *cur);
     succ = weft__malloc(((size_t)m + 1) * sizeof *succ);
     heap = weft__malloc(((size_t)n + 1) * sizeof *heap);
-    if (!indeg || !sfirst || !cur || !succ || !heap) {
+    if (high)
+        urgent = weft__calloc((size_t)n + 1, 1);
+    if (!indeg || !sfirst || !cur || !succ || !heap || (high && !urgent)) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto out;
     }
@@ -103,24 +142,24 @@ int weft__graph_order(const weft_graph *g, const uint32_t *first,
     for (uint32_t i = 0; i < n; i++)
         sfirst[i + 1] += sfirst[i];
     memcpy(cur, sfirst, (size_t)n * sizeof *cur);
-    for (uint32_t v = 0; v < n; v++) {
-        indeg[v] = first[v + 1] - first[v];
+    for (uint32_t v = 0; v < n; v++)
         for (uint32_t e = first[v]; e < first[v + 1]; e++)
             succ[cur[preds[e]]++] = v;
-        if (!indeg[v])
-            weft__heap_push(heap, &nheap, latest ? n - 1 - v : v);
-    }
-    while (nheap) {
-        uint32_t v = weft__heap_pop(heap, &nheap);
+    k = weft__kahn(n, first, sfirst, succ, NULL, high ? 0 : latest, indeg, heap,
+                   order);
+    if (k == n && high) {
+        /* Urgency flows to predecessors: walk a first order backwards. */
+        for (uint32_t j = n; j-- > 0;) {
+            uint32_t v = order[j];
 
-        if (latest)
-            v = n - 1 - v; /* the min-heap holds mirrored indices */
-        order[k++] = v;
-        for (uint32_t e = sfirst[v]; e < sfirst[v + 1]; e++)
-            if (--indeg[succ[e]] == 0)
-                weft__heap_push(heap, &nheap,
-                                latest ? n - 1 - succ[e] : succ[e]);
+            urgent[v] |= g->nodes[v].priority == WEFT_PRIORITY_HIGH;
+            for (uint32_t e = first[v]; urgent[v] && e < first[v + 1]; e++)
+                urgent[preds[e]] = 1;
+        }
     }
+    if (k == n && high)
+        k = weft__kahn(n, first, sfirst, succ, urgent, latest, indeg, heap,
+                       order);
     if (k < n)
         /* weft_graph_add_edge refuses every edge that would close a
          * cycle, so a graph that still has one is a bug of weft's. */
@@ -134,6 +173,7 @@ out:
     weft__free(cur);
     weft__free(succ);
     weft__free(heap);
+    weft__free(urgent);
     return rc;
 }
 

@@ -101,8 +101,8 @@ int weft__runtime_pool(weft_runtime *rt, unsigned index, weft__pool **pool);
 weft__stager *weft__runtime_stager(weft_runtime *rt, unsigned index);
 /*
  * weft_host_alloc's blocks (hostmem.c). pinned: 1 if [ptr, ptr + size)
- * lies in a block that device d's context pinned (others are recognised
- * by their drivers, weft__drv_host_is_pinned, where they can tell). use:
+ * lies in a block that is pinned for device d (made by its context,
+ * recognised by its driver or registered with it at weft_host_alloc). use:
  * a buffer that wraps [ptr, ptr + size) starts (delta 1) or ends (-1)
  * holding the block there; 1 if there is one (0: nothing counted).
  */

@@ -994,7 +994,10 @@ static int weft__fast_prepare(weft_exec *e)
     weft__lists_reverse(n, e->pred_first, e->preds, e->fast_succ_first,
                         e->fast_succs, count);
     weft__free(count);
-    for (uint32_t i = 0; i < n; i++) {
+    /* Roots in the issue order: urgent ones (priorities) are claimed first. */
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = e->order[k];
+
         e->fast_tasks[i].task.run = weft__fast_run;
         e->fast_tasks[i].e = e;
         e->fast_tasks[i].node = i;

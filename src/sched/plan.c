@@ -22,8 +22,7 @@ unsigned weft__plan_compute_lanes(const weft__device *dev)
 
     if (dev->props.type != WEFT_DEVICE_CPU || !dev->props.concurrent_kernels)
         return WEFT__GPU_COMPUTE_LANES;
-    return WEFT__MIN(WEFT__MAX(n, WEFT__GPU_COMPUTE_LANES),
-                     WEFT__COMPUTE_LANES);
+    return WEFT__MIN(WEFT__MAX(n, WEFT__GPU_COMPUTE_LANES), WEFT__HIGH_LANE);
 }
 
 /* The slot of a role on device: copy lanes as the copy engines allow. */
@@ -60,7 +59,8 @@ static int weft__lane_open(weft__plan *p, weft__lane *ln)
         desc.role = roles[ln->slot - WEFT__COMPUTE_LANES];
     rc = weft__runtime_context(p->rt, ln->device, &ctx);
     /* After the context: CUDA fills in the range with its first one. */
-    if (rc == 0 && p->priority == WEFT_PRIORITY_HIGH)
+    if (rc == 0 &&
+        (p->priority == WEFT_PRIORITY_HIGH || ln->slot == WEFT__HIGH_LANE))
         desc.priority = ctx->dev->props.queue_priority_high;
     if (rc == 0)
         rc = weft__drv_queue_create(ctx, &desc, &ln->q);
@@ -537,13 +537,17 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
         p->plan_lane[i] = WEFT__NO_LANE;
         if (!weft__is_device_node(&p->nodes[i]) || d >= p->ndev)
             continue;
+        if (p->nodes[i].priority == WEFT_PRIORITY_HIGH)
+            slot = WEFT__HIGH_LANE;
         /* Continue the chain of the latest predecessor on this device. */
-        for (uint32_t e = p->pred_first[i]; e < p->pred_first[i + 1]; e++) {
+        for (uint32_t e = p->pred_first[i];
+             slot == WEFT__NO_LANE && e < p->pred_first[i + 1]; e++) {
             uint32_t j = preds[e], pl = p->plan_lane[j];
 
             if (pl == WEFT__NO_LANE || pl / WEFT__LANE_SLOTS != d)
                 continue;
-            if (last[d * WEFT__COMPUTE_LANES + pl % WEFT__LANE_SLOTS] == j)
+            if (last[d * WEFT__COMPUTE_LANES + pl % WEFT__LANE_SLOTS] == j &&
+                pl % WEFT__LANE_SLOTS != WEFT__HIGH_LANE)
                 slot = pl % WEFT__LANE_SLOTS;
             break;
         }

@@ -4,20 +4,22 @@
  *
  * Lanes. Each device has compute lanes (weft__plan_compute_lanes: two, or
  * on a CPU device that runs kernels side by side one per compute unit, up
- * to WEFT__COMPUTE_LANES), an H2D lane,
- * a D2H lane and a peer lane, each one driver queue (in order), created
- * when first used and kept for the life of the executable graph. A device
- * with one copy engine (or none) copies on one lane for every direction;
- * with two, D2H and peer copies share one. One more lane stands for the
- * host thread that issues the plan (it has no queue).
+ * to WEFT__COMPUTE_LANES - 1), a high-priority compute lane
+ * (WEFT__HIGH_LANE), an H2D lane, a D2H lane and a peer lane, each one
+ * driver queue (in order), created when first used and kept for the life
+ * of the executable graph. A device with one copy engine (or none) copies
+ * on one lane for every direction; with two, D2H and peer copies share
+ * one. One more lane stands for the host thread that issues the plan (it
+ * has no queue).
  *
  * Lowering, at instantiate: every kernel and device copy node gets a
- * compute lane of its device. A node that continues the chain of the
- * latest same-device predecessor whose lane it would follow directly keeps
- * that lane; any other takes the next lane round-robin, so that
- * independent kernels overlap and a chain costs no event. Predecessor
- * lists are sorted latest first, so that waiting for the latest one makes
- * the older ones implied.
+ * compute lane of its device: a node of high priority the high lane, any
+ * other a normal one. A normal node that continues the chain of the
+ * latest same-device predecessor whose normal lane it would follow
+ * directly keeps that lane; any other takes the next normal lane
+ * round-robin, so that independent kernels overlap and a chain costs no
+ * event. Predecessor lists are sorted latest first, so that waiting for
+ * the latest one makes the older ones implied.
  *
  * Issue, on the executor's worker, one node (a step) at a time in the
  * graph's order: the transfers the coherence tracker asks for go to the
@@ -50,12 +52,17 @@
 #include "../graph/graph.h"
 
 /*
- * WEFT__COMPUTE_LANES: the most compute lanes a device has (the slots of
- * a device's lanes are its compute lanes, then H2D, D2H, peer); a GPU has
- * WEFT__GPU_COMPUTE_LANES.
+ * WEFT__COMPUTE_LANES: the compute slots of a device (the slots of a
+ * device's lanes are its compute lanes, then H2D, D2H, peer); a GPU has
+ * WEFT__GPU_COMPUTE_LANES normal ones, a CPU device at most
+ * WEFT__COMPUTE_LANES - 1. The last compute slot, WEFT__HIGH_LANE, is the
+ * high-priority lane: the nodes of WEFT_PRIORITY_HIGH
+ * (weft_graph_set_priority) go there, in issue order, and its queue has
+ * the device's highest priority.
  */
 enum {
     WEFT__COMPUTE_LANES = 64,
+    WEFT__HIGH_LANE = WEFT__COMPUTE_LANES - 1,
     WEFT__GPU_COMPUTE_LANES = 2,
     WEFT__LANE_SLOTS = WEFT__COMPUTE_LANES + 3
 };
@@ -63,7 +70,7 @@ enum {
 /*
  * The compute lanes of dev: a CPU device whose kernels run side by side
  * (the host driver's, a CPU OpenCL device) gets one per compute unit, from
- * 2 to WEFT__COMPUTE_LANES, so that independent kernels of one work-group
+ * 2 to WEFT__COMPUTE_LANES - 1, so that independent kernels of one work-group
  * each keep a core busy; any other WEFT__GPU_COMPUTE_LANES.
  */
 unsigned weft__plan_compute_lanes(const weft__device *dev);
@@ -207,7 +214,7 @@ typedef struct weft__plan_lane_count {
 /* The lanes with a queue, up to max of them into out; returns how many. */
 unsigned weft__plan_lane_counts(const weft__plan *p, weft__plan_lane_count *out,
                                 unsigned max);
-/* The name of a lane slot: "compute0", ..., "h2d", "d2h", "peer". */
+/* The name of a lane slot: "compute0", ..., "high", "h2d", "d2h", "peer". */
 const char *weft__plan_slot_name(unsigned slot);
 /*
  * After a launch, for DOT and traces. The final lane of node i in the last

@@ -181,6 +181,8 @@ const char *weft__plan_slot_name(unsigned slot)
 {
     static const char *const copies[] = {"h2d", "d2h", "peer"};
 
+    if (slot == WEFT__HIGH_LANE)
+        return "high";
     if (slot < WEFT__COMPUTE_LANES) {
         pthread_once(&weft__compute_names_once, weft__compute_names_init);
         return weft__compute_names[slot];

@@ -1157,6 +1157,18 @@ static void test_nodes_and_edges(void **state)
     check(weft_graph_set_device(fx.g, 1, dev));
     graph_works();
 
+    expect(weft_graph_set_priority(NULL, 1, WEFT_PRIORITY_HIGH), WEFT_EINVAL,
+           "weft_graph_set_priority: graph is NULL");
+    expect(weft_graph_set_priority(fx.g, 2, WEFT_PRIORITY_HIGH), WEFT_EINVAL,
+           "weft_graph_set_priority: node 2 does not exist (2 nodes)");
+    expect(weft_graph_set_priority(fx.g, 1, (weft_priority)7), WEFT_EINVAL,
+           "node 1 (kernel advance): priority 7 is none of weft_priority");
+    expect(weft_graph_set_priority(fx.g, 1, (weft_priority)-1), WEFT_EINVAL,
+           "priority -1 is none of weft_priority");
+    check(weft_graph_set_priority(fx.g, 1, WEFT_PRIORITY_HIGH));
+    graph_works();
+    check(weft_graph_set_priority(fx.g, 1, WEFT_PRIORITY_DEFAULT));
+
     /* An edge to a node added later, and back: refused, graph unchanged. */
     check(weft_graph_add_empty(fx.g, &e0));
     check(weft_graph_add_edge(fx.g, 1, e0));
@@ -1936,6 +1948,7 @@ static const struct {
     {"weft_graph_add_edge", "test_nodes_and_edges"},
     {"weft_graph_set_device", "test_nodes_and_edges"},
     {"weft_graph_set_native_capture", "test_native_bad_input"},
+    {"weft_graph_set_priority", "test_nodes_and_edges"},
     {"weft_graph_instantiate", "test_instantiate_bad_input"},
     {"weft_exec_launch", "test_exec_bad_input"},
     {"weft_exec_wait", "test_exec_bad_input"},

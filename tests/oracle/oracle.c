@@ -459,6 +459,14 @@ static int run_weft(const or_case *c, outcome *o)
     }
     for (unsigned j = 0; j < c->nedges; j++)
         WEFT_CHECK(weft_graph_add_edge(g, c->edges[j].from, c->edges[j].to));
+    /* About one node in five of high priority (issued earlier, on a lane
+     * of its own): the result must not change. */
+    for (unsigned i = 0; i < c->nnodes; i++) {
+        uint64_t h = (c->seed + i + 1) * 0x9e3779b97f4a7c15ull;
+
+        if ((h >> 59) % 6 == 0)
+            WEFT_CHECK(weft_graph_set_priority(g, i, WEFT_PRIORITY_HIGH));
+    }
     if (weft_graph_node_count(g) != c->nnodes) {
         failf("weft_graph_node_count: %u, not %u", weft_graph_node_count(g),
               c->nnodes);

@@ -30,9 +30,13 @@ typedef struct cuda_module {
 
 /* ---- modules and kernels ----------------------------------------------- */
 
-/* Load PTX text with the JIT's logs going into the detail on failure. */
+/*
+ * Load PTX text with the JIT's logs: the error log goes into the detail on
+ * failure; on success *info gets a weft__malloc'd copy of the info log
+ * (NULL where it is empty, or where no memory was left for the copy).
+ */
 static int cuda_load_ptx(cuda_context *c, const char *ptx, const char *name,
-                         CUmodule *mod)
+                         CUmodule *mod, char **info)
 {
     char *logs = weft__malloc(2 * CUDA_JIT_LOG);
     int opts[4] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
@@ -41,6 +45,7 @@ static int cuda_load_ptx(cuda_context *c, const char *ptx, const char *name,
     CUresult res;
     int rc = 0;
 
+    *info = NULL;
     if (!logs)
         return weft__error(WEFT_ENOMEM, "JIT logs for %s", name);
     logs[0] = logs[CUDA_JIT_LOG] = '\0';
@@ -60,9 +65,45 @@ static int cuda_load_ptx(cuda_context *c, const char *ptx, const char *name,
     } else if (logs[0]) {
         logs[CUDA_JIT_LOG - 1] = '\0';
         weft__debug("cuda", "JIT of %s: %s", name, logs);
+        *info = weft__strdup(logs);
     }
     weft__free(logs);
     return rc;
+}
+
+/*
+ * The module's build log: NVRTC's (nvrtc, may be NULL) then the JIT's
+ * (jit, may be NULL), a line apart; both are consumed. NULL if neither.
+ */
+static char *cuda_log_join(char *nvrtc, char *jit)
+{
+    size_t a, b;
+    char *both;
+
+    if (!nvrtc || !*nvrtc || !jit || !*jit) {
+        char *one = nvrtc && *nvrtc ? nvrtc : jit && *jit ? jit : NULL;
+
+        if (one != nvrtc)
+            weft__free(nvrtc);
+        if (one != jit)
+            weft__free(jit);
+        return one;
+    }
+    a = strlen(nvrtc);
+    b = strlen(jit);
+    both = weft__malloc(a + b + 2);
+    if (both) {
+        memcpy(both, nvrtc, a);
+        both[a] = '\n';
+        memcpy(both + a + 1, jit, b + 1);
+    }
+    weft__free(jit);
+    if (!both) {
+        weft_clear_error(); /* the JIT's part is lost, NVRTC's kept */
+        return nvrtc;
+    }
+    weft__free(nvrtc);
+    return both;
 }
 
 static int cuda_load_binary(cuda_context *c, const void *image, size_t size,
@@ -99,7 +140,7 @@ int weft__cuda_module_create(weft__context *ctx, const weft__module_source *src,
     const char *name = src->name ? src->name : "(unnamed)";
     weft__cuda_image img = {0};
     cuda_module *m;
-    char *text = NULL;
+    char *text = NULL, *jit = NULL;
     int rc;
 
     if (src->kind != WEFT__SRC_PTX && src->kind != WEFT__SRC_CUBIN &&
@@ -132,7 +173,7 @@ int weft__cuda_module_create(weft__context *ctx, const weft__module_source *src,
             memcpy(text, src->data, src->size);
             text[src->size] = '\0';
         }
-        rc = cuda_load_ptx(c, text ? text : src->data, name, &m->cu);
+        rc = cuda_load_ptx(c, text ? text : src->data, name, &m->cu, &jit);
         break;
     case WEFT__SRC_CUBIN:
     case WEFT__SRC_FATBIN:
@@ -143,14 +184,15 @@ int weft__cuda_module_create(weft__context *ctx, const weft__module_source *src,
     default:
         rc = img.is_cubin ? cuda_load_binary(c, img.data, img.size, "cubin",
                                              name, &m->cu)
-                          : cuda_load_ptx(c, img.data, name, &m->cu);
+                          : cuda_load_ptx(c, img.data, name, &m->cu, &jit);
         break;
     }
     if (rc < 0)
         goto fail;
     weft__free(text);
+    m->base.build_log = cuda_log_join(img.log, jit);
+    img.log = NULL; /* in build_log now */
     m->image = img; /* owned by the module from here (NULL unless NVRTC) */
-    m->base.build_log = img.log;
     m->base.drv = &weft__driver_cuda;
     m->base.ctx = ctx;
     m->base.kind = src->kind;
@@ -158,6 +200,7 @@ int weft__cuda_module_create(weft__context *ctx, const weft__module_source *src,
     return 0;
 fail:
     weft__free(text);
+    weft__free(jit);
     weft__cuda_image_free(&img);
     pthread_mutex_destroy(&m->lock);
     weft__free(m);
@@ -179,6 +222,7 @@ void weft__cuda_module_destroy(weft__module *mod)
         weft__free(k);
     }
     weft__cuda_image_free(&m->image);
+    weft__free(m->base.build_log);
     pthread_mutex_destroy(&m->lock);
     weft__free(m);
 }

@@ -119,8 +119,9 @@ static void device_init(weft__host_device *hd, weft__platform *p, unsigned i,
     info->unified_memory = 0;
     info->managed_memory = 0;
     info->svm = 0;
+    /* High queues go ahead of the others on the runnable list. */
     info->queue_priority_low = 0;
-    info->queue_priority_high = 0;
+    info->queue_priority_high = -1;
     info->pci_bus_id = d->pci_bus_id; /* "": no PCI device */
     info->numa_node = -1;
     info->cpuset = d->cpuset;

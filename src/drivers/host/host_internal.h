@@ -201,7 +201,9 @@ typedef struct weft__host_op {
 /*
  * The runners of a platform: threads, shared by every queue of its
  * devices, that run the queues with work. A queue with work and no runner
- * is on the runnable list (FIFO); a runner takes the first, runs its
+ * is on the runnable list (FIFO, except that a queue of high priority,
+ * desc.priority -1, goes behind the high ones at its head); a runner
+ * takes the first, runs its
  * operations in order, and gives it back when its FIFO is empty (after
  * watching it a while, see weft__host_queue), when its next operation
  * waits for a signal not raised yet (the queue parks on the signal, whose

@@ -315,15 +315,32 @@ static void runners_wake(weft__host_runners *r)
     }
 }
 
-/* Under the lock: hq goes to the end of the runnable list. */
+/*
+ * Under the lock: hq goes to the end of the runnable list, or, for a queue
+ * of high priority (desc.priority < 0), behind the high ones at its head.
+ */
 static void runners_append(weft__host_runners *r, weft__host_queue *hq)
 {
-    hq->run_next = NULL;
-    if (r->last)
-        r->last->run_next = hq;
-    else
-        r->first = hq;
-    r->last = hq;
+    weft__host_queue *at = NULL;
+
+    if (hq->base.desc.priority < 0)
+        for (weft__host_queue *x = r->first; x && x->base.desc.priority < 0;
+             x = x->run_next)
+            at = x;
+    if (hq->base.desc.priority < 0 && at != r->last) {
+        hq->run_next = at ? at->run_next : r->first;
+        if (at)
+            at->run_next = hq;
+        else
+            r->first = hq;
+    } else {
+        hq->run_next = NULL;
+        if (r->last)
+            r->last->run_next = hq;
+        else
+            r->first = hq;
+        r->last = hq;
+    }
     __atomic_add_fetch(&r->nrunnable, 1, __ATOMIC_SEQ_CST);
 }
 

@@ -33,7 +33,10 @@
  *   fill, local copy: launch_lat + bytes / d2d_bw;
  *   host function: host_fn_ns, on no engine.
  * All of it is computed at enqueue time under the platform lock, so the same
- * submission order always gives the same record.
+ * submission order always gives the same record. Queue priorities (0, or
+ * -1 for high) are recorded with each operation and change no time: work
+ * is placed when it is enqueued, so what priority buys on a sim device is
+ * what weft does with it (issue order, a lane of its own).
  *
  * The host's clock. Enqueueing takes no virtual time, but a thread that
  * blocks learns when work completes: queue_sync and event_sync (and
@@ -153,6 +156,9 @@ static void sim_device_init(sim_platform *p, sim_device *d, unsigned i)
     info->timing_events = 1;
     info->pinned_host = 1;
     info->host_register = 1;
+    /* As CUDA: lower is higher. A queue's priority goes into the record. */
+    info->queue_priority_low = 0;
+    info->queue_priority_high = -1;
     info->pci_bus_id = b->pci_bus_id;
     info->numa_node = -1;
     info->cpuset = b->cpuset;

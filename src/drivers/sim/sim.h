@@ -37,6 +37,7 @@ typedef struct weft__sim_op {
     int device;            /* driver_index of the queue's device */
     unsigned queue;        /* the queue's id in the platform, from 1 */
     weft__queue_role role; /* the queue's role */
+    int priority;          /* the queue's: 0, or -1 (high) */
     int engine;            /* on the queue's device, or ENGINE_NONE */
     uint64_t bytes;        /* copies and fills */
     int src_device;        /* copies: where the bytes come from, or HOST */

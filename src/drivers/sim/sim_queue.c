@@ -357,6 +357,7 @@ int weft__sim_submit(sim_queue *q, weft__sim_op *op, uint64_t dur,
     op->device = (int)q->base.ctx->dev->driver_index;
     op->queue = q->id;
     op->role = q->base.desc.role;
+    op->priority = q->base.desc.priority;
     op->ready_ns = ready;
     op->start_ns = start;
     op->end_ns = start + dur;

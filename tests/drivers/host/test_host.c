@@ -1002,6 +1002,84 @@ static void threads_do_not_grow_with_queues(void **state)
     solo_close(&s);
 }
 
+/* A host function that holds its runner: it says it started, then waits. */
+typedef struct blocker {
+    gate started, release;
+} blocker;
+
+static void blocker_run(void *user)
+{
+    blocker *b = user;
+
+    gate_open(&b->started);
+    gate_pass(&b->release);
+}
+
+typedef struct turn {
+    unsigned *next;
+    unsigned got;
+} turn;
+
+static void turn_take(void *user)
+{
+    turn *t = user;
+
+    t->got = __atomic_fetch_add(t->next, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Queue priorities: with both runners of a two-thread device held, three
+ * normal queues and then a high one (priority -1, the device's
+ * queue_priority_high) get work; the first runner let go takes the high
+ * queue before the normal ones that were waiting longer.
+ */
+static void high_queues_run_first(void **state)
+{
+    weft__queue_desc high = {WEFT__QUEUE_COMPUTE, -1, 0};
+    weft__queue *qb[2], *qn[3], *qh;
+    blocker b[2];
+    turn tn[3], th;
+    unsigned next = 0;
+    solo s;
+
+    (void)state;
+    solo_open(&s);
+    assert_int_equal(s.ctx->dev->props.queue_priority_high, -1);
+    for (int i = 0; i < 2; i++) {
+        gate_init(&b[i].started);
+        gate_init(&b[i].release);
+        OK(weft__drv_queue_create(s.ctx, NULL, &qb[i]));
+        OK(weft__drv_host_fn(qb[i], blocker_run, &b[i]));
+        gate_pass(&b[i].started);
+    }
+    for (int i = 0; i < 3; i++) {
+        tn[i] = (turn){&next, 99};
+        OK(weft__drv_queue_create(s.ctx, NULL, &qn[i]));
+        OK(weft__drv_host_fn(qn[i], turn_take, &tn[i]));
+    }
+    th = (turn){&next, 99};
+    OK(weft__drv_queue_create(s.ctx, &high, &qh));
+    OK(weft__drv_host_fn(qh, turn_take, &th));
+    gate_open(&b[0].release);
+    OK(weft__drv_queue_sync(qh));
+    for (int i = 0; i < 3; i++)
+        OK(weft__drv_queue_sync(qn[i]));
+    gate_open(&b[1].release);
+    print_message("# high queue ran %u of 4\n", th.got + 1);
+    assert_int_equal(th.got, 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(tn[i].got, (unsigned)i + 1);
+    for (int i = 0; i < 3; i++)
+        OK(weft__drv_queue_destroy(qn[i]));
+    OK(weft__drv_queue_destroy(qh));
+    for (int i = 0; i < 2; i++) {
+        OK(weft__drv_queue_destroy(qb[i]));
+        gate_fini(&b[i].started);
+        gate_fini(&b[i].release);
+    }
+    solo_close(&s);
+}
+
 /*
  * More queues wait for an event than there are runners, and the record
  * they wait for comes after a gate that only a queue posted after all of
@@ -1827,6 +1905,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(stress_cross_waits_are_deterministic),
         cmocka_unit_test(threads_do_not_grow_with_queues),
         cmocka_unit_test(waits_park_instead_of_holding_runners),
+        cmocka_unit_test(high_queues_run_first),
         cmocka_unit_test(runner_start_failure_is_clean),
         cmocka_unit_test(every_failure_is_clean),
         cmocka_unit_test(bad_sizes_are_refused),

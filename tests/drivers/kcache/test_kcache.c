@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char cache_dir[256];
@@ -68,11 +70,12 @@ static void entry_round_trip(void **state)
 
     make_key(&k, "round", "trip");
     weft__kcache_get_stats(&before);
-    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind, NULL),
                      WEFT_ENOTFOUND);
     assert_int_equal(
-        weft__kcache_store(&k, "binary\0bytes", 12, WEFT__SRC_CL_BINARY), 0);
-    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind), 0);
+        weft__kcache_store(&k, "binary\0bytes", 12, WEFT__SRC_CL_BINARY, NULL),
+        0);
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind, NULL), 0);
     assert_int_equal(size, 12);
     assert_int_equal(kind, WEFT__SRC_CL_BINARY);
     assert_memory_equal(bytes, "binary\0bytes", 12);
@@ -81,6 +84,39 @@ static void entry_round_trip(void **state)
     assert_int_equal(after.hits - before.hits, 1);
     assert_int_equal(after.misses - before.misses, 1);
     assert_int_equal(after.stores - before.stores, 1);
+}
+
+/* An entry keeps the build log stored with it; an empty one is none. */
+static void entry_keeps_its_log(void **state)
+{
+    weft__kcache_key k;
+    weft__source_kind kind;
+    void *bytes;
+    size_t size;
+    char *log = (char *)"stale";
+    (void)state;
+
+    make_key(&k, "with", "log");
+    assert_int_equal(weft__kcache_store(&k, "bin", 3, WEFT__SRC_CL_BINARY,
+                                        "warning: x is unused\n"),
+                     0);
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind, &log), 0);
+    assert_int_equal(size, 3);
+    assert_memory_equal(bytes, "bin", 3);
+    assert_string_equal(log, "warning: x is unused\n");
+    weft__free(bytes);
+    weft__free(log);
+    /* Without asking for it, the log is still checked, not returned. */
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind, NULL), 0);
+    weft__free(bytes);
+
+    make_key(&k, "without", "log");
+    assert_int_equal(weft__kcache_store(&k, "bin", 3, WEFT__SRC_CL_BINARY, ""),
+                     0);
+    log = (char *)"stale";
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind, &log), 0);
+    assert_null(log);
+    weft__free(bytes);
 }
 
 /* Damage an entry's file in one of several ways; each is a miss. */
@@ -100,8 +136,10 @@ static void corrupt_entries_are_removed(void **state)
         FILE *f;
 
         make_key(&k, "corrupt", how[i]);
-        assert_int_equal(
-            weft__kcache_store(&k, "0123456789abcdef", 16, WEFT__SRC_PTX), 0);
+        assert_int_equal(weft__kcache_store(&k, "0123456789abcdef", 16,
+                                            WEFT__SRC_PTX,
+                                            i == 2 ? NULL : "a log"),
+                         0);
         snprintf(path, sizeof path, "%s/%s.bin", cache_dir, k.hex);
         assert_int_equal(stat(path, &st), 0);
         if (i == 1) {
@@ -115,7 +153,7 @@ static void corrupt_entries_are_removed(void **state)
             fclose(f);
         }
         weft__kcache_get_stats(&before);
-        assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
+        assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind, NULL),
                          WEFT_ENOTFOUND);
         weft__kcache_get_stats(&after);
         assert_int_equal(after.corrupt - before.corrupt, 1);
@@ -134,12 +172,12 @@ static void cache_can_be_turned_off(void **state)
     make_key(&k, "off", "switch");
     setenv("WEFT_CACHE", "off", 1);
     assert_int_equal(weft__options_load(), 0);
-    assert_int_equal(weft__kcache_store(&k, "x", 1, WEFT__SRC_PTX), 0);
-    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
+    assert_int_equal(weft__kcache_store(&k, "x", 1, WEFT__SRC_PTX, "log"), 0);
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind, NULL),
                      WEFT_ENOTFOUND);
     unsetenv("WEFT_CACHE");
     assert_int_equal(weft__options_load(), 0);
-    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind),
+    assert_int_equal(weft__kcache_load(&k, &bytes, &size, &kind, NULL),
                      WEFT_ENOTFOUND); /* nothing was written while off */
 }
 
@@ -255,15 +293,169 @@ static void opencl_second_build_hits(void **state)
     weft_runtime_destroy(rt);
 }
 
+/* The key of the one entry of the cache directory not in `seen` (a
+ * NUL-separated list of names), or 0 if there is none. */
+static int new_entry(const char *seen, size_t nseen, weft__kcache_key *k)
+{
+    DIR *d = opendir(cache_dir);
+    struct dirent *e;
+    int found = 0;
+
+    assert_non_null(d);
+    while ((e = readdir(d))) {
+        size_t at = 0;
+        int old = 0;
+        char half[17];
+
+        if (strlen(e->d_name) != 36 || strcmp(e->d_name + 32, ".bin") != 0)
+            continue;
+        for (; at < nseen && !old; at += strlen(seen + at) + 1)
+            old = strcmp(seen + at, e->d_name) == 0;
+        if (old)
+            continue;
+        assert_false(found); /* one new entry */
+        found = 1;
+        memcpy(k->hex, e->d_name, 32);
+        k->hex[32] = '\0';
+        memcpy(half, e->d_name, 16);
+        half[16] = '\0';
+        k->h[0] = strtoull(half, NULL, 16);
+        memcpy(half, e->d_name + 16, 16);
+        k->h[1] = strtoull(half, NULL, 16);
+    }
+    closedir(d);
+    return found;
+}
+
+/* The names of the cache directory's entries, NUL-separated, into buf. */
+static size_t entries(char *buf, size_t cap)
+{
+    DIR *d = opendir(cache_dir);
+    struct dirent *e;
+    size_t n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name) + 1;
+
+        assert_true(n + l <= cap);
+        memcpy(buf + n, e->d_name, l);
+        n += l;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The build log of device 0 of rt for mod, malloc'd. */
+static char *log_of(weft_runtime *rt, weft_module *mod)
+{
+    const weft_device *dev = weft_runtime_device(rt, 0);
+    size_t len = 0;
+    char *log;
+
+    assert_int_equal(weft_module_build_log(mod, dev, NULL, 0, &len), 0);
+    log = malloc(len + 1);
+    assert_non_null(log);
+    assert_int_equal(weft_module_build_log(mod, dev, log, len + 1, NULL), 0);
+    return log;
+}
+
+/*
+ * On device 0 (PoCL; CUDA in kcache_cuda, where the source goes through
+ * NVRTC), through the public API: a portable module whose
+ * build warns (#warning) is built by one runtime, and loaded from the
+ * cache by a second: its build log is the first build's, warning and
+ * file name included, as stored in the entry. PoCL repeats a program's
+ * warnings when it loads its binary, so the entry's log is then swapped
+ * for another (the same binary stored again) and a third runtime's module
+ * must say that: the log comes from the entry, not from the load. A
+ * constant unique to the run keeps PoCL's own cache and earlier runs out
+ * of it.
+ */
+static void build_log_from_cache(void **state)
+{
+    weft_runtime *rt = NULL;
+    weft_module *mod;
+    weft__kcache_stats s0, s1, s2;
+    weft__kcache_key key;
+    weft__source_kind kind;
+    void *bin;
+    size_t size, nseen;
+    char src[512], *log1, *log2, *stored, seen[8192];
+    weft_module_source v = {WEFT_SOURCE_PORTABLE, src, 0, NULL, "warner"};
+    (void)state;
+
+    if (weft_runtime_create(&rt, NULL) < 0 || !weft_runtime_device_count(rt) ||
+        !weft__runtime_device(rt, 0)->drv->module_binary) {
+        weft_runtime_destroy(rt);
+        printf("skipped: build_log_from_cache: no device that keeps "
+               "binaries\n");
+        skip();
+    }
+    snprintf(src, sizeof src,
+             "#warning weft_kcache_log_check\n"
+             "WEFT_KERNEL void twice(WEFT_GLOBAL float *x, long n) {\n"
+             "    long i = weft_global_id(0);\n"
+             "    if (i < n) x[i] *= 2.0f + 0.0f * %ld.0f;\n"
+             "}\n",
+             (long)getpid() * 100000 + (long)(time(NULL) % 100000));
+    nseen = entries(seen, sizeof seen);
+    weft__kcache_get_stats(&s0);
+    assert_int_equal(weft_module_create(rt, &v, 1, &mod), 0);
+    weft__kcache_get_stats(&s1);
+    assert_int_equal(s1.stores - s0.stores, 1);
+    assert_int_equal(s1.hits - s0.hits, 0);
+    log1 = log_of(rt, mod);
+    printf("# first build's log:\n%s\n", log1);
+    assert_non_null(strstr(log1, "weft_kcache_log_check"));
+    assert_non_null(strstr(log1, "warner"));
+    assert_int_equal(weft_module_destroy(mod), 0);
+    assert_int_equal(weft_runtime_destroy(rt), 0);
+
+    assert_int_equal(weft_runtime_create(&rt, NULL), 0);
+    assert_int_equal(weft_module_create(rt, &v, 1, &mod), 0);
+    weft__kcache_get_stats(&s2);
+    assert_int_equal(s2.hits - s1.hits, 1);
+    assert_int_equal(s2.stores - s1.stores, 0);
+    log2 = log_of(rt, mod);
+    assert_string_equal(log2, log1);
+    free(log2);
+    assert_int_equal(weft_module_destroy(mod), 0);
+    assert_int_equal(weft_runtime_destroy(rt), 0);
+
+    /* The entry holds the first build's log; another log in its place is
+     * what the next load reports. */
+    assert_true(new_entry(seen, nseen, &key));
+    assert_int_equal(weft__kcache_load(&key, &bin, &size, &kind, &stored), 0);
+    assert_non_null(stored);
+    assert_string_equal(stored, log1);
+    assert_int_equal(
+        weft__kcache_store(&key, bin, size, kind, "warning: from the entry"),
+        0);
+    weft__free(bin);
+    weft__free(stored);
+    assert_int_equal(weft_runtime_create(&rt, NULL), 0);
+    assert_int_equal(weft_module_create(rt, &v, 1, &mod), 0);
+    log2 = log_of(rt, mod);
+    assert_string_equal(log2, "warning: from the entry");
+    free(log1);
+    free(log2);
+    assert_int_equal(weft_module_destroy(mod), 0);
+    assert_int_equal(weft_runtime_destroy(rt), 0);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(keys_separate_their_parts),
         cmocka_unit_test(entry_round_trip),
+        cmocka_unit_test(entry_keeps_its_log),
         cmocka_unit_test(corrupt_entries_are_removed),
         cmocka_unit_test(cache_can_be_turned_off),
         cmocka_unit_test(portable_translation),
         cmocka_unit_test(opencl_second_build_hits),
+        cmocka_unit_test(build_log_from_cache),
     };
     return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -15,6 +15,8 @@
 #include "wt_kernels.h"
 
 #include "drivers/cuda/internal.h"
+#include "drivers/sim/sim.h"
+#include "sched/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,13 +253,140 @@ static void test_priority(void **state)
     }
 }
 
+enum { PR_CHUNK = 1024, PR_NCHUNK = 9 };
+
+static void add_advance_chunk(weft_graph *g, weft_buffer *b, unsigned c,
+                              unsigned items, weft_node *node)
+{
+    weft_arg args[3] = {
+        weft_arg_buffer(b, (size_t)c * PR_CHUNK * 4, (size_t)items * 4,
+                        WEFT_READ_WRITE),
+        weft_arg_u32(K),
+        weft_arg_i64(items),
+    };
+
+    check(
+        weft_graph_add_kernel(g, k_advance, weft_dims1(items), args, 3, node));
+}
+
+/*
+ * Priorities per node: eight independent normal kernels (chunks 1 to 8),
+ * then a normal kernel A and a high one H after it (both on half of chunk
+ * 0). H and A, which H waits for, are issued first; H goes on the
+ * device's high lane, whose queue has the device's highest priority, the
+ * others on normal lanes. Results are those of insertion order. On a sim
+ * device (one compute engine, operations placed as they are issued) A
+ * and H start before every normal kernel in virtual time, and the
+ * record shows H's queue priority.
+ */
+static void test_node_priority(void **state)
+{
+    static uint32_t data[PR_NCHUNK * PR_CHUNK];
+    weft__device *d0 = wt_device(&devs, 0);
+    weft_device_info info = {.size = sizeof info};
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    weft__plan_lane_count lc[64];
+    weft_node a, h, k;
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+    unsigned n, high_lanes = 0;
+
+    (void)state;
+    for (unsigned i = 0; i < PR_NCHUNK * PR_CHUNK; i++)
+        data[i] = i;
+    o.device = weft_runtime_device(devs.rt, 0);
+    o.native_graphs = WEFT_NATIVE_GRAPHS_OFF;
+    check(weft_buffer_create(devs.rt, sizeof data, &b));
+    check(weft_buffer_write(b, 0, data, sizeof data));
+    check(weft_graph_create(devs.rt, &g));
+    for (unsigned c = 1; c < PR_NCHUNK; c++)
+        add_advance_chunk(g, b, c, PR_CHUNK, NULL);
+    add_advance_chunk(g, b, 0, PR_CHUNK / 2, &a);
+    add_advance_chunk(g, b, 0, PR_CHUNK / 2, &h);
+    check(weft_graph_set_priority(g, h, WEFT_PRIORITY_HIGH));
+    check(weft_graph_set_priority(g, 0, WEFT_PRIORITY_DEFAULT));
+    check(weft_graph_instantiate(g, &o, &e));
+    /* The issue order: A, H, then the others in insertion order. */
+    assert_int_equal(e->order[0], a);
+    assert_int_equal(e->order[1], h);
+    for (unsigned i = 2; i < PR_NCHUNK + 1; i++)
+        assert_int_equal(e->order[i], i - 2);
+    assert_int_equal(weft__plan_node_lane(e->plan, h) % WEFT__LANE_SLOTS,
+                     WEFT__HIGH_LANE);
+    for (k = 0; k < h; k++)
+        assert_true(weft__plan_node_lane(e->plan, k) % WEFT__LANE_SLOTS <
+                    WEFT__HIGH_LANE);
+    check(weft_exec_launch(e)); /* the chunks go to the device */
+    check(weft_exec_wait(e));
+    if (strcmp(d0->drv->name, "sim") == 0)
+        weft__sim_record_clear(d0);
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_device_get_info(o.device, &info));
+    n = weft__plan_lane_counts(e->plan, lc, 64);
+    for (unsigned i = 0; i < n; i++) {
+        int hl = lc[i].slot == WEFT__HIGH_LANE;
+
+        high_lanes += hl;
+        assert_int_equal(lc[i].priority, hl ? info.queue_priority_high : 0);
+    }
+    assert_int_equal(high_lanes, 1);
+    if (strcmp(d0->drv->name, "sim") == 0) {
+        size_t nops;
+        const weft__sim_op *r = weft__sim_record(d0, &nops);
+        uint64_t first_normal = UINT64_MAX, a_start = 0, h_start = 0;
+        unsigned nk = 0, nh = 0;
+
+        assert_int_equal(info.queue_priority_high, -1);
+        for (size_t i = 0; i < nops; i++) {
+            if (r[i].kind != WEFT__SIM_KERNEL)
+                continue;
+            nk++;
+            if (r[i].items == PR_CHUNK)
+                first_normal = WEFT__MIN(first_normal, r[i].start_ns);
+            else if (r[i].priority == -1)
+                h_start = r[i].start_ns, nh++;
+            else
+                a_start = r[i].start_ns;
+            assert_int_equal(
+                r[i].priority,
+                r[i].items == PR_CHUNK / 2 && r[i].priority == -1 ? -1 : 0);
+        }
+        printf("# sim: A at %llu ns, H at %llu ns, first normal at %llu ns\n",
+               (unsigned long long)a_start, (unsigned long long)h_start,
+               (unsigned long long)first_normal);
+        assert_int_equal(nk, PR_NCHUNK + 1);
+        assert_int_equal(nh, 1);
+        assert_true(a_start < h_start);
+        assert_true(h_start < first_normal);
+    }
+    check(weft_buffer_read(b, 0, data, sizeof data));
+    for (unsigned i = 0; i < PR_NCHUNK * PR_CHUNK; i++) {
+        uint32_t want = i;
+
+        for (int l = 0; l < 2; l++) {
+            want = wt_advance_value(want, K);
+            if (i < PR_CHUNK / 2)
+                want = wt_advance_value(want, K);
+        }
+        if (i >= PR_CHUNK / 2 && i < PR_CHUNK)
+            want = i;
+        assert_int_equal(data[i], want);
+    }
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+}
+
 /* ---- page-locked host memory --------------------------------------------- */
 
 enum { BIG = 1 << 20 }; /* past the staging threshold */
 
-/* One launch of advance over BIG bytes of host memory at p, on device 0:
+/* One launch of advance over BIG bytes of host memory at p, on device d:
  * what it moved pinned and staged. */
-static void advance_over(uint32_t *p, uint64_t *pinned, uint64_t *staged)
+static void advance_over(uint32_t *p, unsigned d, uint64_t *pinned,
+                         uint64_t *staged)
 {
     weft_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
@@ -275,7 +404,7 @@ static void advance_over(uint32_t *p, uint64_t *pinned, uint64_t *staged)
     check(weft_graph_create(devs.rt, &g));
     check(weft_graph_add_kernel(g, k_advance, weft_dims1(BIG / 4), args, 3,
                                 NULL));
-    o.device = weft_runtime_device(devs.rt, 0);
+    o.device = weft_runtime_device(devs.rt, d);
     check(weft_graph_instantiate(g, &o, &e));
     check(weft_runtime_get_stats(devs.rt, &s0));
     check(weft_exec_launch(e));
@@ -293,9 +422,11 @@ static void advance_over(uint32_t *p, uint64_t *pinned, uint64_t *staged)
 }
 
 /*
- * weft_host_alloc's memory crosses to a device and back pinned (no
- * staging), where memory of malloc goes through the staging pool the first
- * time; a buffer that wraps it holds it; freed, it is gone.
+ * weft_host_alloc's memory crosses to every device and back pinned (no
+ * staging), whichever device's driver made it (PoCL: the other device's
+ * context registered it), where memory of malloc goes through the
+ * staging pool the first time; a buffer that wraps it holds it; freed, it
+ * is gone.
  */
 static void test_host_alloc(void **state)
 {
@@ -317,16 +448,22 @@ static void test_host_alloc(void **state)
         if (!pins)
             assert_int_equal((uintptr_t)p % 4096, 0);
     }
-    advance_over(p, &pinned, &staged);
-    printf("# weft_host_alloc: %llu bytes pinned, %llu staged\n",
-           (unsigned long long)pinned, (unsigned long long)staged);
-    assert_int_equal(staged, 0);
-    if (!dev->drv->memory_is_host)
-        assert_true(pinned >= 2 * (uint64_t)BIG);
+    for (unsigned d = 0; d < devs.n; d++) {
+        const weft__device *dd = wt_device(&devs, d);
+
+        advance_over(p, d, &pinned, &staged);
+        printf("# weft_host_alloc, device %u (%s): %llu bytes pinned, %llu "
+               "staged\n",
+               d, dd->name, (unsigned long long)pinned,
+               (unsigned long long)staged);
+        assert_int_equal(staged, 0);
+        if (!dd->drv->memory_is_host)
+            assert_true(pinned >= 2 * (uint64_t)BIG);
+    }
 
     q = malloc(BIG);
     assert_non_null(q);
-    advance_over(q, &pinned, &staged);
+    advance_over(q, 0, &pinned, &staged);
     printf("# malloc: %llu bytes pinned, %llu staged\n",
            (unsigned long long)pinned, (unsigned long long)staged);
     if (!dev->drv->memory_is_host)
@@ -684,9 +821,10 @@ static void test_host_status(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timings),    cmocka_unit_test(test_priority),
-        cmocka_unit_test(test_host_alloc), cmocka_unit_test(test_build_log),
-        cmocka_unit_test(test_candidates), cmocka_unit_test(test_host_status),
+        cmocka_unit_test(test_timings),       cmocka_unit_test(test_priority),
+        cmocka_unit_test(test_node_priority), cmocka_unit_test(test_host_alloc),
+        cmocka_unit_test(test_build_log),     cmocka_unit_test(test_candidates),
+        cmocka_unit_test(test_host_status),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
