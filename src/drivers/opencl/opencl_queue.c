@@ -651,47 +651,6 @@ int weft__ocl_bridge(cl_event src, const ocl_mark *from, ocl_context *to,
     return 0;
 }
 
-/*
- * The program's user event completes once, so a launch may signal it only
- * if no launch did and none will: it must still be CL_SUBMITTED and on no
- * armed signal. The check and the claim are one step under ocl_sig.lock;
- * the signaller leaves the list only after setting the event, so a launch
- * that comes later sees one or the other. *out: the claimed signal.
- */
-static int ocl_signal_claim(cl_event user, ocl_signal **out)
-{
-    ocl_signal *sig, *a = NULL;
-    cl_int rc, status = CL_SUBMITTED;
-
-    if (!(sig = weft__calloc(1, sizeof *sig)))
-        return weft__error(WEFT_ENOMEM, "opencl: event signal");
-    pthread_mutex_lock(&ocl_sig.lock);
-    for (a = ocl_sig.armed; a && a->user != user; a = a->armed)
-        ;
-    rc = a ? CL_SUCCESS : weft__ocl_event_status(user, &status);
-    if (!a && rc == CL_SUCCESS && status == CL_SUBMITTED) {
-        sig->user = user;
-        sig->armed = ocl_sig.armed;
-        ocl_sig.armed = sig;
-    }
-    pthread_mutex_unlock(&ocl_sig.lock);
-    if (sig->user) {
-        *out = sig;
-        return 0;
-    }
-    weft__free(sig);
-    if (rc != CL_SUCCESS)
-        return weft__ocl_fail(rc, "clGetEventInfo: the program's event");
-    return weft__error(WEFT_EINVAL,
-                       "opencl: the program's user event to signal %s: a "
-                       "user event completes once, so each launch needs a "
-                       "new one (a new graph with a new event)",
-                       a ? "is to be signalled already, by a launch still "
-                           "running"
-                         : "was set already (by an earlier launch, or by "
-                           "the program)");
-}
-
 /* A claim given back: the event is left as it was. */
 static void ocl_signal_unclaim(ocl_signal *sig)
 {
@@ -703,6 +662,54 @@ static void ocl_signal_unclaim(ocl_signal *sig)
         }
     pthread_mutex_unlock(&ocl_sig.lock);
     weft__free(sig);
+}
+
+/*
+ * The program's user event completes once, so a launch may signal it only
+ * if no launch did and none will. The claim goes on ocl_sig.armed unless
+ * a signal of the event is there already; the event must then still be
+ * CL_SUBMITTED. The signaller leaves the list only after setting the
+ * event, so of two launches one finds the other's claim or the event set.
+ * (Its status is asked with no lock held: OpenCL calls are made outside
+ * weft's locks.) *out: the claimed signal.
+ */
+static int ocl_signal_claim(cl_event user, ocl_signal **out)
+{
+    ocl_signal *sig, *a;
+    cl_int rc, status = CL_SUBMITTED;
+
+    if (!(sig = weft__calloc(1, sizeof *sig)))
+        return weft__error(WEFT_ENOMEM, "opencl: event signal");
+    pthread_mutex_lock(&ocl_sig.lock);
+    for (a = ocl_sig.armed; a && a->user != user; a = a->armed)
+        ;
+    if (!a) {
+        sig->user = user;
+        sig->armed = ocl_sig.armed;
+        ocl_sig.armed = sig;
+    }
+    pthread_mutex_unlock(&ocl_sig.lock);
+    if (a) {
+        weft__free(sig);
+        return weft__error(WEFT_EINVAL,
+                           "opencl: the program's user event to signal is to "
+                           "be signalled already, by a launch still running: "
+                           "a user event completes once, so each launch "
+                           "needs a new one (a new graph with a new event)");
+    }
+    rc = weft__ocl_event_status(user, &status);
+    if (rc == CL_SUCCESS && status == CL_SUBMITTED) {
+        *out = sig;
+        return 0;
+    }
+    ocl_signal_unclaim(sig);
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clGetEventInfo: the program's event");
+    return weft__error(WEFT_EINVAL,
+                       "opencl: the program's user event to signal was set "
+                       "already (by an earlier launch, or by the program): "
+                       "a user event completes once, so each launch needs "
+                       "a new one (a new graph with a new event)");
 }
 
 /*
