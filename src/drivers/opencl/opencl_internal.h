@@ -394,7 +394,8 @@ void weft__ocl_flush(cl_command_queue q);
  * failure is noted in weft's own state instead. Each context has a clock:
  * the commands weft orders or observes (markers, barriers, gates) take a
  * tick before they are enqueued, so a command that comes after another in
- * any order (the same queue, a wait, a bridge) has a later tick. A failure
+ * the context (on its queue, or through a wait) has a later tick; a bridge
+ * from another context carries a failure across explicitly. A failure
  * note (the queue whose gate or bridge met a failure, the tick of that
  * gate) covers every later tick of the context until it is cleared, and
  * the events and syncs of covered commands report the failure. The first
@@ -402,7 +403,7 @@ void weft__ocl_flush(cl_command_queue q);
  * recorded on it: its own launch) clears it from the clock's next tick
  * on; covered commands keep reporting it. Other queues' commands in that
  * window are covered too (the note is per device: they may have waited on
- * the failed work), and the queue's release forgets the note.
+ * the failed work); the queue's or the context's release forgets it.
  */
 typedef struct ocl_mark {
     uint64_t ctx, queue, tick; /* ids; 0: none */

@@ -495,7 +495,7 @@ static void *ocl_signaller_main(void *arg)
         if (!ocl_sig.head)
             ocl_sig.tail = NULL;
         pthread_mutex_unlock(&ocl_sig.lock);
-        /* The failure is noted before the event completes (see above). */
+        /* A failure is noted before the event completes (ocl_failure_note). */
         if (sig->has_into) {
             cl_int st =
                 ocl_failure_of(sig->status, sig->has_from ? &sig->from : NULL,
