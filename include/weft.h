@@ -1075,8 +1075,12 @@ WEFT_API void *weft_native_ptr(const weft_native_ctx *ctx, unsigned i);
  *   cuda    a CUevent (to record: of the device's primary context, the
  *           one the CUDA runtime API uses)
  *   opencl  a cl_event of any context (to signal: a user event,
- *           clCreateUserEvent, which weft sets complete; a user event
- *           completes once, so only the first launch signals it)
+ *           clCreateUserEvent, which weft sets CL_COMPLETE, also when
+ *           the work before it failed: the launch reports that. A user
+ *           event completes once: a launch fails at the record node,
+ *           WEFT_EINVAL, where the event is set already or is to be set
+ *           by a launch still running; signal each launch with a new
+ *           event, in a new graph)
  *   host, sim  weft's internal events (for weft's tests)
  *
  * The event is the program's: weft does not own it, and it must stay

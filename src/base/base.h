@@ -96,7 +96,9 @@ void weft__log_env_level(int level);
  * true the caller behaves exactly as if that call had failed. Tests arm it
  * with weft__fault_arm(n, filter): the n-th check from now (1 = the next)
  * whose site contains filter (NULL = any) fails, once. Disarmed, the check
- * is one relaxed atomic load.
+ * is one relaxed atomic load. A site whose name starts with '!' is not a
+ * call but a completion that a test may make fail (an OpenCL command's
+ * status): only a filter that starts with '!' too sees it.
  */
 bool weft__fault_check(const char *site);
 extern int weft__fault_armed;

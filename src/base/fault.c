@@ -70,6 +70,7 @@ bool weft__fault_check(const char *site)
     weft__fault_acquire();
     if (__atomic_load_n(&weft__fault_armed, __ATOMIC_RELAXED) &&
         !weft__fault_did_fire &&
+        (site[0] != '!' || weft__fault_filter[0] == '!') &&
         (!weft__fault_filter[0] || strstr(site, weft__fault_filter))) {
         weft__fault_seen_count++;
         if (--weft__fault_countdown == 0) {

@@ -170,6 +170,19 @@ static void fault_fires_once_at_the_nth_match(void **state)
     assert_non_null(p);
     weft__free(p);
     weft__fault_disarm();
+
+    /* '!' sites (made-up completion failures): only a '!' filter sees them */
+    weft__fault_arm(1, NULL);
+    assert_false(weft__fault("!x.failed"));
+    assert_true(weft__fault("x.call"));
+    weft__fault_arm(1, "x.");
+    assert_false(weft__fault("!x.failed"));
+    assert_int_equal(weft__fault_seen(), 0);
+    weft__fault_arm(2, "!x.");
+    assert_false(weft__fault("x.call"));
+    assert_false(weft__fault("!x.failed"));
+    assert_true(weft__fault("!x.failed"));
+    weft__fault_disarm();
 }
 
 /* ---- the lock-free ring ------------------------------------------------ */

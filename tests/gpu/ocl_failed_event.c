@@ -1,9 +1,11 @@
 /*
  * What an OpenCL implementation does with commands that wait on a user
  * event set to an error status, and whether they then block work on
- * another queue of the same context. weft passes a failure on through its
- * gates and bridges that way; this probe shows whether the implementation
- * on the GPU machine survives it. Built and run by tests/gpu/ocl_probe.sh:
+ * another queue of the same context. weft never does this (its gates and
+ * bridges complete with CL_COMPLETE and carry a failure in its own state,
+ * as PoCL 3 aborts and PoCL 5 hangs on it); a program's own code might, so
+ * this probe shows what the implementation on the GPU machine does with
+ * it. Built and run by tests/gpu/ocl_probe.sh:
  *     cc -o probe tests/gpu/ocl_failed_event.c -lOpenCL
  *     ./probe [PLATFORM [CASE STATUS]]
  * Each step prints its result; a step that blocks for 10 s ends the probe

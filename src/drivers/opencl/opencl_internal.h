@@ -262,6 +262,8 @@ typedef struct ocl_context {
     unsigned nbounce_free;
     long bounce_out;              /* lent to peer copies in flight */
     struct ocl_capture *captures; /* in progress; guarded by lock */
+    uint64_t id;                  /* names it in failure notes, never reused */
+    uint64_t ticks; /* the clock of failure notes (weft__ocl_tick), atomic */
 } ocl_context;
 
 /* A queue's host function thread (opencl_queue.c). */
@@ -286,6 +288,9 @@ typedef struct ocl_queue {
     cl_sync_point_khr last;
     cl_sync_point_khr *waits;
     unsigned nwaits, cap_waits;
+    uint64_t id;   /* names it in failure notes, never reused */
+    uint64_t tick; /* of its last ticked command; its issuing thread's */
+    uint64_t told; /* the tick whose failure a sync of it reported */
 } ocl_queue;
 
 typedef struct ocl_sub {
@@ -334,6 +339,7 @@ typedef struct ocl_event {
     uint64_t cap_id;      /* the capture of the last record, or 0 */
     unsigned has_sp;
     cl_sync_point_khr sp;
+    uint64_t ctx_id, queue_id, tick; /* where last was recorded */
 } ocl_event;
 
 static inline ocl_device *ocl_dev(weft__device *d)
@@ -382,10 +388,37 @@ void weft__ocl_queue_release(weft__queue *q);
 /* Submit what is queued on q; a failure is only logged. */
 void weft__ocl_flush(cl_command_queue q);
 /*
- * A user event of context to that completes when src does, or fails with
- * src's status. *out holds the caller's reference.
+ * Failures past weft's gates and bridges (opencl_queue.c). weft never sets
+ * one of its user events, nor the program's, to an error status (PoCL 3
+ * aborts on it, PoCL 5 hangs): they complete with CL_COMPLETE, and the
+ * failure is noted in weft's own state instead. Each context has a clock:
+ * the commands weft orders or observes (markers, barriers, gates) take a
+ * tick before they are enqueued, so a command that comes after another in
+ * the context (on its queue, or through a wait) has a later tick; a bridge
+ * from another context carries a failure across explicitly. A failure
+ * note (the queue whose gate or bridge met a failure, the tick of that
+ * gate) covers every later tick of the context until it is cleared, and
+ * the events and syncs of covered commands report the failure. The first
+ * report through the noted queue itself (a sync of it or of an event
+ * recorded on it: its own launch) clears it from the clock's next tick
+ * on; covered commands keep reporting it. Other queues' commands in that
+ * window are covered too (the note is per device: they may have waited on
+ * the failed work); the queue's or the context's release forgets it.
  */
-int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out);
+typedef struct ocl_mark {
+    uint64_t ctx, queue, tick; /* ids; 0: none */
+} ocl_mark;
+
+/* A tick of q's context for the command about to be enqueued on q. */
+ocl_mark weft__ocl_tick(ocl_queue *q);
+/*
+ * A user event of context to that completes (CL_COMPLETE) when src does.
+ * A failure of src (its status, or a note covering from, if not NULL) is
+ * noted as into (if not NULL: the command that waits on *out). *out holds
+ * the caller's reference.
+ */
+int weft__ocl_bridge(cl_event src, const ocl_mark *from, ocl_context *to,
+                     const ocl_mark *into, cl_event *out);
 int weft__ocl_event_create(weft__context *ctx, unsigned flags,
                            weft__event **out);
 void weft__ocl_event_destroy(weft__event *ev);

@@ -474,6 +474,7 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     cl_event m0 = NULL, pre = NULL, e1 = NULL, u1 = NULL, e2 = NULL;
     cl_event back = NULL;
     ocl_bounce *bb = NULL;
+    ocl_mark from, into;
     cl_int rc;
     int err;
 
@@ -482,6 +483,13 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                                         "a copy between devices");
     if ((err = ocl_bounce_take(a, size, &bb)) < 0)
         return err;
+    /*
+     * A failure anywhere in the chain is noted on q at into, the tick of
+     * q's last command of the copy: each bridge's source is q's work
+     * (from) or the copy's own commands.
+     */
+    from = weft__ocl_tick((ocl_queue *)q);
+    into = weft__ocl_tick((ocl_queue *)q);
     if (qa != ocl_q(q)) {
         rc = OCL("clEnqueueMarkerWithWaitList",
                  weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &m0));
@@ -492,7 +500,7 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
             goto unused;
         }
         weft__ocl_flush(ocl_q(q));
-        err = weft__ocl_bridge(m0, a, &pre);
+        err = weft__ocl_bridge(m0, &from, a, &into, &pre);
         ocl_release_event(m0);
         if (err < 0)
             goto unused;
@@ -511,7 +519,8 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         goto unused;
     }
     weft__ocl_flush(qa);
-    if ((err = weft__ocl_bridge(e1, b, &u1)) < 0) {
+    if ((err = weft__ocl_bridge(e1, qa == ocl_q(q) ? &from : NULL, b, &into,
+                                &u1)) < 0) {
         ocl_bounce_after(e1, bb);
         ocl_release_event(e1);
         return err;
@@ -532,7 +541,7 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     weft__ocl_flush(qb);
     ocl_bounce_after(e2, bb);
     if (qb != ocl_q(q)) {
-        err = weft__ocl_bridge(e2, ocl_ctx(q->ctx), &back);
+        err = weft__ocl_bridge(e2, NULL, ocl_ctx(q->ctx), &into, &back);
         if (err == 0) {
             rc = OCL(
                 "clEnqueueBarrierWithWaitList",

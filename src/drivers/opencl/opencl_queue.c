@@ -6,12 +6,189 @@
 
 #include "../../base/os.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- contexts and queues ----------------------------------------------- */
 
 static int ocl_signaller_join(const char *devname);
 static void ocl_signaller_leave(void);
+static void ocl_failure_forget(uint64_t queue, uint64_t ctx);
+
+/* Ids of contexts and queues in failure notes; 0 is none. */
+static uint64_t ocl_next_id;
+
+static uint64_t ocl_new_id(void)
+{
+    return __atomic_add_fetch(&ocl_next_id, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- failures past gates and bridges (opencl_internal.h) --------------- */
+
+/*
+ * One note per queue that met a failure: the context's ticks from `from`
+ * up to `until` (UINT64_MAX: not cleared) are covered. Notes are made by
+ * the threads that complete gates and bridges (a queue's host-function
+ * worker, the signaller) before they complete the user event, so a command
+ * that waited on it finds the note once it is complete. Ids, not pointers:
+ * a note may outlive its context. `count` (notes held) is the only word
+ * the common path reads, with acquire; the rest is guarded by lock.
+ */
+typedef struct ocl_failure {
+    struct ocl_failure *next;
+    uint64_t ctx, queue;
+    uint64_t from, until;
+    cl_int status;
+} ocl_failure;
+
+static struct {
+    pthread_mutex_t lock;
+    ocl_failure *head;
+    unsigned count;
+} ocl_fail = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+ocl_mark weft__ocl_tick(ocl_queue *q)
+{
+    ocl_context *c = ocl_ctx(q->base.ctx);
+    ocl_mark m = {c->id, q->id, 0};
+
+    m.tick = __atomic_add_fetch(&c->ticks, 1, __ATOMIC_RELAXED);
+    q->tick = m.tick;
+    return m;
+}
+
+/* A failure (status < 0) reached at m: noted, or logged if it cannot be. */
+static void ocl_failure_note(const ocl_mark *m, cl_int status)
+{
+    ocl_failure *f;
+
+    pthread_mutex_lock(&ocl_fail.lock);
+    for (f = ocl_fail.head; f && f->queue != m->queue; f = f->next)
+        ;
+    if (!f && (f = weft__calloc(1, sizeof *f)) != NULL) {
+        f->ctx = m->ctx;
+        f->queue = m->queue;
+        f->until = 0;
+        f->next = ocl_fail.head;
+        ocl_fail.head = f;
+        __atomic_add_fetch(&ocl_fail.count, 1, __ATOMIC_RELEASE);
+    }
+    if (f && f->until != UINT64_MAX) {
+        /* none, or cleared: a new failure */
+        f->from = m->tick;
+        f->until = UINT64_MAX;
+        f->status = status;
+    } else if (f && m->tick < f->from) {
+        f->from = m->tick;
+    }
+    pthread_mutex_unlock(&ocl_fail.lock);
+    if (!f)
+        weft__warn("opencl",
+                   "a failure (%d) past a gate cannot be noted: out of "
+                   "memory; the work after it may be reported complete",
+                   (int)status);
+}
+
+/* The status of the failure covering tick of context ctx, or 0. */
+static cl_int ocl_failure_covers(uint64_t ctx, uint64_t tick)
+{
+    cl_int status = 0;
+
+    if (!ctx || !__atomic_load_n(&ocl_fail.count, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&ocl_fail.lock);
+    for (ocl_failure *f = ocl_fail.head; f && !status; f = f->next)
+        if (f->ctx == ctx && f->from <= tick && tick < f->until)
+            status = f->status;
+    pthread_mutex_unlock(&ocl_fail.lock);
+    return status;
+}
+
+/*
+ * The failure covering a command of queue (tick: its tick, or the queue's
+ * last) as the weft error it maps to, the detail naming what (fmt, ...);
+ * 0 if none. A report through the noted queue clears its note from the
+ * context's next tick on.
+ */
+static int ocl_failure_report(ocl_context *c, uint64_t queue, uint64_t tick,
+                              const char *fmt, ...) WEFT__PRINTF(4, 5);
+static int ocl_failure_report(ocl_context *c, uint64_t queue, uint64_t tick,
+                              const char *fmt, ...)
+{
+    cl_int status = 0;
+    char what[256];
+    va_list ap;
+
+    if (!tick || !__atomic_load_n(&ocl_fail.count, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&ocl_fail.lock);
+    for (ocl_failure *f = ocl_fail.head; f; f = f->next) {
+        if (f->ctx != c->id || tick < f->from || tick >= f->until)
+            continue;
+        if (!status)
+            status = f->status;
+        if (f->queue == queue)
+            f->until = __atomic_add_fetch(&c->ticks, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&ocl_fail.lock);
+    if (!status)
+        return 0;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return weft__ocl_fail(status,
+                          "%s: work it comes after failed on %s (status %d, "
+                          "passed on by a gate or a bridge)",
+                          what, c->base.dev->name, (int)status);
+}
+
+/*
+ * The notes of a queue (id queue) or of a context (id ctx; queue 0) that
+ * is released: nothing of it is waited for now.
+ */
+static void ocl_failure_forget(uint64_t queue, uint64_t ctx)
+{
+    ocl_failure **pf = &ocl_fail.head, *gone = NULL;
+
+    if (!__atomic_load_n(&ocl_fail.count, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&ocl_fail.lock);
+    while (*pf) {
+        ocl_failure *f = *pf;
+
+        if (queue ? f->queue == queue : f->ctx == ctx) {
+            *pf = f->next;
+            f->next = gone;
+            gone = f;
+            __atomic_sub_fetch(&ocl_fail.count, 1, __ATOMIC_RELEASE);
+        } else {
+            pf = &f->next;
+        }
+    }
+    pthread_mutex_unlock(&ocl_fail.lock);
+    while (gone) {
+        ocl_failure *next = gone->next;
+
+        weft__free(gone);
+        gone = next;
+    }
+}
+
+/*
+ * A status for what completes at src: its own (an implementation's
+ * failure), else a failure noted before it (from), else injected by a
+ * test at site; CL_COMPLETE otherwise.
+ */
+static cl_int ocl_failure_of(cl_int status, const ocl_mark *from,
+                             const char *site)
+{
+    if (status >= 0 && from)
+        status = ocl_failure_covers(from->ctx, from->tick);
+    if (status >= 0 && weft__fault(site))
+        status = CL_OUT_OF_RESOURCES;
+    return status < 0 ? status : CL_COMPLETE;
+}
 
 static void CL_CALLBACK ocl_context_notify(const char *info, const void *priv,
                                            size_t cb, void *user)
@@ -77,6 +254,7 @@ int weft__ocl_context_create(weft__device *dev, weft__context **out)
         return err;
     }
     c->dev = d->id;
+    c->id = ocl_new_id();
     c->cl = OCL_NEW(
         "clCreateContext", rc,
         weft__cl.CreateContext(props, 1, &d->id, ocl_context_notify, d, &rc));
@@ -136,6 +314,7 @@ void weft__ocl_context_destroy(weft__context *ctx)
     ocl_release_commandqueue(c->mapq);
     weft__debug("opencl", "%s: releasing the context", ctx->dev->name);
     ocl_release_context(c->cl);
+    ocl_failure_forget(0, c->id);
     weft__debug("opencl", "%s: leaving the event thread", ctx->dev->name);
     ocl_signaller_leave();
     weft__debug("opencl", "%s: context released", ctx->dev->name);
@@ -173,6 +352,7 @@ int weft__ocl_queue_create(weft__context *ctx, const weft__queue_desc *desc,
         return weft__ocl_fail(rc, "clCreateCommandQueue: on %s",
                               ctx->dev->name);
     }
+    q->id = ocl_new_id();
     *out = &q->base;
     return 0;
 }
@@ -193,6 +373,24 @@ static void ocl_host_acquire(void)
     (void)__atomic_load_n(&ocl_host_epoch, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * The failure that q's work up to its last ticked command comes after,
+ * reported once: a sync with nothing ticked since the one that reported
+ * it (a second wait for the same work) finds nothing new.
+ */
+static int ocl_queue_failure(ocl_queue *q)
+{
+    int err;
+
+    if (q->tick == q->told)
+        return 0;
+    err = ocl_failure_report(ocl_ctx(q->base.ctx), q->id, q->tick,
+                             "queue on %s", ocl_qname(&q->base));
+    if (err < 0)
+        q->told = q->tick;
+    return err;
+}
+
 int weft__ocl_queue_sync(weft__queue *q)
 {
     cl_int rc;
@@ -205,7 +403,7 @@ int weft__ocl_queue_sync(weft__queue *q)
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clFinish: queue on %s", ocl_qname(q));
     ocl_host_acquire();
-    return 0;
+    return ocl_queue_failure((ocl_queue *)q);
 }
 
 static void ocl_worker_stop(ocl_host_worker *w);
@@ -227,6 +425,7 @@ void weft__ocl_queue_release(weft__queue *q)
     weft__free(oq->waits);
     oq->waits = NULL;
     oq->nwaits = oq->cap_waits = 0;
+    ocl_failure_forget(oq->id, 0);
     pthread_mutex_destroy(&oq->lock);
 }
 
@@ -260,6 +459,9 @@ typedef struct ocl_signal {
     struct ocl_signal *next;
     cl_event user; /* the bridge's reference */
     cl_int status;
+    unsigned has_from, has_into; /* from and into are set */
+    ocl_mark from, into;         /* as weft__ocl_bridge's */
+    struct ocl_signal *armed;    /* the program's events: the armed list */
 } ocl_signal;
 
 static struct {
@@ -267,8 +469,9 @@ static struct {
     pthread_mutex_t lock; /* guards the rest */
     pthread_cond_t cond;
     ocl_signal *head, *tail;
-    long pending;   /* bridges made and not yet delivered */
-    unsigned users; /* live contexts */
+    ocl_signal *armed; /* the program's events armed and not yet set */
+    long pending;      /* bridges made and not yet delivered */
+    unsigned users;    /* live contexts */
     int running, stop;
     pthread_t thread;
 } ocl_sig = {.life = PTHREAD_MUTEX_INITIALIZER,
@@ -292,8 +495,23 @@ static void *ocl_signaller_main(void *arg)
         if (!ocl_sig.head)
             ocl_sig.tail = NULL;
         pthread_mutex_unlock(&ocl_sig.lock);
-        weft__cl.SetUserEventStatus(sig->user, sig->status < 0 ? sig->status
-                                                               : CL_COMPLETE);
+        /* A failure is noted before the event completes (ocl_failure_note). */
+        if (sig->has_into) {
+            cl_int st =
+                ocl_failure_of(sig->status, sig->has_from ? &sig->from : NULL,
+                               "!opencl.failed.bridge");
+
+            if (st < 0)
+                ocl_failure_note(&sig->into, st);
+        }
+        weft__cl.SetUserEventStatus(sig->user, CL_COMPLETE);
+        pthread_mutex_lock(&ocl_sig.lock);
+        for (ocl_signal **a = &ocl_sig.armed; *a; a = &(*a)->armed)
+            if (*a == sig) {
+                *a = sig->armed;
+                break;
+            }
+        pthread_mutex_unlock(&ocl_sig.lock);
         ocl_release_event(sig->user);
         weft__free(sig);
         pthread_mutex_lock(&ocl_sig.lock);
@@ -396,17 +614,18 @@ static cl_int ocl_signal_arm(cl_event src, ocl_signal *sig)
     return rc;
 }
 
-/*
- * A user event of context to that completes when src does, or fails with
- * src's status. *out holds the caller's reference.
- */
-int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
+int weft__ocl_bridge(cl_event src, const ocl_mark *from, ocl_context *to,
+                     const ocl_mark *into, cl_event *out)
 {
     ocl_signal *sig;
     cl_int rc;
 
     if (!(sig = weft__calloc(1, sizeof *sig)))
         return weft__error(WEFT_ENOMEM, "opencl: event bridge");
+    if ((sig->has_from = from != NULL) != 0)
+        sig->from = *from;
+    if ((sig->has_into = into != NULL) != 0)
+        sig->into = *into;
     sig->user =
         OCL_NEW("clCreateUserEvent", rc, weft__cl.CreateUserEvent(to->cl, &rc));
     if (!sig->user) {
@@ -432,27 +651,84 @@ int weft__ocl_bridge(cl_event src, ocl_context *to, cl_event *out)
     return 0;
 }
 
-/*
- * The program's user event completes (or fails) when src does, through
- * the signaller as a bridge does; a user event already set (a later
- * launch) is left as it is.
- */
-static int ocl_signal_when(cl_event src, cl_event user)
+/* A claim given back: the event is left as it was. */
+static void ocl_signal_unclaim(ocl_signal *sig)
 {
-    ocl_signal *sig;
-    cl_int rc;
+    pthread_mutex_lock(&ocl_sig.lock);
+    for (ocl_signal **a = &ocl_sig.armed; *a; a = &(*a)->armed)
+        if (*a == sig) {
+            *a = sig->armed;
+            break;
+        }
+    pthread_mutex_unlock(&ocl_sig.lock);
+    weft__free(sig);
+}
+
+/*
+ * The program's user event completes once, so a launch may signal it only
+ * if no launch did and none will. The claim goes on ocl_sig.armed unless
+ * a signal of the event is there already; the event must then still be
+ * CL_SUBMITTED. The signaller leaves the list only after setting the
+ * event, so of two launches one finds the other's claim or the event set.
+ * (Its status is asked with no lock held: OpenCL calls are made outside
+ * weft's locks.) *out: the claimed signal.
+ */
+static int ocl_signal_claim(cl_event user, ocl_signal **out)
+{
+    ocl_signal *sig, *a;
+    cl_int rc, status = CL_SUBMITTED;
 
     if (!(sig = weft__calloc(1, sizeof *sig)))
         return weft__error(WEFT_ENOMEM, "opencl: event signal");
-    rc = OCL("clRetainEvent", weft__cl.RetainEvent(user));
-    if (rc != CL_SUCCESS) {
+    pthread_mutex_lock(&ocl_sig.lock);
+    for (a = ocl_sig.armed; a && a->user != user; a = a->armed)
+        ;
+    if (!a) {
+        sig->user = user;
+        sig->armed = ocl_sig.armed;
+        ocl_sig.armed = sig;
+    }
+    pthread_mutex_unlock(&ocl_sig.lock);
+    if (a) {
         weft__free(sig);
+        return weft__error(WEFT_EINVAL,
+                           "opencl: the program's user event to signal is to "
+                           "be signalled already, by a launch still running: "
+                           "a user event completes once, so each launch "
+                           "needs a new one (a new graph with a new event)");
+    }
+    rc = weft__ocl_event_status(user, &status);
+    if (rc == CL_SUCCESS && status == CL_SUBMITTED) {
+        *out = sig;
+        return 0;
+    }
+    ocl_signal_unclaim(sig);
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc, "clGetEventInfo: the program's event");
+    return weft__error(WEFT_EINVAL,
+                       "opencl: the program's user event to signal was set "
+                       "already (by an earlier launch, or by the program): "
+                       "a user event completes once, so each launch needs "
+                       "a new one (a new graph with a new event)");
+}
+
+/*
+ * The claimed signal armed on src: the program's user event completes
+ * when src does, through the signaller as a bridge does, with CL_COMPLETE
+ * even if the work before src failed (the launch reports that).
+ */
+static int ocl_signal_when(cl_event src, ocl_signal *sig)
+{
+    cl_int rc;
+
+    rc = OCL("clRetainEvent", weft__cl.RetainEvent(sig->user));
+    if (rc != CL_SUCCESS) {
+        ocl_signal_unclaim(sig);
         return weft__ocl_fail(rc, "clRetainEvent: the program's event");
     }
-    sig->user = user;
     if ((rc = ocl_signal_arm(src, sig)) != CL_SUCCESS) {
-        ocl_release_event(user);
-        weft__free(sig);
+        ocl_release_event(sig->user);
+        ocl_signal_unclaim(sig);
         return weft__ocl_fail(rc, "clSetEventCallback: signalling the "
                                   "program's event");
     }
@@ -460,6 +736,8 @@ static int ocl_signal_when(cl_event src, cl_event user)
 }
 
 /* ---- events ------------------------------------------------------------ */
+
+static cl_event ocl_event_get_mark(weft__event *ev, ocl_mark *m);
 
 int weft__ocl_event_create(weft__context *ctx, unsigned flags,
                            weft__event **out)
@@ -492,6 +770,12 @@ void weft__ocl_event_destroy(weft__event *ev)
 /* The marker of ev's last record with a reference of the caller's; NULL. */
 cl_event weft__ocl_event_get(weft__event *ev)
 {
+    return ocl_event_get_mark(ev, NULL);
+}
+
+/* The same, and where it was recorded (m: NULL, or set if not NULL). */
+static cl_event ocl_event_get_mark(weft__event *ev, ocl_mark *m)
+{
     ocl_event *e = (ocl_event *)ev;
     cl_event cl;
 
@@ -499,18 +783,33 @@ cl_event weft__ocl_event_get(weft__event *ev)
     cl = e->last;
     if (cl && weft__cl.RetainEvent(cl) != CL_SUCCESS)
         cl = NULL;
+    if (m) {
+        m->ctx = e->ctx_id;
+        m->queue = e->queue_id;
+        m->tick = e->tick;
+    }
     pthread_mutex_unlock(&e->lock);
     return cl;
+}
+
+/* The failure noted before ev's last record, as ocl_failure_report. */
+static int ocl_event_failure(weft__event *ev, const ocl_mark *m,
+                             const char *what)
+{
+    return ocl_failure_report(ocl_ctx(ev->ctx), m->queue, m->tick, "%s of %s",
+                              what, ev->ctx->dev->name);
 }
 
 int weft__ocl_event_record(weft__event *ev, weft__queue *q)
 {
     ocl_event *e = (ocl_event *)ev;
     cl_event marker, old;
+    ocl_mark m;
     cl_int rc;
 
     if (((ocl_queue *)q)->cap)
         return weft__ocl_capture_record(e, (ocl_queue *)q);
+    m = weft__ocl_tick((ocl_queue *)q);
     rc = OCL("clEnqueueMarkerWithWaitList",
              weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
     if (rc != CL_SUCCESS)
@@ -521,6 +820,9 @@ int weft__ocl_event_record(weft__event *ev, weft__queue *q)
     old = e->last;
     e->last = marker;
     e->cap_id = 0;
+    e->ctx_id = m.ctx;
+    e->queue_id = m.queue;
+    e->tick = m.tick;
     pthread_mutex_unlock(&e->lock);
     if (old)
         ocl_release_event(old);
@@ -538,6 +840,7 @@ int weft__ocl_queue_wait_event(weft__queue *q, weft__event *ev)
 {
     ocl_event *oe = (ocl_event *)ev;
     cl_event e, wait;
+    ocl_mark from, into;
     cl_int rc, status;
     uint64_t cap_id;
     unsigned has_sp;
@@ -551,16 +854,20 @@ int weft__ocl_queue_wait_event(weft__queue *q, weft__event *ev)
     pthread_mutex_unlock(&oe->lock);
     if (cap_id || ((ocl_queue *)q)->cap)
         return weft__ocl_capture_wait((ocl_queue *)q, ev, cap_id, has_sp, sp);
-    if (!(e = weft__ocl_event_get(ev)))
+    if (!(e = ocl_event_get_mark(ev, &from)))
         return 0;
     rc = weft__ocl_event_status(e, &status);
-    if (rc == CL_SUCCESS && status == CL_COMPLETE) {
+    if (rc == CL_SUCCESS && status == CL_COMPLETE &&
+        !ocl_failure_covers(from.ctx, from.tick)) {
         ocl_release_event(e);
         return 0;
     }
+    /* Complete but after a failure: the bridge below passes it on. */
+    into = weft__ocl_tick((ocl_queue *)q);
     if (ev->ctx == q->ctx) {
-        wait = e;
-    } else if ((err = weft__ocl_bridge(e, ocl_ctx(q->ctx), &wait)) < 0) {
+        wait = e; /* one clock: its note covers q's later ticks */
+    } else if ((err = weft__ocl_bridge(e, &from, ocl_ctx(q->ctx), &into,
+                                       &wait)) < 0) {
         ocl_release_event(e);
         return err;
     }
@@ -579,7 +886,8 @@ int weft__ocl_queue_wait_event(weft__queue *q, weft__event *ev)
 
 int weft__ocl_event_query(weft__event *ev)
 {
-    cl_event e = weft__ocl_event_get(ev);
+    ocl_mark m;
+    cl_event e = ocl_event_get_mark(ev, &m);
     cl_int rc, status;
 
     if (!e)
@@ -596,12 +904,13 @@ int weft__ocl_event_query(weft__event *ev)
     if (status != CL_COMPLETE)
         return WEFT_ENOTREADY;
     ocl_host_acquire();
-    return 0;
+    return ocl_event_failure(ev, &m, "event");
 }
 
 int weft__ocl_event_sync(weft__event *ev)
 {
-    cl_event e = weft__ocl_event_get(ev);
+    ocl_mark m;
+    cl_event e = ocl_event_get_mark(ev, &m);
     cl_int rc, status;
 
     if (!e)
@@ -615,13 +924,15 @@ int weft__ocl_event_sync(weft__event *ev)
         return weft__ocl_fail(rc, "clWaitForEvents: event of %s",
                               ev->ctx->dev->name);
     ocl_host_acquire();
-    return 0;
+    return ocl_event_failure(ev, &m, "event");
 }
 
 /* Markers complete when the work before them has: their END is the time. */
 int weft__ocl_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
 {
-    cl_event ev[2] = {weft__ocl_event_get(start), weft__ocl_event_get(end)};
+    ocl_mark m[2];
+    cl_event ev[2] = {ocl_event_get_mark(start, &m[0]),
+                      ocl_event_get_mark(end, &m[1])};
     cl_ulong t[2];
     cl_int rc = CL_SUCCESS, status;
     int err = 0;
@@ -641,6 +952,9 @@ int weft__ocl_event_elapsed(weft__event *start, weft__event *end, uint64_t *ns)
                                  i ? "end" : "start");
         else if (status != CL_COMPLETE)
             err = WEFT_ENOTREADY;
+        else if ((err = ocl_event_failure(i ? end : start, &m[i],
+                                          "event_elapsed: event")) < 0)
+            ;
         else if ((rc = OCL("clGetEventProfilingInfo",
                            weft__cl.GetEventProfilingInfo(
                                ev[i], CL_PROFILING_COMMAND_END, sizeof t[i],
@@ -680,18 +994,21 @@ struct ocl_host_call {
     ocl_host_worker *worker;
     weft__host_fn *fn;
     void *user;
-    cl_event gate; /* holds the queue until fn has returned */
-    cl_int status; /* of the work before, as the marker ended */
+    cl_event gate;       /* holds the queue until fn has returned */
+    cl_int status;       /* of the work before, as the marker ended */
+    ocl_mark marker, at; /* the ticks of the marker and the gate */
 };
 
 /*
- * Runs fn even when the work before it failed, since callers use host
- * functions to learn that work is over; the failure still passes to the
- * gate, so that the queue's later work sees it.
+ * fn runs only if the work before it did not fail (its marker's status,
+ * or a note covering the marker): it reads what that work made. Either
+ * way the gate completes with CL_COMPLETE, after the failure is noted at
+ * the gate's tick, so that the queue's later events and syncs report it.
  */
 static void *ocl_worker_main(void *arg)
 {
     ocl_host_worker *w = arg;
+    cl_int status;
 
     pthread_mutex_lock(&w->lock);
     for (;;) {
@@ -707,10 +1024,14 @@ static void *ocl_worker_main(void *arg)
         if (!w->head)
             w->tail = NULL;
         pthread_mutex_unlock(&w->lock);
-        call->fn(call->user);
+        status =
+            ocl_failure_of(call->status, &call->marker, "!opencl.failed.gate");
+        if (status < 0)
+            ocl_failure_note(&call->at, status);
+        else
+            call->fn(call->user);
         __atomic_add_fetch(&ocl_host_epoch, 1, __ATOMIC_RELEASE);
-        weft__cl.SetUserEventStatus(call->gate, call->status < 0 ? call->status
-                                                                 : CL_COMPLETE);
+        weft__cl.SetUserEventStatus(call->gate, CL_COMPLETE);
         ocl_release_event(call->gate);
         weft__free(call);
         pthread_mutex_lock(&w->lock);
@@ -820,6 +1141,8 @@ int weft__ocl_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
         return weft__ocl_fail(rc, "clCreateUserEvent: host function on %s",
                               ocl_qname(q));
     }
+    call->marker = weft__ocl_tick((ocl_queue *)q);
+    call->at = weft__ocl_tick((ocl_queue *)q);
     rc = OCL("clEnqueueMarkerWithWaitList",
              weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
     if (rc != CL_SUCCESS) {
@@ -904,6 +1227,7 @@ int weft__ocl_external_wait(weft__queue *q, void *ev)
 {
     cl_event e = ev, wait = e;
     cl_context ectx = NULL;
+    ocl_mark into;
     cl_int rc;
     int err = 0;
 
@@ -914,8 +1238,9 @@ int weft__ocl_external_wait(weft__queue *q, void *ev)
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clGetEventInfo: the program's event");
     /* An event of another context (the program's own) is bridged. */
+    into = weft__ocl_tick((ocl_queue *)q);
     if (ectx != ocl_ctx(q->ctx)->cl &&
-        (err = weft__ocl_bridge(e, ocl_ctx(q->ctx), &wait)) < 0)
+        (err = weft__ocl_bridge(e, NULL, ocl_ctx(q->ctx), &into, &wait)) < 0)
         return err;
     rc = OCL("clEnqueueBarrierWithWaitList",
              weft__cl.EnqueueBarrierWithWaitList(ocl_q(q), 1, &wait, NULL));
@@ -933,6 +1258,7 @@ int weft__ocl_external_wait(weft__queue *q, void *ev)
 int weft__ocl_external_record(weft__queue *q, void *ev)
 {
     cl_command_type type = 0;
+    ocl_signal *sig = NULL;
     cl_event marker;
     cl_int rc;
     int err;
@@ -947,13 +1273,18 @@ int weft__ocl_external_record(weft__queue *q, void *ev)
         return weft__error(WEFT_EINVAL,
                            "opencl: the event to signal is no user event "
                            "(clCreateUserEvent): only those can be set");
+    if ((err = ocl_signal_claim(ev, &sig)) < 0)
+        return err;
+    (void)weft__ocl_tick((ocl_queue *)q);
     rc = OCL("clEnqueueMarkerWithWaitList",
              weft__cl.EnqueueMarkerWithWaitList(ocl_q(q), 0, NULL, &marker));
-    if (rc != CL_SUCCESS)
+    if (rc != CL_SUCCESS) {
+        ocl_signal_unclaim(sig);
         return weft__ocl_fail(rc, "clEnqueueMarkerWithWaitList: on %s",
                               ocl_qname(q));
+    }
     weft__ocl_flush(ocl_q(q));
-    err = ocl_signal_when(marker, ev);
+    err = ocl_signal_when(marker, sig);
     ocl_release_event(marker);
     return err;
 }

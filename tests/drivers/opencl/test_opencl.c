@@ -641,6 +641,92 @@ static void peer_copy(void **state)
     free(back);
 }
 
+static void set_flag(void *user)
+{
+    __atomic_store_n((int *)user, 1, __ATOMIC_RELEASE);
+}
+
+/* The failure carried past a gate or bridge, as event and queue syncs say. */
+static void carried(int rc)
+{
+    assert_int_equal(rc, WEFT_EDEVMEM);
+    if (!strstr(weft_last_error(), "passed on by a gate or a bridge"))
+        fail_msg("unexpected detail: %s", weft_last_error());
+}
+
+/*
+ * Failures made up at a gate's or a bridge's completion ('!' fault sites):
+ * the host function after a failed gate does not run; the events recorded
+ * after the failure, and the queue's next sync, report it (the sync once);
+ * the work issued after the report is clean. A peer copy, issued on either
+ * device's queue, carries a failure of any of its bridges to the issuing
+ * queue. The user events complete (CL_COMPLETE) all the same: nothing
+ * hangs.
+ */
+static void failures_carried(void **state)
+{
+    fixture *f = *state;
+    enum { N = 4096 };
+    static unsigned char host[N], back[N];
+    weft__mem *m[2];
+    weft__event *ev;
+    int ran = 0;
+
+    for (int i = 0; i < N; i++)
+        host[i] = (unsigned char)(i * 5 + 3);
+    OK(weft__drv_event_create(f->ctx[0], 0, &ev));
+
+    /* a gate */
+    weft__fault_arm(1, "!opencl.failed.gate");
+    OK(weft__drv_host_fn(f->q[0], set_flag, &ran));
+    OK(weft__drv_event_record(ev, f->q[0]));
+    carried(weft__drv_event_sync(ev));
+    assert_true(weft__fault_fired());
+    weft__fault_disarm();
+    assert_int_equal(__atomic_load_n(&ran, __ATOMIC_ACQUIRE), 0);
+    carried(weft__drv_event_query(ev));
+    carried(weft__drv_queue_sync(f->q[0]));
+    OK(weft__drv_queue_sync(f->q[0])); /* reported once */
+    OK(weft__drv_host_fn(f->q[0], set_flag, &ran));
+    OK(weft__drv_event_record(ev, f->q[0]));
+    OK(weft__drv_event_sync(ev));
+    assert_int_equal(__atomic_load_n(&ran, __ATOMIC_ACQUIRE), 1);
+    OK(weft__drv_queue_sync(f->q[0]));
+
+    if (f->ndev < 2) {
+        OK(weft__drv_event_destroy(ev));
+        return;
+    }
+    /* the bridges of a peer copy, issued on either device's queue */
+    OK(weft__drv_mem_alloc(f->ctx[0], N, &m[0]));
+    OK(weft__drv_mem_alloc(f->ctx[1], N, &m[1]));
+    OK(weft__drv_copy_h2d(f->q[0], m[0], 0, host, N));
+    OK(weft__drv_queue_sync(f->q[0]));
+    for (int on = 0; on < 2; on++) {
+        weft__event *e;
+
+        OK(weft__drv_event_create(f->ctx[on], 0, &e));
+        weft__fault_arm(1, "!opencl.failed.bridge");
+        OK(weft__drv_copy_peer(f->q[on], m[1], 0, m[0], 0, N));
+        OK(weft__drv_event_record(e, f->q[on]));
+        carried(weft__drv_event_sync(e));
+        assert_true(weft__fault_fired());
+        weft__fault_disarm();
+        carried(weft__drv_queue_sync(f->q[on]));
+        memset(back, 0, sizeof back);
+        OK(weft__drv_copy_peer(f->q[on], m[1], 0, m[0], 0, N));
+        OK(weft__drv_event_record(e, f->q[on]));
+        OK(weft__drv_event_sync(e));
+        OK(weft__drv_copy_d2h(f->q[1], back, m[1], 0, N));
+        OK(weft__drv_queue_sync(f->q[1]));
+        assert_memory_equal(back, host, N);
+        OK(weft__drv_event_destroy(e));
+    }
+    OK(weft__drv_mem_free(m[0]));
+    OK(weft__drv_mem_free(m[1]));
+    OK(weft__drv_event_destroy(ev));
+}
+
 static void pinned_and_registered(void **state)
 {
     fixture *f = *state;
@@ -1087,6 +1173,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(timing_events),
         cmocka_unit_test(cross_context_wait),
         cmocka_unit_test(peer_copy),
+        cmocka_unit_test(failures_carried),
         cmocka_unit_test(failure_injection),
         cmocka_unit_test(command_buffer_graph),
         cmocka_unit_test(command_buffer_refuses),

@@ -416,13 +416,99 @@ static void test_event_record(void **state)
     check(weft_exec_wait(e));
     prog_event_sync(ev);
     assert_int_equal(ran, 1);
-    check(weft_exec_launch(e)); /* again: OpenCL's user event stays set */
-    check(weft_exec_wait(e));
-    prog_event_sync(ev);
+    ran = 0;
+    check(weft_exec_launch(e));
+    if (prog.clq) {
+        /* A user event completes once: a relaunch cannot signal it. */
+        assert_int_equal(weft_exec_wait(e), WEFT_EINVAL);
+        assert_non_null(strstr(weft_last_error(), "node 1 (event record)"));
+        assert_non_null(strstr(weft_last_error(), "was set already"));
+    } else {
+        check(weft_exec_wait(e));
+        prog_event_sync(ev);
+        assert_int_equal(ran, 1);
+    }
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
     check(weft_buffer_destroy(x));
     prog_event_free(ev);
+    prog_close();
+}
+
+/*
+ * OpenCL: two executable graphs wait for the program's gate, then record
+ * one user event. Whichever launch claims the event first signals it once
+ * the gate opens; the other fails at its record node (WEFT_EINVAL: the
+ * event is claimed by a launch still running, or, if the first was over
+ * by then, set already), and so does a relaunch of either. A graph with a
+ * new event then signals it.
+ */
+static weft_exec *record_after_gate(void *wait_ev, void *ev, weft_graph **g)
+{
+    weft_exec *e;
+    weft_node w, r;
+
+    check(weft_graph_create(devs.rt, g));
+    check(weft_graph_add_event_wait(*g, driver, wait_ev, NULL, 0, &w));
+    check(weft_graph_add_event_record(*g, driver, ev, NULL, 0, &r));
+    check(weft_graph_add_edge(*g, w, r));
+    check(weft_graph_instantiate(*g, NULL, &e));
+    return e;
+}
+
+static void test_event_record_claimed(void **state)
+{
+    weft_graph *g1, *g2, *g3;
+    weft_exec *e1, *e2, *e3;
+    void *wait_ev, *ev, *ev2;
+    int rc1, rc2;
+    char err[512];
+
+    (void)state;
+    if (strcmp(driver, "opencl") != 0)
+        skip();
+    prog_open();
+    prog_gate();
+    wait_ev = prog_mark();
+    ev = prog_signal_event();
+    e1 = record_after_gate(wait_ev, ev, &g1);
+    e2 = record_after_gate(wait_ev, ev, &g2);
+    check(weft_exec_launch(e1));
+    check(weft_exec_launch(e2));
+    prog_open_gate();
+    rc1 = weft_exec_wait(e1);
+    if (rc1 < 0)
+        snprintf(err, sizeof err, "%s", weft_last_error());
+    rc2 = weft_exec_wait(e2);
+    if (rc2 < 0)
+        snprintf(err, sizeof err, "%s", weft_last_error());
+    /* One signalled it, the other was refused. */
+    assert_true((rc1 == 0 && rc2 == WEFT_EINVAL) ||
+                (rc1 == WEFT_EINVAL && rc2 == 0));
+    if (!strstr(err, "by a launch still running") &&
+        !strstr(err, "was set already"))
+        fail_msg("unexpected detail: %s", err);
+    prog_event_sync(ev);
+    check(weft_exec_launch(e1));
+    assert_int_equal(weft_exec_wait(e1), WEFT_EINVAL);
+    assert_non_null(strstr(weft_last_error(), "was set already"));
+    /* A new graph with a new event. */
+    ev2 = prog_signal_event();
+    check(weft_graph_create(devs.rt, &g3));
+    check(weft_graph_add_event_record(g3, driver, ev2, NULL, 0, NULL));
+    check(weft_graph_instantiate(g3, NULL, &e3));
+    check(weft_exec_launch(e3));
+    check(weft_exec_wait(e3));
+    prog_event_sync(ev2);
+    check(weft_exec_destroy(e1));
+    check(weft_exec_destroy(e2));
+    check(weft_exec_destroy(e3));
+    check(weft_graph_destroy(g1));
+    check(weft_graph_destroy(g2));
+    check(weft_graph_destroy(g3));
+    prog_event_free(wait_ev);
+    prog_event_free(ev);
+    prog_event_free(ev2);
     prog_close();
 }
 
@@ -492,6 +578,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event_wait),
         cmocka_unit_test(test_event_record),
+        cmocka_unit_test(test_event_record_claimed),
         cmocka_unit_test(test_launch_after),
         cmocka_unit_test(test_event_other_driver),
     };
