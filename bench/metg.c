@@ -1,5 +1,6 @@
 /*
- * metg: the minimum effective task granularity of weft, beside OpenMP tasks.
+ * metg: the minimum effective task granularity of weft, beside OpenMP and
+ * StarPU tasks.
  *
  * A task graph of W points (default: the cores) by T steps (default 1000)
  * in one of four patterns: point i at step t depends on points of step
