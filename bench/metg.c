@@ -1,5 +1,6 @@
 /*
- * metg: the minimum effective task granularity of weft, beside OpenMP tasks.
+ * metg: the minimum effective task granularity of weft, beside OpenMP and
+ * StarPU tasks.
  *
  * A task graph of W points (default: the cores) by T steps (default 1000)
  * in one of four patterns: point i at step t depends on points of step
@@ -49,13 +50,21 @@
  *             first launch untimed);
  *   openmp    one `omp task` per point and step with depend(in/out) on the
  *             same cells, in one parallel region (where CMake found
- *             OpenMP).
+ *             OpenMP);
+ *   starpu    one StarPU task per point and step (where CMake found
+ *             starpu-1.3): each cell a registered variable handle, the
+ *             task STARPU_W on its cell and STARPU_R on its inputs' cells,
+ *             so that StarPU infers the edges; as many CPU workers as
+ *             cores and no other kind (STARPU_NCPU overrides); submission
+ *             + starpu_task_wait_for_all timed. StarPU starts once, before
+ *             the sweep, and its workers are paused outside its launches
+ *             (idle, they poll).
  * The steps of a launch are cut at large granularities so that a launch
  * holds about 0.1 s of work (at least 10 steps).
  *
  *     metg [--json] [--width W] [--steps T] [--reps R] [--min-us G]
  *          [--max-us G] [--patterns trivial,stencil,nearest,random]
- *          [--variants first,relaunch,kernels,openmp] [--quick]
+ *          [--variants first,relaunch,kernels,openmp,starpu] [--quick]
  *          [--corrupt STEP]
  * --quick: a short sweep (1 ms to 0.1 ms, 20 steps, 1 rep) for CI.
  * --corrupt STEP: point 0 of step STEP writes a wrong cell (the bench must
@@ -74,6 +83,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#ifdef METG_STARPU
+#include <starpu.h>
+#elif !defined(METG_STARPU_MISSING)
+/* Why the starpu variant is not built (CMake may say otherwise). */
+#define METG_STARPU_MISSING "libstarpu-dev not found at configure"
+#endif
 
 enum {
     MAXDEPS = 5,
@@ -777,6 +793,182 @@ static void omp_run(int reps, span *wall)
 }
 #endif
 
+/* ---- StarPU ------------------------------------------------------------ */
+
+#ifdef METG_STARPU
+_Static_assert(1 + MAXDEPS <= STARPU_NMAXBUFS,
+               "a task's cells must fit in starpu_task.handles");
+
+/*
+ * The current pattern's cells, laid out as omp_ring's, each registered as
+ * a StarPU variable at its home in main memory: with CPU workers only,
+ * StarPU never copies one, and after starpu_task_wait_for_all every cell
+ * is valid in place.
+ */
+static unsigned char *sp_ring;         /* depth x width x STRIDE */
+static starpu_data_handle_t *sp_cells; /* [depth][width] */
+static size_t sp_ncells;
+/* By number of inputs: STARPU_W on the task's cell, STARPU_R on each input. */
+static struct starpu_codelet sp_codelets[MAXDEPS + 1];
+
+static void sp_task_fn(void *buffers[], void *arg)
+{
+    const task *tk = arg;
+    const cell *in[MAXDEPS];
+
+    for (uint32_t d = 0; d < tk->ndeps; d++)
+        in[d] = (const cell *)STARPU_VARIABLE_GET_PTR(buffers[1 + d]);
+    task_run(tk, (cell *)STARPU_VARIABLE_GET_PTR(buffers[0]), in);
+}
+
+/*
+ * StarPU with ncpus CPU workers and no accelerator (none is probed), its
+ * workers paused. Says which StarPU, scheduler and workers ran.
+ */
+static void sp_open(unsigned ncpus)
+{
+    struct starpu_conf conf;
+    int major, minor, release, rc, pci_off;
+    const struct starpu_sched_policy *policy;
+
+    starpu_conf_init(&conf);
+    conf.ncpus = ncpus > STARPU_MAXCPUS ? STARPU_MAXCPUS : (int)ncpus;
+    conf.ncuda = 0;
+    conf.nopencl = 0;
+    conf.nmic = 0;
+    conf.nmpi_ms = 0;
+    conf.catch_signals = 0; /* a failure ends the bench as in any variant */
+    /*
+     * StarPU's topology asks hwloc for PCI devices, to place accelerators
+     * that it does not drive here; hwloc's PCI discovery (libpciaccess)
+     * leaves allocations behind that LeakSanitizer reports. It is left out
+     * unless the user has set HWLOC_COMPONENTS, which hwloc reads at each
+     * topology load: weft's own loads are not affected.
+     */
+    pci_off = !getenv("HWLOC_COMPONENTS") &&
+              setenv("HWLOC_COMPONENTS", "-pci", 0) == 0;
+    rc = starpu_init(&conf);
+    if (pci_off)
+        unsetenv("HWLOC_COMPONENTS");
+    if (rc)
+        bench_die("starpu_init failed: %s", strerror(-rc));
+    for (int k = 0; k <= MAXDEPS; k++) {
+        struct starpu_codelet *cl = &sp_codelets[k];
+
+        starpu_codelet_init(cl);
+        cl->where = STARPU_CPU;
+        cl->cpu_funcs[0] = sp_task_fn;
+        cl->nbuffers = 1 + k;
+        cl->modes[0] = STARPU_W;
+        for (int d = 1; d <= k; d++)
+            cl->modes[d] = STARPU_R;
+        cl->name = "metg_task";
+    }
+    starpu_get_version(&major, &minor, &release);
+    /* context 0: the one starpu_init made */
+    policy = starpu_sched_ctx_get_sched_policy(0);
+    bench_note("starpu %d.%d.%d: %u CPU workers, scheduler %s", major, minor,
+               release, starpu_cpu_worker_get_count(),
+               policy && policy->policy_name ? policy->policy_name : "?");
+    if (starpu_cpu_worker_get_count() != ncpus)
+        bench_note("starpu: %u CPU workers for %u cores (STARPU_NCPU, or this "
+                   "StarPU's STARPU_MAXCPUS %d)",
+                   starpu_cpu_worker_get_count(), ncpus, STARPU_MAXCPUS);
+    starpu_pause();
+}
+
+static void sp_close(void)
+{
+    starpu_resume();
+    starpu_shutdown();
+}
+
+static starpu_data_handle_t sp_cell(const pattern *p, uint32_t t, uint32_t i)
+{
+    return sp_cells[(size_t)(t % p->depth) * p->width + i];
+}
+
+/* The cells of pattern p, zeroed, each registered. */
+static void sp_cells_make(const pattern *p)
+{
+    sp_ncells = (size_t)p->depth * p->width;
+    sp_ring = aligned_alloc(STRIDE, sp_ncells * STRIDE);
+    sp_cells = calloc(sp_ncells, sizeof *sp_cells);
+    if (!sp_ring || !sp_cells)
+        bench_die("out of memory");
+    memset(sp_ring, 0, sp_ncells * STRIDE);
+    for (size_t k = 0; k < sp_ncells; k++)
+        starpu_variable_data_register(&sp_cells[k], STARPU_MAIN_RAM,
+                                      (uintptr_t)(sp_ring + k * STRIDE),
+                                      sizeof(cell));
+}
+
+static void sp_cells_free(void)
+{
+    for (size_t k = 0; k < sp_ncells; k++)
+        starpu_data_unregister(sp_cells[k]);
+    free(sp_cells);
+    free(sp_ring);
+    sp_cells = NULL;
+    sp_ring = NULL;
+    sp_ncells = 0;
+}
+
+/* One launch: a task per point of cur's steps, submitted, then waited for. */
+static void sp_launch(void)
+{
+    const pattern *p = cur.p;
+    int rc;
+
+    for (uint32_t t = 0; t < cur.steps; t++)
+        for (uint32_t i = 0; i < p->width; i++) {
+            const task *tk = &p->tasks[(size_t)t * p->width + i];
+            struct starpu_task *st = starpu_task_create();
+
+            if (!st)
+                bench_die("starpu_task_create failed");
+            st->cl = &sp_codelets[tk->ndeps];
+            st->cl_arg = (void *)tk; /* CPU workers get it as it is */
+            st->cl_arg_size = sizeof *tk;
+            st->handles[0] = sp_cell(p, t, i);
+            for (uint32_t d = 0; d < tk->ndeps; d++)
+                st->handles[1 + d] = sp_cell(p, t - 1, tk->deps[d]);
+            rc = starpu_task_submit(st);
+            if (rc)
+                bench_die("starpu_task_submit failed: %s", strerror(-rc));
+        }
+    rc = starpu_task_wait_for_all();
+    if (rc)
+        bench_die("starpu_task_wait_for_all failed: %s", strerror(-rc));
+}
+
+/* The cells, read as StarPU lets the program read registered data. */
+static void sp_check_cells(void)
+{
+    for (size_t k = 0; k < sp_ncells; k++)
+        if (starpu_data_acquire(sp_cells[k], STARPU_R))
+            bench_die("starpu_data_acquire failed");
+    launch_check(sp_ring);
+    for (size_t k = 0; k < sp_ncells; k++)
+        starpu_data_release(sp_cells[k]);
+}
+
+static void sp_run(int reps, span *wall)
+{
+    starpu_resume();
+    for (int r = 0; r < reps; r++) {
+        span s0;
+
+        launch_prepare("starpu");
+        s0 = span_start();
+        sp_launch();
+        wall[r] = span_since(s0);
+        sp_check_cells();
+    }
+    starpu_pause();
+}
+#endif
+
 /* ---- the sweep --------------------------------------------------------- */
 
 typedef enum variant {
@@ -784,12 +976,14 @@ typedef enum variant {
     V_RELAUNCH,
     V_KERNELS,
     V_OPENMP,
+    V_STARPU,
     NVARIANTS
 } variant;
-static const char *const variant_words[NVARIANTS] = {"first", "relaunch",
-                                                     "kernels", "openmp"};
+static const char *const variant_words[NVARIANTS] = {
+    "first", "relaunch", "kernels", "openmp", "starpu"};
 static const char *const variant_names[NVARIANTS] = {
-    "weft first launch", "weft relaunch", "weft kernels relaunch", "openmp"};
+    "weft first launch", "weft relaunch", "weft kernels relaunch", "openmp",
+    "starpu"};
 
 /* One sweep point: what every variant's best launch took. */
 typedef struct sweep_point {
@@ -930,6 +1124,10 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
         bench_die("out of memory");
     memset(omp_ring, 0, (size_t)p.depth * p.width * STRIDE);
 #endif
+#ifdef METG_STARPU
+    if (sw->variants & 1 << V_STARPU)
+        sp_cells_make(&p);
+#endif
 
     for (double g = sw->max_us; g >= sw->min_us * 0.999 && npts < MAXPOINTS;
          g /= 2, npts++) {
@@ -974,12 +1172,22 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
             sp->best[V_OPENMP] = best_of(again, sw->reps);
         }
 #endif
+#ifdef METG_STARPU
+        if (sw->variants & 1 << V_STARPU) {
+            sp_run(sw->reps, again);
+            sp->best[V_STARPU] = best_of(again, sw->reps);
+        }
+#endif
     }
     bench_progress("");
     sw->npts[kind] = npts;
 
 #ifdef _OPENMP
     free(omp_ring);
+#endif
+#ifdef METG_STARPU
+    if (sw->variants & 1 << V_STARPU)
+        sp_cells_free();
 #endif
     weft_cells_free(ws);
     free(cur.expect);
@@ -1084,7 +1292,11 @@ int main(int argc, char **argv)
 {
     static sweep sw; /* zero: the defaults below */
     const char *patterns = "trivial,stencil,nearest,random";
+#ifdef METG_STARPU
+    const char *variants = "first,relaunch,kernels,openmp,starpu";
+#else
     const char *variants = "first,relaunch,kernels,openmp";
+#endif
     int full = 1, pmask;
     weft_side ws;
     const bench_option options[] = {
@@ -1094,7 +1306,7 @@ int main(int argc, char **argv)
         {"--min-us", BENCH_DOUBLE, &sw.min_us, "US"},
         {"--max-us", BENCH_DOUBLE, &sw.max_us, "US"},
         {"--patterns", BENCH_STRING, &patterns, "trivial,stencil,..."},
-        {"--variants", BENCH_STRING, &variants, "first,relaunch,..."},
+        {"--variants", BENCH_STRING, &variants, "first,relaunch,...,starpu"},
         {"--quick", BENCH_OFF, &full, ""},
         {"--corrupt", BENCH_INT, &cur.corrupt_step, "STEP"},
     };
@@ -1129,6 +1341,14 @@ int main(int argc, char **argv)
             return 0;
     }
 #endif
+#ifndef METG_STARPU
+    if (sw.variants & 1 << V_STARPU) {
+        bench_note("starpu: skipped (not built: %s)", METG_STARPU_MISSING);
+        sw.variants &= ~(1 << V_STARPU);
+        if (!sw.variants)
+            return 0;
+    }
+#endif
 
     weft_open(&ws);
     ns_per_iter = calibrate();
@@ -1137,6 +1357,10 @@ int main(int argc, char **argv)
     /* the team's threads start outside the timed launches */
 #pragma omp parallel
     (void)0;
+#endif
+#ifdef METG_STARPU
+    if (sw.variants & 1 << V_STARPU)
+        sp_open(cores);
 #endif
 
     for (int k = 0; k < NPATTERNS; k++)
@@ -1170,6 +1394,10 @@ int main(int argc, char **argv)
                    "are not reliable");
     bench_end();
 
+#ifdef METG_STARPU
+    if (sw.variants & 1 << V_STARPU)
+        sp_close();
+#endif
     bench_check(weft_module_destroy(ws.mod));
     bench_check(weft_runtime_destroy(ws.rt));
     return 0;

@@ -4,7 +4,8 @@
 # print every figure, as text and as JSON. With corrupt: a wrong cell
 # written by point 0 of step 5 must end the bench with a failure that names
 # that task, caught by a reader (stencil) or by the check after the launch
-# (trivial), for host tasks, host kernels and OpenMP alike.
+# (trivial), for host tasks, host kernels, OpenMP and StarPU alike (the
+# last two where built).
 set -u
 metg=$1
 out=${TMPDIR:-/tmp}/metg_smoke.$$
@@ -16,12 +17,12 @@ fail() {
 }
 
 if [ "${2:-}" = corrupt ]; then
-    for v in first kernels openmp; do
+    for v in first kernels openmp starpu; do
         for p in stencil trivial; do
             if "$metg" --quick --patterns $p --variants $v --corrupt 5 \
                 >"$out" 2>"$out.err"; then
                 # only a variant this build lacks may pass
-                grep -q '^# openmp: skipped' "$out" && continue
+                grep -q "^# $v: skipped" "$out" && continue
                 fail "$p $v: a wrong cell passed"
             fi
             case $p in
@@ -41,6 +42,8 @@ fi
 variants="weft first launch|weft relaunch|weft kernels relaunch|openmp"
 grep -q '^# openmp: skipped' "$out" &&
     variants="weft first launch|weft relaunch|weft kernels relaunch"
+# StarPU is in the default variants where it was built, which says so.
+grep -q '^# starpu [0-9]' "$out" && variants="$variants|starpu"
 grep -q '^peak: [0-9.]* GFLOP/s$' "$out" || fail "no peak"
 n=0
 for p in trivial stencil nearest random; do
