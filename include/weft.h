@@ -1073,7 +1073,8 @@ WEFT_API void *weft_native_ptr(const weft_native_ctx *ctx, unsigned i);
  * event is the driver's own handle, passed as void *:
  *
  *   cuda    a CUevent (to record: of the device's primary context, the
- *           one the CUDA runtime API uses)
+ *           one the CUDA runtime API uses; with several GPUs, place the
+ *           record node on the event's device, weft_graph_set_device)
  *   opencl  a cl_event of any context (to signal: a user event,
  *           clCreateUserEvent, which weft sets CL_COMPLETE, also when
  *           the work before it failed: the launch reports that. A user

@@ -522,6 +522,19 @@ int weft__place_graph(const weft__place_src *g, int policy, int scope,
         }
         weft__place_node_kind(g, scope, dflt, cand, x, p, cap, was);
     }
+    /*
+     * A kernel no candidate can run: placed as on one device, where the
+     * check of kernels says why (no implementation, the group size, an
+     * argument's offset: WEFT_ENODEV, WEFT_EINVAL, WEFT_EARGS).
+     */
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned any = pn[i].kind != WEFT__PNODE_KERNEL || pn[i].device >= 0;
+
+        for (unsigned d = 0; d < nd && !any; d++)
+            any = capable[(size_t)i * nd + d];
+        if (!any)
+            goto out;
+    }
     if ((rc = weft__place_homes(g, rt_.keys, rt_.n, &home)) < 0)
         goto out;
     in.buffer_home = home;

@@ -342,6 +342,22 @@ static int ran_now(const int *flag)
     return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * A record node of the program's event on device 0, whose context made it
+ * (a CUDA event records only on its own device's queues: with several
+ * GPUs, placement could choose another).
+ */
+static void add_record(weft_graph *g, void *ev, const weft_access_desc *acc,
+                       unsigned nacc, weft_node *node)
+{
+    weft_node n;
+
+    check(weft_graph_add_event_record(g, driver, ev, acc, nacc, &n));
+    check(weft_graph_set_device(g, n, weft_runtime_device(devs.rt, 0)));
+    if (node)
+        *node = n;
+}
+
 /* ---- cases --------------------------------------------------------------- */
 
 /*
@@ -405,7 +421,7 @@ static void test_event_record(void **state)
     ev = prog_signal_event();
     check(weft_graph_create(devs.rt, &g));
     check(weft_graph_add_host(g, mark_ran, &ran, &wr, 1, NULL));
-    check(weft_graph_add_event_record(g, driver, ev, &rd, 1, NULL));
+    add_record(g, ev, &rd, 1, NULL);
     check(weft_graph_instantiate(g, NULL, &e));
     check(weft_exec_launch(e));
     /* OpenCL: a user event, waited for before weft has signalled it. */
@@ -450,7 +466,7 @@ static weft_exec *record_after_gate(void *wait_ev, void *ev, weft_graph **g)
 
     check(weft_graph_create(devs.rt, g));
     check(weft_graph_add_event_wait(*g, driver, wait_ev, NULL, 0, &w));
-    check(weft_graph_add_event_record(*g, driver, ev, NULL, 0, &r));
+    add_record(*g, ev, NULL, 0, &r);
     check(weft_graph_add_edge(*g, w, r));
     check(weft_graph_instantiate(*g, NULL, &e));
     return e;
@@ -495,7 +511,7 @@ static void test_event_record_claimed(void **state)
     /* A new graph with a new event. */
     ev2 = prog_signal_event();
     check(weft_graph_create(devs.rt, &g3));
-    check(weft_graph_add_event_record(g3, driver, ev2, NULL, 0, NULL));
+    add_record(g3, ev2, NULL, 0, NULL);
     check(weft_graph_instantiate(g3, NULL, &e3));
     check(weft_exec_launch(e3));
     check(weft_exec_wait(e3));
