@@ -408,8 +408,8 @@ static void build_log_from_cache(void **state)
     assert_int_equal(s1.hits - s0.hits, 0);
     log1 = log_of(rt, mod);
     printf("# first build's log:\n%s\n", log1);
+    /* The warning; PoCL also names the source (NVIDIA's OpenCL does not). */
     assert_non_null(strstr(log1, "weft_kcache_log_check"));
-    assert_non_null(strstr(log1, "warner"));
     assert_int_equal(weft_module_destroy(mod), 0);
     assert_int_equal(weft_runtime_destroy(rt), 0);
 
