@@ -204,3 +204,15 @@ void bench_progress(const char *what)
     if (tty)
         fprintf(stderr, "\r\033[K%s%s", what, what[0] ? "..." : "");
 }
+
+void bench_sim_timing_only(void)
+{
+    const char *cur = getenv("WEFT_SIM");
+    char buf[1024];
+
+    if (cur && strstr(cur, "real_data"))
+        return;
+    snprintf(buf, sizeof buf, "%s%sreal_data=0", cur ? cur : "",
+             cur && *cur ? "," : "");
+    setenv("WEFT_SIM", buf, 1);
+}

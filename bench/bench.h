@@ -73,5 +73,12 @@ void bench_end(void);
 double bench_median(double *v, int n);
 /* "what..." on stderr if it is a terminal; "" clears the line. */
 void bench_progress(const char *what);
+/*
+ * For benches whose simulated figures are virtual times only: the sim
+ * runs timing only (real_data=0) unless WEFT_SIM names real_data itself,
+ * through WEFT_SIM (set, or extended, here) so that every runtime of the
+ * bench sees it.
+ */
+void bench_sim_timing_only(void);
 
 #endif /* WEFT_BENCH_H */

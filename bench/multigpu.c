@@ -393,6 +393,7 @@ static void probe(selection *s)
     unsigned first = 0, n;
 
     o.devices = getenv("WEFT_DEVICES") ? NULL : "cuda,opencl,host";
+    bench_sim_timing_only(); /* on the sim: its virtual times */
     bench_check(weft_runtime_create(&rt, &o));
     if (!(n = weft_runtime_device_count(rt)))
         bench_die("no device");

@@ -753,6 +753,7 @@ int main(int argc, char **argv)
     chunk_elems = (uint32_t)(chunk_bytes / sizeof(float));
 
     o.devices = getenv("WEFT_DEVICES") ? NULL : "cuda,opencl,host";
+    bench_sim_timing_only(); /* on the sim: its virtual times */
     /* --trace: every launch of the run, written when the runtime goes. */
     o.trace_file = trace_path;
     bench_check(weft_runtime_create(&b.rt, &o));

@@ -253,6 +253,8 @@ static int weft__runtime_configure(weft__runtime_api *a,
         *spec = o->devices;
     if (!weft__opt_str(WEFT__OPT_SIM, &a->cfg.sim_config))
         a->cfg.sim_config = o->sim_config;
+    /* A program's sim computes unless its configuration says real_data=0. */
+    a->cfg.sim_real_data = 1;
     if (!weft__opt_uint(WEFT__OPT_HOST_DEVICES, &a->cfg.host_devices))
         a->cfg.host_devices = o->host_devices;
     if (!weft__opt_uint(WEFT__OPT_HOST_THREADS, &a->cfg.host_threads))

@@ -263,7 +263,9 @@ typedef struct weft__driver_config {
     const char *sim_config; /* "devices=2,mem=16G,..." or NULL */
     unsigned host_devices;  /* 0: default */
     unsigned host_threads;  /* 0: default */
-    unsigned sim_real_data; /* sim moves real bytes (for small tests) */
+    /* The sim's real_data where its configuration does not say: 1 for a
+     * runtime's, a driver test's own choice otherwise. */
+    unsigned sim_real_data;
 } weft__driver_config;
 
 /* ---- the table --------------------------------------------------------- */

@@ -29,7 +29,8 @@
  *   host_fn_ns=NS    virtual duration of a host function (default 2000)
  *   compute_units=N  reported compute units (default 132)
  *   real_data=0|1    1: device memory is real and copies, fills and kernels
- *                    run (default: weft__driver_config.sim_real_data, else 0)
+ *                    run; 0: timing only (default: weft__driver_config.
+ *                    sim_real_data, which a runtime sets to 1)
  *   check=0|1        with real_data=1: 1 checks that every two operations
  *                    touching the same bytes, one of them writing, are
  *                    ordered in virtual time (weft__sim_hazards; default 0)

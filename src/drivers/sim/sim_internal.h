@@ -112,6 +112,8 @@ typedef struct sim_platform {
     sim_access *log;
     size_t nlog;
     uint64_t hazards;
+    /* real_data=0: set (atomic) once a read-back was warned about. */
+    unsigned warned_uncomputed;
 } sim_platform;
 
 enum {

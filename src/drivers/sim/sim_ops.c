@@ -162,11 +162,35 @@ int weft__sim_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                     WEFT__SIM_HOST, sim_dev_index(dst));
 }
 
+/*
+ * With real_data=0 device memory holds nothing: bytes read back to the
+ * host were not computed. Said once per simulated machine, loudly, at the
+ * first such copy (the program's destination is left as it was).
+ */
+static void sim_warn_uncomputed(weft__queue *q, size_t size)
+{
+    sim_platform *p = sim_ctx_platform(q->ctx);
+
+    if (p->cfg.real_data ||
+        __atomic_exchange_n(&p->warned_uncomputed, 1, __ATOMIC_RELAXED))
+        return;
+    weft__warn("sim",
+               "%zu bytes read back from %s were not computed: the "
+               "simulated machine runs with real_data=0 (timing only), so "
+               "device memory holds nothing and kernels do not run; leave "
+               "real_data out of WEFT_SIM (or set real_data=1) to compute "
+               "them (said once per simulated machine)",
+               size, q->ctx->dev->name);
+}
+
 int weft__sim_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
                        size_t src_off, size_t size)
 {
-    int rc =
-        sim_capture_copy(q, WEFT__SIM_D2H, NULL, 0, src, src_off, dst, size);
+    int rc;
+
+    if (src->kind != WEFT__MEM_PINNED)
+        sim_warn_uncomputed(q, size);
+    rc = sim_capture_copy(q, WEFT__SIM_D2H, NULL, 0, src, src_off, dst, size);
 
     if (rc != 0)
         return rc < 0 ? rc : 0;
