@@ -4,6 +4,7 @@
  */
 #include "wt_kernels.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- host table (host and sim drivers) --------------------------------- */
@@ -482,3 +483,23 @@ const weft_param_type wt_affine_params[3] = {WEFT_PARAM_BUFFER,
 const weft_param_type wt_sum_params[4] = {WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER,
                                           WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
 const weft_param_type wt_addone_params[2] = {WEFT_PARAM_BUFFER, WEFT_PARAM_I64};
+
+int wt_kernels_setup(wt_devices *devs, weft_module **mod, const char *name,
+                     weft_kernel **k)
+{
+    wt_devices_open(devs);
+    if (wt_kernels_module(devs->rt, mod) < 0 ||
+        weft_module_get_kernel(*mod, name, k) < 0) {
+        fprintf(stderr, "setup: %s\n", weft_last_error());
+        return -1;
+    }
+    printf("# device 0: %s (%s), %u devices\n", wt_device(devs, 0)->name,
+           wt_device(devs, 0)->drv->name, devs->n);
+    return 0;
+}
+
+int wt_kernels_teardown(wt_devices *devs, weft_module *mod)
+{
+    weft_module_destroy(mod);
+    return weft_runtime_destroy(devs->rt);
+}

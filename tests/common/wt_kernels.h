@@ -26,6 +26,7 @@
 #define WT_KERNELS_H
 
 #include "drivers/driver.h"
+#include "wt_devices.h"
 
 /*
  * The module source of the kernels above for a driver ("host", "sim",
@@ -48,6 +49,16 @@ int wt_kernels_broken_source(const char *driver, weft__module_source *src);
 
 /* The graph kernels as one module of rt; weft_module_create's codes. */
 int wt_kernels_module(weft_runtime *rt, weft_module **mod);
+
+/*
+ * A suite's usual setup: the runtime from the environment (wt_devices_open
+ * into *devs), the graph kernels' module (*mod) and its kernel `name`
+ * (*k), then a line naming device 0; 0, or -1 with the error printed.
+ * wt_kernels_teardown destroys the module and the runtime.
+ */
+int wt_kernels_setup(wt_devices *devs, weft_module **mod, const char *name,
+                     weft_kernel **k);
+int wt_kernels_teardown(wt_devices *devs, weft_module *mod);
 
 /*
  * f32 kernels as host functions with their parameter lists, for tests that

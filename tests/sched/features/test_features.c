@@ -35,22 +35,13 @@ static weft_kernel *k_advance;
 static int setup(void **state)
 {
     (void)state;
-    wt_devices_open(&devs);
-    if (wt_kernels_module(devs.rt, &mod) < 0 ||
-        weft_module_get_kernel(mod, "advance", &k_advance) < 0) {
-        fprintf(stderr, "setup: %s\n", weft_last_error());
-        return -1;
-    }
-    printf("# device 0: %s (%s), %u devices\n", wt_device(&devs, 0)->name,
-           wt_device(&devs, 0)->drv->name, devs.n);
-    return 0;
+    return wt_kernels_setup(&devs, &mod, "advance", &k_advance);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    weft_module_destroy(mod);
-    return weft_runtime_destroy(devs.rt);
+    return wt_kernels_teardown(&devs, mod);
 }
 
 static void add_advance(weft_graph *g, weft_buffer *b, weft_node *node)
