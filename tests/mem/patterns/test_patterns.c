@@ -398,6 +398,23 @@ static void test_map_in_the_middle(void **state)
     assert_int_equal(data[0], 9);
 }
 
+/* A graph of one kernel on dev0, out = 2 x in over n u32, instantiated. */
+static weft_exec *twice_on_dev0(weft_buffer *out, weft_buffer *in, uint32_t n,
+                                weft_graph **g)
+{
+    weft_arg a[] = {weft_arg_buffer(out, 0, (size_t)n * 4, WEFT_WRITE),
+                    weft_arg_buffer(in, 0, (size_t)n * 4, WEFT_READ),
+                    weft_arg_i64(n)};
+    weft_exec *e;
+    weft_node nd;
+
+    check(weft_graph_create(devs.rt, g));
+    check(weft_graph_add_kernel(*g, k_twice, weft_dims1(n), a, 3, &nd));
+    check(weft_graph_set_device(*g, nd, dev0));
+    check(weft_graph_instantiate(*g, NULL, &e));
+    return e;
+}
+
 /*
  * Staging and registration: a wrapped buffer of 1 MiB read on dev0, three
  * launches with the input invalidated between them. The first crossing is
@@ -420,17 +437,7 @@ static void test_staged_then_registered(void **state)
         data[i] = i;
     check(weft_buffer_wrap(devs.rt, data, BN, &in));
     check(weft_buffer_create(devs.rt, BN, &out));
-    check(weft_graph_create(devs.rt, &g));
-    {
-        weft_arg a[] = {weft_arg_buffer(out, 0, BN, WEFT_WRITE),
-                        weft_arg_buffer(in, 0, BN, WEFT_READ),
-                        weft_arg_i64(BM)};
-        weft_node n;
-
-        check(weft_graph_add_kernel(g, k_twice, weft_dims1(BM), a, 3, &n));
-        check(weft_graph_set_device(g, n, dev0));
-    }
-    check(weft_graph_instantiate(g, NULL, &e));
+    e = twice_on_dev0(out, in, BM, &g);
     s0.size = sizeof s0;
     check(weft_runtime_get_stats(devs.rt, &s0));
     for (int k = 0; k < 3; k++) {
@@ -486,17 +493,7 @@ static void test_large_registered_ahead(void **state)
         data[i] = 3 * i;
     check(weft_buffer_wrap(devs.rt, data, BN, &in));
     check(weft_buffer_create(devs.rt, BN, &out));
-    check(weft_graph_create(devs.rt, &g));
-    {
-        weft_arg a[] = {weft_arg_buffer(out, 0, BN, WEFT_WRITE),
-                        weft_arg_buffer(in, 0, BN, WEFT_READ),
-                        weft_arg_i64(BM)};
-        weft_node n;
-
-        check(weft_graph_add_kernel(g, k_twice, weft_dims1(BM), a, 3, &n));
-        check(weft_graph_set_device(g, n, dev0));
-    }
-    check(weft_graph_instantiate(g, NULL, &e));
+    e = twice_on_dev0(out, in, BM, &g);
     s0.size = s1.size = sizeof s0;
     check(weft_runtime_get_stats(devs.rt, &s0));
     for (uint64_t t0 = weft__now_ns();
@@ -534,17 +531,7 @@ static void test_large_registered_ahead(void **state)
     /* Destroyed while its registration may still run. */
     check(weft_buffer_destroy(in));
     check(weft_buffer_wrap(devs.rt, data, BN, &in));
-    check(weft_graph_create(devs.rt, &g));
-    {
-        weft_arg a[] = {weft_arg_buffer(out, 0, BN, WEFT_WRITE),
-                        weft_arg_buffer(in, 0, BN, WEFT_READ),
-                        weft_arg_i64(BM)};
-        weft_node n;
-
-        check(weft_graph_add_kernel(g, k_twice, weft_dims1(BM), a, 3, &n));
-        check(weft_graph_set_device(g, n, dev0));
-    }
-    check(weft_graph_instantiate(g, NULL, &e));
+    e = twice_on_dev0(out, in, BM, &g);
     for (int k = 0; k < 2; k++) {
         run(e);
         check(weft_buffer_invalidate(in, 0, WEFT_WHOLE));
