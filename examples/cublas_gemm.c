@@ -33,7 +33,10 @@
  *
  *   cublas_gemm [--n N] [--tile T] [--reps R] [--samples S]
  *               [--place rr|auto] [--no-baseline] [--cublas PATH] [--json]
- *               [--driver host] [--no-capture]
+ *               [--driver host] [--no-capture] [--all-gpus-only]
+ *
+ * --all-gpus-only runs the product on every GPU alone (no one-GPU run, no
+ * baseline): for matrices larger than one GPU's memory.
  *
  * --driver host runs the same graph with a C tile product on the host
  * driver's devices (no cuBLAS, no baseline): the tiling and the check
@@ -466,7 +469,7 @@ int main(int argc, char **argv)
 {
     size_t n = 4096, t = 1024;
     int reps = 3, samples = 256, json = 0, place_auto = 0, base = 1;
-    int capture = 1;
+    int capture = 1, one = 1; /* one: the one-GPU run too */
     replayed r1 = {0, 0, 0}, rall = {0, 0, 0};
     const char *lib = NULL, *what = NULL, *driver = "cuda";
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
@@ -501,11 +504,13 @@ int main(int argc, char **argv)
             json = 1;
         else if (!strcmp(argv[i], "--no-capture"))
             capture = 0;
+        else if (!strcmp(argv[i], "--all-gpus-only"))
+            one = base = 0;
         else {
             fprintf(stderr, "usage: cublas_gemm [--n N] [--tile T] [--reps R] "
                             "[--samples S] [--place rr|auto] [--no-baseline] "
                             "[--cublas PATH] [--json] [--driver host] "
-                            "[--no-capture]\n");
+                            "[--no-capture] [--all-gpus-only]\n");
             return 2;
         }
     }
@@ -557,9 +562,11 @@ int main(int argc, char **argv)
     TRY(tiles_create(&m, scratch));
     flops = 2.0 * (double)n * (double)n * (double)n;
 
-    TRY(graph_build(&m, jobs, 1, 0, capture, &g1));
-    TRY(graph_time(g1, reps, &first1, &t1, &r1));
-    TRY(check_tiles(&m, samples, &err1));
+    if (one) {
+        TRY(graph_build(&m, jobs, 1, 0, capture, &g1));
+        TRY(graph_time(g1, reps, &first1, &t1, &r1));
+        TRY(check_tiles(&m, samples, &err1));
+    }
     TRY(graph_build(&m, jobs, m.ngpus, place_auto, capture, &gall));
     TRY(graph_time(gall, reps, &firstall, &tall, &rall));
     TRY(check_tiles(&m, samples, &errall));
@@ -578,15 +585,18 @@ int main(int argc, char **argv)
                "\"weft_all_gpus_launches\": %llu, "
                "\"weft_all_gpus_replayed\": %llu, "
                "\"samples\": %d, \"max_abs_error\": %.3g}\n",
-               n, t, m.ngpus, flops / t1 * 1e-9, flops / tall * 1e-9, cub,
-               first1, firstall, cub ? flops / t1 * 1e-9 / cub : 0,
+               n, t, m.ngpus, one ? flops / t1 * 1e-9 : 0, flops / tall * 1e-9,
+               cub, first1, firstall, cub ? flops / t1 * 1e-9 / cub : 0,
                cub ? flops / tall * 1e-9 / cub : 0, r1.launches, r1.replays,
                rall.launches, rall.replays, samples,
                fmax(fmax(err1, errall), errcub));
     } else {
         printf("n: %zu elements\ntile: %zu elements\ngpus: %u devices (%s)\n",
                n, t, m.ngpus, m.driver);
-        printf("weft_1gpu: %.1f GFLOP/s\n", flops / t1 * 1e-9);
+        if (one)
+            printf("weft_1gpu: %.1f GFLOP/s\n", flops / t1 * 1e-9);
+        else
+            printf("weft_1gpu: skipped (--all-gpus-only)\n");
         printf("weft_all_gpus: %.1f GFLOP/s\n", flops / tall * 1e-9);
         if (cub) {
             printf("cublas_1gpu: %.1f GFLOP/s\n", cub);
@@ -596,7 +606,8 @@ int main(int argc, char **argv)
                    flops / tall * 1e-9 / cub);
         } else {
             printf("cublas_1gpu: skipped (%s)\n",
-                   !base                      ? "--no-baseline"
+                   !one                       ? "--all-gpus-only"
+                   : !base                    ? "--no-baseline"
                    : strcmp(m.driver, "cuda") ? "no cuBLAS on the host driver"
                                               : "the matrices do not fit one "
                                                 "GPU");
