@@ -317,6 +317,113 @@ int weft__ocl_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
     return 0;
 }
 
+/*
+ * Block copies: clEnqueue{Read,Write,Copy}BufferRect. The buffer side's
+ * offset becomes an origin (x bytes, y rows, z slices) of its pitches;
+ * the host side is addressed from host + off. OpenCL wants each slice
+ * pitch a multiple of its row pitch, and some implementations a block
+ * whose rows do not run past their pitch from x: a block that is not so,
+ * a copy within one cl_mem (which OpenCL takes only with equal pitches
+ * and checks for overlap by bounding boxes), a loader without the entry
+ * points, and a queue in a capture (whose command buffer takes only the
+ * 1-D copies weft records) are declined (1) and go row by row.
+ */
+static int ocl_rect_origin(const weft__rect *r, const weft__rect_side *s,
+                           size_t origin[3], size_t pitch[2])
+{
+    size_t sp = r->depth > 1 ? s->slice_pitch : s->row_pitch * r->height;
+    size_t at = r->depth > 1 ? s->off % sp : s->off;
+
+    if (sp % s->row_pitch)
+        return 0;
+    origin[2] = r->depth > 1 ? s->off / sp : 0;
+    origin[1] = at / s->row_pitch;
+    origin[0] = at % s->row_pitch;
+    pitch[0] = s->row_pitch;
+    pitch[1] = sp;
+    return origin[0] + r->width <= s->row_pitch &&
+           (r->depth == 1 || (origin[1] + r->height) * s->row_pitch <= sp);
+}
+
+/* The host side's pitches, 0 if OpenCL cannot take them. */
+static int ocl_rect_host(const weft__rect *r, const weft__rect_side *s,
+                         size_t pitch[2])
+{
+    size_t sp = r->depth > 1 ? s->slice_pitch : s->row_pitch * r->height;
+
+    pitch[0] = s->row_pitch;
+    pitch[1] = sp;
+    return sp % s->row_pitch == 0;
+}
+
+int weft__ocl_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                            const weft__rect *r)
+{
+    size_t org[3], host_org[3] = {0, 0, 0}, bp[2], hp[2];
+    size_t region[3] = {r->width, r->height, r->depth};
+    cl_int rc;
+
+    if (!weft__cl.EnqueueWriteBufferRect || ((ocl_queue *)q)->cap ||
+        !ocl_rect_origin(r, &r->dst, org, bp) || !ocl_rect_host(r, &r->src, hp))
+        return 1;
+    rc = OCL("clEnqueueWriteBufferRect",
+             weft__cl.EnqueueWriteBufferRect(
+                 ocl_q(q), ocl_cl(dst), CL_FALSE, org, host_org, region, bp[0],
+                 bp[1], hp[0], hp[1], (const char *)src + r->src.off, 0, NULL,
+                 NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc,
+                              "clEnqueueWriteBufferRect: %zux%zux%zu bytes to "
+                              "%s",
+                              r->width, r->height, r->depth, ocl_qname(q));
+    return 0;
+}
+
+int weft__ocl_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                            const weft__rect *r)
+{
+    size_t org[3], host_org[3] = {0, 0, 0}, bp[2], hp[2];
+    size_t region[3] = {r->width, r->height, r->depth};
+    cl_int rc;
+
+    if (!weft__cl.EnqueueReadBufferRect || ((ocl_queue *)q)->cap ||
+        !ocl_rect_origin(r, &r->src, org, bp) || !ocl_rect_host(r, &r->dst, hp))
+        return 1;
+    rc = OCL("clEnqueueReadBufferRect",
+             weft__cl.EnqueueReadBufferRect(
+                 ocl_q(q), ocl_cl(src), CL_FALSE, org, host_org, region, bp[0],
+                 bp[1], hp[0], hp[1], (char *)dst + r->dst.off, 0, NULL, NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc,
+                              "clEnqueueReadBufferRect: %zux%zux%zu bytes "
+                              "from %s",
+                              r->width, r->height, r->depth, ocl_qname(q));
+    return 0;
+}
+
+int weft__ocl_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                            const weft__rect *r)
+{
+    size_t dorg[3], sorg[3], dp[2], sp[2];
+    size_t region[3] = {r->width, r->height, r->depth};
+    cl_int rc;
+
+    if (!weft__cl.EnqueueCopyBufferRect || ((ocl_queue *)q)->cap ||
+        dst == src || !ocl_rect_origin(r, &r->dst, dorg, dp) ||
+        !ocl_rect_origin(r, &r->src, sorg, sp))
+        return 1;
+    rc = OCL("clEnqueueCopyBufferRect",
+             weft__cl.EnqueueCopyBufferRect(ocl_q(q), ocl_cl(src), ocl_cl(dst),
+                                            sorg, dorg, region, sp[0], sp[1],
+                                            dp[0], dp[1], 0, NULL, NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc,
+                              "clEnqueueCopyBufferRect: %zux%zux%zu bytes on "
+                              "%s",
+                              r->width, r->height, r->depth, ocl_qname(q));
+    return 0;
+}
+
 int weft__ocl_fill(weft__queue *q, weft__mem *dst, size_t off,
                    const void *pattern, size_t pattern_size, size_t size)
 {
