@@ -18,6 +18,7 @@
  * failure injection, the call) is written once, in WEFT__DRV_DEFINE.
  */
 #include "kcache.h"
+#include "submit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -1310,10 +1311,14 @@ int weft__drv_check_copy_peer_rect(weft__queue *q, weft__mem *dst,
     return rc;
 }
 
-/* The block one contiguous row at a time, through the 1-D operation. */
-static int weft__rect_by_rows(weft__rect_kind kind, weft__queue *q,
-                              weft__mem *dst, void *dst_host, weft__mem *src,
-                              const void *src_host, const weft__rect *r)
+/*
+ * The block one contiguous row at a time, through the 1-D operation: of
+ * the driver (sub NULL) or of a submission.
+ */
+static int weft__rect_by_rows(weft__rect_kind kind, const weft__submit *sub,
+                              weft__queue *q, weft__mem *dst, void *dst_host,
+                              weft__mem *src, const void *src_host,
+                              const weft__rect *r)
 {
     const weft__driver *drv = q->drv;
 
@@ -1323,21 +1328,29 @@ static int weft__rect_by_rows(weft__rect_kind kind, weft__queue *q,
                 r->dst.off + z * r->dst.slice_pitch + y * r->dst.row_pitch;
             size_t s =
                 r->src.off + z * r->src.slice_pitch + y * r->src.row_pitch;
+            const char *hs;
+            char *hd;
+            size_t w = r->width;
             int rc;
 
             switch (kind) {
             case WEFT__RECT_H2D:
-                rc = drv->copy_h2d(q, dst, d, (const char *)src_host + s,
-                                   r->width);
+                hs = (const char *)src_host + s;
+                rc = sub ? sub->copy_h2d(sub->self, q, dst, d, hs, w)
+                         : drv->copy_h2d(q, dst, d, hs, w);
                 break;
             case WEFT__RECT_D2H:
-                rc = drv->copy_d2h(q, (char *)dst_host + d, src, s, r->width);
+                hd = (char *)dst_host + d;
+                rc = sub ? sub->copy_d2h(sub->self, q, hd, src, s, w)
+                         : drv->copy_d2h(q, hd, src, s, w);
                 break;
             case WEFT__RECT_D2D:
-                rc = drv->copy_d2d(q, dst, d, src, s, r->width);
+                rc = sub ? sub->copy_d2d(sub->self, q, dst, d, src, s, w)
+                         : drv->copy_d2d(q, dst, d, src, s, w);
                 break;
             default:
-                rc = drv->copy_peer(q, dst, d, src, s, r->width);
+                rc = sub ? sub->copy_peer(sub->self, q, dst, d, src, s, w)
+                         : drv->copy_peer(q, dst, d, src, s, w);
                 break;
             }
             if (rc < 0)
@@ -1368,7 +1381,8 @@ int weft__drv_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
     if (rc != 0)
         return rc < 0 ? rc : 0;
     WEFT__RECT_RUN("copy_h2d_rect", b, copy_h2d_rect, dst, src);
-    return weft__rect_by_rows(WEFT__RECT_H2D, q, dst, NULL, NULL, src, &b);
+    return weft__rect_by_rows(WEFT__RECT_H2D, NULL, q, dst, NULL, NULL, src,
+                              &b);
 }
 
 int weft__drv_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
@@ -1380,7 +1394,8 @@ int weft__drv_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
     if (rc != 0)
         return rc < 0 ? rc : 0;
     WEFT__RECT_RUN("copy_d2h_rect", b, copy_d2h_rect, dst, src);
-    return weft__rect_by_rows(WEFT__RECT_D2H, q, NULL, dst, src, NULL, &b);
+    return weft__rect_by_rows(WEFT__RECT_D2H, NULL, q, NULL, dst, src, NULL,
+                              &b);
 }
 
 int weft__drv_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
@@ -1392,7 +1407,8 @@ int weft__drv_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
     if (rc != 0)
         return rc < 0 ? rc : 0;
     WEFT__RECT_RUN("copy_d2d_rect", b, copy_d2d_rect, dst, src);
-    return weft__rect_by_rows(WEFT__RECT_D2D, q, dst, NULL, src, NULL, &b);
+    return weft__rect_by_rows(WEFT__RECT_D2D, NULL, q, dst, NULL, src, NULL,
+                              &b);
 }
 
 int weft__drv_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
@@ -1404,5 +1420,69 @@ int weft__drv_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
     if (rc != 0)
         return rc < 0 ? rc : 0;
     WEFT__RECT_RUN("copy_peer_rect", b, copy_peer_rect, dst, src);
-    return weft__rect_by_rows(WEFT__RECT_PEER, q, dst, NULL, src, NULL, &b);
+    return weft__rect_by_rows(WEFT__RECT_PEER, NULL, q, dst, NULL, src, NULL,
+                              &b);
+}
+
+int weft__submit_copy_h2d_rect(const weft__submit *s, weft__queue *q,
+                               weft__mem *dst, const void *src,
+                               const weft__rect *r)
+{
+    weft__rect b;
+    int rc;
+
+    if (!s)
+        return weft__drv_copy_h2d_rect(q, dst, src, r);
+    if (s->copy_h2d_rect)
+        return s->copy_h2d_rect(s->self, q, dst, src, r);
+    if ((rc = weft__drv_check_copy_h2d_rect(q, dst, src, r, &b)) != 0)
+        return rc < 0 ? rc : 0;
+    return weft__rect_by_rows(WEFT__RECT_H2D, s, q, dst, NULL, NULL, src, &b);
+}
+
+int weft__submit_copy_d2h_rect(const weft__submit *s, weft__queue *q, void *dst,
+                               weft__mem *src, const weft__rect *r)
+{
+    weft__rect b;
+    int rc;
+
+    if (!s)
+        return weft__drv_copy_d2h_rect(q, dst, src, r);
+    if (s->copy_d2h_rect)
+        return s->copy_d2h_rect(s->self, q, dst, src, r);
+    if ((rc = weft__drv_check_copy_d2h_rect(q, dst, src, r, &b)) != 0)
+        return rc < 0 ? rc : 0;
+    return weft__rect_by_rows(WEFT__RECT_D2H, s, q, NULL, dst, src, NULL, &b);
+}
+
+int weft__submit_copy_d2d_rect(const weft__submit *s, weft__queue *q,
+                               weft__mem *dst, weft__mem *src,
+                               const weft__rect *r)
+{
+    weft__rect b;
+    int rc;
+
+    if (!s)
+        return weft__drv_copy_d2d_rect(q, dst, src, r);
+    if (s->copy_d2d_rect)
+        return s->copy_d2d_rect(s->self, q, dst, src, r);
+    if ((rc = weft__drv_check_copy_d2d_rect(q, dst, src, r, &b)) != 0)
+        return rc < 0 ? rc : 0;
+    return weft__rect_by_rows(WEFT__RECT_D2D, s, q, dst, NULL, src, NULL, &b);
+}
+
+int weft__submit_copy_peer_rect(const weft__submit *s, weft__queue *q,
+                                weft__mem *dst, weft__mem *src,
+                                const weft__rect *r)
+{
+    weft__rect b;
+    int rc;
+
+    if (!s)
+        return weft__drv_copy_peer_rect(q, dst, src, r);
+    if (s->copy_peer_rect)
+        return s->copy_peer_rect(s->self, q, dst, src, r);
+    if ((rc = weft__drv_check_copy_peer_rect(q, dst, src, r, &b)) != 0)
+        return rc < 0 ? rc : 0;
+    return weft__rect_by_rows(WEFT__RECT_PEER, s, q, dst, NULL, src, NULL, &b);
 }

@@ -13,6 +13,7 @@
  * instead of hanging.
  */
 #include "drivers/sim/sim.h"
+#include "drivers/submit.h"
 #include "wt_devices.h"
 #include "wt_kernels.h"
 
@@ -1714,6 +1715,81 @@ static void test_rect_native(void **state)
     free(model);
 }
 
+/*
+ * A submission without block operations (the scheduler's tape, say) gets
+ * a block as one 1-D copy per row, through its own 1-D operations.
+ */
+static int wt_sub_rows;
+
+static int wt_sub_h2d(void *self, weft__queue *q, weft__mem *dst,
+                      size_t dst_off, const void *src, size_t size)
+{
+    (void)self;
+    wt_sub_rows++;
+    return weft__drv_copy_h2d(q, dst, dst_off, src, size);
+}
+
+static int wt_sub_d2h(void *self, weft__queue *q, void *dst, weft__mem *src,
+                      size_t src_off, size_t size)
+{
+    (void)self;
+    wt_sub_rows++;
+    return weft__drv_copy_d2h(q, dst, src, src_off, size);
+}
+
+static int wt_sub_d2d(void *self, weft__queue *q, weft__mem *dst,
+                      size_t dst_off, weft__mem *src, size_t src_off,
+                      size_t size)
+{
+    (void)self;
+    wt_sub_rows++;
+    return weft__drv_copy_d2d(q, dst, dst_off, src, src_off, size);
+}
+
+static void test_rect_submit(void **state)
+{
+    wt_fixture *f = *state;
+    const wt_rect_case *c = &wt_rect_cases[6]; /* 3-D, 4 rows x 3 slices */
+    weft__submit sub;
+    weft__rect r = wt_rect_of(c);
+    size_t nd = wt_rect_size(&r, &r.dst), ns = wt_rect_size(&r, &r.src);
+    unsigned char *dmodel = wt_alloc_host(nd), *smodel = wt_alloc_host(ns);
+    unsigned char *host = wt_alloc_host(ns > nd ? ns : nd);
+    weft__mem *a, *b;
+
+    memset(&sub, 0, sizeof sub);
+    sub.copy_h2d = wt_sub_h2d;
+    sub.copy_d2h = wt_sub_d2h;
+    sub.copy_d2d = wt_sub_d2d;
+    a = wt_rect_mem(f->ctx, f->q, ns, smodel, 114);
+    b = wt_rect_mem(f->ctx, f->q, nd, dmodel, 115);
+    wt_rect_apply(dmodel, smodel, &r);
+    wt_sub_rows = 0;
+    WT_OK(weft__submit_copy_d2d_rect(&sub, f->q, b, a, &r));
+    assert_int_equal(wt_sub_rows, c->height * c->depth);
+    WT_MEM(f->q, b, dmodel, "d2d block through a submission");
+    wt_pattern(host, ns, 116);
+    wt_rect_apply(dmodel, host, &r);
+    WT_OK(weft__submit_copy_h2d_rect(&sub, f->q, b, host, &r));
+    WT_MEM(f->q, b, dmodel, "h2d block through a submission");
+    wt_pattern(host, nd, 117);
+    memcpy(dmodel, host, nd);
+    wt_rect_apply(dmodel, smodel, &r); /* a still holds smodel */
+    WT_OK(weft__submit_copy_d2h_rect(&sub, f->q, host, a, &r));
+    WT_OK(weft__drv_queue_sync(f->q));
+    WT_BYTES(host, dmodel, nd, "d2h block through a submission");
+    assert_int_equal(wt_sub_rows, 3 * c->height * c->depth);
+    /* bad blocks are refused before any row */
+    r.dst.row_pitch = 1;
+    WT_RC(WEFT_EINVAL, weft__submit_copy_h2d_rect(&sub, f->q, b, host, &r));
+    assert_int_equal(wt_sub_rows, 3 * c->height * c->depth);
+    WT_OK(weft__drv_mem_free(a));
+    WT_OK(weft__drv_mem_free(b));
+    free(dmodel);
+    free(smodel);
+    free(host);
+}
+
 /* The checks fold what is contiguous and fill in packed pitches. */
 static void test_rect_fold(void **state)
 {
@@ -1944,6 +2020,7 @@ static const struct CMUnitTest wt_tests[] = {
     WT_TEST(test_rect_bad_input),
     WT_TEST(test_rect_fold),
     WT_TEST(test_rect_native),
+    WT_TEST(test_rect_submit),
     WT_TEST(test_rect_sim),
     WT_TEST(test_stress_three_queues),
 };
