@@ -1706,6 +1706,17 @@ static void test_rect_native(void **state)
             assert_true(rc < 0);
         }
     }
+    if (ocl && wt_peer) { /* staged through the host, by blocks too */
+        weft__context *pc = wt_peer_context(f);
+        weft__mem *pm = NULL;
+
+        WT_OK(weft__drv_mem_alloc(pc, n, &pm));
+        weft__fault_arm(1, "opencl.clEnqueueReadBufferRect");
+        rc = weft__drv_copy_peer_rect(f->q, pm, m, &r);
+        weft__fault_disarm();
+        assert_true(rc < 0);
+        WT_OK(weft__drv_mem_free(pm));
+    }
     WT_OK(weft__drv_queue_sync(f->q));
     WT_MEM(f->q, m, model, "memory after failed block copies");
     WT_MEM(f->q, m2, model, "memory after a failed d2d block copy");

@@ -734,6 +734,7 @@ const weft__driver weft__driver_opencl = {
     .copy_h2d_rect = weft__ocl_copy_h2d_rect,
     .copy_d2h_rect = weft__ocl_copy_d2h_rect,
     .copy_d2d_rect = weft__ocl_copy_d2d_rect,
+    .copy_peer_rect = weft__ocl_copy_peer_rect,
     .module_create = weft__ocl_module_create,
     .module_destroy = weft__ocl_module_destroy,
     .module_binary = ocl_module_binary,

@@ -472,6 +472,8 @@ int weft__ocl_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
                             const weft__rect *r);
 int weft__ocl_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
                             const weft__rect *r);
+int weft__ocl_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r);
 int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size);
 int weft__ocl_fill(weft__queue *q, weft__mem *dst, size_t off,
