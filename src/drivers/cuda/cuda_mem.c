@@ -477,9 +477,10 @@ static cuda_rect_end cuda_rect_mem(weft__mem *m, size_t off, int unified)
 /*
  * Enqueue block r from src to dst (the sides' offsets already applied) on
  * q: one cuMemcpy3DAsync where the slice pitches are whole rows, a
- * cuMemcpy2DAsync per slice otherwise (or for one slice). 1 if CUDA
- * refuses the first call as an invalid value (a pitch beyond the device's
- * limit, say: nothing was enqueued) or lacks the entry point.
+ * cuMemcpy2DAsync per slice otherwise (or for one slice, or where the 3-D
+ * copy is refused as an invalid value). 1 if CUDA refuses the first 2-D
+ * call as an invalid value (a pitch beyond the device's limit, say:
+ * nothing was enqueued) or lacks the entry point.
  */
 static int cuda_rect(weft__queue *q, cuda_rect_end dst, cuda_rect_end src,
                      const weft__rect *r, const char *what)
@@ -487,13 +488,14 @@ static int cuda_rect(weft__queue *q, cuda_rect_end dst, cuda_rect_end src,
     CUstream s = cuda_stream(q);
     CUresult res = CUDA_SUCCESS;
     const char *call;
-    int rc;
+    int rc, threed;
 
     if ((rc = weft__cuda_enter(q->ctx)) < 0)
         return rc;
-    if (r->depth > 1 && weft__cu.Memcpy3DAsync &&
-        r->src.slice_pitch % r->src.row_pitch == 0 &&
-        r->dst.slice_pitch % r->dst.row_pitch == 0) {
+    threed = r->depth > 1 && weft__cu.Memcpy3DAsync &&
+             r->src.slice_pitch % r->src.row_pitch == 0 &&
+             r->dst.slice_pitch % r->dst.row_pitch == 0;
+    if (threed) {
         CUDA_MEMCPY3D p;
 
         memset(&p, 0, sizeof p);
@@ -514,9 +516,17 @@ static int cuda_rect(weft__queue *q, cuda_rect_end dst, cuda_rect_end src,
         res = weft__fault("cuda.cuMemcpy3DAsync")
                   ? CUDA_ERROR_UNKNOWN
                   : weft__cu.Memcpy3DAsync(&p, s);
-        if (res == CUDA_ERROR_INVALID_VALUE)
-            goto declined;
-    } else {
+        if (res == CUDA_ERROR_INVALID_VALUE) {
+            weft__info("cuda",
+                       "cuMemcpy3DAsync refused a block of "
+                       "%zux%zux%zu bytes; trying a 2-D copy per "
+                       "slice",
+                       r->width, r->height, r->depth);
+            res = CUDA_SUCCESS;
+            threed = 0;
+        }
+    }
+    if (!threed) {
         if (!weft__cu.Memcpy2DAsync)
             return 1;
         call = "cuMemcpy2DAsync";
