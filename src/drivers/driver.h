@@ -239,7 +239,7 @@ typedef void weft__host_fn(void *user);
  * A rectangular block copy (2-D or 3-D): width bytes per row, height rows
  * per slice, depth slices. Each side is at its memory's (or host
  * pointer's) byte off, and row r of slice z at off + z * slice_pitch + r *
- * row_pitch. The checked entry points (dispatch.c) hand the drivers a
+ * row_pitch. The checked entry points (rect.c) hand the drivers a
  * block with every extent > 0, row_pitch >= width, slice_pitch >=
  * row_pitch * height on both sides, and both sides inside their memory;
  * contiguous rows and slices folded (row_pitch == width on both sides:
@@ -429,7 +429,7 @@ struct weft__driver {
      * between devices (as copy_peer). A driver may decline a block
      * (pageable host memory it would have to stage, a pitch its API
      * refuses) by returning 1 having enqueued nothing; then, as where the
-     * operation is NULL, dispatch.c enqueues the block one contiguous row
+     * operation is NULL, rect.c enqueues the block one contiguous row
      * at a time through copy_h2d, copy_d2h, copy_d2d or copy_peer.
      */
     int (*copy_h2d_rect)(weft__queue *q, weft__mem *dst, const void *src,
@@ -636,7 +636,7 @@ void weft__drv_native_context(weft__context *ctx, weft__native_queue *out);
 /* The table's native_mem; zeros where the driver has none. */
 void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
 /*
- * Rectangular copies: the block *r (pitches of 0 mean packed: row_pitch
+ * Rectangular copies (rect.c): the block *r (pitches of 0 mean packed: row_pitch
  * width, slice_pitch row_pitch * height) checked (extents, pitches, both
  * sides inside their memory, the host pointer not NULL, the two sides of
  * one memory disjoint), then the driver's operation, or one copy per

@@ -111,7 +111,7 @@ static inline int weft__submit_native_call(const weft__submit *s,
 }
 
 /*
- * Block copies through s (dispatch.c): the driver's entry point where s is
+ * Block copies through s (rect.c): the driver's entry point where s is
  * NULL, s's block operation where it has one, else the block checked and
  * folded as the entry point does and handed to s one row at a time.
  */

@@ -126,7 +126,7 @@ static void fill_run(weft__host_op *op)
     }
 }
 
-/* The two sides of a block never share a byte (dispatch.c checks). */
+/* The two sides of a block never share a byte (rect.c checks). */
 static void rect_run(weft__host_op *op)
 {
     const weft__rect *r = &op->u.rect.rect;

@@ -110,7 +110,7 @@ static void sim_work_run(sim_work *w)
     case WEFT__SIM_D2H:
     case WEFT__SIM_PEER:
     case WEFT__SIM_D2D:
-        if (w->rect_on) { /* the sides are disjoint (dispatch.c) */
+        if (w->rect_on) { /* the sides are disjoint (rect.c) */
             const weft__rect *r = &w->rect;
 
             for (size_t z = 0; z < r->depth; z++)
