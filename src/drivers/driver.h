@@ -636,9 +636,9 @@ void weft__drv_native_context(weft__context *ctx, weft__native_queue *out);
 /* The table's native_mem; zeros where the driver has none. */
 void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
 /*
- * Rectangular copies (rect.c): the block *r (pitches of 0 mean packed: row_pitch
- * width, slice_pitch row_pitch * height) checked (extents, pitches, both
- * sides inside their memory, the host pointer not NULL, the two sides of
+ * Rectangular copies (rect.c): the block *r (pitches of 0 mean packed:
+ * row_pitch width, slice_pitch row_pitch * height) checked (extents, pitches,
+ * both sides inside their memory, the host pointer not NULL, the two sides of
  * one memory disjoint), then the driver's operation, or one copy per
  * contiguous row where the driver has none or declines the block. A block
  * with an extent of 0 enqueues nothing. Failure injection at
