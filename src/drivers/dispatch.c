@@ -17,12 +17,13 @@
  * weft__check_<op>, and the shape they share (checks, missing operation,
  * failure injection, the call) is written once, in WEFT__DRV_DEFINE.
  */
+#include "dispatch.h"
 #include "kcache.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static int weft__drv_injected(const weft__driver *drv, const char *op, int code)
+int weft__drv_injected(const weft__driver *drv, const char *op, int code)
 {
     char site[64];
 
@@ -33,23 +34,12 @@ static int weft__drv_injected(const weft__driver *drv, const char *op, int code)
                               "%s: injected failure", site);
 }
 
-/* Fail with an injected error at "<driver>.<op>" when armed. */
-#define WEFT__INJECT(drv, op, code)                                            \
-    do {                                                                       \
-        if (WEFT__UNLIKELY(                                                    \
-                __atomic_load_n(&weft__fault_armed, __ATOMIC_RELAXED))) {      \
-            int inj_ = weft__drv_injected((drv), (op), (code));                \
-            if (inj_)                                                          \
-                return inj_;                                                   \
-        }                                                                      \
-    } while (0)
-
 static void weft__live_add(weft__context *ctx, long d)
 {
     __atomic_add_fetch(&ctx->live, d, __ATOMIC_RELAXED);
 }
 
-static int weft__missing(const weft__driver *drv, const char *op)
+int weft__drv_missing(const weft__driver *drv, const char *op)
 {
     return weft__error(WEFT_ENOTSUP, "%s: the %s driver has no %s operation",
                        op, drv->name, op);
@@ -58,10 +48,10 @@ static int weft__missing(const weft__driver *drv, const char *op)
 #define WEFT__NEED_OP(drv, op)                                                 \
     do {                                                                       \
         if (!(drv)->op)                                                        \
-            return weft__missing((drv), #op);                                  \
+            return weft__drv_missing((drv), #op);                              \
     } while (0)
 
-static int weft__check_queue(const weft__queue *q, const char *op)
+int weft__drv_check_queue(const weft__queue *q, const char *op)
 {
     if (!q)
         return weft__error(WEFT_EINVAL, "%s: queue is NULL", op);
@@ -70,9 +60,8 @@ static int weft__check_queue(const weft__queue *q, const char *op)
     return 0;
 }
 
-/* mem must be memory of q's driver; if same_ctx, of q's own context. */
-static int weft__check_mem(const weft__queue *q, const weft__mem *m,
-                           const char *what, const char *op, int same_ctx)
+int weft__drv_check_mem(const weft__queue *q, const weft__mem *m,
+                        const char *what, const char *op, int same_ctx)
 {
     if (!m)
         return weft__error(WEFT_EINVAL, "%s: %s memory is NULL", op, what);
@@ -188,7 +177,7 @@ int weft__drv_queue_create(weft__context *ctx, const weft__queue_desc *desc,
 int weft__drv_queue_destroy(weft__queue *q)
 {
     weft__context *ctx;
-    int rc = weft__check_queue(q, "queue_destroy");
+    int rc = weft__drv_check_queue(q, "queue_destroy");
 
     if (rc < 0)
         return rc;
@@ -523,7 +512,7 @@ WEFT__DRV_RELEASES(WEFT__DRV_RELEASE)
 
 static int weft__check_queue_sync(weft__queue *q)
 {
-    return weft__check_queue(q, "queue_sync");
+    return weft__drv_check_queue(q, "queue_sync");
 }
 
 static int weft__check_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
@@ -531,8 +520,8 @@ static int weft__check_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 {
     int rc;
 
-    if ((rc = weft__check_queue(q, "copy_h2d")) < 0 ||
-        (rc = weft__check_mem(q, dst, "destination", "copy_h2d", 1)) < 0 ||
+    if ((rc = weft__drv_check_queue(q, "copy_h2d")) < 0 ||
+        (rc = weft__drv_check_mem(q, dst, "destination", "copy_h2d", 1)) < 0 ||
         (rc = weft__check_range(dst, dst_off, size, "destination",
                                 "copy_h2d")) < 0)
         return rc;
@@ -546,8 +535,8 @@ static int weft__check_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
 {
     int rc;
 
-    if ((rc = weft__check_queue(q, "copy_d2h")) < 0 ||
-        (rc = weft__check_mem(q, src, "source", "copy_d2h", 1)) < 0 ||
+    if ((rc = weft__drv_check_queue(q, "copy_d2h")) < 0 ||
+        (rc = weft__drv_check_mem(q, src, "source", "copy_d2h", 1)) < 0 ||
         (rc = weft__check_range(src, src_off, size, "source", "copy_d2h")) < 0)
         return rc;
     if (!dst)
@@ -562,9 +551,9 @@ static int weft__check_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 {
     int rc;
 
-    if ((rc = weft__check_queue(q, op)) < 0 ||
-        (rc = weft__check_mem(q, dst, "destination", op, same_ctx)) < 0 ||
-        (rc = weft__check_mem(q, src, "source", op, same_ctx)) < 0 ||
+    if ((rc = weft__drv_check_queue(q, op)) < 0 ||
+        (rc = weft__drv_check_mem(q, dst, "destination", op, same_ctx)) < 0 ||
+        (rc = weft__drv_check_mem(q, src, "source", op, same_ctx)) < 0 ||
         (rc = weft__check_range(dst, dst_off, size, "destination", op)) < 0 ||
         (rc = weft__check_range(src, src_off, size, "source", op)) < 0)
         return rc;
@@ -610,8 +599,8 @@ static int weft__check_fill(weft__queue *q, weft__mem *dst, size_t off,
 {
     int rc;
 
-    if ((rc = weft__check_queue(q, "fill")) < 0 ||
-        (rc = weft__check_mem(q, dst, "destination", "fill", 1)) < 0 ||
+    if ((rc = weft__drv_check_queue(q, "fill")) < 0 ||
+        (rc = weft__drv_check_mem(q, dst, "destination", "fill", 1)) < 0 ||
         (rc = weft__check_range(dst, off, size, "destination", "fill")) < 0)
         return rc;
     if (!pattern)
@@ -651,7 +640,7 @@ static int weft__check_arg(const weft__queue *q, const weft__kernel *k,
             return weft__error(WEFT_EARGS,
                                "launch of %s: buffer argument %u is NULL",
                                k->name, i);
-        rc = weft__check_mem(q, a->u.buf.mem, "argument", "launch", 1);
+        rc = weft__drv_check_mem(q, a->u.buf.mem, "argument", "launch", 1);
         if (rc < 0)
             return weft__error_prefix(WEFT_EARGS, "%s argument %u", k->name, i);
         if (a->u.buf.offset >= a->u.buf.mem->size)
@@ -736,7 +725,7 @@ static int weft__check_launch(weft__queue *q, weft__kernel *k,
     uint64_t group;
     int rc;
 
-    if ((rc = weft__check_queue(q, "launch")) < 0)
+    if ((rc = weft__drv_check_queue(q, "launch")) < 0)
         return rc;
     if (!k || !grid)
         return weft__error(WEFT_EINVAL, "launch: %s is NULL",
@@ -781,7 +770,7 @@ static int weft__check_event_record(weft__event *ev, weft__queue *q)
 {
     int rc;
 
-    if ((rc = weft__check_queue(q, "event_record")) < 0)
+    if ((rc = weft__drv_check_queue(q, "event_record")) < 0)
         return rc;
     if (!ev)
         return weft__error(WEFT_EINVAL, "event_record: event is NULL");
@@ -797,7 +786,7 @@ static int weft__check_queue_wait_event(weft__queue *q, weft__event *ev)
 {
     int rc;
 
-    if ((rc = weft__check_queue(q, "queue_wait_event")) < 0)
+    if ((rc = weft__drv_check_queue(q, "queue_wait_event")) < 0)
         return rc;
     if (!ev)
         return weft__error(WEFT_EINVAL, "queue_wait_event: event is NULL");
@@ -841,7 +830,7 @@ static int weft__check_host_fn(weft__queue *q, weft__host_fn *fn, void *user)
     int rc;
 
     (void)user;
-    if ((rc = weft__check_queue(q, "host_fn")) < 0)
+    if ((rc = weft__drv_check_queue(q, "host_fn")) < 0)
         return rc;
     if (!fn)
         return weft__error(WEFT_EINVAL, "host_fn: function is NULL");
@@ -854,7 +843,7 @@ static int weft__check_native_call(weft__queue *q, weft__native_fn *fn,
     int rc;
 
     (void)user;
-    if ((rc = weft__check_queue(q, "native_call")) < 0)
+    if ((rc = weft__drv_check_queue(q, "native_call")) < 0)
         return rc;
     if (!fn)
         return weft__error(WEFT_EINVAL, "native_call: function is NULL");
@@ -863,7 +852,7 @@ static int weft__check_native_call(weft__queue *q, weft__native_fn *fn,
 
 static int weft__check_external_wait(weft__queue *q, void *ev)
 {
-    int rc = weft__check_queue(q, "external_wait");
+    int rc = weft__drv_check_queue(q, "external_wait");
 
     if (rc == 0 && !ev)
         rc = weft__error(WEFT_EINVAL, "external_wait: event is NULL");
@@ -872,7 +861,7 @@ static int weft__check_external_wait(weft__queue *q, void *ev)
 
 static int weft__check_external_record(weft__queue *q, void *ev)
 {
-    int rc = weft__check_queue(q, "external_record");
+    int rc = weft__drv_check_queue(q, "external_record");
 
     if (rc == 0 && !ev)
         rc = weft__error(WEFT_EINVAL, "external_record: event is NULL");
@@ -881,7 +870,7 @@ static int weft__check_external_record(weft__queue *q, void *ev)
 
 static int weft__check_graph_begin(weft__queue *q)
 {
-    return weft__check_queue(q, "graph_begin");
+    return weft__drv_check_queue(q, "graph_begin");
 }
 
 static int weft__check_graph_end(weft__queue *q, void *old, void **graph,
@@ -890,12 +879,12 @@ static int weft__check_graph_end(weft__queue *q, void *old, void **graph,
     (void)old;
     (void)graph;
     (void)updated;
-    return weft__check_queue(q, "graph_end");
+    return weft__drv_check_queue(q, "graph_end");
 }
 
 static int weft__check_graph_launch(void *graph, weft__queue *q)
 {
-    int rc = weft__check_queue(q, "graph_launch");
+    int rc = weft__drv_check_queue(q, "graph_launch");
 
     if (rc == 0 && !graph)
         rc = weft__error(WEFT_EINVAL, "graph_launch: graph is NULL");
@@ -904,7 +893,7 @@ static int weft__check_graph_launch(void *graph, weft__queue *q)
 
 static int weft__check_graph_record_external(weft__event *ev, weft__queue *q)
 {
-    int rc = weft__check_queue(q, "graph_record_external");
+    int rc = weft__drv_check_queue(q, "graph_record_external");
 
     if (rc == 0 && !ev)
         rc = weft__error(WEFT_EINVAL, "graph_record_external: event is NULL");
@@ -913,7 +902,7 @@ static int weft__check_graph_record_external(weft__event *ev, weft__queue *q)
 
 static int weft__check_graph_wait_external(weft__queue *q, weft__event *ev)
 {
-    int rc = weft__check_queue(q, "graph_wait_external");
+    int rc = weft__drv_check_queue(q, "graph_wait_external");
 
     if (rc == 0 && !ev)
         rc = weft__error(WEFT_EINVAL, "graph_wait_external: event is NULL");

@@ -236,6 +236,59 @@ struct weft__event {
 typedef void weft__host_fn(void *user);
 
 /*
+ * A rectangular block copy (2-D or 3-D): width bytes per row, height rows
+ * per slice, depth slices. Each side is at its memory's (or host
+ * pointer's) byte off, and row r of slice z at off + z * slice_pitch + r *
+ * row_pitch. The checked entry points (rect.c) hand the drivers a
+ * block with every extent > 0, row_pitch >= width, slice_pitch >=
+ * row_pitch * height on both sides, and both sides inside their memory;
+ * contiguous rows and slices folded (row_pitch == width on both sides:
+ * one row of width * height bytes; single-row slices: rows). A block that
+ * is then one contiguous range goes to the 1-D copy: a driver's rect
+ * operation sees height * depth > 1.
+ */
+typedef struct weft__rect_side {
+    size_t off;
+    size_t row_pitch;
+    size_t slice_pitch;
+} weft__rect_side;
+
+typedef struct weft__rect {
+    weft__rect_side dst, src;
+    size_t width;  /* bytes per row */
+    size_t height; /* rows per slice */
+    size_t depth;  /* slices */
+} weft__rect;
+
+/* Bytes the block moves. */
+static inline uint64_t weft__rect_bytes(const weft__rect *r)
+{
+    return (uint64_t)r->width * r->height * r->depth;
+}
+
+/* Bytes from a side's first byte to one past its last. */
+static inline size_t weft__rect_span(const weft__rect *r,
+                                     const weft__rect_side *s)
+{
+    return (r->depth - 1) * s->slice_pitch + (r->height - 1) * s->row_pitch +
+           r->width;
+}
+
+/*
+ * A block of addresses (lo, then rows of width bytes row_pitch apart,
+ * height per slice, depth slices slice_pitch apart), for overlap tests;
+ * pitches as in weft__rect (rows of one block never overlap).
+ */
+typedef struct weft__block {
+    uintptr_t lo;
+    size_t width, height, depth;
+    size_t row_pitch, slice_pitch;
+} weft__block;
+
+/* 1 if a and b share a byte, else 0 (linear in their rows). */
+int weft__block_overlap(const weft__block *a, const weft__block *b);
+
+/*
  * Native nodes. What the program's function is handed of a queue
  * (native_call): the driver's own context, device and queue (CUcontext,
  * CUdevice as an integer, CUstream; cl_context, cl_device_id,
@@ -371,6 +424,24 @@ struct weft__driver {
      */
     int (*fill)(weft__queue *q, weft__mem *dst, size_t off, const void *pattern,
                 size_t pattern_size, size_t size);
+    /*
+     * Rectangular copies (optional, each on its own): the block r (see
+     * weft__rect; the host pointer is the base its side's off is from)
+     * between host and device memory, within the queue's device, and
+     * between devices (as copy_peer). A driver may decline a block
+     * (pageable host memory it would have to stage, a pitch its API
+     * refuses) by returning 1 having enqueued nothing; then, as where the
+     * operation is NULL, rect.c enqueues the block one contiguous row
+     * at a time through copy_h2d, copy_d2h, copy_d2d or copy_peer.
+     */
+    int (*copy_h2d_rect)(weft__queue *q, weft__mem *dst, const void *src,
+                         const weft__rect *r);
+    int (*copy_d2h_rect)(weft__queue *q, void *dst, weft__mem *src,
+                         const weft__rect *r);
+    int (*copy_d2d_rect)(weft__queue *q, weft__mem *dst, weft__mem *src,
+                         const weft__rect *r);
+    int (*copy_peer_rect)(weft__queue *q, weft__mem *dst, weft__mem *src,
+                          const weft__rect *r);
 
     /*
      * Load or build a module; WEFT_ENOTSUP for a source kind this driver or
@@ -566,6 +637,44 @@ int weft__drv_native_supported(const weft__device *dev);
 void weft__drv_native_context(weft__context *ctx, weft__native_queue *out);
 /* The table's native_mem; zeros where the driver has none. */
 void weft__drv_native_mem(weft__mem *m, size_t off, weft__native_mem *out);
+/*
+ * Rectangular copies (rect.c): the block *r (pitches of 0 mean packed:
+ * row_pitch width, slice_pitch row_pitch * height) checked (extents, pitches,
+ * both sides inside their memory, the host pointer not NULL, the two sides of
+ * one memory disjoint), then the driver's operation, or one copy per
+ * contiguous row where the driver has none or declines the block. A block
+ * with an extent of 0 enqueues nothing. Failure injection at
+ * "<driver>.<op>" as the 1-D copies. Where rows are enqueued one by one, a
+ * failure after the first leaves the earlier rows enqueued (the block's
+ * bytes are then undefined); every other failure enqueues nothing.
+ * weft__drv_rect_rows (tests): 1 makes every block go row by row.
+ */
+int weft__drv_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                            const weft__rect *r);
+int weft__drv_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                            const weft__rect *r);
+int weft__drv_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                            const weft__rect *r);
+int weft__drv_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r);
+/*
+ * The checks alone, as weft__drv_check_<op>: < 0 the error, 1 nothing to
+ * do, 0 the call would go on; then *out (not NULL) holds the block the
+ * driver would see (pitches filled in, contiguous rows folded).
+ */
+int weft__drv_check_copy_h2d_rect(weft__queue *q, weft__mem *dst,
+                                  const void *src, const weft__rect *r,
+                                  weft__rect *out);
+int weft__drv_check_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                                  const weft__rect *r, weft__rect *out);
+int weft__drv_check_copy_d2d_rect(weft__queue *q, weft__mem *dst,
+                                  weft__mem *src, const weft__rect *r,
+                                  weft__rect *out);
+int weft__drv_check_copy_peer_rect(weft__queue *q, weft__mem *dst,
+                                   weft__mem *src, const weft__rect *r,
+                                   weft__rect *out);
+extern unsigned weft__drv_rect_rows;
+
 /* The table's external_mark and _end for drv (WEFT_ENOTSUP without). */
 int weft__drv_external_mark(const weft__driver *drv, void *queue, void **mark);
 int weft__drv_external_mark_end(const weft__driver *drv, void *mark, int wait);

@@ -74,6 +74,19 @@ typedef struct weft__submit {
      */
     int (*native_call)(void *self, weft__queue *q, weft__native_fn *fn,
                        void *call, size_t size);
+    /*
+     * Block copies (weft__drv_copy_<dir>_rect), optional: a submission
+     * that leaves one NULL gets the block as one 1-D copy per contiguous
+     * row, through its own 1-D operation (weft__submit_copy_<dir>_rect).
+     */
+    int (*copy_h2d_rect)(void *self, weft__queue *q, weft__mem *dst,
+                         const void *src, const weft__rect *r);
+    int (*copy_d2h_rect)(void *self, weft__queue *q, void *dst, weft__mem *src,
+                         const weft__rect *r);
+    int (*copy_d2d_rect)(void *self, weft__queue *q, weft__mem *dst,
+                         weft__mem *src, const weft__rect *r);
+    int (*copy_peer_rect)(void *self, weft__queue *q, weft__mem *dst,
+                          weft__mem *src, const weft__rect *r);
     void *self;
 } weft__submit;
 
@@ -96,5 +109,22 @@ static inline int weft__submit_native_call(const weft__submit *s,
                ? s->native_call(s->self, q, fn, call, size)
                : weft__drv_native_call(q, fn, call);
 }
+
+/*
+ * Block copies through s (rect.c): the driver's entry point where s is
+ * NULL, s's block operation where it has one, else the block checked and
+ * folded as the entry point does and handed to s one row at a time.
+ */
+int weft__submit_copy_h2d_rect(const weft__submit *s, weft__queue *q,
+                               weft__mem *dst, const void *src,
+                               const weft__rect *r);
+int weft__submit_copy_d2h_rect(const weft__submit *s, weft__queue *q, void *dst,
+                               weft__mem *src, const weft__rect *r);
+int weft__submit_copy_d2d_rect(const weft__submit *s, weft__queue *q,
+                               weft__mem *dst, weft__mem *src,
+                               const weft__rect *r);
+int weft__submit_copy_peer_rect(const weft__submit *s, weft__queue *q,
+                                weft__mem *dst, weft__mem *src,
+                                const weft__rect *r);
 
 #endif /* WEFT_DRIVERS_SUBMIT_H */

@@ -12,6 +12,8 @@
  * that a driver that runs host functions on the enqueuing thread fails
  * instead of hanging.
  */
+#include "drivers/sim/sim.h"
+#include "drivers/submit.h"
 #include "wt_devices.h"
 #include "wt_kernels.h"
 
@@ -170,6 +172,7 @@ static int wt_setup(void **state)
 {
     wt_fixture *f = calloc(1, sizeof *f);
 
+    weft__drv_rect_rows = 0; /* a failed test may have left it set */
     if (!f)
         return -1;
     if (weft__drv_context_create(wt_dev, &f->ctx) < 0 ||
@@ -1330,6 +1333,584 @@ static void test_copy_peer(void **state)
     free(b_model);
 }
 
+/* ---- rectangular copies ------------------------------------------------ */
+/*
+ * Each case copies a block between two buffers that are larger than the
+ * block, filled with other bytes first, and the whole of the destination
+ * is compared with a model: the block's rows moved, every other byte as
+ * it was. Host buffers are pinned where the device has pinned memory
+ * (wt_rect_pinned), so that CUDA's own 2-D/3-D copies run; pageable in
+ * test_rect_pageable; test_rect_by_rows forces the dispatcher's fallback.
+ */
+
+typedef struct wt_rect_case {
+    const char *name;
+    size_t width, height, depth;
+    size_t dst_off, dst_rp, dst_sp; /* pitches 0: packed */
+    size_t src_off, src_rp, src_sp;
+} wt_rect_case;
+
+static const wt_rect_case wt_rect_cases[] = {
+    {"2-D packed", 37, 5, 1, 0, 0, 0, 0, 0, 0},
+    {"2-D pitched, offsets", 13, 7, 1, 3, 29, 0, 5, 17, 0},
+    {"2-D packed from pitched", 24, 9, 1, 1, 0, 0, 11, 40, 0},
+    {"2-D one byte per row", 1, 9, 1, 2, 3, 0, 0, 7, 0},
+    {"2-D tile of a matrix", 257, 63, 1, 1031 * 5 + 17, 1031, 0, 300, 260, 0},
+    {"3-D slices whole rows", 8, 3, 5, 4, 12, 48, 1, 10, 40},
+    {"3-D slice pitch not whole rows", 11, 4, 3, 7, 16, 72, 2, 23, 23 * 5},
+    {"3-D packed", 6, 5, 4, 0, 0, 0, 9, 0, 0},
+    {"3-D single-row slices", 9, 1, 6, 5, 0, 20, 0, 0, 13},
+    {"3-D rows run past the pitch from the origin", 6, 3, 2, 5, 8, 32, 0, 6,
+     18},
+};
+
+/* The model's copy of the block (pitches 0 packed, as the entry points). */
+static void wt_rect_apply(unsigned char *dst, const unsigned char *src,
+                          const weft__rect *r0)
+{
+    weft__rect r = *r0;
+
+    if (!r.dst.row_pitch)
+        r.dst.row_pitch = r.width;
+    if (!r.src.row_pitch)
+        r.src.row_pitch = r.width;
+    if (!r.dst.slice_pitch)
+        r.dst.slice_pitch = r.dst.row_pitch * r.height;
+    if (!r.src.slice_pitch)
+        r.src.slice_pitch = r.src.row_pitch * r.height;
+    for (size_t z = 0; z < r.depth; z++)
+        for (size_t y = 0; y < r.height; y++)
+            memcpy(
+                dst + r.dst.off + z * r.dst.slice_pitch + y * r.dst.row_pitch,
+                src + r.src.off + z * r.src.slice_pitch + y * r.src.row_pitch,
+                r.width);
+}
+
+static weft__rect wt_rect_of(const wt_rect_case *c)
+{
+    weft__rect r;
+
+    memset(&r, 0, sizeof r);
+    r.width = c->width;
+    r.height = c->height;
+    r.depth = c->depth;
+    r.dst.off = c->dst_off;
+    r.dst.row_pitch = c->dst_rp;
+    r.dst.slice_pitch = c->dst_sp;
+    r.src.off = c->src_off;
+    r.src.row_pitch = c->src_rp;
+    r.src.slice_pitch = c->src_sp;
+    return r;
+}
+
+/* Bytes a side needs, and some more that the copy must leave alone. */
+static size_t wt_rect_size(const weft__rect *r, const weft__rect_side *s)
+{
+    size_t rp = s->row_pitch ? s->row_pitch : r->width;
+    size_t sp = s->slice_pitch ? s->slice_pitch : rp * r->height;
+
+    return s->off + (r->depth - 1) * sp + (r->height - 1) * rp + r->width + 37;
+}
+
+/* Host memory for a case: pinned (*pin set) where asked and possible. */
+static unsigned char *wt_rect_host(wt_fixture *f, size_t n, int pinned,
+                                   weft__mem **pin)
+{
+    *pin = NULL;
+    if (pinned && wt_dev->props.pinned_host) {
+        WT_OK(weft__drv_host_alloc(f->ctx, n, pin));
+        return (*pin)->host;
+    }
+    return wt_alloc_host(n);
+}
+
+static void wt_rect_host_free(void *p, weft__mem *pin)
+{
+    if (pin)
+        WT_OK(weft__drv_mem_free(pin));
+    else
+        free(p);
+}
+
+/* Device memory of n bytes holding model (pattern seed). */
+static weft__mem *wt_rect_mem(weft__context *ctx, weft__queue *q, size_t n,
+                              unsigned char *model, uint32_t seed)
+{
+    weft__mem *m = NULL;
+
+    wt_pattern(model, n, seed);
+    WT_OK(weft__drv_mem_alloc(ctx, n, &m));
+    WT_OK(weft__drv_copy_h2d(q, m, 0, model, n));
+    WT_OK(weft__drv_queue_sync(q));
+    return m;
+}
+
+static void wt_rect_one(wt_fixture *f, const wt_rect_case *c, int pinned)
+{
+    weft__rect r = wt_rect_of(c);
+    size_t nd = wt_rect_size(&r, &r.dst), ns = wt_rect_size(&r, &r.src);
+    unsigned char *dmodel = wt_alloc_host(nd), *smodel = wt_alloc_host(ns);
+    unsigned char *host;
+    weft__mem *pin, *a, *b;
+    char what[160];
+
+    /* host -> device */
+    host = wt_rect_host(f, ns, pinned, &pin);
+    wt_pattern(host, ns, 101);
+    b = wt_rect_mem(f->ctx, f->q, nd, dmodel, 102);
+    WT_OK(weft__drv_copy_h2d_rect(f->q, b, host, &r));
+    wt_rect_apply(dmodel, host, &r);
+    snprintf(what, sizeof what, "h2d %s", c->name);
+    WT_MEM(f->q, b, dmodel, what);
+    WT_OK(weft__drv_mem_free(b));
+    wt_rect_host_free(host, pin);
+
+    /* device -> host */
+    host = wt_rect_host(f, nd, pinned, &pin);
+    a = wt_rect_mem(f->ctx, f->q, ns, smodel, 103);
+    wt_pattern(host, nd, 104);
+    memcpy(dmodel, host, nd);
+    WT_OK(weft__drv_copy_d2h_rect(f->q, host, a, &r));
+    WT_OK(weft__drv_queue_sync(f->q));
+    wt_rect_apply(dmodel, smodel, &r);
+    snprintf(what, sizeof what, "d2h %s", c->name);
+    WT_BYTES(host, dmodel, nd, what);
+    wt_rect_host_free(host, pin);
+
+    /* device -> device, two allocations */
+    b = wt_rect_mem(f->ctx, f->q, nd, dmodel, 105);
+    WT_OK(weft__drv_copy_d2d_rect(f->q, b, a, &r));
+    wt_rect_apply(dmodel, smodel, &r);
+    snprintf(what, sizeof what, "d2d %s", c->name);
+    WT_MEM(f->q, b, dmodel, what);
+    WT_OK(weft__drv_mem_free(b));
+
+    /* to another device */
+    if (wt_peer) {
+        weft__context *pc = wt_peer_context(f);
+        weft__queue *pq = NULL;
+        int rc;
+
+        WT_OK(weft__drv_queue_create(pc, NULL, &pq));
+        b = wt_rect_mem(pc, pq, nd, dmodel, 106);
+        rc = weft__drv_copy_peer_rect(f->q, b, a, &r);
+        if (rc == WEFT_ENOTSUP) {
+            printf("    no peer copy: %s\n", weft_last_error());
+        } else {
+            WT_OK(rc);
+            WT_OK(weft__drv_queue_sync(f->q));
+            wt_rect_apply(dmodel, smodel, &r);
+            snprintf(what, sizeof what, "peer %s", c->name);
+            WT_MEM(pq, b, dmodel, what);
+        }
+        WT_OK(weft__drv_mem_free(b));
+        WT_OK(weft__drv_queue_destroy(pq));
+    }
+    WT_OK(weft__drv_mem_free(a));
+    free(dmodel);
+    free(smodel);
+}
+
+/* Two blocks of one allocation whose rows interleave: every other row. */
+static void wt_rect_interleaved(wt_fixture *f)
+{
+    const size_t w = 40, h = 33, n = 2 * w * h + 16;
+    unsigned char *model = wt_alloc_host(n);
+    weft__mem *m = wt_rect_mem(f->ctx, f->q, n, model, 107);
+    weft__rect r;
+
+    memset(&r, 0, sizeof r);
+    r.width = w;
+    r.height = h;
+    r.depth = 1;
+    r.src.off = 3;
+    r.src.row_pitch = 2 * w;
+    r.dst.off = 3 + w;
+    r.dst.row_pitch = 2 * w;
+    WT_OK(weft__drv_copy_d2d_rect(f->q, m, m, &r));
+    wt_rect_apply(model, model, &r);
+    WT_MEM(f->q, m, model, "d2d between interleaved blocks of one buffer");
+    WT_OK(weft__drv_mem_free(m));
+    free(model);
+}
+
+static void wt_rect_all(wt_fixture *f, int pinned, unsigned rows)
+{
+    weft__drv_rect_rows = rows;
+    for (size_t i = 0; i < WEFT__COUNTOF(wt_rect_cases); i++)
+        wt_rect_one(f, &wt_rect_cases[i], pinned);
+    wt_rect_interleaved(f);
+    weft__drv_rect_rows = 0;
+}
+
+static void test_rect_copies(void **state)
+{
+    wt_rect_all(*state, 1, 0);
+}
+
+static void test_rect_pageable(void **state)
+{
+    wt_rect_all(*state, 0, 0);
+}
+
+static void test_rect_by_rows(void **state)
+{
+    wt_rect_all(*state, 1, 1);
+}
+
+/* Bad blocks: a clear error, and nothing written. */
+static void test_rect_bad_input(void **state)
+{
+    wt_fixture *f = *state;
+    const size_t n = 4096;
+    unsigned char *model = wt_alloc_host(n), *host = wt_alloc_host(n);
+    weft__mem *m = wt_rect_mem(f->ctx, f->q, n, model, 108), *m2 = NULL;
+    weft__rect r, ok;
+
+    memset(&ok, 0, sizeof ok);
+    ok.width = 16;
+    ok.height = 8;
+    ok.depth = 2;
+    ok.dst.row_pitch = 32;
+    ok.src.row_pitch = 16;
+    wt_pattern(host, n, 109);
+
+    WT_RC(WEFT_EINVAL, weft__drv_copy_h2d_rect(f->q, m, host, NULL));
+    WT_RC(WEFT_EINVAL, weft__drv_copy_h2d_rect(f->q, m, NULL, &ok));
+    WT_RC(WEFT_EINVAL, weft__drv_copy_d2h_rect(f->q, NULL, m, &ok));
+    WT_RC(WEFT_EINVAL, weft__drv_copy_h2d_rect(NULL, m, host, &ok));
+    WT_RC(WEFT_EINVAL, weft__drv_copy_d2d_rect(f->q, NULL, m, &ok));
+    /* a row pitch shorter than the row */
+    r = ok;
+    r.dst.row_pitch = 15;
+    WT_RC(WEFT_EINVAL, weft__drv_copy_h2d_rect(f->q, m, host, &r));
+    assert_non_null(strstr(weft_last_error(), "row pitch"));
+    r = ok;
+    r.src.row_pitch = 8;
+    WT_RC(WEFT_EINVAL, weft__drv_copy_d2h_rect(f->q, host, m, &r));
+    /* a slice pitch shorter than its rows */
+    r = ok;
+    r.dst.slice_pitch = 32 * 8 - 1;
+    WT_RC(WEFT_EINVAL, weft__drv_copy_h2d_rect(f->q, m, host, &r));
+    assert_non_null(strstr(weft_last_error(), "slice pitch"));
+    /* past the end of the memory, by one byte */
+    r = ok;
+    r.dst.off = n - (32 * 8 + 32 * 7 + 16) + 1;
+    WT_RC(WEFT_ERANGE, weft__drv_copy_h2d_rect(f->q, m, host, &r));
+    assert_non_null(strstr(weft_last_error(), "outside"));
+    r.dst.off--;
+    WT_OK(weft__drv_copy_h2d_rect(f->q, m, host, &r));
+    wt_rect_apply(model, host, &r);
+    r = ok;
+    r.src.off = n;
+    WT_RC(WEFT_ERANGE, weft__drv_copy_d2h_rect(f->q, host, m, &r));
+    /* sizes that overflow */
+    r = ok;
+    r.dst.slice_pitch = SIZE_MAX / 2 + 1;
+    WT_RC(WEFT_ERANGE, weft__drv_copy_h2d_rect(f->q, m, host, &r));
+    r = ok;
+    r.depth = SIZE_MAX;
+    WT_RC(WEFT_ERANGE, weft__drv_copy_h2d_rect(f->q, m, host, &r));
+    /* overlapping blocks of one memory */
+    r = ok;
+    r.dst.off = 8;
+    r.src.row_pitch = 32;
+    WT_RC(WEFT_EINVAL, weft__drv_copy_d2d_rect(f->q, m, m, &r));
+    assert_non_null(strstr(weft_last_error(), "overlap"));
+    /* host memory is not device memory */
+    if (wt_dev->props.pinned_host) {
+        WT_OK(weft__drv_host_alloc(f->ctx, n, &m2));
+        WT_RC(WEFT_EINVAL, weft__drv_copy_d2d_rect(f->q, m2, m, &ok));
+        WT_OK(weft__drv_mem_free(m2));
+    }
+    /* both on one device is not a peer copy */
+    WT_OK(weft__drv_mem_alloc(f->ctx, n, &m2));
+    WT_RC(WEFT_EINVAL, weft__drv_copy_peer_rect(f->q, m2, m, &ok));
+    WT_OK(weft__drv_mem_free(m2));
+    /* an extent of 0 moves nothing */
+    r = ok;
+    r.height = 0;
+    r.dst.row_pitch = 3; /* not looked at */
+    WT_OK(weft__drv_copy_h2d_rect(f->q, m, host, &r));
+    r = ok;
+    r.width = 0;
+    assert_int_equal(weft__drv_check_copy_d2h_rect(f->q, host, m, &r, NULL), 1);
+    WT_MEM(f->q, m, model, "memory after refused blocks");
+    WT_OK(weft__drv_mem_free(m));
+    free(model);
+    free(host);
+}
+
+/*
+ * The driver's own block copy is the one a 2-D block takes, and 3-D (a
+ * failure injected at its call reaches the caller, and nothing is
+ * written): clEnqueue*BufferRect on OpenCL, cuMemcpy2DAsync and
+ * cuMemcpy3DAsync (pinned host memory) on CUDA. The host and the sim
+ * have no vendor call (test_rect_sim checks the sim's record).
+ */
+static void test_rect_native(void **state)
+{
+    wt_fixture *f = *state;
+    const char *name = wt_dev->drv->name;
+    int ocl = strcmp(name, "opencl") == 0, cuda = strcmp(name, "cuda") == 0;
+    const size_t n = 8192;
+    unsigned char *model = wt_alloc_host(n), *host;
+    weft__mem *m, *m2, *pin = NULL;
+    weft__rect r;
+    int rc;
+
+    if (!ocl && !cuda) {
+        free(model);
+        skip();
+    }
+    host = wt_rect_host(f, n, 1, &pin);
+    wt_pattern(host, n, 112);
+    m = wt_rect_mem(f->ctx, f->q, n, model, 113);
+    m2 = wt_rect_mem(f->ctx, f->q, n, model, 113);
+    memset(&r, 0, sizeof r);
+    r.width = 24;
+    r.height = 10;
+    r.depth = 1;
+    r.dst.off = 8;
+    r.dst.row_pitch = 64;
+    r.src.row_pitch = 48;
+    for (int dim = 2; dim <= 3; dim++) {
+        const char *sites[3] = {ocl        ? "opencl.clEnqueueWriteBufferRect"
+                                : dim == 2 ? "cuda.cuMemcpy2DAsync"
+                                           : "cuda.cuMemcpy3DAsync",
+                                ocl ? "opencl.clEnqueueReadBufferRect" : NULL,
+                                ocl ? "opencl.clEnqueueCopyBufferRect" : NULL};
+
+        if (dim == 3) {
+            r.depth = 3;
+            r.dst.slice_pitch = 64 * 12;
+            r.src.slice_pitch = 48 * 11;
+        }
+        if (cuda && !pin) {
+            printf("    no pinned host memory: CUDA's own copies not "
+                   "checked\n");
+            break;
+        }
+        for (int op = 0; op < 3; op++) {
+            const char *site = sites[op] ? sites[op] : sites[0];
+
+            weft__fault_arm(1, site);
+            rc = op == 0   ? weft__drv_copy_h2d_rect(f->q, m, host, &r)
+                 : op == 1 ? weft__drv_copy_d2h_rect(f->q, host, m, &r)
+                           : weft__drv_copy_d2d_rect(f->q, m2, m, &r);
+            weft__fault_disarm();
+            if (rc == 0)
+                fail_msg("%dd op %d: no failure at %s: the block did not take "
+                         "the driver's own copy",
+                         dim, op, site);
+            assert_true(rc < 0);
+        }
+    }
+    if (ocl && wt_peer) { /* staged through the host, by blocks too */
+        weft__context *pc = wt_peer_context(f);
+        weft__mem *pm = NULL;
+
+        WT_OK(weft__drv_mem_alloc(pc, n, &pm));
+        weft__fault_arm(1, "opencl.clEnqueueReadBufferRect");
+        rc = weft__drv_copy_peer_rect(f->q, pm, m, &r);
+        weft__fault_disarm();
+        assert_true(rc < 0);
+        WT_OK(weft__drv_mem_free(pm));
+    }
+    WT_OK(weft__drv_queue_sync(f->q));
+    WT_MEM(f->q, m, model, "memory after failed block copies");
+    WT_MEM(f->q, m2, model, "memory after a failed d2d block copy");
+    WT_OK(weft__drv_mem_free(m));
+    WT_OK(weft__drv_mem_free(m2));
+    wt_rect_host_free(host, pin);
+    free(model);
+}
+
+/*
+ * A submission without block operations (the scheduler's tape, say) gets
+ * a block as one 1-D copy per row, through its own 1-D operations.
+ */
+static int wt_sub_rows;
+
+static int wt_sub_h2d(void *self, weft__queue *q, weft__mem *dst,
+                      size_t dst_off, const void *src, size_t size)
+{
+    (void)self;
+    wt_sub_rows++;
+    return weft__drv_copy_h2d(q, dst, dst_off, src, size);
+}
+
+static int wt_sub_d2h(void *self, weft__queue *q, void *dst, weft__mem *src,
+                      size_t src_off, size_t size)
+{
+    (void)self;
+    wt_sub_rows++;
+    return weft__drv_copy_d2h(q, dst, src, src_off, size);
+}
+
+static int wt_sub_d2d(void *self, weft__queue *q, weft__mem *dst,
+                      size_t dst_off, weft__mem *src, size_t src_off,
+                      size_t size)
+{
+    (void)self;
+    wt_sub_rows++;
+    return weft__drv_copy_d2d(q, dst, dst_off, src, src_off, size);
+}
+
+static void test_rect_submit(void **state)
+{
+    wt_fixture *f = *state;
+    const wt_rect_case *c = &wt_rect_cases[6]; /* 3-D, 4 rows x 3 slices */
+    weft__submit sub;
+    weft__rect r = wt_rect_of(c);
+    size_t nd = wt_rect_size(&r, &r.dst), ns = wt_rect_size(&r, &r.src);
+    unsigned char *dmodel = wt_alloc_host(nd), *smodel = wt_alloc_host(ns);
+    unsigned char *host = wt_alloc_host(ns > nd ? ns : nd);
+    weft__mem *a, *b;
+
+    memset(&sub, 0, sizeof sub);
+    sub.copy_h2d = wt_sub_h2d;
+    sub.copy_d2h = wt_sub_d2h;
+    sub.copy_d2d = wt_sub_d2d;
+    a = wt_rect_mem(f->ctx, f->q, ns, smodel, 114);
+    b = wt_rect_mem(f->ctx, f->q, nd, dmodel, 115);
+    wt_rect_apply(dmodel, smodel, &r);
+    wt_sub_rows = 0;
+    WT_OK(weft__submit_copy_d2d_rect(&sub, f->q, b, a, &r));
+    assert_int_equal(wt_sub_rows, c->height * c->depth);
+    WT_MEM(f->q, b, dmodel, "d2d block through a submission");
+    wt_pattern(host, ns, 116);
+    wt_rect_apply(dmodel, host, &r);
+    WT_OK(weft__submit_copy_h2d_rect(&sub, f->q, b, host, &r));
+    WT_MEM(f->q, b, dmodel, "h2d block through a submission");
+    wt_pattern(host, nd, 117);
+    memcpy(dmodel, host, nd);
+    wt_rect_apply(dmodel, smodel, &r); /* a still holds smodel */
+    WT_OK(weft__submit_copy_d2h_rect(&sub, f->q, host, a, &r));
+    WT_OK(weft__drv_queue_sync(f->q));
+    WT_BYTES(host, dmodel, nd, "d2h block through a submission");
+    assert_int_equal(wt_sub_rows, 3 * c->height * c->depth);
+    /* bad blocks are refused before any row */
+    r.dst.row_pitch = 1;
+    WT_RC(WEFT_EINVAL, weft__submit_copy_h2d_rect(&sub, f->q, b, host, &r));
+    assert_int_equal(wt_sub_rows, 3 * c->height * c->depth);
+    WT_OK(weft__drv_mem_free(a));
+    WT_OK(weft__drv_mem_free(b));
+    free(dmodel);
+    free(smodel);
+    free(host);
+}
+
+/* The checks fold what is contiguous and fill in packed pitches. */
+static void test_rect_fold(void **state)
+{
+    wt_fixture *f = *state;
+    weft__mem *m = NULL;
+    weft__rect r, out;
+    unsigned char host[1];
+
+    WT_OK(weft__drv_mem_alloc(f->ctx, 4096, &m));
+    memset(&r, 0, sizeof r);
+    r.width = 10;
+    r.height = 6;
+    r.depth = 3;
+    WT_OK(weft__drv_check_copy_h2d_rect(f->q, m, host, &r, &out));
+    assert_int_equal(out.width, 180);
+    assert_int_equal(out.height * out.depth, 1);
+    r.dst.row_pitch = 12;
+    WT_OK(weft__drv_check_copy_h2d_rect(f->q, m, host, &r, &out));
+    assert_int_equal(out.width, 10);
+    assert_int_equal(out.height, 6);
+    assert_int_equal(out.depth, 3);
+    assert_int_equal(out.dst.slice_pitch, 72);
+    assert_int_equal(out.src.row_pitch, 10);
+    assert_int_equal(out.src.slice_pitch, 60);
+    /* single-row slices are rows */
+    r.height = 1;
+    r.dst.slice_pitch = 40;
+    r.src.slice_pitch = 10;
+    WT_OK(weft__drv_check_copy_h2d_rect(f->q, m, host, &r, &out));
+    assert_int_equal(out.height, 3);
+    assert_int_equal(out.depth, 1);
+    assert_int_equal(out.dst.row_pitch, 40);
+    WT_OK(weft__drv_mem_free(m));
+}
+
+/*
+ * The sim: a block is one operation of its bytes in the record (one per
+ * row when forced), and with check=1 the hazard check sees the block's
+ * rows: blocks whose rows interleave are independent, overlapping ones
+ * are not.
+ */
+static void test_rect_sim(void **state)
+{
+    wt_fixture *f = *state;
+    const char *cfg = getenv("WEFT_SIM");
+    const size_t w = 64, h = 32, n = 2 * w * h;
+    unsigned char *host = wt_alloc_host(n), *model = wt_alloc_host(n);
+    weft__mem *m;
+    weft__queue *q2 = NULL;
+    const weft__sim_op *rec;
+    size_t count;
+    uint64_t hz;
+    weft__rect a, b;
+
+    if (strcmp(wt_dev->drv->name, "sim") != 0) {
+        free(host);
+        free(model);
+        skip();
+    }
+    m = wt_rect_mem(f->ctx, f->q, n, model, 110);
+    memset(&a, 0, sizeof a);
+    a.width = w;
+    a.height = h;
+    a.depth = 1;
+    a.dst.row_pitch = 2 * w;
+    a.src.row_pitch = 2 * w;
+    b = a;
+    b.dst.off = b.src.off = w;
+    wt_pattern(host, n, 111);
+
+    weft__sim_record_clear(wt_dev);
+    WT_OK(weft__drv_copy_h2d_rect(f->q, m, host, &a));
+    WT_OK(weft__drv_queue_sync(f->q));
+    rec = weft__sim_record(wt_dev, &count);
+    assert_int_equal(count, 1);
+    assert_int_equal(rec[0].kind, WEFT__SIM_H2D);
+    assert_int_equal(rec[0].bytes, w * h);
+    weft__sim_record_clear(wt_dev);
+    weft__drv_rect_rows = 1;
+    WT_OK(weft__drv_copy_h2d_rect(f->q, m, host, &a));
+    weft__drv_rect_rows = 0;
+    WT_OK(weft__drv_queue_sync(f->q));
+    rec = weft__sim_record(wt_dev, &count);
+    assert_int_equal(count, h);
+    assert_int_equal(rec[0].bytes, w);
+
+    if (cfg && strstr(cfg, "check=1")) {
+        WT_OK(weft__drv_queue_create(f->ctx, NULL, &q2));
+        hz = weft__sim_hazards(wt_dev);
+        /* a write of block a beside a read of block b: rows apart */
+        WT_OK(weft__drv_copy_h2d_rect(f->q, m, host, &a));
+        WT_OK(weft__drv_copy_d2h_rect(q2, model, m, &b));
+        WT_OK(weft__drv_queue_sync(f->q));
+        WT_OK(weft__drv_queue_sync(q2));
+        assert_int_equal(weft__sim_hazards(wt_dev), hz);
+        /* the same block, unordered: a hazard */
+        WT_OK(weft__drv_copy_h2d_rect(f->q, m, host, &a));
+        WT_OK(weft__drv_copy_d2h_rect(q2, model, m, &a));
+        WT_OK(weft__drv_queue_sync(f->q));
+        WT_OK(weft__drv_queue_sync(q2));
+        assert_true(weft__sim_hazards(wt_dev) > hz);
+        WT_OK(weft__drv_queue_destroy(q2));
+    } else {
+        printf("    hazard checks need WEFT_SIM=...,check=1\n");
+    }
+    WT_OK(weft__drv_mem_free(m));
+    free(host);
+    free(model);
+}
+
 /* ---- many small operations on three queues ----------------------------- */
 
 enum { WT_STRESS_QUEUES = 3, WT_STRESS_EVENTS = 6, WT_STRESS_N = 257 };
@@ -1444,6 +2025,14 @@ static const struct CMUnitTest wt_tests[] = {
     WT_TEST(test_host_fn_order),
     WT_TEST(test_queue_destroyed),
     WT_TEST(test_copy_peer),
+    WT_TEST(test_rect_copies),
+    WT_TEST(test_rect_pageable),
+    WT_TEST(test_rect_by_rows),
+    WT_TEST(test_rect_bad_input),
+    WT_TEST(test_rect_fold),
+    WT_TEST(test_rect_native),
+    WT_TEST(test_rect_submit),
+    WT_TEST(test_rect_sim),
     WT_TEST(test_stress_three_queues),
 };
 

@@ -126,6 +126,8 @@ enum {
     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
     CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
     CU_MEMORYTYPE_HOST = 1,
+    CU_MEMORYTYPE_DEVICE = 2,
+    CU_MEMORYTYPE_UNIFIED = 4,
     CU_MEMHOSTALLOC_PORTABLE = 0x1,
     CU_MEMHOSTALLOC_DEVICEMAP = 0x2,
     CU_MEMHOSTREGISTER_PORTABLE = 0x1,
@@ -200,6 +202,60 @@ typedef CUresult weft__cu_MemcpyDtoDAsync_fn(CUdeviceptr dst, CUdeviceptr src,
                                              size_t size, CUstream s);
 typedef CUresult weft__cu_MemcpyAsync_fn(CUdeviceptr dst, CUdeviceptr src,
                                          size_t size, CUstream s);
+/*
+ * The _v2 layouts (size_t fields) of cuMemcpy2DAsync_v2 and
+ * cuMemcpy3DAsync_v2; memory types are CU_MEMORYTYPE_* (an int); the
+ * array and reserved fields stay NULL.
+ */
+typedef struct CUDA_MEMCPY2D {
+    size_t srcXInBytes;
+    size_t srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes;
+    size_t dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes;
+    size_t Height;
+} CUDA_MEMCPY2D;
+
+typedef struct CUDA_MEMCPY3D {
+    size_t srcXInBytes;
+    size_t srcY;
+    size_t srcZ;
+    size_t srcLOD;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    void *reserved0;
+    size_t srcPitch;
+    size_t srcHeight; /* rows per slice */
+    size_t dstXInBytes;
+    size_t dstY;
+    size_t dstZ;
+    size_t dstLOD;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    void *reserved1;
+    size_t dstPitch;
+    size_t dstHeight;
+    size_t WidthInBytes;
+    size_t Height;
+    size_t Depth;
+} CUDA_MEMCPY3D;
+
+typedef CUresult weft__cu_Memcpy2DAsync_fn(const CUDA_MEMCPY2D *p, CUstream s);
+typedef CUresult weft__cu_Memcpy3DAsync_fn(const CUDA_MEMCPY3D *p, CUstream s);
 typedef CUresult weft__cu_MemsetD8Async_fn(CUdeviceptr dst, unsigned char v,
                                            size_t n, CUstream s);
 typedef CUresult weft__cu_MemsetD16Async_fn(CUdeviceptr dst, unsigned short v,
@@ -297,6 +353,8 @@ typedef CUresult weft__cu_GraphExecUpdate_fn(CUgraphExec exec, CUgraph graph,
     X(MemcpyDtoHAsync, 1, "cuMemcpyDtoHAsync_v2", NULL)                        \
     X(MemcpyDtoDAsync, 1, "cuMemcpyDtoDAsync_v2", NULL)                        \
     X(MemcpyAsync, 1, "cuMemcpyAsync", NULL)                                   \
+    X(Memcpy2DAsync, 0, "cuMemcpy2DAsync_v2", NULL)                            \
+    X(Memcpy3DAsync, 0, "cuMemcpy3DAsync_v2", NULL)                            \
     X(MemsetD8Async, 1, "cuMemsetD8Async", NULL)                               \
     X(MemsetD16Async, 1, "cuMemsetD16Async", NULL)                             \
     X(MemsetD32Async, 1, "cuMemsetD32Async", NULL)                             \

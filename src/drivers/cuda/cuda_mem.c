@@ -446,6 +446,175 @@ int weft__cuda_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     return 0;
 }
 
+/* ---- block copies ------------------------------------------------------ */
+/*
+ * One side of a block for cuMemcpy2D/3D: host memory (type HOST, host
+ * pointer), device memory (DEVICE) or, for a copy between devices or one
+ * involving a host kind of weft__mem, UNIFIED (the driver tells by the
+ * address).
+ */
+typedef struct cuda_rect_end {
+    int type;
+    const void *host; /* HOST */
+    CUdeviceptr dev;  /* DEVICE, UNIFIED */
+} cuda_rect_end;
+
+static cuda_rect_end cuda_rect_host(const void *p, size_t off)
+{
+    cuda_rect_end e = {CU_MEMORYTYPE_HOST, (const char *)p + off, 0};
+    return e;
+}
+
+static cuda_rect_end cuda_rect_mem(weft__mem *m, size_t off, int unified)
+{
+    cuda_rect_end e = {unified || m->kind != WEFT__MEM_DEVICE
+                           ? CU_MEMORYTYPE_UNIFIED
+                           : CU_MEMORYTYPE_DEVICE,
+                       NULL, cuda_mm(m)->ptr + off};
+    return e;
+}
+
+/*
+ * Enqueue block r from src to dst (the sides' offsets already applied) on
+ * q: one cuMemcpy3DAsync where the slice pitches are whole rows, a
+ * cuMemcpy2DAsync per slice otherwise (or for one slice, or where the 3-D
+ * copy is refused as an invalid value). 1 if CUDA refuses the first 2-D
+ * call as an invalid value (a pitch beyond the device's limit, say:
+ * nothing was enqueued) or lacks the entry point.
+ */
+static int cuda_rect(weft__queue *q, cuda_rect_end dst, cuda_rect_end src,
+                     const weft__rect *r, const char *what)
+{
+    CUstream s = cuda_stream(q);
+    CUresult res = CUDA_SUCCESS;
+    const char *call;
+    int rc, threed;
+
+    if ((rc = weft__cuda_enter(q->ctx)) < 0)
+        return rc;
+    threed = r->depth > 1 && weft__cu.Memcpy3DAsync &&
+             r->src.slice_pitch % r->src.row_pitch == 0 &&
+             r->dst.slice_pitch % r->dst.row_pitch == 0;
+    if (threed) {
+        CUDA_MEMCPY3D p;
+
+        memset(&p, 0, sizeof p);
+        p.srcMemoryType = src.type;
+        p.srcHost = src.host;
+        p.srcDevice = src.dev;
+        p.srcPitch = r->src.row_pitch;
+        p.srcHeight = r->src.slice_pitch / r->src.row_pitch;
+        p.dstMemoryType = dst.type;
+        p.dstHost = (void *)(uintptr_t)dst.host;
+        p.dstDevice = dst.dev;
+        p.dstPitch = r->dst.row_pitch;
+        p.dstHeight = r->dst.slice_pitch / r->dst.row_pitch;
+        p.WidthInBytes = r->width;
+        p.Height = r->height;
+        p.Depth = r->depth;
+        call = "cuMemcpy3DAsync";
+        res = weft__fault("cuda.cuMemcpy3DAsync")
+                  ? CUDA_ERROR_UNKNOWN
+                  : weft__cu.Memcpy3DAsync(&p, s);
+        if (res == CUDA_ERROR_INVALID_VALUE) {
+            weft__info("cuda",
+                       "cuMemcpy3DAsync refused a block of "
+                       "%zux%zux%zu bytes; trying a 2-D copy per "
+                       "slice",
+                       r->width, r->height, r->depth);
+            res = CUDA_SUCCESS;
+            threed = 0;
+        }
+    }
+    if (!threed) {
+        if (!weft__cu.Memcpy2DAsync)
+            return 1;
+        call = "cuMemcpy2DAsync";
+        for (size_t z = 0; z < r->depth && res == CUDA_SUCCESS; z++) {
+            size_t ds = z * r->dst.slice_pitch, ss = z * r->src.slice_pitch;
+            CUDA_MEMCPY2D p;
+
+            memset(&p, 0, sizeof p);
+            p.srcMemoryType = src.type;
+            p.srcHost = src.host ? (const char *)src.host + ss : NULL;
+            p.srcDevice = src.host ? 0 : src.dev + ss;
+            p.srcPitch = r->src.row_pitch;
+            p.dstMemoryType = dst.type;
+            p.dstHost = dst.host ? (char *)(uintptr_t)dst.host + ds : NULL;
+            p.dstDevice = dst.host ? 0 : dst.dev + ds;
+            p.dstPitch = r->dst.row_pitch;
+            p.WidthInBytes = r->width;
+            p.Height = r->height;
+            res = weft__fault("cuda.cuMemcpy2DAsync")
+                      ? CUDA_ERROR_UNKNOWN
+                      : weft__cu.Memcpy2DAsync(&p, s);
+            if (res == CUDA_ERROR_INVALID_VALUE && z == 0)
+                goto declined;
+        }
+    }
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0,
+                               "%s: %zux%zux%zu bytes (pitches %zu, %zu from "
+                               "%zu, %zu) %s GPU %d",
+                               call, r->width, r->height, r->depth,
+                               r->src.row_pitch, r->src.slice_pitch,
+                               r->dst.row_pitch, r->dst.slice_pitch, what,
+                               cuda_ctx(q->ctx)->ordinal);
+    return 0;
+declined:
+    weft__info("cuda",
+               "%s refused a block of %zux%zux%zu bytes (pitches %zu, %zu "
+               "from %zu, %zu); copying it row by row",
+               call, r->width, r->height, r->depth, r->src.row_pitch,
+               r->src.slice_pitch, r->dst.row_pitch, r->dst.slice_pitch);
+    return 1;
+}
+
+/*
+ * Pageable host memory is declined: the rows go one by one through the
+ * staged 1-D copies (cuMemcpy2DAsync would copy it synchronously).
+ */
+int weft__cuda_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                             const weft__rect *r)
+{
+    if (!cuda_is_pinned((const char *)src + r->src.off,
+                        weft__rect_span(r, &r->src)))
+        return 1;
+    return cuda_rect(q, cuda_rect_mem(dst, r->dst.off, 0),
+                     cuda_rect_host(src, r->src.off), r, "to");
+}
+
+int weft__cuda_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                             const weft__rect *r)
+{
+    if (!cuda_is_pinned((char *)dst + r->dst.off, weft__rect_span(r, &r->dst)))
+        return 1;
+    return cuda_rect(q, cuda_rect_host(dst, r->dst.off),
+                     cuda_rect_mem(src, r->src.off, 0), r, "from");
+}
+
+int weft__cuda_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r)
+{
+    return cuda_rect(q, cuda_rect_mem(dst, r->dst.off, 0),
+                     cuda_rect_mem(src, r->src.off, 0), r, "on");
+}
+
+/* Between devices: unified addresses, over the peer link where enabled. */
+int weft__cuda_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                              const weft__rect *r)
+{
+    cuda_context *dc = cuda_ctx(dst->ctx), *sc = cuda_ctx(src->ctx);
+
+    if (dc->ordinal != sc->ordinal && dst->kind == WEFT__MEM_DEVICE &&
+        src->kind == WEFT__MEM_DEVICE) {
+        cuda_peer_setup_one(dc, sc);
+        cuda_peer_setup_one(sc, dc);
+    }
+    return cuda_rect(q, cuda_rect_mem(dst, r->dst.off, 1),
+                     cuda_rect_mem(src, r->src.off, 1), r, "between GPUs on");
+}
+
 int weft__cuda_fill(weft__queue *q, weft__mem *dst, size_t off,
                     const void *pattern, size_t pattern_size, size_t size)
 {

@@ -164,6 +164,15 @@ int weft__cuda_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size);
 int weft__cuda_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                          weft__mem *src, size_t src_off, size_t size);
+/* Block copies (cuMemcpy2DAsync / cuMemcpy3DAsync); 1 where declined. */
+int weft__cuda_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                             const weft__rect *r);
+int weft__cuda_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                             const weft__rect *r);
+int weft__cuda_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r);
+int weft__cuda_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                              const weft__rect *r);
 int weft__cuda_fill(weft__queue *q, weft__mem *dst, size_t off,
                     const void *pattern, size_t pattern_size, size_t size);
 

@@ -150,6 +150,7 @@ typedef enum weft__host_op_kind {
     WEFT__HOST_OP_WAIT_EXT,   /* ... and wait (graph_*_external) */
     WEFT__HOST_OP_STOP,       /* a queue's last (queue_release) */
     WEFT__HOST_OP_NATIVE,     /* graph nodes: a native call (native_call) */
+    WEFT__HOST_OP_COPY_RECT,  /* a block, row by row */
 } weft__host_op_kind;
 
 /*
@@ -167,6 +168,11 @@ typedef struct weft__host_op {
             const void *src;
             size_t size;
         } copy;
+        struct {
+            unsigned char *dst; /* the bases; offsets in rect */
+            const unsigned char *src;
+            weft__rect rect;
+        } rect;
         struct {
             unsigned char *dst;
             size_t size;
@@ -459,6 +465,12 @@ int weft__host_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         const void *src, size_t size);
 int weft__host_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
                         size_t src_off, size_t size);
+int weft__host_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                             const weft__rect *r);
+int weft__host_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                             const weft__rect *r);
+int weft__host_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r);
 int weft__host_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size);
 int weft__host_fill(weft__queue *q, weft__mem *dst, size_t off,

@@ -126,6 +126,20 @@ static void fill_run(weft__host_op *op)
     }
 }
 
+/* The two sides of a block never share a byte (rect.c checks). */
+static void rect_run(weft__host_op *op)
+{
+    const weft__rect *r = &op->u.rect.rect;
+
+    for (size_t z = 0; z < r->depth; z++)
+        for (size_t y = 0; y < r->height; y++)
+            memcpy(op->u.rect.dst + r->dst.off + z * r->dst.slice_pitch +
+                       y * r->dst.row_pitch,
+                   op->u.rect.src + r->src.off + z * r->src.slice_pitch +
+                       y * r->src.row_pitch,
+                   r->width);
+}
+
 weft__host_signal *weft__host_signal_new(long refs)
 {
     weft__host_signal *s = weft__malloc(sizeof *s);
@@ -201,6 +215,9 @@ int weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
         break;
     case WEFT__HOST_OP_FILL:
         fill_run(op);
+        break;
+    case WEFT__HOST_OP_COPY_RECT:
+        rect_run(op);
         break;
     case WEFT__HOST_OP_LAUNCH:
         weft__host_pool_run(&hctx->pool, &op->u.job);
@@ -802,6 +819,39 @@ int weft__host_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
 {
     return copy_push(q, mem_at(dst, dst_off), mem_at(src, src_off), size,
                      "a copy");
+}
+
+static int rect_push(weft__queue *q, void *dst, const void *src,
+                     const weft__rect *r)
+{
+    weft__host_op *op = op_new(q, WEFT__HOST_OP_COPY_RECT, "a block copy");
+
+    if (!op)
+        return WEFT_ENOMEM;
+    op->u.rect.dst = dst;
+    op->u.rect.src = src;
+    op->u.rect.rect = *r;
+    weft__host_queue_push(q, op);
+    return 0;
+}
+
+int weft__host_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                             const weft__rect *r)
+{
+    return rect_push(q, mem_at(dst, 0), src, r);
+}
+
+int weft__host_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                             const weft__rect *r)
+{
+    return rect_push(q, dst, mem_at(src, 0), r);
+}
+
+/* Also copy_peer_rect, as copy_d2d. */
+int weft__host_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r)
+{
+    return rect_push(q, mem_at(dst, 0), mem_at(src, 0), r);
 }
 
 int weft__host_fill(weft__queue *q, weft__mem *dst, size_t off,

@@ -72,6 +72,9 @@
     X(EnqueueReadBuffer, 1)                                                    \
     X(EnqueueWriteBuffer, 1)                                                   \
     X(EnqueueCopyBuffer, 1)                                                    \
+    X(EnqueueReadBufferRect, 0)                                                \
+    X(EnqueueWriteBufferRect, 0)                                               \
+    X(EnqueueCopyBufferRect, 0)                                                \
     X(EnqueueFillBuffer, 1)                                                    \
     X(EnqueueMapBuffer, 1)                                                     \
     X(EnqueueUnmapMemObject, 1)                                                \
@@ -461,6 +464,16 @@ int weft__ocl_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
                        size_t src_off, size_t size);
 int weft__ocl_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                        weft__mem *src, size_t src_off, size_t size);
+/* Block copies: 1 (declined, nothing enqueued) where the rows go one by
+ * one (see opencl_mem.c). */
+int weft__ocl_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                            const weft__rect *r);
+int weft__ocl_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                            const weft__rect *r);
+int weft__ocl_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                            const weft__rect *r);
+int weft__ocl_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r);
 int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size);
 int weft__ocl_fill(weft__queue *q, weft__mem *dst, size_t off,

@@ -317,6 +317,113 @@ int weft__ocl_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
     return 0;
 }
 
+/*
+ * Block copies: clEnqueue{Read,Write,Copy}BufferRect. The buffer side's
+ * offset becomes an origin (x bytes, y rows, z slices) of its pitches;
+ * the host side is addressed from host + off. OpenCL wants each slice
+ * pitch a multiple of its row pitch, and some implementations a block
+ * whose rows do not run past their pitch from x: a block that is not so,
+ * a copy within one cl_mem (which OpenCL takes only with equal pitches
+ * and checks for overlap by bounding boxes), a loader without the entry
+ * points, and a queue in a capture (whose command buffer takes only the
+ * 1-D copies weft records) are declined (1) and go row by row.
+ */
+static int ocl_rect_origin(const weft__rect *r, const weft__rect_side *s,
+                           size_t origin[3], size_t pitch[2])
+{
+    size_t sp = r->depth > 1 ? s->slice_pitch : s->row_pitch * r->height;
+    size_t at = r->depth > 1 ? s->off % sp : s->off;
+
+    if (sp % s->row_pitch)
+        return 0;
+    origin[2] = r->depth > 1 ? s->off / sp : 0;
+    origin[1] = at / s->row_pitch;
+    origin[0] = at % s->row_pitch;
+    pitch[0] = s->row_pitch;
+    pitch[1] = sp;
+    return origin[0] + r->width <= s->row_pitch &&
+           (r->depth == 1 || (origin[1] + r->height) * s->row_pitch <= sp);
+}
+
+/* The host side's pitches, 0 if OpenCL cannot take them. */
+static int ocl_rect_host(const weft__rect *r, const weft__rect_side *s,
+                         size_t pitch[2])
+{
+    size_t sp = r->depth > 1 ? s->slice_pitch : s->row_pitch * r->height;
+
+    pitch[0] = s->row_pitch;
+    pitch[1] = sp;
+    return sp % s->row_pitch == 0;
+}
+
+int weft__ocl_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                            const weft__rect *r)
+{
+    size_t org[3], host_org[3] = {0, 0, 0}, bp[2], hp[2];
+    size_t region[3] = {r->width, r->height, r->depth};
+    cl_int rc;
+
+    if (!weft__cl.EnqueueWriteBufferRect || ((ocl_queue *)q)->cap ||
+        !ocl_rect_origin(r, &r->dst, org, bp) || !ocl_rect_host(r, &r->src, hp))
+        return 1;
+    rc = OCL("clEnqueueWriteBufferRect",
+             weft__cl.EnqueueWriteBufferRect(
+                 ocl_q(q), ocl_cl(dst), CL_FALSE, org, host_org, region, bp[0],
+                 bp[1], hp[0], hp[1], (const char *)src + r->src.off, 0, NULL,
+                 NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc,
+                              "clEnqueueWriteBufferRect: %zux%zux%zu bytes to "
+                              "%s",
+                              r->width, r->height, r->depth, ocl_qname(q));
+    return 0;
+}
+
+int weft__ocl_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                            const weft__rect *r)
+{
+    size_t org[3], host_org[3] = {0, 0, 0}, bp[2], hp[2];
+    size_t region[3] = {r->width, r->height, r->depth};
+    cl_int rc;
+
+    if (!weft__cl.EnqueueReadBufferRect || ((ocl_queue *)q)->cap ||
+        !ocl_rect_origin(r, &r->src, org, bp) || !ocl_rect_host(r, &r->dst, hp))
+        return 1;
+    rc = OCL("clEnqueueReadBufferRect",
+             weft__cl.EnqueueReadBufferRect(
+                 ocl_q(q), ocl_cl(src), CL_FALSE, org, host_org, region, bp[0],
+                 bp[1], hp[0], hp[1], (char *)dst + r->dst.off, 0, NULL, NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc,
+                              "clEnqueueReadBufferRect: %zux%zux%zu bytes "
+                              "from %s",
+                              r->width, r->height, r->depth, ocl_qname(q));
+    return 0;
+}
+
+int weft__ocl_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                            const weft__rect *r)
+{
+    size_t dorg[3], sorg[3], dp[2], sp[2];
+    size_t region[3] = {r->width, r->height, r->depth};
+    cl_int rc;
+
+    if (!weft__cl.EnqueueCopyBufferRect || ((ocl_queue *)q)->cap ||
+        dst == src || !ocl_rect_origin(r, &r->dst, dorg, dp) ||
+        !ocl_rect_origin(r, &r->src, sorg, sp))
+        return 1;
+    rc = OCL("clEnqueueCopyBufferRect",
+             weft__cl.EnqueueCopyBufferRect(ocl_q(q), ocl_cl(src), ocl_cl(dst),
+                                            sorg, dorg, region, sp[0], sp[1],
+                                            dp[0], dp[1], 0, NULL, NULL));
+    if (rc != CL_SUCCESS)
+        return weft__ocl_fail(rc,
+                              "clEnqueueCopyBufferRect: %zux%zux%zu bytes on "
+                              "%s",
+                              r->width, r->height, r->depth, ocl_qname(q));
+    return 0;
+}
+
 int weft__ocl_fill(weft__queue *q, weft__mem *dst, size_t off,
                    const void *pattern, size_t pattern_size, size_t size)
 {
@@ -465,8 +572,92 @@ static void ocl_bounce_after(cl_event e, ocl_bounce *b)
  * final wait of q cannot be enqueued, the caller blocks until the copy is
  * done instead, so that the order on q holds.
  */
+/*
+ * The staged copy's two transfers: the range [off, off + size), or, with
+ * r, the block's side (its offset in r) packed in the bounce buffer.
+ */
+typedef struct ocl_peer_block {
+    const weft__rect *r;
+    size_t org[2][3]; /* [0] the source's origin, [1] the destination's */
+    size_t pitch[2][2];
+} ocl_peer_block;
+
+static cl_int ocl_peer_read(cl_command_queue qa, weft__mem *src, size_t off,
+                            size_t size, void *host, const ocl_peer_block *b,
+                            cl_uint nwait, const cl_event *wait, cl_event *e)
+{
+    size_t host_org[3] = {0, 0, 0};
+
+    if (!b->r)
+        return OCL("clEnqueueReadBuffer",
+                   weft__cl.EnqueueReadBuffer(qa, ocl_cl(src), CL_FALSE, off,
+                                              size, host, nwait, wait, e));
+    {
+        size_t region[3] = {b->r->width, b->r->height, b->r->depth};
+
+        return OCL("clEnqueueReadBufferRect",
+                   weft__cl.EnqueueReadBufferRect(
+                       qa, ocl_cl(src), CL_FALSE, b->org[0], host_org, region,
+                       b->pitch[0][0], b->pitch[0][1], b->r->width,
+                       b->r->width * b->r->height, host, nwait, wait, e));
+    }
+}
+
+static cl_int ocl_peer_write(cl_command_queue qb, weft__mem *dst, size_t off,
+                             size_t size, const void *host,
+                             const ocl_peer_block *b, const cl_event *wait,
+                             cl_event *e)
+{
+    size_t host_org[3] = {0, 0, 0};
+
+    if (!b->r)
+        return OCL("clEnqueueWriteBuffer",
+                   weft__cl.EnqueueWriteBuffer(qb, ocl_cl(dst), CL_FALSE, off,
+                                               size, host, 1, wait, e));
+    {
+        size_t region[3] = {b->r->width, b->r->height, b->r->depth};
+
+        return OCL("clEnqueueWriteBufferRect",
+                   weft__cl.EnqueueWriteBufferRect(
+                       qb, ocl_cl(dst), CL_FALSE, b->org[1], host_org, region,
+                       b->pitch[1][0], b->pitch[1][1], b->r->width,
+                       b->r->width * b->r->height, host, 1, wait, e));
+    }
+}
+
+static int ocl_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
+                    weft__mem *src, size_t src_off, size_t size,
+                    const ocl_peer_block *blk);
+
 int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size)
+{
+    ocl_peer_block none = {NULL, {{0}}, {{0}}};
+
+    return ocl_peer(q, dst, dst_off, src, src_off, size, &none);
+}
+
+/*
+ * A block between devices: the source's block read packed into the bounce
+ * buffer, written from there into the destination's block (declined as
+ * the other block copies are, 1).
+ */
+int weft__ocl_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r)
+{
+    ocl_peer_block b = {r, {{0}}, {{0}}};
+
+    if (!weft__cl.EnqueueReadBufferRect || !weft__cl.EnqueueWriteBufferRect ||
+        ((ocl_queue *)q)->cap ||
+        !ocl_rect_origin(r, &r->src, b.org[0], b.pitch[0]) ||
+        !ocl_rect_origin(r, &r->dst, b.org[1], b.pitch[1]))
+        return 1;
+    return ocl_peer(q, dst, 0, src, 0, (size_t)weft__rect_bytes(r), &b);
+}
+
+static int ocl_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
+                    weft__mem *src, size_t src_off, size_t size,
+                    const ocl_peer_block *blk)
 {
     ocl_context *a = ocl_ctx(src->ctx), *b = ocl_ctx(dst->ctx);
     cl_command_queue qa = q->ctx == src->ctx ? ocl_q(q) : a->aux;
@@ -505,16 +696,14 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         if (err < 0)
             goto unused;
     }
-    rc = OCL("clEnqueueReadBuffer",
-             weft__cl.EnqueueReadBuffer(qa, ocl_cl(src), CL_FALSE, src_off,
-                                        size, bb->host, pre ? 1 : 0,
-                                        pre ? &pre : NULL, &e1));
+    rc = ocl_peer_read(qa, src, src_off, size, bb->host, blk, pre ? 1 : 0,
+                       pre ? &pre : NULL, &e1);
     if (pre)
         ocl_release_event(pre);
     if (rc != CL_SUCCESS) {
-        err = weft__ocl_fail(rc,
-                             "clEnqueueReadBuffer: peer copy of %zu bytes from "
-                             "%s",
+        err = weft__ocl_fail(rc, "%s: peer copy of %zu bytes from %s",
+                             blk->r ? "clEnqueueReadBufferRect"
+                                    : "clEnqueueReadBuffer",
                              size, src->ctx->dev->name);
         goto unused;
     }
@@ -525,16 +714,14 @@ int weft__ocl_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
         ocl_release_event(e1);
         return err;
     }
-    rc = OCL("clEnqueueWriteBuffer",
-             weft__cl.EnqueueWriteBuffer(qb, ocl_cl(dst), CL_FALSE, dst_off,
-                                         size, bb->host, 1, &u1, &e2));
+    rc = ocl_peer_write(qb, dst, dst_off, size, bb->host, blk, &u1, &e2);
     ocl_release_event(u1);
     if (rc != CL_SUCCESS) {
         ocl_bounce_after(e1, bb);
         ocl_release_event(e1);
-        return weft__ocl_fail(rc,
-                              "clEnqueueWriteBuffer: peer copy of %zu bytes "
-                              "to %s",
+        return weft__ocl_fail(rc, "%s: peer copy of %zu bytes to %s",
+                              blk->r ? "clEnqueueWriteBufferRect"
+                                     : "clEnqueueWriteBuffer",
                               size, dst->ctx->dev->name);
     }
     ocl_release_event(e1);

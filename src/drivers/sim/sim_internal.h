@@ -66,6 +66,9 @@ typedef struct sim_work {
     unsigned char *dst;
     const unsigned char *src;
     size_t size;
+    /* a block copy (rect_on): dst and src are the bases, size unused */
+    weft__rect rect;
+    unsigned rect_on;
     unsigned char pattern[4];
     size_t pattern_size;
     weft__host_fn *fn;
@@ -85,7 +88,9 @@ typedef struct sim_capture sim_capture;
  */
 typedef struct sim_access {
     const unsigned char *lo;
-    size_t len;
+    size_t len; /* from lo to one past the last byte */
+    /* a block's rows (height * depth > 1), else 0s: every byte of len */
+    size_t width, height, depth, row_pitch, slice_pitch;
     unsigned write;
     uint64_t start, end, seq; /* the log's */
     uint64_t thread;          /* the log's: who submitted it */
@@ -354,6 +359,14 @@ int weft__sim_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
                        size_t src_off, size_t size);
 int weft__sim_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                        weft__mem *src, size_t src_off, size_t size);
+int weft__sim_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                            const weft__rect *r);
+int weft__sim_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                            const weft__rect *r);
+int weft__sim_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                            const weft__rect *r);
+int weft__sim_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r);
 int weft__sim_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                         weft__mem *src, size_t src_off, size_t size);
 int weft__sim_fill(weft__queue *wq, weft__mem *dst, size_t off,

@@ -211,12 +211,11 @@ int weft__sim_copy_d2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                     sim_dev_index(dst));
 }
 
-int weft__sim_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
-                        weft__mem *src, size_t src_off, size_t size)
+/* A peer copy from src to dst on q: 0 if the machine has it, else < 0. */
+static int sim_peer_check(weft__queue *q, weft__mem *dst, weft__mem *src)
 {
     weft__device *sd = src->ctx->dev, *dd = dst->ctx->dev;
     sim_platform *p = sim_ctx_platform(q->ctx);
-    int rc;
 
     if (sd->platform != &p->base || dd->platform != &p->base)
         return weft__error(WEFT_EINVAL,
@@ -229,12 +228,118 @@ int weft__sim_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                                   "peer_group=%u): stage through the host",
                                   dd->name, sd->name, p->cfg.peer,
                                   p->cfg.peer_group);
+    return 0;
+}
+
+int weft__sim_copy_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
+                        weft__mem *src, size_t src_off, size_t size)
+{
+    int rc;
+
+    if ((rc = sim_peer_check(q, dst, src)) < 0)
+        return rc;
     if ((rc = sim_capture_copy(q, WEFT__SIM_PEER, dst, dst_off, src, src_off,
                                NULL, size)) != 0)
         return rc < 0 ? rc : 0;
     return sim_copy(q, WEFT__SIM_PEER, sim_bytes(dst, dst_off),
                     sim_bytes(src, src_off), size, sim_dev_index(src),
                     sim_dev_index(dst));
+}
+
+/* ---- block copies ------------------------------------------------------ */
+
+/* Note that pr touches side s of block r from base (check=1). */
+static void sim_prep_block(sim_prep *pr, const unsigned char *base,
+                           const weft__rect *r, const weft__rect_side *s,
+                           unsigned write)
+{
+    unsigned n = pr->nacc;
+    sim_access *a;
+
+    sim_prep_access(pr, base ? base + s->off : NULL, weft__rect_span(r, s),
+                    write);
+    if (pr->nacc == n)
+        return;
+    a = &pr->acc[n];
+    a->width = r->width;
+    a->height = r->height;
+    a->depth = r->depth;
+    a->row_pitch = s->row_pitch;
+    a->slice_pitch = s->slice_pitch;
+}
+
+/*
+ * One operation that moves the block's bytes, in the time of that many
+ * bytes; with real data, its rows. A queue in a capture declines (1): the
+ * rows come one by one, as 1-D copies, which the capture takes.
+ */
+static int sim_copy_rect(weft__queue *wq, weft__sim_op_kind kind,
+                         unsigned char *dst, const unsigned char *src,
+                         const weft__rect *r, int src_dev, int dst_dev)
+{
+    sim_platform *p = sim_ctx_platform(wq->ctx);
+    sim_queue *q = (sim_queue *)wq;
+    sim_prep pr;
+    int in, rc;
+
+    sim_lock(p);
+    in = q->cap != NULL;
+    sim_unlock(p);
+    if (in)
+        return 1;
+    rc = sim_copy_prep(p, kind, NULL, NULL, (size_t)weft__rect_bytes(r),
+                       src_dev, dst_dev, &pr);
+    if (rc < 0)
+        return rc;
+    if (dst && src) {
+        sim_work *w = weft__calloc(1, sizeof *w);
+
+        if (!w)
+            return weft__error(WEFT_ENOMEM, "sim: out of memory for a copy");
+        w->dst = dst;
+        w->src = src;
+        w->rect = *r;
+        w->rect_on = 1;
+        pr.w = w;
+        if (p->log) {
+            sim_prep_block(&pr, src, r, &r->src, 0);
+            sim_prep_block(&pr, dst, r, &r->dst, 1);
+        }
+    }
+    return sim_enqueue(q, &pr);
+}
+
+int weft__sim_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
+                            const weft__rect *r)
+{
+    return sim_copy_rect(q, WEFT__SIM_H2D, sim_bytes(dst, 0), src, r,
+                         WEFT__SIM_HOST, sim_dev_index(dst));
+}
+
+int weft__sim_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
+                            const weft__rect *r)
+{
+    return sim_copy_rect(q, WEFT__SIM_D2H, dst, sim_bytes(src, 0), r,
+                         sim_dev_index(src), WEFT__SIM_HOST);
+}
+
+int weft__sim_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                            const weft__rect *r)
+{
+    return sim_copy_rect(q, WEFT__SIM_D2D, sim_bytes(dst, 0), sim_bytes(src, 0),
+                         r, sim_dev_index(src), sim_dev_index(dst));
+}
+
+int weft__sim_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
+                             const weft__rect *r)
+{
+    int rc = sim_peer_check(q, dst, src);
+
+    if (rc < 0)
+        return rc;
+    return sim_copy_rect(q, WEFT__SIM_PEER, sim_bytes(dst, 0),
+                         sim_bytes(src, 0), r, sim_dev_index(src),
+                         sim_dev_index(dst));
 }
 
 static int sim_fill_prep(const sim_platform *p, weft__mem *dst, size_t off,

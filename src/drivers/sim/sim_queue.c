@@ -109,10 +109,22 @@ static void sim_work_run(sim_work *w)
     case WEFT__SIM_H2D:
     case WEFT__SIM_D2H:
     case WEFT__SIM_PEER:
-        memcpy(w->dst, w->src, w->size);
-        break;
     case WEFT__SIM_D2D:
-        memmove(w->dst, w->src, w->size);
+        if (w->rect_on) { /* the sides are disjoint (rect.c) */
+            const weft__rect *r = &w->rect;
+
+            for (size_t z = 0; z < r->depth; z++)
+                for (size_t y = 0; y < r->height; y++)
+                    memcpy(w->dst + r->dst.off + z * r->dst.slice_pitch +
+                               y * r->dst.row_pitch,
+                           w->src + r->src.off + z * r->src.slice_pitch +
+                               y * r->src.row_pitch,
+                           r->width);
+        } else if (w->kind == WEFT__SIM_D2D) {
+            memmove(w->dst, w->src, w->size);
+        } else {
+            memcpy(w->dst, w->src, w->size);
+        }
         break;
     case WEFT__SIM_FILL:
         if (w->pattern_size == 1)
@@ -261,6 +273,32 @@ int weft__sim_queue_start(sim_queue *q)
     return 0;
 }
 
+static weft__block sim_access_block(const sim_access *a)
+{
+    weft__block b = {(uintptr_t)a->lo, a->len, 1, 1, a->len, a->len};
+
+    if (a->height * a->depth > 1) {
+        b.width = a->width;
+        b.height = a->height;
+        b.depth = a->depth;
+        b.row_pitch = a->row_pitch;
+        b.slice_pitch = a->slice_pitch;
+    }
+    return b;
+}
+
+/* Bounding ranges that meet: do the bytes (a block's rows) meet? */
+static int sim_access_overlap(const sim_access *x, const sim_access *y)
+{
+    weft__block a, b;
+
+    if (x->height * x->depth <= 1 && y->height * y->depth <= 1)
+        return 1;
+    a = sim_access_block(x);
+    b = sim_access_block(y);
+    return weft__block_overlap(&a, &b);
+}
+
 /*
  * check=1, under the lock: op, running [start, end) in virtual time,
  * touches acc. An access that conflicts with an earlier one (the same
@@ -290,7 +328,7 @@ static void sim_check(sim_platform *p, const weft__sim_op *op,
 
             if (y->thread != self || op->start_ns >= y->end ||
                 (!x->write && !y->write) || x->lo >= y->lo + y->len ||
-                y->lo >= x->lo + x->len)
+                y->lo >= x->lo + x->len || !sim_access_overlap(x, y))
                 continue;
             if (p->hazards++ < 8)
                 weft__warn(
