@@ -356,6 +356,20 @@ static int ocl_rect_host(const weft__rect *r, const weft__rect_side *s,
     return sp % s->row_pitch == 0;
 }
 
+/*
+ * A block the implementation refused as an invalid value (NVIDIA's does
+ * for some blocks near the end of a buffer that the specification
+ * allows): nothing was enqueued, so it is declined and goes row by row.
+ */
+static int ocl_rect_refused(const char *call, const weft__rect *r)
+{
+    weft__info("opencl",
+               "%s refused a block of %zux%zux%zu bytes: copied "
+               "row by row",
+               call, r->width, r->height, r->depth);
+    return 1;
+}
+
 int weft__ocl_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
                             const weft__rect *r)
 {
@@ -371,6 +385,8 @@ int weft__ocl_copy_h2d_rect(weft__queue *q, weft__mem *dst, const void *src,
                  ocl_q(q), ocl_cl(dst), CL_FALSE, org, host_org, region, bp[0],
                  bp[1], hp[0], hp[1], (const char *)src + r->src.off, 0, NULL,
                  NULL));
+    if (rc == CL_INVALID_VALUE)
+        return ocl_rect_refused("clEnqueueWriteBufferRect", r);
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc,
                               "clEnqueueWriteBufferRect: %zux%zux%zu bytes to "
@@ -393,6 +409,8 @@ int weft__ocl_copy_d2h_rect(weft__queue *q, void *dst, weft__mem *src,
              weft__cl.EnqueueReadBufferRect(
                  ocl_q(q), ocl_cl(src), CL_FALSE, org, host_org, region, bp[0],
                  bp[1], hp[0], hp[1], (char *)dst + r->dst.off, 0, NULL, NULL));
+    if (rc == CL_INVALID_VALUE)
+        return ocl_rect_refused("clEnqueueReadBufferRect", r);
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc,
                               "clEnqueueReadBufferRect: %zux%zux%zu bytes "
@@ -416,6 +434,8 @@ int weft__ocl_copy_d2d_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
              weft__cl.EnqueueCopyBufferRect(ocl_q(q), ocl_cl(src), ocl_cl(dst),
                                             sorg, dorg, region, sp[0], sp[1],
                                             dp[0], dp[1], 0, NULL, NULL));
+    if (rc == CL_INVALID_VALUE)
+        return ocl_rect_refused("clEnqueueCopyBufferRect", r);
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc,
                               "clEnqueueCopyBufferRect: %zux%zux%zu bytes on "
