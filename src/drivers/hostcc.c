@@ -42,13 +42,11 @@ long weft__hostcc_compiles(void)
 }
 
 /* $CC split at blanks into words (at most max - 1, NULL-terminated). */
-static int weft__cc_words(char *cmd, size_t size, char **words, unsigned max,
-                          const char **what)
+static int weft__cc_words(char *cmd, size_t size, char **words, unsigned max)
 {
     const char *cc = getenv("CC");
     unsigned n = 0;
 
-    *what = cc && *cc ? "$CC" : "the default";
     snprintf(cmd, size, "%s", cc && *cc ? cc : "cc");
     for (char *p = cmd; *p && n + 1 < max;) {
         while (*p == ' ' || *p == '\t')
@@ -89,19 +87,19 @@ static int weft__cc_resolve(const char *name, char *path, size_t size)
 static int weft__cc_find(char *cmd, size_t size, char **words, unsigned max,
                          char *path, size_t psize)
 {
-    const char *what;
-
-    if (weft__cc_words(cmd, size, words, max, &what) < 1)
+    if (weft__cc_words(cmd, size, words, max) < 1)
         return weft__error(WEFT_ENOTSUP,
-                           "host: no C compiler to build portable kernels: "
-                           "$CC is blank");
+                           "host: no C compiler for portable kernels: CC is "
+                           "blank (set CC to a C compiler)");
     if (weft__cc_resolve(words[0], path, psize) < 0)
-        return weft__error(WEFT_ENOTSUP,
-                           "host: no C compiler to build portable kernels: "
-                           "%s %s (%s) is not an executable%s; set CC to a C "
-                           "compiler",
-                           what, strchr(words[0], '/') ? "file" : "command",
-                           words[0], strchr(words[0], '/') ? "" : " on PATH");
+        return weft__error(
+            WEFT_ENOTSUP,
+            "host: no C compiler for portable kernels: %s%s %s (set CC to a "
+            "C compiler)",
+            getenv("CC") && *getenv("CC") ? "CC=" : "cc (CC is not set)",
+            getenv("CC") && *getenv("CC") ? words[0] : "",
+            strchr(words[0], '/') ? "is not an executable file"
+                                  : "is no command on PATH");
     return 0;
 }
 

@@ -148,6 +148,90 @@ static void portable_kernel_same_everywhere(void **state)
     assert_int_equal(weft_module_destroy(m), 0);
 }
 
+/*
+ * A per-group reduction: a tree in group-local memory with a barrier in a
+ * loop, and a 2-D grid. Every device (host and sim through the C compiler,
+ * PoCL, CUDA) gives the same sums.
+ */
+static const char reduce_src[] =
+    "#define GROUP 64\n"
+    "WEFT_FUNC void sync_items(void) { weft_barrier(); }\n"
+    "WEFT_KERNEL void group_sum(WEFT_GLOBAL const int *x,\n"
+    "                           WEFT_GLOBAL int *sums, int n)\n"
+    "{\n"
+    "    WEFT_LOCAL int part[GROUP];\n"
+    "    long l = weft_local_id(0);\n"
+    "    long i = weft_global_id(1) * weft_global_size(0) +\n"
+    "             weft_global_id(0);\n"
+    "    int mine = i < n ? x[i] : 0; /* private, kept across barriers */\n"
+    "    part[l] = mine;\n"
+    "    sync_items();\n"
+    "    for (long s = weft_local_size(0) / 2; s > 0; s /= 2) {\n"
+    "        if (l < s)\n"
+    "            part[l] += part[l + s];\n"
+    "        weft_barrier();\n"
+    "    }\n"
+    "    if (l == 0)\n"
+    "        sums[weft_group_id(1) * weft_num_groups(0) +\n"
+    "             weft_group_id(0)] = part[0] * 1000 + mine;\n"
+    "}\n";
+
+enum { RN = 1500, RGX = 8, RGY = 3 };
+
+static void reduction_same_everywhere(void **state)
+{
+    weft_module *m;
+    weft_kernel *k;
+    int x[RN], want[RGX * RGY];
+    int n = RN;
+    (void)state;
+
+    for (int j = 0; j < RN; j++)
+        x[j] = (j * 7919) % 97 - 40;
+    for (int g = 0; g < RGX * RGY; g++) {
+        int sum = 0;
+        for (int l = 0; l < 64; l++)
+            sum += g * 64 + l < RN ? x[g * 64 + l] : 0;
+        want[g] = sum * 1000 + (g * 64 < RN ? x[g * 64] : 0);
+    }
+    assert_int_equal(weft_module_create_portable(rt, reduce_src, NULL, &m), 0);
+    assert_int_equal(weft_module_get_kernel(m, "group_sum", &k), 0);
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        weft__device *d = weft__runtime_device(rt, i);
+        weft__kernel *impl = weft__kernel_impl(k, i);
+        weft__context *ctx;
+        weft__queue *q;
+        weft__mem *dx, *ds;
+        int sums[RGX * RGY];
+
+        assert_non_null(impl);
+        assert_int_equal(weft__runtime_context(rt, i, &ctx), 0);
+        assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+        assert_int_equal(weft__drv_mem_alloc(ctx, sizeof x, &dx), 0);
+        assert_int_equal(weft__drv_mem_alloc(ctx, sizeof sums, &ds), 0);
+        assert_int_equal(weft__drv_copy_h2d(q, dx, 0, x, sizeof x), 0);
+        weft__karg args[3] = {
+            {.type = WEFT_PARAM_BUFFER, .u.buf = {dx, 0}},
+            {.type = WEFT_PARAM_BUFFER, .u.buf = {ds, 0}},
+            {.type = WEFT_PARAM_I32, .size = 4, .u.value = &n},
+        };
+        weft__grid grid = {{RGX, RGY, 1}, {64, 1, 1}, 0};
+        assert_int_equal(weft__drv_launch(q, impl, &grid, args, 3), 0);
+        assert_int_equal(weft__drv_copy_d2h(q, sums, ds, 0, sizeof sums), 0);
+        assert_int_equal(weft__drv_queue_sync(q), 0);
+        for (int g = 0; g < RGX * RGY; g++)
+            if (sums[g] != want[g])
+                fail_msg("%s: group %d sums to %d, expected %d", d->name, g,
+                         sums[g], want[g]);
+        printf("# group sums on %s:%u (%s): ok\n", d->drv->name,
+               d->driver_index, d->name);
+        assert_int_equal(weft__drv_mem_free(dx), 0);
+        assert_int_equal(weft__drv_mem_free(ds), 0);
+        assert_int_equal(weft__drv_queue_destroy(q), 0);
+    }
+    assert_int_equal(weft_module_destroy(m), 0);
+}
+
 /* Host devices take the C variant; CUDA/OpenCL the portable one. */
 static void variants_by_device(void **state)
 {
@@ -212,6 +296,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(portable_kernel_same_everywhere),
+        cmocka_unit_test(reduction_same_everywhere),
         cmocka_unit_test(variants_by_device),
         cmocka_unit_test(errors_name_what_was_wrong),
     };
