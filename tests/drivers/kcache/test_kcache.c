@@ -209,6 +209,40 @@ static void portable_translation(void **state)
     assert_int_equal(
         weft__portable_translate(portable_src, WEFT__SRC_PTX, NULL, &cl),
         WEFT_EINVAL);
+
+    /* Host C: the source, a wrapper per kernel, the table of kernels. */
+    assert_int_equal(
+        weft__portable_translate(portable_src, WEFT__SRC_HOST_C, NULL, &cl), 0);
+    assert_non_null(strstr(cl, portable_src));
+    assert_non_null(strstr(cl, "{\"scale\", weft__g_scale, 3,"));
+    assert_non_null(strstr(cl, "weft__cc_nkernels = 1;"));
+    weft__free(cl);
+    /* a prototype, comments and strings are no kernels; a WEFT_LOCAL
+     * parameter is group-local scratch */
+    assert_int_equal(
+        weft__portable_translate(
+            "WEFT_KERNEL void p(int n);\n"
+            "/* WEFT_KERNEL void c(int n) {} */\n"
+            "#define S \"WEFT_KERNEL void s(int n) {}\"\n"
+            "WEFT_KERNEL void p(int n) { (void)n; }\n"
+            "WEFT_KERNEL void q(WEFT_LOCAL float *t) { t[0] = 1; }\n",
+            WEFT__SRC_HOST_C, NULL, &cl),
+        0);
+    assert_non_null(strstr(cl, "weft__cc_nkernels = 2;"));
+    assert_non_null(strstr(cl, "{\"q\", weft__g_q, 1,"));
+    assert_non_null(strstr(cl, "weft__p_q[] = {9}"));
+    assert_null(strstr(cl, "weft__g_c"));
+    assert_null(strstr(cl, "weft__g_s"));
+    weft__free(cl);
+    cl = NULL;
+    assert_int_equal(weft__portable_translate("WEFT_KERNEL void a(int x[4]) {}",
+                                              WEFT__SRC_HOST_C, NULL, &cl),
+                     WEFT_EBUILD);
+    assert_non_null(strstr(weft_last_error(), "array parameter"));
+    assert_int_equal(weft__portable_translate("WEFT_KERNEL void b(int n) {",
+                                              WEFT__SRC_HOST_C, NULL, &cl),
+                     WEFT_EBUILD);
+    assert_null(cl);
 }
 
 /* On an OpenCL device: build twice (the second is a hit), run the kernel. */
