@@ -232,6 +232,63 @@ static void reduction_same_everywhere(void **state)
     assert_int_equal(weft_module_destroy(m), 0);
 }
 
+/*
+ * Group-local scratch sized at launch (a WEFT_LOCAL pointer parameter): on
+ * host, sim and OpenCL; CUDA has no such parameter, so not where a CUDA
+ * device would have to build it.
+ */
+static void local_parameter(void **state)
+{
+    static const char src[] =
+        "WEFT_KERNEL void rev(WEFT_GLOBAL int *x, WEFT_LOCAL int *t)\n"
+        "{\n"
+        "    long l = weft_local_id(0), n = weft_local_size(0);\n"
+        "    t[l] = (int)x[weft_global_id(0)];\n"
+        "    weft_barrier();\n"
+        "    x[weft_global_id(0)] = t[n - 1 - l];\n"
+        "}\n";
+    weft_module *m;
+    weft_kernel *k;
+    (void)state;
+
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++)
+        if (!strcmp(weft__runtime_device(rt, i)->drv->name, "cuda")) {
+            printf("skipped: local_parameter: a CUDA device\n");
+            skip();
+        }
+    assert_int_equal(weft_module_create_portable(rt, src, NULL, &m), 0);
+    assert_int_equal(weft_module_get_kernel(m, "rev", &k), 0);
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        weft__device *d = weft__runtime_device(rt, i);
+        weft__kernel *impl = weft__kernel_impl(k, i);
+        weft__context *ctx;
+        weft__queue *q;
+        weft__mem *dx;
+        int x[128];
+
+        for (int j = 0; j < 128; j++)
+            x[j] = j;
+        assert_int_equal(weft__runtime_context(rt, i, &ctx), 0);
+        assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+        assert_int_equal(weft__drv_mem_alloc(ctx, sizeof x, &dx), 0);
+        assert_int_equal(weft__drv_copy_h2d(q, dx, 0, x, sizeof x), 0);
+        weft__karg args[2] = {
+            {.type = WEFT_PARAM_BUFFER, .u.buf = {dx, 0}},
+            {.type = WEFT_PARAM_LOCAL, .size = 32 * sizeof(int)},
+        };
+        weft__grid grid = {{4, 1, 1}, {32, 1, 1}, 0};
+        assert_int_equal(weft__drv_launch(q, impl, &grid, args, 2), 0);
+        assert_int_equal(weft__drv_copy_d2h(q, x, dx, 0, sizeof x), 0);
+        assert_int_equal(weft__drv_queue_sync(q), 0);
+        for (int j = 0; j < 128; j++)
+            if (x[j] != j / 32 * 32 + 31 - j % 32)
+                fail_msg("%s: x[%d] = %d", d->name, j, x[j]);
+        assert_int_equal(weft__drv_mem_free(dx), 0);
+        assert_int_equal(weft__drv_queue_destroy(q), 0);
+    }
+    assert_int_equal(weft_module_destroy(m), 0);
+}
+
 /* Host devices take the C variant; CUDA/OpenCL the portable one. */
 static void variants_by_device(void **state)
 {
@@ -297,6 +354,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(portable_kernel_same_everywhere),
         cmocka_unit_test(reduction_same_everywhere),
+        cmocka_unit_test(local_parameter),
         cmocka_unit_test(variants_by_device),
         cmocka_unit_test(errors_name_what_was_wrong),
     };
