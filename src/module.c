@@ -6,6 +6,7 @@
 #include "graph/kernel.h"
 #include "runtime.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct weft_module {
@@ -116,6 +117,7 @@ int weft_module_create(weft_runtime *rt, const weft_module_source *variants,
 {
     weft_module *m;
     unsigned built = 0;
+    char why[512] = "";
     int rc;
 
     if (!rt || !variants || !nvariants || !out)
@@ -157,6 +159,9 @@ int weft_module_create(weft_runtime *rt, const weft_module_source *variants,
                     continue;
                 rc = weft__build_variant(m, i, &variants[j]);
                 if (rc == WEFT_ENOTSUP) {
+                    /* The last reason a device declined, for ENODEV. */
+                    snprintf(why, sizeof why, " (%s: %s)", rt->devices[i]->name,
+                             weft_last_error());
                     weft__debug("module", "%s does not take %s: %s",
                                 rt->devices[i]->name,
                                 variants[j].name ? variants[j].name
@@ -179,8 +184,8 @@ int weft_module_create(weft_runtime *rt, const weft_module_source *variants,
         weft__module_free(m);
         return weft__error(WEFT_ENODEV,
                            "weft_module_create: none of the %u variants fits "
-                           "any of the %u devices",
-                           nvariants, rt->ndevices);
+                           "any of the %u devices%s",
+                           nvariants, rt->ndevices, why);
     }
     weft__runtime_live(rt, 1);
     *out = m;

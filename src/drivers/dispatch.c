@@ -18,6 +18,7 @@
  * failure injection, the call) is written once, in WEFT__DRV_DEFINE.
  */
 #include "dispatch.h"
+#include "hostcc.h"
 #include "kcache.h"
 
 #include <stdio.h>
@@ -329,11 +330,11 @@ void weft__drv_host_join(const weft__device *dev, uint64_t seen)
 
 /*
  * Module creation through the compiled-kernel cache: a module built from
- * source (OpenCL C, CUDA C++) on a driver that can hand out its binary is
- * looked up first; a hit that the driver refuses (a stale or foreign entry)
- * is removed and the source built again. An entry keeps the build log of
- * the module it was made from, which a module loaded from it gets in
- * place of the driver's log of the load.
+ * source (OpenCL C, CUDA C++, host C) on a driver that can hand out its
+ * binary is looked up first; a hit that the driver refuses (a stale or
+ * foreign entry) is removed and the source built again. An entry keeps the
+ * build log of the module it was made from, which a module loaded from it gets
+ * in place of the driver's log of the load.
  */
 static int weft__module_build(weft__context *ctx,
                               const weft__module_source *src, weft__module **m)
@@ -349,11 +350,30 @@ static int weft__module_build(weft__context *ctx,
     int rc;
 
     if (!drv->module_binary ||
-        (src->kind != WEFT__SRC_OPENCL_C && src->kind != WEFT__SRC_CUDA_CXX))
+        (src->kind != WEFT__SRC_OPENCL_C && src->kind != WEFT__SRC_CUDA_CXX &&
+         src->kind != WEFT__SRC_HOST_C))
         return drv->module_create(ctx, src, m);
 
-    snprintf(kindstr, sizeof kindstr, "%d", (int)src->kind);
-    {
+    if (src->kind == WEFT__SRC_HOST_C) {
+        /*
+         * The same shared object serves host and sim devices alike: keyed
+         * on the compiler, not the device.
+         */
+        char ccid[8192];
+        const void *parts[] = {"weft-kcache/2",
+                               weft_version(),
+                               "host-c",
+                               ccid,
+                               src->options ? src->options : "",
+                               src->data};
+        const size_t lens[] = {(size_t)-1, (size_t)-1,
+                               (size_t)-1, (size_t)-1,
+                               (size_t)-1, src->size ? src->size : (size_t)-1};
+
+        if ((rc = weft__hostcc_identity(ccid, sizeof ccid)) < 0)
+            return rc;
+        weft__kcache_key_make(&key, parts, lens, WEFT__COUNTOF(parts));
+    } else {
         const void *parts[] = {"weft-kcache/2",
                                weft_version(),
                                drv->name,
@@ -368,6 +388,7 @@ static int weft__module_build(weft__context *ctx,
             (size_t)-1, (size_t)-1, (size_t)-1,
             (size_t)-1, (size_t)-1, src->size ? src->size : (size_t)-1};
 
+        snprintf(kindstr, sizeof kindstr, "%d", (int)src->kind);
         weft__kcache_key_make(&key, parts, lens, WEFT__COUNTOF(parts));
     }
     if (weft__kcache_load(&key, &bytes, &size, &kind, &log) == 0) {
@@ -417,7 +438,7 @@ int weft__drv_module_create(weft__context *ctx, const weft__module_source *src,
     if (!src->data)
         return weft__error(WEFT_EINVAL, "module_create: %s has no data",
                            src->name ? src->name : "source");
-    if (src->kind < WEFT__SRC_HOST_TABLE || src->kind > WEFT__SRC_FATBIN)
+    if (src->kind < WEFT__SRC_HOST_TABLE || src->kind > WEFT__SRC_HOST_SO)
         return weft__error(WEFT_EINVAL, "module_create: unknown source kind %d",
                            (int)src->kind);
     WEFT__NEED_OP(ctx->drv, module_create);

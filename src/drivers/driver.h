@@ -151,6 +151,8 @@ typedef enum weft__source_kind {
     WEFT__SRC_PTX,            /* PTX text */
     WEFT__SRC_CUBIN,          /* cubin bytes */
     WEFT__SRC_FATBIN,         /* fatbin bytes */
+    WEFT__SRC_HOST_C,         /* C from portable source (hostcc.h) */
+    WEFT__SRC_HOST_SO,        /* the shared object built from HOST_C */
 } weft__source_kind;
 
 typedef struct weft__module_source {

@@ -128,7 +128,7 @@ int weft__kcache_load(const weft__kcache_key *k, void **bytes, size_t *size,
         weft__kc_get64(hdr + 16) != k->h[1] ||
         len > (uint64_t)st.st_size - WEFT__KC_HEADER ||
         loglen != (uint64_t)st.st_size - WEFT__KC_HEADER - len ||
-        knd < WEFT__SRC_HOST_TABLE || knd > WEFT__SRC_FATBIN)
+        knd < WEFT__SRC_HOST_TABLE || knd > WEFT__SRC_HOST_SO)
         goto corrupt;
     data = weft__malloc(len + 1);
     text = loglen && log ? weft__malloc(loglen + 1) : NULL;

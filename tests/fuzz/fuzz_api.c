@@ -967,9 +967,10 @@ static void op_module_create(fz_in *in)
                  "weft_module_create NULL out");
         return;
     case 2:
+        /* refused by the translation, before any compiler runs */
         fz_check(weft_module_create_portable(
-                     F.rt[0], "WEFT_KERNEL void k(long n) {}", NULL, &m),
-                 FZ_FAIL, "weft_module_create_portable without devices");
+                     F.rt[0], "WEFT_KERNEL void k(long n[]) {}", NULL, &m),
+                 FZ_FAIL, "weft_module_create_portable, array parameter");
         return;
     case 1:
         bad.size = 0;

@@ -1,7 +1,8 @@
 /*
  * Modules through the public API: one portable kernel built for every
- * CUDA and OpenCL device present gives the same result on each; variants
- * are chosen per device; errors name the device and the kernel.
+ * device present (CUDA, OpenCL, and host and sim through the C compiler)
+ * gives the same result on each; variants are chosen per device; errors
+ * name the device and the kernel.
  */
 #include "wt_test.h"
 
@@ -120,38 +121,170 @@ static void check_result(const float *y, const char *where)
     }
 }
 
-/* One portable source: the same bytes from every CUDA and OpenCL device. */
+/*
+ * One portable source, with a barrier and group-local memory: the same
+ * bytes from every device, host and sim (real_data=1) included.
+ */
 static void portable_kernel_same_everywhere(void **state)
 {
     weft_module *m;
     weft_kernel *k;
     float y[N];
-    int rc;
     (void)state;
 
-    rc = weft_module_create_portable(rt, portable_src, NULL, &m);
-    if (!ngpu_like) {
-        assert_int_equal(rc, WEFT_ENODEV);
-        printf("skipped: portable_kernel_same_everywhere: no CUDA or OpenCL "
-               "device\n");
-        skip();
-    }
-    assert_int_equal(rc, 0);
+    assert_int_equal(weft_module_create_portable(rt, portable_src, NULL, &m),
+                     0);
     assert_int_equal(weft_module_get_kernel(m, "saxpy", &k), 0);
     assert_string_equal(weft_kernel_name(k), "saxpy");
     for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
         weft__device *d = weft__runtime_device(rt, i);
-        int gpu_like =
-            !strcmp(d->drv->name, "cuda") || !strcmp(d->drv->name, "opencl");
 
-        assert_int_equal(weft_kernel_supports(k, weft_runtime_device(rt, i)),
-                         gpu_like);
-        if (!gpu_like)
-            continue;
+        assert_true(weft_kernel_supports(k, weft_runtime_device(rt, i)));
         run_on(k, i, y);
         check_result(y, d->name);
         printf("# portable saxpy on %s:%u (%s): ok\n", d->drv->name,
                d->driver_index, d->name);
+    }
+    assert_int_equal(weft_module_destroy(m), 0);
+}
+
+/*
+ * A per-group reduction: a tree in group-local memory with a barrier in a
+ * loop, and a 2-D grid. Every device (host and sim through the C compiler,
+ * PoCL, CUDA) gives the same sums.
+ */
+static const char reduce_src[] =
+    "#define GROUP 64\n"
+    "WEFT_FUNC void sync_items(void) { weft_barrier(); }\n"
+    "WEFT_KERNEL void group_sum(WEFT_GLOBAL const int *x,\n"
+    "                           WEFT_GLOBAL int *sums, int n)\n"
+    "{\n"
+    "    WEFT_LOCAL int part[GROUP];\n"
+    "    long l = weft_local_id(0);\n"
+    "    long i = weft_global_id(1) * weft_global_size(0) +\n"
+    "             weft_global_id(0);\n"
+    "    int mine = i < n ? x[i] : 0; /* private, kept across barriers */\n"
+    "    part[l] = mine;\n"
+    "    sync_items();\n"
+    "    for (long s = weft_local_size(0) / 2; s > 0; s /= 2) {\n"
+    "        if (l < s)\n"
+    "            part[l] += part[l + s];\n"
+    "        weft_barrier();\n"
+    "    }\n"
+    "    if (l == 0)\n"
+    "        sums[weft_group_id(1) * weft_num_groups(0) +\n"
+    "             weft_group_id(0)] = part[0] * 1000 + mine;\n"
+    "}\n";
+
+enum { RN = 1500, RGX = 8, RGY = 3 };
+
+static void reduction_same_everywhere(void **state)
+{
+    weft_module *m;
+    weft_kernel *k;
+    int x[RN], want[RGX * RGY];
+    int n = RN;
+    (void)state;
+
+    for (int j = 0; j < RN; j++)
+        x[j] = (j * 7919) % 97 - 40;
+    for (int g = 0; g < RGX * RGY; g++) {
+        int sum = 0;
+        for (int l = 0; l < 64; l++)
+            sum += g * 64 + l < RN ? x[g * 64 + l] : 0;
+        want[g] = sum * 1000 + (g * 64 < RN ? x[g * 64] : 0);
+    }
+    assert_int_equal(weft_module_create_portable(rt, reduce_src, NULL, &m), 0);
+    assert_int_equal(weft_module_get_kernel(m, "group_sum", &k), 0);
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        weft__device *d = weft__runtime_device(rt, i);
+        weft__kernel *impl = weft__kernel_impl(k, i);
+        weft__context *ctx;
+        weft__queue *q;
+        weft__mem *dx, *ds;
+        int sums[RGX * RGY];
+
+        assert_non_null(impl);
+        assert_int_equal(weft__runtime_context(rt, i, &ctx), 0);
+        assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+        assert_int_equal(weft__drv_mem_alloc(ctx, sizeof x, &dx), 0);
+        assert_int_equal(weft__drv_mem_alloc(ctx, sizeof sums, &ds), 0);
+        assert_int_equal(weft__drv_copy_h2d(q, dx, 0, x, sizeof x), 0);
+        weft__karg args[3] = {
+            {.type = WEFT_PARAM_BUFFER, .u.buf = {dx, 0}},
+            {.type = WEFT_PARAM_BUFFER, .u.buf = {ds, 0}},
+            {.type = WEFT_PARAM_I32, .size = 4, .u.value = &n},
+        };
+        weft__grid grid = {{RGX, RGY, 1}, {64, 1, 1}, 0};
+        assert_int_equal(weft__drv_launch(q, impl, &grid, args, 3), 0);
+        assert_int_equal(weft__drv_copy_d2h(q, sums, ds, 0, sizeof sums), 0);
+        assert_int_equal(weft__drv_queue_sync(q), 0);
+        for (int g = 0; g < RGX * RGY; g++)
+            if (sums[g] != want[g])
+                fail_msg("%s: group %d sums to %d, expected %d", d->name, g,
+                         sums[g], want[g]);
+        printf("# group sums on %s:%u (%s): ok\n", d->drv->name,
+               d->driver_index, d->name);
+        assert_int_equal(weft__drv_mem_free(dx), 0);
+        assert_int_equal(weft__drv_mem_free(ds), 0);
+        assert_int_equal(weft__drv_queue_destroy(q), 0);
+    }
+    assert_int_equal(weft_module_destroy(m), 0);
+}
+
+/*
+ * Group-local scratch sized at launch (a WEFT_LOCAL pointer parameter): on
+ * host, sim and OpenCL; CUDA has no such parameter, so not where a CUDA
+ * device would have to build it.
+ */
+static void local_parameter(void **state)
+{
+    static const char src[] =
+        "WEFT_KERNEL void rev(WEFT_GLOBAL int *x, WEFT_LOCAL int *t)\n"
+        "{\n"
+        "    long l = weft_local_id(0), n = weft_local_size(0);\n"
+        "    t[l] = (int)x[weft_global_id(0)];\n"
+        "    weft_barrier();\n"
+        "    x[weft_global_id(0)] = t[n - 1 - l];\n"
+        "}\n";
+    weft_module *m;
+    weft_kernel *k;
+    (void)state;
+
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++)
+        if (!strcmp(weft__runtime_device(rt, i)->drv->name, "cuda")) {
+            printf("skipped: local_parameter: a CUDA device\n");
+            skip();
+        }
+    assert_int_equal(weft_module_create_portable(rt, src, NULL, &m), 0);
+    assert_int_equal(weft_module_get_kernel(m, "rev", &k), 0);
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        weft__device *d = weft__runtime_device(rt, i);
+        weft__kernel *impl = weft__kernel_impl(k, i);
+        weft__context *ctx;
+        weft__queue *q;
+        weft__mem *dx;
+        int x[128];
+
+        for (int j = 0; j < 128; j++)
+            x[j] = j;
+        assert_int_equal(weft__runtime_context(rt, i, &ctx), 0);
+        assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+        assert_int_equal(weft__drv_mem_alloc(ctx, sizeof x, &dx), 0);
+        assert_int_equal(weft__drv_copy_h2d(q, dx, 0, x, sizeof x), 0);
+        weft__karg args[2] = {
+            {.type = WEFT_PARAM_BUFFER, .u.buf = {dx, 0}},
+            {.type = WEFT_PARAM_LOCAL, .size = 32 * sizeof(int)},
+        };
+        weft__grid grid = {{4, 1, 1}, {32, 1, 1}, 0};
+        assert_int_equal(weft__drv_launch(q, impl, &grid, args, 2), 0);
+        assert_int_equal(weft__drv_copy_d2h(q, x, dx, 0, sizeof x), 0);
+        assert_int_equal(weft__drv_queue_sync(q), 0);
+        for (int j = 0; j < 128; j++)
+            if (x[j] != j / 32 * 32 + 31 - j % 32)
+                fail_msg("%s: x[%d] = %d", d->name, j, x[j]);
+        assert_int_equal(weft__drv_mem_free(dx), 0);
+        assert_int_equal(weft__drv_queue_destroy(q), 0);
     }
     assert_int_equal(weft_module_destroy(m), 0);
 }
@@ -203,7 +336,7 @@ static void errors_name_what_was_wrong(void **state)
                                         NULL};
         assert_int_equal(weft_module_create(rt, &bad, 1, &m), WEFT_EINVAL);
     }
-    if (ngpu_like) {
+    {
         int rc = weft_module_create_portable(
             rt,
             "WEFT_KERNEL void broken(WEFT_GLOBAL float *x) { x[0] = "
@@ -220,6 +353,8 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(portable_kernel_same_everywhere),
+        cmocka_unit_test(reduction_same_everywhere),
+        cmocka_unit_test(local_parameter),
         cmocka_unit_test(variants_by_device),
         cmocka_unit_test(errors_name_what_was_wrong),
     };

@@ -891,7 +891,8 @@ static void usage(void)
                     "[--max-fail N] [--dump] [--self-check] [--dot FILE] "
                     "[--no-shrink] [--quiet] [--relaunch N] "
                     "[--min-native N] [--native-nodes PERCENT] "
-                    "[--capture-native PERCENT] [--device-only]\n");
+                    "[--capture-native PERCENT] [--device-only] "
+                    "[--portable-only]\n");
     exit(2);
 }
 
@@ -901,6 +902,9 @@ static const char *env(const char *name)
     return v ? v : "";
 }
 
+/* portable_only: the portable source alone (host and sim compile it). */
+static int portable_only;
+
 static int open_kernels(void)
 {
     const weft_module_source variants[] = {
@@ -908,7 +912,8 @@ static int open_kernels(void)
         {WEFT_SOURCE_PORTABLE, or_portable_source, 0, NULL,
          "oracle (portable)"},
     };
-    int rc = weft_module_create(rt, variants, 2, &module);
+    int rc = portable_only ? weft_module_create(rt, &variants[1], 1, &module)
+                           : weft_module_create(rt, variants, 2, &module);
 
     for (unsigned k = 0; rc == 0 && k < OR_K_COUNT; k++)
         rc = weft_module_get_kernel(module, or_kernel_names[k], &kernels[k]);
@@ -976,6 +981,8 @@ int main(int argc, char **argv)
             limits.capture = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--device-only"))
             limits.device_only = 1;
+        else if (!strcmp(argv[i], "--portable-only"))
+            portable_only = 1;
         else if (!strcmp(argv[i], "--dump"))
             opt.dump = 1;
         else if (!strcmp(argv[i], "--no-shrink"))
@@ -1033,11 +1040,12 @@ int main(int argc, char **argv)
                    "  replay: WEFT_DEVICES='%s' WEFT_SIM='%s' "
                    "POCL_DEVICES='%s' oracle --seed %" PRIu64
                    " --graphs 1 --relaunch %u --native-nodes %u "
-                   "--capture-native %u%s --dump\n",
+                   "--capture-native %u%s%s --dump\n",
                    seed, c.nnodes, c.launches, first, env("WEFT_DEVICES"),
                    env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch,
                    limits.native, limits.capture,
-                   limits.device_only ? " --device-only" : "");
+                   limits.device_only ? " --device-only" : "",
+                   portable_only ? " --portable-only" : "");
             if (opt.shrink && failed <= 3 && !opt.prefix) {
                 run_stats before = stats; /* probes don't count */
                 unsigned k = shrink(&c, seed);

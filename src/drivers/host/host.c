@@ -358,6 +358,8 @@ static void module_free(weft__host_module *hm)
         weft__free((void *)k->param_sizes);
     }
     weft__free(hm->kernels);
+    weft__hostcc_close(hm->lib);
+    weft__free(hm->base.build_log);
     weft__free(hm);
 }
 
@@ -442,14 +444,36 @@ static int host_module_create(weft__context *ctx,
                               const weft__module_source *src,
                               weft__module **mod)
 {
+    weft__module_source tsrc = *src;
     const weft_host_kernel *table = src->data;
+    weft__hostcc_lib *lib = NULL;
     weft__host_module *hm;
+    char *log = NULL;
     int rc;
 
+    if (src->kind == WEFT__SRC_HOST_C || src->kind == WEFT__SRC_HOST_SO) {
+        /* Portable source: its kernels from the shared object built. */
+        if ((rc = weft__hostcc_open(src, &lib, &log)) < 0)
+            return rc;
+        table = weft__hostcc_table(lib, &tsrc.size);
+        tsrc.kind = WEFT__SRC_HOST_TABLE;
+        tsrc.data = table;
+        rc = host_module_create(ctx, &tsrc, mod);
+        if (rc < 0) {
+            weft__hostcc_close(lib);
+            weft__free(log);
+            return rc;
+        }
+        hm = (weft__host_module *)*mod;
+        hm->lib = lib;
+        hm->base.build_log = log;
+        return 0;
+    }
     if (src->kind != WEFT__SRC_HOST_TABLE)
         return weft__error(WEFT_ENOTSUP,
                            "host: %s: a host device runs C functions given "
-                           "as a weft_host_kernel table, not source kind %d",
+                           "as a weft_host_kernel table or portable source, "
+                           "not source kind %d",
                            src->name ? src->name : "module", (int)src->kind);
     if (src->size && !table)
         return weft__error(WEFT_EINVAL, "host: kernel table is NULL");
@@ -488,6 +512,17 @@ static void host_module_destroy(weft__module *mod)
     module_free((weft__host_module *)mod);
 }
 
+static int host_module_binary(weft__module *mod, void **bytes, size_t *size,
+                              weft__source_kind *kind)
+{
+    weft__host_module *hm = (weft__host_module *)mod;
+
+    if (!hm->lib)
+        return weft__error(WEFT_ENOTSUP, "host: no binary for a table");
+    *kind = WEFT__SRC_HOST_SO;
+    return weft__hostcc_binary(hm->lib, bytes, size);
+}
+
 static int host_kernel_get(weft__module *mod, const char *name,
                            weft__kernel **k)
 {
@@ -506,7 +541,9 @@ static int host_kernel_get(weft__module *mod, const char *name,
 const weft__driver weft__driver_host = {
     .name = "host",
     .memory_is_host = 1,
-    .source_kinds = (const weft_source_kind[]){WEFT_SOURCE_HOST, 0},
+    .source_kinds =
+        (const weft_source_kind[]){WEFT_SOURCE_HOST, WEFT_SOURCE_PORTABLE, 0},
+    .portable_kind = WEFT__SRC_HOST_C,
     .platforms_open = host_platforms_open,
     .platforms_close = host_platforms_close,
     .can_access_peer = host_can_access_peer,
@@ -531,6 +568,7 @@ const weft__driver weft__driver_host = {
     .copy_peer_rect = weft__host_copy_d2d_rect,
     .module_create = host_module_create,
     .module_destroy = host_module_destroy,
+    .module_binary = host_module_binary,
     .kernel_get = host_kernel_get,
     .launch = weft__host_launch,
     .event_create = weft__host_event_create,

@@ -27,6 +27,7 @@
 #define WEFT_HOST_INTERNAL_H
 
 #include "../driver.h"
+#include "../hostcc.h"
 #include "../../base/ring.h"
 
 #include <pthread.h>
@@ -109,6 +110,7 @@ typedef struct weft__host_module {
     weft__module base;
     unsigned nkernels;
     weft__host_kernel *kernels;
+    weft__hostcc_lib *lib; /* a portable module's shared object, or NULL */
 } weft__host_module;
 
 struct weft__host_capture;

@@ -447,10 +447,33 @@ static int sim_module_create(weft__context *ctx, const weft__module_source *src,
     sim_module *m;
     char *blob;
 
+    if (src->kind == WEFT__SRC_HOST_C || src->kind == WEFT__SRC_HOST_SO) {
+        /*
+         * Portable source: the host's shared object; its kernels run with
+         * real_data=1 only, as every kernel.
+         */
+        weft__module_source tsrc = *src;
+        weft__hostcc_lib *lib;
+        char *log;
+        int rc;
+
+        if ((rc = weft__hostcc_open(src, &lib, &log)) < 0)
+            return rc;
+        tsrc.kind = WEFT__SRC_HOST_TABLE;
+        tsrc.data = weft__hostcc_table(lib, &tsrc.size);
+        if ((rc = sim_module_create(ctx, &tsrc, out)) < 0) {
+            weft__hostcc_close(lib);
+            weft__free(log);
+            return rc;
+        }
+        ((sim_module *)*out)->lib = lib;
+        (*out)->build_log = log;
+        return 0;
+    }
     if (src->kind != WEFT__SRC_HOST_TABLE)
         return weft__error(WEFT_ENOTSUP,
-                           "sim: %s: a simulated device takes only host "
-                           "kernel tables",
+                           "sim: %s: a simulated device takes host kernel "
+                           "tables and portable source only",
                            src->name ? src->name : "module");
     if (n > UINT32_MAX)
         return weft__error(WEFT_EINVAL, "sim: %zu kernels in one module", n);
@@ -539,7 +562,21 @@ static int sim_module_create(weft__context *ctx, const weft__module_source *src,
 
 static void sim_module_destroy(weft__module *mod)
 {
+    /* The names in the module's allocation are copies: the lib may go. */
+    weft__hostcc_close(((sim_module *)mod)->lib);
+    weft__free(mod->build_log);
     weft__free(mod);
+}
+
+static int sim_module_binary(weft__module *mod, void **bytes, size_t *size,
+                             weft__source_kind *kind)
+{
+    sim_module *m = (sim_module *)mod;
+
+    if (!m->lib)
+        return weft__error(WEFT_ENOTSUP, "sim: no binary for a table");
+    *kind = WEFT__SRC_HOST_SO;
+    return weft__hostcc_binary(m->lib, bytes, size);
 }
 
 static int sim_kernel_get(weft__module *mod, const char *name,
@@ -678,7 +715,9 @@ const weft__driver weft__driver_sim = {
     .virtual_time = 1,
     .host_seen = weft__sim_host_seen,
     .host_join = weft__sim_host_join,
-    .source_kinds = (const weft_source_kind[]){WEFT_SOURCE_HOST, 0},
+    .source_kinds =
+        (const weft_source_kind[]){WEFT_SOURCE_HOST, WEFT_SOURCE_PORTABLE, 0},
+    .portable_kind = WEFT__SRC_HOST_C,
     .platforms_open = sim_platforms_open,
     .platforms_close = sim_platforms_close,
     .can_access_peer = sim_can_access_peer,
@@ -704,6 +743,7 @@ const weft__driver weft__driver_sim = {
     .fill = weft__sim_fill,
     .module_create = sim_module_create,
     .module_destroy = sim_module_destroy,
+    .module_binary = sim_module_binary,
     .kernel_get = sim_kernel_get,
     .launch = weft__sim_launch,
     .event_create = weft__sim_event_create,

@@ -16,6 +16,8 @@
 
 #include "sim.h"
 
+#include "../hostcc.h"
+
 #include <pthread.h>
 #include <string.h>
 
@@ -174,7 +176,8 @@ typedef struct sim_kernel {
 typedef struct sim_module {
     weft__module base;
     unsigned nkernels;
-    sim_kernel *kernels; /* in the same allocation */
+    sim_kernel *kernels;   /* in the same allocation */
+    weft__hostcc_lib *lib; /* a portable module's shared object, or NULL */
 } sim_module;
 
 typedef struct sim_event {

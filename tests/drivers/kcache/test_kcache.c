@@ -6,6 +6,7 @@
 #include "wt_test.h"
 
 #include "base/options.h"
+#include "drivers/hostcc.h"
 #include "drivers/kcache.h"
 #include "runtime.h"
 
@@ -208,6 +209,40 @@ static void portable_translation(void **state)
     assert_int_equal(
         weft__portable_translate(portable_src, WEFT__SRC_PTX, NULL, &cl),
         WEFT_EINVAL);
+
+    /* Host C: the source, a wrapper per kernel, the table of kernels. */
+    assert_int_equal(
+        weft__portable_translate(portable_src, WEFT__SRC_HOST_C, NULL, &cl), 0);
+    assert_non_null(strstr(cl, portable_src));
+    assert_non_null(strstr(cl, "{\"scale\", weft__g_scale, 3,"));
+    assert_non_null(strstr(cl, "weft__cc_nkernels = 1;"));
+    weft__free(cl);
+    /* a prototype, comments and strings are no kernels; a WEFT_LOCAL
+     * parameter is group-local scratch */
+    assert_int_equal(
+        weft__portable_translate(
+            "WEFT_KERNEL void p(int n);\n"
+            "/* WEFT_KERNEL void c(int n) {} */\n"
+            "#define S \"WEFT_KERNEL void s(int n) {}\"\n"
+            "WEFT_KERNEL void p(int n) { (void)n; }\n"
+            "WEFT_KERNEL void q(WEFT_LOCAL float *t) { t[0] = 1; }\n",
+            WEFT__SRC_HOST_C, NULL, &cl),
+        0);
+    assert_non_null(strstr(cl, "weft__cc_nkernels = 2;"));
+    assert_non_null(strstr(cl, "{\"q\", weft__g_q, 1,"));
+    assert_non_null(strstr(cl, "weft__p_q[] = {9}"));
+    assert_null(strstr(cl, "weft__g_c"));
+    assert_null(strstr(cl, "weft__g_s"));
+    weft__free(cl);
+    cl = NULL;
+    assert_int_equal(weft__portable_translate("WEFT_KERNEL void a(int x[4]) {}",
+                                              WEFT__SRC_HOST_C, NULL, &cl),
+                     WEFT_EBUILD);
+    assert_non_null(strstr(weft_last_error(), "array parameter"));
+    assert_int_equal(weft__portable_translate("WEFT_KERNEL void b(int n) {",
+                                              WEFT__SRC_HOST_C, NULL, &cl),
+                     WEFT_EBUILD);
+    assert_null(cl);
 }
 
 /* On an OpenCL device: build twice (the second is a hit), run the kernel. */
@@ -291,6 +326,155 @@ static void opencl_second_build_hits(void **state)
     assert_int_equal(weft__drv_module_destroy(m3), 0);
     assert_int_equal(weft__drv_context_destroy(ctx), 0);
     weft_runtime_destroy(rt);
+}
+
+/* Set (value non-NULL) or unset name, keeping its old value in old. */
+static void env_swap(const char *name, const char *value, char *old, size_t n,
+                     int *had)
+{
+    const char *v = getenv(name);
+
+    *had = v != NULL;
+    snprintf(old, n, "%s", v ? v : "");
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+}
+
+static void env_restore(const char *name, const char *old, int had)
+{
+    if (had)
+        setenv(name, old, 1);
+    else
+        unsetenv(name);
+}
+
+/* Run kernel scale of m on device i of rt over 100 items. */
+static void host_run_scale(weft_runtime *rt, weft_module *m, unsigned i)
+{
+    weft_kernel *wk;
+    weft__kernel *k;
+    weft__context *ctx;
+    weft__queue *q;
+    weft__mem *buf;
+    float x[100], a = 2.0f;
+    long n = 100;
+
+    assert_int_equal(weft_module_get_kernel(m, "scale", &wk), 0);
+    k = weft__kernel_impl(wk, i);
+    assert_non_null(k);
+    for (int j = 0; j < 100; j++)
+        x[j] = (float)j;
+    assert_int_equal(weft__runtime_context(rt, i, &ctx), 0);
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, sizeof x, &buf), 0);
+    assert_int_equal(weft__drv_copy_h2d(q, buf, 0, x, sizeof x), 0);
+    weft__karg args[3] = {
+        {.type = WEFT_PARAM_BUFFER, .u.buf = {buf, 0}},
+        {.type = WEFT_PARAM_F32, .size = 4, .u.value = &a},
+        {.type = WEFT_PARAM_I64, .size = 8, .u.value = &n},
+    };
+    weft__grid grid = {{4, 1, 1}, {25, 1, 1}, 0};
+    assert_int_equal(weft__drv_launch(q, k, &grid, args, 3), 0);
+    assert_int_equal(weft__drv_copy_d2h(q, x, buf, 0, sizeof x), 0);
+    assert_int_equal(weft__drv_queue_sync(q), 0);
+    for (int j = 0; j < 100; j++)
+        assert_true(x[j] == (float)j * 2.0f + (float)(j / 25));
+    assert_int_equal(weft__drv_mem_free(buf), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+}
+
+/*
+ * Host and sim devices: a portable module is compiled once (the sim takes
+ * the host's entry), and a second runtime loads the shared object from
+ * the cache without running the compiler.
+ */
+static void host_second_runtime_loads_from_cache(void **state)
+{
+    char src[512], od[256], os[256];
+    int hd, hs;
+    long c0, c1, c2;
+    weft__kcache_stats s0, s1, s2;
+    weft_runtime *rt;
+    weft_module *m;
+    (void)state;
+
+    /* a source of its own, so that the first build is a miss */
+    snprintf(src, sizeof src, "/* %ld.%ld */\n%s", (long)getpid(),
+             (long)time(NULL), portable_src);
+    env_swap("WEFT_DEVICES", "host,sim", od, sizeof od, &hd);
+    env_swap("WEFT_SIM", "devices=1,real_data=1", os, sizeof os, &hs);
+    c0 = weft__hostcc_compiles();
+    weft__kcache_get_stats(&s0);
+    assert_int_equal(weft_runtime_create(&rt, NULL), 0);
+    assert_int_equal(weft_runtime_device_count(rt), 2);
+    assert_int_equal(weft_module_create_portable(rt, src, NULL, &m), 0);
+    c1 = weft__hostcc_compiles();
+    weft__kcache_get_stats(&s1);
+    assert_int_equal(c1 - c0, 1);
+    assert_int_equal(s1.stores - s0.stores, 1);
+    assert_int_equal(s1.hits - s0.hits, 1); /* the sim's */
+    host_run_scale(rt, m, 0);
+    host_run_scale(rt, m, 1);
+    assert_int_equal(weft_module_destroy(m), 0);
+    assert_int_equal(weft_runtime_destroy(rt), 0);
+
+    assert_int_equal(weft_runtime_create(&rt, NULL), 0);
+    assert_int_equal(weft_module_create_portable(rt, src, NULL, &m), 0);
+    c2 = weft__hostcc_compiles();
+    weft__kcache_get_stats(&s2);
+    assert_int_equal(c2, c1); /* no compiler run */
+    assert_int_equal(s2.hits - s1.hits, 2);
+    assert_int_equal(s2.stores, s1.stores);
+    host_run_scale(rt, m, 0);
+    host_run_scale(rt, m, 1);
+    printf("# compiler runs: %ld, then %ld in the second runtime\n", c1 - c0,
+           c2 - c1);
+    assert_int_equal(weft_module_destroy(m), 0);
+    assert_int_equal(weft_runtime_destroy(rt), 0);
+    env_restore("WEFT_DEVICES", od, hd);
+    env_restore("WEFT_SIM", os, hs);
+}
+
+/*
+ * No C compiler: a host device declines portable source with WEFT_ENOTSUP
+ * naming what was tried, and a module nothing else can build is
+ * WEFT_ENODEV carrying that reason.
+ */
+static void host_missing_compiler(void **state)
+{
+    char od[256], oc[256], op[4096], id[256];
+    int hd, hc, hp;
+    long c0 = weft__hostcc_compiles();
+    weft_runtime *rt;
+    weft_module *m = NULL;
+    (void)state;
+
+    env_swap("WEFT_DEVICES", "host", od, sizeof od, &hd);
+    env_swap("CC", "/nonexistent/cc", oc, sizeof oc, &hc);
+    assert_int_equal(weft__hostcc_identity(id, sizeof id), WEFT_ENOTSUP);
+    assert_non_null(strstr(weft_last_error(), "/nonexistent/cc"));
+    assert_int_equal(weft_runtime_create(&rt, NULL), 0);
+    assert_int_equal(weft_module_create_portable(rt, portable_src, NULL, &m),
+                     WEFT_ENODEV);
+    printf("# without a compiler: %s\n", weft_last_error());
+    assert_non_null(strstr(weft_last_error(), "/nonexistent/cc"));
+    assert_non_null(strstr(weft_last_error(), "C compiler"));
+    assert_null(m);
+
+    /* CC unset: cc on PATH */
+    unsetenv("CC");
+    env_swap("PATH", "/nonexistent", op, sizeof op, &hp);
+    assert_int_equal(weft_module_create_portable(rt, portable_src, NULL, &m),
+                     WEFT_ENODEV);
+    assert_non_null(strstr(weft_last_error(), "cc"));
+    assert_non_null(strstr(weft_last_error(), "PATH"));
+    env_restore("PATH", op, hp);
+    env_restore("CC", oc, hc);
+    assert_int_equal(weft__hostcc_compiles(), c0);
+    assert_int_equal(weft_runtime_destroy(rt), 0);
+    env_restore("WEFT_DEVICES", od, hd);
 }
 
 /* The key of the one entry of the cache directory not in `seen` (a
@@ -456,6 +640,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(portable_translation),
         cmocka_unit_test(opencl_second_build_hits),
         cmocka_unit_test(build_log_from_cache),
+        cmocka_unit_test(host_second_runtime_loads_from_cache),
+        cmocka_unit_test(host_missing_compiler),
     };
     return wt_run_group(argc, argv, tests, setup, teardown);
 }
