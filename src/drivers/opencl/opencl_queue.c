@@ -669,7 +669,9 @@ static void ocl_signal_unclaim(ocl_signal *sig)
  * if no launch did and none will. The claim goes on ocl_sig.armed unless
  * a signal of the event is there already; the event must then still be
  * CL_SUBMITTED. The signaller leaves the list only after setting the
- * event, so of two launches one finds the other's claim or the event set.
+ * event, so of two launches one finds the other's claim or the event set
+ * (a claim found with the event set already is reported as the event
+ * set: its signaller is only about to leave the list).
  * (Its status is asked with no lock held: OpenCL calls are made outside
  * weft's locks.) *out: the claimed signal.
  */
@@ -689,7 +691,11 @@ static int ocl_signal_claim(cl_event user, ocl_signal **out)
         ocl_sig.armed = sig;
     }
     pthread_mutex_unlock(&ocl_sig.lock);
-    if (a) {
+    rc = weft__ocl_event_status(user, &status);
+    /* A claim found may be one whose signaller has set the event and not
+     * yet left the list (the launch that set it may be over): then the
+     * event reads as set. */
+    if (a && !(rc == CL_SUCCESS && status != CL_SUBMITTED)) {
         weft__free(sig);
         return weft__error(WEFT_EINVAL,
                            "opencl: the program's user event to signal is to "
@@ -697,12 +703,14 @@ static int ocl_signal_claim(cl_event user, ocl_signal **out)
                            "a user event completes once, so each launch "
                            "needs a new one (a new graph with a new event)");
     }
-    rc = weft__ocl_event_status(user, &status);
-    if (rc == CL_SUCCESS && status == CL_SUBMITTED) {
+    if (!a && rc == CL_SUCCESS && status == CL_SUBMITTED) {
         *out = sig;
         return 0;
     }
-    ocl_signal_unclaim(sig);
+    if (a)
+        weft__free(sig);
+    else
+        ocl_signal_unclaim(sig);
     if (rc != CL_SUCCESS)
         return weft__ocl_fail(rc, "clGetEventInfo: the program's event");
     return weft__error(WEFT_EINVAL,
