@@ -549,6 +549,97 @@ typedef enum weft_access {
 #define WEFT_WHOLE ((size_t)-1)
 
 /*
+ * Blocks: a 2-D or 3-D rectangle of a buffer's bytes. The buffer is seen
+ * as rows of row_pitch bytes (and slices of slice_pitch bytes); the block
+ * is rows x slices runs of row_bytes bytes, its bytes being, for s <
+ * slices and r < rows,
+ *
+ *     [origin + s * slice_pitch + r * row_pitch, + row_bytes)
+ *
+ * of the buffer (or view) it is declared on. A block is valid when
+ * row_bytes, rows and slices are above 0, row_pitch >= row_bytes (rows do
+ * not overlap), and, for slices > 1, slice_pitch is a multiple of
+ * row_pitch and at least rows * row_pitch (WEFT_EINVAL, naming the field
+ * and the value); its last byte must lie inside the buffer (WEFT_ERANGE).
+ * A block of one row and one slice is the range [origin, + row_bytes);
+ * its pitches are not looked at. Dependencies are inferred on a block's
+ * own bytes: blocks that share no byte are independent however their
+ * rows interleave.
+ *
+ * Where a node, a kernel or a host task is given a block, it gets the
+ * address of its first byte (origin), and the block keeps the buffer's
+ * layout in every memory weft keeps it in: row r of slice s is at that
+ * address + s * slice_pitch + r * row_pitch there too. The program passes
+ * the pitches to its kernel as scalars where the kernel needs them.
+ */
+typedef struct weft_block {
+    size_t origin;                  /* offset of the first byte */
+    size_t row_bytes, rows, slices; /* extent: bytes per row, rows, slices */
+    size_t row_pitch, slice_pitch;  /* bytes between rows, between slices */
+} weft_block;
+
+static inline weft_block weft_block2(size_t origin, size_t row_bytes,
+                                     size_t rows, size_t row_pitch)
+{
+    weft_block b = {origin, row_bytes, rows, 1, row_pitch, 0};
+    return b;
+}
+static inline weft_block weft_block3(size_t origin, size_t row_bytes,
+                                     size_t rows, size_t slices,
+                                     size_t row_pitch, size_t slice_pitch)
+{
+    weft_block b = {origin, row_bytes, rows, slices, row_pitch, slice_pitch};
+    return b;
+}
+
+/*
+ * A row-major matrix in a buffer: rows x cols elements of elem_size bytes,
+ * element (i, j) at offset + (i * ld + j) * elem_size of the buffer (ld,
+ * the leading dimension, in elements, at least cols). Tiles and blocks of
+ * it are weft_blocks of the buffer, for node accesses, kernel arguments
+ * and block transfers.
+ */
+typedef struct weft_matrix {
+    weft_buffer *buffer;
+    size_t offset;     /* bytes: element (0, 0) */
+    size_t elem_size;  /* bytes per element */
+    size_t rows, cols; /* elements */
+    size_t ld;         /* elements from one row to the next */
+} weft_matrix;
+
+static inline weft_matrix weft_matrix_of(weft_buffer *buffer, size_t offset,
+                                         size_t elem_size, size_t rows,
+                                         size_t cols, size_t ld)
+{
+    weft_matrix m = {buffer, offset, elem_size, rows, cols, ld};
+    return m;
+}
+/* Rows [row, + nrows) and columns [col, + ncols) of m. */
+static inline weft_block weft_matrix_block(weft_matrix m, size_t row,
+                                           size_t col, size_t nrows,
+                                           size_t ncols)
+{
+    return weft_block2(m.offset + (row * m.ld + col) * m.elem_size,
+                       ncols * m.elem_size, nrows, m.ld * m.elem_size);
+}
+/*
+ * Tile (ti, tj) of m cut into tiles of tile_rows x tile_cols elements:
+ * rows [ti * tile_rows, + tile_rows) and the columns alike, the last tile
+ * of a row or column clipped to the matrix. A tile index past the matrix
+ * gives a block of 0 rows or bytes, which every call refuses.
+ */
+static inline weft_block weft_matrix_tile(weft_matrix m, size_t tile_rows,
+                                          size_t tile_cols, size_t ti,
+                                          size_t tj)
+{
+    size_t r = ti * tile_rows, c = tj * tile_cols;
+    size_t nr = r < m.rows ? m.rows - r : 0, nc = c < m.cols ? m.cols - c : 0;
+
+    return weft_matrix_block(m, r, c, nr < tile_rows ? nr : tile_rows,
+                             nc < tile_cols ? nc : tile_cols);
+}
+
+/*
  * A buffer of size bytes that weft allocates (contents undefined until
  * written). Buffers belong to the runtime, not to a graph: a graph may be
  * destroyed while its buffers live on.
@@ -743,12 +834,30 @@ typedef struct weft_arg {
         double f64;
         const void *bytes; /* BYTES: copied when the node is added */
     } value;
+    /*
+     * Buffers given as a block (weft_arg_block): offset is its origin,
+     * size its row_bytes, and these the rest; rows 0 means a range.
+     */
+    size_t rows, slices, row_pitch, slice_pitch;
 } weft_arg;
 
 static inline weft_arg weft_arg_buffer(weft_buffer *b, size_t offset,
                                        size_t size, weft_access access)
 {
     weft_arg a = {WEFT_PARAM_BUFFER, access, b, offset, size, {0}};
+    return a;
+}
+/*
+ * A block of a buffer as a buffer argument: the kernel receives the
+ * address of the block's first byte (see weft_block for the layout).
+ */
+static inline weft_arg weft_arg_block(weft_buffer *b, weft_block blk,
+                                      weft_access access)
+{
+    weft_arg a = {WEFT_PARAM_BUFFER, access,        b,
+                  blk.origin,        blk.row_bytes, {0},
+                  blk.rows,          blk.slices,    blk.row_pitch,
+                  blk.slice_pitch};
     return a;
 }
 #define WEFT__ARG_SCALAR(fn, T, tag, member)                                   \
@@ -803,12 +912,26 @@ static inline weft_dims weft_dims3(uint32_t x, uint32_t y, uint32_t z)
     return d;
 }
 
-/* A declared buffer access of a host task. */
+/*
+ * A declared buffer access of a host task or native node: the range
+ * [offset, + size), or, where rows is above 0, the block whose origin is
+ * offset and whose row_bytes is size (weft_access_block). The task gets the
+ * address of the first byte.
+ */
 typedef struct weft_access_desc {
     weft_buffer *buffer;
     size_t offset, size;
     weft_access mode;
+    size_t rows, slices, row_pitch, slice_pitch; /* blocks; rows 0: a range */
 } weft_access_desc;
+
+static inline weft_access_desc weft_access_block(weft_buffer *b, weft_block blk,
+                                                 weft_access mode)
+{
+    weft_access_desc d = {b,        blk.origin, blk.row_bytes, mode,
+                          blk.rows, blk.slices, blk.row_pitch, blk.slice_pitch};
+    return d;
+}
 
 /*
  * A host task: ptrs[i] is the host address of access i's range, valid for
@@ -876,6 +999,36 @@ WEFT_API int weft_graph_add_copy(weft_graph *g, weft_buffer *dst,
 WEFT_API int weft_graph_add_fill(weft_graph *g, weft_buffer *dst, size_t offset,
                                  size_t size, const void *pattern,
                                  size_t pattern_size, weft_node *node);
+/*
+ * Block transfers (see weft_block). write_block: the block blk of dst from
+ * host memory whose first byte is src, its rows src_row_pitch bytes apart
+ * and its slices src_slice_pitch (0: packed, row_bytes and rows *
+ * src_row_pitch); read_block: the block of src into host memory at dst
+ * with dst's pitches; copy_block: the block sblk of src into the block
+ * dblk of dst, which must have the same row_bytes, rows and slices
+ * (WEFT_EINVAL); fill_block: a 1, 2 or 4-byte pattern into every row of
+ * the block (origin and row_bytes multiples of it). The drivers' own 2-D
+ * and 3-D copies move the block where they have them. Errors as for the
+ * range forms, and the block rules of weft_block; a host pitch below the
+ * block's row_bytes (or a slice pitch below rows * row pitch) is
+ * WEFT_EINVAL.
+ */
+WEFT_API int weft_graph_add_write_block(weft_graph *g, weft_buffer *dst,
+                                        const weft_block *blk, const void *src,
+                                        size_t src_row_pitch,
+                                        size_t src_slice_pitch,
+                                        weft_node *node);
+WEFT_API int weft_graph_add_read_block(weft_graph *g, weft_buffer *src,
+                                       const weft_block *blk, void *dst,
+                                       size_t dst_row_pitch,
+                                       size_t dst_slice_pitch, weft_node *node);
+WEFT_API int weft_graph_add_copy_block(weft_graph *g, weft_buffer *dst,
+                                       const weft_block *dblk, weft_buffer *src,
+                                       const weft_block *sblk, weft_node *node);
+WEFT_API int weft_graph_add_fill_block(weft_graph *g, weft_buffer *dst,
+                                       const weft_block *blk,
+                                       const void *pattern, size_t pattern_size,
+                                       weft_node *node);
 /* A map node: fn sees the range on the host with the given access. */
 WEFT_API int weft_graph_add_map(weft_graph *g, weft_buffer *buf, size_t offset,
                                 size_t size, weft_access mode, weft_map_fn *fn,
