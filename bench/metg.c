@@ -582,12 +582,12 @@ static weft_graph *weft_build(weft_side *ws, const pattern *p, uint32_t steps,
             } else {
                 weft_access_desc acc[1 + MAXDEPS];
 
-                acc[0] = (weft_access_desc){out, (size_t)i * STRIDE,
-                                            sizeof(cell), WEFT_WRITE};
+                acc[0] = weft_access_range(out, (size_t)i * STRIDE,
+                                           sizeof(cell), WEFT_WRITE);
                 for (uint32_t d = 0; d < tk->ndeps; d++)
                     acc[1 + d] =
-                        (weft_access_desc){in, (size_t)tk->deps[d] * STRIDE,
-                                           sizeof(cell), WEFT_READ};
+                        weft_access_range(in, (size_t)tk->deps[d] * STRIDE,
+                                          sizeof(cell), WEFT_READ);
                 bench_check(weft_graph_add_host(g, weft_task_fn, (void *)tk,
                                                 acc, 1 + tk->ndeps, NULL));
             }

@@ -135,7 +135,8 @@ static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
     for (uint32_t i = 0; i < nodes; i++) {
         size_t off = s == CHAINED ? 0 : (size_t)i * slice;
         weft_arg arg = weft_arg_buffer(*buf, off, slice, WEFT_READ_WRITE);
-        weft_access_desc acc = {*buf, off, slice, WEFT_READ_WRITE};
+        weft_access_desc acc =
+            weft_access_range(*buf, off, slice, WEFT_READ_WRITE);
 
         if (s == HOST_TASKS)
             bench_check(

@@ -292,10 +292,10 @@ static int graph_build(gemm *m, tile_job jobs[2], unsigned ngpus,
         for (size_t j = 0; j < nt && rc == 0; j++)
             for (size_t k = 0; k < nt && rc == 0; k++) {
                 weft_access_desc acc[3] = {
-                    {m->a[i * nt + k], 0, bytes, WEFT_READ},
-                    {m->b[k * nt + j], 0, bytes, WEFT_READ},
-                    {m->c[i * nt + j], 0, bytes,
-                     k ? WEFT_READ_WRITE : WEFT_WRITE},
+                    weft_access_range(m->a[i * nt + k], 0, bytes, WEFT_READ),
+                    weft_access_range(m->b[k * nt + j], 0, bytes, WEFT_READ),
+                    weft_access_range(m->c[i * nt + j], 0, bytes,
+                                      k ? WEFT_READ_WRITE : WEFT_WRITE),
                 };
                 weft_node node;
 

@@ -844,7 +844,7 @@ typedef struct weft_arg {
 static inline weft_arg weft_arg_buffer(weft_buffer *b, size_t offset,
                                        size_t size, weft_access access)
 {
-    weft_arg a = {WEFT_PARAM_BUFFER, access, b, offset, size, {0}};
+    weft_arg a = {WEFT_PARAM_BUFFER, access, b, offset, size, {0}, 0, 0, 0, 0};
     return a;
 }
 /*
@@ -863,7 +863,8 @@ static inline weft_arg weft_arg_block(weft_buffer *b, weft_block blk,
 #define WEFT__ARG_SCALAR(fn, T, tag, member)                                   \
     static inline weft_arg fn(T v)                                             \
     {                                                                          \
-        weft_arg a = {tag, (weft_access)0, NULL, 0, sizeof(T), {0}};           \
+        weft_arg a = {                                                         \
+            tag, (weft_access)0, NULL, 0, sizeof(T), {0}, 0, 0, 0, 0};         \
         a.value.member = v;                                                    \
         return a;                                                              \
     }
@@ -876,13 +877,15 @@ WEFT__ARG_SCALAR(weft_arg_f64, double, WEFT_PARAM_F64, f64)
 #undef WEFT__ARG_SCALAR
 static inline weft_arg weft_arg_bytes(const void *p, size_t size)
 {
-    weft_arg a = {WEFT_PARAM_BYTES, (weft_access)0, NULL, 0, size, {0}};
+    weft_arg a = {
+        WEFT_PARAM_BYTES, (weft_access)0, NULL, 0, size, {0}, 0, 0, 0, 0};
     a.value.bytes = p;
     return a;
 }
 static inline weft_arg weft_arg_local(size_t size)
 {
-    weft_arg a = {WEFT_PARAM_LOCAL, (weft_access)0, NULL, 0, size, {0}};
+    weft_arg a = {
+        WEFT_PARAM_LOCAL, (weft_access)0, NULL, 0, size, {0}, 0, 0, 0, 0};
     return a;
 }
 
@@ -925,6 +928,13 @@ typedef struct weft_access_desc {
     size_t rows, slices, row_pitch, slice_pitch; /* blocks; rows 0: a range */
 } weft_access_desc;
 
+/* The range [offset, + size) of b (WEFT_WHOLE: to the end). */
+static inline weft_access_desc weft_access_range(weft_buffer *b, size_t offset,
+                                                 size_t size, weft_access mode)
+{
+    weft_access_desc d = {b, offset, size, mode, 0, 0, 0, 0};
+    return d;
+}
 static inline weft_access_desc weft_access_block(weft_buffer *b, weft_block blk,
                                                  weft_access mode)
 {

@@ -920,8 +920,8 @@ static void map_fn(void *ptr, size_t size, void *user)
 static void test_add_node_bad_input(void **state)
 {
     const size_t size = N * sizeof(uint32_t);
-    weft_access_desc acc[2] = {{fx.x, 0, 4, WEFT_READ},
-                               {fx.x, 0, 4, WEFT_READ}};
+    weft_access_desc acc[2] = {weft_access_range(fx.x, 0, 4, WEFT_READ),
+                               weft_access_range(fx.x, 0, 4, WEFT_READ)};
     uint32_t host[N], pat = 0;
     weft_buffer *other;
     weft_node node = 77;
@@ -1072,8 +1072,8 @@ static void test_add_node_bad_input(void **state)
 static void test_other_runtime(void **state)
 {
     weft_arg a[3] = {advance_args(fx.xb), weft_arg_u32(K), weft_arg_i64(N)};
-    weft_access_desc acc[2] = {{fx.x, 0, 4, WEFT_READ},
-                               {fx.xb, 0, 4, WEFT_READ}};
+    weft_access_desc acc[2] = {weft_access_range(fx.x, 0, 4, WEFT_READ),
+                               weft_access_range(fx.xb, 0, 4, WEFT_READ)};
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
     uint32_t host[N], pat = 0;
     weft_buffer *vb;
@@ -1622,7 +1622,7 @@ static void gate_task(void *const *ptrs, void *user)
 static void test_threads_destroy_exec(void **state)
 {
     gate gt = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    weft_access_desc acc = {fx.x, 0, 4, WEFT_READ_WRITE};
+    weft_access_desc acc = weft_access_range(fx.x, 0, 4, WEFT_READ_WRITE);
     waiter w;
     pthread_t t;
     weft_graph *g;
@@ -1691,8 +1691,8 @@ static void test_native_bad_input(void **state)
                               {"sim", 0, native_probe},
                               {"opencl", 0, native_probe},
                               {"cuda", 0, native_probe}};
-    weft_access_desc acc[2] = {{fx.x, 0, 16, WEFT_READ},
-                               {fx.x, 16, 16, WEFT_WRITE}};
+    weft_access_desc acc[2] = {weft_access_range(fx.x, 0, 16, WEFT_READ),
+                               weft_access_range(fx.x, 16, 16, WEFT_WRITE)};
     native_seen seen = {0, 0, ""};
     unsigned nodes = weft_graph_node_count(fx.g);
     weft_node node = 77;
@@ -1808,7 +1808,7 @@ static void test_native_bad_input(void **state)
 /* Event nodes and launches after a program's queue. */
 static void test_external_bad_input(void **state)
 {
-    weft_access_desc acc = {fx.x, 0, 16, WEFT_READ};
+    weft_access_desc acc = weft_access_range(fx.x, 0, 16, WEFT_READ);
     unsigned nodes = weft_graph_node_count(fx.g);
     const char *drv = weft__device_of(weft_runtime_device(rt, 0))->drv->name;
     weft_node node = 77;

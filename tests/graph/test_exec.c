@@ -141,8 +141,8 @@ static void test_node_kinds(void **state)
                              NULL));
     check(weft_graph_add_copy(g, a, 0, b, 0, 128, NULL));
     {
-        weft_access_desc acc[] = {{a, 0, M * 4, WEFT_READ},
-                                  {s, 0, 4, WEFT_WRITE}};
+        weft_access_desc acc[] = {weft_access_range(a, 0, M * 4, WEFT_READ),
+                                  weft_access_range(s, 0, 4, WEFT_WRITE)};
         check(weft_graph_add_host(g, host_sum, &m, acc, 2, NULL));
     }
     {

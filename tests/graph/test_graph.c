@@ -96,7 +96,7 @@ static weft_node task(weft_graph *g, const weft_access_desc *acc, unsigned n)
 static weft_node task1(weft_graph *g, weft_buffer *b, size_t off, size_t size,
                        weft_access mode)
 {
-    weft_access_desc a = {b, off, size, mode};
+    weft_access_desc a = weft_access_range(b, off, size, mode);
 
     return task(g, &a, 1);
 }
@@ -196,12 +196,13 @@ static void test_reduction(void **state)
     assert_int_equal(weft_graph_create(rt, &g), 0);
     task1(g, x, 0, 256, WEFT_WRITE);
     {
-        weft_access_desc b[] = {{x, 0, 256, WEFT_READ},
-                                {y1, 0, 64, WEFT_WRITE}};
+        weft_access_desc b[] = {weft_access_range(x, 0, 256, WEFT_READ),
+                                weft_access_range(y1, 0, 64, WEFT_WRITE)};
         task(g, b, 2);
     }
     {
-        weft_access_desc c[] = {{x, 0, 256, WEFT_READ}, {y1, 0, 64, WEFT_READ}};
+        weft_access_desc c[] = {weft_access_range(x, 0, 256, WEFT_READ),
+                                weft_access_range(y1, 0, 64, WEFT_READ)};
         task(g, c, 2);
     }
     assert_int_equal(weft_graph_edge_count(g), 2); /* 0->2 is implied */
@@ -211,13 +212,13 @@ static void test_reduction(void **state)
     assert_int_equal(weft_graph_create(rt, &g), 0);
     task1(g, x, 0, 256, WEFT_WRITE);
     {
-        weft_access_desc b[] = {{x, 0, 128, WEFT_READ},
-                                {y1, 0, 64, WEFT_WRITE}};
-        weft_access_desc c[] = {{x, 128, 128, WEFT_READ},
-                                {y2, 0, 64, WEFT_WRITE}};
-        weft_access_desc d[] = {{y1, 0, 64, WEFT_READ},
-                                {y2, 0, 64, WEFT_READ},
-                                {x, 0, 256, WEFT_READ_WRITE}};
+        weft_access_desc b[] = {weft_access_range(x, 0, 128, WEFT_READ),
+                                weft_access_range(y1, 0, 64, WEFT_WRITE)};
+        weft_access_desc c[] = {weft_access_range(x, 128, 128, WEFT_READ),
+                                weft_access_range(y2, 0, 64, WEFT_WRITE)};
+        weft_access_desc d[] = {weft_access_range(y1, 0, 64, WEFT_READ),
+                                weft_access_range(y2, 0, 64, WEFT_READ),
+                                weft_access_range(x, 0, 256, WEFT_READ_WRITE)};
         task(g, b, 2);
         task(g, c, 2);
         task(g, d, 3);
@@ -551,7 +552,8 @@ static int build_mixed(weft_graph *g, weft_buffer *b, weft_buffer *c,
     static const uint32_t pat = 7;
     weft_arg args[] = {weft_arg_buffer(b, 0, 256, WEFT_READ_WRITE),
                        weft_arg_f32(2.0f), weft_arg_i64(64)};
-    weft_access_desc acc[] = {{b, 0, 128, WEFT_READ}, {c, 0, 64, WEFT_WRITE}};
+    weft_access_desc acc[] = {weft_access_range(b, 0, 128, WEFT_READ),
+                              weft_access_range(c, 0, 64, WEFT_WRITE)};
     unsigned step = 0;
     int rc = 0;
 
@@ -577,8 +579,8 @@ static int build_mixed(weft_graph *g, weft_buffer *b, weft_buffer *c,
             weft_arg_buffer(b, (size_t)(i % 8) * 32, 32, WEFT_READ_WRITE),
             weft_arg_f32(2.0f), weft_arg_i64(8)};
         weft_access_desc two[] = {
-            {b, (size_t)(i % 5) * 40, 40, WEFT_READ},
-            {c, (size_t)(i % 3) * 64, 64, WEFT_READ_WRITE}};
+            weft_access_range(b, (size_t)(i % 5) * 40, 40, WEFT_READ),
+            weft_access_range(c, (size_t)(i % 3) * 64, 64, WEFT_READ_WRITE)};
 
         STEP(weft_graph_add_kernel(g, k_scale, weft_dims1(8), part, 3, NULL));
         STEP(weft_graph_add_host(g, nop_task, NULL, two, 2, NULL));

@@ -833,8 +833,8 @@ static void every_node_kind(void **state)
     check(weft_graph_add_copy(g, z, 0, x, 0, bytes, &n[3]));
     check(weft_graph_add_map(g, z, 0, bytes, WEFT_READ, map_fn, &sum, &n[4]));
     {
-        weft_access_desc acc[] = {{x, 0, bytes, WEFT_READ},
-                                  {w, 0, bytes, WEFT_WRITE}};
+        weft_access_desc acc[] = {weft_access_range(x, 0, bytes, WEFT_READ),
+                                  weft_access_range(w, 0, bytes, WEFT_WRITE)};
 
         check(weft_graph_add_host(g, host_task_fn, NULL, acc, 2, &n[5]));
     }

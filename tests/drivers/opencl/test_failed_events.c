@@ -110,8 +110,10 @@ static void test_failed_before_gate(void **state)
     weft_buffer *x, *v;
     weft_graph *g;
     weft_exec *e;
-    weft_access_desc av = {NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE};
-    weft_access_desc a2 = {NULL, N / 2 * 4, N / 2 * 4, WEFT_WRITE};
+    weft_access_desc av =
+        weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE);
+    weft_access_desc a2 =
+        weft_access_range(NULL, N / 2 * 4, N / 2 * 4, WEFT_WRITE);
     int apart = 0, rc;
 
     (void)state;
@@ -208,8 +210,9 @@ static void test_failed_before_bridge(void **state)
     weft_buffer *x, *v;
     weft_graph *g;
     weft_exec *e;
-    weft_access_desc ax = {NULL, 0, WEFT_WHOLE, WEFT_READ};
-    weft_access_desc av = {NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE};
+    weft_access_desc ax = weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ);
+    weft_access_desc av =
+        weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE);
     weft_node w;
     int apart = 0, rc;
 

@@ -323,7 +323,7 @@ static void test_wrap_destroy_writes_back(void **state)
 {
     static unsigned char in[N], out[N];
     size_t n = N;
-    weft_access_desc acc = {NULL, 0, N, WEFT_READ_WRITE};
+    weft_access_desc acc = weft_access_range(NULL, 0, N, WEFT_READ_WRITE);
     weft_graph *g;
     weft_exec *e;
     weft_buffer *b;
@@ -437,7 +437,7 @@ static void test_wrap_in_native_node(void **state)
     static unsigned char in[N], out[N];
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     weft_native_impl impl = {NULL, 0, native_fill};
-    weft_access_desc acc = {NULL, 0, N, WEFT_WRITE};
+    weft_access_desc acc = weft_access_range(NULL, 0, N, WEFT_WRITE);
     weft__context *ctx;
     weft_runtime *rt;
     weft_graph *g;
@@ -573,7 +573,7 @@ static void test_export_kept_until_launch(void **state)
 {
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     weft_device_address a, a2;
-    weft_access_desc acc = {NULL, 0, 4096, WEFT_READ};
+    weft_access_desc acc = weft_access_range(NULL, 0, 4096, WEFT_READ);
     const weft_device *d;
     weft_runtime *rt;
     weft_buffer *x, *y;

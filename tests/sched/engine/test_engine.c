@@ -83,7 +83,7 @@ static void check_bytes(void *const *ptrs, void *user)
 static void make_graph(weft_runtime *rt, weft_buffer *b, task_state *ts,
                        weft_exec **e)
 {
-    weft_access_desc acc = {b, 0, BYTES, WEFT_READ};
+    weft_access_desc acc = weft_access_range(b, 0, BYTES, WEFT_READ);
     weft_graph *g;
 
     check(weft_graph_create(rt, &g));
@@ -187,7 +187,8 @@ static void launches_in_order(void **state)
         weft_graph *g;
 
         check(weft_buffer_create(rt, sizeof zero, &b[i]));
-        acc = (weft_access_desc){b[i], 0, sizeof zero, WEFT_READ_WRITE};
+        acc = (weft_access_desc)weft_access_range(b[i], 0, sizeof zero,
+                                                  WEFT_READ_WRITE);
         check(weft_graph_create(rt, &g));
         check(weft_graph_add_host(g, in_order, &os[i], &acc, 1, NULL));
         check(weft_graph_instantiate(g, NULL, &e[i]));
@@ -277,7 +278,8 @@ static void host_chain(int issued)
     if (issued)
         check(weft_graph_add_write(g, b, 0, &zero, sizeof zero, NULL));
     for (int i = 0; i < CHAIN; i++) {
-        weft_access_desc acc = {b, 0, sizeof zero, WEFT_READ_WRITE};
+        weft_access_desc acc =
+            weft_access_range(b, 0, sizeof zero, WEFT_READ_WRITE);
 
         check(weft_graph_add_host(g, chain_step, &cs, &acc, 1, NULL));
     }

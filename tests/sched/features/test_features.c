@@ -93,7 +93,7 @@ static void test_timings(void **state)
     /* One device: its times share one origin on the host clock. */
     check(weft_graph_set_device(g, k1, weft_runtime_device(devs.rt, 0)));
     check(weft_graph_set_device(g, k2, weft_runtime_device(devs.rt, 0)));
-    acc = (weft_access_desc){b, 0, N * 4, WEFT_READ_WRITE};
+    acc = (weft_access_desc)weft_access_range(b, 0, N * 4, WEFT_READ_WRITE);
     check(weft_graph_add_host(g, host_spin, NULL, &acc, 1, &nh));
     check(weft_graph_add_read(g, b, 0, out, N * 4, &nr));
     check(weft_graph_add_empty(g, &ne));
@@ -219,7 +219,7 @@ static void test_priority(void **state)
         check(weft_graph_create(devs.rt, &g));
         check(weft_graph_add_write(g, b, 0, in, N * 4, NULL));
         add_advance(g, b, &k);
-        acc = (weft_access_desc){b, 0, N * 4, WEFT_READ_WRITE};
+        acc = (weft_access_desc)weft_access_range(b, 0, N * 4, WEFT_READ_WRITE);
         check(weft_graph_add_native(g, impls, 4, &acc, 1, &seen, NULL));
         check(weft_graph_add_read(g, b, 0, out, N * 4, NULL));
         check(weft_graph_instantiate(g, &o, &e));
@@ -626,7 +626,7 @@ static void test_candidates(void **state)
         check(weft_graph_add_kernel(g, k_advance, weft_dims1(CHUNK), args, 3,
                                     &k[c]));
     }
-    acc = (weft_access_desc){b, 0, N * 4, WEFT_READ};
+    acc = (weft_access_desc)weft_access_range(b, 0, N * 4, WEFT_READ);
     check(weft_graph_add_host(g, host_spin_none, NULL, &acc, 1, &nh));
     check(weft_graph_add_read(g, b, 0, out, N * 4, NULL));
     check(weft_graph_add_empty(g, &ne));
@@ -733,7 +733,7 @@ static void test_host_status(void **state)
     check(weft_buffer_create(devs.rt, N * 4, &b));
     check(weft_graph_create(devs.rt, &g));
     check(weft_graph_add_write(g, b, 0, in, N * 4, NULL));
-    acc = (weft_access_desc){b, 0, N / 2 * 4, WEFT_READ_WRITE};
+    acc = (weft_access_desc)weft_access_range(b, 0, N / 2 * 4, WEFT_READ_WRITE);
     check(weft_graph_add_host_status(g, status_task, &r, &acc, 1, &nt));
     for (int half = 0; half < 2; half++) {
         weft_arg args[3] = {

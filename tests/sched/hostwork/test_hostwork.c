@@ -155,7 +155,7 @@ static void test_host_only_graph(void **state)
     check(weft_buffer_create(devs.rt, 4, &cb));
     check(weft_buffer_write(cb, 0, &init[4], 4));
     check(weft_graph_create(devs.rt, &g));
-#define CELL(i, m) {b, (i)*4, 4, (m)}
+#define CELL(i, m) weft_access_range(b, (i)*4, 4, (m))
     {
         /* diamond: 1 = 0 + 1, 2 = 0 + 1 (both after 0), 3 = 1 + 2 */
         weft_access_desc a0[] = {CELL(0, WEFT_WRITE)};
@@ -171,7 +171,7 @@ static void test_host_only_graph(void **state)
     }
     /* a chain through cb, with a map in it */
     for (int k = 0; k < 5; k++) {
-        weft_access_desc a[] = {{cb, 0, 4, WEFT_READ_WRITE}};
+        weft_access_desc a[] = {weft_access_range(cb, 0, 4, WEFT_READ_WRITE)};
 
         check(weft_graph_add_host(g, task_inc, NULL, a, 1, NULL));
         check(weft_graph_add_map(g, cb, 0, 4, WEFT_READ_WRITE, map_twice, NULL,
@@ -328,7 +328,7 @@ static void test_successors_see_writes(void **state)
     check(weft_graph_create(devs.rt, &g));
     check(weft_graph_add_kernel(g, k_addone, weft_dims1(M), k, 2, NULL));
     {
-        weft_access_desc acc[] = {{x, 0, M * 4, WEFT_WRITE}};
+        weft_access_desc acc[] = {weft_access_range(x, 0, M * 4, WEFT_WRITE)};
 
         check(weft_graph_add_host(g, host_fill, &base, acc, 1, NULL));
     }
@@ -336,8 +336,8 @@ static void test_successors_see_writes(void **state)
     check(weft_graph_add_map(g, x, 0, M * 4, WEFT_READ_WRITE, map_triple, NULL,
                              NULL));
     {
-        weft_access_desc acc[] = {{x, 0, M * 4, WEFT_READ},
-                                  {s, 0, 4, WEFT_WRITE}};
+        weft_access_desc acc[] = {weft_access_range(x, 0, M * 4, WEFT_READ),
+                                  weft_access_range(s, 0, 4, WEFT_WRITE)};
 
         check(weft_graph_add_host(g, host_sum, NULL, acc, 2, NULL));
     }

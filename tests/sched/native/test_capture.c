@@ -198,9 +198,12 @@ static void case_make_with(capture_case *c, int capturable,
     fill_u32(c->x, c->x0);
     fill_u32(c->y, 0);
     fill_u32(c->z, 0);
-    acc[0] = (weft_access_desc){c->x, HALF * 4, HALF * 4, WEFT_READ};
-    acc[1] = (weft_access_desc){c->y, HALF * 4, HALF * 4, WEFT_WRITE};
-    acc[2] = (weft_access_desc){c->z, HALF * 4, WEFT_WHOLE, WEFT_WRITE};
+    acc[0] = (weft_access_desc)weft_access_range(c->x, HALF * 4, HALF * 4,
+                                                 WEFT_READ);
+    acc[1] = (weft_access_desc)weft_access_range(c->y, HALF * 4, HALF * 4,
+                                                 WEFT_WRITE);
+    acc[2] = (weft_access_desc)weft_access_range(c->z, HALF * 4, WEFT_WHOLE,
+                                                 WEFT_WRITE);
     check(weft_graph_create(devs.rt, &c->g));
     add_advance(c->g, c->x);
     check(weft_graph_add_native(c->g, im, nim, acc, 3, &c->run, &nn));
@@ -405,7 +408,7 @@ static void test_capture_opencl(void **state)
     weft_graph *g;
     weft_exec *e;
     weft_exec_options opts = WEFT_EXEC_OPTIONS_INIT;
-    weft_access_desc acc = {NULL, 0, WEFT_WHOLE, WEFT_READ};
+    weft_access_desc acc = weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ);
     weft_node nn;
 
     (void)state;

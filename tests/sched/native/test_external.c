@@ -369,7 +369,8 @@ static void test_event_wait(void **state)
     weft_buffer *x;
     weft_graph *g;
     weft_exec *e;
-    weft_access_desc acc = {NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE};
+    weft_access_desc acc =
+        weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE);
     weft_node w;
     int ran = 0;
     void *ev;
@@ -409,8 +410,8 @@ static void test_event_record(void **state)
     weft_buffer *x;
     weft_graph *g;
     weft_exec *e;
-    weft_access_desc wr = {NULL, 0, WEFT_WHOLE, WEFT_WRITE};
-    weft_access_desc rd = {NULL, 0, WEFT_WHOLE, WEFT_READ};
+    weft_access_desc wr = weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_WRITE);
+    weft_access_desc rd = weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ);
     int ran = 0;
     void *ev;
 
@@ -534,7 +535,8 @@ static void test_launch_after(void **state)
     weft_buffer *x;
     weft_graph *g;
     weft_exec *e;
-    weft_access_desc acc = {NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE};
+    weft_access_desc acc =
+        weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE);
     int ran = 0;
 
     (void)state;

@@ -282,9 +282,9 @@ static int add_native(weft_graph *g, weft_buffer *x, weft_buffer *y,
                       weft_buffer *z, native_run *run, weft_node *node)
 {
     weft_access_desc acc[3] = {
-        {x, HALF * 4, HALF * 4, WEFT_READ},
-        {y, HALF * 4, HALF * 4, WEFT_WRITE},
-        {z, HALF * 4, WEFT_WHOLE, WEFT_WRITE},
+        weft_access_range(x, HALF * 4, HALF * 4, WEFT_READ),
+        weft_access_range(y, HALF * 4, HALF * 4, WEFT_WRITE),
+        weft_access_range(z, HALF * 4, WEFT_WHOLE, WEFT_WRITE),
     };
 
     return weft_graph_add_native(g, impls, WEFT__COUNTOF(impls), acc, 3, run,
@@ -389,7 +389,8 @@ static void test_native_two_devices(void **state)
     weft_node a, b;
     uint64_t sum = 0, want = 0;
     unsigned d1 = devs.n > 1 ? 1 : 0;
-    weft_access_desc acc = {NULL, HALF * 4, HALF * 4, WEFT_READ};
+    weft_access_desc acc =
+        weft_access_range(NULL, HALF * 4, HALF * 4, WEFT_READ);
 
     (void)state;
     check(weft_buffer_create(devs.rt, N * 4, &x));
@@ -440,8 +441,9 @@ static void test_native_fails(void **state)
     weft_exec *e;
     native_run run = {0};
     int after = 0, apart = 0, rc;
-    weft_access_desc ay = {NULL, 0, WEFT_WHOLE, WEFT_READ};
-    weft_access_desc av = {NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE};
+    weft_access_desc ay = weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ);
+    weft_access_desc av =
+        weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE);
 
     (void)state;
     check(weft_buffer_create(devs.rt, N * 4, &x));
@@ -537,7 +539,8 @@ static void test_native_no_impl(void **state)
     weft_buffer *x;
     weft_graph *g;
     weft_exec *e = NULL;
-    weft_access_desc acc = {NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE};
+    weft_access_desc acc =
+        weft_access_range(NULL, 0, WEFT_WHOLE, WEFT_READ_WRITE);
     char *text = NULL;
     size_t len = 0;
     FILE *f;
@@ -588,9 +591,9 @@ static void test_native_lifetime(void **state)
     check(weft_graph_create(devs.rt, &g));
     {
         weft_access_desc acc[3] = {
-            {x, HALF * 4, HALF * 4, WEFT_READ},
-            {y, HALF * 4, HALF * 4, WEFT_WRITE},
-            {z, HALF * 4, HALF * 4, WEFT_WRITE},
+            weft_access_range(x, HALF * 4, HALF * 4, WEFT_READ),
+            weft_access_range(y, HALF * 4, HALF * 4, WEFT_WRITE),
+            weft_access_range(z, HALF * 4, HALF * 4, WEFT_WRITE),
         };
 
         check(weft_graph_add_native(g, tab, WEFT__COUNTOF(tab), acc, 3, &run,
