@@ -30,6 +30,7 @@
 #ifndef WEFT_MEM_BUFFER_H
 #define WEFT_MEM_BUFFER_H
 
+#include "../base/bandmap.h"
 #include "../drivers/submit.h"
 #include "coherence.h"
 #include "machine.h"
@@ -295,6 +296,23 @@ void weft__buffer_written(weft_buffer *root, unsigned where, size_t off,
  */
 void weft__buffer_discard(weft_buffer *root, unsigned where, size_t off,
                           size_t size);
+/*
+ * Regions (base/bandmap.h: a range, or a 2-D block of rows): make_valid,
+ * prepare, written and discard of every byte of r. On a device the whole
+ * of [r->off, weft__region_end(r)) lies in one extent, so that the block
+ * keeps the root's layout there (its rows r->p apart from the address of
+ * r->off). written_region cannot fail for a region that make_valid_region
+ * or prepare_region readied since the root's last hold. 3-D blocks are
+ * their slices, one region each.
+ */
+int weft__buffer_make_valid_region(weft_buffer *root, unsigned where,
+                                   const weft__region *r, weft__lanes *l);
+int weft__buffer_prepare_region(weft_buffer *root, unsigned where,
+                                const weft__region *r, weft__lanes *l);
+void weft__buffer_written_region(weft_buffer *root, unsigned where,
+                                 const weft__region *r);
+void weft__buffer_discard_region(weft_buffer *root, unsigned where,
+                                 const weft__region *r);
 /*
  * The device memory holding byte off of the root on device, which
  * make_valid or prepare readied: *mem and *moff for a kernel argument.

@@ -896,6 +896,55 @@ void weft__buffer_discard(weft_buffer *root, unsigned where, size_t off,
                    weft_last_error());
 }
 
+/*
+ * Regions: the bounding range's extent first (the layout), then each row.
+ */
+static int weft__ready_region(weft_buffer *root, unsigned where,
+                              const weft__region *r, int need, weft__lanes *l)
+{
+    size_t end = weft__region_end(r);
+    int rc = 0, made;
+
+    if (r->h == 1)
+        return weft__ready(root, where, r->off, r->w, need, l);
+    if (where != WEFT__HOST) {
+        weft__extent *x;
+
+        if ((rc = weft__extent_ensure(root, where, r->off, end - r->off, l, &x,
+                                      &made)) < 0)
+            return rc;
+    }
+    for (size_t i = 0; i < r->h && rc == 0; i++)
+        rc = weft__ready(root, where, r->off + i * r->p, r->w, need, l);
+    return rc;
+}
+
+int weft__buffer_make_valid_region(weft_buffer *root, unsigned where,
+                                   const weft__region *r, weft__lanes *l)
+{
+    return weft__ready_region(root, where, r, 1, l);
+}
+
+int weft__buffer_prepare_region(weft_buffer *root, unsigned where,
+                                const weft__region *r, weft__lanes *l)
+{
+    return weft__ready_region(root, where, r, 0, l);
+}
+
+void weft__buffer_written_region(weft_buffer *root, unsigned where,
+                                 const weft__region *r)
+{
+    for (size_t i = 0; i < r->h; i++)
+        weft__buffer_written(root, where, r->off + i * r->p, r->w);
+}
+
+void weft__buffer_discard_region(weft_buffer *root, unsigned where,
+                                 const weft__region *r)
+{
+    for (size_t i = 0; i < r->h; i++)
+        weft__buffer_discard(root, where, r->off + i * r->p, r->w);
+}
+
 unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
                                      size_t size)
 {
