@@ -840,8 +840,9 @@ static int weft__block_arg(const weft_graph *g, const weft_buffer *b,
     if ((rc = weft__buffer_arg(g, b, 0, 0, what)) < 0)
         return rc;
     if (row_bytes == 0)
-        return weft__error(WEFT_EINVAL, "%s: row_bytes is 0 (a block's rows "
-                                        "have at least one byte)",
+        return weft__error(WEFT_EINVAL,
+                           "%s: row_bytes is 0 (a block's rows "
+                           "have at least one byte)",
                            what);
     if (rows == 0)
         return weft__error(WEFT_EINVAL, "%s: rows is 0", what);
@@ -864,8 +865,7 @@ static int weft__block_arg(const weft_graph *g, const weft_buffer *b,
                            "%s: slice_pitch %zu is below rows * row_pitch "
                            "(%zu x %zu: slices would overlap)",
                            what, slice_pitch, rows, row_pitch);
-    if (!__builtin_mul_overflow(slices - 1, slices > 1 ? slice_pitch : 0,
-                                &a) &&
+    if (!__builtin_mul_overflow(slices - 1, slices > 1 ? slice_pitch : 0, &a) &&
         !__builtin_mul_overflow(rows - 1, row_pitch, &c) &&
         !__builtin_add_overflow(a, c, &end) &&
         !__builtin_add_overflow(end, row_bytes, &end) &&
@@ -1105,12 +1105,11 @@ static int weft__host_pitches(const weft__access *a, size_t *row_pitch,
     }
     if (rp < a->size)
         return weft__error(WEFT_EINVAL,
-                           "%s %zu is below the block's row_bytes %zu", row,
-                           rp, a->size);
+                           "%s %zu is below the block's row_bytes %zu", row, rp,
+                           a->size);
     if (a->slices > 1 && *slice_pitch && *slice_pitch / rp < a->rows)
-        return weft__error(WEFT_EINVAL,
-                           "%s %zu is below rows * %s (%zu x %zu)", slice,
-                           *slice_pitch, row, a->rows, rp);
+        return weft__error(WEFT_EINVAL, "%s %zu is below rows * %s (%zu x %zu)",
+                           slice, *slice_pitch, row, a->rows, rp);
     if (a->slices > 1 && !*slice_pitch &&
         __builtin_mul_overflow(rp, a->rows, slice_pitch))
         return weft__error(WEFT_EINVAL, "%s %zu x %zu rows overflows", row, rp,
@@ -1174,8 +1173,12 @@ int weft_graph_add_read_block(weft_graph *g, weft_buffer *src,
 /* Access a (of a root) as a block of addresses for weft__block_overlap. */
 static weft__block weft__access_addr_block(const weft__access *a)
 {
-    weft__block b = {a->buf->offset + a->offset, a->size,      a->rows,
-                     a->slices,                  a->row_pitch, a->slice_pitch};
+    weft__block b = {a->buf->offset + a->offset,
+                     a->size,
+                     a->rows,
+                     a->slices,
+                     a->row_pitch,
+                     a->slice_pitch};
 
     return b;
 }

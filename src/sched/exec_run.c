@@ -62,8 +62,8 @@ static void weft__acc_written(const weft__access *a, unsigned where, int ok)
     for (size_t s = 0; s < a->slices; s++) {
         weft__region r = weft__access_slice(a, s);
 
-        (ok ? weft__buffer_written_region : weft__buffer_discard_region)(
-            a->buf->root, where, &r);
+        (ok ? weft__buffer_written_region
+            : weft__buffer_discard_region)(a->buf->root, where, &r);
     }
 }
 
@@ -523,9 +523,10 @@ void weft__exec_host_finished(weft_exec *e, int *first, char *msg, size_t size)
         if (j->rc == 0 && weft__plan_timed(e->plan)) {
             const weft__node *nd = &e->nodes[j->node];
 
-            weft__plan_time_worker(e->plan, j->node, j->worker,
-                                   weft__node_trace_kind(nd), j->t0, j->t1,
-                                   nd->nacc ? e->acc[nd->acc_first].size : 0);
+            weft__plan_time_worker(
+                e->plan, j->node, j->worker, weft__node_trace_kind(nd), j->t0,
+                j->t1,
+                nd->nacc ? weft__access_bytes(&e->acc[nd->acc_first]) : 0);
         }
         e->state[j->node] = j->rc == 0 ? WEFT__NODE_DONE : WEFT__NODE_FAILED;
         e->host_out--;
@@ -668,10 +669,9 @@ static int weft__run_write_block(weft_exec *e, uint32_t i)
     int rc = 0;
 
     if (e->write_dev[i] != WEFT__HOST)
-        return weft__buffer_store_block(a->buf->root, &b, src,
-                                        nd->u.write.row_pitch,
-                                        nd->u.write.slice_pitch,
-                                        e->write_dev[i], &e->lanes);
+        return weft__buffer_store_block(
+            a->buf->root, &b, src, nd->u.write.row_pitch,
+            nd->u.write.slice_pitch, e->write_dev[i], &e->lanes);
     for (size_t s = 0; s < a->slices && rc == 0; s++)
         for (size_t y = 0; y < a->rows && rc == 0; y++)
             rc = weft__buffer_store(
@@ -876,9 +876,9 @@ static int weft__step_done(weft_exec *e, uint32_t i, uint64_t tick, uint64_t t0,
     else if (rc < 0)
         weft__plan_step_end_failed(e->plan);
     if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
-        weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
-                             weft__now_ns(),
-                             nd->nacc ? e->acc[nd->acc_first].size : 0);
+        weft__plan_time_host(
+            e->plan, weft__node_trace_kind(nd), t0, weft__now_ns(),
+            nd->nacc ? weft__access_bytes(&e->acc[nd->acc_first]) : 0);
     return weft__unlock_roots(e, e->lock_first[i], e->lock_first[i + 1], tick,
                               rc);
 }

@@ -1082,8 +1082,8 @@ static void test_add_block_bad_input(void **state)
     weft_native_impl im = {"host", 0, native_probe};
     weft_access_desc acc[2] = {weft_access_range(fx.x, 0, 4, WEFT_READ),
                                weft_access_block(fx.x, ok, WEFT_WRITE)};
-    weft_arg a[3] = {weft_arg_block(fx.x, ok, WEFT_READ_WRITE),
-                     weft_arg_u32(K), weft_arg_i64(N)};
+    weft_arg a[3] = {weft_arg_block(fx.x, ok, WEFT_READ_WRITE), weft_arg_u32(K),
+                     weft_arg_i64(N)};
     unsigned nodes = weft_graph_node_count(fx.g);
     unsigned char host[512];
     uint32_t pat = 0;
@@ -1135,8 +1135,9 @@ static void test_add_block_bad_input(void **state)
     expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
            WEFT_ERANGE, "blk: block at origin 0");
     expect(weft_graph_add_write_block(fx.g, fx.x, &ok, host, 4, 0, &node),
-           WEFT_EINVAL, "(write): src_row_pitch 4 is below the block's "
-                        "row_bytes 8");
+           WEFT_EINVAL,
+           "(write): src_row_pitch 4 is below the block's "
+           "row_bytes 8");
     bad = weft_block3(0, 8, 2, 2, 16, 32);
     expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 8, 8, &node),
            WEFT_EINVAL, "src_slice_pitch 8 is below rows * src_row_pitch");
@@ -1167,8 +1168,9 @@ static void test_add_block_bad_input(void **state)
            WEFT_EINVAL, "(copy): sblk is NULL");
     bad.rows = 3;
     expect(weft_graph_add_copy_block(fx.g, fx.x, &bad, fx.x, &ok, &node),
-           WEFT_EINVAL, "(copy): dblk (3 rows of 8 bytes x 1 slices) and sblk "
-                        "(4 rows of 8 bytes x 1 slices) differ");
+           WEFT_EINVAL,
+           "(copy): dblk (3 rows of 8 bytes x 1 slices) and sblk "
+           "(4 rows of 8 bytes x 1 slices) differ");
     /* Interleaved rows: [12, 20) of each 16 share bytes with [4, 12)? No;
      * [8, 16) does. */
     bad = weft_block2(8, 8, 4, 16);

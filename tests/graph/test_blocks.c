@@ -43,9 +43,9 @@ static void host_tile_advance(const weft_host_group *g, void *const *args)
         }
 }
 
-static const weft_param_type tile_params[] = {
-    WEFT_PARAM_BUFFER, WEFT_PARAM_U32, WEFT_PARAM_U32, WEFT_PARAM_U32,
-    WEFT_PARAM_U32};
+static const weft_param_type tile_params[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_U32,
+                                              WEFT_PARAM_U32, WEFT_PARAM_U32,
+                                              WEFT_PARAM_U32};
 static const weft_host_kernel tile_host[] = {
     {"tile_advance", host_tile_advance, 5, tile_params, NULL, NULL, NULL},
 };
@@ -335,8 +335,7 @@ static void test_block_transfers(void **state)
                 memcpy(cube_ref + c3.origin + s * c3.slice_pitch +
                            r * c3.row_pitch,
                        cin + (s * 5 + r) * 12, 12);
-                memcpy(cout_ref + (s * 5 + r) * 16, cin + (s * 5 + r) * 12,
-                       12);
+                memcpy(cout_ref + (s * 5 + r) * 16, cin + (s * 5 + r) * 12, 12);
             }
         assert_bytes(cube, cube_ref, sizeof cube);
         assert_bytes(cout, cout_ref, sizeof cout);

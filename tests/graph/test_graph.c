@@ -326,8 +326,8 @@ static void test_block_views(void **state)
     static unsigned char host[1024];
     weft_buffer *b = mkbuf(1024), *v;
     weft_block t0 = weft_block2(0, 16, 4, 64), t1 = weft_block2(16, 16, 4, 64);
-    weft_arg args[3] = {weft_arg_block(b, t1, WEFT_READ_WRITE),
-                        weft_arg_u32(2), weft_arg_i64(4)};
+    weft_arg args[3] = {weft_arg_block(b, t1, WEFT_READ_WRITE), weft_arg_u32(2),
+                        weft_arg_i64(4)};
     weft_graph *g;
     weft_node vw, k, rr, rb, cp, fl, wr;
     uint32_t pat = 0;
@@ -355,8 +355,8 @@ static void test_block_views(void **state)
     assert_false(has_edge(g, vw, fl));
     assert_int_equal(weft_graph_edge_count(g), 4);
     /* The root's first tile touches none of the above. */
-    assert_int_equal(
-        weft_graph_add_write_block(g, b, &t0, host, 16, 0, &wr), 0);
+    assert_int_equal(weft_graph_add_write_block(g, b, &t0, host, 16, 0, &wr),
+                     0);
     assert_int_equal(weft_graph_edge_count(g), 4);
     weft_graph_destroy(g);
     assert_int_equal(weft_buffer_destroy(v), 0);
