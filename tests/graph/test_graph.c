@@ -363,6 +363,51 @@ static void test_block_views(void **state)
     assert_int_equal(weft_buffer_destroy(b), 0);
 }
 
+/*
+ * A tiled product C += A B over NT x NT tiles of row-major matrices: each
+ * tile of C is one chain of NT updates, and nothing else is ordered (no
+ * false dependency between tiles of one block row, nor through A and B,
+ * which are only read).
+ */
+static void test_block_tiled_product(void **state)
+{
+    enum { NT = 16, T = 8, N = NT * T };
+    weft_buffer *a = mkbuf(N * N * 4), *b = mkbuf(N * N * 4);
+    weft_buffer *c = mkbuf(N * N * 4);
+    weft_matrix ma = weft_matrix_of(a, 0, 4, N, N, N);
+    weft_matrix mb = weft_matrix_of(b, 0, 4, N, N, N);
+    weft_matrix mc = weft_matrix_of(c, 0, 4, N, N, N);
+    weft_graph *g;
+    weft_node first = 0, last = 0;
+
+    (void)state;
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    for (unsigned k = 0; k < NT; k++)
+        for (unsigned i = 0; i < NT; i++)
+            for (unsigned j = 0; j < NT; j++) {
+                weft_access_desc d[] = {
+                    weft_access_block(a, weft_matrix_tile(ma, T, T, i, k),
+                                      WEFT_READ),
+                    weft_access_block(b, weft_matrix_tile(mb, T, T, k, j),
+                                      WEFT_READ),
+                    weft_access_block(c, weft_matrix_tile(mc, T, T, i, j),
+                                      WEFT_READ_WRITE)};
+
+                last = task(g, d, 3);
+                if (k == 0 && i == 0 && j == 0)
+                    first = last;
+            }
+    assert_int_equal(weft_graph_node_count(g), NT * NT * NT);
+    assert_int_equal(weft_graph_edge_count(g), NT * NT * (NT - 1));
+    assert_true(has_edge(g, first, first + NT * NT));
+    assert_false(has_edge(g, first, first + 1));
+    (void)last;
+    weft_graph_destroy(g);
+    weft_buffer_destroy(a);
+    weft_buffer_destroy(b);
+    weft_buffer_destroy(c);
+}
+
 static void test_reads_unordered(void **state)
 {
     weft_buffer *b = mkbuf(64);
@@ -925,6 +970,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_block_slices),
         cmocka_unit_test(test_block_pitches),
         cmocka_unit_test(test_block_views),
+        cmocka_unit_test(test_block_tiled_product),
         cmocka_unit_test(test_reduction),
         cmocka_unit_test(test_views),
         cmocka_unit_test(test_explicit_edges),
