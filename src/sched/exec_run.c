@@ -657,28 +657,19 @@ static int weft__run_read(weft_exec *e, uint32_t i)
 
 /*
  * A block write node: into the device the bytes are for through the
- * driver's block copy, else row by row through the host copy (which
- * stores keep coherent: every copy holding a row gets it).
+ * driver's block copy, else row by row into the host copy (the host has
+ * waited for the node's predecessors).
  */
 static int weft__run_write_block(weft_exec *e, uint32_t i)
 {
     const weft__node *nd = &e->nodes[i];
     const weft__access *a = &e->acc[nd->acc_first];
     weft__buffer_block b = weft__acc_block(a);
-    const char *src = nd->u.write.src;
-    int rc = 0;
 
-    if (e->write_dev[i] != WEFT__HOST)
-        return weft__buffer_store_block(
-            a->buf->root, &b, src, nd->u.write.row_pitch,
-            nd->u.write.slice_pitch, e->write_dev[i], &e->lanes);
-    for (size_t s = 0; s < a->slices && rc == 0; s++)
-        for (size_t y = 0; y < a->rows && rc == 0; y++)
-            rc = weft__buffer_store(
-                a->buf->root, b.r.off + s * a->slice_pitch + y * a->row_pitch,
-                src + s * nd->u.write.slice_pitch + y * nd->u.write.row_pitch,
-                a->size, WEFT__HOST, &e->lanes);
-    return rc;
+    return weft__buffer_store_block(a->buf->root, &b, nd->u.write.src,
+                                    nd->u.write.row_pitch,
+                                    nd->u.write.slice_pitch, e->write_dev[i],
+                                    &e->lanes);
 }
 
 /* A block fill node: a fill per row (no driver has a block fill). */
