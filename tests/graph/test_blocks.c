@@ -347,12 +347,227 @@ static void test_block_transfers(void **state)
     check(weft_buffer_destroy(z));
 }
 
+/* ---- random blocks against a model -------------------------------------- */
+
+enum { RB_ROWS = 48, RB_LD = 64, RB_OPS = 120, RB_READS = 16 };
+
+static uint64_t rb_state;
+
+static unsigned rb_pick(unsigned n)
+{
+    rb_state = rb_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)((rb_state >> 33) % n);
+}
+
+/*
+ * A random block of a RB_ROWS x RB_LD u32 matrix: rows every 1 or 2 rows
+ * (pitch LD or 2 LD elements), a column start that is a multiple of
+ * `align` elements (kernel arguments on devices that want aligned
+ * addresses), sometimes 3-D (two slices of its rows).
+ */
+static weft_block rb_block(unsigned align, int three_d)
+{
+    unsigned step = 1 + rb_pick(2), c0 = rb_pick(RB_LD / align) * align;
+    unsigned w = 1 + rb_pick(RB_LD - c0), h, r0;
+
+    if (w > 24)
+        w = 24;
+    if (three_d) {
+        /* slices 16 rows apart, each h rows of pitch step */
+        h = 1 + rb_pick(16 / step);
+        r0 = rb_pick(RB_ROWS - 16 - (h - 1) * step);
+        return weft_block3(((size_t)r0 * RB_LD + c0) * 4, w * 4, h, 2,
+                           step * RB_LD * 4, 16 * RB_LD * 4);
+    }
+    h = 1 + rb_pick(RB_ROWS / step);
+    r0 = rb_pick(RB_ROWS - (h - 1) * step);
+    return weft_block2(((size_t)r0 * RB_LD + c0) * 4, w * 4, h,
+                       step * RB_LD * 4);
+}
+
+/* Element (s, r, c) of block b: its index in the matrix. */
+static size_t rb_at(const weft_block *b, size_t s, size_t r, size_t c)
+{
+    return (b->origin + s * b->slice_pitch + r * b->row_pitch) / 4 + c;
+}
+
+static void rb_model_advance(uint32_t *m, const weft_block *b, uint32_t k)
+{
+    for (size_t s = 0; s < b->slices; s++)
+        for (size_t r = 0; r < b->rows; r++)
+            for (size_t c = 0; c < b->row_bytes / 4; c++)
+                m[rb_at(b, s, r, c)] = m[rb_at(b, s, r, c)] * 3u + k;
+}
+
+typedef struct rb_task {
+    weft_block blk;
+    uint32_t k;
+} rb_task;
+
+static void rb_host_advance(void *const *ptrs, void *user)
+{
+    const rb_task *t = user;
+    unsigned char *base = ptrs[0];
+
+    for (size_t s = 0; s < t->blk.slices; s++)
+        for (size_t r = 0; r < t->blk.rows; r++) {
+            uint32_t *row = (uint32_t *)(void *)(base + s * t->blk.slice_pitch +
+                                                 r * t->blk.row_pitch);
+
+            for (size_t c = 0; c < t->blk.row_bytes / 4; c++)
+                row[c] = row[c] * 3u + t->k;
+        }
+}
+
+/*
+ * Random kernels, host tasks, block writes, fills, copies between two
+ * matrices and block reads, then both matrices read whole: the results
+ * equal the model's, which runs the nodes one by one.
+ */
+static void random_blocks(uint64_t seed)
+{
+    enum { M = RB_ROWS * RB_LD };
+    static uint32_t init[2][M], model[2][M], out[2][M];
+    static uint32_t wsrc[RB_OPS][RB_ROWS * 24];
+    static uint32_t rd[RB_READS][2 * RB_ROWS * 24],
+        rdm[RB_READS][2 * RB_ROWS * 24];
+    static rb_task tasks[RB_OPS];
+    weft_device_info info;
+    weft_buffer *x[2];
+    weft_graph *g;
+    weft_exec *e;
+    unsigned align, nreads = 0;
+
+    memset(&info, 0, sizeof info);
+    info.size = sizeof info;
+    check(weft_device_get_info(weft_runtime_device(devs.rt, 0), &info));
+    align = info.arg_offset_align > 4 ? info.arg_offset_align / 4 : 1;
+    rb_state = seed;
+    for (unsigned m = 0; m < 2; m++) {
+        for (size_t i = 0; i < M; i++)
+            init[m][i] = model[m][i] = seed_value(i + m * M);
+        check(weft_buffer_create(devs.rt, sizeof init[m], &x[m]));
+    }
+    memset(rd, 0, sizeof rd);
+    memset(rdm, 0, sizeof rdm);
+    check(weft_graph_create(devs.rt, &g));
+    for (unsigned m = 0; m < 2; m++)
+        check(weft_graph_add_write(g, x[m], 0, init[m], sizeof init[m], NULL));
+    for (unsigned op = 0; op < RB_OPS; op++) {
+        unsigned m = rb_pick(2), kind = rb_pick(6);
+        weft_block b = rb_block(kind == 0 ? align : 1, kind == 1 && rb_pick(2));
+        uint32_t k = op * 7u + 1u;
+
+        switch (kind) {
+        case 0: { /* a kernel, 2-D */
+            weft_arg a[] = {weft_arg_block(x[m], b, WEFT_READ_WRITE),
+                            weft_arg_u32(k),
+                            weft_arg_u32((uint32_t)(b.row_bytes / 4)),
+                            weft_arg_u32((uint32_t)b.rows),
+                            weft_arg_u32((uint32_t)(b.row_pitch / 4))};
+
+            check(weft_graph_add_kernel(
+                g, k_tile,
+                weft_dims2((uint32_t)(b.row_bytes / 4), (uint32_t)b.rows), a, 5,
+                NULL));
+            rb_model_advance(model[m], &b, k);
+            break;
+        }
+        case 1: { /* a host task, 2-D or 3-D */
+            weft_access_desc d = weft_access_block(x[m], b, WEFT_READ_WRITE);
+
+            tasks[op].blk = b;
+            tasks[op].k = k;
+            check(weft_graph_add_host(g, rb_host_advance, &tasks[op], &d, 1,
+                                      NULL));
+            rb_model_advance(model[m], &b, k);
+            break;
+        }
+        case 2: { /* a block write from packed host memory */
+            size_t w = b.row_bytes / 4, n = 0;
+
+            for (size_t s = 0; s < b.slices; s++)
+                for (size_t r = 0; r < b.rows; r++)
+                    for (size_t c = 0; c < w; c++, n++) {
+                        wsrc[op][n] = (uint32_t)(op * 1000 + n);
+                        model[m][rb_at(&b, s, r, c)] = wsrc[op][n];
+                    }
+            check(
+                weft_graph_add_write_block(g, x[m], &b, wsrc[op], 0, 0, NULL));
+            break;
+        }
+        case 3: { /* a fill */
+            uint32_t pat = 0x01010101u * (op & 0xff);
+
+            check(weft_graph_add_fill_block(g, x[m], &b, &pat, 4, NULL));
+            for (size_t s = 0; s < b.slices; s++)
+                for (size_t r = 0; r < b.rows; r++)
+                    for (size_t c = 0; c < b.row_bytes / 4; c++)
+                        model[m][rb_at(&b, s, r, c)] = pat;
+            break;
+        }
+        case 4: { /* the same block of the other matrix into this one */
+            check(weft_graph_add_copy_block(g, x[m], &b, x[1 - m], &b, NULL));
+            for (size_t s = 0; s < b.slices; s++)
+                for (size_t r = 0; r < b.rows; r++)
+                    for (size_t c = 0; c < b.row_bytes / 4; c++)
+                        model[m][rb_at(&b, s, r, c)] =
+                            model[1 - m][rb_at(&b, s, r, c)];
+            break;
+        }
+        default: { /* a block read, packed */
+            size_t n = 0;
+
+            if (nreads == RB_READS)
+                break;
+            check(
+                weft_graph_add_read_block(g, x[m], &b, rd[nreads], 0, 0, NULL));
+            for (size_t s = 0; s < b.slices; s++)
+                for (size_t r = 0; r < b.rows; r++)
+                    for (size_t c = 0; c < b.row_bytes / 4; c++)
+                        rdm[nreads][n++] = model[m][rb_at(&b, s, r, c)];
+            nreads++;
+            break;
+        }
+        }
+    }
+    for (unsigned m = 0; m < 2; m++)
+        check(weft_graph_add_read(g, x[m], 0, out[m], sizeof out[m], NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int it = 0; it < 2; it++) {
+        memset(out, 0, sizeof out);
+        memset(rd, 0, sizeof rd);
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        check(weft_exec_status(e));
+        for (unsigned m = 0; m < 2; m++)
+            if (memcmp(out[m], model[m], sizeof model[m]))
+                fail_msg("seed %llu: matrix %u differs",
+                         (unsigned long long)seed, m);
+        if (memcmp(rd, rdm, sizeof rd))
+            fail_msg("seed %llu: a block read differs",
+                     (unsigned long long)seed);
+    }
+    check(weft_exec_destroy(e));
+    weft_graph_destroy(g);
+    for (unsigned m = 0; m < 2; m++)
+        check(weft_buffer_destroy(x[m]));
+}
+
+static void test_random_blocks(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 12; seed++)
+        random_blocks(seed);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiles_host_tasks),
         cmocka_unit_test(test_tiles_kernels),
         cmocka_unit_test(test_block_transfers),
+        cmocka_unit_test(test_random_blocks),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
