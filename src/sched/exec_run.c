@@ -666,10 +666,9 @@ static int weft__run_write_block(weft_exec *e, uint32_t i)
     const weft__access *a = &e->acc[nd->acc_first];
     weft__buffer_block b = weft__acc_block(a);
 
-    return weft__buffer_store_block(a->buf->root, &b, nd->u.write.src,
-                                    nd->u.write.row_pitch,
-                                    nd->u.write.slice_pitch, e->write_dev[i],
-                                    &e->lanes);
+    return weft__buffer_store_block(
+        a->buf->root, &b, nd->u.write.src, nd->u.write.row_pitch,
+        nd->u.write.slice_pitch, e->write_dev[i], &e->lanes);
 }
 
 /* A block fill node: a fill per row (no driver has a block fill). */
@@ -1067,10 +1066,6 @@ static int weft__fast_prepare(weft_exec *e)
              e->nodes[i].kind != WEFT__NODE_EMPTY) ||
             (e->nodes[i].kind == WEFT__NODE_HOST && e->nodes[i].u.host.status))
             return 0;
-    /* Blocks take the issue: their rows are readied one by one there. */
-    for (uint32_t a = 0; a < e->nacc; a++)
-        if (weft__access_is_block(&e->acc[a]))
-            return 0;
     hw = weft__hostwork_get(e->rt);
     count = weft__calloc(n, sizeof *count);
     e->fast_tasks =
@@ -1123,16 +1118,34 @@ static int weft__fast_prepare(weft_exec *e)
  * the host, as a handed-over host node's is, and the host addresses
  * taken. 0 if some range is not valid there (nothing changed).
  */
+/* Whether the host copy holds every byte of access a (root locked). */
+static int weft__acc_valid_host(const weft__access *a)
+{
+    size_t origin = weft__acc_origin(a);
+
+    for (size_t s = 0; s < a->slices; s++)
+        for (size_t y = 0; y < a->rows; y++)
+            if (!weft__buffer_is_valid(
+                    a->buf->root, WEFT__HOST,
+                    origin + s * a->slice_pitch + y * a->row_pitch, a->size))
+                return 0;
+    return 1;
+}
+
 static int weft__fast_claim(weft_exec *e)
 {
+    uint64_t updates = 0;
     int ok = 1;
 
+    for (uint32_t a = 0; a < e->nacc; a++)
+        updates += weft__acc_updates(&e->acc[a]);
+    ok = updates <= UINT_MAX;
     for (uint32_t r = 0; r < e->nroots && ok; r++) {
         weft_buffer *root = e->roots[r];
 
         weft__buffer_lock(root);
-        ok =
-            root->mapped_by == NULL && weft__buffer_reserve(root, e->nacc) == 0;
+        ok = root->mapped_by == NULL &&
+             weft__buffer_reserve(root, (unsigned)updates) == 0;
         weft__buffer_unlock(root);
     }
     for (uint32_t a = 0; a < e->nacc && ok; a++) {
@@ -1141,9 +1154,7 @@ static int weft__fast_claim(weft_exec *e)
         if (!(e->acc[a].mode & WEFT_READ))
             continue;
         weft__buffer_lock(root);
-        ok = weft__buffer_is_valid(root, WEFT__HOST,
-                                   e->acc[a].buf->offset + e->acc[a].offset,
-                                   e->acc[a].size);
+        ok = weft__acc_valid_host(&e->acc[a]);
         weft__buffer_unlock(root);
     }
     if (!ok) {
@@ -1152,14 +1163,13 @@ static int weft__fast_claim(weft_exec *e)
     }
     for (uint32_t a = 0; a < e->nacc; a++) {
         weft_buffer *root = e->acc[a].buf->root;
-        size_t off = e->acc[a].buf->offset + e->acc[a].offset;
 
         weft__buffer_lock(root);
         if (e->acc[a].mode & WEFT_WRITE) {
-            weft__buffer_written(root, WEFT__HOST, off, e->acc[a].size);
+            weft__acc_written(&e->acc[a], WEFT__HOST, 1);
             __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
         }
-        e->fast_ptrs[a] = weft__buffer_host(root, off);
+        e->fast_ptrs[a] = weft__buffer_host(root, weft__acc_origin(&e->acc[a]));
         weft__buffer_unlock(root);
     }
     return 1;

@@ -11,6 +11,9 @@
 
 #include "wt_devices.h"
 
+#include "sched/exec.h"
+
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,6 +350,61 @@ static void test_block_transfers(void **state)
     check(weft_buffer_destroy(z));
 }
 
+/*
+ * Host tasks alone over tiles of user memory: the launches go with no
+ * issue (weft__exec_fast), each task seeing its tile at the block's first
+ * byte with the matrix's pitch; the result after three launches is the
+ * model's.
+ */
+static void test_tiles_fast(void **state)
+{
+    static uint32_t data[R * MAXLD], ref[R * MAXLD];
+    static tile_job jobs[R][C];
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+    weft_matrix m;
+    uint64_t fast;
+
+    (void)state;
+    geometry();
+    for (size_t i = 0; i < R * LD; i++)
+        data[i] = ref[i] = seed_value(i);
+    check(weft_buffer_wrap(devs.rt, data, (size_t)R * LD * 4, &x));
+    m = weft_matrix_of(x, 0, sizeof(uint32_t), R, C, LD);
+    check(weft_graph_create(devs.rt, &g));
+    for (unsigned ti = 0; ti < TI; ti++)
+        for (unsigned tj = 0; tj < TJ; tj++) {
+            tile_job *j = &jobs[ti][tj];
+            weft_access_desc d;
+
+            j->blk = weft_matrix_tile(m, TR, TC, ti, tj);
+            j->k = tile_k(ti, tj, 0);
+            d = weft_access_block(x, j->blk, WEFT_READ_WRITE);
+            check(weft_graph_add_host(g, tile_task, j, &d, 1, NULL));
+        }
+    assert_int_equal(weft_graph_edge_count(g), 0);
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int it = 0; it < 3; it++) {
+        check(weft_exec_launch(e));
+        for (unsigned ti = 0; ti < TI; ti++)
+            for (unsigned tj = 0; tj < TJ; tj++)
+                ref_tile(ref, ti, tj, tile_k(ti, tj, 0));
+    }
+    check(weft_exec_wait(e));
+    check(weft_exec_status(e));
+    pthread_mutex_lock(&e->lock);
+    fast = e->fast_launches;
+    pthread_mutex_unlock(&e->lock);
+    print_message("# %llu of 3 launches with no issue\n",
+                  (unsigned long long)fast);
+    check(weft_exec_destroy(e));
+    weft_graph_destroy(g);
+    check(weft_buffer_destroy(x));
+    assert_bytes(data, ref, (size_t)R * LD * 4);
+    assert_int_equal(fast, 3);
+}
+
 /* ---- random blocks against a model -------------------------------------- */
 
 enum { RB_ROWS = 48, RB_LD = 64, RB_OPS = 120, RB_READS = 16 };
@@ -567,6 +625,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tiles_host_tasks),
         cmocka_unit_test(test_tiles_kernels),
         cmocka_unit_test(test_block_transfers),
+        cmocka_unit_test(test_tiles_fast),
         cmocka_unit_test(test_random_blocks),
     };
 
