@@ -827,6 +827,33 @@ static int build_mixed(weft_graph *g, weft_buffer *b, weft_buffer *c,
         STEP(weft_graph_add_kernel(g, k_scale, weft_dims1(8), part, 3, NULL));
         STEP(weft_graph_add_host(g, nop_task, NULL, two, 2, NULL));
     }
+    /* Blocks: b and c seen as 16 rows of 16 bytes, tiles of 4 x 4. */
+    for (int i = 0; i < 24; i++) {
+        weft_block t =
+            weft_block2((size_t)(i % 4) * 4 + (size_t)(i % 3) * 64, 4, 4, 16);
+        weft_block u = weft_block3((size_t)(i % 5) * 2, 2, 2, 2, 16, 128);
+        weft_arg part[] = {weft_arg_block(b, t, WEFT_READ_WRITE),
+                           weft_arg_f32(2.0f), weft_arg_i64(1)};
+        weft_access_desc two[] = {weft_access_block(b, u, WEFT_READ),
+                                  weft_access_block(c, t, WEFT_READ_WRITE)};
+
+        STEP(weft_graph_add_kernel(g, k_scale, weft_dims1(1), part, 3, NULL));
+        STEP(weft_graph_add_host(g, nop_task, NULL, two, 2, NULL));
+        switch (i % 4) {
+        case 0:
+            STEP(weft_graph_add_write_block(g, c, &u, host, 0, 0, NULL));
+            break;
+        case 1:
+            STEP(weft_graph_add_read_block(g, b, &t, host, 0, 0, NULL));
+            break;
+        case 2:
+            STEP(weft_graph_add_copy_block(g, c, &t, b, &t, NULL));
+            break;
+        default:
+            STEP(weft_graph_add_fill_block(g, b, &u, &pat, 2, NULL));
+            break;
+        }
+    }
 #undef STEP
     return 0;
 }
