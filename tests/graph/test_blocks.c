@@ -11,6 +11,7 @@
 
 #include "wt_devices.h"
 
+#include "base/base.h"
 #include "sched/exec.h"
 
 #include <pthread.h>
@@ -405,6 +406,99 @@ static void test_tiles_fast(void **state)
     assert_int_equal(fast, 3);
 }
 
+/*
+ * Every failure point over instantiate and a launch of block transfers
+ * and a block kernel (driver calls and allocations, in turn): the call
+ * fails with a message or computes the right bytes, and a launch after
+ * the failure computes them.
+ */
+static void test_block_faults(void **state)
+{
+    static uint32_t init[R * MAXLD], src[TR * MAXLD], xref[R * MAXLD],
+        xout[R * MAXLD], out[TR * MAXLD], outref[TR * MAXLD];
+    const uint32_t pat = 0x12345678u;
+    size_t bytes;
+    long n;
+
+    (void)state;
+    geometry();
+    bytes = (size_t)R * LD * 4;
+    for (size_t i = 0; i < R * LD; i++)
+        init[i] = xref[i] = seed_value(i);
+    for (size_t i = 0; i < TR * TC; i++)
+        src[i] = (uint32_t)i + 3u;
+    for (size_t r = 0; r < TR; r++)
+        memcpy(&xref[(TR + r) * LD], &src[r * TC], TC * 4);
+    ref_tile(xref, 1, 0, 5);
+    for (size_t r = 0; r < TR; r++)
+        memcpy(&outref[r * TC], &xref[(TR + r) * LD], TC * 4);
+    for (size_t r = 2 * TR; r < R; r++)
+        for (size_t c = 0; c < TC; c++)
+            xref[r * LD + c] = pat;
+    for (n = 1;; n++) {
+        weft_buffer *x, *y;
+        weft_graph *g;
+        weft_exec *e = NULL;
+        weft_matrix m;
+        weft_block t, f;
+        int rc, fired;
+
+        check(weft_buffer_create(devs.rt, bytes, &x));
+        check(weft_buffer_create(devs.rt, bytes, &y));
+        m = weft_matrix_of(x, 0, 4, R, C, LD);
+        t = weft_matrix_tile(m, TR, TC, 1, 0);
+        f = weft_matrix_tile(m, TR, TC, 2, 0);
+        check(weft_graph_create(devs.rt, &g));
+        {
+            weft_arg a[] = {weft_arg_block(x, t, WEFT_READ_WRITE),
+                            weft_arg_u32(5), weft_arg_u32(TC), weft_arg_u32(TR),
+                            weft_arg_u32(LD)};
+
+            check(weft_graph_add_write(g, x, 0, init, bytes, NULL));
+            check(weft_graph_add_write_block(g, x, &t, src, 0, 0, NULL));
+            check(weft_graph_add_kernel(g, k_tile, weft_dims2(TC, TR), a, 5,
+                                        NULL));
+            check(weft_graph_add_copy_block(g, y, &t, x, &t, NULL));
+            check(weft_graph_add_fill_block(g, x, &f, &pat, 4, NULL));
+            check(weft_graph_add_read_block(g, y, &t, out, 0, 0, NULL));
+            check(weft_graph_add_read(g, x, 0, xout, bytes, NULL));
+        }
+        memset(out, 0, sizeof out);
+        memset(xout, 0, sizeof xout);
+        weft__fault_arm(n, NULL);
+        rc = weft_graph_instantiate(g, NULL, &e);
+        if (rc == 0)
+            rc = weft_exec_launch(e);
+        if (rc == 0)
+            rc = weft_exec_wait(e);
+        fired = weft__fault_fired();
+        weft__fault_disarm();
+        if (rc < 0) {
+            assert_true(fired);
+            assert_true(weft_last_error()[0] != '\0');
+        } else {
+            assert_bytes(xout, xref, bytes);
+            assert_bytes(out, outref, TR * TC * 4);
+        }
+        if (e) {
+            memset(out, 0, sizeof out);
+            memset(xout, 0, sizeof xout);
+            check(weft_exec_launch(e));
+            check(weft_exec_wait(e));
+            assert_bytes(xout, xref, bytes);
+            assert_bytes(out, outref, TR * TC * 4);
+            check(weft_exec_destroy(e));
+        }
+        check(weft_graph_destroy(g));
+        check(weft_buffer_destroy(x));
+        check(weft_buffer_destroy(y));
+        if (!fired)
+            break;
+    }
+    printf("# %ld failure points over instantiate and launch\n", n - 1);
+    assert_true(n > 5);
+}
+
 /* ---- random blocks against a model -------------------------------------- */
 
 enum { RB_ROWS = 48, RB_LD = 64, RB_OPS = 120, RB_READS = 16 };
@@ -626,6 +720,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tiles_kernels),
         cmocka_unit_test(test_block_transfers),
         cmocka_unit_test(test_tiles_fast),
+        cmocka_unit_test(test_block_faults),
         cmocka_unit_test(test_random_blocks),
     };
 
