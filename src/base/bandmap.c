@@ -6,6 +6,9 @@
 
 typedef weft__band_entry weft__be;
 
+static int weft__inside(const weft__be *e, const weft__region *r);
+static int weft__meets(const weft__be *e, const weft__region *r);
+
 /* Rows of a band entry (a uniform entry: 1). */
 static size_t weft__be_rows(const weft__be *e)
 {
@@ -471,6 +474,9 @@ int weft__bandmap_split(weft__bandmap *m, const weft__region *r)
     const weft__be *nb;
     int rc;
 
+    /* Cut already (a node's write after its read): nothing to allocate. */
+    if (weft__bandmap_is_split(m, r))
+        return 0;
     if (r->h == 1)
         return weft__split_flat(m, r->off, r->off + r->w);
     if ((rc = weft__split_foreign(m, r)) < 0)
@@ -665,6 +671,36 @@ static int weft__inside(const weft__be *e, const weft__region *r)
     for (size_t k = 0; k < n; k++)
         if (!weft__flat_inside(e->lo + k * e->p + e->c0,
                                e->lo + k * e->p + e->c1, r))
+            return 0;
+    return 1;
+}
+
+static int weft__stop(const weft__region *piece, uint64_t v, void *user)
+{
+    (void)piece;
+    (void)v;
+    (void)user;
+    return 1;
+}
+
+/* 1 if entry e shares a byte with r. */
+static int weft__meets(const weft__be *e, const weft__region *r)
+{
+    if (!e->p)
+        return weft__flat_pieces(e->lo, e->hi, r, 0, weft__stop, NULL);
+    if (weft__be_rows(e) == 1)
+        return weft__flat_pieces(e->lo + e->c0, e->lo + e->c1, r, 0, weft__stop,
+                                 NULL);
+    return weft__cell_pieces(e, r, weft__stop, NULL);
+}
+
+int weft__bandmap_is_split(const weft__bandmap *m, const weft__region *r)
+{
+    size_t end = weft__region_end(r), i0, i1;
+
+    weft__span(m, r->off, end, &i0, &i1);
+    for (size_t i = i0; i < i1; i++)
+        if (!weft__inside(&m->e[i], r) && weft__meets(&m->e[i], r))
             return 0;
     return 1;
 }
