@@ -727,9 +727,26 @@ static int weft__same_cells(const weft__be *g, const weft__be *h, size_t k)
     return 1;
 }
 
+/* Join neighbouring uniform entries of equal value in [i0, *w). */
+static void weft__join_uniform(weft__bandmap *m, size_t i0, size_t *w)
+{
+    size_t out = i0;
+
+    for (size_t i = i0; i < *w; i++) {
+        if (out > i0 && !m->e[i].p && !m->e[out - 1].p &&
+            m->e[out - 1].v == m->e[i].v && m->e[out - 1].hi == m->e[i].lo)
+            m->e[out - 1].hi = m->e[i].hi;
+        else
+            m->e[out++] = m->e[i];
+    }
+    memmove(&m->e[out], &m->e[*w], (m->n - *w) * sizeof *m->e);
+    m->n -= *w - out;
+    *w = out;
+}
+
 void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
 {
-    size_t i0, i1, w, i;
+    size_t i0, i1, w, i, out;
 
     if (lo >= m->size)
         return;
@@ -741,31 +758,15 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
     if (i1 < m->n)
         i1 = weft__group_end(m, i1);
     /*
-     * Normalise each group in place (w <= i): cells with equal values
-     * joined, a band of one column or one row made uniform; then join
-     * neighbours.
+     * 1. Each band's neighbouring cells of equal value joined; a band of
+     * one cell made uniform. In place (w <= i).
      */
     w = i0;
     for (i = i0; i < i1;) {
         size_t j = weft__group_end(m, i), start = w;
-        weft__be *g = &m->e[i];
 
-        if (!g->p) {
-            m->e[w++] = *g;
-        } else if (weft__be_rows(g) == 1) {
-            for (size_t x = i; x < j; x++) {
-                weft__be u = {m->e[x].lo + m->e[x].c0,
-                              m->e[x].lo + m->e[x].c1,
-                              0,
-                              0,
-                              0,
-                              m->e[x].v};
-
-                if (w > start && m->e[w - 1].v == u.v)
-                    m->e[w - 1].hi = u.hi;
-                else
-                    m->e[w++] = u;
-            }
+        if (!m->e[i].p) {
+            m->e[w++] = m->e[i];
         } else {
             for (size_t x = i; x < j; x++) {
                 if (w > start && m->e[w - 1].v == m->e[x].v)
@@ -773,17 +774,16 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
                 else
                     m->e[w++] = m->e[x];
             }
-            if (w - start == 1) {
+            if (w - start == 1)
                 m->e[start].p = m->e[start].c0 = m->e[start].c1 = 0;
-            }
         }
         i = j;
     }
     memmove(&m->e[w], &m->e[i1], (m->n - i1) * sizeof *m->e);
     m->n -= i1 - w;
-    /* Join neighbouring uniform entries and equal bands over [i0, w). */
-    size_t out = i0;
-
+    /* 2. Neighbouring uniform entries, and bands of one pitch whose cells
+     * match, joined (a band split at a row boundary is whole again). */
+    out = i0;
     for (i = i0; i < w;) {
         size_t j = weft__group_end(m, i), k = j - i, prev = SIZE_MAX;
 
@@ -792,13 +792,11 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
             while (prev > i0 && m->e[prev - 1].lo == m->e[out - 1].lo)
                 prev--;
         }
-
-        if (prev != SIZE_MAX && prev >= i0 && !m->e[i].p && !m->e[prev].p &&
+        if (prev != SIZE_MAX && !m->e[i].p && !m->e[prev].p &&
             m->e[prev].v == m->e[i].v) {
             m->e[prev].hi = m->e[i].hi;
-        } else if (prev != SIZE_MAX && prev >= i0 && m->e[i].p &&
-                   m->e[prev].p == m->e[i].p && out - prev == k &&
-                   m->e[prev].hi == m->e[i].lo &&
+        } else if (prev != SIZE_MAX && m->e[i].p && m->e[prev].p == m->e[i].p &&
+                   out - prev == k && m->e[prev].hi == m->e[i].lo &&
                    weft__same_cells(&m->e[prev], &m->e[i], k)) {
             for (size_t x = prev; x < out; x++)
                 m->e[x].hi = m->e[i].hi;
@@ -810,6 +808,17 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
     }
     memmove(&m->e[out], &m->e[w], (m->n - w) * sizeof *m->e);
     m->n -= w - out;
+    w = out;
+    /* 3. A band of one row left is its cells as uniform entries. */
+    for (i = i0; i < w; i++)
+        if (m->e[i].p && m->e[i].hi - m->e[i].lo == m->e[i].p) {
+            size_t base = m->e[i].lo;
+
+            m->e[i].lo = base + m->e[i].c0;
+            m->e[i].hi = base + m->e[i].c1;
+            m->e[i].p = m->e[i].c0 = m->e[i].c1 = 0;
+        }
+    weft__join_uniform(m, i0, &w);
 }
 
 int weft__bandmap_set(weft__bandmap *m, const weft__region *r,

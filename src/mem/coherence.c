@@ -331,6 +331,18 @@ static int weft__coh_extend(weft__coherence_transfer *t, unsigned src,
         t->len += g->w;
         return 1;
     }
+    /* a run, then the same columns of the rows after it */
+    if (t->rows == 1 && g->h > 1 && g->w == t->len && g->off == t->off + g->p) {
+        t->rows = 1 + g->h;
+        t->pitch = g->p;
+        return 1;
+    }
+    /* a block, then the same columns of the row after it */
+    if (t->rows > 1 && g->h == 1 && g->w == t->len &&
+        g->off == t->off + t->rows * t->pitch) {
+        t->rows++;
+        return 1;
+    }
     if (t->rows > 1 && g->h > 1 && g->p == t->pitch) {
         /* the same columns, the rows after */
         if (g->w == t->len && g->off == t->off + t->rows * t->pitch) {

@@ -766,18 +766,170 @@ int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off, size_t size,
  */
 
 /*
- * A transfer of the tracker, a range or a block: a block moves row by row
- * through weft__move.
+ * Block copies: rows runs of len bytes, pitch apart, from off of the root,
+ * in one 2-D copy of the driver's (a submission without one copies them
+ * row by row). Both sides keep the root's layout, so the pitches are the
+ * block's on both. Lane bookkeeping (after, issued) covers the block's
+ * span, a superset of its bytes: a later copy of bytes between its rows
+ * may wait for it, never the reverse.
+ */
+static weft__rect weft__block_rect(size_t doff, size_t soff, size_t len,
+                                   size_t rows, size_t pitch)
+{
+    weft__rect r = {{doff, pitch, 0}, {soff, pitch, 0}, len, rows, 1};
+    return r;
+}
+
+static size_t weft__block_span(const weft__coherence_transfer *t)
+{
+    return (t->rows - 1) * t->pitch + t->len;
+}
+
+static int weft__h2d_block(weft_buffer *root, unsigned d, weft__extent *y,
+                           const weft__coherence_transfer *t, int pinned,
+                           enum weft__cause cause, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    size_t span = weft__block_span(t), bytes = t->len * t->rows;
+    weft__rect r = weft__block_rect(y->blk.offset + (t->off - y->lo), t->off,
+                                    t->len, t->rows, t->pitch);
+    weft__queue *q = NULL;
+    int rc;
+
+    if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_H2D, &q)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, WEFT__HOST, t->off, span)) < 0)
+        return rc;
+    rc = weft__submit_copy_h2d_rect(l->submit, q, y->blk.mem, root->host, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, d, t->off, span);
+    else
+        weft__lanes_settle(l, q);
+    if (rc == 0) {
+        if (pinned)
+            weft__lanes_stat(l, &rt->stats.pinned_bytes, bytes);
+        weft__count(l, &rt->stats.h2d_bytes, &rt->stats.h2d_copies, cause,
+                    bytes);
+    }
+    return rc;
+}
+
+static int weft__d2h_block(weft_buffer *root, unsigned d, weft__extent *x,
+                           const weft__coherence_transfer *t, int pinned,
+                           enum weft__cause cause, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    size_t span = weft__block_span(t), bytes = t->len * t->rows;
+    weft__rect r = weft__block_rect(t->off, x->blk.offset + (t->off - x->lo),
+                                    t->len, t->rows, t->pitch);
+    weft__queue *q = NULL;
+    int rc;
+
+    if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_D2H, &q)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, d, t->off, span)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, WEFT__HOST, t->off, span)) < 0)
+        return rc;
+    rc = weft__submit_copy_d2h_rect(l->submit, q, root->host, x->blk.mem, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, WEFT__HOST, t->off, span);
+    else
+        weft__lanes_settle(l, q);
+    if (rc == 0) {
+        if (pinned)
+            weft__lanes_stat(l, &rt->stats.pinned_bytes, bytes);
+        weft__count(l, &rt->stats.d2h_bytes, &rt->stats.d2h_copies, cause,
+                    bytes);
+    }
+    return rc;
+}
+
+static int weft__peer_block(weft_buffer *root, unsigned sd, weft__extent *x,
+                            unsigned dd, weft__extent *y,
+                            const weft__coherence_transfer *t,
+                            enum weft__cause cause, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    size_t span = weft__block_span(t), bytes = t->len * t->rows;
+    weft__rect r = weft__block_rect(y->blk.offset + (t->off - y->lo),
+                                    x->blk.offset + (t->off - x->lo), t->len,
+                                    t->rows, t->pitch);
+    weft__queue *q = NULL;
+    int rc;
+
+    if ((rc = weft__lanes_get(l, dd, WEFT__QUEUE_PEER, &q)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, sd, t->off, span)) < 0)
+        return rc;
+    rc = weft__submit_copy_peer_rect(l->submit, q, y->blk.mem, x->blk.mem, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, dd, t->off, span);
+    if (rc == 0)
+        weft__count(l, &rt->stats.peer_bytes, &rt->stats.peer_copies, cause,
+                    bytes);
+    return rc;
+}
+
+/*
+ * 1 if d copies a block from and into the root's host copy directly:
+ * pinned for d, or memory the device reaches as it is (host memory, for
+ * the host and sim drivers), or a span too small to stage (the driver
+ * deals with pageable memory itself, as for ranges). 2 where pinned.
+ */
+static int weft__host_direct_for(weft_buffer *root, unsigned d, size_t off,
+                                 size_t span, weft__mem *mem)
+{
+    if (__atomic_load_n(&root->replicas[d].reg, __ATOMIC_ACQUIRE) ||
+        weft__drv_host_is_pinned(mem->ctx, root->host + off, span) ||
+        weft__host_block_pinned(root->rt, d, root->host + off, span))
+        return 2; /* pinned */
+    return span < WEFT__STAGE_MIN || root->rt->devices[d]->drv->memory_is_host;
+}
+
+/*
+ * A transfer of the tracker, a range or a block. A block moves in one
+ * 2-D copy where its span lies in one extent on each device side and the
+ * device copies the host copy directly, where it takes part (a large
+ * pageable one is staged row by row, as ranges are); else row by row through
+ * weft__move. Devices without a peer path go through the host, row by
+ * row.
  */
 static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
                           enum weft__cause cause, weft__lanes *l,
                           weft__queue **h2d)
 {
+    weft_runtime *rt = root->rt;
     weft__coherence_transfer row = *t;
+    size_t span;
     int rc = 0;
 
     if (t->rows <= 1)
         return weft__move(root, t, cause, l, h2d);
+    span = weft__block_span(t);
+    if (t->src == WEFT__COH_HOST) {
+        weft__extent *y = weft__extent_covering(root, t->dst - 1, t->off, span);
+        int direct;
+
+        weft__maybe_register(root, t->dst - 1, t->len * t->rows, l);
+        if (y && !h2d &&
+            (direct = weft__host_direct_for(root, t->dst - 1, t->off, span,
+                                            y->blk.mem)))
+            return weft__h2d_block(root, t->dst - 1, y, t, direct == 2, cause,
+                                   l);
+    } else if (t->dst == WEFT__COH_HOST) {
+        weft__extent *x = weft__extent_covering(root, t->src - 1, t->off, span);
+        int direct;
+
+        weft__maybe_register(root, t->src - 1, t->len * t->rows, l);
+        if (x && (direct = weft__host_direct_for(root, t->src - 1, t->off, span,
+                                                 x->blk.mem)))
+            return weft__d2h_block(root, t->src - 1, x, t, direct == 2, cause,
+                                   l);
+    } else if (rt->peer[(t->src - 1) * rt->ndevices + t->dst - 1]) {
+        weft__extent *x = weft__extent_covering(root, t->src - 1, t->off, span);
+        weft__extent *y = weft__extent_covering(root, t->dst - 1, t->off, span);
+
+        if (x && y)
+            return weft__peer_block(root, t->src - 1, x, t->dst - 1, y, t,
+                                    cause, l);
+    }
     row.rows = 1;
     row.pitch = 0;
     for (size_t i = 0; i < t->rows && rc == 0; i++) {
