@@ -156,6 +156,7 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
 {
     uint64_t holders;
     unsigned targets[WEFT__COH_MAX_MEMS], n, host;
+    weft__region r;
     int rc;
 
     if (size == 0)
@@ -163,7 +164,9 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
     if (!src && off % pattern_size)
         return weft__fill_unaligned(root, off, size, pattern, pattern_size,
                                     prefer, l);
-    if ((rc = weft__coherence_reserve(&root->coh, 8)) < 0)
+    /* Cut at the range's edges: the updates below then need no memory. */
+    r = weft__region_range(off, size);
+    if ((rc = weft__coherence_cut(&root->coh, &r)) < 0)
         return rc;
     holders = weft__coherence_holders(&root->coh, off, size);
     n = weft__store_targets(root, off, size, holders, prefer, targets, l);
