@@ -331,6 +331,7 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
         weft_access_desc d[OR_MAX_ACC];
 
         for (unsigned b = 0; b < n->nacc; b++) {
+            d[b] = weft_access_range(NULL, 0, 0, WEFT_READ);
             d[b].buffer = buf[a[b].handle];
             d[b].offset = rel(c, &a[b]);
             d[b].size = a[b].size;
@@ -346,6 +347,7 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
         weft_access_desc d[OR_MAX_ACC];
 
         for (unsigned b = 0; b < n->nacc; b++) {
+            d[b] = weft_access_range(NULL, 0, 0, WEFT_READ);
             d[b].buffer = buf[a[b].handle];
             d[b].offset = rel(c, &a[b]);
             d[b].size = a[b].size;
