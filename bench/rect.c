@@ -196,6 +196,18 @@ static void graph_figures(weft_runtime *rt, unsigned idx, raw *r, CUcontext ctx,
                          100.0 * bench_median(v, 5) / bench_median(w, 5), "%");
         }
     }
+    for (int dir = 0; dir < 2; dir++) {
+        weft_exec_stats st;
+
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        bench_check(weft_exec_get_stats(dir == 0 ? ew : er, &st));
+        bench_note("graph tile %s: %llu of its launches ran as native graphs, "
+                   "%llu replayed without an issue",
+                   dir == 0 ? "H2D" : "D2H",
+                   (unsigned long long)st.native_launches,
+                   (unsigned long long)st.native_replays);
+    }
     weft_exec_destroy(ew);
     weft_exec_destroy(er);
     weft_graph_destroy(gw);

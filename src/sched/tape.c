@@ -116,6 +116,14 @@ static int weft__tape_run(weft__tape *t, const weft__tape_op *o)
         return weft__drv_host_fn(o->q, o->fn, o->user);
     case WEFT__TAPE_NATIVE:
         return weft__drv_native_call(o->q, o->nfn, &t->bytes[o->arg_first]);
+    case WEFT__TAPE_H2D_RECT:
+        return weft__drv_copy_h2d_rect(o->q, o->dst, o->host, &o->rect);
+    case WEFT__TAPE_D2H_RECT:
+        return weft__drv_copy_d2h_rect(o->q, o->host, o->src, &o->rect);
+    case WEFT__TAPE_D2D_RECT:
+        return weft__drv_copy_d2d_rect(o->q, o->dst, o->src, &o->rect);
+    case WEFT__TAPE_PEER_RECT:
+        return weft__drv_copy_peer_rect(o->q, o->dst, o->src, &o->rect);
     }
     return weft__error(WEFT_EINVAL, "tape: operation %d", (int)o->kind);
 }
@@ -209,6 +217,14 @@ static int weft__op_match(const weft__tape *t, const weft__tape_op *a,
     case WEFT__TAPE_HOST_FN:
         return a->fn == b->fn && a->user == b->user ? WEFT__OP_EQUAL
                                                     : WEFT__OP_DIFFERS;
+    case WEFT__TAPE_H2D_RECT:
+    case WEFT__TAPE_D2H_RECT:
+    case WEFT__TAPE_D2D_RECT:
+    case WEFT__TAPE_PEER_RECT:
+        return a->dst == b->dst && a->src == b->src && a->host == b->host &&
+                       !memcmp(&a->rect, &b->rect, sizeof a->rect)
+                   ? WEFT__OP_EQUAL
+                   : WEFT__OP_DIFFERS;
     case WEFT__TAPE_NATIVE:
         /* Another call (other addresses, say) is captured again anew. */
         if (a->nfn != b->nfn || a->nargs != b->nargs)
@@ -266,6 +282,14 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
                                   !weft__tape_joins_devices(t->ctx->drv))) ||
         ((op->kind == WEFT__TAPE_H2D || op->kind == WEFT__TAPE_D2H) &&
          weft__drv_host_is_pinned(op->q->ctx, op->host, op->size) != 1) ||
+        (op->kind == WEFT__TAPE_H2D_RECT &&
+         weft__drv_host_is_pinned(
+             op->q->ctx, (const char *)op->host + op->rect.src.off,
+             weft__rect_span(&op->rect, &op->rect.src)) != 1) ||
+        (op->kind == WEFT__TAPE_D2H_RECT &&
+         weft__drv_host_is_pinned(
+             op->q->ctx, (const char *)op->host + op->rect.dst.off,
+             weft__rect_span(&op->rect, &op->rect.dst)) != 1) ||
         (op->kind == WEFT__TAPE_NATIVE && !op->q->ctx->drv->native_capture) ||
         weft__grow(&t->ops, &t->cap, t->n + 1, sizeof *t->ops) < 0) {
         weft_clear_error();
@@ -603,7 +627,77 @@ static int weft__tape_event_elapsed(void *self, weft__event *start,
                          weft__drv_event_elapsed(start, end, ns));
 }
 
+/* ---- block copies: taped whole, so that a replay makes one 2-D copy */
+
+static int weft__tape_copy_h2d_rect(void *self, weft__queue *q, weft__mem *dst,
+                                    const void *src, const weft__rect *r)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_H2D_RECT,
+                        .q = q,
+                        .dst = dst,
+                        .host = (void *)(uintptr_t)src,
+                        .size = (size_t)weft__rect_bytes(r),
+                        .rect = *r};
+    int rc = weft__tape_take(
+        self, weft__drv_check_copy_h2d_rect(q, dst, src, r, NULL), &op, NULL,
+        NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_copy_h2d_rect(q, dst, src, r));
+}
+
+static int weft__tape_copy_d2h_rect(void *self, weft__queue *q, void *dst,
+                                    weft__mem *src, const weft__rect *r)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_D2H_RECT,
+                        .q = q,
+                        .src = src,
+                        .host = dst,
+                        .size = (size_t)weft__rect_bytes(r),
+                        .rect = *r};
+    int rc = weft__tape_take(
+        self, weft__drv_check_copy_d2h_rect(q, dst, src, r, NULL), &op, NULL,
+        NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_copy_d2h_rect(q, dst, src, r));
+}
+
+static int weft__tape_copy_d2d_rect(void *self, weft__queue *q, weft__mem *dst,
+                                    weft__mem *src, const weft__rect *r)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_D2D_RECT,
+                        .q = q,
+                        .dst = dst,
+                        .src = src,
+                        .size = (size_t)weft__rect_bytes(r),
+                        .rect = *r};
+    int rc = weft__tape_take(
+        self, weft__drv_check_copy_d2d_rect(q, dst, src, r, NULL), &op, NULL,
+        NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_copy_d2d_rect(q, dst, src, r));
+}
+
+static int weft__tape_copy_peer_rect(void *self, weft__queue *q, weft__mem *dst,
+                                     weft__mem *src, const weft__rect *r)
+{
+    weft__tape_op op = {.kind = WEFT__TAPE_PEER_RECT,
+                        .q = q,
+                        .dst = dst,
+                        .src = src,
+                        .size = (size_t)weft__rect_bytes(r),
+                        .rect = *r};
+    int rc = weft__tape_take(
+        self, weft__drv_check_copy_peer_rect(q, dst, src, r, NULL), &op, NULL,
+        NULL);
+
+    return WEFT__TAPE_PASS(rc, weft__drv_copy_peer_rect(q, dst, src, r));
+}
+
 static const weft__submit weft__tape_submit = {
+    .copy_h2d_rect = weft__tape_copy_h2d_rect,
+    .copy_d2h_rect = weft__tape_copy_d2h_rect,
+    .copy_d2d_rect = weft__tape_copy_d2d_rect,
+    .copy_peer_rect = weft__tape_copy_peer_rect,
     .copy_h2d = weft__tape_copy_h2d,
     .copy_d2h = weft__tape_copy_d2h,
     .copy_d2d = weft__tape_copy_d2d,

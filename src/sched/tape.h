@@ -109,6 +109,11 @@ typedef enum weft__tape_kind {
     WEFT__TAPE_WAIT,
     WEFT__TAPE_HOST_FN,
     WEFT__TAPE_NATIVE,
+    /* block copies (weft__rect): replayed as taped, no parameter change */
+    WEFT__TAPE_H2D_RECT,
+    WEFT__TAPE_D2H_RECT,
+    WEFT__TAPE_D2D_RECT,
+    WEFT__TAPE_PEER_RECT,
 } weft__tape_kind;
 
 typedef struct weft__tape_op {
@@ -126,6 +131,7 @@ typedef struct weft__tape_op {
     weft__host_fn *fn;
     void *user;
     weft__native_fn *nfn; /* native: the driver calls it with the call */
+    weft__rect rect;      /* block copies: host is the host side's base */
     /* Set when the graphs are built (weft__tape_build): */
     uint32_t seg; /* the segment it belongs to */
     uint32_t xev; /* external record or wait: the tape's event (in xev) */
