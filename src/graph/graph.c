@@ -795,11 +795,91 @@ static int weft__buffer_arg(const weft_graph *g, const weft_buffer *b,
 static weft__access weft__access_make(weft_buffer *b, size_t off, size_t size,
                                       weft_access mode)
 {
-    weft__access a = {b, off, size, 0, mode};
+    weft__access a = {b, off, size, 0, mode, 1, 1, 0, 0};
 
     if (size == WEFT_WHOLE && off <= b->size)
         a.size = b->size - off;
     return a;
+}
+
+/*
+ * A block as an access (checked by weft__block_arg); rows 0 or one row of
+ * one slice: the range [origin, + row_bytes).
+ */
+static weft__access weft__access_block_make(weft_buffer *b, size_t origin,
+                                            size_t row_bytes, size_t rows,
+                                            size_t slices, size_t row_pitch,
+                                            size_t slice_pitch,
+                                            weft_access mode)
+{
+    weft__access a = weft__access_make(b, origin, row_bytes, mode);
+
+    if (rows == 0 || (rows == 1 && slices == 1))
+        return a;
+    a.rows = rows;
+    a.slices = slices;
+    a.row_pitch = row_pitch;
+    a.slice_pitch = slices > 1 ? slice_pitch : 0;
+    return a;
+}
+
+/*
+ * The block (origin, row_bytes, rows, slices, row_pitch, slice_pitch) of
+ * b, named what in messages, by weft_block's rules: b as for
+ * weft__buffer_arg, then WEFT_EINVAL naming the field and its value, or
+ * WEFT_ERANGE where its last byte is past b's end. One row of one slice is
+ * the range [origin, + row_bytes), its pitches not looked at.
+ */
+static int weft__block_arg(const weft_graph *g, const weft_buffer *b,
+                           size_t origin, size_t row_bytes, size_t rows,
+                           size_t slices, size_t row_pitch, size_t slice_pitch,
+                           const char *what)
+{
+    size_t a = 0, c = 0, end = 0;
+    char desc[96];
+    int rc;
+
+    if ((rc = weft__buffer_arg(g, b, 0, 0, what)) < 0)
+        return rc;
+    if (row_bytes == 0)
+        return weft__error(WEFT_EINVAL, "%s: row_bytes is 0 (a block's rows "
+                                        "have at least one byte)",
+                           what);
+    if (rows == 0)
+        return weft__error(WEFT_EINVAL, "%s: rows is 0", what);
+    if (slices == 0)
+        return weft__error(WEFT_EINVAL, "%s: slices is 0", what);
+    if (rows == 1 && slices == 1)
+        return weft__buffer_arg(g, b, origin, row_bytes, what);
+    if (row_pitch < row_bytes)
+        return weft__error(WEFT_EINVAL,
+                           "%s: row_pitch %zu is below row_bytes %zu (rows "
+                           "would overlap)",
+                           what, row_pitch, row_bytes);
+    if (slices > 1 && slice_pitch % row_pitch)
+        return weft__error(WEFT_EINVAL,
+                           "%s: slice_pitch %zu is no multiple of row_pitch "
+                           "%zu",
+                           what, slice_pitch, row_pitch);
+    if (slices > 1 && slice_pitch / row_pitch < rows)
+        return weft__error(WEFT_EINVAL,
+                           "%s: slice_pitch %zu is below rows * row_pitch "
+                           "(%zu x %zu: slices would overlap)",
+                           what, slice_pitch, rows, row_pitch);
+    if (!__builtin_mul_overflow(slices - 1, slices > 1 ? slice_pitch : 0,
+                                &a) &&
+        !__builtin_mul_overflow(rows - 1, row_pitch, &c) &&
+        !__builtin_add_overflow(a, c, &end) &&
+        !__builtin_add_overflow(end, row_bytes, &end) &&
+        !__builtin_add_overflow(end, origin, &end) && end <= b->size)
+        return 0;
+    weft__buffer_describe(b, desc, sizeof desc);
+    return weft__error(WEFT_ERANGE,
+                       "%s: block at origin %zu (%zu rows of %zu bytes, "
+                       "%zu apart, x %zu slices %zu apart) ends past the end "
+                       "of %s",
+                       what, origin, rows, row_bytes, row_pitch, slices,
+                       slice_pitch, desc);
 }
 
 enum { WEFT__STACK_ACC = 16 };
@@ -827,8 +907,14 @@ static int weft__kernel_check(const weft_graph *g, const weft_kernel *k,
         if (args[i].type != WEFT_PARAM_BUFFER)
             continue;
         snprintf(what, sizeof what, "argument %u", i);
-        if ((rc = weft__buffer_arg(g, args[i].buffer, args[i].offset,
-                                   args[i].size, what)) < 0)
+        if (args[i].rows == 0)
+            rc = weft__buffer_arg(g, args[i].buffer, args[i].offset,
+                                  args[i].size, what);
+        else
+            rc = weft__block_arg(g, args[i].buffer, args[i].offset,
+                                 args[i].size, args[i].rows, args[i].slices,
+                                 args[i].row_pitch, args[i].slice_pitch, what);
+        if (rc < 0)
             return rc;
     }
     return weft__args_match(k, weft__known_impl(g, k), args, nargs);
@@ -856,8 +942,10 @@ int weft_graph_add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
                                weft__error(WEFT_ENOMEM, "out of memory"));
     for (unsigned i = 0; i < nargs; i++)
         if (args[i].type == WEFT_PARAM_BUFFER)
-            acc[j++] = weft__access_make(args[i].buffer, args[i].offset,
-                                         args[i].size, args[i].access);
+            acc[j++] = weft__access_block_make(
+                args[i].buffer, args[i].offset, args[i].size, args[i].rows,
+                args[i].slices, args[i].row_pitch, args[i].slice_pitch,
+                args[i].access);
     memset(&proto, 0, sizeof proto);
     proto.kind = WEFT__NODE_KERNEL;
     proto.u.kernel.k = k;
@@ -901,7 +989,7 @@ int weft_graph_add_write(weft_graph *g, weft_buffer *dst, size_t offset,
 
     if ((rc = weft__check_graph(g, fn)) < 0)
         return rc;
-    p.u.write_src = src; /* NULL is reported by instantiate */
+    p.u.write.src = src; /* NULL is reported by instantiate */
     return weft__add_simple(g, fn, &p, dst, "dst", offset, size, WEFT_WRITE,
                             node);
 }
@@ -915,7 +1003,7 @@ int weft_graph_add_read(weft_graph *g, weft_buffer *src, size_t offset,
 
     if ((rc = weft__check_graph(g, fn)) < 0)
         return rc;
-    p.u.read_dst = dst;
+    p.u.read.dst = dst;
     return weft__add_simple(g, fn, &p, src, "src", offset, size, WEFT_READ,
                             node);
 }
@@ -978,6 +1066,182 @@ int weft_graph_add_fill(weft_graph *g, weft_buffer *dst, size_t offset,
                             node);
 }
 
+/* ---- block transfers --------------------------------------------------- */
+
+/* *blk of b (named by buf and "blk" in messages) as an access of mode. */
+static int weft__block_access(const weft_graph *g, weft_buffer *b,
+                              const char *buf, const weft_block *blk,
+                              const char *what, weft_access mode,
+                              weft__access *out)
+{
+    int rc;
+
+    if ((rc = weft__buffer_arg(g, b, 0, 0, buf)) < 0)
+        return rc;
+    if (!blk)
+        return weft__error(WEFT_EINVAL, "%s is NULL", what);
+    if ((rc = weft__block_arg(g, b, blk->origin, blk->row_bytes, blk->rows,
+                              blk->slices, blk->row_pitch, blk->slice_pitch,
+                              what)) < 0)
+        return rc;
+    *out = weft__access_block_make(b, blk->origin, blk->row_bytes, blk->rows,
+                                   blk->slices, blk->row_pitch,
+                                   blk->slice_pitch, mode);
+    return 0;
+}
+
+/*
+ * The host side's pitches of a block transfer of *a (named row and slice in
+ * messages): 0 packed, else at least the block's row and slice. One row of
+ * one slice looks at neither.
+ */
+static int weft__host_pitches(const weft__access *a, size_t *row_pitch,
+                              size_t *slice_pitch, const char *row,
+                              const char *slice)
+{
+    size_t rp = *row_pitch ? *row_pitch : a->size;
+
+    if (!weft__access_is_block(a)) {
+        *row_pitch = *slice_pitch = 0;
+        return 0;
+    }
+    if (rp < a->size)
+        return weft__error(WEFT_EINVAL,
+                           "%s %zu is below the block's row_bytes %zu", row,
+                           rp, a->size);
+    if (a->slices > 1 && *slice_pitch && *slice_pitch / rp < a->rows)
+        return weft__error(WEFT_EINVAL,
+                           "%s %zu is below rows * %s (%zu x %zu)", slice,
+                           *slice_pitch, row, a->rows, rp);
+    if (a->slices > 1 && !*slice_pitch &&
+        __builtin_mul_overflow(rp, a->rows, slice_pitch))
+        return weft__error(WEFT_EINVAL, "%s %zu x %zu rows overflows", row, rp,
+                           a->rows);
+    if (a->slices == 1)
+        *slice_pitch = 0;
+    *row_pitch = rp;
+    return 0;
+}
+
+int weft_graph_add_write_block(weft_graph *g, weft_buffer *dst,
+                               const weft_block *blk, const void *src,
+                               size_t src_row_pitch, size_t src_slice_pitch,
+                               weft_node *node)
+{
+    static const char fn[] = "weft_graph_add_write_block";
+    weft__node p = weft__proto(WEFT__NODE_WRITE);
+    weft__access a;
+    int rc;
+
+    if ((rc = weft__check_graph(g, fn)) < 0)
+        return rc;
+    if ((rc = weft__block_access(g, dst, "dst", blk, "blk", WEFT_WRITE, &a)) ==
+        0)
+        rc = weft__host_pitches(&a, &src_row_pitch, &src_slice_pitch,
+                                "src_row_pitch", "src_slice_pitch");
+    if (rc < 0)
+        return weft__add_error(fn, p.kind, NULL, rc);
+    p.u.write.src = src; /* NULL is reported by instantiate */
+    p.u.write.row_pitch = src_row_pitch;
+    p.u.write.slice_pitch = src_slice_pitch;
+    rc = weft__add_node(g, &p, &a, 1, NULL, 0, 0, node);
+    return rc < 0 ? weft__add_error(fn, p.kind, NULL, rc) : 0;
+}
+
+int weft_graph_add_read_block(weft_graph *g, weft_buffer *src,
+                              const weft_block *blk, void *dst,
+                              size_t dst_row_pitch, size_t dst_slice_pitch,
+                              weft_node *node)
+{
+    static const char fn[] = "weft_graph_add_read_block";
+    weft__node p = weft__proto(WEFT__NODE_READ);
+    weft__access a;
+    int rc;
+
+    if ((rc = weft__check_graph(g, fn)) < 0)
+        return rc;
+    if ((rc = weft__block_access(g, src, "src", blk, "blk", WEFT_READ, &a)) ==
+        0)
+        rc = weft__host_pitches(&a, &dst_row_pitch, &dst_slice_pitch,
+                                "dst_row_pitch", "dst_slice_pitch");
+    if (rc < 0)
+        return weft__add_error(fn, p.kind, NULL, rc);
+    p.u.read.dst = dst;
+    p.u.read.row_pitch = dst_row_pitch;
+    p.u.read.slice_pitch = dst_slice_pitch;
+    rc = weft__add_node(g, &p, &a, 1, NULL, 0, 0, node);
+    return rc < 0 ? weft__add_error(fn, p.kind, NULL, rc) : 0;
+}
+
+/* Access a (of a root) as a block of addresses for weft__block_overlap. */
+static weft__block weft__access_addr_block(const weft__access *a)
+{
+    weft__block b = {a->buf->offset + a->offset, a->size,      a->rows,
+                     a->slices,                  a->row_pitch, a->slice_pitch};
+
+    return b;
+}
+
+int weft_graph_add_copy_block(weft_graph *g, weft_buffer *dst,
+                              const weft_block *dblk, weft_buffer *src,
+                              const weft_block *sblk, weft_node *node)
+{
+    static const char fn[] = "weft_graph_add_copy_block";
+    weft__node p = weft__proto(WEFT__NODE_COPY);
+    weft__access a[2];
+    int rc;
+
+    if ((rc = weft__check_graph(g, fn)) < 0)
+        return rc;
+    /* Accesses: [0] the source, [1] the destination (exec.c relies on it). */
+    if ((rc = weft__block_access(g, dst, "dst", dblk, "dblk", WEFT_WRITE,
+                                 &a[1])) == 0)
+        rc = weft__block_access(g, src, "src", sblk, "sblk", WEFT_READ, &a[0]);
+    if (rc == 0 && (dblk->row_bytes != sblk->row_bytes ||
+                    dblk->rows != sblk->rows || dblk->slices != sblk->slices))
+        rc = weft__error(WEFT_EINVAL,
+                         "dblk (%zu rows of %zu bytes x %zu slices) and sblk "
+                         "(%zu rows of %zu bytes x %zu slices) differ in "
+                         "extent",
+                         dblk->rows, dblk->row_bytes, dblk->slices, sblk->rows,
+                         sblk->row_bytes, sblk->slices);
+    if (rc == 0 && src->root == dst->root) {
+        weft__block x = weft__access_addr_block(&a[0]);
+        weft__block y = weft__access_addr_block(&a[1]);
+
+        if (weft__block_overlap(&x, &y))
+            rc = weft__error(WEFT_EINVAL, "the source and destination blocks "
+                                          "share bytes of the same buffer");
+    }
+    if (rc < 0)
+        return weft__add_error(fn, p.kind, NULL, rc);
+    rc = weft__add_node(g, &p, a, 2, NULL, 0, 0, node);
+    return rc < 0 ? weft__add_error(fn, p.kind, NULL, rc) : 0;
+}
+
+int weft_graph_add_fill_block(weft_graph *g, weft_buffer *dst,
+                              const weft_block *blk, const void *pattern,
+                              size_t pattern_size, weft_node *node)
+{
+    static const char fn[] = "weft_graph_add_fill_block";
+    weft__node p = weft__proto(WEFT__NODE_FILL);
+    weft__access a;
+    int rc;
+
+    if ((rc = weft__check_graph(g, fn)) < 0)
+        return rc;
+    if ((rc = weft__block_access(g, dst, "dst", blk, "blk", WEFT_WRITE, &a)) ==
+        0)
+        rc = weft__fill_check(pattern, pattern_size, blk->origin,
+                              blk->row_bytes, "fill");
+    if (rc < 0)
+        return weft__add_error(fn, p.kind, NULL, rc);
+    memcpy(p.u.fill.pattern, pattern, pattern_size);
+    p.u.fill.size = (unsigned)pattern_size;
+    rc = weft__add_node(g, &p, &a, 1, NULL, 0, 0, node);
+    return rc < 0 ? weft__add_error(fn, p.kind, NULL, rc) : 0;
+}
+
 int weft_graph_add_map(weft_graph *g, weft_buffer *buf, size_t offset,
                        size_t size, weft_access mode, weft_map_fn *fn,
                        void *user, weft_node *node)
@@ -1025,11 +1289,23 @@ static int weft__desc_check(const weft_graph *g, const weft_access_desc *acc,
         if (acc[i].mode < WEFT_READ || acc[i].mode > WEFT_READ_WRITE)
             rc = weft__error(WEFT_EINVAL, "access %u: unknown mode %d", i,
                              (int)acc[i].mode);
-        else
+        else if (acc[i].rows == 0)
             rc = weft__buffer_arg(g, acc[i].buffer, acc[i].offset, acc[i].size,
                                   what);
+        else
+            rc = weft__block_arg(g, acc[i].buffer, acc[i].offset, acc[i].size,
+                                 acc[i].rows, acc[i].slices, acc[i].row_pitch,
+                                 acc[i].slice_pitch, what);
     }
     return rc;
+}
+
+/* A declared access (checked by weft__desc_check) as the graph keeps it. */
+static weft__access weft__access_desc_make(const weft_access_desc *d)
+{
+    return weft__access_block_make(d->buffer, d->offset, d->size, d->rows,
+                                   d->slices, d->row_pitch, d->slice_pitch,
+                                   d->mode);
 }
 
 /* A host task of either kind (fn or status set, not both). */
@@ -1054,8 +1330,7 @@ static int weft__add_host(weft_graph *g, const char *name,
     if (rc < 0)
         return weft__add_error(name, p.kind, NULL, rc);
     for (unsigned i = 0; i < nacc; i++)
-        a[i] = weft__access_make(acc[i].buffer, acc[i].offset, acc[i].size,
-                                 acc[i].mode);
+        a[i] = weft__access_desc_make(&acc[i]);
     p.u.host.fn = fn;
     p.u.host.status = status;
     p.u.host.user = user;
@@ -1184,8 +1459,7 @@ static int weft__add_native(weft_graph *g, const char *name, uint32_t what,
     if (rc < 0)
         return weft__add_error_node(name, &p, rc);
     for (unsigned i = 0; i < nacc; i++)
-        a[i] = weft__access_make(acc[i].buffer, acc[i].offset, acc[i].size,
-                                 acc[i].mode);
+        a[i] = weft__access_desc_make(&acc[i]);
     memset(tab, 0, sizeof tab);
     for (unsigned i = 0; i < nimpls; i++) {
         weft__strlcpy(tab[i].driver, impls[i].driver, sizeof tab[i].driver);

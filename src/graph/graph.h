@@ -29,6 +29,7 @@
 #ifndef WEFT_GRAPH_GRAPH_H
 #define WEFT_GRAPH_GRAPH_H
 
+#include "../base/bandmap.h"
 #include "../base/map.h"
 #include "../mem/buffer.h"
 #include "kernel.h"
@@ -56,13 +57,20 @@ typedef enum weft__hazard {
 
 /*
  * A buffer access as the user gave it: the handle (a root or a view) and
- * the range in it. root is the graph's index of the root buffer.
+ * the range or block in it. root is the graph's index of the root buffer.
+ * A range has rows = slices = 1 (pitches 0) and size bytes from offset; a
+ * block has rows x slices rows of size bytes, row r of slice s at offset +
+ * s * slice_pitch + r * row_pitch (weft.h's weft_block). Blocks are kept
+ * folded: rows > 1 means row_pitch > size, slices > 1 means slice_pitch >
+ * rows * row_pitch or rows > 1 (a block whose rows or slices touch is
+ * stored as fewer, longer rows; one row is a range).
  */
 typedef struct weft__access {
     weft_buffer *buf;
     size_t offset, size;
     uint32_t root;
     weft_access mode;
+    size_t rows, slices, row_pitch, slice_pitch;
 } weft__access;
 
 typedef struct weft__node {
@@ -79,8 +87,14 @@ typedef struct weft__node {
             weft_dims dims;
             uint32_t arg_first, nargs; /* args[arg_first, +nargs) */
         } kernel;
-        const void *write_src;
-        void *read_dst;
+        struct {
+            const void *src;
+            size_t row_pitch, slice_pitch; /* blocks: the host side's */
+        } write;
+        struct {
+            void *dst;
+            size_t row_pitch, slice_pitch; /* blocks: the host side's */
+        } read;
         struct {
             unsigned char pattern[4];
             unsigned size;
@@ -295,7 +309,45 @@ int weft__graph_preds(const weft_graph *g, uint32_t **first, uint32_t **preds);
 int weft__graph_order(const weft_graph *g, const uint32_t *first,
                       const uint32_t *preds, int latest, uint32_t *order);
 
-/* The range of access a in its root, clipped to the root. */
+/* A kernel argument's bytes from its first to its last, WEFT_WHOLE
+ * resolved (a block: its bounding range). */
+static inline size_t weft__arg_span(const weft_arg *ar)
+{
+    if (ar->rows > 1 || (ar->rows == 1 && ar->slices > 1))
+        return (ar->slices - 1) * ar->slice_pitch +
+               (ar->rows - 1) * ar->row_pitch + ar->size;
+    return ar->size == WEFT_WHOLE ? ar->buffer->size - ar->offset : ar->size;
+}
+
+/* Whether access a is a block of several rows (else a range). */
+static inline int weft__access_is_block(const weft__access *a)
+{
+    return a->rows > 1 || a->slices > 1;
+}
+/* Bytes from a's first byte to one past its last (a range: its size). */
+static inline size_t weft__access_span(const weft__access *a)
+{
+    return (a->slices - 1) * a->slice_pitch + (a->rows - 1) * a->row_pitch +
+           a->size;
+}
+/* Bytes a names. */
+static inline uint64_t weft__access_bytes(const weft__access *a)
+{
+    return (uint64_t)a->size * a->rows * a->slices;
+}
+/* Slice s of a as a region of its root (a range: the range). */
+static inline weft__region weft__access_slice(const weft__access *a, size_t s)
+{
+    weft__region r = {a->buf->offset + a->offset + s * a->slice_pitch, a->size,
+                      a->rows, a->rows > 1 ? a->row_pitch : 0};
+
+    return r;
+}
+
+/*
+ * The bounding range of access a in its root (a range: the range), clipped
+ * to the root.
+ */
 static inline void weft__access_root_range(const weft__access *a, size_t *lo,
                                            size_t *hi)
 {
@@ -303,7 +355,7 @@ static inline void weft__access_root_range(const weft__access *a, size_t *lo,
     size_t start = WEFT__MIN(a->offset, bsize);
 
     *lo = a->buf->offset + start;
-    *hi = *lo + WEFT__MIN(a->size, bsize - start);
+    *hi = *lo + WEFT__MIN(weft__access_span(a), bsize - start);
 }
 
 #endif /* WEFT_GRAPH_GRAPH_H */

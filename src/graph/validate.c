@@ -188,7 +188,7 @@ int weft__graph_check(const weft_graph *g)
             char what[96];
 
             if (ac->offset <= ac->buf->size &&
-                ac->size <= ac->buf->size - ac->offset)
+                weft__access_span(ac) <= ac->buf->size - ac->offset)
                 continue;
             weft__buffer_describe(ac->buf, what, sizeof what);
             if (ac->size == WEFT_WHOLE)
@@ -200,11 +200,11 @@ int weft__graph_check(const weft_graph *g)
                                     "access %u [%zu, %zu + %zu) is outside %s",
                                     a, ac->offset, ac->offset, ac->size, what);
         }
-        if (nd->kind == WEFT__NODE_WRITE && !nd->u.write_src &&
+        if (nd->kind == WEFT__NODE_WRITE && !nd->u.write.src &&
             g->acc[nd->acc_first].size)
             return weft__node_error(WEFT_EINVAL, g->nodes, i,
                                     "the host source pointer is NULL");
-        if (nd->kind == WEFT__NODE_READ && !nd->u.read_dst &&
+        if (nd->kind == WEFT__NODE_READ && !nd->u.read.dst &&
             g->acc[nd->acc_first].size)
             return weft__node_error(WEFT_EINVAL, g->nodes, i,
                                     "the host destination pointer is NULL");

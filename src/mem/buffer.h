@@ -414,6 +414,59 @@ int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
 int weft__buffer_copy(weft_buffer *dst, size_t doff, weft_buffer *src,
                       size_t soff, size_t size, unsigned device,
                       weft__lanes *l);
+/*
+ * Blocks of a root for the block transfers (store.c): slices regions
+ * slice_pitch apart, the first r (base/bandmap.h; slices 1: r alone).
+ * Host memory on the other side has its own pitches (0 rows: r.w, 0
+ * slices: r.h * row pitch).
+ */
+typedef struct weft__buffer_block {
+    weft__region r;
+    size_t slices, slice_pitch;
+} weft__buffer_block;
+
+/* One past the block's last byte. */
+static inline size_t weft__buffer_block_end(const weft__buffer_block *b)
+{
+    return weft__region_end(&b->r) + (b->slices - 1) * b->slice_pitch;
+}
+/*
+ * The lowest device whose one extent holds the block's bounding range and
+ * where every byte of the block is valid, or WEFT__HOST if none.
+ */
+unsigned weft__buffer_block_holder(const weft_buffer *root,
+                                   const weft__buffer_block *b);
+/*
+ * The block from host memory src (pitches as said above) into copy
+ * `device` of root (a device: through the driver's block copy on its H2D
+ * lane, the other copies stale after it; WEFT__HOST: row by row into the
+ * host copy, once the copies in flight there have landed, the caller
+ * having waited for the node's predecessors). WEFT__NO_ROOM as hold says.
+ */
+int weft__buffer_store_block(weft_buffer *root, const weft__buffer_block *b,
+                             const void *src, size_t row_pitch,
+                             size_t slice_pitch, unsigned device,
+                             weft__lanes *l);
+/*
+ * The block of root into host memory dst: from `device` (which
+ * weft__buffer_block_holder named) through the driver's block copy on its
+ * D2H lane, done once the lane's work is; WEFT__HOST: the host copy made
+ * valid and copied out of row by row, the caller having waited for the
+ * node's predecessors. The tracker changes only for the host copy made
+ * valid.
+ */
+int weft__buffer_load_block(weft_buffer *root, const weft__buffer_block *b,
+                            void *dst, size_t row_pitch, size_t slice_pitch,
+                            unsigned device, weft__lanes *l);
+/*
+ * Block sb of src into block db of dst (same extent; disjoint if the roots
+ * are the same) on `device`, through the driver's block copy, or row by
+ * row through the host copies (WEFT__HOST, the caller having waited for
+ * the node's predecessors). WEFT__NO_ROOM as hold says.
+ */
+int weft__buffer_copy_block(weft_buffer *dst, const weft__buffer_block *db,
+                            weft_buffer *src, const weft__buffer_block *sb,
+                            unsigned device, weft__lanes *l);
 /* The lowest device holding the whole range, or WEFT__HOST if none. */
 unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
                                      size_t size);

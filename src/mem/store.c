@@ -204,3 +204,258 @@ int weft__buffer_fill_range(weft_buffer *root, size_t off, size_t size,
     return weft__store_or_fill(root, off, size, NULL, pattern, pattern_size,
                                prefer, l);
 }
+
+/* ---- blocks ------------------------------------------------------------ */
+
+/* Slice s of b as a region. */
+static weft__region weft__block_slice(const weft__buffer_block *b, size_t s)
+{
+    weft__region r = b->r;
+
+    r.off += s * b->slice_pitch;
+    return r;
+}
+
+/* ready (make_valid or prepare) every slice of b in copy where. */
+static int weft__block_ready(weft_buffer *root, const weft__buffer_block *b,
+                             unsigned where, int need, weft__lanes *l)
+{
+    int rc = 0;
+
+    for (size_t s = 0; s < b->slices && rc == 0; s++) {
+        weft__region r = weft__block_slice(b, s);
+
+        rc = need ? weft__buffer_make_valid_region(root, where, &r, l)
+                  : weft__buffer_prepare_region(root, where, &r, l);
+    }
+    return rc;
+}
+
+/* written (ok) or discard of every slice of b in copy where. */
+static void weft__block_written(weft_buffer *root, const weft__buffer_block *b,
+                                unsigned where, int ok)
+{
+    for (size_t s = 0; s < b->slices; s++) {
+        weft__region r = weft__block_slice(b, s);
+
+        if (ok)
+            weft__buffer_written_region(root, where, &r);
+        else
+            weft__buffer_discard_region(root, where, &r);
+    }
+}
+
+/*
+ * The side of a rect for b at byte moff of its memory (or host address
+ * 0 for a host pointer at its first byte).
+ */
+static weft__rect_side weft__block_side(const weft__buffer_block *b,
+                                        size_t moff)
+{
+    weft__rect_side s = {moff, b->r.h > 1 ? b->r.p : b->r.w,
+                         b->slices > 1 ? b->slice_pitch : 0};
+
+    return s;
+}
+
+static weft__rect weft__block_rect(const weft__buffer_block *b,
+                                   weft__rect_side dst, weft__rect_side src)
+{
+    weft__rect r = {dst, src, b->r.w, b->r.h, b->slices};
+
+    return r;
+}
+
+/* A block copy over a link counted as replica.c counts its copies. */
+static void weft__block_count(weft__lanes *l, uint64_t *link, uint64_t *copies,
+                              uint64_t *cause, uint64_t n)
+{
+    weft__lanes_stat(l, link, n);
+    weft__lanes_stat(l, copies, 1);
+    weft__lanes_stat(l, cause, n);
+}
+
+/* Host pitches: 0 packed. */
+static weft__rect_side weft__host_side(const weft__buffer_block *b,
+                                       size_t row_pitch, size_t slice_pitch)
+{
+    weft__rect_side s = {0, row_pitch ? row_pitch : b->r.w, 0};
+
+    s.slice_pitch = slice_pitch ? slice_pitch : s.row_pitch * b->r.h;
+    return s;
+}
+
+unsigned weft__buffer_block_holder(const weft_buffer *root,
+                                   const weft__buffer_block *b)
+{
+    size_t lo = b->r.off, end = weft__buffer_block_end(b);
+
+    for (unsigned d = 0; d < root->rt->ndevices; d++) {
+        weft__mem *m;
+        size_t mo;
+        int ok;
+
+        if (!weft__buffer_device_find((weft_buffer *)root, d, lo, end - lo, &m,
+                                      &mo))
+            continue;
+        ok = 1;
+        for (size_t s = 0; s < b->slices && ok; s++)
+            for (size_t y = 0; y < b->r.h && ok; y++)
+                ok = weft__buffer_is_valid(
+                    root, d, lo + s * b->slice_pitch + y * b->r.p, b->r.w);
+        if (ok)
+            return d;
+    }
+    return WEFT__HOST;
+}
+
+/* Row y of slice s of host memory with side hs. */
+static size_t weft__host_row(const weft__rect_side *hs, size_t s, size_t y)
+{
+    return s * hs->slice_pitch + y * hs->row_pitch;
+}
+
+int weft__buffer_store_block(weft_buffer *root, const weft__buffer_block *b,
+                             const void *src, size_t row_pitch,
+                             size_t slice_pitch, unsigned device,
+                             weft__lanes *l)
+{
+    size_t lo = b->r.off, end = weft__buffer_block_end(b);
+    weft__rect_side hs = weft__host_side(b, row_pitch, slice_pitch);
+    weft__span span = {root, lo, end - lo};
+    weft__queue *q = NULL;
+    weft__mem *m;
+    size_t mo;
+    weft__rect r;
+    int rc;
+
+    if (device == WEFT__HOST) {
+        if ((rc = weft__lanes_after(l, NULL, root, WEFT__HOST, lo, end - lo)) <
+            0)
+            return rc;
+        weft__lanes_host_effect(l);
+        for (size_t s = 0; s < b->slices; s++)
+            for (size_t y = 0; y < b->r.h; y++)
+                memmove(root->host + lo + s * b->slice_pitch + y * b->r.p,
+                        (const char *)src + weft__host_row(&hs, s, y), b->r.w);
+        weft__block_written(root, b, WEFT__HOST, 1);
+        return 0;
+    }
+    if ((rc = weft__buffer_hold(&span, 1, device, l)) != 0 ||
+        (rc = weft__block_ready(root, b, device, 0, l)) != 0)
+        return rc;
+    weft__buffer_device_ptr(root, device, lo, &m, &mo);
+    r = weft__block_rect(b, weft__block_side(b, mo), hs);
+    rc = weft__lanes_get(l, device, WEFT__QUEUE_H2D, &q);
+    if (rc == 0)
+        rc = weft__lanes_after(l, q, root, device, lo, end - lo);
+    if (rc == 0)
+        rc = weft__submit_copy_h2d_rect(l->submit, q, m, src, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, device, lo, end - lo);
+    if (rc == 0)
+        weft__block_count(l, &root->rt->stats.h2d_bytes,
+                          &root->rt->stats.h2d_copies,
+                          &root->rt->stats.read_bytes, weft__rect_bytes(&r));
+    weft__block_written(root, b, device, rc == 0);
+    return rc;
+}
+
+int weft__buffer_load_block(weft_buffer *root, const weft__buffer_block *b,
+                            void *dst, size_t row_pitch, size_t slice_pitch,
+                            unsigned device, weft__lanes *l)
+{
+    size_t lo = b->r.off, end = weft__buffer_block_end(b);
+    weft__rect_side hs = weft__host_side(b, row_pitch, slice_pitch);
+    weft__queue *q = NULL;
+    weft__mem *m;
+    size_t mo;
+    weft__rect r;
+    int rc;
+
+    if (device == WEFT__HOST) {
+        if ((rc = weft__block_ready(root, b, WEFT__HOST, 1, l)) < 0 ||
+            (rc = weft__lanes_after(l, NULL, root, WEFT__HOST, lo, end - lo)) <
+                0)
+            return rc;
+        weft__lanes_host_effect(l);
+        for (size_t s = 0; s < b->slices; s++)
+            for (size_t y = 0; y < b->r.h; y++)
+                memmove((char *)dst + weft__host_row(&hs, s, y),
+                        root->host + lo + s * b->slice_pitch + y * b->r.p,
+                        b->r.w);
+        return 0;
+    }
+    weft__buffer_device_ptr(root, device, lo, &m, &mo);
+    r = weft__block_rect(b, hs, weft__block_side(b, mo));
+    rc = weft__lanes_get(l, device, WEFT__QUEUE_D2H, &q);
+    if (rc == 0)
+        rc = weft__lanes_after(l, q, root, device, lo, end - lo);
+    if (rc == 0)
+        rc = weft__submit_copy_d2h_rect(l->submit, q, dst, m, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, device, lo, end - lo);
+    if (rc == 0)
+        weft__block_count(l, &root->rt->stats.d2h_bytes,
+                          &root->rt->stats.d2h_copies,
+                          &root->rt->stats.host_bytes, weft__rect_bytes(&r));
+    return rc;
+}
+
+int weft__buffer_copy_block(weft_buffer *dst, const weft__buffer_block *db,
+                            weft_buffer *src, const weft__buffer_block *sb,
+                            unsigned device, weft__lanes *l)
+{
+    size_t slo = sb->r.off, send = weft__buffer_block_end(sb);
+    size_t dlo = db->r.off, dend = weft__buffer_block_end(db);
+    weft__queue *q = NULL;
+    weft__mem *sm, *dm;
+    size_t smo, dmo;
+    weft__rect r;
+    int rc;
+
+    if (device == WEFT__HOST) {
+        if ((rc = weft__block_ready(src, sb, WEFT__HOST, 1, l)) < 0 ||
+            (rc = weft__lanes_after(l, NULL, src, WEFT__HOST, slo,
+                                    send - slo)) < 0 ||
+            (rc = weft__lanes_after(l, NULL, dst, WEFT__HOST, dlo,
+                                    dend - dlo)) < 0)
+            return rc;
+        weft__lanes_host_effect(l);
+        for (size_t s = 0; s < sb->slices; s++)
+            for (size_t y = 0; y < sb->r.h; y++)
+                memmove(dst->host + dlo + s * db->slice_pitch + y * db->r.p,
+                        src->host + slo + s * sb->slice_pitch + y * sb->r.p,
+                        sb->r.w);
+        weft__block_written(dst, db, WEFT__HOST, 1);
+        return 0;
+    }
+    {
+        /* Room for both at once (they may share a root). */
+        weft__span spans[2] = {{src, slo, send - slo}, {dst, dlo, dend - dlo}};
+
+        rc = weft__buffer_hold(spans, 2, device, l);
+    }
+    if (rc == 0)
+        rc = weft__block_ready(src, sb, device, 1, l);
+    if (rc == 0)
+        rc = weft__block_ready(dst, db, device, 0, l);
+    if (rc != 0)
+        return rc;
+    /* After both: readying dst may have merged src's extent. */
+    weft__buffer_device_ptr(src, device, slo, &sm, &smo);
+    weft__buffer_device_ptr(dst, device, dlo, &dm, &dmo);
+    r = weft__block_rect(sb, weft__block_side(db, dmo),
+                         weft__block_side(sb, smo));
+    rc = weft__lanes_get(l, device, WEFT__QUEUE_COMPUTE, &q);
+    if (rc == 0)
+        rc = weft__lanes_after(l, q, src, device, slo, send - slo);
+    if (rc == 0)
+        rc = weft__lanes_after(l, q, dst, device, dlo, dend - dlo);
+    if (rc == 0)
+        rc = weft__submit_copy_d2d_rect(l->submit, q, dm, sm, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, dst, device, dlo, dend - dlo);
+    weft__block_written(dst, db, device, rc == 0);
+    return rc;
+}

@@ -136,6 +136,24 @@ static int weft__snap_is_steady(const weft_exec *e)
            memcmp(e->snap, e->steady, e->snap_len) == 0;
 }
 
+/* Whether copy dev of root holds every byte of buffer argument ar. */
+static int weft__arg_valid(const weft_buffer *root, unsigned dev,
+                           const weft_arg *ar)
+{
+    size_t off = ar->buffer->offset + ar->offset;
+
+    if (!(ar->rows > 1 || (ar->rows == 1 && ar->slices > 1)))
+        return weft__buffer_is_valid(root, dev, off, weft__arg_span(ar));
+    for (size_t s = 0; s < ar->slices; s++)
+        for (size_t y = 0; y < ar->rows; y++)
+            if (!weft__buffer_is_valid(root, dev,
+                                       off + s * ar->slice_pitch +
+                                           y * ar->row_pitch,
+                                       ar->size))
+                return 0;
+    return 1;
+}
+
 /*
  * Whether every buffer argument of kernel node i has an extent on device
  * dev that holds its whole range (at the address the last issue gave it,
@@ -159,13 +177,12 @@ static int weft__args_ready(weft_exec *e, uint32_t i, unsigned dev, int same_at,
             continue;
         root = ar->buffer->root;
         off = ar->buffer->offset + ar->offset;
-        size =
-            ar->size == WEFT_WHOLE ? ar->buffer->size - ar->offset : ar->size;
+        size = weft__arg_span(ar);
         weft__buffer_lock(root);
         ok = weft__buffer_device_find(root, dev, off, size, &mem, &moff) &&
              (!same_at || (mem == at->mem && moff == at->off)) &&
              (!(all || (ar->access & WEFT_READ)) ||
-              weft__buffer_is_valid(root, dev, off, size));
+              weft__arg_valid(root, dev, ar));
         weft__buffer_unlock(root);
         if (!ok)
             return 0;
@@ -299,8 +316,8 @@ static int weft__crosses_devices(weft_exec *e)
             if (ar->type != WEFT_PARAM_BUFFER)
                 continue;
             off = ar->buffer->offset + ar->offset;
-            size = ar->size == WEFT_WHOLE ? ar->buffer->size - ar->offset
-                                          : ar->size;
+            /* A block's bounding range: conservative. */
+            size = weft__arg_span(ar);
             if (size == 0)
                 continue;
             sp[n++] =

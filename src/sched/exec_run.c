@@ -13,65 +13,117 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- running nodes ----------------------------------------------------- */
+/* ---- accesses ---------------------------------------------------------- */
 
-/* A buffer argument's bytes, WEFT_WHOLE resolved. */
-static size_t weft__arg_size(const weft_arg *ar)
+/* The root's first byte of access a. */
+static size_t weft__acc_origin(const weft__access *a)
 {
-    return ar->size == WEFT_WHOLE ? ar->buffer->size - ar->offset : ar->size;
+    return a->buf->offset + a->offset;
 }
+
+/* The bounding range of access a, for holds, locks and lanes. */
+static weft__span weft__acc_span(const weft__access *a)
+{
+    weft__span s = {a->buf->root, weft__acc_origin(a), weft__access_span(a)};
+
+    return s;
+}
+
+/*
+ * Copy `where` readied for access a: made valid where it reads, else
+ * prepared (the caller skips the host copy of write-only accesses); a
+ * block slice by slice.
+ */
+static int weft__acc_ready(const weft__access *a, unsigned where, int need,
+                           weft__lanes *l)
+{
+    int rc = 0;
+
+    if (!weft__access_is_block(a))
+        return (need ? weft__buffer_make_valid : weft__buffer_prepare)(
+            a->buf->root, where, weft__acc_origin(a), a->size, l);
+    for (size_t s = 0; s < a->slices && rc == 0; s++) {
+        weft__region r = weft__access_slice(a, s);
+
+        rc = (need ? weft__buffer_make_valid_region
+                   : weft__buffer_prepare_region)(a->buf->root, where, &r, l);
+    }
+    return rc;
+}
+
+/* Access a written in copy where (ok), or its bytes there unknown. */
+static void weft__acc_written(const weft__access *a, unsigned where, int ok)
+{
+    if (!weft__access_is_block(a)) {
+        (ok ? weft__buffer_written : weft__buffer_discard)(
+            a->buf->root, where, weft__acc_origin(a), a->size);
+        return;
+    }
+    for (size_t s = 0; s < a->slices; s++) {
+        weft__region r = weft__access_slice(a, s);
+
+        (ok ? weft__buffer_written_region : weft__buffer_discard_region)(
+            a->buf->root, where, &r);
+    }
+}
+
+/* Tracker updates that weft__acc_written of a makes (for reserve). */
+static uint64_t weft__acc_updates(const weft__access *a)
+{
+    return (uint64_t)a->rows * a->slices;
+}
+
+/* Access a as a block of its root for store.c's block transfers. */
+static weft__buffer_block weft__acc_block(const weft__access *a)
+{
+    weft__buffer_block b = {weft__access_slice(a, 0), a->slices,
+                            a->slice_pitch};
+
+    return b;
+}
+
+/* ---- running nodes ----------------------------------------------------- */
 
 static int weft__run_kernel(weft_exec *e, uint32_t i)
 {
     const weft__node *nd = &e->nodes[i];
     const weft_arg *args = &e->args[nd->u.kernel.arg_first];
-    uint32_t nargs = nd->u.kernel.nargs;
+    /* The node's accesses are its buffer arguments, in order. */
+    const weft__access *acc = &e->acc[nd->acc_first];
+    uint32_t nargs = nd->u.kernel.nargs, j;
     unsigned dev = e->node_dev[i];
     weft__kernel *impl = weft__kernel_impl(nd->u.kernel.k, dev);
     const weft_device_info *p = &e->rt->devices[dev]->props;
     weft__grid grid;
     weft__queue *q = NULL;
-    uint32_t nspans = 0;
     int rc;
 
     /*
-     * Room for the union of the ranges first, in one go: made one range at
-     * a time, an extent that grows over an earlier argument's would be
-     * held twice for a while. Then every range readied, then the
-     * addresses: readying one range may merge extents that an earlier
-     * argument's address pointed into.
+     * Room for the union of the ranges (a block's bounding range) first,
+     * in one go: made one range at a time, an extent that grows over an
+     * earlier argument's would be held twice for a while. Then every
+     * range or block readied, then the addresses: readying one may merge
+     * extents that an earlier argument's address pointed into.
      */
-    for (uint32_t a = 0; a < nargs; a++)
-        if (args[a].type == WEFT_PARAM_BUFFER)
-            e->spans[nspans++] = (weft__span){
-                args[a].buffer->root, args[a].buffer->offset + args[a].offset,
-                weft__arg_size(&args[a])};
-    if ((rc = weft__buffer_hold(e->spans, nspans, dev, &e->lanes)) != 0)
+    for (j = 0; j < nd->nacc; j++)
+        e->spans[j] = weft__acc_span(&acc[j]);
+    if ((rc = weft__buffer_hold(e->spans, nd->nacc, dev, &e->lanes)) != 0)
         return rc;
-    for (uint32_t a = 0; a < nargs; a++) {
-        const weft_arg *ar = &args[a];
-
-        if (ar->type != WEFT_PARAM_BUFFER)
-            continue;
-        rc = (ar->access & WEFT_READ ? weft__buffer_make_valid
-                                     : weft__buffer_prepare)(
-            ar->buffer->root, dev, ar->buffer->offset + ar->offset,
-            weft__arg_size(ar), &e->lanes);
-        if (rc < 0)
+    for (j = 0; j < nd->nacc; j++)
+        if ((rc = weft__acc_ready(&acc[j], dev, (acc[j].mode & WEFT_READ) != 0,
+                                  &e->lanes)) < 0)
             return rc;
-    }
     /* The compute lane, after the step's copies and any other copies
      * still on their way into the ranges (made for other nodes). */
     if ((rc = weft__lanes_get(&e->lanes, dev, WEFT__QUEUE_COMPUTE, &q)) < 0)
         return rc;
-    for (uint32_t a = 0; a < nargs && rc == 0; a++)
-        if (args[a].type == WEFT_PARAM_BUFFER)
-            rc = weft__lanes_after(&e->lanes, q, args[a].buffer->root, dev,
-                                   args[a].buffer->offset + args[a].offset,
-                                   weft__arg_size(&args[a]));
+    for (j = 0; j < nd->nacc && rc == 0; j++)
+        rc = weft__lanes_after(&e->lanes, q, acc[j].buf->root, dev,
+                               weft__acc_origin(&acc[j]),
+                               weft__access_span(&acc[j]));
     if (rc < 0)
         return rc;
-    for (uint32_t a = 0; a < nargs; a++) {
+    for (uint32_t a = 0, b = 0; a < nargs; a++) {
         const weft_arg *ar = &args[a];
         weft__karg *k = &e->kargs[a];
 
@@ -80,13 +132,15 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
         k->access = 0;
         switch (ar->type) {
         case WEFT_PARAM_BUFFER:
-            k->size = weft__arg_size(ar);
+            /* A block: its first byte, the bytes to its last. */
+            k->size = weft__access_span(&acc[b]);
             k->access = ar->access;
             weft__buffer_device_ptr(ar->buffer->root, dev,
-                                    ar->buffer->offset + ar->offset,
-                                    &k->u.buf.mem, &k->u.buf.offset);
+                                    weft__acc_origin(&acc[b]), &k->u.buf.mem,
+                                    &k->u.buf.offset);
             e->arg_at[nd->u.kernel.arg_first + a].mem = k->u.buf.mem;
             e->arg_at[nd->u.kernel.arg_first + a].off = k->u.buf.offset;
+            b++;
             break;
         case WEFT_PARAM_BYTES:
             k->u.value = e->bytes + ar->value.u64;
@@ -116,20 +170,9 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
                                   nargs)) < 0)
         return rc;
     rc = weft__lanes_issued(&e->lanes, q, NULL, 0, 0, 0);
-    for (uint32_t a = 0; a < nargs; a++) {
-        const weft_arg *ar = &args[a];
-
-        if (ar->type != WEFT_PARAM_BUFFER || !(ar->access & WEFT_WRITE))
-            continue;
-        if (rc == 0)
-            weft__buffer_written(ar->buffer->root, dev,
-                                 ar->buffer->offset + ar->offset,
-                                 weft__arg_size(ar));
-        else
-            weft__buffer_discard(ar->buffer->root, dev,
-                                 ar->buffer->offset + ar->offset,
-                                 weft__arg_size(ar));
-    }
+    for (j = 0; j < nd->nacc; j++)
+        if (acc[j].mode & WEFT_WRITE)
+            weft__acc_written(&acc[j], dev, rc == 0);
     return rc;
 }
 
@@ -191,23 +234,19 @@ static int weft__run_native(weft_exec *e, uint32_t i)
         return weft__error(WEFT_ENODEV, "no implementation for device %u (%s)",
                            dev, d->name);
     for (uint32_t a = 0; a < nd->nacc; a++)
-        e->spans[a] = (weft__span){
-            acc[a].buf->root, acc[a].buf->offset + acc[a].offset, acc[a].size};
+        e->spans[a] = weft__acc_span(&acc[a]);
     if ((rc = weft__buffer_hold(e->spans, nd->nacc, dev, &e->lanes)) != 0)
         return rc;
-    for (uint32_t a = 0; a < nd->nacc; a++) {
-        rc = (acc[a].mode & WEFT_READ ? weft__buffer_make_valid
-                                      : weft__buffer_prepare)(
-            acc[a].buf->root, dev, acc[a].buf->offset + acc[a].offset,
-            acc[a].size, &e->lanes);
-        if (rc < 0)
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        if ((rc = weft__acc_ready(&acc[a], dev, (acc[a].mode & WEFT_READ) != 0,
+                                  &e->lanes)) < 0)
             return rc;
-    }
     if ((rc = weft__lanes_get(&e->lanes, dev, WEFT__QUEUE_COMPUTE, &q)) < 0)
         return rc;
     for (uint32_t a = 0; a < nd->nacc && rc == 0; a++)
         rc = weft__lanes_after(&e->lanes, q, acc[a].buf->root, dev,
-                               acc[a].buf->offset + acc[a].offset, acc[a].size);
+                               weft__acc_origin(&acc[a]),
+                               weft__access_span(&acc[a]));
     if (rc < 0)
         return rc;
     for (uint32_t a = 0; a < nd->nacc; a++) {
@@ -241,18 +280,9 @@ static int weft__run_native(weft_exec *e, uint32_t i)
         if (rc == 0)
             rc = irc;
     }
-    for (uint32_t a = 0; a < nd->nacc; a++) {
-        if (!(acc[a].mode & WEFT_WRITE))
-            continue;
-        if (rc == 0)
-            weft__buffer_written(acc[a].buf->root, dev,
-                                 acc[a].buf->offset + acc[a].offset,
-                                 acc[a].size);
-        else
-            weft__buffer_discard(acc[a].buf->root, dev,
-                                 acc[a].buf->offset + acc[a].offset,
-                                 acc[a].size);
-    }
+    for (uint32_t a = 0; a < nd->nacc; a++)
+        if (acc[a].mode & WEFT_WRITE)
+            weft__acc_written(&acc[a], dev, rc == 0);
     return rc;
 }
 
@@ -283,18 +313,17 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
         return rc;
     for (uint32_t a = 0; a < nd->nacc; a++) {
         weft_buffer *root = acc[a].buf->root;
-        size_t off = acc[a].buf->offset + acc[a].offset;
+        size_t off = weft__acc_origin(&acc[a]);
 
         /* Bytes that will be overwritten whole need not come over. */
         if (acc[a].mode & WEFT_READ) {
-            rc = weft__buffer_make_valid(root, WEFT__HOST, off, acc[a].size,
-                                         &e->lanes);
+            rc = weft__acc_ready(&acc[a], WEFT__HOST, 1, &e->lanes);
             if (rc < 0)
                 return rc;
         }
         /* Copies still on their way into (or out of) these host bytes. */
         rc = weft__lanes_after(&e->lanes, NULL, root, WEFT__HOST, off,
-                               acc[a].size);
+                               weft__access_span(&acc[a]));
         if (rc < 0)
             return rc;
         e->ptrs[a] = weft__buffer_host(root, off);
@@ -307,9 +336,7 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
     /* Written also after a failure: the function may have written them. */
     for (uint32_t a = 0; a < nd->nacc; a++)
         if (acc[a].mode & WEFT_WRITE)
-            weft__buffer_written(acc[a].buf->root, WEFT__HOST,
-                                 acc[a].buf->offset + acc[a].offset,
-                                 acc[a].size);
+            weft__acc_written(&acc[a], WEFT__HOST, 1);
     return rc;
 }
 
@@ -424,22 +451,22 @@ static int weft__host_hand_over(weft_exec *e, uint32_t i)
     if (!j)
         return 0;
     if (nd->nacc)
-        near = weft__buffer_device_holding(
-            acc[0].buf->root, acc[0].buf->offset + acc[0].offset, acc[0].size);
+        near = weft__buffer_device_holding(acc[0].buf->root,
+                                           weft__acc_origin(&acc[0]),
+                                           weft__access_span(&acc[0]));
     if (near == WEFT__HOST)
         near = e->node_dev[i];
     weft__plan_host_begin(e->plan, &j->ticket);
     rc = weft__plan_host_wait(e->plan);
     for (uint32_t a = 0; a < nd->nacc && rc == 0; a++) {
         weft_buffer *root = acc[a].buf->root;
-        size_t off = acc[a].buf->offset + acc[a].offset;
+        size_t off = weft__acc_origin(&acc[a]);
 
         if (acc[a].mode & WEFT_READ)
-            rc = weft__buffer_make_valid(root, WEFT__HOST, off, acc[a].size,
-                                         &e->lanes);
+            rc = weft__acc_ready(&acc[a], WEFT__HOST, 1, &e->lanes);
         if (rc == 0)
             rc = weft__lanes_after(&e->lanes, NULL, root, WEFT__HOST, off,
-                                   acc[a].size);
+                                   weft__access_span(&acc[a]));
         j->ptrs[a] = weft__buffer_host(root, off);
     }
     if ((rc = weft__plan_host_end(e->plan, rc)) < 0)
@@ -453,12 +480,9 @@ static int weft__host_hand_over(weft_exec *e, uint32_t i)
      */
     for (uint32_t a = 0; a < nd->nacc; a++)
         if (acc[a].mode & WEFT_WRITE) {
-            weft_buffer *root = acc[a].buf->root;
-
-            weft__buffer_written(root, WEFT__HOST,
-                                 acc[a].buf->offset + acc[a].offset,
-                                 acc[a].size);
-            __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
+            weft__acc_written(&acc[a], WEFT__HOST, 1);
+            __atomic_add_fetch(&acc[a].buf->root->host_writers, 1,
+                               __ATOMIC_RELAXED);
         }
     j->rc = 0;
     e->host_out++;
@@ -528,8 +552,20 @@ static int weft__run_copy(weft_exec *e, uint32_t i)
     weft_buffer *sr = src->buf->root, *dr = dst->buf->root;
     size_t so = src->buf->offset + src->offset;
     size_t dof = dst->buf->offset + dst->offset;
-    unsigned dev = weft__buffer_device_holding(sr, so, src->size);
+    unsigned dev;
     int rc;
+
+    if (weft__access_is_block(src)) {
+        weft__buffer_block sb = weft__acc_block(src), db = weft__acc_block(dst);
+
+        dev = weft__buffer_block_holder(sr, &sb);
+        if (dev == WEFT__HOST)
+            dev = e->node_dev[i];
+        if (dev == WEFT__HOST && (rc = weft__plan_host_wait(e->plan)) < 0)
+            return rc;
+        return weft__buffer_copy_block(dr, &db, sr, &sb, dev, &e->lanes);
+    }
+    dev = weft__buffer_device_holding(sr, so, src->size);
 
     /* Through the host copies (a host device node): the host waits. */
     if (dev == WEFT__HOST && e->node_dev[i] == WEFT__HOST &&
@@ -592,18 +628,73 @@ static int weft__run_read(weft_exec *e, uint32_t i)
     size_t off = a->buf->offset + a->offset;
     int rc;
 
+    if (weft__access_is_block(a)) {
+        weft__buffer_block b = weft__acc_block(a);
+        unsigned dev = weft__buffer_block_holder(root, &b);
+
+        /* The host copy is copied out of row by row on this thread. */
+        if (dev == WEFT__HOST && (rc = weft__plan_host_wait(e->plan)) < 0)
+            return rc;
+        return weft__buffer_load_block(root, &b, nd->u.read.dst,
+                                       nd->u.read.row_pitch,
+                                       nd->u.read.slice_pitch, dev, &e->lanes);
+    }
     rc =
-        weft__buffer_load_direct(root, off, nd->u.read_dst, a->size, &e->lanes);
+        weft__buffer_load_direct(root, off, nd->u.read.dst, a->size, &e->lanes);
     if (rc != 0)
         return rc < 0 ? rc : 0;
     rc = weft__buffer_make_valid(root, WEFT__HOST, off, a->size, &e->lanes);
     if (rc == 0)
-        rc = weft__plan_host_copy(e->plan, root, off, nd->u.read_dst, a->size,
+        rc = weft__plan_host_copy(e->plan, root, off, nd->u.read.dst, a->size,
                                   &e->copies[i]);
     if (rc > 0) { /* copied by this thread, now */
         weft__lanes_host_effect(&e->lanes);
         rc = 0;
     }
+    return rc;
+}
+
+/*
+ * A block write node: into the device the bytes are for through the
+ * driver's block copy, else row by row through the host copy (which
+ * stores keep coherent: every copy holding a row gets it).
+ */
+static int weft__run_write_block(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *a = &e->acc[nd->acc_first];
+    weft__buffer_block b = weft__acc_block(a);
+    const char *src = nd->u.write.src;
+    int rc = 0;
+
+    if (e->write_dev[i] != WEFT__HOST)
+        return weft__buffer_store_block(a->buf->root, &b, src,
+                                        nd->u.write.row_pitch,
+                                        nd->u.write.slice_pitch,
+                                        e->write_dev[i], &e->lanes);
+    for (size_t s = 0; s < a->slices && rc == 0; s++)
+        for (size_t y = 0; y < a->rows && rc == 0; y++)
+            rc = weft__buffer_store(
+                a->buf->root, b.r.off + s * a->slice_pitch + y * a->row_pitch,
+                src + s * nd->u.write.slice_pitch + y * nd->u.write.row_pitch,
+                a->size, WEFT__HOST, &e->lanes);
+    return rc;
+}
+
+/* A block fill node: a fill per row (no driver has a block fill). */
+static int weft__run_fill_block(weft_exec *e, uint32_t i)
+{
+    const weft__node *nd = &e->nodes[i];
+    const weft__access *a = &e->acc[nd->acc_first];
+    size_t origin = weft__acc_origin(a);
+    int rc = 0;
+
+    for (size_t s = 0; s < a->slices && rc == 0; s++)
+        for (size_t y = 0; y < a->rows && rc == 0; y++)
+            rc = weft__buffer_fill_range(
+                a->buf->root, origin + s * a->slice_pitch + y * a->row_pitch,
+                a->size, nd->u.fill.pattern, nd->u.fill.size, e->write_dev[i],
+                &e->lanes);
     return rc;
 }
 
@@ -800,10 +891,18 @@ static int weft__run_step(weft_exec *e, uint32_t i)
     const weft__access *a = &e->acc[nd->acc_first];
     int rc = 0;
 
+    uint64_t updates = 0;
+
     /* Room for the tracker updates after the work, which cannot fail. */
+    for (uint32_t k = 0; k < nd->nacc; k++)
+        updates += weft__acc_updates(&a[k]);
     for (uint32_t l = e->lock_first[i]; l < e->lock_first[i + 1] && rc == 0;
          l++)
-        rc = weft__buffer_reserve(e->roots[e->locks[l]], nd->nacc);
+        rc = updates > UINT_MAX
+                 ? weft__error(WEFT_ENOMEM, "%llu tracker updates",
+                               (unsigned long long)updates)
+                 : weft__buffer_reserve(e->roots[e->locks[l]],
+                                        (unsigned)updates);
     switch (rc < 0 ? WEFT__NODE_EMPTY : nd->kind) {
     case WEFT__NODE_KERNEL:
         rc = weft__run_kernel(e, i);
@@ -813,9 +912,11 @@ static int weft__run_step(weft_exec *e, uint32_t i)
         break;
     case WEFT__NODE_WRITE:
         rc = weft__plan_host_wait(e->plan);
-        if (rc == 0)
+        if (rc == 0 && weft__access_is_block(a))
+            rc = weft__run_write_block(e, i);
+        else if (rc == 0)
             rc = weft__buffer_store(a->buf->root, a->buf->offset + a->offset,
-                                    nd->u.write_src, a->size, e->write_dev[i],
+                                    nd->u.write.src, a->size, e->write_dev[i],
                                     &e->lanes);
         break;
     case WEFT__NODE_READ:
@@ -823,7 +924,9 @@ static int weft__run_step(weft_exec *e, uint32_t i)
         break;
     case WEFT__NODE_FILL:
         rc = weft__plan_host_wait(e->plan);
-        if (rc == 0)
+        if (rc == 0 && weft__access_is_block(a))
+            rc = weft__run_fill_block(e, i);
+        else if (rc == 0)
             rc = weft__buffer_fill_range(a->buf->root,
                                          a->buf->offset + a->offset, a->size,
                                          nd->u.fill.pattern, nd->u.fill.size,
@@ -972,6 +1075,10 @@ static int weft__fast_prepare(weft_exec *e)
              e->nodes[i].kind != WEFT__NODE_MAP &&
              e->nodes[i].kind != WEFT__NODE_EMPTY) ||
             (e->nodes[i].kind == WEFT__NODE_HOST && e->nodes[i].u.host.status))
+            return 0;
+    /* Blocks take the issue: their rows are readied one by one there. */
+    for (uint32_t a = 0; a < e->nacc; a++)
+        if (weft__access_is_block(&e->acc[a]))
             return 0;
     hw = weft__hostwork_get(e->rt);
     count = weft__calloc(n, sizeof *count);
