@@ -5,10 +5,13 @@
  * The design. The grid of rows x cols points is cut into by x bx blocks.
  * Each block is two buffers of its own (the state now and the next state,
  * used in turn), each holding the block's points with a halo of one point
- * all round: (h + 2) x (w + 2) floats, row-major, pitch w + 2. A step runs
- * one kernel node per block, which reads the whole of one buffer and
- * writes the interior of the other (a weft_matrix_block, passed to the
- * kernel as a block: its address and, as a scalar, its pitch). Then the
+ * all round: (h + 2) x (w + 2) floats, row-major, pitch w + 2, placed in
+ * the buffer at the offset (base) that puts the first interior point at a
+ * multiple of every device's kernel argument alignment (arg_offset_align;
+ * the bytes before are padding). A step runs one kernel node per block,
+ * which reads the whole of one buffer and writes the interior of the other
+ * (a weft_matrix_block, passed to the kernel as a block: its address and,
+ * as a scalar, its pitch). Then the
  * halos of the buffers just written are filled from the neighbours'
  * edges, one weft_graph_add_copy_block node each: a row halo is a block of
  * one row, a column halo a block of h rows of one float, pitch apart.
@@ -44,16 +47,17 @@
 
 /*
  * dst[y][x] = the average of the point and its four neighbours in src,
- * for the h x w interior; src is the whole buffer (halo included) and
- * dst the interior block, both pitch floats a row.
+ * for the h x w interior; src is the whole buffer (padding and halo
+ * included), its first interior point at element first, and dst the
+ * interior block, both pitch floats a row.
  */
 static const char jacobi_source[] =
     "WEFT_KERNEL void jacobi2d(WEFT_GLOBAL float *dst,\n"
-    "                          WEFT_GLOBAL const float *src, unsigned pitch,\n"
-    "                          unsigned w, unsigned h)\n"
+    "                          WEFT_GLOBAL const float *src, unsigned first,\n"
+    "                          unsigned pitch, unsigned w, unsigned h)\n"
     "{\n"
     "    long x = weft_global_id(0), y = weft_global_id(1);\n"
-    "    long c = (y + 1) * pitch + x + 1;\n"
+    "    long c = first + y * pitch + x;\n"
     "    if (x < (long)w && y < (long)h)\n"
     "        dst[y * pitch + x] = 0.2f * (src[c] + src[c - 1] + src[c + 1] +\n"
     "                                     src[c - pitch] + src[c + pitch]);\n"
@@ -110,8 +114,9 @@ static uint64_t link_bytes(const weft_stats *s)
 
 int main(int argc, char **argv)
 {
-    size_t rows = 384, cols = 512, by = 2, bx = 3, launches = 100;
-    size_t h, w, pitch, bytes, halo_min = 0, halo_all = 0, copies = 0;
+    size_t rows = 384, cols = 576, by = 2, bx = 3, launches = 100;
+    size_t h, w, pitch, base, bytes, halo_min = 0, halo_all = 0, copies = 0;
+    unsigned align = 4;
     weft_runtime *rt = NULL;
     weft_module *mod = NULL;
     weft_kernel *jacobi;
@@ -147,11 +152,9 @@ int main(int argc, char **argv)
     h = rows / by;
     w = cols / bx;
     pitch = w + 2;
-    bytes = (h + 2) * pitch * sizeof(float);
     grid = malloc((rows + 2) * (cols + 2) * sizeof *grid);
     next = malloc((rows + 2) * (cols + 2) * sizeof *next);
-    block = malloc(bytes);
-    if (!grid || !next || !block) {
+    if (!grid || !next) {
         fprintf(stderr, "stencil2d: out of memory\n");
         return 1;
     }
@@ -173,6 +176,21 @@ int main(int argc, char **argv)
     }
     TRY(rc);
     ndev = weft_runtime_device_count(rt);
+    for (unsigned d = 0; d < ndev; d++) {
+        weft_device_info info = {.size = sizeof info};
+
+        TRY(weft_device_get_info(weft_runtime_device(rt, d), &info));
+        if (info.arg_offset_align > align)
+            align = info.arg_offset_align;
+    }
+    /* (pitch + 1) floats from base: the first interior point, aligned */
+    base = (align - (pitch + 1) * sizeof(float) % align) % align;
+    bytes = base + (h + 2) * pitch * sizeof(float);
+    block = calloc(1, bytes); /* the padding stays 0 */
+    if (!block) {
+        fprintf(stderr, "stencil2d: out of memory\n");
+        goto out;
+    }
     TRY(weft_module_create_portable(rt, jacobi_source, NULL, &mod));
     TRY(weft_module_get_kernel(mod, "jacobi2d", &jacobi));
 
@@ -182,7 +200,8 @@ int main(int argc, char **argv)
         size_t bi = b / bx, bj = b % bx;
 
         for (size_t y = 0; y < h + 2; y++)
-            memcpy(block + y * pitch, grid + (bi * h + y) * (cols + 2) + bj * w,
+            memcpy(block + base / sizeof(float) + y * pitch,
+                   grid + (bi * h + y) * (cols + 2) + bj * w,
                    pitch * sizeof *block);
         for (int s = 0; s < 2; s++) {
             TRY(weft_buffer_create(rt, bytes, &buf[s][b]));
@@ -195,12 +214,13 @@ int main(int argc, char **argv)
         weft_buffer **src = buf[step], **dst = buf[1 - step];
 
         for (size_t b = 0; b < by * bx; b++) {
-            weft_matrix M =
-                weft_matrix_of(dst[b], 0, sizeof(float), h + 2, pitch, pitch);
+            weft_matrix M = weft_matrix_of(dst[b], base, sizeof(float), h + 2,
+                                           pitch, pitch);
             weft_arg args[] = {
                 weft_arg_block(dst[b], weft_matrix_block(M, 1, 1, h, w),
                                WEFT_WRITE),
                 weft_arg_buffer(src[b], 0, bytes, WEFT_READ),
+                weft_arg_u32((uint32_t)(base / sizeof(float) + pitch + 1)),
                 weft_arg_u32((uint32_t)pitch),
                 weft_arg_u32((uint32_t)w),
                 weft_arg_u32((uint32_t)h),
@@ -209,7 +229,7 @@ int main(int argc, char **argv)
 
             TRY(weft_graph_add_kernel(g, jacobi,
                                       weft_dims2((uint32_t)w, (uint32_t)h),
-                                      args, 5, &node));
+                                      args, 6, &node));
             TRY(weft_graph_set_device(g, node,
                                       weft_runtime_device(rt, b % ndev)));
         }
@@ -235,10 +255,10 @@ int main(int argc, char **argv)
 
                 if (!halo[k].ok)
                     continue;
-                D = weft_matrix_of(dst[b], 0, sizeof(float), h + 2, pitch,
+                D = weft_matrix_of(dst[b], base, sizeof(float), h + 2, pitch,
                                    pitch);
-                S = weft_matrix_of(dst[halo[k].from], 0, sizeof(float), h + 2,
-                                   pitch, pitch);
+                S = weft_matrix_of(dst[halo[k].from], base, sizeof(float),
+                                   h + 2, pitch, pitch);
                 dblk = weft_matrix_block(D, halo[k].drow, halo[k].dcol,
                                          halo[k].nrows, halo[k].ncols);
                 sblk = weft_matrix_block(S, halo[k].srow, halo[k].scol,
@@ -276,8 +296,9 @@ int main(int argc, char **argv)
         for (size_t y = 1; y <= h; y++)
             for (size_t x = 1; x <= w; x++) {
                 size_t gy = bi * h + y, gx = bj * w + x;
-                double d = fabs((double)block[y * pitch + x] -
-                                (double)grid[gy * (cols + 2) + gx]);
+                double d =
+                    fabs((double)block[base / sizeof(float) + y * pitch + x] -
+                         (double)grid[gy * (cols + 2) + gx]);
 
                 if (!(d <= worst))
                     worst = d;
