@@ -357,11 +357,10 @@ static weft_block block_of(const or_case *c, const or_access *a)
 static weft_access_desc desc_of(const or_case *c, weft_buffer *const *buf,
                                 const or_access *a)
 {
-    return a->rows ? weft_access_block(buf[a->handle], block_of(c, a), a->mode)
-                   : weft_access_range(buf[a->handle], rel(c, a), a->size,
-                                       a->mode);
+    return a->rows
+               ? weft_access_block(buf[a->handle], block_of(c, a), a->mode)
+               : weft_access_range(buf[a->handle], rel(c, a), a->size, a->mode);
 }
-
 
 static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
                     outcome *o, callback *cb, unsigned i)
@@ -383,12 +382,11 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
             shape3 y = shape_of(&a[0]), x = shape_of(&a[nb - 1]);
 
             for (unsigned b = 0; b < nb; b++)
-                args[na++] = a[b].rows
-                                 ? weft_arg_block(buf[a[b].handle],
-                                                  block_of(c, &a[b]), a[b].mode)
-                                 : weft_arg_buffer(buf[a[b].handle],
-                                                   rel(c, &a[b]), a[b].size,
-                                                   a[b].mode);
+                args[na++] =
+                    a[b].rows ? weft_arg_block(buf[a[b].handle],
+                                               block_of(c, &a[b]), a[b].mode)
+                              : weft_arg_buffer(buf[a[b].handle], rel(c, &a[b]),
+                                                a[b].size, a[b].mode);
             items = y.w * y.h * y.d;
             dims = weft_dims1(items);
             args[na++] = weft_arg_u32(items);
@@ -1228,8 +1226,8 @@ int main(int argc, char **argv)
             stats.kinds[c.nodes[i].kind]++;
             for (unsigned a = 0; a < c.nodes[i].nacc; a++) {
                 stats.blocks += c.nodes[i].acc[a].rows > 0;
-                stats.blocks3 += c.nodes[i].acc[a].rows > 0 &&
-                                 c.nodes[i].acc[a].slices > 1;
+                stats.blocks3 +=
+                    c.nodes[i].acc[a].rows > 0 && c.nodes[i].acc[a].slices > 1;
             }
         }
         if (rc < 0) {
@@ -1279,8 +1277,8 @@ int main(int argc, char **argv)
            ran, stats.nodes, stats.kinds[OR_KERNEL], stats.kinds[OR_WRITE],
            stats.kinds[OR_READ], stats.kinds[OR_COPY], stats.kinds[OR_FILL],
            stats.kinds[OR_MAP], stats.kinds[OR_HOST], stats.kinds[OR_EMPTY],
-           stats.kinds[OR_NATIVE], stats.blocks, stats.blocks3, stats.edges, stats.launches, stats.node_runs,
-           limits.ndevices, d.selection,
+           stats.kinds[OR_NATIVE], stats.blocks, stats.blocks3, stats.edges,
+           stats.launches, stats.node_runs, limits.ndevices, d.selection,
            (double)(t1.tv_sec - t0.tv_sec) +
                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
            stats.unplaced, stats.native, stats.replays, failed);

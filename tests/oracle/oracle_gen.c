@@ -520,8 +520,8 @@ static int gen_host(gen *g, or_node *n)
         for (unsigned a = 0; a < n->nacc; a++) {
             or_access x = {0, off, size, mode, 0, 0, 0, 0};
 
-            if (or_acc_overlap(g->c->handles[n->acc[a].handle].root,
-                               &n->acc[a], root, &x) &&
+            if (or_acc_overlap(g->c->handles[n->acc[a].handle].root, &n->acc[a],
+                               root, &x) &&
                 (mode != WEFT_READ || n->acc[a].mode != WEFT_READ))
                 clash = 1;
         }
@@ -558,8 +558,8 @@ static int gen_native(gen *g, or_node *n)
     return 0;
 }
 
-
-/* ---- blocks (--blocks) ---------------------------------------------------- */
+/* ---- blocks (--blocks) ----------------------------------------------------
+ */
 
 /* The largest extent of a block: three fit the eviction tests' 64K. */
 enum { BLOCK_SPAN = 16384 };
@@ -600,8 +600,8 @@ static int pick_block(gen *g, unsigned root, size_t oa, size_t wu,
             if (P % wu == 0 && P <= rs / 2 && chance(&g->r, 65))
                 pitch = P;
             else
-                pitch = wu * (1 + below(&g->r, (rs / 2 < 1024 ? rs / 2 : 1024) /
-                                                   wu));
+                pitch = wu * (1 + below(&g->r,
+                                        (rs / 2 < 1024 ? rs / 2 : 1024) / wu));
             if (pitch < wu)
                 continue;
             maxw = pitch < 512 ? pitch : 512;
@@ -677,9 +677,8 @@ static int gen_kernel_block(gen *g, or_node *n)
             x.mode = WEFT_READ;
             if (clashes_acc(g, n, rroot, &x))
                 continue;
-            add_block_access(g, n,
-                             pick_handle(g, rroot, x.off, block_span(&x), A),
-                             &x);
+            add_block_access(
+                g, n, pick_handle(g, rroot, x.off, block_span(&x), A), &x);
             found = 1;
         }
         if (!found)
@@ -794,10 +793,10 @@ static int gen_copy_block(gen *g, or_node *n)
         if (clashes_acc(g, n, sroot, &x))
             continue;
         n->nacc = 0;
-        add_block_access(g, n,
-                         pick_handle(g, droot, d.off, block_span(&d), 1), &d);
-        add_block_access(g, n,
-                         pick_handle(g, sroot, x.off, block_span(&x), 1), &x);
+        add_block_access(g, n, pick_handle(g, droot, d.off, block_span(&d), 1),
+                         &d);
+        add_block_access(g, n, pick_handle(g, sroot, x.off, block_span(&x), 1),
+                         &x);
         return 0;
     }
     return -1;
@@ -855,14 +854,13 @@ static int gen_host_block(gen *g, or_node *n)
         x.mode = mode;
         /* within one node only reads may overlap each other */
         for (unsigned a = 0; a < n->nacc; a++)
-            if (or_acc_overlap(g->c->handles[n->acc[a].handle].root,
-                               &n->acc[a], root, &x) &&
+            if (or_acc_overlap(g->c->handles[n->acc[a].handle].root, &n->acc[a],
+                               root, &x) &&
                 (mode != WEFT_READ || n->acc[a].mode != WEFT_READ))
                 clash = 1;
         if (!clash)
-            add_block_access(g, n,
-                             pick_handle(g, root, x.off, block_span(&x), 1),
-                             &x);
+            add_block_access(
+                g, n, pick_handle(g, root, x.off, block_span(&x), 1), &x);
     }
     return 0;
 }

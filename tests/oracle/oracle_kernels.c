@@ -11,7 +11,8 @@
 
 /* Prefixed: "mix" alone is an OpenCL C built-in. */
 const char *const or_kernel_names[OR_K_COUNT] = {
-    "k_affine", "k_gather", "k_mix", "k_set", "k_baffine", "k_bgather", "k_bset"};
+    "k_affine",  "k_gather",  "k_mix", "k_set",
+    "k_baffine", "k_bgather", "k_bset"};
 const unsigned or_kernel_nbufs[OR_K_COUNT] = {1, 2, 3, 1, 1, 2, 1};
 
 const char or_portable_source[] =
@@ -196,12 +197,12 @@ static const weft_param_type mix_params[] = {
 static const weft_param_type set_params[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_U32,
                                              WEFT_PARAM_U32};
 #define U WEFT_PARAM_U32
-static const weft_param_type baffine_params[] = {WEFT_PARAM_BUFFER, U, U, U,
-                                                 U, U, U, U};
+static const weft_param_type baffine_params[] = {
+    WEFT_PARAM_BUFFER, U, U, U, U, U, U, U};
 static const weft_param_type bgather_params[] = {
     WEFT_PARAM_BUFFER, WEFT_PARAM_BUFFER, U, U, U, U, U, U, U, U, U, U, U};
-static const weft_param_type bset_params[] = {WEFT_PARAM_BUFFER, U, U, U,
-                                              U, U, U};
+static const weft_param_type bset_params[] = {
+    WEFT_PARAM_BUFFER, U, U, U, U, U, U};
 #undef U
 
 const weft_host_kernel or_host_kernels[OR_K_COUNT] = {
