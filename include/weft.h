@@ -1218,7 +1218,10 @@ WEFT_API void *weft_native_device_id(const weft_native_ctx *ctx);
 WEFT_API int weft_device_native(weft_runtime *rt, const weft_device *dev,
                                 void **context, void **device_id);
 WEFT_API void *weft_native_queue(const weft_native_ctx *ctx);
-/* The number of declared accesses, and the bytes of access i. */
+/*
+ * The number of declared accesses, and the bytes of access i (a block's:
+ * from its first byte to one past its last).
+ */
 WEFT_API unsigned weft_native_count(const weft_native_ctx *ctx);
 WEFT_API size_t weft_native_size(const weft_native_ctx *ctx, unsigned i);
 /* CUDA: the CUdeviceptr of access i's first byte; host: its address. */

@@ -6,6 +6,9 @@
 
 typedef weft__band_entry weft__be;
 
+static int weft__inside(const weft__be *e, const weft__region *r);
+static int weft__meets(const weft__be *e, const weft__region *r);
+
 /* Rows of a band entry (a uniform entry: 1). */
 static size_t weft__be_rows(const weft__be *e)
 {
@@ -471,6 +474,9 @@ int weft__bandmap_split(weft__bandmap *m, const weft__region *r)
     const weft__be *nb;
     int rc;
 
+    /* Cut already (a node's write after its read): nothing to allocate. */
+    if (weft__bandmap_is_split(m, r))
+        return 0;
     if (r->h == 1)
         return weft__split_flat(m, r->off, r->off + r->w);
     if ((rc = weft__split_foreign(m, r)) < 0)
@@ -669,6 +675,36 @@ static int weft__inside(const weft__be *e, const weft__region *r)
     return 1;
 }
 
+static int weft__stop(const weft__region *piece, uint64_t v, void *user)
+{
+    (void)piece;
+    (void)v;
+    (void)user;
+    return 1;
+}
+
+/* 1 if entry e shares a byte with r. */
+static int weft__meets(const weft__be *e, const weft__region *r)
+{
+    if (!e->p)
+        return weft__flat_pieces(e->lo, e->hi, r, 0, weft__stop, NULL);
+    if (weft__be_rows(e) == 1)
+        return weft__flat_pieces(e->lo + e->c0, e->lo + e->c1, r, 0, weft__stop,
+                                 NULL);
+    return weft__cell_pieces(e, r, weft__stop, NULL);
+}
+
+int weft__bandmap_is_split(const weft__bandmap *m, const weft__region *r)
+{
+    size_t end = weft__region_end(r), i0, i1;
+
+    weft__span(m, r->off, end, &i0, &i1);
+    for (size_t i = i0; i < i1; i++)
+        if (!weft__inside(&m->e[i], r) && weft__meets(&m->e[i], r))
+            return 0;
+    return 1;
+}
+
 void weft__bandmap_apply(weft__bandmap *m, const weft__region *r,
                          weft__bandmap_fn *f, void *user)
 {
@@ -691,9 +727,26 @@ static int weft__same_cells(const weft__be *g, const weft__be *h, size_t k)
     return 1;
 }
 
+/* Join neighbouring uniform entries of equal value in [i0, *w). */
+static void weft__join_uniform(weft__bandmap *m, size_t i0, size_t *w)
+{
+    size_t out = i0;
+
+    for (size_t i = i0; i < *w; i++) {
+        if (out > i0 && !m->e[i].p && !m->e[out - 1].p &&
+            m->e[out - 1].v == m->e[i].v && m->e[out - 1].hi == m->e[i].lo)
+            m->e[out - 1].hi = m->e[i].hi;
+        else
+            m->e[out++] = m->e[i];
+    }
+    memmove(&m->e[out], &m->e[*w], (m->n - *w) * sizeof *m->e);
+    m->n -= *w - out;
+    *w = out;
+}
+
 void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
 {
-    size_t i0, i1, w, i;
+    size_t i0, i1, w, i, out;
 
     if (lo >= m->size)
         return;
@@ -705,31 +758,15 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
     if (i1 < m->n)
         i1 = weft__group_end(m, i1);
     /*
-     * Normalise each group in place (w <= i): cells with equal values
-     * joined, a band of one column or one row made uniform; then join
-     * neighbours.
+     * 1. Each band's neighbouring cells of equal value joined; a band of
+     * one cell made uniform. In place (w <= i).
      */
     w = i0;
     for (i = i0; i < i1;) {
         size_t j = weft__group_end(m, i), start = w;
-        weft__be *g = &m->e[i];
 
-        if (!g->p) {
-            m->e[w++] = *g;
-        } else if (weft__be_rows(g) == 1) {
-            for (size_t x = i; x < j; x++) {
-                weft__be u = {m->e[x].lo + m->e[x].c0,
-                              m->e[x].lo + m->e[x].c1,
-                              0,
-                              0,
-                              0,
-                              m->e[x].v};
-
-                if (w > start && m->e[w - 1].v == u.v)
-                    m->e[w - 1].hi = u.hi;
-                else
-                    m->e[w++] = u;
-            }
+        if (!m->e[i].p) {
+            m->e[w++] = m->e[i];
         } else {
             for (size_t x = i; x < j; x++) {
                 if (w > start && m->e[w - 1].v == m->e[x].v)
@@ -737,17 +774,16 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
                 else
                     m->e[w++] = m->e[x];
             }
-            if (w - start == 1) {
+            if (w - start == 1)
                 m->e[start].p = m->e[start].c0 = m->e[start].c1 = 0;
-            }
         }
         i = j;
     }
     memmove(&m->e[w], &m->e[i1], (m->n - i1) * sizeof *m->e);
     m->n -= i1 - w;
-    /* Join neighbouring uniform entries and equal bands over [i0, w). */
-    size_t out = i0;
-
+    /* 2. Neighbouring uniform entries, and bands of one pitch whose cells
+     * match, joined (a band split at a row boundary is whole again). */
+    out = i0;
     for (i = i0; i < w;) {
         size_t j = weft__group_end(m, i), k = j - i, prev = SIZE_MAX;
 
@@ -756,13 +792,11 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
             while (prev > i0 && m->e[prev - 1].lo == m->e[out - 1].lo)
                 prev--;
         }
-
-        if (prev != SIZE_MAX && prev >= i0 && !m->e[i].p && !m->e[prev].p &&
+        if (prev != SIZE_MAX && !m->e[i].p && !m->e[prev].p &&
             m->e[prev].v == m->e[i].v) {
             m->e[prev].hi = m->e[i].hi;
-        } else if (prev != SIZE_MAX && prev >= i0 && m->e[i].p &&
-                   m->e[prev].p == m->e[i].p && out - prev == k &&
-                   m->e[prev].hi == m->e[i].lo &&
+        } else if (prev != SIZE_MAX && m->e[i].p && m->e[prev].p == m->e[i].p &&
+                   out - prev == k && m->e[prev].hi == m->e[i].lo &&
                    weft__same_cells(&m->e[prev], &m->e[i], k)) {
             for (size_t x = prev; x < out; x++)
                 m->e[x].hi = m->e[i].hi;
@@ -774,6 +808,17 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
     }
     memmove(&m->e[out], &m->e[w], (m->n - w) * sizeof *m->e);
     m->n -= w - out;
+    w = out;
+    /* 3. A band of one row left is its cells as uniform entries. */
+    for (i = i0; i < w; i++)
+        if (m->e[i].p && m->e[i].hi - m->e[i].lo == m->e[i].p) {
+            size_t base = m->e[i].lo;
+
+            m->e[i].lo = base + m->e[i].c0;
+            m->e[i].hi = base + m->e[i].c1;
+            m->e[i].p = m->e[i].c0 = m->e[i].c1 = 0;
+        }
+    weft__join_uniform(m, i0, &w);
 }
 
 int weft__bandmap_set(weft__bandmap *m, const weft__region *r,

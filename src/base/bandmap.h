@@ -26,7 +26,8 @@
  * one pass and change in another that cannot fail:
  *   weft__bandmap_split(m, r)   cut entries so that each lies wholly
  *                               inside r or wholly outside it; the
- *                               values do not change (may allocate);
+ *                               values do not change (may allocate,
+ *                               unless r is split already);
  *   weft__bandmap_apply(m, r, f, user)  v = f(v, user) for every entry
  *                               inside r; r must have been split and
  *                               nothing split or merged since (never
@@ -100,6 +101,8 @@ typedef uint64_t weft__bandmap_fn(uint64_t v, void *user);
 void weft__bandmap_apply(weft__bandmap *m, const weft__region *r,
                          weft__bandmap_fn *f, void *user);
 void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi);
+/* 1 if every entry lies wholly inside r or wholly outside (split did). */
+int weft__bandmap_is_split(const weft__bandmap *m, const weft__region *r);
 /* split, apply, merge; WEFT_ENOMEM changes no value. */
 int weft__bandmap_set(weft__bandmap *m, const weft__region *r,
                       weft__bandmap_fn *f, void *user);

@@ -112,7 +112,7 @@ int weft_graph_destroy(weft_graph *g)
     for (uint32_t i = 0; i < g->nacc; i++)
         weft__buffer_graph_ref(g->acc[i].buf, -1);
     for (uint32_t i = 0; i < g->nroots; i++)
-        weft__free(g->roots[i].segs);
+        weft__bandmap_fini(&g->roots[i].deps);
     weft__free(g->nodes);
     weft__free(g->marks);
     weft__free(g->acc);
@@ -150,7 +150,7 @@ static bool weft__root_is(uintptr_t index, const void *buf, const void *g)
 }
 
 /*
- * The graph's index of root buffer b, adding it (with one segment that
+ * The graph's index of root buffer b, adding it (with a map of bytes that
  * nobody touched) if new. A root added by an add that fails later is
  * harmless: it says the same as no entry.
  */
@@ -172,83 +172,13 @@ static int weft__root_index(weft_graph *g, weft_buffer *b, uint32_t *index)
         return rc;
     r = &g->roots[g->nroots];
     r->buf = b;
-    r->nseg = 1;
-    r->cap = 4;
-    r->segs = weft__malloc(r->cap * sizeof *r->segs);
-    if (!r->segs)
-        return weft__error(WEFT_ENOMEM, "graph: out of memory");
-    r->segs[0] = (weft__segment){0, b->size, WEFT__NONE, WEFT__NONE};
+    if ((rc = weft__bandmap_init(&r->deps, b->size,
+                                 weft__dep_value(WEFT__NONE, WEFT__NONE))) < 0)
+        return rc;
     rc = weft__map_put(&g->root_index, h, b, g->nroots, weft__root_is, g, NULL);
     weft__assert_internal(rc == 1);
     *index = g->nroots++;
     return 0;
-}
-
-/* ---- segments ---------------------------------------------------------- */
-
-/* The first segment whose end is past x. */
-static uint32_t weft__seg_find(const weft__root *r, size_t x)
-{
-    uint32_t lo = 0, hi = r->nseg;
-
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-
-        if (r->segs[mid].hi <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Make x a segment boundary (capacity reserved by the caller). */
-static void weft__seg_split(weft__root *r, size_t x)
-{
-    uint32_t i = weft__seg_find(r, x);
-    weft__segment *s;
-
-    if (i >= r->nseg || r->segs[i].lo == x)
-        return;
-    weft__assert_internal(r->nseg < r->cap);
-    s = &r->segs[i];
-    memmove(s + 1, s, (r->nseg - i) * sizeof *s);
-    r->nseg++;
-    s[0].hi = x;
-    s[1].lo = x;
-}
-
-static void weft__apply_read(weft_graph *g, weft__root *r, size_t lo, size_t hi,
-                             uint32_t n)
-{
-    uint32_t i;
-
-    weft__seg_split(r, lo);
-    weft__seg_split(r, hi);
-    for (i = weft__seg_find(r, lo); i < r->nseg && r->segs[i].lo < hi; i++) {
-        weft__segment *s = &r->segs[i];
-
-        if (s->readers != WEFT__NONE && g->readers[s->readers].node == n)
-            continue;
-        weft__assert_internal(g->nreaders < g->cap_readers);
-        g->readers[g->nreaders] = (weft__reader){n, s->readers};
-        s->readers = g->nreaders++;
-    }
-}
-
-static void weft__apply_write(weft__root *r, size_t lo, size_t hi, uint32_t n)
-{
-    uint32_t i, j;
-
-    weft__seg_split(r, lo);
-    weft__seg_split(r, hi);
-    i = weft__seg_find(r, lo);
-    for (j = i; j < r->nseg && r->segs[j].lo < hi; j++)
-        ;
-    /* segs[i, j) cover [lo, hi) exactly: they become one. */
-    r->segs[i] = (weft__segment){lo, hi, n, WEFT__NONE};
-    memmove(&r->segs[i + 1], &r->segs[j], (r->nseg - j) * sizeof *r->segs);
-    r->nseg -= j - i - 1;
 }
 
 /* ---- inference --------------------------------------------------------- */
@@ -299,53 +229,84 @@ static int weft__raw_add(weft_graph *g, uint32_t from, uint32_t root)
     return 0;
 }
 
-/*
- * Pass one over node n's accesses in phase READ then WRITE: the candidate
- * edges, and how many segments each access overlaps (for reservation).
- */
-static int weft__find_candidates(weft_graph *g, const weft__access *acc,
-                                 uint32_t nacc, uint32_t n, uint32_t *nreads)
+/* The inference's walk over one region of an access of node n. */
+typedef struct weft__dep_walk {
+    weft_graph *g;
+    uint32_t n, root;
+    int phase;       /* WEFT_READ or WEFT_WRITE */
+    uint64_t nreads; /* pieces read: reader entries the commit may add */
+} weft__dep_walk;
+
+static int weft__dep_visit(const weft__region *piece, uint64_t v, void *user)
 {
+    weft__dep_walk *w = user;
+    weft_graph *g = w->g;
+    uint32_t writer = weft__dep_writer(v), readers = weft__dep_readers(v);
+    size_t lo = piece->off, hi = weft__region_end(piece);
     int rc;
 
-    *nreads = 0;
+    if (w->phase == WEFT_READ) {
+        w->nreads++;
+        if (writer != WEFT__NONE && writer != w->n &&
+            ((rc = weft__cand(g, writer, WEFT__RAW, w->root, lo, hi)) < 0 ||
+             (rc = weft__raw_add(g, writer, w->root)) < 0))
+            return rc;
+        return 0;
+    }
+    if (readers == WEFT__NONE) {
+        if (writer != WEFT__NONE && writer != w->n &&
+            (rc = weft__cand(g, writer, WEFT__WAW, w->root, lo, hi)) < 0)
+            return rc;
+        return 0;
+    }
+    for (uint32_t x = readers; x != WEFT__NONE; x = g->readers[x].next)
+        if (g->readers[x].node != w->n &&
+            (rc = weft__cand(g, g->readers[x].node, WEFT__WAR, w->root, lo,
+                             hi)) < 0)
+            return rc;
+    return 0;
+}
+
+/*
+ * Pass one over node n's accesses: the band maps cut at every region they
+ * touch (no value changes), then, in phase READ then WRITE, the candidate
+ * edges and the pieces read (for reservation: after the cuts, each piece
+ * is one entry that the commit's apply changes).
+ */
+static int weft__find_candidates(weft_graph *g, const weft__access *acc,
+                                 uint32_t nacc, uint32_t n, uint64_t *nreads)
+{
+    weft__dep_walk w = {g, n, 0, 0, 0};
+    int rc;
+
+    for (uint32_t a = 0; a < nacc; a++) {
+        weft__bandmap *m = &g->roots[acc[a].root].deps;
+
+        if (acc[a].size == 0)
+            continue;
+        for (size_t s = 0; s < acc[a].slices; s++) {
+            weft__region r = weft__access_slice(&acc[a], s);
+
+            if ((rc = weft__bandmap_split(m, &r)) < 0)
+                return rc;
+        }
+    }
     for (int phase = WEFT_READ; phase <= WEFT_WRITE; phase++)
         for (uint32_t a = 0; a < nacc; a++) {
-            weft__root *r = &g->roots[acc[a].root];
-            size_t lo, hi;
+            const weft__bandmap *m = &g->roots[acc[a].root].deps;
 
-            if (!(acc[a].mode & phase))
+            if (!(acc[a].mode & phase) || acc[a].size == 0)
                 continue;
-            weft__access_root_range(&acc[a], &lo, &hi);
-            for (uint32_t i = weft__seg_find(r, lo);
-                 i < r->nseg && r->segs[i].lo < hi; i++) {
-                const weft__segment *s = &r->segs[i];
-                size_t olo = WEFT__MAX(lo, s->lo), ohi = WEFT__MIN(hi, s->hi);
+            w.root = acc[a].root;
+            w.phase = phase;
+            for (size_t s = 0; s < acc[a].slices; s++) {
+                weft__region r = weft__access_slice(&acc[a], s);
 
-                if (phase == WEFT_READ) {
-                    ++*nreads;
-                    if (s->writer != WEFT__NONE && s->writer != n &&
-                        ((rc = weft__cand(g, s->writer, WEFT__RAW, acc[a].root,
-                                          olo, ohi)) < 0 ||
-                         (rc = weft__raw_add(g, s->writer, acc[a].root)) < 0))
-                        return rc;
-                    continue;
-                }
-                if (s->readers == WEFT__NONE) {
-                    if (s->writer != WEFT__NONE && s->writer != n &&
-                        (rc = weft__cand(g, s->writer, WEFT__WAW, acc[a].root,
-                                         olo, ohi)) < 0)
-                        return rc;
-                    continue;
-                }
-                for (uint32_t x = s->readers; x != WEFT__NONE;
-                     x = g->readers[x].next)
-                    if (g->readers[x].node != n &&
-                        (rc = weft__cand(g, g->readers[x].node, WEFT__WAR,
-                                         acc[a].root, olo, ohi)) < 0)
-                        return rc;
+                if ((rc = weft__bandmap_visit(m, &r, weft__dep_visit, &w)) < 0)
+                    return rc;
             }
         }
+    *nreads = w.nreads;
     return 0;
 }
 
@@ -426,36 +387,23 @@ static int weft__node_room(weft_graph *g, uint32_t n, uint32_t nacc,
 }
 
 /*
- * Room for what the commit of a node with accesses ga[0, nacc) writes,
- * after weft__find_candidates (g->ncands, g->nrawtmp, nreads): raws,
- * segments, readers, the reduction's stack and edges. Counts unchanged.
+ * Room for what the commit of a node writes, after weft__find_candidates
+ * (g->ncands, g->nrawtmp, nreads): raws, readers, the reduction's stack
+ * and edges. Counts unchanged.
  */
-static int weft__commit_room(weft_graph *g, const weft__access *ga,
-                             uint32_t nacc, uint32_t nreads)
+static int weft__commit_room(weft_graph *g, uint64_t nreads)
 {
-    uint32_t i;
     int rc = 0;
 
     if (g->nrawtmp > UINT32_MAX - g->nraws ||
         (rc = weft__grow(&g->raws, &g->cap_raws, g->nraws + g->nrawtmp,
                          sizeof *g->raws)) < 0)
         return rc < 0 ? rc : weft__error(WEFT_ENOMEM, "graph: too many reads");
-    for (i = 0; i < nacc; i++) {
-        weft__root *r = &g->roots[ga[i].root];
-
-        if ((rc = weft__grow(&r->segs, &r->cap, r->nseg + 2 * nacc,
-                             sizeof *r->segs)) < 0)
-            return rc;
-    }
-    /*
-     * A read adds one reader per segment it overlaps; this node's own
-     * earlier accesses may have split those by up to two each.
-     */
-    if ((uint64_t)nreads + 2ull * nacc * nacc > UINT32_MAX - g->nreaders ||
+    /* A read adds at most one reader per piece it visited. */
+    if (nreads > UINT32_MAX - 1 - g->nreaders ||
         (uint64_t)WEFT__REDUCE_BUDGET * g->ncands + 1 > UINT32_MAX)
         return weft__error(WEFT_ENOMEM, "graph: too many accesses");
-    if ((rc = weft__grow(&g->readers, &g->cap_readers,
-                         g->nreaders + nreads + 2 * nacc * nacc,
+    if ((rc = weft__grow(&g->readers, &g->cap_readers, g->nreaders + nreads,
                          sizeof *g->readers)) < 0 ||
         (rc = weft__grow(&g->stack, &g->cap_stack,
                          WEFT__REDUCE_BUDGET * g->ncands + 1,
@@ -485,26 +433,75 @@ static void weft__args_copy(weft_graph *g, const weft_arg *args, uint32_t nargs)
 }
 
 /*
- * Node n's accesses ga[0, nacc) into the roots' segments, reads before
- * writes. Room made by weft__commit_room; cannot fail.
+ * A read's new value: node n pushed on the byte's readers (once: a byte
+ * whose list starts with n keeps it). Neighbouring entries that held the
+ * same value share the new list head, so that they may merge again.
+ */
+typedef struct weft__dep_read {
+    weft_graph *g;
+    uint32_t n;
+    uint64_t last_old, last_new; /* the previous entry's change */
+} weft__dep_read;
+
+static uint64_t weft__dep_apply_read(uint64_t v, void *user)
+{
+    weft__dep_read *d = user;
+    weft_graph *g = d->g;
+    uint32_t head = weft__dep_readers(v);
+
+    if (head != WEFT__NONE && g->readers[head].node == d->n)
+        return v;
+    if (v == d->last_old)
+        return d->last_new;
+    weft__assert_internal(g->nreaders < g->cap_readers);
+    g->readers[g->nreaders] = (weft__reader){d->n, head};
+    d->last_old = v;
+    d->last_new = weft__dep_value(weft__dep_writer(v), g->nreaders++);
+    return d->last_new;
+}
+
+static uint64_t weft__dep_apply_write(uint64_t v, void *user)
+{
+    (void)v;
+    return *(const uint64_t *)user;
+}
+
+/*
+ * Node n's accesses ga[0, nacc) into the roots' band maps, reads before
+ * writes, then equal neighbours merged. Room made by weft__commit_room
+ * and the cuts by weft__find_candidates; cannot fail.
  */
 static void weft__apply_accesses(weft_graph *g, const weft__access *ga,
                                  uint32_t nacc, uint32_t n)
 {
+    uint64_t wv = weft__dep_value(n, WEFT__NONE);
+
     for (int phase = WEFT_READ; phase <= WEFT_WRITE; phase++)
         for (uint32_t i = 0; i < nacc; i++) {
-            size_t lo, hi;
+            weft__bandmap *m = &g->roots[ga[i].root].deps;
+            weft__dep_read d = {g, n, 0, 0};
 
-            if (!(ga[i].mode & phase))
+            if (!(ga[i].mode & phase) || ga[i].size == 0)
                 continue;
-            weft__access_root_range(&ga[i], &lo, &hi);
-            if (lo == hi)
-                continue;
-            if (phase == WEFT_READ)
-                weft__apply_read(g, &g->roots[ga[i].root], lo, hi, n);
-            else
-                weft__apply_write(&g->roots[ga[i].root], lo, hi, n);
+            /* No byte holds (n, n's reader entry) before this node. */
+            d.last_old = weft__dep_value(n, n);
+            for (size_t s = 0; s < ga[i].slices; s++) {
+                weft__region r = weft__access_slice(&ga[i], s);
+
+                if (phase == WEFT_READ)
+                    weft__bandmap_apply(m, &r, weft__dep_apply_read, &d);
+                else
+                    weft__bandmap_apply(m, &r, weft__dep_apply_write, &wv);
+            }
         }
+    for (uint32_t i = 0; i < nacc; i++) {
+        size_t lo, hi;
+
+        if (ga[i].size == 0)
+            continue;
+        weft__access_root_range(&ga[i], &lo, &hi);
+        weft__bandmap_merge(&g->roots[ga[i].root].deps, lo, hi);
+    }
 }
 
 /*
@@ -562,7 +559,8 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
                           const weft_arg *args, uint32_t nargs, size_t nbytes,
                           weft_node *out)
 {
-    uint32_t n = g->nnodes, nreads, i;
+    uint32_t n = g->nnodes, i;
+    uint64_t nreads = 0;
     weft__access *ga;
     int rc;
 
@@ -581,7 +579,7 @@ static int weft__add_node(weft_graph *g, const weft__node *proto,
     g->ncands = 0;
     g->nrawtmp = 0;
     if ((rc = weft__find_candidates(g, ga, nacc, n, &nreads)) < 0 ||
-        (rc = weft__commit_room(g, ga, nacc, nreads)) < 0)
+        (rc = weft__commit_room(g, nreads)) < 0)
         return rc;
 
     /* Nothing below fails. */
@@ -842,8 +840,9 @@ static int weft__block_arg(const weft_graph *g, const weft_buffer *b,
     if ((rc = weft__buffer_arg(g, b, 0, 0, what)) < 0)
         return rc;
     if (row_bytes == 0)
-        return weft__error(WEFT_EINVAL, "%s: row_bytes is 0 (a block's rows "
-                                        "have at least one byte)",
+        return weft__error(WEFT_EINVAL,
+                           "%s: row_bytes is 0 (a block's rows "
+                           "have at least one byte)",
                            what);
     if (rows == 0)
         return weft__error(WEFT_EINVAL, "%s: rows is 0", what);
@@ -866,8 +865,7 @@ static int weft__block_arg(const weft_graph *g, const weft_buffer *b,
                            "%s: slice_pitch %zu is below rows * row_pitch "
                            "(%zu x %zu: slices would overlap)",
                            what, slice_pitch, rows, row_pitch);
-    if (!__builtin_mul_overflow(slices - 1, slices > 1 ? slice_pitch : 0,
-                                &a) &&
+    if (!__builtin_mul_overflow(slices - 1, slices > 1 ? slice_pitch : 0, &a) &&
         !__builtin_mul_overflow(rows - 1, row_pitch, &c) &&
         !__builtin_add_overflow(a, c, &end) &&
         !__builtin_add_overflow(end, row_bytes, &end) &&
@@ -1107,12 +1105,11 @@ static int weft__host_pitches(const weft__access *a, size_t *row_pitch,
     }
     if (rp < a->size)
         return weft__error(WEFT_EINVAL,
-                           "%s %zu is below the block's row_bytes %zu", row,
-                           rp, a->size);
+                           "%s %zu is below the block's row_bytes %zu", row, rp,
+                           a->size);
     if (a->slices > 1 && *slice_pitch && *slice_pitch / rp < a->rows)
-        return weft__error(WEFT_EINVAL,
-                           "%s %zu is below rows * %s (%zu x %zu)", slice,
-                           *slice_pitch, row, a->rows, rp);
+        return weft__error(WEFT_EINVAL, "%s %zu is below rows * %s (%zu x %zu)",
+                           slice, *slice_pitch, row, a->rows, rp);
     if (a->slices > 1 && !*slice_pitch &&
         __builtin_mul_overflow(rp, a->rows, slice_pitch))
         return weft__error(WEFT_EINVAL, "%s %zu x %zu rows overflows", row, rp,
@@ -1176,8 +1173,12 @@ int weft_graph_add_read_block(weft_graph *g, weft_buffer *src,
 /* Access a (of a root) as a block of addresses for weft__block_overlap. */
 static weft__block weft__access_addr_block(const weft__access *a)
 {
-    weft__block b = {a->buf->offset + a->offset, a->size,      a->rows,
-                     a->slices,                  a->row_pitch, a->slice_pitch};
+    weft__block b = {a->buf->offset + a->offset,
+                     a->size,
+                     a->rows,
+                     a->slices,
+                     a->row_pitch,
+                     a->slice_pitch};
 
     return b;
 }

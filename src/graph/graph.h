@@ -8,13 +8,15 @@
  * nothing in the common case, and an executable graph copies the arrays
  * whole.
  *
- * Inference. Per root buffer the graph keeps a map of the root's bytes as
- * sorted, disjoint segments that cover [0, size). A segment knows the last
- * node that wrote it and the nodes that read it since (a list shared
- * between segments: splitting a segment copies one index, not a list). A
- * node that reads a segment depends on its writer (RAW); a node that
- * writes it depends on its readers (WAR), or on its writer when there are
- * none (WAW: with readers, the writer is an ancestor of each of them).
+ * Inference. Per root buffer the graph keeps a band map (base/bandmap.h)
+ * of the root's bytes: for each byte the last node that wrote it and the
+ * nodes that read it since (weft__dep_value). Accesses are ranges or
+ * blocks, a block's slices one region each, so the tiles of a matrix are
+ * one cell each and tiles that share no byte never meet. A node that
+ * reads a byte depends on its writer (RAW); a node that writes it depends
+ * on its readers (WAR), or on its writer when there are none (WAW: with
+ * readers, the writer is an ancestor of each of them). An edge's lo and
+ * hi are the bounding range of the bytes that made it.
  *
  * Inferred edges always go from an earlier node to a later one and are
  * stored per target node, contiguously: node n's are edges[in_first, +nin).
@@ -22,9 +24,11 @@
  * node is added (transitive reduction of the inferred edges). Explicit
  * edges are kept apart and may point backwards; instantiate sorts them out.
  *
- * Adding a node has two passes: the first only looks (it finds the
+ * Adding a node has two passes: the first only looks (it cuts the band
+ * maps' entries at its regions, which changes no byte's value, finds the
  * candidate edges and reserves all memory the second needs), the second
- * cannot fail. So a failing add changes nothing.
+ * cannot fail (it applies the new values, then merges equal neighbours).
+ * So a failing add changes nothing.
  */
 #ifndef WEFT_GRAPH_GRAPH_H
 #define WEFT_GRAPH_GRAPH_H
@@ -137,11 +141,24 @@ typedef struct weft__raw {
     uint32_t from, root;
 } weft__raw;
 
-typedef struct weft__segment {
-    size_t lo, hi;
-    uint32_t writer;  /* node, or WEFT__NONE */
-    uint32_t readers; /* head of a list in readers[], or WEFT__NONE */
-} weft__segment;
+/*
+ * The inference's value of a byte of a root (in its band map): the last
+ * node that wrote it (high 32 bits) and the head of the list in readers[]
+ * of the nodes that read it since (low 32 bits), either WEFT__NONE. Lists
+ * are shared between bytes: cutting an entry copies one index, not a list.
+ */
+static inline uint64_t weft__dep_value(uint32_t writer, uint32_t readers)
+{
+    return (uint64_t)writer << 32 | readers;
+}
+static inline uint32_t weft__dep_writer(uint64_t v)
+{
+    return (uint32_t)(v >> 32);
+}
+static inline uint32_t weft__dep_readers(uint64_t v)
+{
+    return (uint32_t)v;
+}
 
 typedef struct weft__reader {
     uint32_t node, next;
@@ -149,9 +166,7 @@ typedef struct weft__reader {
 
 typedef struct weft__root {
     weft_buffer *buf;
-    weft__segment *segs;
-    uint32_t nseg;
-    size_t cap;
+    weft__bandmap deps; /* every byte's weft__dep_value */
 } weft__root;
 
 /* Per-node scratch of the inference, stamped so that it is never cleared. */

@@ -475,10 +475,11 @@ unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
  * between two moments: where each range is valid, each device's extents
  * and their memory, the host copy (not the fence: a root shared by two
  * executable graphs is never compared). Writes what fits in cap
- * bytes of out and returns the size of the whole. Under root's lock.
+ * bytes of out and returns the size of the whole. Under root's lock; it
+ * settles the tracker first (weft__coherence_settle), so that equal
+ * states compare equal.
  */
-size_t weft__buffer_state(const weft_buffer *root, unsigned char *out,
-                          size_t cap);
+size_t weft__buffer_state(weft_buffer *root, unsigned char *out, size_t cap);
 
 /*
  * A graph (src/graph/) names buf in one more or one fewer access: while

@@ -1,4 +1,4 @@
-/* The coherence tracker: valid masks per byte range (see coherence.h). */
+/* The coherence tracker: valid masks per byte, in a band map (coherence.h). */
 #include "coherence.h"
 
 #include <math.h>
@@ -10,48 +10,29 @@ static uint64_t weft__coh_all(unsigned nmem)
     return nmem >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << nmem) - 1;
 }
 
-static unsigned weft__coh_flags_of(uint64_t valid)
+static int weft__coh_check_region(const weft__coherence *c, unsigned m,
+                                  const weft__region *r, const char *op)
 {
-    return (valid & ((uint64_t)1 << WEFT__COH_HOST)) ? 0u : WEFT__COH_DIRTY;
-}
-
-static size_t weft__coh_end(const weft__coherence *c, size_t i)
-{
-    return i + 1 < c->nsegs ? c->segs[i + 1].off : c->size;
-}
-
-/* The index of the segment that holds byte off (off < size). */
-static size_t weft__coh_find(const weft__coherence *c, size_t off)
-{
-    size_t lo = 0, hi = c->nsegs;
-
-    /* segs[lo].off <= off < segs[hi].off, with segs[nsegs].off = size */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (c->segs[mid].off <= off)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int weft__coh_check_args(const weft__coherence *c, unsigned m,
-                                size_t off, size_t len, const char *op)
-{
-    if (!c || !c->segs)
+    if (!c || !c->map.e)
         return weft__error(WEFT_EINVAL, "coherence %s: no tracker", op);
     if (m >= c->nmem)
         return weft__error(WEFT_EINVAL,
                            "coherence %s: memory %u of a buffer tracked on %u",
                            op, m, c->nmem);
-    if (off > c->size || len > c->size - off)
+    if (r->off > c->size || r->w > c->size - r->off)
         return weft__error(WEFT_ERANGE,
                            "coherence %s: range [%zu, +%zu) outside the "
                            "buffer's %zu bytes",
-                           op, off, len, c->size);
+                           op, r->off, r->w, c->size);
+    if (r->h > 1 && weft__bandmap_check_region(&c->map, r, "coherence") < 0)
+        return weft__error_prefix(WEFT_ERANGE, "coherence %s: ", op);
     return 0;
+}
+
+/* An empty range (w 0) is checked, then asks for nothing. */
+static int weft__coh_empty(const weft__region *r)
+{
+    return r->w == 0 || r->h == 0;
 }
 
 int weft__coherence_init(weft__coherence *c, size_t size, unsigned nmem,
@@ -70,16 +51,10 @@ int weft__coherence_init(weft__coherence *c, size_t size, unsigned nmem,
                            "coherence init: initial valid mask %#llx is not "
                            "a non-empty set of the %u memories",
                            (unsigned long long)initial_valid, nmem);
-    c->segs = weft__malloc(4 * sizeof *c->segs);
-    if (!c->segs)
+    if (weft__bandmap_init(&c->map, size, initial_valid) < 0)
         return weft__error(WEFT_ENOMEM, "coherence init: out of memory");
-    c->cap = 4;
-    c->nsegs = 1;
     c->size = size;
     c->nmem = nmem;
-    c->segs[0].off = 0;
-    c->segs[0].valid = initial_valid;
-    c->segs[0].flags = weft__coh_flags_of(initial_valid);
     weft__assert_expensive(weft__coherence_validate(c));
     return 0;
 }
@@ -88,7 +63,7 @@ void weft__coherence_fini(weft__coherence *c)
 {
     if (!c)
         return;
-    weft__free(c->segs);
+    weft__bandmap_fini(&c->map);
     memset(c, 0, sizeof *c);
 }
 
@@ -110,144 +85,189 @@ void weft__coherence_ranges_fini(weft__coherence_ranges *r)
 
 int weft__coherence_reserve(weft__coherence *c, size_t extra)
 {
-    weft__coherence_seg *segs;
+    weft__band_entry *e;
     size_t cap;
 
-    if (c->cap - c->nsegs >= extra)
+    if (c->map.cap - c->map.n >= extra)
         return 0;
-    cap = c->cap * 2 > c->nsegs + extra ? c->cap * 2 : c->nsegs + extra;
-    segs = weft__realloc(c->segs, cap * sizeof *segs);
-    if (!segs)
+    cap = WEFT__MAX(c->map.cap * 2, c->map.n + extra);
+    e = weft__realloc(c->map.e, cap * sizeof *e);
+    if (!e)
         return weft__error(WEFT_ENOMEM,
-                           "coherence: out of memory for %zu segments", cap);
-    c->segs = segs;
-    c->cap = cap;
+                           "coherence: out of memory for %zu entries", cap);
+    c->map.e = e;
+    c->map.cap = cap;
     return 0;
 }
 
-/*
- * Make a segment start at byte at and return its index (nsegs for at ==
- * size). Room for one more segment must have been reserved.
- */
-static size_t weft__coh_split(weft__coherence *c, size_t at)
-{
-    size_t i;
+typedef struct weft__coh_mask {
+    uint64_t clear, set;
+} weft__coh_mask;
 
-    if (at >= c->size)
-        return c->nsegs;
-    i = weft__coh_find(c, at);
-    if (c->segs[i].off == at)
-        return i;
-    weft__assert_internal(c->nsegs < c->cap);
-    memmove(&c->segs[i + 2], &c->segs[i + 1],
-            (c->nsegs - i - 1) * sizeof *c->segs);
-    c->segs[i + 1] = c->segs[i];
-    c->segs[i + 1].off = at;
-    c->nsegs++;
-    return i + 1;
+static uint64_t weft__coh_masked(uint64_t v, void *user)
+{
+    const weft__coh_mask *k = user;
+
+    return (v & ~k->clear) | k->set;
 }
 
-static bool weft__coh_same(const weft__coherence_seg *a,
-                           const weft__coherence_seg *b)
+/* Stops at the first piece the update would change. */
+static int weft__coh_changes(const weft__region *piece, uint64_t v, void *user)
 {
-    return a->valid == b->valid && a->flags == b->flags;
+    (void)piece;
+    return weft__coh_masked(v, user) != v;
 }
 
-/*
- * Merge equal neighbours across the boundaries lo..hi (boundary k lies
- * between segments k - 1 and k): the only ones an update can have made
- * equal.
- */
-static void weft__coh_merge(weft__coherence *c, size_t lo, size_t hi)
-{
-    size_t first = lo ? lo : 1, last = WEFT__MIN(hi, c->nsegs - 1), w, k;
-
-    if (first > last)
-        return;
-    w = first - 1;
-    for (k = first; k <= last; k++) {
-        if (weft__coh_same(&c->segs[w], &c->segs[k]))
-            continue;
-        c->segs[++w] = c->segs[k];
-    }
-    if (last == w)
-        return;
-    memmove(&c->segs[w + 1], &c->segs[last + 1],
-            (c->nsegs - last - 1) * sizeof *c->segs);
-    c->nsegs -= last - w;
-}
-
-/* valid = (valid & ~clear) | set over [off, off + len); args checked. */
-static int weft__coh_update(weft__coherence *c, size_t off, size_t len,
+/* valid = (valid & ~clear) | set over r; args checked. */
+static int weft__coh_update(weft__coherence *c, const weft__region *r,
                             uint64_t clear, uint64_t set)
 {
-    size_t i, j, k;
+    weft__coh_mask k = {clear, set};
     int rc;
 
-    if (len == 0)
+    if (weft__coh_empty(r))
         return 0;
-    /* Within one segment that the update leaves as it is (a node writing
-     * again what it wrote at the last launch): nothing to do. */
-    i = weft__coh_find(c, off);
-    if (off + len <= weft__coh_end(c, i) &&
-        ((c->segs[i].valid & ~clear) | set) == c->segs[i].valid)
+    /* Nothing changes (a node writing again what it wrote at the last
+     * launch): nothing to cut. */
+    if (!weft__bandmap_visit(&c->map, r, weft__coh_changes, &k))
         return 0;
-    /* both splits' room first, so that nothing changes on failure */
-    if ((rc = weft__coherence_reserve(c, 2)) < 0)
+    if ((rc = weft__bandmap_split(&c->map, r)) < 0)
         return rc;
-    i = weft__coh_split(c, off);
-    j = weft__coh_split(c, off + len);
-    for (k = i; k < j; k++) {
-        c->segs[k].valid = (c->segs[k].valid & ~clear) | set;
-        c->segs[k].flags = weft__coh_flags_of(c->segs[k].valid);
-        weft__assert_internal(c->segs[k].valid != 0);
-    }
-    weft__coh_merge(c, i, j);
+    weft__bandmap_apply(&c->map, r, weft__coh_masked, &k);
     weft__assert_expensive(weft__coherence_validate(c));
     return 0;
+}
+
+int weft__coherence_mark_valid_region(weft__coherence *c, unsigned m,
+                                      const weft__region *r)
+{
+    int rc;
+
+    if ((rc = weft__coh_check_region(c, m, r, "mark_valid")) < 0)
+        return rc;
+    return weft__coh_update(c, r, 0, (uint64_t)1 << m);
+}
+
+int weft__coherence_write_region(weft__coherence *c, unsigned m,
+                                 const weft__region *r)
+{
+    int rc;
+
+    if ((rc = weft__coh_check_region(c, m, r, "write")) < 0)
+        return rc;
+    return weft__coh_update(c, r, ~(uint64_t)0, (uint64_t)1 << m);
+}
+
+typedef struct weft__coh_sole {
+    uint64_t bit;
+    weft__region at;
+} weft__coh_sole;
+
+static int weft__coh_find_sole(const weft__region *piece, uint64_t v,
+                               void *user)
+{
+    weft__coh_sole *s = user;
+
+    if (v != s->bit)
+        return 0;
+    s->at = *piece;
+    return 1;
+}
+
+int weft__coherence_drop_region(weft__coherence *c, unsigned m,
+                                const weft__region *r)
+{
+    weft__coh_sole s = {(uint64_t)1 << m, {0, 0, 1, 0}};
+    int rc;
+
+    if ((rc = weft__coh_check_region(c, m, r, "drop")) < 0)
+        return rc;
+    if (weft__coh_empty(r))
+        return 0;
+    if (weft__bandmap_visit(&c->map, r, weft__coh_find_sole, &s))
+        return weft__error(
+            WEFT_EBUSY,
+            "coherence drop: memory %u holds the only valid copy of "
+            "[%zu, %zu)%s; write it back before dropping it",
+            m, s.at.off, s.at.off + s.at.w,
+            s.at.h > 1 ? " and rows after it" : "");
+    return weft__coh_update(c, r, s.bit, 0);
+}
+
+static uint64_t weft__coh_unshare(uint64_t v, void *user)
+{
+    uint64_t bit = *(const uint64_t *)user;
+
+    return v == bit ? v : v & ~bit;
+}
+
+static int weft__coh_shared_on(const weft__region *piece, uint64_t v,
+                               void *user)
+{
+    (void)piece;
+    return weft__coh_unshare(v, user) != v;
+}
+
+int weft__coherence_drop_shared(weft__coherence *c, unsigned m,
+                                const weft__region *r)
+{
+    uint64_t bit = (uint64_t)1 << m;
+    int rc;
+
+    if ((rc = weft__coh_check_region(c, m, r, "drop_shared")) < 0)
+        return rc;
+    if (weft__coh_empty(r) ||
+        !weft__bandmap_visit(&c->map, r, weft__coh_shared_on, &bit))
+        return 0;
+    if ((rc = weft__bandmap_split(&c->map, r)) < 0)
+        return rc;
+    weft__bandmap_apply(&c->map, r, weft__coh_unshare, &bit);
+    return 0;
+}
+
+int weft__coherence_cut(weft__coherence *c, const weft__region *r)
+{
+    int rc;
+
+    if ((rc = weft__coh_check_region(c, 0, r, "cut")) < 0)
+        return rc;
+    return weft__coh_empty(r) ? 0 : weft__bandmap_split(&c->map, r);
+}
+
+void weft__coherence_settle(weft__coherence *c, size_t off, size_t len)
+{
+    if (off < c->size)
+        weft__bandmap_merge(
+            &c->map, off,
+            off + WEFT__MIN(WEFT__MAX(len, (size_t)1), c->size - off));
+}
+
+size_t weft__coherence_entries(const weft__coherence *c)
+{
+    return c->map.n;
 }
 
 int weft__coherence_mark_valid(weft__coherence *c, unsigned m, size_t off,
                                size_t len)
 {
-    int rc;
+    weft__region r = weft__region_range(off, len);
 
-    if ((rc = weft__coh_check_args(c, m, off, len, "mark_valid")) < 0)
-        return rc;
-    return weft__coh_update(c, off, len, 0, (uint64_t)1 << m);
+    return weft__coherence_mark_valid_region(c, m, &r);
 }
 
 int weft__coherence_write(weft__coherence *c, unsigned m, size_t off,
                           size_t len)
 {
-    int rc;
+    weft__region r = weft__region_range(off, len);
 
-    if ((rc = weft__coh_check_args(c, m, off, len, "write")) < 0)
-        return rc;
-    return weft__coh_update(c, off, len, ~(uint64_t)0, (uint64_t)1 << m);
+    return weft__coherence_write_region(c, m, &r);
 }
 
 int weft__coherence_drop(weft__coherence *c, unsigned m, size_t off, size_t len)
 {
-    uint64_t bit = (uint64_t)1 << m;
-    size_t i, end = off + len;
-    int rc;
+    weft__region r = weft__region_range(off, len);
 
-    if ((rc = weft__coh_check_args(c, m, off, len, "drop")) < 0)
-        return rc;
-    if (len == 0)
-        return 0;
-    for (i = weft__coh_find(c, off); i < c->nsegs && c->segs[i].off < end;
-         i++) {
-        if (c->segs[i].valid == bit)
-            return weft__error(
-                WEFT_EBUSY,
-                "coherence drop: memory %u holds the only valid copy of "
-                "[%zu, %zu); write it back before dropping it",
-                m, WEFT__MAX(off, c->segs[i].off),
-                WEFT__MIN(end, weft__coh_end(c, i)));
-    }
-    return weft__coh_update(c, off, len, bit, 0);
+    return weft__coherence_drop_region(c, m, &r);
 }
 
 /* ---- queries ----------------------------------------------------------- */
@@ -292,141 +312,202 @@ static unsigned weft__coh_source(weft__coh_costs *k, uint64_t valid)
 }
 
 /*
- * One pass of weft__coherence_read: count the transfers (items NULL) or
- * write them. Both passes make the same choices, so the count is exact.
+ * A list of regions being built: pieces that touch the last one with the
+ * same source (a range continuing it, rows continuing a block, or the
+ * next columns of the same rows) extend it.
  */
-static size_t weft__coh_read_pass(const weft__coherence *c, unsigned m,
-                                  size_t off, size_t end, weft__coh_costs *k,
-                                  weft__coherence_transfer *items)
-{
-    uint64_t bit = (uint64_t)1 << m;
-    size_t n = 0, i, s, e, last_end = 0;
-    unsigned src, last_src = 0;
+typedef struct weft__coh_build {
+    weft__coherence_transfer *items;
+    size_t count, cap;
+    int failed;
+} weft__coh_build;
 
-    for (i = weft__coh_find(c, off); i < c->nsegs && c->segs[i].off < end;
-         i++) {
-        if (c->segs[i].valid & bit)
-            continue;
-        s = WEFT__MAX(off, c->segs[i].off);
-        e = WEFT__MIN(end, weft__coh_end(c, i));
-        src = weft__coh_source(k, c->segs[i].valid);
-        if (n && last_end == s && last_src == src) {
-            if (items)
-                items[n - 1].len = e - items[n - 1].off;
-        } else {
-            if (items)
-                items[n] = (weft__coherence_transfer){
-                    .src = src, .dst = m, .off = s, .len = e - s};
-            n++;
-        }
-        last_end = e;
-        last_src = src;
+static int weft__coh_extend(weft__coherence_transfer *t, unsigned src,
+                            const weft__region *g)
+{
+    if (t->src != src)
+        return 0;
+    if (t->rows == 1 && g->h == 1 && t->off + t->len == g->off) {
+        t->len += g->w;
+        return 1;
     }
-    return n;
+    /* a run, then the same columns of the rows after it */
+    if (t->rows == 1 && g->h > 1 && g->w == t->len && g->off == t->off + g->p) {
+        t->rows = 1 + g->h;
+        t->pitch = g->p;
+        return 1;
+    }
+    /* a block, then the same columns of the row after it */
+    if (t->rows > 1 && g->h == 1 && g->w == t->len &&
+        g->off == t->off + t->rows * t->pitch) {
+        t->rows++;
+        return 1;
+    }
+    if (t->rows > 1 && g->h > 1 && g->p == t->pitch) {
+        /* the same columns, the rows after */
+        if (g->w == t->len && g->off == t->off + t->rows * t->pitch) {
+            t->rows += g->h;
+            return 1;
+        }
+        /* the same rows, the columns after */
+        if (g->h == t->rows && g->off == t->off + t->len &&
+            t->len + g->w <= t->pitch) {
+            t->len += g->w;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int weft__coh_add(weft__coh_build *b, unsigned src, unsigned dst,
+                         const weft__region *g)
+{
+    if (b->count && weft__coh_extend(&b->items[b->count - 1], src, g))
+        return 0;
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 8;
+        weft__coherence_transfer *t = weft__realloc(b->items, cap * sizeof *t);
+
+        if (!t) {
+            b->failed = 1;
+            return weft__error(
+                WEFT_ENOMEM, "coherence: out of memory for %zu transfers", cap);
+        }
+        b->items = t;
+        b->cap = cap;
+    }
+    b->items[b->count++] = (weft__coherence_transfer){
+        src, dst, g->off, g->w, g->h, g->h > 1 ? g->p : 0};
+    return 0;
+}
+
+typedef struct weft__coh_reading {
+    weft__coh_build b;
+    weft__coh_costs k;
+    uint64_t bit;
+} weft__coh_reading;
+
+static int weft__coh_read_piece(const weft__region *g, uint64_t v, void *user)
+{
+    weft__coh_reading *r = user;
+
+    if (v & r->bit)
+        return 0;
+    return weft__coh_add(&r->b, weft__coh_source(&r->k, v), r->k.dst, g);
+}
+
+int weft__coherence_read_region(const weft__coherence *c, unsigned m,
+                                const weft__region *g,
+                                weft__coherence_cost_fn *cost, void *user,
+                                weft__coherence_transfers *out)
+{
+    weft__coh_reading r;
+    int rc;
+
+    if ((rc = weft__coh_check_region(c, m, g, "read")) < 0)
+        return rc;
+    if (!out)
+        return weft__error(WEFT_EINVAL, "coherence read: no transfer list");
+    r.b = (weft__coh_build){out->items, 0, out->cap, 0};
+    r.k.fn = cost;
+    r.k.user = user;
+    r.k.dst = m;
+    r.k.known = 0;
+    r.bit = (uint64_t)1 << m;
+    rc = weft__coh_empty(g)
+             ? 0
+             : weft__bandmap_visit(&c->map, g, weft__coh_read_piece, &r);
+    out->items = r.b.items;
+    out->cap = r.b.cap;
+    out->count = rc < 0 ? 0 : r.b.count;
+    return rc < 0 ? rc : 0;
 }
 
 int weft__coherence_read(const weft__coherence *c, unsigned m, size_t off,
                          size_t len, weft__coherence_cost_fn *cost, void *user,
                          weft__coherence_transfers *out)
 {
-    weft__coh_costs k;
-    size_t n;
-    int rc;
+    weft__region g = weft__region_range(off, len);
 
-    if ((rc = weft__coh_check_args(c, m, off, len, "read")) < 0)
-        return rc;
-    if (!out)
-        return weft__error(WEFT_EINVAL, "coherence read: no transfer list");
-    k.fn = cost;
-    k.user = user;
-    k.dst = m;
-    k.known = 0;
-    n = len ? weft__coh_read_pass(c, m, off, off + len, &k, NULL) : 0;
-    if (n > out->cap) {
-        weft__coherence_transfer *items =
-            weft__realloc(out->items, n * sizeof *items);
-
-        if (!items)
-            return weft__error(WEFT_ENOMEM,
-                               "coherence read: out of memory for %zu "
-                               "transfers",
-                               n);
-        out->items = items;
-        out->cap = n;
-    }
-    if (n)
-        weft__coh_read_pass(c, m, off, off + len, &k, out->items);
-    out->count = n;
-    return 0;
+    return weft__coherence_read_region(c, m, &g, cost, user, out);
 }
 
-static size_t weft__coh_sole_pass(const weft__coherence *c, unsigned m,
-                                  size_t off, size_t end,
-                                  weft__coherence_range *items)
-{
-    uint64_t bit = (uint64_t)1 << m;
-    size_t n = 0, i, s, e, last_end = 0;
+typedef struct weft__coh_soles {
+    weft__coh_build b;
+    uint64_t bit;
+} weft__coh_soles;
 
-    for (i = weft__coh_find(c, off); i < c->nsegs && c->segs[i].off < end;
-         i++) {
-        if (c->segs[i].valid != bit)
-            continue;
-        s = WEFT__MAX(off, c->segs[i].off);
-        e = WEFT__MIN(end, weft__coh_end(c, i));
-        /* two such segments are never adjacent: they would be merged */
-        weft__assert_internal(!n || last_end < s);
-        if (items)
-            items[n] = (weft__coherence_range){.off = s, .len = e - s};
-        n++;
-        last_end = e;
+static int weft__coh_sole_piece(const weft__region *g, uint64_t v, void *user)
+{
+    weft__coh_soles *s = user;
+
+    return v == s->bit ? weft__coh_add(&s->b, 0, 0, g) : 0;
+}
+
+int weft__coherence_sole_regions(const weft__coherence *c, unsigned m,
+                                 const weft__region *g,
+                                 weft__coherence_ranges *out)
+{
+    weft__coh_soles s = {{NULL, 0, 0, 0}, (uint64_t)1 << m};
+    int rc;
+
+    if ((rc = weft__coh_check_region(c, m, g, "sole_ranges")) < 0)
+        return rc;
+    if (!out)
+        return weft__error(WEFT_EINVAL, "coherence sole_ranges: no list");
+    rc = weft__coh_empty(g)
+             ? 0
+             : weft__bandmap_visit(&c->map, g, weft__coh_sole_piece, &s);
+    if (rc == 0 && s.b.count > out->cap) {
+        weft__coherence_range *items =
+            weft__realloc(out->items, s.b.count * sizeof *items);
+
+        if (!items)
+            rc = weft__error(WEFT_ENOMEM,
+                             "coherence sole_ranges: out of memory for %zu "
+                             "ranges",
+                             s.b.count);
+        else {
+            out->items = items;
+            out->cap = s.b.count;
+        }
     }
-    (void)last_end; /* read by the assertion only */
-    return n;
+    out->count = 0;
+    for (size_t i = 0; rc == 0 && i < s.b.count; i++)
+        out->items[out->count++] =
+            (weft__coherence_range){s.b.items[i].off, s.b.items[i].len,
+                                    s.b.items[i].rows, s.b.items[i].pitch};
+    weft__free(s.b.items);
+    return rc < 0 ? rc : 0;
 }
 
 int weft__coherence_sole_ranges(const weft__coherence *c, unsigned m,
                                 size_t off, size_t len,
                                 weft__coherence_ranges *out)
 {
-    size_t n;
-    int rc;
+    weft__region g = weft__region_range(off, len);
 
-    if ((rc = weft__coh_check_args(c, m, off, len, "sole_ranges")) < 0)
-        return rc;
-    if (!out)
-        return weft__error(WEFT_EINVAL, "coherence sole_ranges: no list");
-    n = len ? weft__coh_sole_pass(c, m, off, off + len, NULL) : 0;
-    if (n > out->cap) {
-        weft__coherence_range *items =
-            weft__realloc(out->items, n * sizeof *items);
+    return weft__coherence_sole_regions(c, m, &g, out);
+}
 
-        if (!items)
-            return weft__error(WEFT_ENOMEM,
-                               "coherence sole_ranges: out of memory for %zu "
-                               "ranges",
-                               n);
-        out->items = items;
-        out->cap = n;
-    }
-    if (n)
-        weft__coh_sole_pass(c, m, off, off + len, out->items);
-    out->count = n;
+static int weft__coh_and(const weft__region *g, uint64_t v, void *user)
+{
+    (void)g;
+    *(uint64_t *)user &= v;
     return 0;
 }
 
 uint64_t weft__coherence_holders(const weft__coherence *c, size_t off,
                                  size_t len)
 {
+    weft__region g = weft__region_range(off, len);
     uint64_t mask;
-    size_t i, end = off + len;
 
-    if (!c || !c->segs || off > c->size || len > c->size - off)
+    if (!c || !c->map.e || off > c->size || len > c->size - off)
         return 0;
     mask = weft__coh_all(c->nmem);
-    if (len == 0)
-        return mask;
-    for (i = weft__coh_find(c, off); i < c->nsegs && c->segs[i].off < end; i++)
-        mask &= c->segs[i].valid;
+    if (len)
+        weft__bandmap_visit(&c->map, &g, weft__coh_and, &mask);
     return mask;
 }
 
@@ -438,6 +519,23 @@ int weft__coherence_is_valid(const weft__coherence *c, unsigned m, size_t off,
     return (weft__coherence_holders(c, off, len) >> m) & 1;
 }
 
+int weft__coherence_is_valid_region(const weft__coherence *c, unsigned m,
+                                    const weft__region *g)
+{
+    uint64_t mask;
+
+    if (g->h == 1)
+        return weft__coherence_is_valid(c, m, g->off, g->w);
+    if (!c || m >= c->nmem ||
+        weft__bandmap_check_region(&c->map, g, "coherence") < 0) {
+        weft_clear_error();
+        return 0;
+    }
+    mask = weft__coh_all(c->nmem);
+    weft__bandmap_visit(&c->map, g, weft__coh_and, &mask);
+    return (mask >> m) & 1;
+}
+
 /* ---- the validator ----------------------------------------------------- */
 
 static _Thread_local char weft__coh_why[200];
@@ -447,55 +545,30 @@ static _Thread_local char weft__coh_why[200];
 
 const char *weft__coherence_check(const weft__coherence *c)
 {
+    const char *why;
     uint64_t all;
-    size_t i;
 
     if (!c)
         return "no tracker";
-    if (!c->segs || c->nsegs == 0)
-        return "no segments";
-    if (c->nsegs > c->cap)
-        return WEFT__COH_BROKEN("%zu segments in room for %zu", c->nsegs,
-                                c->cap);
-    if (c->size == 0)
-        return "size 0";
+    if (!c->map.e || c->map.n == 0)
+        return "no entries";
+    if (c->size == 0 || c->map.size != c->size)
+        return WEFT__COH_BROKEN("size %zu, map of %zu", c->size, c->map.size);
     if (c->nmem == 0 || c->nmem > WEFT__COH_MAX_MEMS)
         return WEFT__COH_BROKEN("%u memories", c->nmem);
-    if (c->segs[0].off != 0)
-        return WEFT__COH_BROKEN("the first segment starts at %zu, not 0",
-                                c->segs[0].off);
+    if ((why = weft__bandmap_check(&c->map)))
+        return WEFT__COH_BROKEN("%s", why);
     all = weft__coh_all(c->nmem);
-    for (i = 0; i < c->nsegs; i++) {
-        const weft__coherence_seg *s = &c->segs[i];
+    for (size_t i = 0; i < c->map.n; i++) {
+        const weft__band_entry *e = &c->map.e[i];
 
-        if (s->off >= c->size)
-            return WEFT__COH_BROKEN("segment %zu starts at %zu, past the "
-                                    "end (%zu)",
-                                    i, s->off, c->size);
-        if (i > 0 && s->off <= c->segs[i - 1].off)
-            return WEFT__COH_BROKEN("segment %zu starts at %zu, not after "
-                                    "segment %zu (%zu)",
-                                    i, s->off, i - 1, c->segs[i - 1].off);
-        if (s->valid == 0)
-            return WEFT__COH_BROKEN("segment %zu [%zu, %zu) is valid nowhere",
-                                    i, s->off, weft__coh_end(c, i));
-        if (s->valid & ~all)
-            return WEFT__COH_BROKEN("segment %zu is valid on memories %#llx, "
+        if (e->v == 0)
+            return WEFT__COH_BROKEN("entry %zu [%zu, %zu) is valid nowhere", i,
+                                    e->lo, e->hi);
+        if (e->v & ~all)
+            return WEFT__COH_BROKEN("entry %zu is valid on memories %#llx, "
                                     "beyond the %u tracked",
-                                    i, (unsigned long long)s->valid, c->nmem);
-        if (s->flags & ~(unsigned)WEFT__COH_DIRTY)
-            return WEFT__COH_BROKEN("segment %zu has unknown flags %#x", i,
-                                    s->flags);
-        if (s->flags != weft__coh_flags_of(s->valid))
-            return WEFT__COH_BROKEN(
-                "segment %zu is %s but the host copy is "
-                "%s",
-                i, (s->flags & WEFT__COH_DIRTY) ? "dirty" : "clean",
-                (s->valid & 1) ? "valid" : "stale");
-        if (i > 0 && weft__coh_same(&c->segs[i - 1], s))
-            return WEFT__COH_BROKEN("segments %zu and %zu have the same "
-                                    "state and are not merged",
-                                    i - 1, i);
+                                    i, (unsigned long long)e->v, c->nmem);
     }
     return NULL;
 }

@@ -8,35 +8,36 @@
  * records what the owner did, so it can be tested byte by byte against a
  * plain model.
  *
- * State. The bytes [0, size) are cut into segments; each has one state
- * word pair (see weft__coherence_seg) that holds for every byte in it:
- *   valid  bit m set: memory m holds the current bytes of the segment.
- *          Never 0: some memory always holds the current bytes.
- *   flags  WEFT__COH_DIRTY: the host copy is stale, i.e. bit 0 of valid is
- *          clear. It says nothing valid does not; it is kept so that the
- *          state a range is in reads directly, and the validator checks
- *          that the two agree.
- * In the terms of DESIGN.md a segment is, for memory m: invalid if bit m is
- * clear; modified on m if valid is exactly bit m (m holds the only
- * up-to-date copy, which eviction of m must write back first); shared
- * otherwise (valid on m and at least one other memory).
+ * State. A band map (base/bandmap.h) holds, for every byte, its valid
+ * mask: bit m set: memory m holds the current bytes. Never 0: some memory
+ * always holds the current bytes. The host copy is stale (dirty) where bit
+ * 0 is clear. In the terms of DESIGN.md a byte is, for memory m: invalid
+ * if bit m is clear; modified on m if valid is exactly bit m (m holds the
+ * only up-to-date copy, which eviction of m must write back first);
+ * shared otherwise (valid on m and at least one other memory).
  *
- * Invariants (weft__coherence_check): segments sorted by offset, starting
- * at 0, non-empty, covering [0, size); no two adjacent segments with the
- * same state (they are merged); valid non-zero and within the nmem
- * memories; DIRTY exactly when bit 0 is clear.
+ * Regions. Every operation takes a region: a range, or a 2-D block of
+ * rows (base/bandmap.h); the _region forms take one, the others a range.
+ * A matrix whose tiles are moved and written tile by tile is held as one
+ * cell per tile (not a segment per row), and a read asks for one block
+ * transfer per tile that lacks its bytes, so that the caller can move it
+ * with a 2-D copy.
  *
- * Cost. The segments are a sorted array: a lookup is a binary search; an
- * update touching k segments makes O(k) comparisons and at most one
- * memmove of the tail of the array (splitting adds at most two segments,
- * merging removes some), and one that changes nothing within a segment
- * (a node writing again where it wrote at the last launch) only the
- * search. A buffer is cut into as many segments as the
- * distinct ranges its nodes touch, tens in practice.
+ * Merging. A mutation cuts the map where the region's edges fall and
+ * changes the values inside; it does not join equal neighbours. So once
+ * an operation on a region succeeded, later mutations of that region (a
+ * node's write after its read) need no memory and cannot fail, however
+ * other regions changed in between. weft__coherence_settle joins equal
+ * neighbours; the owner calls it where no such later mutation is pending
+ * (before a node's first read of its ranges). A mutation that changes no
+ * value (a node writing again where it wrote at the last launch) cuts
+ * nothing either.
  *
- * Failure. A mutation that fails (out of memory, bad range, a refused drop)
- * changes nothing. Room for the two segments a split may add is reserved
- * before anything is touched.
+ * Invariants (weft__coherence_check): the band map's, and every mask
+ * non-zero and within the nmem memories.
+ *
+ * Failure. A mutation that fails (out of memory, bad region, a refused
+ * drop) changes no byte's state.
  *
  * Threads. None of this locks: the owner (the buffer) serializes every
  * call on one tracker, under the root's lock.
@@ -44,32 +45,25 @@
 #ifndef WEFT_MEM_COHERENCE_H
 #define WEFT_MEM_COHERENCE_H
 
-#include "../base/base.h"
+#include "../base/bandmap.h"
 
 #define WEFT__COH_MAX_MEMS 64u
 #define WEFT__COH_HOST     0u
 
-enum {
-    WEFT__COH_DIRTY = 1u, /* the host copy of the segment is stale */
-};
-
-typedef struct weft__coherence_seg {
-    size_t off;     /* first byte; the segment ends where the next begins */
-    uint64_t valid; /* bit m: memory m holds the current bytes */
-    unsigned flags; /* WEFT__COH_* */
-} weft__coherence_seg;
-
 typedef struct weft__coherence {
-    size_t size;   /* bytes tracked, > 0 */
-    unsigned nmem; /* 1..64 */
-    size_t nsegs, cap;
-    weft__coherence_seg *segs;
+    size_t size;       /* bytes tracked, > 0 */
+    unsigned nmem;     /* 1..64 */
+    weft__bandmap map; /* each byte's valid mask */
 } weft__coherence;
 
-/* One copy that a read needs: [off, off + len) from memory src to dst. */
+/*
+ * One copy that a read needs, from memory src to dst: rows runs of len
+ * bytes, pitch apart, the first at off ([off, off + len) when rows is 1).
+ */
 typedef struct weft__coherence_transfer {
     unsigned src, dst;
     size_t off, len;
+    size_t rows, pitch;
 } weft__coherence_transfer;
 
 /* A list the caller owns and reuses; start from WEFT__COH_LIST_INIT. */
@@ -78,9 +72,18 @@ typedef struct weft__coherence_transfers {
     size_t count, cap;
 } weft__coherence_transfers;
 
+/* rows runs of len bytes, pitch apart, from off (rows 1: a range). */
 typedef struct weft__coherence_range {
     size_t off, len;
+    size_t rows, pitch;
 } weft__coherence_range;
+
+static inline weft__region
+weft__coherence_range_region(const weft__coherence_range *r)
+{
+    weft__region g = {r->off, r->len, r->rows, r->rows > 1 ? r->pitch : 0};
+    return g;
+}
 
 typedef struct weft__coherence_ranges {
     weft__coherence_range *items;
@@ -115,16 +118,51 @@ void weft__coherence_fini(weft__coherence *c);
 /*
  * The copies that make [off, off + len) valid on m: one transfer per
  * maximal run of bytes not valid on m whose cheapest valid source (by
- * cost, NULL for all equal) is the same memory, in increasing offset. The
- * list is replaced (count 0 if nothing is missing); on failure it is left
- * as it was. The tracker does not change: call weft__coherence_mark_valid
- * for each transfer (or for the whole range) once the copies completed.
+ * cost, NULL for all equal) is the same memory, in increasing offset (a
+ * block of rows where the bytes lie in cells of a band). The list is
+ * replaced (count 0 if nothing is missing); on failure its count is 0.
+ * The tracker does not change: call weft__coherence_mark_valid for each
+ * transfer (or for the whole range) once the copies completed.
  * WEFT_EINVAL for a bad memory, WEFT_ERANGE for a range past the
  * end, WEFT_ENOMEM.
  */
 int weft__coherence_read(const weft__coherence *c, unsigned m, size_t off,
                          size_t len, weft__coherence_cost_fn *cost, void *user,
                          weft__coherence_transfers *out);
+/* The same for a region: each transfer lies inside it. */
+int weft__coherence_read_region(const weft__coherence *c, unsigned m,
+                                const weft__region *r,
+                                weft__coherence_cost_fn *cost, void *user,
+                                weft__coherence_transfers *out);
+int weft__coherence_mark_valid_region(weft__coherence *c, unsigned m,
+                                      const weft__region *r);
+int weft__coherence_write_region(weft__coherence *c, unsigned m,
+                                 const weft__region *r);
+int weft__coherence_drop_region(weft__coherence *c, unsigned m,
+                                const weft__region *r);
+/*
+ * m's copy of the region's bytes that another memory holds too goes away;
+ * the bytes m holds alone stay (a write on m that failed part-way: what
+ * m holds alone is the best there is).
+ */
+int weft__coherence_drop_shared(weft__coherence *c, unsigned m,
+                                const weft__region *r);
+/* The region's pieces m holds alone, as weft__coherence_sole_ranges. */
+int weft__coherence_sole_regions(const weft__coherence *c, unsigned m,
+                                 const weft__region *r,
+                                 weft__coherence_ranges *out);
+/* 1 if every byte of the region is valid on m. */
+int weft__coherence_is_valid_region(const weft__coherence *c, unsigned m,
+                                    const weft__region *r);
+/*
+ * Cut the map at r's edges, changing no byte's state, so that later
+ * updates of exactly r need no memory and cannot fail (see Merging).
+ */
+int weft__coherence_cut(weft__coherence *c, const weft__region *r);
+/* Join equal neighbours among the entries meeting [off, off + len). */
+void weft__coherence_settle(weft__coherence *c, size_t off, size_t len);
+/* Entries the map holds (for tests and statistics). */
+size_t weft__coherence_entries(const weft__coherence *c);
 
 /*
  * m now holds the current bytes of [off, off + len): the copies that
@@ -160,8 +198,9 @@ uint64_t weft__coherence_holders(const weft__coherence *c, size_t off,
 
 /*
  * The ranges of [off, off + len) for which m holds the only valid copy:
- * what evicting m would have to write back. Adjacent ranges are merged.
- * The list is replaced; on failure it is left as it was.
+ * what evicting m would have to write back. Adjacent ranges are merged;
+ * runs in cells of a band come as blocks (rows > 1). The list is
+ * replaced; on failure its count is 0.
  */
 int weft__coherence_sole_ranges(const weft__coherence *c, unsigned m,
                                 size_t off, size_t len,
@@ -177,9 +216,10 @@ const char *weft__coherence_check(const weft__coherence *c);
 bool weft__coherence_validate(const weft__coherence *c);
 
 /*
- * Make room for extra more segments, so that the updates that follow (at
- * most two new segments each) cannot fail for want of memory: a caller
- * that must record work already done reserves before doing it.
+ * Make room for extra more entries. An update of a range that an earlier
+ * operation cut the map for needs none (see Merging); this keeps room
+ * for the first cut of a range (two entries where the range lies in
+ * uniform entries).
  */
 int weft__coherence_reserve(weft__coherence *c, size_t extra);
 

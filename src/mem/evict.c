@@ -26,15 +26,19 @@ static int weft__extent_evict(weft_buffer *root, weft__extent *x,
                                      &l->ranges);
     for (size_t i = 0; rc == 0 && i < l->ranges.count; i++) {
         const weft__coherence_range *r = &l->ranges.items[i];
+        weft__region g = weft__coherence_range_region(r);
 
-        rc = weft__replica_d2h(root, x->device, x->blk.mem,
-                               x->blk.offset + (r->off - x->lo), r->off, r->len,
-                               WEFT__CAUSE_EVICT, l);
+        /* (a block, row by row) */
+        for (size_t k = 0; rc == 0 && k < g.h; k++) {
+            size_t at = g.off + k * g.p;
+
+            rc = weft__replica_d2h(root, x->device, x->blk.mem,
+                                   x->blk.offset + (at - x->lo), at, g.w,
+                                   WEFT__CAUSE_EVICT, l);
+        }
         if (rc == 0)
-            rc = weft__coherence_reserve(&root->coh, 4);
-        if (rc == 0)
-            rc = weft__coherence_mark_valid(&root->coh, WEFT__COH_HOST, r->off,
-                                            r->len);
+            rc = weft__coherence_mark_valid_region(&root->coh, WEFT__COH_HOST,
+                                                   &g);
     }
     /* The write-backs read the extent about to be freed. */
     if (rc == 0 && l->ranges.count)

@@ -765,8 +765,220 @@ int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off, size_t size,
 /* ---- the interface --------------------------------------------------------
  */
 
-static int weft__ready(weft_buffer *root, unsigned where, size_t off,
-                       size_t size, int need, weft__lanes *l)
+/*
+ * Block copies: rows runs of len bytes, pitch apart, from off of the root,
+ * in one 2-D copy of the driver's (a submission without one copies them
+ * row by row). Both sides keep the root's layout, so the pitches are the
+ * block's on both. Lane bookkeeping (after, issued) covers the block's
+ * span, a superset of its bytes: a later copy of bytes between its rows
+ * may wait for it, never the reverse.
+ */
+static weft__rect weft__block_rect(size_t doff, size_t soff, size_t len,
+                                   size_t rows, size_t pitch)
+{
+    weft__rect r = {{doff, pitch, 0}, {soff, pitch, 0}, len, rows, 1};
+    return r;
+}
+
+static size_t weft__block_span(const weft__coherence_transfer *t)
+{
+    return (t->rows - 1) * t->pitch + t->len;
+}
+
+static int weft__h2d_block(weft_buffer *root, unsigned d, weft__extent *y,
+                           const weft__coherence_transfer *t, int pinned,
+                           enum weft__cause cause, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    size_t span = weft__block_span(t), bytes = t->len * t->rows;
+    weft__rect r = weft__block_rect(y->blk.offset + (t->off - y->lo), t->off,
+                                    t->len, t->rows, t->pitch);
+    weft__queue *q = NULL;
+    int rc;
+
+    if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_H2D, &q)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, WEFT__HOST, t->off, span)) < 0)
+        return rc;
+    rc = weft__submit_copy_h2d_rect(l->submit, q, y->blk.mem, root->host, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, d, t->off, span);
+    else
+        weft__lanes_settle(l, q);
+    if (rc == 0) {
+        if (pinned)
+            weft__lanes_stat(l, &rt->stats.pinned_bytes, bytes);
+        weft__count(l, &rt->stats.h2d_bytes, &rt->stats.h2d_copies, cause,
+                    bytes);
+    }
+    return rc;
+}
+
+static int weft__d2h_block(weft_buffer *root, unsigned d, weft__extent *x,
+                           const weft__coherence_transfer *t, int pinned,
+                           enum weft__cause cause, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    size_t span = weft__block_span(t), bytes = t->len * t->rows;
+    weft__rect r = weft__block_rect(t->off, x->blk.offset + (t->off - x->lo),
+                                    t->len, t->rows, t->pitch);
+    weft__queue *q = NULL;
+    int rc;
+
+    if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_D2H, &q)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, d, t->off, span)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, WEFT__HOST, t->off, span)) < 0)
+        return rc;
+    rc = weft__submit_copy_d2h_rect(l->submit, q, root->host, x->blk.mem, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, WEFT__HOST, t->off, span);
+    else
+        weft__lanes_settle(l, q);
+    if (rc == 0) {
+        if (pinned)
+            weft__lanes_stat(l, &rt->stats.pinned_bytes, bytes);
+        weft__count(l, &rt->stats.d2h_bytes, &rt->stats.d2h_copies, cause,
+                    bytes);
+    }
+    return rc;
+}
+
+static int weft__peer_block(weft_buffer *root, unsigned sd, weft__extent *x,
+                            unsigned dd, weft__extent *y,
+                            const weft__coherence_transfer *t,
+                            enum weft__cause cause, weft__lanes *l)
+{
+    weft_runtime *rt = root->rt;
+    size_t span = weft__block_span(t), bytes = t->len * t->rows;
+    weft__rect r = weft__block_rect(y->blk.offset + (t->off - y->lo),
+                                    x->blk.offset + (t->off - x->lo), t->len,
+                                    t->rows, t->pitch);
+    weft__queue *q = NULL;
+    int rc;
+
+    if ((rc = weft__lanes_get(l, dd, WEFT__QUEUE_PEER, &q)) < 0 ||
+        (rc = weft__lanes_after(l, q, root, sd, t->off, span)) < 0)
+        return rc;
+    rc = weft__submit_copy_peer_rect(l->submit, q, y->blk.mem, x->blk.mem, &r);
+    if (rc == 0)
+        rc = weft__lanes_issued(l, q, root, dd, t->off, span);
+    if (rc == 0)
+        weft__count(l, &rt->stats.peer_bytes, &rt->stats.peer_copies, cause,
+                    bytes);
+    return rc;
+}
+
+/*
+ * 1 if d copies a block from and into the root's host copy directly:
+ * pinned for d, or memory the device reaches as it is (host memory, for
+ * the host and sim drivers), or a span too small to stage (the driver
+ * deals with pageable memory itself, as for ranges). 2 where pinned.
+ */
+static int weft__host_direct_for(weft_buffer *root, unsigned d, size_t off,
+                                 size_t span, weft__mem *mem)
+{
+    if (__atomic_load_n(&root->replicas[d].reg, __ATOMIC_ACQUIRE) ||
+        weft__drv_host_is_pinned(mem->ctx, root->host + off, span) ||
+        weft__host_block_pinned(root->rt, d, root->host + off, span))
+        return 2; /* pinned */
+    return span < WEFT__STAGE_MIN || root->rt->devices[d]->drv->memory_is_host;
+}
+
+/*
+ * A transfer of the tracker, a range or a block. A block moves in one
+ * 2-D copy where its span lies in one extent on each device side and the
+ * device copies the host copy directly, where it takes part (a large
+ * pageable one is staged row by row, as ranges are); else row by row through
+ * weft__move. Devices without a peer path go through the host, row by
+ * row.
+ */
+static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
+                          enum weft__cause cause, weft__lanes *l,
+                          weft__queue **h2d)
+{
+    weft_runtime *rt = root->rt;
+    weft__coherence_transfer row = *t;
+    size_t span;
+    int rc = 0;
+
+    if (t->rows <= 1)
+        return weft__move(root, t, cause, l, h2d);
+    span = weft__block_span(t);
+    if (t->src == WEFT__COH_HOST) {
+        weft__extent *y = weft__extent_covering(root, t->dst - 1, t->off, span);
+        int direct;
+
+        weft__maybe_register(root, t->dst - 1, t->len * t->rows, l);
+        if (y && !h2d &&
+            (direct = weft__host_direct_for(root, t->dst - 1, t->off, span,
+                                            y->blk.mem)))
+            return weft__h2d_block(root, t->dst - 1, y, t, direct == 2, cause,
+                                   l);
+    } else if (t->dst == WEFT__COH_HOST) {
+        weft__extent *x = weft__extent_covering(root, t->src - 1, t->off, span);
+        int direct;
+
+        weft__maybe_register(root, t->src - 1, t->len * t->rows, l);
+        if (x && (direct = weft__host_direct_for(root, t->src - 1, t->off, span,
+                                                 x->blk.mem)))
+            return weft__d2h_block(root, t->src - 1, x, t, direct == 2, cause,
+                                   l);
+    } else if (rt->peer[(t->src - 1) * rt->ndevices + t->dst - 1]) {
+        weft__extent *x = weft__extent_covering(root, t->src - 1, t->off, span);
+        weft__extent *y = weft__extent_covering(root, t->dst - 1, t->off, span);
+
+        if (x && y)
+            return weft__peer_block(root, t->src - 1, x, t->dst - 1, y, t,
+                                    cause, l);
+    }
+    row.rows = 1;
+    row.pitch = 0;
+    for (size_t i = 0; i < t->rows && rc == 0; i++) {
+        row.off = t->off + i * t->pitch;
+        rc = weft__move(root, &row, cause, l, h2d);
+    }
+    return rc;
+}
+
+static weft__region weft__transfer_region(const weft__coherence_transfer *t)
+{
+    weft__region g = {t->off, t->len, t->rows ? t->rows : 1,
+                      t->rows > 1 ? t->pitch : 0};
+    return g;
+}
+
+/* Moves what read asked for, marking each valid on m once it went. */
+/*
+ * host_only (the widened read of a whole small root): the copies from the
+ * host copy only, and wide gets the queue of one that goes beyond [lo, hi).
+ */
+static int weft__move_all(weft_buffer *root, unsigned m, enum weft__cause cause,
+                          weft__lanes *l, weft__queue **wide, int host_only,
+                          size_t lo, size_t hi)
+{
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < l->tr.count; i++) {
+        weft__coherence_transfer t = l->tr.items[i];
+        weft__region g = weft__transfer_region(&t);
+
+        if (host_only && t.src != WEFT__COH_HOST)
+            continue;
+        /* A copy of bytes the node reads: it waits for their writers
+         * only (see weft__lane_hooks.source). */
+        weft__lanes_source(l, root, t.src == WEFT__COH_HOST);
+        rc = weft__move_any(
+            root, &t, cause, l,
+            host_only && (g.off < lo || weft__region_end(&g) > hi) ? wide
+                                                                   : NULL);
+        if (rc == 0)
+            rc = weft__coherence_mark_valid_region(&root->coh, m, &g);
+    }
+    weft__lanes_source(l, NULL, 0);
+    return rc;
+}
+
+static int weft__ready(weft_buffer *root, unsigned where, const weft__region *r,
+                       int need, weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
     unsigned m = weft__mem_index(where);
@@ -774,11 +986,14 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
         where == WEFT__HOST ? WEFT__CAUSE_HOST : WEFT__CAUSE_READ;
     weft__extent *x;
     weft__queue *wide = NULL;
-    size_t moved = 0, end = off + size;
+    size_t off = r->off, end = weft__region_end(r);
+    uint64_t moved = 0, size = weft__region_bytes(r);
     int rc, made = 0, whole;
 
+    /* The block's whole span in one extent: it keeps the root's layout. */
     if (where != WEFT__HOST &&
-        (rc = weft__extent_ensure(root, where, off, size, l, &x, &made)) < 0)
+        (rc = weft__extent_ensure(root, where, off, end - off, l, &x, &made)) <
+            0)
         return rc;
     /*
      * A tiny range of a small root, which a new extent of the whole root
@@ -792,45 +1007,37 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
      * Only from the host copy: its bytes are current once the copies still
      * on their way into it land (h2d orders after those), whereas a
      * device's may still be written by work this node is not ordered
-     * after. And waited for (wide): no node is ordered after this read of
-     * the bytes beyond the range, so a later writer of them (in the host
-     * copy, or on the device, say by a peer copy) would not wait for it.
-     * The wait is once per root and device, and the lane it waits for has
-     * little on it at a root's first use, as a rule.
+     * after; the range's own bytes from other memories come after, by a
+     * read of the range alone. And waited for (wide): no node is ordered
+     * after this read of the bytes beyond the range, so a later writer of
+     * them (in the host copy, or on the device, say by a peer copy) would
+     * not wait for it. The wait is once per root and device, and the lane
+     * it waits for has little on it at a root's first use, as a rule.
      */
-    whole = made && need && size && size <= WEFT__WIDEN_RANGE &&
+    whole = made && need && size && r->h == 1 && size <= WEFT__WIDEN_RANGE &&
             root->size <= WEFT__WIDEN_ROOT && x->lo == 0 &&
             x->hi == root->size &&
             !__atomic_load_n(&root->host_writers, __ATOMIC_ACQUIRE);
     if (need && size) {
-        rc = weft__coherence_read(&root->coh, m, whole ? 0 : off,
-                                  whole ? root->size : size, weft__cost, rt,
-                                  &l->tr);
-        for (size_t i = 0; rc == 0 && i < l->tr.count; i++) {
-            weft__coherence_transfer t = l->tr.items[i];
+        /* The range's missing bytes, whichever copy brings them. */
+        rc = weft__coherence_read_region(&root->coh, m, r, weft__cost, rt,
+                                         &l->tr);
+        for (size_t i = 0; rc == 0 && i < l->tr.count; i++)
+            moved += (uint64_t)l->tr.items[i].len *
+                     (l->tr.items[i].rows ? l->tr.items[i].rows : 1);
+        if (rc == 0 && whole) {
+            weft__region all = weft__region_range(0, root->size);
 
-            /* A copy of bytes the node reads: it waits for their writers
-             * only (see weft__lane_hooks.source). */
-            weft__lanes_source(l, root, t.src == WEFT__COH_HOST);
-            if (t.src != WEFT__COH_HOST) {
-                size_t lo = WEFT__MAX(t.off, off);
-                size_t hi = WEFT__MIN(t.off + t.len, end);
-
-                if (lo >= hi)
-                    continue;
-                t.off = lo;
-                t.len = hi - lo;
-            }
-            rc = weft__move(root, &t, cause, l,
-                            t.off < off || t.off + t.len > end ? &wide : NULL);
+            rc = weft__coherence_read_region(&root->coh, m, &all, weft__cost,
+                                             rt, &l->tr);
             if (rc == 0)
-                rc = weft__coherence_reserve(&root->coh, 4);
+                rc = weft__move_all(root, m, cause, l, &wide, 1, off, end);
             if (rc == 0)
-                rc = weft__coherence_mark_valid(&root->coh, m, t.off, t.len);
-            if (t.off < end && off < t.off + t.len)
-                moved += WEFT__MIN(end, t.off + t.len) - WEFT__MAX(off, t.off);
+                rc = weft__coherence_read_region(&root->coh, m, r, weft__cost,
+                                                 rt, &l->tr);
         }
-        weft__lanes_source(l, NULL, 0);
+        if (rc == 0)
+            rc = weft__move_all(root, m, cause, l, NULL, 0, off, end);
         /* Synchronous lanes waited already. */
         if (wide && l->hooks) {
             int wrc = weft__lanes_sync(l->submit, wide);
@@ -842,107 +1049,76 @@ static int weft__ready(weft_buffer *root, unsigned where, size_t off,
             return rc;
         weft__lanes_stat(l, &rt->stats.cached_bytes, size - moved);
     }
+    /* The node's later write of the region needs no memory (coherence.h). */
+    if ((rc = weft__coherence_cut(&root->coh, r)) < 0)
+        return rc;
     return weft__coherence_reserve(&root->coh, 4);
 }
 
 int weft__buffer_make_valid(weft_buffer *root, unsigned where, size_t off,
                             size_t size, weft__lanes *l)
 {
-    return weft__ready(root, where, off, size, 1, l);
+    weft__region r = weft__region_range(off, size);
+
+    return weft__ready(root, where, &r, 1, l);
 }
 
 int weft__buffer_prepare(weft_buffer *root, unsigned where, size_t off,
                          size_t size, weft__lanes *l)
 {
-    return weft__ready(root, where, off, size, 0, l);
-}
+    weft__region r = weft__region_range(off, size);
 
-void weft__buffer_written(weft_buffer *root, unsigned where, size_t off,
-                          size_t size)
-{
-    int rc;
-
-    if (size == 0)
-        return;
-    rc = weft__coherence_write(&root->coh, weft__mem_index(where), off, size);
-    weft__assert(rc == 0);
-    (void)rc;
-}
-
-void weft__buffer_discard(weft_buffer *root, unsigned where, size_t off,
-                          size_t size)
-{
-    weft__coherence_ranges sole = WEFT__COH_LIST_INIT;
-    unsigned m = weft__mem_index(where);
-    size_t at = off;
-    int rc;
-
-    if (size == 0)
-        return;
-    /* Drop the gaps between the ranges m holds alone. */
-    rc = weft__coherence_sole_ranges(&root->coh, m, off, size, &sole);
-    for (size_t i = 0; rc == 0 && i <= sole.count; i++) {
-        size_t end = i < sole.count ? sole.items[i].off : off + size;
-
-        /* Bytes m lacks stay lacking; the drop refuses none of these. */
-        if (end > at)
-            rc = weft__coherence_drop(&root->coh, m, at, end - at);
-        if (i < sole.count)
-            at = sole.items[i].off + sole.items[i].len;
-    }
-    weft__coherence_ranges_fini(&sole);
-    if (rc < 0)
-        weft__warn("mem", "failed write of [%zu, +%zu): %s", off, size,
-                   weft_last_error());
-}
-
-/*
- * Regions: the bounding range's extent first (the layout), then each row.
- */
-static int weft__ready_region(weft_buffer *root, unsigned where,
-                              const weft__region *r, int need, weft__lanes *l)
-{
-    size_t end = weft__region_end(r);
-    int rc = 0, made;
-
-    if (r->h == 1)
-        return weft__ready(root, where, r->off, r->w, need, l);
-    if (where != WEFT__HOST) {
-        weft__extent *x;
-
-        if ((rc = weft__extent_ensure(root, where, r->off, end - r->off, l, &x,
-                                      &made)) < 0)
-            return rc;
-    }
-    for (size_t i = 0; i < r->h && rc == 0; i++)
-        rc = weft__ready(root, where, r->off + i * r->p, r->w, need, l);
-    return rc;
+    return weft__ready(root, where, &r, 0, l);
 }
 
 int weft__buffer_make_valid_region(weft_buffer *root, unsigned where,
                                    const weft__region *r, weft__lanes *l)
 {
-    return weft__ready_region(root, where, r, 1, l);
+    return weft__ready(root, where, r, 1, l);
 }
 
 int weft__buffer_prepare_region(weft_buffer *root, unsigned where,
                                 const weft__region *r, weft__lanes *l)
 {
-    return weft__ready_region(root, where, r, 0, l);
+    return weft__ready(root, where, r, 0, l);
 }
 
 void weft__buffer_written_region(weft_buffer *root, unsigned where,
                                  const weft__region *r)
 {
-    for (size_t i = 0; i < r->h; i++)
-        weft__buffer_written(root, where, r->off + i * r->p, r->w);
+    int rc;
+
+    if (weft__region_bytes(r) == 0)
+        return;
+    rc = weft__coherence_write_region(&root->coh, weft__mem_index(where), r);
+    weft__assert(rc == 0);
+    (void)rc;
+}
+
+void weft__buffer_written(weft_buffer *root, unsigned where, size_t off,
+                          size_t size)
+{
+    weft__region r = weft__region_range(off, size);
+
+    weft__buffer_written_region(root, where, &r);
 }
 
 void weft__buffer_discard_region(weft_buffer *root, unsigned where,
                                  const weft__region *r)
 {
-    for (size_t i = 0; i < r->h; i++)
-        weft__buffer_discard(root, where, r->off + i * r->p, r->w);
+    /* What m holds alone stays: there is nothing better to keep. */
+    if (weft__region_bytes(r) &&
+        weft__coherence_drop_shared(&root->coh, weft__mem_index(where), r) < 0)
+        weft__warn("mem", "failed write of [%zu, +%zu): %s", r->off, r->w,
+                   weft_last_error());
+}
+
+void weft__buffer_discard(weft_buffer *root, unsigned where, size_t off,
+                          size_t size)
+{
+    weft__region r = weft__region_range(off, size);
+
+    weft__buffer_discard_region(root, where, &r);
 }
 
 unsigned weft__buffer_device_holding(const weft_buffer *root, size_t off,
@@ -1074,20 +1250,17 @@ static void weft__state_put(unsigned char *out, size_t cap, size_t *pos,
     *pos += n;
 }
 
-size_t weft__buffer_state(const weft_buffer *root, unsigned char *out,
-                          size_t cap)
+size_t weft__buffer_state(weft_buffer *root, unsigned char *out, size_t cap)
 {
-    size_t pos = 0;
+    size_t pos = 0, n;
 
+    /* The tracker's canonical form: equal neighbours joined. */
+    weft__coherence_settle(&root->coh, 0, root->size);
+    n = weft__coherence_entries(&root->coh);
     weft__state_put(out, cap, &pos, &root->host, sizeof root->host);
-    weft__state_put(out, cap, &pos, &root->coh.nsegs, sizeof root->coh.nsegs);
-    for (size_t i = 0; i < root->coh.nsegs; i++) {
-        const weft__coherence_seg *g = &root->coh.segs[i];
-
-        weft__state_put(out, cap, &pos, &g->off, sizeof g->off);
-        weft__state_put(out, cap, &pos, &g->valid, sizeof g->valid);
-        weft__state_put(out, cap, &pos, &g->flags, sizeof g->flags);
-    }
+    weft__state_put(out, cap, &pos, &n, sizeof n);
+    weft__state_put(out, cap, &pos, root->coh.map.e,
+                    n * sizeof *root->coh.map.e);
     for (unsigned d = 0; root->replicas && d < root->rt->ndevices; d++) {
         const weft__replica *r = &root->replicas[d];
 

@@ -156,6 +156,7 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
 {
     uint64_t holders;
     unsigned targets[WEFT__COH_MAX_MEMS], n, host;
+    weft__region r;
     int rc;
 
     if (size == 0)
@@ -163,7 +164,9 @@ static int weft__store_or_fill(weft_buffer *root, size_t off, size_t size,
     if (!src && off % pattern_size)
         return weft__fill_unaligned(root, off, size, pattern, pattern_size,
                                     prefer, l);
-    if ((rc = weft__coherence_reserve(&root->coh, 8)) < 0)
+    /* Cut at the range's edges: the updates below then need no memory. */
+    r = weft__region_range(off, size);
+    if ((rc = weft__coherence_cut(&root->coh, &r)) < 0)
         return rc;
     holders = weft__coherence_holders(&root->coh, off, size);
     n = weft__store_targets(root, off, size, holders, prefer, targets, l);
@@ -351,8 +354,11 @@ int weft__buffer_store_block(weft_buffer *root, const weft__buffer_block *b,
         rc = weft__lanes_after(l, q, root, device, lo, end - lo);
     if (rc == 0)
         rc = weft__submit_copy_h2d_rect(l->submit, q, m, src, &r);
+    /* Also after a failure: rows before it may still be running. */
     if (rc == 0)
         rc = weft__lanes_issued(l, q, root, device, lo, end - lo);
+    else if (q)
+        weft__lanes_settle(l, q);
     if (rc == 0)
         weft__block_count(l, &root->rt->stats.h2d_bytes,
                           &root->rt->stats.h2d_copies,
@@ -368,6 +374,7 @@ int weft__buffer_load_block(weft_buffer *root, const weft__buffer_block *b,
     size_t lo = b->r.off, end = weft__buffer_block_end(b);
     weft__rect_side hs = weft__host_side(b, row_pitch, slice_pitch);
     weft__queue *q = NULL;
+    weft__extent *x;
     weft__mem *m;
     size_t mo;
     weft__rect r;
@@ -386,15 +393,25 @@ int weft__buffer_load_block(weft_buffer *root, const weft__buffer_block *b,
                         b->r.w);
         return 0;
     }
-    weft__buffer_device_ptr(root, device, lo, &m, &mo);
+    /* The extent stays while the root is locked (as a direct load's). */
+    x = weft__extent_covering(root, device, lo, end - lo);
+    x->pin = root->epoch;
+    x->last_use = __atomic_load_n(&root->rt->tick, __ATOMIC_RELAXED);
+    m = x->blk.mem;
+    mo = x->blk.offset + (lo - x->lo);
     r = weft__block_rect(b, hs, weft__block_side(b, mo));
     rc = weft__lanes_get(l, device, WEFT__QUEUE_D2H, &q);
     if (rc == 0)
         rc = weft__lanes_after(l, q, root, device, lo, end - lo);
     if (rc == 0)
         rc = weft__submit_copy_d2h_rect(l->submit, q, dst, m, &r);
+    /* The caller's memory is no copy of the root's: nothing pending (no
+     * root), only the bytes, for the plan's counts and traces. */
     if (rc == 0)
-        rc = weft__lanes_issued(l, q, root, device, lo, end - lo);
+        rc = weft__lanes_issued(l, q, NULL, WEFT__HOST, 0,
+                                (size_t)weft__rect_bytes(&r));
+    else if (q)
+        weft__lanes_settle(l, q);
     if (rc == 0)
         weft__block_count(l, &root->rt->stats.d2h_bytes,
                           &root->rt->stats.d2h_copies,
@@ -456,6 +473,8 @@ int weft__buffer_copy_block(weft_buffer *dst, const weft__buffer_block *db,
         rc = weft__submit_copy_d2d_rect(l->submit, q, dm, sm, &r);
     if (rc == 0)
         rc = weft__lanes_issued(l, q, dst, device, dlo, dend - dlo);
+    else if (q)
+        weft__lanes_settle(l, q);
     weft__block_written(dst, db, device, rc == 0);
     return rc;
 }

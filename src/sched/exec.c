@@ -146,10 +146,9 @@ static int weft__arg_valid(const weft_buffer *root, unsigned dev,
         return weft__buffer_is_valid(root, dev, off, weft__arg_span(ar));
     for (size_t s = 0; s < ar->slices; s++)
         for (size_t y = 0; y < ar->rows; y++)
-            if (!weft__buffer_is_valid(root, dev,
-                                       off + s * ar->slice_pitch +
-                                           y * ar->row_pitch,
-                                       ar->size))
+            if (!weft__buffer_is_valid(
+                    root, dev, off + s * ar->slice_pitch + y * ar->row_pitch,
+                    ar->size))
                 return 0;
     return 1;
 }

@@ -62,8 +62,8 @@ static void weft__acc_written(const weft__access *a, unsigned where, int ok)
     for (size_t s = 0; s < a->slices; s++) {
         weft__region r = weft__access_slice(a, s);
 
-        (ok ? weft__buffer_written_region : weft__buffer_discard_region)(
-            a->buf->root, where, &r);
+        (ok ? weft__buffer_written_region
+            : weft__buffer_discard_region)(a->buf->root, where, &r);
     }
 }
 
@@ -523,9 +523,10 @@ void weft__exec_host_finished(weft_exec *e, int *first, char *msg, size_t size)
         if (j->rc == 0 && weft__plan_timed(e->plan)) {
             const weft__node *nd = &e->nodes[j->node];
 
-            weft__plan_time_worker(e->plan, j->node, j->worker,
-                                   weft__node_trace_kind(nd), j->t0, j->t1,
-                                   nd->nacc ? e->acc[nd->acc_first].size : 0);
+            weft__plan_time_worker(
+                e->plan, j->node, j->worker, weft__node_trace_kind(nd), j->t0,
+                j->t1,
+                nd->nacc ? weft__access_bytes(&e->acc[nd->acc_first]) : 0);
         }
         e->state[j->node] = j->rc == 0 ? WEFT__NODE_DONE : WEFT__NODE_FAILED;
         e->host_out--;
@@ -656,29 +657,18 @@ static int weft__run_read(weft_exec *e, uint32_t i)
 
 /*
  * A block write node: into the device the bytes are for through the
- * driver's block copy, else row by row through the host copy (which
- * stores keep coherent: every copy holding a row gets it).
+ * driver's block copy, else row by row into the host copy (the host has
+ * waited for the node's predecessors).
  */
 static int weft__run_write_block(weft_exec *e, uint32_t i)
 {
     const weft__node *nd = &e->nodes[i];
     const weft__access *a = &e->acc[nd->acc_first];
     weft__buffer_block b = weft__acc_block(a);
-    const char *src = nd->u.write.src;
-    int rc = 0;
 
-    if (e->write_dev[i] != WEFT__HOST)
-        return weft__buffer_store_block(a->buf->root, &b, src,
-                                        nd->u.write.row_pitch,
-                                        nd->u.write.slice_pitch,
-                                        e->write_dev[i], &e->lanes);
-    for (size_t s = 0; s < a->slices && rc == 0; s++)
-        for (size_t y = 0; y < a->rows && rc == 0; y++)
-            rc = weft__buffer_store(
-                a->buf->root, b.r.off + s * a->slice_pitch + y * a->row_pitch,
-                src + s * nd->u.write.slice_pitch + y * nd->u.write.row_pitch,
-                a->size, WEFT__HOST, &e->lanes);
-    return rc;
+    return weft__buffer_store_block(
+        a->buf->root, &b, nd->u.write.src, nd->u.write.row_pitch,
+        nd->u.write.slice_pitch, e->write_dev[i], &e->lanes);
 }
 
 /* A block fill node: a fill per row (no driver has a block fill). */
@@ -876,9 +866,9 @@ static int weft__step_done(weft_exec *e, uint32_t i, uint64_t tick, uint64_t t0,
     else if (rc < 0)
         weft__plan_step_end_failed(e->plan);
     if (weft__plan_timed(e->plan) && rc == 0 && weft__node_on_host(nd))
-        weft__plan_time_host(e->plan, weft__node_trace_kind(nd), t0,
-                             weft__now_ns(),
-                             nd->nacc ? e->acc[nd->acc_first].size : 0);
+        weft__plan_time_host(
+            e->plan, weft__node_trace_kind(nd), t0, weft__now_ns(),
+            nd->nacc ? weft__access_bytes(&e->acc[nd->acc_first]) : 0);
     return weft__unlock_roots(e, e->lock_first[i], e->lock_first[i + 1], tick,
                               rc);
 }
@@ -1076,10 +1066,6 @@ static int weft__fast_prepare(weft_exec *e)
              e->nodes[i].kind != WEFT__NODE_EMPTY) ||
             (e->nodes[i].kind == WEFT__NODE_HOST && e->nodes[i].u.host.status))
             return 0;
-    /* Blocks take the issue: their rows are readied one by one there. */
-    for (uint32_t a = 0; a < e->nacc; a++)
-        if (weft__access_is_block(&e->acc[a]))
-            return 0;
     hw = weft__hostwork_get(e->rt);
     count = weft__calloc(n, sizeof *count);
     e->fast_tasks =
@@ -1132,16 +1118,34 @@ static int weft__fast_prepare(weft_exec *e)
  * the host, as a handed-over host node's is, and the host addresses
  * taken. 0 if some range is not valid there (nothing changed).
  */
+/* Whether the host copy holds every byte of access a (root locked). */
+static int weft__acc_valid_host(const weft__access *a)
+{
+    size_t origin = weft__acc_origin(a);
+
+    for (size_t s = 0; s < a->slices; s++)
+        for (size_t y = 0; y < a->rows; y++)
+            if (!weft__buffer_is_valid(
+                    a->buf->root, WEFT__HOST,
+                    origin + s * a->slice_pitch + y * a->row_pitch, a->size))
+                return 0;
+    return 1;
+}
+
 static int weft__fast_claim(weft_exec *e)
 {
+    uint64_t updates = 0;
     int ok = 1;
 
+    for (uint32_t a = 0; a < e->nacc; a++)
+        updates += weft__acc_updates(&e->acc[a]);
+    ok = updates <= UINT_MAX;
     for (uint32_t r = 0; r < e->nroots && ok; r++) {
         weft_buffer *root = e->roots[r];
 
         weft__buffer_lock(root);
-        ok =
-            root->mapped_by == NULL && weft__buffer_reserve(root, e->nacc) == 0;
+        ok = root->mapped_by == NULL &&
+             weft__buffer_reserve(root, (unsigned)updates) == 0;
         weft__buffer_unlock(root);
     }
     for (uint32_t a = 0; a < e->nacc && ok; a++) {
@@ -1150,9 +1154,7 @@ static int weft__fast_claim(weft_exec *e)
         if (!(e->acc[a].mode & WEFT_READ))
             continue;
         weft__buffer_lock(root);
-        ok = weft__buffer_is_valid(root, WEFT__HOST,
-                                   e->acc[a].buf->offset + e->acc[a].offset,
-                                   e->acc[a].size);
+        ok = weft__acc_valid_host(&e->acc[a]);
         weft__buffer_unlock(root);
     }
     if (!ok) {
@@ -1161,14 +1163,13 @@ static int weft__fast_claim(weft_exec *e)
     }
     for (uint32_t a = 0; a < e->nacc; a++) {
         weft_buffer *root = e->acc[a].buf->root;
-        size_t off = e->acc[a].buf->offset + e->acc[a].offset;
 
         weft__buffer_lock(root);
         if (e->acc[a].mode & WEFT_WRITE) {
-            weft__buffer_written(root, WEFT__HOST, off, e->acc[a].size);
+            weft__acc_written(&e->acc[a], WEFT__HOST, 1);
             __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
         }
-        e->fast_ptrs[a] = weft__buffer_host(root, off);
+        e->fast_ptrs[a] = weft__buffer_host(root, weft__acc_origin(&e->acc[a]));
         weft__buffer_unlock(root);
     }
     return 1;

@@ -65,8 +65,9 @@ unsigned weft_native_count(const weft_native_ctx *ctx)
 
 size_t weft_native_size(const weft_native_ctx *ctx, unsigned i)
 {
-    return weft__native_access(ctx, i, "weft_native_size") ? ctx->acc[i].size
-                                                           : 0;
+    return weft__native_access(ctx, i, "weft_native_size")
+               ? weft__access_span(&ctx->acc[i])
+               : 0;
 }
 
 uint64_t weft_native_address(const weft_native_ctx *ctx, unsigned i)

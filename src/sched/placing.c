@@ -515,7 +515,9 @@ int weft__place_graph(const weft__place_src *g, int policy, int scope,
             k.root = ac->root;
             weft__access_root_range(ac, &k.lo, &k.hi);
             pa[x->acc_first + a].buffer = weft__range_index(&rt_, &k);
-            pa[x->acc_first + a].bytes = k.hi - k.lo;
+            /* A block: its own bytes, under its bounding range's key. */
+            pa[x->acc_first + a].bytes =
+                WEFT__MIN(weft__access_bytes(ac), (uint64_t)(k.hi - k.lo));
             pa[x->acc_first + a].mode =
                 ((ac->mode & WEFT_READ) ? WEFT__ACC_READ : 0) |
                 ((ac->mode & WEFT_WRITE) ? WEFT__ACC_WRITE : 0);

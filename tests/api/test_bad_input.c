@@ -1068,6 +1068,184 @@ static void test_add_node_bad_input(void **state)
     check(weft_buffer_destroy(other));
 }
 
+static int native_probe(const weft_native_ctx *c, void *user);
+
+/*
+ * Blocks: the four block transfer nodes, and bad blocks wherever a block
+ * is given (kernel arguments, host task and native node accesses). x is
+ * seen as 16 rows of 16 bytes.
+ */
+static void test_add_block_bad_input(void **state)
+{
+    const size_t size = N * sizeof(uint32_t);
+    weft_block ok = weft_block2(4, 8, 4, 16), bad;
+    weft_native_impl im = {"host", 0, native_probe};
+    weft_access_desc acc[2] = {weft_access_range(fx.x, 0, 4, WEFT_READ),
+                               weft_access_block(fx.x, ok, WEFT_WRITE)};
+    weft_arg a[3] = {weft_arg_block(fx.x, ok, WEFT_READ_WRITE), weft_arg_u32(K),
+                     weft_arg_i64(N)};
+    unsigned nodes = weft_graph_node_count(fx.g);
+    unsigned char host[512];
+    uint32_t pat = 0;
+    weft_node node = 77;
+
+    (void)state;
+    memset(host, 0, sizeof host);
+    /* write_block */
+    expect(weft_graph_add_write_block(NULL, fx.x, &ok, host, 0, 0, &node),
+           WEFT_EINVAL, "weft_graph_add_write_block: graph is NULL");
+    expect(weft_graph_add_write_block(fx.g, NULL, &ok, host, 0, 0, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_write_block: the node being added (write): dst: "
+           "buffer is NULL");
+    expect(weft_graph_add_write_block(fx.g, fx.xb, &ok, host, 0, 0, &node),
+           WEFT_EINVAL, "(write): dst: the buffer belongs to another");
+    expect(weft_graph_add_write_block(fx.g, fx.x, NULL, host, 0, 0, &node),
+           WEFT_EINVAL, "(write): blk is NULL");
+    bad = ok;
+    bad.row_bytes = 0;
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_EINVAL, "(write): blk: row_bytes is 0");
+    bad = ok;
+    bad.rows = 0;
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_EINVAL, "(write): blk: rows is 0");
+    bad = ok;
+    bad.slices = 0;
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_EINVAL, "(write): blk: slices is 0");
+    bad = ok;
+    bad.row_pitch = 7;
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_EINVAL, "blk: row_pitch 7 is below row_bytes 8");
+    bad = weft_block3(0, 8, 2, 2, 16, 40);
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_EINVAL, "blk: slice_pitch 40 is no multiple of row_pitch 16");
+    bad = weft_block3(0, 8, 3, 2, 16, 32);
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_EINVAL, "blk: slice_pitch 32 is below rows * row_pitch");
+    bad = weft_block2(size - 16 + 4, 16, 1, 16);
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_ERANGE, "(write): blk: range [244, 244 + 16)");
+    bad = weft_block2(16, 8, 16, 16); /* its last byte is 263 */
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_ERANGE, "blk: block at origin 16 (16 rows of 8 bytes",
+           "ends past the end");
+    bad = weft_block2(0, 8, 2, SIZE_MAX / 2 + 1);
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 0, 0, &node),
+           WEFT_ERANGE, "blk: block at origin 0");
+    expect(weft_graph_add_write_block(fx.g, fx.x, &ok, host, 4, 0, &node),
+           WEFT_EINVAL,
+           "(write): src_row_pitch 4 is below the block's "
+           "row_bytes 8");
+    bad = weft_block3(0, 8, 2, 2, 16, 32);
+    expect(weft_graph_add_write_block(fx.g, fx.x, &bad, host, 8, 8, &node),
+           WEFT_EINVAL, "src_slice_pitch 8 is below rows * src_row_pitch");
+    /* read_block */
+    expect(weft_graph_add_read_block(NULL, fx.x, &ok, host, 0, 0, &node),
+           WEFT_EINVAL, "weft_graph_add_read_block: graph is NULL");
+    expect(weft_graph_add_read_block(fx.g, NULL, &ok, host, 0, 0, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_read_block: the node being added (read): src: "
+           "buffer is NULL");
+    expect(weft_graph_add_read_block(fx.g, fx.x, NULL, host, 0, 0, &node),
+           WEFT_EINVAL, "(read): blk is NULL");
+    expect(weft_graph_add_read_block(fx.g, fx.x, &ok, host, 2, 0, &node),
+           WEFT_EINVAL, "(read): dst_row_pitch 2 is below");
+    /* copy_block */
+    bad = weft_block2(128, 8, 4, 16);
+    expect(weft_graph_add_copy_block(NULL, fx.x, &bad, fx.x, &ok, &node),
+           WEFT_EINVAL, "weft_graph_add_copy_block: graph is NULL");
+    expect(weft_graph_add_copy_block(fx.g, NULL, &bad, fx.x, &ok, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_copy_block: the node being added (copy): dst: "
+           "buffer is NULL");
+    expect(weft_graph_add_copy_block(fx.g, fx.x, &bad, NULL, &ok, &node),
+           WEFT_EINVAL, "(copy): src: buffer is NULL");
+    expect(weft_graph_add_copy_block(fx.g, fx.x, NULL, fx.x, &ok, &node),
+           WEFT_EINVAL, "(copy): dblk is NULL");
+    expect(weft_graph_add_copy_block(fx.g, fx.x, &bad, fx.x, NULL, &node),
+           WEFT_EINVAL, "(copy): sblk is NULL");
+    bad.rows = 3;
+    expect(weft_graph_add_copy_block(fx.g, fx.x, &bad, fx.x, &ok, &node),
+           WEFT_EINVAL,
+           "(copy): dblk (3 rows of 8 bytes x 1 slices) and sblk "
+           "(4 rows of 8 bytes x 1 slices) differ");
+    /* Interleaved rows: [12, 20) of each 16 share bytes with [4, 12)? No;
+     * [8, 16) does. */
+    bad = weft_block2(8, 8, 4, 16);
+    expect(weft_graph_add_copy_block(fx.g, fx.x, &bad, fx.x, &ok, &node),
+           WEFT_EINVAL, "(copy): the source and destination blocks share");
+    /* dependent on the row layout, not the bounding ranges: accepted */
+    bad = weft_block2(12, 4, 4, 16);
+    {
+        weft_block src = weft_block2(4, 4, 4, 16);
+        weft_graph *g;
+
+        check(weft_graph_create(rt, &g));
+        check(weft_graph_add_copy_block(g, fx.x, &bad, fx.x, &src, NULL));
+        weft_graph_destroy(g);
+    }
+    /* fill_block */
+    expect(weft_graph_add_fill_block(NULL, fx.x, &ok, &pat, 4, &node),
+           WEFT_EINVAL, "weft_graph_add_fill_block: graph is NULL");
+    expect(weft_graph_add_fill_block(fx.g, NULL, &ok, &pat, 4, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_fill_block: the node being added (fill): dst: "
+           "buffer is NULL");
+    expect(weft_graph_add_fill_block(fx.g, fx.x, NULL, &pat, 4, &node),
+           WEFT_EINVAL, "(fill): blk is NULL");
+    expect(weft_graph_add_fill_block(fx.g, fx.x, &ok, NULL, 4, &node),
+           WEFT_EINVAL, "(fill): fill: pattern is NULL");
+    bad = weft_block2(2, 8, 4, 16);
+    expect(weft_graph_add_fill_block(fx.g, fx.x, &bad, &pat, 4, &node),
+           WEFT_EINVAL, "(fill): fill: offset 2 and size 8 are not multiples");
+    /* kernel arguments */
+    a[0].row_pitch = 4;
+    expect(weft_graph_add_kernel(fx.g, k_advance, weft_dims1(N), a, 3, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_kernel: the node being added (kernel advance): "
+           "argument 0: row_pitch 4 is below row_bytes 8");
+    a[0].row_pitch = 16;
+    a[0].slices = 0;
+    expect(weft_graph_add_kernel(fx.g, k_advance, weft_dims1(N), a, 3, &node),
+           WEFT_EINVAL, "argument 0: slices is 0");
+    a[0].slices = 1;
+    a[0].rows = 17;
+    expect(weft_graph_add_kernel(fx.g, k_advance, weft_dims1(N), a, 3, &node),
+           WEFT_ERANGE, "argument 0: block at origin 4");
+    /* host tasks and native nodes */
+    acc[1].row_pitch = 3;
+    expect(weft_graph_add_host(fx.g, host_task, NULL, acc, 2, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_host: the node being added (host): access 1: "
+           "row_pitch 3 is below row_bytes 8");
+    expect(weft_graph_add_host_status(fx.g, host_status, NULL, acc, 2, &node),
+           WEFT_EINVAL, "(host): access 1: row_pitch 3");
+    expect(weft_graph_add_native(fx.g, &im, 1, acc, 2, NULL, &node),
+           WEFT_EINVAL, "(native): access 1: row_pitch 3");
+    acc[1].row_pitch = 16;
+    acc[1].rows = 40;
+    expect(weft_graph_add_host(fx.g, host_task, NULL, acc, 2, &node),
+           WEFT_ERANGE, "(host): access 1: block at origin 4");
+    /* One row of one slice is a range: its pitches are not looked at. */
+    acc[1].rows = 1;
+    acc[1].row_pitch = 0;
+    acc[1].slice_pitch = 1;
+    {
+        weft_graph *g;
+
+        check(weft_graph_create(rt, &g));
+        check(weft_graph_add_host(g, host_task, NULL, acc, 2, NULL));
+        bad = weft_block3(0, 4, 1, 1, 0, 0);
+        check(weft_graph_add_write_block(g, fx.x, &bad, host, 0, 0, NULL));
+        weft_graph_destroy(g);
+    }
+    assert_int_equal(node, 77);
+    assert_int_equal(weft_graph_node_count(fx.g), nodes);
+    graph_works();
+}
+
 /* Objects of another runtime, at every add, set_device and instantiate. */
 static void test_other_runtime(void **state)
 {
@@ -1926,6 +2104,10 @@ static const struct {
     {"weft_graph_add_read", "test_add_node_bad_input"},
     {"weft_graph_add_copy", "test_add_node_bad_input"},
     {"weft_graph_add_fill", "test_add_node_bad_input"},
+    {"weft_graph_add_write_block", "test_add_block_bad_input"},
+    {"weft_graph_add_read_block", "test_add_block_bad_input"},
+    {"weft_graph_add_copy_block", "test_add_block_bad_input"},
+    {"weft_graph_add_fill_block", "test_add_block_bad_input"},
     {"weft_graph_add_map", "test_add_node_bad_input"},
     {"weft_graph_add_host", "test_add_node_bad_input"},
     {"weft_graph_add_host_status", "test_add_node_bad_input"},
@@ -2069,6 +2251,7 @@ int main(int argc, char **argv)
         CASE(test_graph_bad_input),
         CASE(test_add_kernel_bad_input),
         CASE(test_add_node_bad_input),
+        CASE(test_add_block_bad_input),
         CASE(test_other_runtime),
         CASE(test_nodes_and_edges),
         CASE(test_instantiate_bad_input),

@@ -105,9 +105,27 @@ static void check_visit(const weft__bandmap *m, const weft__region *r)
     assert_int_equal(s.bytes, want);
 }
 
+/* 1 if each entry lies wholly inside r or wholly outside (brute force). */
+static int split_for(const weft__bandmap *m, const weft__region *r)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const weft__band_entry *e = &m->e[i];
+        size_t in = 0, all = 0;
+
+        for (size_t row = e->lo; row < e->hi; row += e->p ? e->p : e->hi)
+            for (size_t x = row + e->c0; x < (e->p ? row + e->c1 : e->hi);
+                 x++, all++)
+                in += (size_t)in_region(r, x);
+        if (in != 0 && in != all)
+            return 0;
+    }
+    return 1;
+}
+
 /* After split(r), each entry lies wholly inside r or wholly outside. */
 static void check_split(const weft__bandmap *m, const weft__region *r)
 {
+    assert_true(weft__bandmap_is_split(m, r));
     for (size_t i = 0; i < m->n; i++) {
         const weft__band_entry *e = &m->e[i];
         size_t in = 0, all = 0;
@@ -151,7 +169,7 @@ static void random_against_model(void **state)
     weft__bandmap m;
     (void)state;
 
-    for (int round = 0; round < 20; round++) {
+    for (int round = 0; round < 100; round++) {
         assert_int_equal(weft__bandmap_init(&m, SIZE, 1), 0);
         for (size_t x = 0; x < SIZE; x++)
             model[x] = 1;
@@ -188,6 +206,8 @@ static void random_against_model(void **state)
 
             check_visit(&m, &all);
             check_visit(&m, &any);
+            assert_int_equal(weft__bandmap_is_split(&m, &any),
+                             split_for(&m, &any));
         }
         weft__bandmap_fini(&m);
     }

@@ -1447,10 +1447,7 @@ static void op_add_host(fz_in *in)
 
         if (fz_node_buf(in, &s, &off, &size, &v) < 0)
             return;
-        acc[i].buffer = F.b[s].b;
-        acc[i].offset = off;
-        acc[i].size = size;
-        acc[i].mode = mode;
+        acc[i] = weft_access_range(F.b[s].b, off, size, mode);
         fz_record_buf(&nd, s, off, size, mode);
         if (v <= 0) {
             nd.size[i] = 0;

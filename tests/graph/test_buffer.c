@@ -9,6 +9,7 @@
 #include "mem/buffer.h"
 #include "wt_devices.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static wt_devices devs;
@@ -188,6 +189,79 @@ static void test_device_copies(void **state)
     assert_int_equal(weft_buffer_destroy(w), 0);
 }
 
+/*
+ * A tile of a row-major matrix on a device: the tracker holds it as one
+ * cell, not a segment per row; written there, only its bytes go stale on
+ * the host, and a read of the whole matrix brings exactly them back.
+ */
+static void test_tile_regions(void **state)
+{
+    enum { N = 64, P = N * 4 };
+    static uint32_t user[N * N];
+    uint32_t *out = malloc(sizeof user);
+    const weft_device *dev = weft_runtime_device(devs.rt, 0);
+    weft__region tile = {(8 * N + 4) * 4, 16 * 4, 16, P};
+    weft_device_address at;
+    weft_stats before = {.size = sizeof before}, after = {.size = sizeof after};
+    weft_buffer *w;
+    weft__lanes l;
+
+    (void)state;
+    assert_non_null(out);
+    for (size_t i = 0; i < N * N; i++)
+        user[i] = (uint32_t)i;
+    assert_int_equal(weft_buffer_wrap(devs.rt, user, sizeof user, &w), 0);
+    weft__lanes_init(&l, devs.rt);
+    weft__buffer_lock(w);
+    assert_int_equal(weft__buffer_make_valid_region(w, 0, &tile, &l), 0);
+    assert_true(weft__coherence_is_valid_region(&w->coh, 1, &tile));
+    /* the row before the tile's first is not on the device */
+    assert_false(weft__buffer_is_valid(w, 0, tile.off - P, 4));
+    weft__buffer_written_region(w, 0, &tile);
+    weft__coherence_settle(&w->coh, 0, sizeof user);
+    /* before, the tile's band (two cells outside it and one in), after */
+    assert_true(weft__coherence_entries(&w->coh) <= 5);
+    assert_false(weft__buffer_is_valid(w, WEFT__HOST, tile.off, 4));
+    assert_true(weft__buffer_is_valid(w, WEFT__HOST, tile.off - 4, 4));
+    assert_true(weft__buffer_is_valid(w, WEFT__HOST, tile.off + 64, 4));
+    weft__buffer_unlock(w);
+    weft__lanes_release(&l);
+    /* What a kernel would write there: the device's bytes of the tile. */
+    assert_int_equal(
+        weft_buffer_device_address(w, dev, tile.off,
+                                   weft__region_end(&tile) - tile.off, &at),
+        0);
+    if (!at.ptr) {
+        weft_buffer_destroy(w);
+        free(out);
+        skip();
+    }
+    for (size_t r = 0; r < 16; r++)
+        for (size_t c = 0; c < 16; c++)
+            ((uint32_t *)at.ptr)[r * N + c] =
+                0x80000000u + (uint32_t)(r * 16 + c);
+    weft__buffer_lock(w);
+    weft__buffer_written_region(w, 0, &tile);
+    weft__buffer_unlock(w);
+    assert_int_equal(weft_runtime_get_stats(devs.rt, &before), 0);
+    assert_int_equal(weft_buffer_read(w, 0, out, sizeof user), 0);
+    assert_int_equal(weft_runtime_get_stats(devs.rt, &after), 0);
+    /* the tile came back in one block copy */
+    assert_int_equal(after.d2h_copies - before.d2h_copies, 1);
+    assert_int_equal(after.d2h_bytes - before.d2h_bytes, 16 * 16 * 4);
+    for (size_t i = 0; i < N * N; i++) {
+        size_t r = i / N, c = i % N;
+        uint32_t want = r >= 8 && r < 24 && c >= 4 && c < 20
+                            ? 0x80000000u + (uint32_t)((r - 8) * 16 + c - 4)
+                            : (uint32_t)i;
+
+        if (out[i] != want)
+            fail_msg("element (%zu, %zu): %#x, not %#x", r, c, out[i], want);
+    }
+    assert_int_equal(weft_buffer_destroy(w), 0);
+    free(out);
+}
+
 /* Every failure point of the helpers, in turn: each fails cleanly. */
 static void test_helper_failures(void **state)
 {
@@ -247,6 +321,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_views),
         cmocka_unit_test(test_map),
         cmocka_unit_test(test_device_copies),
+        cmocka_unit_test(test_tile_regions),
         cmocka_unit_test(test_helper_failures),
     };
 

@@ -166,6 +166,248 @@ static void test_disjoint_ranges(void **state)
     weft_buffer_destroy(b);
 }
 
+/* A host task over one block of b. */
+static weft_node task_block(weft_graph *g, weft_buffer *b, weft_block blk,
+                            weft_access mode)
+{
+    weft_access_desc a = weft_access_block(b, blk, mode);
+
+    return task(g, &a, 1);
+}
+
+/* Whether the graph's DOT text has an edge from -> to. */
+static int has_edge(const weft_graph *g, weft_node from, weft_node to)
+{
+    char *dot = dot_of(g), want[64];
+    int found;
+
+    snprintf(want, sizeof want, "n%u -> n%u ", from, to);
+    found = strstr(dot, want) != NULL;
+    free(dot);
+    return found;
+}
+
+/*
+ * The tiles of a row-major matrix are independent whatever their rows'
+ * interleaving; a block that spans several tiles depends on each.
+ */
+static void test_block_tiles(void **state)
+{
+    enum { R = 16, C = 16, T = 4 };
+    weft_buffer *b = mkbuf(R * C * sizeof(float));
+    weft_matrix m = weft_matrix_of(b, 0, sizeof(float), R, C, C);
+    weft_node tile[R / T][C / T], row, col, all, again;
+    weft_graph *g;
+
+    (void)state;
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    for (unsigned i = 0; i < R / T; i++)
+        for (unsigned j = 0; j < C / T; j++)
+            tile[i][j] =
+                task_block(g, b, weft_matrix_tile(m, T, T, i, j), WEFT_WRITE);
+    assert_int_equal(weft_graph_edge_count(g), 0);
+    /* Block row 1 (4 rows of 64 bytes: a range), then block column 2. */
+    row = task_block(g, b, weft_matrix_block(m, T, 0, T, C), WEFT_READ);
+    assert_int_equal(weft_graph_edge_count(g), C / T);
+    for (unsigned j = 0; j < C / T; j++)
+        assert_true(has_edge(g, tile[1][j], row));
+    col = task_block(g, b, weft_matrix_block(m, 0, 2 * T, R, T), WEFT_READ);
+    assert_int_equal(weft_graph_edge_count(g), C / T + R / T);
+    for (unsigned i = 0; i < R / T; i++)
+        assert_true(has_edge(g, tile[i][2], col));
+    /* Tile (1, 2) again: after both readers (WAR), not after the others. */
+    again = task_block(g, b, weft_matrix_tile(m, T, T, 1, 2), WEFT_WRITE);
+    assert_true(has_edge(g, row, again));
+    assert_true(has_edge(g, col, again));
+    assert_int_equal(weft_graph_edge_count(g), C / T + R / T + 2);
+    /* Tile (0, 1) rewritten: WAW on its first writer only. */
+    task_block(g, b, weft_matrix_tile(m, T, T, 0, 1), WEFT_WRITE);
+    assert_int_equal(weft_graph_edge_count(g), C / T + R / T + 3);
+    /* The whole matrix as a range: after every last writer or reader. */
+    all = task1(g, b, 0, WEFT_WHOLE, WEFT_READ_WRITE);
+    assert_true(has_edge(g, again, all));
+    assert_true(has_edge(g, tile[3][3], all));
+    assert_false(has_edge(g, tile[1][2], all)); /* through again */
+    weft_graph_destroy(g);
+    weft_buffer_destroy(b);
+}
+
+/* Blocks whose rows share bytes depend on each other; others do not. */
+static void test_block_overlap(void **state)
+{
+    weft_buffer *b = mkbuf(256);
+    weft_graph *g;
+    weft_node a, c, d, e;
+
+    (void)state;
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    a = task_block(g, b, weft_block2(0, 8, 4, 16), WEFT_WRITE); /* [0,8) */
+    c = task_block(g, b, weft_block2(8, 8, 4, 16), WEFT_WRITE); /* [8,16) */
+    assert_int_equal(weft_graph_edge_count(g), 0);
+    d = task_block(g, b, weft_block2(4, 8, 4, 16), WEFT_READ); /* [4,12) */
+    assert_true(has_edge(g, a, d));
+    assert_true(has_edge(g, c, d));
+    assert_int_equal(weft_graph_edge_count(g), 2);
+    /* Below the blocks' last row: independent of all. */
+    task_block(g, b, weft_block2(64, 16, 2, 32), WEFT_WRITE);
+    assert_int_equal(weft_graph_edge_count(g), 2);
+    /* One byte of c's last row. */
+    e = task1(g, b, 3 * 16 + 15, 1, WEFT_WRITE);
+    assert_true(has_edge(g, d, e) || has_edge(g, c, e));
+    assert_false(has_edge(g, a, e));
+    weft_graph_destroy(g);
+    weft_buffer_destroy(b);
+}
+
+/* 3-D blocks: slices that share no byte are independent. */
+static void test_block_slices(void **state)
+{
+    /* 4 slices of 4 rows of 16 bytes. */
+    weft_buffer *b = mkbuf(256);
+    weft_graph *g;
+    weft_node even, odd, one, whole;
+
+    (void)state;
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    even = task_block(g, b, weft_block3(0, 8, 2, 2, 16, 128), WEFT_WRITE);
+    odd = task_block(g, b, weft_block3(64, 8, 2, 2, 16, 128), WEFT_WRITE);
+    /* Slices 0 and 2 against 1 and 3, and the rows' other halves. */
+    task_block(g, b, weft_block3(8, 8, 4, 4, 16, 64), WEFT_WRITE);
+    task_block(g, b, weft_block3(32, 8, 2, 4, 16, 64), WEFT_WRITE);
+    assert_int_equal(weft_graph_edge_count(g), 0);
+    /* Slice 2, row 1: even's. */
+    one = task1(g, b, 128 + 16 + 2, 4, WEFT_READ);
+    assert_true(has_edge(g, even, one));
+    assert_int_equal(weft_graph_edge_count(g), 1);
+    /* Every slice's row 0, bytes [0, 4): even's and odd's. */
+    whole = task_block(g, b, weft_block3(0, 4, 1, 4, 16, 64), WEFT_READ);
+    assert_true(has_edge(g, even, whole));
+    assert_true(has_edge(g, odd, whole));
+    assert_int_equal(weft_graph_edge_count(g), 3);
+    weft_graph_destroy(g);
+    weft_buffer_destroy(b);
+}
+
+/* Blocks of other pitches on the same bytes: exact, row by row. */
+static void test_block_pitches(void **state)
+{
+    weft_buffer *b = mkbuf(256);
+    weft_graph *g;
+    weft_node w1, w2, r, r2, r3;
+
+    (void)state;
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    w1 = task_block(g, b, weft_block2(0, 8, 8, 32), WEFT_WRITE);
+    w2 = task_block(g, b, weft_block2(16, 8, 8, 32), WEFT_WRITE);
+    assert_int_equal(weft_graph_edge_count(g), 0);
+    r = task_block(g, b, weft_block2(0, 8, 16, 16), WEFT_READ);
+    assert_true(has_edge(g, w1, r));
+    assert_true(has_edge(g, w2, r));
+    r2 = task_block(g, b, weft_block2(8, 8, 16, 16), WEFT_READ);
+    assert_int_equal(weft_graph_edge_count(g), 2);
+    r3 = task1(g, b, 20, 1, WEFT_READ);
+    assert_true(has_edge(g, w2, r3));
+    assert_int_equal(weft_graph_edge_count(g), 3);
+    /* A write of the bytes of r2's rows at pitch 48: WAR on r2 only. */
+    w1 = task_block(g, b, weft_block2(8, 4, 5, 48), WEFT_WRITE);
+    assert_true(has_edge(g, r2, w1));
+    assert_int_equal(weft_graph_edge_count(g), 4);
+    (void)r;
+    weft_graph_destroy(g);
+    weft_buffer_destroy(b);
+}
+
+/*
+ * Blocks through views: the block is of the view's bytes; kernel
+ * arguments, copy and transfer blocks are inferred alike.
+ */
+static void test_block_views(void **state)
+{
+    static unsigned char host[1024];
+    weft_buffer *b = mkbuf(1024), *v;
+    weft_block t0 = weft_block2(0, 16, 4, 64), t1 = weft_block2(16, 16, 4, 64);
+    weft_arg args[3] = {weft_arg_block(b, t1, WEFT_READ_WRITE), weft_arg_u32(2),
+                        weft_arg_i64(4)};
+    weft_graph *g;
+    weft_node vw, k, rr, rb, cp, fl, wr;
+    uint32_t pat = 0;
+
+    (void)state;
+    assert_int_equal(weft_buffer_view(b, 256, 512, &v), 0);
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    vw = task_block(g, v, t0, WEFT_WRITE); /* root rows at 256 + 64 i */
+    assert_int_equal(
+        weft_graph_add_kernel(g, k_advance, weft_dims1(4), args, 3, &k), 0);
+    assert_int_equal(weft_graph_edge_count(g), 0);
+    /* Root [256, 272) is vw's first row; t1 of the root is k's. */
+    rr = task1(g, b, 256, 16, WEFT_READ);
+    assert_true(has_edge(g, vw, rr));
+    assert_int_equal(weft_graph_add_read_block(g, b, &t1, host, 0, 0, &rb), 0);
+    assert_true(has_edge(g, k, rb));
+    assert_int_equal(weft_graph_edge_count(g), 2);
+    /* k's tile into the view's second tile: RAW on k, nothing else. */
+    assert_int_equal(weft_graph_add_copy_block(g, v, &t1, b, &t1, &cp), 0);
+    assert_true(has_edge(g, k, cp));
+    assert_int_equal(weft_graph_edge_count(g), 3);
+    /* The view's first tile: WAR on rr (WAW on vw is implied by it). */
+    assert_int_equal(weft_graph_add_fill_block(g, v, &t0, &pat, 4, &fl), 0);
+    assert_true(has_edge(g, rr, fl));
+    assert_false(has_edge(g, vw, fl));
+    assert_int_equal(weft_graph_edge_count(g), 4);
+    /* The root's first tile touches none of the above. */
+    assert_int_equal(weft_graph_add_write_block(g, b, &t0, host, 16, 0, &wr),
+                     0);
+    assert_int_equal(weft_graph_edge_count(g), 4);
+    weft_graph_destroy(g);
+    assert_int_equal(weft_buffer_destroy(v), 0);
+    assert_int_equal(weft_buffer_destroy(b), 0);
+}
+
+/*
+ * A tiled product C += A B over NT x NT tiles of row-major matrices: each
+ * tile of C is one chain of NT updates, and nothing else is ordered (no
+ * false dependency between tiles of one block row, nor through A and B,
+ * which are only read).
+ */
+static void test_block_tiled_product(void **state)
+{
+    enum { NT = 16, T = 8, N = NT * T };
+    weft_buffer *a = mkbuf(N * N * 4), *b = mkbuf(N * N * 4);
+    weft_buffer *c = mkbuf(N * N * 4);
+    weft_matrix ma = weft_matrix_of(a, 0, 4, N, N, N);
+    weft_matrix mb = weft_matrix_of(b, 0, 4, N, N, N);
+    weft_matrix mc = weft_matrix_of(c, 0, 4, N, N, N);
+    weft_graph *g;
+    weft_node first = 0, last = 0;
+
+    (void)state;
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    for (unsigned k = 0; k < NT; k++)
+        for (unsigned i = 0; i < NT; i++)
+            for (unsigned j = 0; j < NT; j++) {
+                weft_access_desc d[] = {
+                    weft_access_block(a, weft_matrix_tile(ma, T, T, i, k),
+                                      WEFT_READ),
+                    weft_access_block(b, weft_matrix_tile(mb, T, T, k, j),
+                                      WEFT_READ),
+                    weft_access_block(c, weft_matrix_tile(mc, T, T, i, j),
+                                      WEFT_READ_WRITE)};
+
+                last = task(g, d, 3);
+                if (k == 0 && i == 0 && j == 0)
+                    first = last;
+            }
+    assert_int_equal(weft_graph_node_count(g), NT * NT * NT);
+    assert_int_equal(weft_graph_edge_count(g), NT * NT * (NT - 1));
+    assert_true(has_edge(g, first, first + NT * NT));
+    assert_false(has_edge(g, first, first + 1));
+    (void)last;
+    weft_graph_destroy(g);
+    weft_buffer_destroy(a);
+    weft_buffer_destroy(b);
+    weft_buffer_destroy(c);
+}
+
 static void test_reads_unordered(void **state)
 {
     weft_buffer *b = mkbuf(64);
@@ -585,6 +827,33 @@ static int build_mixed(weft_graph *g, weft_buffer *b, weft_buffer *c,
         STEP(weft_graph_add_kernel(g, k_scale, weft_dims1(8), part, 3, NULL));
         STEP(weft_graph_add_host(g, nop_task, NULL, two, 2, NULL));
     }
+    /* Blocks: b and c seen as 16 rows of 16 bytes, tiles of 4 x 4. */
+    for (int i = 0; i < 24; i++) {
+        weft_block t =
+            weft_block2((size_t)(i % 4) * 4 + (size_t)(i % 3) * 64, 4, 4, 16);
+        weft_block u = weft_block3((size_t)(i % 5) * 2, 2, 2, 2, 16, 128);
+        weft_arg part[] = {weft_arg_block(b, t, WEFT_READ_WRITE),
+                           weft_arg_f32(2.0f), weft_arg_i64(1)};
+        weft_access_desc two[] = {weft_access_block(b, u, WEFT_READ),
+                                  weft_access_block(c, t, WEFT_READ_WRITE)};
+
+        STEP(weft_graph_add_kernel(g, k_scale, weft_dims1(1), part, 3, NULL));
+        STEP(weft_graph_add_host(g, nop_task, NULL, two, 2, NULL));
+        switch (i % 4) {
+        case 0:
+            STEP(weft_graph_add_write_block(g, c, &u, host, 0, 0, NULL));
+            break;
+        case 1:
+            STEP(weft_graph_add_read_block(g, b, &t, host, 0, 0, NULL));
+            break;
+        case 2:
+            STEP(weft_graph_add_copy_block(g, c, &t, b, &t, NULL));
+            break;
+        default:
+            STEP(weft_graph_add_fill_block(g, b, &u, &pat, 2, NULL));
+            break;
+        }
+    }
 #undef STEP
     return 0;
 }
@@ -723,6 +992,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_hazards),
         cmocka_unit_test(test_disjoint_ranges),
         cmocka_unit_test(test_reads_unordered),
+        cmocka_unit_test(test_block_tiles),
+        cmocka_unit_test(test_block_overlap),
+        cmocka_unit_test(test_block_slices),
+        cmocka_unit_test(test_block_pitches),
+        cmocka_unit_test(test_block_views),
+        cmocka_unit_test(test_block_tiled_product),
         cmocka_unit_test(test_reduction),
         cmocka_unit_test(test_views),
         cmocka_unit_test(test_explicit_edges),
