@@ -28,7 +28,8 @@
  * matrix, blocks that overlap others or interleave their rows, through
  * views; block kernels (block arguments), block write, read, copy and fill
  * nodes, host tasks with block accesses. The interpreter applies each node
- * to the block's bytes alone, run by run.
+ * to the block's bytes alone, run by run. --range-kernels keeps the
+ * kernels' arguments ranges.
  *
  * --self-check runs no weft at all: it measures how often
  * the oracle notices a schedule that drops one kind of dependency.
@@ -1087,7 +1088,7 @@ static void usage(void)
                     "[--no-shrink] [--quiet] [--relaunch N] "
                     "[--min-native N] [--native-nodes PERCENT] "
                     "[--capture-native PERCENT] [--device-only] "
-                    "[--portable-only] [--blocks]\n");
+                    "[--portable-only] [--blocks] [--range-kernels]\n");
     exit(2);
 }
 
@@ -1180,6 +1181,8 @@ int main(int argc, char **argv)
             portable_only = 1;
         else if (!strcmp(argv[i], "--blocks"))
             limits.blocks = 1;
+        else if (!strcmp(argv[i], "--range-kernels"))
+            limits.range_kernels = 1;
         else if (!strcmp(argv[i], "--dump"))
             opt.dump = 1;
         else if (!strcmp(argv[i], "--no-shrink"))
@@ -1243,13 +1246,14 @@ int main(int argc, char **argv)
                    "  replay: WEFT_DEVICES='%s' WEFT_SIM='%s' "
                    "POCL_DEVICES='%s' oracle --seed %" PRIu64
                    " --graphs 1 --relaunch %u --native-nodes %u "
-                   "--capture-native %u%s%s%s --dump\n",
+                   "--capture-native %u%s%s%s%s --dump\n",
                    seed, c.nnodes, c.launches, first, env("WEFT_DEVICES"),
                    env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch,
                    limits.native, limits.capture,
                    limits.device_only ? " --device-only" : "",
                    portable_only ? " --portable-only" : "",
-                   limits.blocks ? " --blocks" : "");
+                   limits.blocks ? " --blocks" : "",
+                   limits.range_kernels ? " --range-kernels" : "");
             if (opt.shrink && failed <= 3 && !opt.prefix) {
                 run_stats before = stats; /* probes don't count */
                 unsigned k = shrink(&c, seed);

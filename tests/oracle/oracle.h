@@ -208,6 +208,7 @@ typedef struct or_limits {
     /* accesses are mostly 2-D and 3-D blocks of roots seen as matrices
      * (--blocks): block kernels, transfers and host tasks */
     int blocks;
+    int range_kernels; /* --blocks with kernels on ranges (--range-kernels) */
 } or_limits;
 
 /* Make the case of seed. Fails only for lack of memory. */
