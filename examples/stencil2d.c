@@ -11,12 +11,11 @@
  * the bytes before are padding). A step runs one kernel node per block,
  * which reads the whole of one buffer and writes the interior of the other
  * (a weft_matrix_block, passed to the kernel as a block: its address and,
- * as a scalar, its pitch). Then the
- * halos of the buffers just written are filled from the neighbours'
- * edges, one weft_graph_add_copy_block node each: a row halo is a block of
- * one row, a column halo a block of h rows of one float, pitch apart.
- * Halos on the grid's border hold the fixed boundary values and are never
- * written. The graph is two steps (now -> next, then next -> now), so that
+ * as a scalar, its pitch). Then the halos of the buffers just written are
+ * filled from the neighbours' edges, one weft_graph_add_copy_block node
+ * each: a row halo is a block of one row, a column halo a block of h rows
+ * of one float, pitch apart. Halos on the grid's border hold the fixed
+ * boundary values and are never written. The graph is two steps (now -> next, then next -> now), so that
  * every launch leaves the state where it found it, and is launched many
  * times.
  *
@@ -195,7 +194,8 @@ int main(int argc, char **argv)
     bytes = base + (h + 2) * pitch * sizeof(float);
     block = calloc(1, bytes); /* the padding stays 0 */
     if (!block) {
-        fprintf(stderr, "stencil2d: out of memory\n");
+        rc = WEFT_ENOMEM;
+        what = "calloc";
         goto out;
     }
     TRY(weft_module_create_portable(rt, jacobi_source, NULL, &mod));
