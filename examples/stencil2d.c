@@ -15,9 +15,9 @@
  * filled from the neighbours' edges, one weft_graph_add_copy_block node
  * each: a row halo is a block of one row, a column halo a block of h rows
  * of one float, pitch apart. Halos on the grid's border hold the fixed
- * boundary values and are never written. The graph is two steps (now -> next, then next -> now), so that
- * every launch leaves the state where it found it, and is launched many
- * times.
+ * boundary values and are never written. The graph is two steps (now ->
+ * next, then next -> now), so that every launch leaves the state where it
+ * found it, and is launched many times.
  *
  * Block (i, j)'s kernels go to device (i * bx + j) mod devices, so that with
  * several devices (WEFT_DEVICES; WEFT_HOST_DEVICES=2; two PoCL devices)
