@@ -17,6 +17,12 @@
  *   weft tile H2D by rows        the fallback forced: one copy per row
  *   host memcpy tile             the rows by memcpy, one thread (a bound
  *                                for the host and sim drivers)
+ *   graph tile H2D / D2H         the block through a graph: a block write
+ *                                (read) node between memory of
+ *                                weft_host_alloc and a buffer, on the
+ *                                device, R launches then one wait, beside
+ *                                R raw copies then one synchronise
+ *   graph/raw tile H2D / D2H     the ratio, in % (the target is >= 95)
  */
 #include "drivers/cuda/cuda_api.h"
 #include "bench.h"
@@ -56,6 +62,146 @@ static int raw_open(raw *r)
 static double gbs(size_t bytes, uint64_t ns)
 {
     return (double)bytes / (double)ns;
+}
+
+static int noop(const weft_native_ctx *ctx, void *user)
+{
+    (void)ctx;
+    (void)user;
+    return 0;
+}
+
+/* R raw copies of the tile then one synchronise: GB/s. */
+static double raw_burst(raw *r, CUcontext ctx, int dir, unsigned char *host,
+                        CUdeviceptr dev, const weft__rect *up)
+{
+    CUDA_MEMCPY2D p;
+    uint64_t t0;
+
+    memset(&p, 0, sizeof p);
+    p.WidthInBytes = up->width;
+    p.Height = up->height;
+    p.srcPitch = p.dstPitch = up->src.row_pitch;
+    if (dir == 0) {
+        p.srcMemoryType = CU_MEMORYTYPE_HOST;
+        p.srcHost = host + up->src.off;
+        p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        p.dstDevice = dev + up->dst.off;
+    } else {
+        p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        p.srcDevice = dev + up->src.off;
+        p.dstMemoryType = CU_MEMORYTYPE_HOST;
+        p.dstHost = host + up->dst.off;
+    }
+    t0 = bench_now_ns();
+    for (int i = 0; i < reps; i++)
+        if (r->CtxSetCurrent(ctx) || r->Memcpy2DAsync(&p, NULL))
+            bench_die("raw cuMemcpy2DAsync failed");
+    if (r->CtxSynchronize())
+        bench_die("raw synchronise failed");
+    return gbs(up->width * up->height * (size_t)reps, bench_now_ns() - t0);
+}
+
+/*
+ * The tile through graphs: a block write node (H2D) and a block read node
+ * (D2H) on the device, from and into memory of weft_host_alloc, each
+ * launched R times then waited for, beside R raw copies (same tile, same
+ * host memory kind, the device's own allocation) then one synchronise.
+ */
+static void graph_figures(weft_runtime *rt, unsigned idx, raw *r, CUcontext ctx,
+                          weft__mem *dmem, unsigned char *pin,
+                          const weft__rect *up)
+{
+    size_t row = up->src.row_pitch, bytes = row * n;
+    weft_device *dev = weft_runtime_device(rt, idx);
+    weft_block blk = weft_block2(up->src.off, up->width, up->height, row);
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    weft__native_mem nm;
+    weft_graph *gw, *gr;
+    weft_exec *ew, *er;
+    weft_buffer *b;
+    weft_node nw;
+    unsigned char *hp;
+    double v[64], w[64];
+    void *mem;
+
+    if (weft_host_alloc(rt, bytes, &mem) < 0)
+        bench_die("weft_host_alloc: %s", weft_last_error());
+    hp = mem;
+    memset(hp, 2, bytes);
+    o.device = dev;
+    bench_check(weft_buffer_create(rt, bytes, &b));
+    bench_check(weft_graph_create(rt, &gw));
+    bench_check(
+        weft_graph_add_write_block(gw, b, &blk, hp + blk.origin, row, 0, &nw));
+    /* a reader on the device, so that the write goes there */
+    {
+        static const weft_native_impl impls[] = {{"cuda", 0, noop},
+                                                 {"opencl", 0, noop},
+                                                 {"host", 0, noop},
+                                                 {"sim", 0, noop}};
+        weft_access_desc acc = weft_access_block(b, blk, WEFT_READ);
+        weft_node nn;
+
+        bench_check(weft_graph_add_native(gw, impls, 4, &acc, 1, NULL, &nn));
+        bench_check(weft_graph_set_device(gw, nn, dev));
+        bench_check(weft_graph_set_native_capture(gw, nn, 1));
+    }
+    bench_check(weft_graph_instantiate(gw, &o, &ew));
+    bench_check(weft_graph_create(rt, &gr));
+    bench_check(
+        weft_graph_add_read_block(gr, b, &blk, hp + blk.origin, row, 0, NULL));
+    bench_check(weft_graph_instantiate(gr, &o, &er));
+    /* first launches: the replica made, the native graphs recorded */
+    for (int i = 0; i < 3; i++) {
+        bench_check(weft_exec_launch(ew));
+        bench_check(weft_exec_wait(ew));
+        bench_check(weft_exec_launch(er));
+        bench_check(weft_exec_wait(er));
+    }
+    if (r) {
+        weft__drv_native_mem(dmem, 0, &nm);
+        (void)pin;
+    }
+    for (int dir = 0; dir < 2; dir++) {
+        weft_exec *e = dir == 0 ? ew : er;
+        weft_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
+
+        bench_check(weft_runtime_get_stats(rt, &s0));
+        for (int k = 0; k < 5; k++) {
+            uint64_t t0 = bench_now_ns();
+
+            for (int i = 0; i < reps; i++)
+                bench_check(weft_exec_launch(e));
+            bench_check(weft_exec_wait(e));
+            v[k] =
+                gbs(up->width * up->height * (size_t)reps, bench_now_ns() - t0);
+            if (r)
+                w[k] = raw_burst(r, ctx, dir, hp, nm.address, up);
+        }
+        bench_check(weft_runtime_get_stats(rt, &s1));
+        bench_figure(dir == 0 ? "graph tile H2D" : "graph tile D2H",
+                     bench_median(v, 5), "GB/s");
+        /* the route: one block copy per launch, nothing else */
+        bench_figure(dir == 0 ? "graph tile H2D copies per launch"
+                              : "graph tile D2H copies per launch",
+                     (double)(dir == 0 ? s1.h2d_copies - s0.h2d_copies
+                                       : s1.d2h_copies - s0.d2h_copies) /
+                         (5.0 * reps),
+                     "copies");
+        if (r) {
+            bench_figure(dir == 0 ? "raw burst tile H2D" : "raw burst tile D2H",
+                         bench_median(w, 5), "GB/s");
+            bench_figure(dir == 0 ? "graph/raw tile H2D" : "graph/raw tile D2H",
+                         100.0 * bench_median(v, 5) / bench_median(w, 5), "%");
+        }
+    }
+    weft_exec_destroy(ew);
+    weft_exec_destroy(er);
+    weft_graph_destroy(gw);
+    weft_graph_destroy(gr);
+    weft_buffer_destroy(b);
+    weft_host_free(rt, mem);
 }
 
 int main(int argc, char **argv)
@@ -227,6 +373,7 @@ int main(int argc, char **argv)
         free(dst);
         bench_figure("host memcpy tile", bench_median(v, reps), "GB/s");
     }
+    graph_figures(rt, idx, have_raw ? &r : NULL, cu_ctx, dmem, host, &up);
     bench_end();
 
     if (pin)

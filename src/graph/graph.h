@@ -64,10 +64,10 @@ typedef enum weft__hazard {
  * the range or block in it. root is the graph's index of the root buffer.
  * A range has rows = slices = 1 (pitches 0) and size bytes from offset; a
  * block has rows x slices rows of size bytes, row r of slice s at offset +
- * s * slice_pitch + r * row_pitch (weft.h's weft_block). Blocks are kept
- * folded: rows > 1 means row_pitch > size, slices > 1 means slice_pitch >
- * rows * row_pitch or rows > 1 (a block whose rows or slices touch is
- * stored as fewer, longer rows; one row is a range).
+ * s * slice_pitch + r * row_pitch (weft.h's weft_block), checked when
+ * added. A block keeps the shape it was given (a transfer's host side
+ * follows it row by row), except that one row of one slice is a range and
+ * one slice has slice_pitch 0.
  */
 typedef struct weft__access {
     weft_buffer *buf;

@@ -434,7 +434,7 @@ static inline size_t weft__buffer_block_end(const weft__buffer_block *b)
  * The lowest device whose one extent holds the block's bounding range and
  * where every byte of the block is valid, or WEFT__HOST if none.
  */
-unsigned weft__buffer_block_holder(const weft_buffer *root,
+unsigned weft__buffer_block_holder(weft_buffer *root,
                                    const weft__buffer_block *b);
 /*
  * The block from host memory src (pitches as said above) into copy

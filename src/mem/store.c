@@ -288,7 +288,7 @@ static weft__rect_side weft__host_side(const weft__buffer_block *b,
     return s;
 }
 
-unsigned weft__buffer_block_holder(const weft_buffer *root,
+unsigned weft__buffer_block_holder(weft_buffer *root,
                                    const weft__buffer_block *b)
 {
     size_t lo = b->r.off, end = weft__buffer_block_end(b);
@@ -298,8 +298,7 @@ unsigned weft__buffer_block_holder(const weft_buffer *root,
         size_t mo;
         int ok;
 
-        if (!weft__buffer_device_find((weft_buffer *)root, d, lo, end - lo, &m,
-                                      &mo))
+        if (!weft__buffer_device_find(root, d, lo, end - lo, &m, &mo))
             continue;
         ok = 1;
         for (size_t s = 0; s < b->slices && ok; s++)
