@@ -314,6 +314,15 @@ void weft__buffer_written_region(weft_buffer *root, unsigned where,
 void weft__buffer_discard_region(weft_buffer *root, unsigned where,
                                  const weft__region *r);
 /*
+ * Cut the tracker at r's edges (no state changes), so that a later
+ * written_region or discard_region of r cannot fail: for work that marks
+ * a region written without readying it first (the host-only fast path).
+ */
+int weft__buffer_cut_region(weft_buffer *root, const weft__region *r);
+/* 1 if copy `where` holds the current bytes of every byte of r. */
+int weft__buffer_is_valid_region(const weft_buffer *root, unsigned where,
+                                 const weft__region *r);
+/*
  * The device memory holding byte off of the root on device, which
  * make_valid or prepare readied: *mem and *moff for a kernel argument.
  */

@@ -88,6 +88,16 @@ int weft__coherence_reserve(weft__coherence *c, size_t extra)
     weft__band_entry *e;
     size_t cap;
 
+    /* a cut's scratch (bandmap.c) holds at most the entries it makes */
+    if (c->map.tmp_cap < c->map.n + extra) {
+        cap = WEFT__MAX(c->map.tmp_cap * 2, c->map.n + extra);
+        e = weft__realloc(c->map.tmp, cap * sizeof *e);
+        if (!e)
+            return weft__error(WEFT_ENOMEM,
+                               "coherence: out of memory for %zu entries", cap);
+        c->map.tmp = e;
+        c->map.tmp_cap = cap;
+    }
     if (c->map.cap - c->map.n >= extra)
         return 0;
     cap = WEFT__MAX(c->map.cap * 2, c->map.n + extra);

@@ -1095,6 +1095,18 @@ void weft__buffer_written_region(weft_buffer *root, unsigned where,
     (void)rc;
 }
 
+int weft__buffer_cut_region(weft_buffer *root, const weft__region *r)
+{
+    return weft__coherence_cut(&root->coh, r);
+}
+
+int weft__buffer_is_valid_region(const weft_buffer *root, unsigned where,
+                                 const weft__region *r)
+{
+    return weft__coherence_is_valid_region(&root->coh, weft__mem_index(where),
+                                           r);
+}
+
 void weft__buffer_written(weft_buffer *root, unsigned where, size_t off,
                           size_t size)
 {

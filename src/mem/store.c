@@ -301,10 +301,11 @@ unsigned weft__buffer_block_holder(weft_buffer *root,
         if (!weft__buffer_device_find(root, d, lo, end - lo, &m, &mo))
             continue;
         ok = 1;
-        for (size_t s = 0; s < b->slices && ok; s++)
-            for (size_t y = 0; y < b->r.h && ok; y++)
-                ok = weft__buffer_is_valid(
-                    root, d, lo + s * b->slice_pitch + y * b->r.p, b->r.w);
+        for (size_t s = 0; s < b->slices && ok; s++) {
+            weft__region r = weft__block_slice(b, s);
+
+            ok = weft__coherence_is_valid_region(&root->coh, 1 + d, &r);
+        }
         if (ok)
             return d;
     }

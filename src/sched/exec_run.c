@@ -1121,15 +1121,26 @@ static int weft__fast_prepare(weft_exec *e)
 /* Whether the host copy holds every byte of access a (root locked). */
 static int weft__acc_valid_host(const weft__access *a)
 {
-    size_t origin = weft__acc_origin(a);
+    for (size_t s = 0; s < a->slices; s++) {
+        weft__region r = weft__access_slice(a, s);
 
-    for (size_t s = 0; s < a->slices; s++)
-        for (size_t y = 0; y < a->rows; y++)
-            if (!weft__buffer_is_valid(
-                    a->buf->root, WEFT__HOST,
-                    origin + s * a->slice_pitch + y * a->row_pitch, a->size))
-                return 0;
+        if (!weft__buffer_is_valid_region(a->buf->root, WEFT__HOST, &r))
+            return 0;
+    }
     return 1;
+}
+
+/* Cut the tracker at each slice of a written access (root locked). */
+static int weft__acc_cut(const weft__access *a)
+{
+    int rc = 0;
+
+    for (size_t s = 0; s < a->slices && rc == 0; s++) {
+        weft__region r = weft__access_slice(a, s);
+
+        rc = weft__buffer_cut_region(a->buf->root, &r);
+    }
+    return rc;
 }
 
 static int weft__fast_claim(weft_exec *e)
@@ -1151,10 +1162,12 @@ static int weft__fast_claim(weft_exec *e)
     for (uint32_t a = 0; a < e->nacc && ok; a++) {
         weft_buffer *root = e->acc[a].buf->root;
 
-        if (!(e->acc[a].mode & WEFT_READ))
-            continue;
         weft__buffer_lock(root);
-        ok = weft__acc_valid_host(&e->acc[a]);
+        /* the later marks of what it writes cannot fail then */
+        if (e->acc[a].mode & WEFT_WRITE)
+            ok = weft__acc_cut(&e->acc[a]) == 0;
+        if (ok && (e->acc[a].mode & WEFT_READ))
+            ok = weft__acc_valid_host(&e->acc[a]);
         weft__buffer_unlock(root);
     }
     if (!ok) {

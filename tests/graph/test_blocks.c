@@ -92,7 +92,7 @@ static int teardown(void **state)
  * A 45 x 37 matrix of u32 with padded rows: a leading dimension of 41, or
  * where device 0 wants kernel arguments aligned (PoCL: 128 bytes), the
  * next multiple of that; tiles of 16 rows of 8 columns (or the alignment's
- * columns) so that every tile starts aligned.
+ * columns, at most the matrix's) so that every tile starts aligned.
  */
 enum { R = 45, C = 37, TR = 16, MAXLD = 1024 };
 static unsigned LD, TC, TI, TJ;
@@ -108,6 +108,9 @@ static void geometry(void)
     a = info.arg_offset_align > 4 ? info.arg_offset_align / 4 : 1;
     LD = (C + 4 + a - 1) / a * a;
     TC = a > 8 ? a : 8;
+    /* (an alignment wider than the matrix: one column of tiles) */
+    if (TC > C)
+        TC = C;
     TI = (R + TR - 1) / TR;
     TJ = (C + TC - 1) / TC;
     assert_true(LD + 16 <= MAXLD);
@@ -519,7 +522,8 @@ static unsigned rb_pick(unsigned n)
  */
 static weft_block rb_block(unsigned align, int three_d)
 {
-    unsigned step = 1 + rb_pick(2), c0 = rb_pick(RB_LD / align) * align;
+    unsigned step = 1 + rb_pick(2);
+    unsigned c0 = align < RB_LD ? rb_pick(RB_LD / align) * align : 0;
     unsigned w = 1 + rb_pick(RB_LD - c0), h, r0;
 
     if (w > 24)
