@@ -23,6 +23,14 @@
  * --capture-native PERCENT marks that share of those capturable
  * (weft_graph_set_native_capture), so that native graphs replay them.
  *
+ * --blocks makes most accesses 2-D and 3-D blocks (some 3-D) of the root
+ * buffers seen as matrices with random pitches: disjoint tiles of one
+ * matrix, blocks that overlap others or interleave their rows, through
+ * views; block kernels (block arguments), block write, read, copy and fill
+ * nodes, host tasks with block accesses. The interpreter applies each node
+ * to the block's bytes alone, run by run. --range-kernels keeps the
+ * kernels' arguments ranges.
+ *
  * --self-check runs no weft at all: it measures how often
  * the oracle notices a schedule that drops one kind of dependency.
  */
@@ -135,8 +143,36 @@ static void mark(outcome *o, const or_case *c, const or_access *a, uint32_t who)
 
     if (!w) /* not tracked in this outcome */
         return;
-    for (size_t j = 0; j < a->size; j++)
-        w[a->off + j] = who;
+    for (size_t k = 0; k < or_acc_runs(a); k++)
+        for (size_t j = 0; j < a->size; j++)
+            w[or_acc_run(a, k) + j] = who;
+}
+
+/* A block's shape in uint32s for the block kernels (a range: one row). */
+typedef struct shape3 {
+    uint32_t w, h, d, p, s;
+} shape3;
+
+static shape3 shape_of(const or_access *a)
+{
+    shape3 s;
+
+    s.w = (uint32_t)(a->size / 4);
+    s.h = a->rows ? (uint32_t)a->rows : 1;
+    s.d = a->rows ? (uint32_t)a->slices : 1;
+    s.p = a->rows ? (uint32_t)(a->pitch / 4) : s.w;
+    s.s = a->rows && a->slices > 1 ? (uint32_t)(a->spitch / 4) : s.p * s.h;
+    return s;
+}
+
+/* Host memory's run k of a block write or read node. */
+static size_t host_run(const or_node *n, size_t k)
+{
+    const or_access *a = &n->acc[0];
+    size_t hp = n->hpitch ? n->hpitch : a->size;
+    size_t hs = n->hspitch ? n->hspitch : a->rows * hp;
+
+    return n->host_off + k / a->rows * hs + k % a->rows * hp;
 }
 
 static void interp_kernel(outcome *o, const or_case *c, const or_node *n)
@@ -166,10 +202,32 @@ static void interp_kernel(outcome *o, const or_case *c, const or_node *n)
             x[i] = or_mix(a[i], b, m, n->key, i);
         break;
     }
-    default:
+    case OR_K_SET:
         for (uint32_t i = 0; i < items; i++)
             x[i] = or_set(n->key, i);
         break;
+    default: { /* the block kernels */
+        shape3 y = shape_of(&n->acc[0]);
+        uint32_t count = y.w * y.h * y.d;
+
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t *e = &x[or_at3(i, y.w, y.h, y.p, y.s)];
+
+            if (n->kernel == OR_K_BAFFINE) {
+                *e = or_affine(*e, n->mul, n->key, i);
+            } else if (n->kernel == OR_K_BSET) {
+                *e = or_set(n->key, i);
+            } else {
+                const uint32_t *s =
+                    (const uint32_t *)(void *)at(o, c, &n->acc[1]);
+                shape3 xs = shape_of(&n->acc[1]);
+                uint32_t j = (i * 7u + n->key) % (xs.w * xs.h * xs.d);
+
+                *e = *e * 3u + s[or_at3(j, xs.w, xs.h, xs.p, xs.s)];
+            }
+        }
+        break;
+    }
     }
 }
 
@@ -184,21 +242,39 @@ static void interp_node(outcome *o, const or_case *c, unsigned i,
         interp_kernel(o, c, n);
         break;
     case OR_WRITE:
-        memcpy(at(o, c, &n->acc[0]), c->src + n->host_off, n->acc[0].size);
+        if (!n->acc[0].rows)
+            memcpy(at(o, c, &n->acc[0]), c->src + n->host_off, n->acc[0].size);
+        for (size_t k = 0; n->acc[0].rows && k < or_acc_runs(&n->acc[0]); k++)
+            memcpy(o->roots[c->handles[n->acc[0].handle].root] +
+                       or_acc_run(&n->acc[0], k),
+                   c->src + host_run(n, k), n->acc[0].size);
         break;
     case OR_READ:
-        memcpy(o->dst + n->host_off, at(o, c, &n->acc[0]), n->acc[0].size);
+        if (!n->acc[0].rows)
+            memcpy(o->dst + n->host_off, at(o, c, &n->acc[0]), n->acc[0].size);
+        for (size_t k = 0; n->acc[0].rows && k < or_acc_runs(&n->acc[0]); k++)
+            memcpy(o->dst + host_run(n, k),
+                   o->roots[c->handles[n->acc[0].handle].root] +
+                       or_acc_run(&n->acc[0], k),
+                   n->acc[0].size);
         break;
     case OR_COPY: /* the generator keeps source and destination apart */
-        memcpy(at(o, c, &n->acc[0]), at(o, c, &n->acc[1]), n->acc[0].size);
+        for (size_t k = 0; k < or_acc_runs(&n->acc[0]); k++)
+            memcpy(o->roots[c->handles[n->acc[0].handle].root] +
+                       or_acc_run(&n->acc[0], k),
+                   o->roots[c->handles[n->acc[1].handle].root] +
+                       or_acc_run(&n->acc[1], k),
+                   n->acc[0].size);
         break;
-    case OR_FILL: {
-        uint8_t *p = at(o, c, &n->acc[0]);
+    case OR_FILL: /* each run from the pattern's start (see gen_fill_block) */
+        for (size_t k = 0; k < or_acc_runs(&n->acc[0]); k++) {
+            uint8_t *p = o->roots[c->handles[n->acc[0].handle].root] +
+                         or_acc_run(&n->acc[0], k);
 
-        for (size_t j = 0; j < n->acc[0].size; j++)
-            p[j] = n->pattern[j % n->pattern_size];
+            for (size_t j = 0; j < n->acc[0].size; j++)
+                p[j] = n->pattern[j % n->pattern_size];
+        }
         break;
-    }
     case OR_MAP:
     case OR_HOST:
         for (unsigned a = 0; a < n->nacc; a++)
@@ -226,7 +302,7 @@ static void interpret(outcome *o, const or_case *c, const unsigned *order)
             interp_node(o, c, order ? order[i] : i, l);
         if (l + 1 < c->launches && c->between[l].write) {
             const or_between *b = &c->between[l];
-            or_access a = {b->handle, b->off, b->size, WEFT_WRITE};
+            or_access a = {b->handle, b->off, b->size, WEFT_WRITE, 0, 0, 0, 0};
 
             memcpy(at(o, c, &a), c->src + b->src_off, b->size);
             mark(o, c, &a, l << 24 | 0xffffffu);
@@ -258,18 +334,33 @@ static void host_cb(void *const *ptrs, void *user)
     or_host_body(cb->node, ptrs, cb->obs);
 }
 
-/* Do two accesses touch a common byte? */
-static int overlaps_acc(const or_case *c, const or_access *a,
-                        const or_access *b)
-{
-    return c->handles[a->handle].root == c->handles[b->handle].root &&
-           a->off < b->off + b->size && b->off < a->off + a->size;
-}
-
 /* Offset of an access relative to the handle it goes through. */
 static size_t rel(const or_case *c, const or_access *a)
 {
     return a->off - c->handles[a->handle].off;
+}
+
+/* Do two accesses touch a common byte? */
+static int overlaps_acc(const or_case *c, const or_access *a,
+                        const or_access *b)
+{
+    return or_acc_overlap(c->handles[a->handle].root, a,
+                          c->handles[b->handle].root, b);
+}
+
+/* An access as weft takes it: its block, origin relative to its handle. */
+static weft_block block_of(const or_case *c, const or_access *a)
+{
+    return weft_block3(rel(c, a), a->size, a->rows, a->slices, a->pitch,
+                       a->slices > 1 ? a->spitch : 0);
+}
+
+static weft_access_desc desc_of(const or_case *c, weft_buffer *const *buf,
+                                const or_access *a)
+{
+    return a->rows
+               ? weft_access_block(buf[a->handle], block_of(c, a), a->mode)
+               : weft_access_range(buf[a->handle], rel(c, a), a->size, a->mode);
 }
 
 static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
@@ -282,11 +373,40 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
 
     switch (n->kind) {
     case OR_KERNEL: {
-        weft_arg args[6];
+        weft_arg args[13];
         unsigned na = 0;
         uint32_t items = (uint32_t)(a[0].size / 4);
         weft_dims dims = weft_dims1(items);
 
+        if (n->kernel >= OR_K_BAFFINE) { /* blocks (or ranges) of uint32s */
+            unsigned nb = or_kernel_nbufs[n->kernel];
+            shape3 y = shape_of(&a[0]), x = shape_of(&a[nb - 1]);
+
+            for (unsigned b = 0; b < nb; b++)
+                args[na++] =
+                    a[b].rows ? weft_arg_block(buf[a[b].handle],
+                                               block_of(c, &a[b]), a[b].mode)
+                              : weft_arg_buffer(buf[a[b].handle], rel(c, &a[b]),
+                                                a[b].size, a[b].mode);
+            items = y.w * y.h * y.d;
+            dims = weft_dims1(items);
+            args[na++] = weft_arg_u32(items);
+            args[na++] = weft_arg_u32(y.w);
+            args[na++] = weft_arg_u32(y.h);
+            args[na++] = weft_arg_u32(y.p);
+            args[na++] = weft_arg_u32(y.s);
+            if (n->kernel == OR_K_BAFFINE)
+                args[na++] = weft_arg_u32(n->mul);
+            if (n->kernel == OR_K_BGATHER) {
+                args[na++] = weft_arg_u32(x.w);
+                args[na++] = weft_arg_u32(x.h);
+                args[na++] = weft_arg_u32(x.p);
+                args[na++] = weft_arg_u32(x.s);
+                args[na++] = weft_arg_u32(x.w * x.h * x.d);
+            }
+            args[na++] = weft_arg_u32(n->key);
+            goto add;
+        }
         for (unsigned b = 0; b < n->nacc; b++)
             args[na++] = weft_arg_buffer(buf[a[b].handle], rel(c, &a[b]),
                                          a[b].size, a[b].mode);
@@ -296,6 +416,7 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
         else if (n->kernel != OR_K_SET)
             args[na++] = weft_arg_u32((uint32_t)(a[n->nacc - 1].size / 4));
         args[na++] = weft_arg_u32(n->key);
+    add:
         dims.group[0] = n->group;
         rc = weft_graph_add_kernel(g, kernels[n->kernel], dims, args, na, &id);
         if (rc == 0 && n->device >= 0) {
@@ -307,19 +428,49 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
         break;
     }
     case OR_WRITE:
+        if (a->rows) {
+            weft_block b = block_of(c, a);
+
+            rc = weft_graph_add_write_block(g, buf[a->handle], &b,
+                                            c->src + n->host_off, n->hpitch,
+                                            n->hspitch, &id);
+            break;
+        }
         rc = weft_graph_add_write(g, buf[a->handle], rel(c, a),
                                   c->src + n->host_off, a->size, &id);
         break;
     case OR_READ:
+        if (a->rows) {
+            weft_block b = block_of(c, a);
+
+            rc = weft_graph_add_read_block(g, buf[a->handle], &b,
+                                           o->dst + n->host_off, n->hpitch,
+                                           n->hspitch, &id);
+            break;
+        }
         rc = weft_graph_add_read(g, buf[a->handle], rel(c, a),
                                  o->dst + n->host_off, a->size, &id);
         break;
     case OR_COPY:
+        if (a[0].rows) {
+            weft_block db = block_of(c, &a[0]), sb = block_of(c, &a[1]);
+
+            rc = weft_graph_add_copy_block(g, buf[a[0].handle], &db,
+                                           buf[a[1].handle], &sb, &id);
+            break;
+        }
         rc = weft_graph_add_copy(g, buf[a[0].handle], rel(c, &a[0]),
                                  buf[a[1].handle], rel(c, &a[1]), a[0].size,
                                  &id);
         break;
     case OR_FILL:
+        if (a->rows) {
+            weft_block b = block_of(c, a);
+
+            rc = weft_graph_add_fill_block(g, buf[a->handle], &b, n->pattern,
+                                           n->pattern_size, &id);
+            break;
+        }
         rc = weft_graph_add_fill(g, buf[a->handle], rel(c, a), a->size,
                                  n->pattern, n->pattern_size, &id);
         break;
@@ -330,13 +481,8 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
     case OR_HOST: {
         weft_access_desc d[OR_MAX_ACC];
 
-        for (unsigned b = 0; b < n->nacc; b++) {
-            d[b] = weft_access_range(NULL, 0, 0, WEFT_READ);
-            d[b].buffer = buf[a[b].handle];
-            d[b].offset = rel(c, &a[b]);
-            d[b].size = a[b].size;
-            d[b].mode = a[b].mode;
-        }
+        for (unsigned b = 0; b < n->nacc; b++)
+            d[b] = desc_of(c, buf, &a[b]);
         rc = weft_graph_add_host(g, host_cb, &cb[i], d, n->nacc, &id);
         break;
     }
@@ -346,13 +492,8 @@ static int add_node(const or_case *c, weft_graph *g, weft_buffer *const *buf,
     case OR_NATIVE: {
         weft_access_desc d[OR_MAX_ACC];
 
-        for (unsigned b = 0; b < n->nacc; b++) {
-            d[b] = weft_access_range(NULL, 0, 0, WEFT_READ);
-            d[b].buffer = buf[a[b].handle];
-            d[b].offset = rel(c, &a[b]);
-            d[b].size = a[b].size;
-            d[b].mode = a[b].mode;
-        }
+        for (unsigned b = 0; b < n->nacc; b++)
+            d[b] = desc_of(c, buf, &a[b]);
         rc = weft_graph_add_native(g, or_native_impls, or_native_nimpls, d,
                                    n->nacc, (void *)n, &id);
         if (rc == 0 && n->capture)
@@ -379,6 +520,7 @@ typedef struct run_stats {
     unsigned long long replays;  /* ... of them with no issue */
     unsigned long long unplaced; /* placement refused with WEFT_ENOTSUP */
     unsigned long long kinds[OR_NATIVE + 1];
+    unsigned long long blocks, blocks3; /* block accesses; of them 3-D */
 } run_stats;
 static run_stats stats;
 
@@ -636,7 +778,9 @@ static int compare(const or_case *c, const outcome *got, const outcome *want)
 
         for (; i < c->nnodes; i++)
             if (c->nodes[i].kind == OR_READ && c->nodes[i].host_off <= j &&
-                j < c->nodes[i].host_off + c->nodes[i].acc[0].size)
+                j < c->nodes[i].host_off + (c->nodes[i].acc[0].rows
+                                                ? c->nodes[i].hspan
+                                                : c->nodes[i].acc[0].size))
                 break;
         failf("read node %u: host byte %zu: weft 0x%02x, expected 0x%02x "
               "(%zu bytes differ)",
@@ -724,6 +868,52 @@ static int reorder(const or_case *c, unsigned mask, unsigned *order)
 }
 
 /*
+ * or_acc_overlap against the bytes themselves, for the accesses of nearby
+ * nodes among the first 40 of c: 0 if it agrees everywhere.
+ */
+static int check_overlap(const or_case *c)
+{
+    size_t largest = 1;
+    uint32_t *stamp;
+    uint32_t now = 0;
+    int bad = 0;
+
+    for (unsigned r = 0; r < c->nroots; r++)
+        if (c->handles[r].size > largest)
+            largest = c->handles[r].size;
+    stamp = calloc(largest, sizeof *stamp);
+    if (!stamp)
+        return -1;
+    for (unsigned i = 0; i < c->nnodes && i < 40; i++)
+        for (unsigned j = i; j < c->nnodes && j < i + 8; j++)
+            for (unsigned x = 0; x < c->nodes[i].nacc; x++)
+                for (unsigned y = 0; y < c->nodes[j].nacc; y++) {
+                    const or_access *a = &c->nodes[i].acc[x];
+                    const or_access *b = &c->nodes[j].acc[y];
+                    int meet = 0;
+
+                    now++;
+                    for (size_t k = 0; k < or_acc_runs(a); k++)
+                        for (size_t z = 0; z < a->size; z++)
+                            stamp[or_acc_run(a, k) + z] = now;
+                    if (c->handles[a->handle].root ==
+                        c->handles[b->handle].root)
+                        for (size_t k = 0; k < or_acc_runs(b) && !meet; k++)
+                            for (size_t z = 0; z < b->size; z++)
+                                meet |= stamp[or_acc_run(b, k) + z] == now;
+                    if (meet != overlaps_acc(c, a, b)) {
+                        printf("FAIL seed %" PRIu64 ": nodes %u and %u: "
+                               "or_acc_overlap says %d\n",
+                               c->seed, i, j, !meet);
+                        bad = 1;
+                    }
+                    /* stamps stay below any later value: no clearing */
+                }
+    free(stamp);
+    return bad;
+}
+
+/*
  * --self-check: no weft at all. For each case, a legal reordering must
  * give the sequential result (else the generator made nodes that interact
  * without an access saying so), and an order that drops the WAR (or RAW,
@@ -748,6 +938,10 @@ static int self_check(void)
 
         if (or_case_generate(&c, opt.seed + gi, &limits) < 0)
             return 1;
+        if (opt.dump)
+            or_case_dump(&c, stdout);
+        if (limits.blocks && check_overlap(&c) != 0)
+            bad++;
         order = calloc(c.nnodes + 1, sizeof *order);
         if (!order || outcome_alloc(&seq, &c, 1) < 0)
             return 1;
@@ -894,7 +1088,7 @@ static void usage(void)
                     "[--no-shrink] [--quiet] [--relaunch N] "
                     "[--min-native N] [--native-nodes PERCENT] "
                     "[--capture-native PERCENT] [--device-only] "
-                    "[--portable-only]\n");
+                    "[--portable-only] [--blocks] [--range-kernels]\n");
     exit(2);
 }
 
@@ -985,6 +1179,10 @@ int main(int argc, char **argv)
             limits.device_only = 1;
         else if (!strcmp(argv[i], "--portable-only"))
             portable_only = 1;
+        else if (!strcmp(argv[i], "--blocks"))
+            limits.blocks = 1;
+        else if (!strcmp(argv[i], "--range-kernels"))
+            limits.range_kernels = 1;
         else if (!strcmp(argv[i], "--dump"))
             opt.dump = 1;
         else if (!strcmp(argv[i], "--no-shrink"))
@@ -1027,8 +1225,14 @@ int main(int argc, char **argv)
         ran++;
         stats.nodes += c.nnodes;
         stats.node_runs += (unsigned long long)c.nnodes * c.launches;
-        for (unsigned i = 0; i < c.nnodes; i++)
+        for (unsigned i = 0; i < c.nnodes; i++) {
             stats.kinds[c.nodes[i].kind]++;
+            for (unsigned a = 0; a < c.nodes[i].nacc; a++) {
+                stats.blocks += c.nodes[i].acc[a].rows > 0;
+                stats.blocks3 +=
+                    c.nodes[i].acc[a].rows > 0 && c.nodes[i].acc[a].slices > 1;
+            }
+        }
         if (rc < 0) {
             fprintf(stderr, "oracle: out of memory\n");
             return 1;
@@ -1042,12 +1246,14 @@ int main(int argc, char **argv)
                    "  replay: WEFT_DEVICES='%s' WEFT_SIM='%s' "
                    "POCL_DEVICES='%s' oracle --seed %" PRIu64
                    " --graphs 1 --relaunch %u --native-nodes %u "
-                   "--capture-native %u%s%s --dump\n",
+                   "--capture-native %u%s%s%s%s --dump\n",
                    seed, c.nnodes, c.launches, first, env("WEFT_DEVICES"),
                    env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch,
                    limits.native, limits.capture,
                    limits.device_only ? " --device-only" : "",
-                   portable_only ? " --portable-only" : "");
+                   portable_only ? " --portable-only" : "",
+                   limits.blocks ? " --blocks" : "",
+                   limits.range_kernels ? " --range-kernels" : "");
             if (opt.shrink && failed <= 3 && !opt.prefix) {
                 run_stats before = stats; /* probes don't count */
                 unsigned k = shrink(&c, seed);
@@ -1067,7 +1273,7 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("oracle: %u graphs, %llu nodes (%llu kernel, %llu write, %llu "
            "read, %llu copy, %llu fill, %llu map, %llu host, %llu empty, "
-           "%llu native), "
+           "%llu native), %llu block accesses (%llu 3-D), "
            "%llu edges kept, %llu launches, %llu node runs on %u device(s) "
            "[%s] in %.2f s (%llu cases without their per-node placement: "
            "WEFT_ENOTSUP), %llu native graph launches (%llu replays): %u "
@@ -1075,8 +1281,8 @@ int main(int argc, char **argv)
            ran, stats.nodes, stats.kinds[OR_KERNEL], stats.kinds[OR_WRITE],
            stats.kinds[OR_READ], stats.kinds[OR_COPY], stats.kinds[OR_FILL],
            stats.kinds[OR_MAP], stats.kinds[OR_HOST], stats.kinds[OR_EMPTY],
-           stats.kinds[OR_NATIVE], stats.edges, stats.launches, stats.node_runs,
-           limits.ndevices, d.selection,
+           stats.kinds[OR_NATIVE], stats.blocks, stats.blocks3, stats.edges,
+           stats.launches, stats.node_runs, limits.ndevices, d.selection,
            (double)(t1.tv_sec - t0.tv_sec) +
                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
            stats.unplaced, stats.native, stats.replays, failed);

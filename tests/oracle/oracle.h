@@ -23,6 +23,15 @@ enum or_kernel_id {
     OR_K_GATHER, /* y[i] = y[i] * 3 + x[(i * 7 + k) % m] (y: rw, x: read) */
     OR_K_MIX,    /* o[i] = (a[i] ^ k) * C + b[(i * 13 + k) % m]         */
     OR_K_SET,    /* o[i] = ((k + i) * C2) ^ k             (o: write)     */
+    /*
+     * The same on blocks (--blocks): item i of a block of w x h x d
+     * uint32s is element i % w of row (i / w) % h of slice i / (w * h),
+     * and the formulas above apply to the items in that order (gather's
+     * x[j] is item j of its own block).
+     */
+    OR_K_BAFFINE,
+    OR_K_BGATHER,
+    OR_K_BSET,
     OR_K_COUNT
 };
 
@@ -48,6 +57,13 @@ static inline uint32_t or_mix(uint32_t a, const uint32_t *b, uint32_t m,
 static inline uint32_t or_set(uint32_t k, uint32_t i)
 {
     return ((k + i) * 2246822519u) ^ k;
+}
+
+/* Element i of a block of w x h uint32s a slice, pitches p and s. */
+static inline uint32_t or_at3(uint32_t i, uint32_t w, uint32_t h, uint32_t p,
+                              uint32_t s)
+{
+    return i / (w * h) * s + i / w % h * p + i % w;
 }
 
 /* The module's variants: C functions for host and sim, portable for GPUs. */
@@ -80,12 +96,40 @@ typedef enum or_kind {
 
 enum { OR_MAX_ACC = 3 };
 
-/* One buffer access: a byte range of a root, reached through a handle. */
+/*
+ * One buffer access: a byte range of a root, or a block of it (rows above
+ * 0: rows x slices runs of size bytes, the run of row r of slice s at off
+ * + s * spitch + r * pitch), reached through a handle.
+ */
 typedef struct or_access {
     unsigned handle;  /* index in or_case.handles */
-    size_t off, size; /* absolute in the handle's root */
+    size_t off, size; /* absolute in the handle's root; blocks: bytes a row */
     weft_access mode;
+    size_t rows, slices, pitch, spitch; /* blocks; rows 0: a range */
 } or_access;
+
+/* The runs of an access (1 for a range), and where run k starts. */
+static inline size_t or_acc_runs(const or_access *a)
+{
+    return a->rows ? a->rows * a->slices : 1;
+}
+static inline size_t or_acc_run(const or_access *a, size_t k)
+{
+    return a->rows ? a->off + k / a->rows * a->spitch + k % a->rows * a->pitch
+                   : a->off;
+}
+/* Bytes of the access, and the end of its last run. */
+static inline size_t or_acc_bytes(const or_access *a)
+{
+    return a->size * or_acc_runs(a);
+}
+static inline size_t or_acc_end(const or_access *a)
+{
+    return or_acc_run(a, or_acc_runs(a) - 1) + a->size;
+}
+/* Do a (of root ra) and b (of root rb) share a byte? Exact for blocks. */
+int or_acc_overlap(unsigned ra, const or_access *a, unsigned rb,
+                   const or_access *b);
 
 typedef struct or_node {
     or_kind kind;
@@ -98,6 +142,9 @@ typedef struct or_node {
     /* kernel: buffer args in order; copy: dst, src; others: their ranges */
     or_access acc[OR_MAX_ACC];
     size_t host_off; /* write: source in or_case.src; read: in dst arena */
+    /* block write and read: the host side's pitches as given to weft (0:
+     * packed), and the bytes from its first to its last */
+    size_t hpitch, hspitch, hspan;
     uint8_t pattern[4];
     unsigned pattern_size;
     int capture; /* native: weft_graph_set_native_capture(1) */
@@ -158,6 +205,10 @@ typedef struct or_limits {
      * by their key (no draw: seeds keep their cases) */
     unsigned capture;
     int device_only; /* kernel and empty nodes only (--device-only) */
+    /* accesses are mostly 2-D and 3-D blocks of roots seen as matrices
+     * (--blocks): block kernels, transfers and host tasks */
+    int blocks;
+    int range_kernels; /* --blocks with kernels on ranges (--range-kernels) */
 } or_limits;
 
 /* Make the case of seed. Fails only for lack of memory. */
@@ -169,8 +220,10 @@ const char *or_kind_name(or_kind k);
 
 /*
  * The body of map and host nodes: a checksum of the bytes read (in access
- * order), then every written range transformed or overwritten. *obs gets
- * the checksum so that what the node saw is compared too.
+ * order, a block's runs in order), then every written range or block
+ * transformed or overwritten. ptrs[a] is the address of access a's first
+ * byte, its runs at their pitches from there. *obs gets the checksum so
+ * that what the node saw is compared too.
  */
 void or_host_body(const or_node *n, void *const *ptrs, uint32_t *obs);
 

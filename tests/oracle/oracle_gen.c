@@ -64,10 +64,10 @@ static size_t skewed(rng *r, size_t max)
     return 1 + below(r, cap);
 }
 
-/* A byte range of a root that a recent node read or wrote. */
+/* A byte range or block of a root that a recent node read or wrote. */
 typedef struct span {
     unsigned root;
-    size_t off, size;
+    or_access a; /* a.handle unused */
 } span;
 
 enum { RECENT = 8 };
@@ -79,15 +79,29 @@ typedef struct gen {
     span reads[RECENT], writes[RECENT];
     unsigned nreads, nwrites; /* pushed so far (the rings keep RECENT) */
     size_t src_cap;
+    /* --blocks: each root seen as a matrix of rows pitch[root] bytes
+     * apart, cut into tiles of tile_w bytes x tile_h rows */
+    size_t pitch[OR_MAX_HANDLES], tile_w[OR_MAX_HANDLES];
+    size_t tile_h[OR_MAX_HANDLES];
 } gen;
+
+static void remember_acc(span *ring, unsigned *count, unsigned root,
+                         const or_access *a)
+{
+    span s;
+
+    s.root = root;
+    s.a = *a;
+    ring[*count % RECENT] = s;
+    (*count)++;
+}
 
 static void remember(span *ring, unsigned *count, unsigned root, size_t off,
                      size_t size)
 {
-    span s = {root, off, size};
+    or_access a = {0, off, size, WEFT_READ, 0, 0, 0, 0};
 
-    ring[*count % RECENT] = s;
-    (*count)++;
+    remember_acc(ring, count, root, &a);
 }
 
 static const span *recent(gen *g, const span *ring, unsigned count)
@@ -100,6 +114,58 @@ static const span *recent(gen *g, const span *ring, unsigned count)
 static size_t root_size(const gen *g, unsigned root)
 {
     return g->c->handles[root].size;
+}
+
+/* A byte of the span, at random (one draw for a range). */
+static size_t span_byte(gen *g, const span *h)
+{
+    size_t k = h->a.rows ? below(&g->r, or_acc_runs(&h->a)) : 0;
+
+    return or_acc_run(&h->a, k) + below(&g->r, h->a.size);
+}
+
+/*
+ * Does the run [x, x + w) meet a byte of b? Solved per slice of b for the
+ * rows that could, so that the cost is b's slices, not its rows.
+ */
+static int run_meets(size_t x, size_t w, const or_access *b)
+{
+    size_t nr = b->rows ? b->rows : 1, ns = b->rows ? b->slices : 1;
+    size_t p = nr > 1 ? b->pitch : 1;
+
+    for (size_t sl = 0; sl < ns; sl++) {
+        size_t base = b->off + sl * b->spitch, lo, hi;
+
+        if (x + w <= base)
+            break; /* this slice and later ones start after the run */
+        /* rows r with base + r p < x + w and base + r p + size > x */
+        lo = x + 1 > base + b->size ? (x + 1 - base - b->size + p - 1) / p : 0;
+        hi = (x + w - 1 - base) / p;
+        if (hi > nr - 1)
+            hi = nr - 1;
+        if (lo <= hi)
+            return 1;
+    }
+    return 0;
+}
+
+int or_acc_overlap(unsigned ra, const or_access *a, unsigned rb,
+                   const or_access *b)
+{
+    if (ra != rb || a->off >= or_acc_end(b) || b->off >= or_acc_end(a))
+        return 0;
+    if (!a->rows && !b->rows)
+        return 1;
+    if (or_acc_runs(a) > or_acc_runs(b)) { /* walk the one of fewer runs */
+        const or_access *t = a;
+
+        a = b;
+        b = t;
+    }
+    for (size_t k = 0; k < or_acc_runs(a); k++)
+        if (run_meets(or_acc_run(a, k), a->size, b))
+            return 1;
+    return 0;
 }
 
 /*
@@ -119,7 +185,7 @@ static int pick_range(gen *g, unsigned root, size_t oa, size_t su, size_t max,
 
         if (hint && hint->root == root) {
             /* cover one byte of the hint, starting a little before it */
-            size_t p = hint->off + below(&g->r, hint->size);
+            size_t p = span_byte(g, hint);
             size_t back = skewed(&g->r, max) - 1;
 
             o = (p - (back < p ? back : p)) / oa * oa;
@@ -167,10 +233,16 @@ static unsigned pick_handle(gen *g, unsigned root, size_t off, size_t size,
     return root;
 }
 
-static int overlaps(unsigned ra, size_t oa, size_t sa, unsigned rb, size_t ob,
-                    size_t sb)
+/* Does a meet a write of n (an access of root)? */
+static int clashes_acc(const gen *g, const or_node *n, unsigned root,
+                       const or_access *a)
 {
-    return ra == rb && oa < ob + sb && ob < oa + sa;
+    for (unsigned i = 0; i < n->nacc; i++)
+        if ((n->acc[i].mode & WEFT_WRITE) &&
+            or_acc_overlap(g->c->handles[n->acc[i].handle].root, &n->acc[i],
+                           root, a))
+            return 1;
+    return 0;
 }
 
 /*
@@ -180,12 +252,9 @@ static int overlaps(unsigned ra, size_t oa, size_t sa, unsigned rb, size_t ob,
 static int clashes(const gen *g, const or_node *n, unsigned root, size_t off,
                    size_t size)
 {
-    for (unsigned a = 0; a < n->nacc; a++)
-        if ((n->acc[a].mode & WEFT_WRITE) &&
-            overlaps(g->c->handles[n->acc[a].handle].root, n->acc[a].off,
-                     n->acc[a].size, root, off, size))
-            return 1;
-    return 0;
+    or_access a = {0, off, size, WEFT_READ, 0, 0, 0, 0};
+
+    return clashes_acc(g, n, root, &a);
 }
 
 /* A root for a write, and the hint that makes the write a hazard. */
@@ -210,20 +279,26 @@ static const span *read_target(gen *g, unsigned *root)
     return h;
 }
 
-static void add_access(gen *g, or_node *n, unsigned handle, size_t off,
-                       size_t size, weft_access mode)
+static void add_block_access(gen *g, or_node *n, unsigned handle,
+                             const or_access *x)
 {
     or_access *a = &n->acc[n->nacc++];
     unsigned root = g->c->handles[handle].root;
 
+    *a = *x;
     a->handle = handle;
-    a->off = off;
-    a->size = size;
-    a->mode = mode;
-    if (mode & WEFT_READ)
-        remember(g->reads, &g->nreads, root, off, size);
-    if (mode & WEFT_WRITE)
-        remember(g->writes, &g->nwrites, root, off, size);
+    if (a->mode & WEFT_READ)
+        remember_acc(g->reads, &g->nreads, root, a);
+    if (a->mode & WEFT_WRITE)
+        remember_acc(g->writes, &g->nwrites, root, a);
+}
+
+static void add_access(gen *g, or_node *n, unsigned handle, size_t off,
+                       size_t size, weft_access mode)
+{
+    or_access a = {handle, off, size, mode, 0, 0, 0, 0};
+
+    add_block_access(g, n, handle, &a);
 }
 
 /* A read range of whole uint32s for a kernel, disjoint from n's writes. */
@@ -354,7 +429,7 @@ static int gen_copy(gen *g, or_node *n)
             continue;
         if (rh && rh->root == sroot && chance(&g->r, 70)) {
             /* start inside the recent write when it leaves room */
-            soff = rh->off + below(&g->r, rh->size);
+            soff = span_byte(g, rh);
             if (soff + size > rs)
                 soff = rs - size;
         } else {
@@ -442,11 +517,14 @@ static int gen_host(gen *g, or_node *n)
         if (pick_range(g, root, 1, 1, 4096, h, &off, &size) < 0)
             continue;
         /* within one node only reads may overlap each other */
-        for (unsigned a = 0; a < n->nacc; a++)
-            if (overlaps(g->c->handles[n->acc[a].handle].root, n->acc[a].off,
-                         n->acc[a].size, root, off, size) &&
+        for (unsigned a = 0; a < n->nacc; a++) {
+            or_access x = {0, off, size, mode, 0, 0, 0, 0};
+
+            if (or_acc_overlap(g->c->handles[n->acc[a].handle].root, &n->acc[a],
+                               root, &x) &&
                 (mode != WEFT_READ || n->acc[a].mode != WEFT_READ))
                 clash = 1;
+        }
         if (!clash)
             add_access(g, n, pick_handle(g, root, off, size, 1), off, size,
                        mode);
@@ -469,12 +547,347 @@ static int gen_native(gen *g, or_node *n)
     h = write_target(g, &root);
     if (pick_range(g, root, 1, 1, 4096, h, &off, &size) < 0)
         return 0;
-    for (unsigned a = 0; a < n->nacc; a++)
-        if (overlaps(g->c->handles[n->acc[a].handle].root, n->acc[a].off,
-                     n->acc[a].size, root, off, size))
+    for (unsigned a = 0; a < n->nacc; a++) {
+        or_access x = {0, off, size, WEFT_WRITE, 0, 0, 0, 0};
+
+        if (or_acc_overlap(g->c->handles[n->acc[a].handle].root, &n->acc[a],
+                           root, &x))
             return 0;
+    }
     add_access(g, n, pick_handle(g, root, off, size, 1), off, size, WEFT_WRITE);
     return 0;
+}
+
+/* ---- blocks (--blocks) ----------------------------------------------------
+ */
+
+/* The largest extent of a block: three fit the eviction tests' 64K. */
+enum { BLOCK_SPAN = 16384 };
+
+/*
+ * A block of root into *a (mode unset): origin a multiple of oa, row bytes
+ * and pitches multiples of wu; covering a byte of hint when one is given
+ * (and of this root), else, half the time, a tile of the root's matrix
+ * (tiles of one root are disjoint), else anywhere. Its runs never overlap
+ * each other. -1 if nothing fitted.
+ */
+static int pick_block(gen *g, unsigned root, size_t oa, size_t wu,
+                      const span *hint, or_access *a)
+{
+    size_t rs = root_size(g, root), P = g->pitch[root];
+
+    for (int tries = 0; tries < 16; tries++) {
+        size_t pitch, w, rows, slices = 1, spitch = 0, ext, o;
+        int tile = !hint && chance(&g->r, 50);
+
+        if (tile) {
+            size_t tw = g->tile_w[root], th = g->tile_h[root];
+            size_t nti = rs / P / th, ntj = P / tw, ti, tj;
+
+            if (!nti || !ntj)
+                continue;
+            ti = below(&g->r, nti);
+            tj = below(&g->r, ntj);
+            pitch = P;
+            w = tw;
+            rows = th;
+            o = ti * th * P + tj * tw;
+            if (o % oa || w % wu || pitch % wu)
+                continue;
+        } else {
+            size_t maxw, maxr;
+
+            if (P % wu == 0 && P <= rs / 2 && chance(&g->r, 65))
+                pitch = P;
+            else
+                pitch = wu * (1 + below(&g->r,
+                                        (rs / 2 < 1024 ? rs / 2 : 1024) / wu));
+            if (pitch < wu)
+                continue;
+            maxw = pitch < 512 ? pitch : 512;
+            w = wu * skewed(&g->r, maxw / wu);
+            maxr = (BLOCK_SPAN - w) / pitch + 1;
+            rows = skewed(&g->r, maxr < 48 ? maxr : 48);
+            if (chance(&g->r, 15)) {
+                slices = 2 + below(&g->r, 3);
+                /* a multiple of the pitch, at least rows of it */
+                spitch = pitch * (rows + below(&g->r, 3));
+            }
+            ext = (slices - 1) * spitch + (rows - 1) * pitch + w;
+            if (ext > rs || ext > BLOCK_SPAN)
+                continue;
+            if (hint && hint->root == root) {
+                size_t p = span_byte(g, hint);
+                size_t back = below(&g->r, slices) * spitch +
+                              below(&g->r, rows) * pitch + below(&g->r, w);
+
+                if (back > p)
+                    continue;
+                o = (p - back) / oa * oa;
+            } else {
+                o = below(&g->r, (rs - ext) / oa + 1) * oa;
+            }
+        }
+        ext = (slices - 1) * spitch + (rows - 1) * pitch + w;
+        if (o + ext > rs)
+            continue;
+        a->off = o;
+        a->size = w;
+        a->rows = rows;
+        a->slices = slices;
+        a->pitch = pitch;
+        a->spitch = spitch;
+        return 0;
+    }
+    return -1;
+}
+
+static size_t block_span(const or_access *a)
+{
+    return or_acc_end(a) - a->off;
+}
+
+/* A block kernel: affine, gather or set on blocks (or_at3). */
+static int gen_kernel_block(gen *g, or_node *n)
+{
+    const size_t A = g->lim->align;
+    unsigned root, k = (unsigned)below(&g->r, 100);
+    const span *h = write_target(g, &root);
+    or_access w = {0}, x = {0};
+
+    n->kind = OR_KERNEL;
+    n->kernel = k < 35 ? OR_K_BAFFINE : k < 75 ? OR_K_BGATHER : OR_K_BSET;
+    if (pick_block(g, root, A, 4, h, &w) < 0)
+        return -1;
+    w.mode = n->kernel == OR_K_BSET ? WEFT_WRITE : WEFT_READ_WRITE;
+    n->nacc = 0;
+    /* the written block first (argument 0), remembered after the read */
+    n->acc[0] = w;
+    n->acc[0].handle = pick_handle(g, root, w.off, block_span(&w), A);
+    n->nacc = 1;
+    if (n->kernel == OR_K_BGATHER) {
+        int found = 0;
+
+        for (int tries = 0; tries < 16 && !found; tries++) {
+            unsigned rroot;
+            const span *rh = read_target(g, &rroot);
+
+            if (pick_block(g, rroot, A, 4, rh, &x) < 0)
+                continue;
+            x.mode = WEFT_READ;
+            if (clashes_acc(g, n, rroot, &x))
+                continue;
+            add_block_access(
+                g, n, pick_handle(g, rroot, x.off, block_span(&x), A), &x);
+            found = 1;
+        }
+        if (!found)
+            return -1;
+    }
+    if (w.mode & WEFT_READ)
+        remember_acc(g->reads, &g->nreads, root, &w);
+    remember_acc(g->writes, &g->nwrites, root, &w);
+    n->key = (uint32_t)next(&g->r);
+    n->mul = (uint32_t)next(&g->r) | 1u;
+    if (chance(&g->r, 30)) {
+        static const uint32_t sizes[] = {1, 3, 16, 64, 256};
+        uint32_t gs = sizes[below(&g->r, 5)];
+
+        n->group = gs <= g->lim->max_group ? gs : 0;
+    }
+    return 0;
+}
+
+/*
+ * The host side of a block write or read: pitches as given to weft (0
+ * sometimes: packed), and the bytes it spans.
+ */
+static void host_layout(gen *g, or_node *n, const or_access *a)
+{
+    size_t hp = a->size + (chance(&g->r, 50) ? 0 : below(&g->r, 24));
+    size_t hs = hp * (a->rows + (chance(&g->r, 50) ? 0 : below(&g->r, 3)));
+
+    n->hpitch = chance(&g->r, 25) ? 0 : hp;
+    hp = n->hpitch ? n->hpitch : a->size;
+    n->hspitch = a->slices > 1 && chance(&g->r, 75) ? hs : 0;
+    hs = n->hspitch ? n->hspitch : a->rows * hp;
+    n->hspan = (a->slices - 1) * hs + (a->rows - 1) * hp + a->size;
+}
+
+static int gen_write_block(gen *g, or_node *n)
+{
+    unsigned root;
+    const span *h = write_target(g, &root);
+    size_t u = chance(&g->r, 70) ? 4 : 1;
+    or_access a = {0};
+
+    if (pick_block(g, root, u, u, h, &a) < 0)
+        return -1;
+    a.mode = WEFT_WRITE;
+    n->kind = OR_WRITE;
+    host_layout(g, n, &a);
+    add_block_access(g, n, pick_handle(g, root, a.off, block_span(&a), 1), &a);
+    n->host_off = g->c->src_size;
+    g->c->src_size += n->hspan;
+    return 0;
+}
+
+static int gen_read_block(gen *g, or_node *n)
+{
+    unsigned root;
+    const span *h = read_target(g, &root);
+    size_t u = chance(&g->r, 70) ? 4 : 1;
+    or_access a = {0};
+
+    if (pick_block(g, root, u, u, h, &a) < 0)
+        return -1;
+    a.mode = WEFT_READ;
+    n->kind = OR_READ;
+    host_layout(g, n, &a);
+    add_block_access(g, n, pick_handle(g, root, a.off, block_span(&a), 1), &a);
+    n->host_off = g->c->dst_size;
+    g->c->dst_size += n->hspan;
+    return 0;
+}
+
+/*
+ * A block copy: the source of the destination's shape at pitches of its
+ * own, anywhere its bytes miss the destination's (their rows may
+ * interleave in one root).
+ */
+static int gen_copy_block(gen *g, or_node *n)
+{
+    unsigned droot, sroot;
+    const span *h = write_target(g, &droot);
+    size_t u = chance(&g->r, 70) ? 4 : 1;
+    or_access d = {0}, x;
+
+    if (pick_block(g, droot, u, u, h, &d) < 0)
+        return -1;
+    d.mode = WEFT_WRITE;
+    n->kind = OR_COPY;
+    n->acc[0] = d;
+    n->acc[0].handle = droot;
+    n->nacc = 1;
+    for (int tries = 0; tries < 16; tries++) {
+        const span *rh = read_target(g, &sroot);
+        size_t rs = root_size(g, sroot), P = g->pitch[sroot], ext;
+
+        x = d;
+        x.mode = WEFT_READ;
+        if (P >= d.size && P % u == 0 && chance(&g->r, 60))
+            x.pitch = P;
+        else
+            x.pitch = d.size + u * below(&g->r, 64);
+        x.spitch = d.slices > 1 ? x.pitch * (d.rows + below(&g->r, 3)) : 0;
+        ext = block_span(&x);
+        if (ext > rs)
+            continue;
+        if (rh && rh->root == sroot && chance(&g->r, 70)) {
+            x.off = span_byte(g, rh) / u * u;
+            if (x.off + ext > rs)
+                x.off = (rs - ext) / u * u;
+        } else {
+            x.off = below(&g->r, (rs - ext) / u + 1) * u;
+        }
+        if (clashes_acc(g, n, sroot, &x))
+            continue;
+        n->nacc = 0;
+        add_block_access(g, n, pick_handle(g, droot, d.off, block_span(&d), 1),
+                         &d);
+        add_block_access(g, n, pick_handle(g, sroot, x.off, block_span(&x), 1),
+                         &x);
+        return 0;
+    }
+    return -1;
+}
+
+/* A block fill: origin (in its handle), row bytes and pitches multiples
+ * of the pattern, so every run starts the pattern afresh. */
+static int gen_fill_block(gen *g, or_node *n)
+{
+    static const unsigned psizes[] = {1, 2, 4};
+    unsigned root, ps = psizes[below(&g->r, 3)], handle;
+    const span *h = write_target(g, &root);
+    or_access a = {0};
+    size_t rel, lift;
+
+    if (pick_block(g, root, 1, ps, h, &a) < 0)
+        return -1;
+    handle = pick_handle(g, root, a.off, block_span(&a), 1);
+    rel = a.off - g->c->handles[handle].off;
+    lift = (ps - rel % ps) % ps;
+    if (a.size < lift + ps)
+        return -1;
+    a.off += lift;
+    a.size = (a.size - lift) / ps * ps;
+    a.mode = WEFT_WRITE;
+    n->kind = OR_FILL;
+    n->pattern_size = ps;
+    for (unsigned i = 0; i < 4; i++)
+        n->pattern[i] = (uint8_t)next(&g->r);
+    add_block_access(g, n, handle, &a);
+    return 0;
+}
+
+/* A host task whose accesses are mostly blocks. */
+static int gen_host_block(gen *g, or_node *n)
+{
+    unsigned want = (unsigned)below(&g->r, OR_MAX_ACC + 1);
+
+    n->kind = OR_HOST;
+    n->key = (uint32_t)next(&g->r);
+    for (unsigned i = 0; i < want; i++) {
+        weft_access mode = random_mode(g);
+        unsigned root;
+        const span *h =
+            mode == WEFT_READ ? read_target(g, &root) : write_target(g, &root);
+        or_access x = {0};
+        int clash = 0;
+
+        if (chance(&g->r, 25)) {
+            if (pick_range(g, root, 1, 1, 4096, h, &x.off, &x.size) < 0)
+                continue;
+        } else if (pick_block(g, root, 1, 1, h, &x) < 0) {
+            continue;
+        }
+        x.mode = mode;
+        /* within one node only reads may overlap each other */
+        for (unsigned a = 0; a < n->nacc; a++)
+            if (or_acc_overlap(g->c->handles[n->acc[a].handle].root, &n->acc[a],
+                               root, &x) &&
+                (mode != WEFT_READ || n->acc[a].mode != WEFT_READ))
+                clash = 1;
+        if (!clash)
+            add_block_access(
+                g, n, pick_handle(g, root, x.off, block_span(&x), 1), &x);
+    }
+    return 0;
+}
+
+/* Each root's matrix: a pitch (a multiple of the kernel alignment, of 4,
+ * or any) and a tile. */
+static void make_matrices(gen *g)
+{
+    const size_t A = g->lim->align;
+
+    for (unsigned r = 0; r < g->c->nroots; r++) {
+        size_t rs = root_size(g, r), cap = rs / 4 < 1024 ? rs / 4 : 1024;
+        unsigned p = (unsigned)below(&g->r, 100);
+        size_t unit = p < 50 ? A : p < 85 ? 4 : 1, P;
+
+        if (cap < unit)
+            unit = 1;
+        P = unit * (1 + below(&g->r, cap / unit));
+        g->pitch[r] = P;
+        /* tiles of whole uint32s where the pitch allows, aligned for
+         * kernels where it is a multiple of the alignment */
+        unit = P % A == 0 ? A : P % 4 == 0 ? 4 : 1;
+        g->tile_w[r] = unit * (1 + below(&g->r, P / unit < 4 ? P / unit : 4));
+        if (g->tile_w[r] > P)
+            g->tile_w[r] = P;
+        g->tile_h[r] = 1 + below(&g->r, 16);
+    }
 }
 
 static int add_edge(gen *g, unsigned from, unsigned to, unsigned *cap)
@@ -543,13 +956,15 @@ static void make_buffers(gen *g)
 
 int or_case_generate(or_case *c, uint64_t seed, const or_limits *lim)
 {
-    gen g = {c, lim, {seed}, {{0}}, {{0}}, 0, 0, 0};
+    gen g = {c, lim, {seed}, {{0}}, {{0}}, 0, 0, 0, {0}, {0}, {0}};
     unsigned nnodes, ecap = 0, p = (unsigned)(seed % 100);
 
     memset(c, 0, sizeof *c);
     c->seed = seed;
     next(&g.r); /* let neighbouring seeds part ways at once */
     make_buffers(&g);
+    if (lim->blocks)
+        make_matrices(&g);
     p = (unsigned)below(&g.r, 100);
     nnodes = p < 60   ? 5 + (unsigned)below(&g.r, 36)
              : p < 90 ? 40 + (unsigned)below(&g.r, 81)
@@ -571,6 +986,16 @@ int or_case_generate(or_case *c, uint64_t seed, const or_limits *lim)
             k = k < 93 ? 0 : 99;
         if (lim->native && chance(&g.r, lim->native))
             rc = gen_native(&g, n);
+        else if (lim->blocks && !chance(&g.r, 20))
+            rc = k < 40   ? (lim->range_kernels ? gen_kernel(&g, n)
+                                                : gen_kernel_block(&g, n))
+                 : k < 50 ? gen_write_block(&g, n)
+                 : k < 62 ? gen_read_block(&g, n)
+                 : k < 72 ? gen_copy_block(&g, n)
+                 : k < 79 ? gen_fill_block(&g, n)
+                 : k < 88 ? gen_map(&g, n)
+                 : k < 97 ? gen_host_block(&g, n)
+                          : (n->kind = OR_EMPTY, 0);
         else
             rc = k < 40   ? gen_kernel(&g, n)
                  : k < 50 ? gen_write(&g, n)
@@ -694,10 +1119,19 @@ void or_case_dump(const or_case *c, FILE *f)
             fprintf(f, " pattern %u", n->pattern_size);
         if (n->kind == OR_NATIVE && n->capture)
             fprintf(f, " capture");
-        for (unsigned a = 0; a < n->nacc; a++)
-            fprintf(f, " %s:b%u(r%u)[%zu,+%zu)", mode_name(n->acc[a].mode),
-                    n->acc[a].handle, c->handles[n->acc[a].handle].root,
-                    n->acc[a].off, n->acc[a].size);
+        for (unsigned a = 0; a < n->nacc; a++) {
+            const or_access *x = &n->acc[a];
+
+            fprintf(f, " %s:b%u(r%u)[%zu,+%zu)", mode_name(x->mode), x->handle,
+                    c->handles[x->handle].root, x->off, x->size);
+            if (x->rows)
+                fprintf(f, "x%zu@%zu", x->rows, x->pitch);
+            if (x->rows && x->slices > 1)
+                fprintf(f, "x%zu@%zu", x->slices, x->spitch);
+        }
+        if ((n->kind == OR_WRITE || n->kind == OR_READ) && n->acc[0].rows)
+            fprintf(f, " host +%zu pitches %zu %zu", n->host_off, n->hpitch,
+                    n->hspitch);
         fputc('\n', f);
     }
     for (unsigned e = 0; e < c->nedges; e++)
