@@ -393,6 +393,10 @@ static int ocl_device_fill(ocl_platform *p, ocl_device *d)
     d->priorities = d->new_queues && ocl_has_ext(exts, "cl_khr_priority_hints");
     weft__strlcpy(d->platform_name, p->base.name, sizeof d->platform_name);
     ocl_svm_probe(p, d);
+    /* SVM pointers at any offset are kernel arguments: no sub-buffer, so
+     * none of its base address alignment. */
+    if (d->svm)
+        pr->arg_offset_align = 1;
 
     pr->size = sizeof *pr;
     pr->driver = "opencl";

@@ -675,6 +675,21 @@ int weft__ocl_copy_peer_rect(weft__queue *q, weft__mem *dst, weft__mem *src,
     return ocl_peer(q, dst, 0, src, 0, (size_t)weft__rect_bytes(r), &b);
 }
 
+/*
+ * The copy failed after its read e1 was enqueued: nothing on q waits for
+ * that read, so the host does (it reads src, which the caller may free
+ * once q's work is done: NVIDIA's OpenCL ends the process on a free of
+ * memory in use); then the bounce buffer goes back.
+ */
+static void ocl_peer_abandon(cl_event e1, ocl_bounce *bb)
+{
+    /* (not a failure-injection site: a wait that cannot fail here) */
+    if (weft__cl.WaitForEvents(1, &e1) != CL_SUCCESS)
+        weft__warn("opencl", "peer copy: its read could not be waited for");
+    ocl_bounce_after(e1, bb);
+    ocl_release_event(e1);
+}
+
 static int ocl_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
                     weft__mem *src, size_t src_off, size_t size,
                     const ocl_peer_block *blk)
@@ -730,15 +745,13 @@ static int ocl_peer(weft__queue *q, weft__mem *dst, size_t dst_off,
     weft__ocl_flush(qa);
     if ((err = weft__ocl_bridge(e1, qa == ocl_q(q) ? &from : NULL, b, &into,
                                 &u1)) < 0) {
-        ocl_bounce_after(e1, bb);
-        ocl_release_event(e1);
+        ocl_peer_abandon(e1, bb);
         return err;
     }
     rc = ocl_peer_write(qb, dst, dst_off, size, bb->host, blk, &u1, &e2);
     ocl_release_event(u1);
     if (rc != CL_SUCCESS) {
-        ocl_bounce_after(e1, bb);
-        ocl_release_event(e1);
+        ocl_peer_abandon(e1, bb);
         return weft__ocl_fail(rc, "%s: peer copy of %zu bytes to %s",
                               blk->r ? "clEnqueueWriteBufferRect"
                                      : "clEnqueueWriteBuffer",

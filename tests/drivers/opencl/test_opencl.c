@@ -1106,13 +1106,16 @@ out:
     trace("sync 1", 0);
     if (ev)
         weft__drv_event_destroy(ev);
+    trace("event destroyed", 0);
     if (m0)
         weft__drv_mem_free(m0);
     if (m1)
         weft__drv_mem_free(m1);
+    trace("memory freed", 0);
     if (mod)
         weft__drv_module_destroy(mod);
     gate_destroy(&g);
+    trace("gate destroyed", 0);
     return rc;
 }
 
