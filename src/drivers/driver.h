@@ -223,6 +223,13 @@ typedef struct weft__karg {
         const void *value; /* scalars and BYTES: points at size bytes */
     } u;
     unsigned access; /* buffers: WEFT_READ | WEFT_WRITE (0: unknown) */
+    /*
+     * Buffers given as a block (rows * slices > 1): the bytes the kernel
+     * may touch are rows of width bytes, row_pitch apart, slices
+     * slice_pitch apart, from offset (size is their span); else 0s. For
+     * the sim's hazard check; drivers pass the address alone.
+     */
+    size_t width, rows, slices, row_pitch, slice_pitch;
 } weft__karg;
 
 enum {

@@ -130,11 +130,19 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
         k->type = ar->type;
         k->size = ar->size;
         k->access = 0;
+        k->width = k->rows = k->slices = k->row_pitch = k->slice_pitch = 0;
         switch (ar->type) {
         case WEFT_PARAM_BUFFER:
-            /* A block: its first byte, the bytes to its last. */
+            /* A block: its first byte, the bytes to its last, its rows. */
             k->size = weft__access_span(&acc[b]);
             k->access = ar->access;
+            if (acc[b].rows * acc[b].slices > 1) {
+                k->width = acc[b].size;
+                k->rows = acc[b].rows;
+                k->slices = acc[b].slices;
+                k->row_pitch = acc[b].row_pitch;
+                k->slice_pitch = acc[b].slice_pitch;
+            }
             weft__buffer_device_ptr(ar->buffer->root, dev,
                                     weft__acc_origin(&acc[b]), &k->u.buf.mem,
                                     &k->u.buf.offset);

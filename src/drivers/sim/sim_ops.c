@@ -465,6 +465,18 @@ static int sim_launch_prep(const sim_platform *p, const sim_kernel *k,
         if (a->type != WEFT_PARAM_BUFFER || !a->u.buf.mem)
             continue;
         room = a->u.buf.mem->size - a->u.buf.offset;
+        if (a->rows * a->slices > 1 && a->size && a->size <= room) {
+            /* a block: its rows, as a block copy's side */
+            weft__rect r = {{0, a->row_pitch, a->slice_pitch},
+                            {0, a->row_pitch, a->slice_pitch},
+                            a->width,
+                            a->rows,
+                            a->slices};
+
+            sim_prep_block(pr, sim_bytes(a->u.buf.mem, a->u.buf.offset), &r,
+                           &r.dst, !a->access || (a->access & WEFT_WRITE));
+            continue;
+        }
         sim_prep_access(pr, sim_bytes(a->u.buf.mem, a->u.buf.offset),
                         a->size && a->size < room ? a->size : room,
                         !a->access || (a->access & WEFT_WRITE));

@@ -516,9 +516,9 @@ static void run_iota(weft__queue *q, weft__kernel *k, uint32_t add, size_t n)
     uint32_t *host = malloc(n * sizeof *host);
     uint64_t n64 = n;
     weft__karg args[3] = {
-        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0},
-        {WEFT_PARAM_U32, 4, {.value = &add}, 0},
-        {WEFT_PARAM_U64, 8, {.value = &n64}, 0},
+        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0, 0, 0, 0, 0, 0},
+        {WEFT_PARAM_U32, 4, {.value = &add}, 0, 0, 0, 0, 0, 0},
+        {WEFT_PARAM_U64, 8, {.value = &n64}, 0, 0, 0, 0, 0, 0},
     };
     weft__grid grid = {{(uint32_t)((n + 127) / 128), 1, 1}, {128, 1, 1}, 0};
 
@@ -619,11 +619,13 @@ static void test_param_checks(void **state)
     uint32_t add = 1;
     uint64_t n = 16;
     weft__karg args[3] = {
-        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0},
-        {WEFT_PARAM_U64, 8, {.value = &n}, 0}, /* 8 bytes where 4 go */
-        {WEFT_PARAM_U64, 8, {.value = &n}, 0},
+        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0, 0, 0, 0, 0, 0},
+        {WEFT_PARAM_U64, 8, {.value = &n}, 0, 0, 0, 0, 0, 0}, /* 8 bytes where 4
+                                                                 go */
+        {WEFT_PARAM_U64, 8, {.value = &n}, 0, 0, 0, 0, 0, 0},
     };
-    weft__karg local = {WEFT_PARAM_LOCAL, 64, {.value = NULL}, 0};
+    weft__karg local = {
+        WEFT_PARAM_LOCAL, 64, {.value = NULL}, 0, 0, 0, 0, 0, 0};
     weft__grid grid = {{1, 1, 1}, {16, 1, 1}, 0};
 
     OK(weft__drv_module_create(f->ctx[0], &src, &mod));
@@ -636,13 +638,14 @@ static void test_param_checks(void **state)
         EXPECT(WEFT_EARGS, weft__drv_launch(f->q[0], k, &grid, args, 3));
         printf("u64 for u32: %s\n", weft_last_error());
     }
-    args[1] = (weft__karg){WEFT_PARAM_U32, 4, {.value = &add}, 0};
+    args[1] =
+        (weft__karg){WEFT_PARAM_U32, 4, {.value = &add}, 0, 0, 0, 0, 0, 0};
     args[2] = local;
     EXPECT(WEFT_EARGS, weft__drv_launch(f->q[0], k, &grid, args, 3));
     printf("LOCAL argument: %s\n", weft_last_error());
     /* Too large a group: the driver's own refusal, translated. */
     grid.group_size[0] = 1u << 16;
-    args[2] = (weft__karg){WEFT_PARAM_U64, 8, {.value = &n}, 0};
+    args[2] = (weft__karg){WEFT_PARAM_U64, 8, {.value = &n}, 0, 0, 0, 0, 0, 0};
     assert_true(weft__drv_launch(f->q[0], k, &grid, args, 3) < 0);
     OK(weft__drv_queue_sync(f->q[0]));
     OK(weft__drv_mem_free(m));
@@ -662,10 +665,10 @@ static void test_nvrtc_module(void **state)
     float a = 1.5f;
     uint64_t n = N;
     weft__karg args[4] = {
-        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0},
-        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0},
-        {WEFT_PARAM_F32, 4, {.value = &a}, 0},
-        {WEFT_PARAM_U64, 8, {.value = &n}, 0},
+        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0, 0, 0, 0, 0, 0},
+        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0, 0, 0, 0, 0, 0},
+        {WEFT_PARAM_F32, 4, {.value = &a}, 0, 0, 0, 0, 0, 0},
+        {WEFT_PARAM_U64, 8, {.value = &n}, 0, 0, 0, 0, 0, 0},
     };
     weft__grid grid = {{N / 256, 1, 1}, {256, 1, 1}, 0};
 
@@ -894,9 +897,9 @@ static int scenario(weft__context *ctx)
     uint32_t add = 3;
     uint64_t n = 256;
     weft__karg args[3] = {
-        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0},
-        {WEFT_PARAM_U32, 4, {.value = &add}, 0},
-        {WEFT_PARAM_U64, 8, {.value = &n}, 0},
+        {WEFT_PARAM_BUFFER, 0, {.buf = {NULL, 0}}, 0, 0, 0, 0, 0, 0},
+        {WEFT_PARAM_U32, 4, {.value = &add}, 0, 0, 0, 0, 0, 0},
+        {WEFT_PARAM_U64, 8, {.value = &n}, 0, 0, 0, 0, 0, 0},
     };
     weft__grid grid = {{2, 1, 1}, {128, 1, 1}, 0};
     int rc;

@@ -257,13 +257,13 @@ static weft__module *module_load(weft__context *ctx)
 
 static weft__karg arg_buf(weft__mem *m, size_t off)
 {
-    weft__karg a = {WEFT_PARAM_BUFFER, 0, {.buf = {m, off}}, 0};
+    weft__karg a = {WEFT_PARAM_BUFFER, 0, {.buf = {m, off}}, 0, 0, 0, 0, 0, 0};
     return a;
 }
 
 static weft__karg arg_val(weft_param_type t, const void *v, size_t size)
 {
-    weft__karg a = {t, size, {.value = v}, 0};
+    weft__karg a = {t, size, {.value = v}, 0, 0, 0, 0, 0, 0};
     return a;
 }
 
@@ -375,7 +375,8 @@ static void local_scratch_is_per_thread_and_values_are_copied(void **state)
     /* Held back, so that the launch runs after add has changed. */
     OK(weft__drv_host_fn(q, gate_pass, &g));
     a[0] = arg_buf(m, 0);
-    a[1] = (weft__karg){WEFT_PARAM_LOCAL, SIZE * 8, {.value = NULL}, 0};
+    a[1] = (weft__karg){
+        WEFT_PARAM_LOCAL, SIZE * 8, {.value = NULL}, 0, 0, 0, 0, 0, 0};
     a[2] = arg_val(WEFT_PARAM_U32, &add, 4);
     OK(weft__drv_launch(q, k, &grid, a, 3));
     add = 1000;
@@ -1188,9 +1189,10 @@ static int scenario(weft__device *dev0, weft__device *dev1)
             (rc = weft__drv_kernel_get(mod, "group_sum", &k)) < 0)
             goto out;
     }
-    weft__karg a[3] = {arg_buf(m, 0),
-                       {WEFT_PARAM_LOCAL, 64 * 8, {.value = NULL}, 0},
-                       arg_val(WEFT_PARAM_U32, &sum_add, 4)};
+    weft__karg a[3] = {
+        arg_buf(m, 0),
+        {WEFT_PARAM_LOCAL, 64 * 8, {.value = NULL}, 0, 0, 0, 0, 0, 0},
+        arg_val(WEFT_PARAM_U32, &sum_add, 4)};
     memset(host, 1, sizeof host);
     if ((rc = weft__drv_event_create(ctx, WEFT__EVENT_TIMING, &ev)) < 0 ||
         (rc = weft__drv_fill(q, m, 0, &zero, 4, sizeof sums)) < 0 ||
