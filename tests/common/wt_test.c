@@ -5,26 +5,51 @@
 #include <execinfo.h>
 #include <fnmatch.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /*
- * WT_HANG_DUMP=1: SIGQUIT prints the stack of the thread that takes it
- * (tests/gpu/hang_dump.sh sends it to a test that blocks, on machines
- * without a debugger) and the process goes on.
+ * WT_HANG_DUMP=1: SIGQUIT prints the stack of the thread that takes it,
+ * then of every other thread (tests/gpu/hang_dump.sh sends it to a test
+ * that blocks, on machines without a debugger), and the process goes on.
  */
-static void wt_dump_stack(int sig)
+static volatile int wt_dump_busy;
+
+/* One thread's stack, written whole (a spin keeps two from mixing). */
+static void wt_dump_one(int sig)
 {
     void *pc[64];
     int n = backtrace(pc, 64);
-    static const char head[] = "wt: stack of the thread that took SIGQUIT\n";
+    char head[80];
+    int len = snprintf(head, sizeof head, "wt: stack of thread %ld%s\n",
+                       (long)syscall(SYS_gettid),
+                       sig == SIGQUIT ? " (took SIGQUIT)" : "");
 
-    (void)sig;
-    if (write(2, head, sizeof head - 1) < 0)
+    while (__atomic_exchange_n(&wt_dump_busy, 1, __ATOMIC_ACQUIRE))
+        ;
+    if (len > 0 && write(2, head, (size_t)len) >= 0)
+        backtrace_symbols_fd(pc, n, 2);
+    __atomic_store_n(&wt_dump_busy, 0, __ATOMIC_RELEASE);
+}
+
+/* SIGQUIT: this thread's stack, then every other thread's (SIGUSR2). */
+static void wt_dump_stack(int sig)
+{
+    long self = (long)syscall(SYS_gettid);
+    DIR *d;
+    struct dirent *e;
+
+    wt_dump_one(sig);
+    /* (not async-signal-safe: a debugging aid for tests that hang) */
+    if (!(d = opendir("/proc/self/task")))
         return;
-    backtrace_symbols_fd(pc, n, 2);
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && atol(e->d_name) != self)
+            syscall(SYS_tgkill, getpid(), atol(e->d_name), SIGUSR2);
+    closedir(d);
 }
 
 int wt_run_tests(int argc, char **argv, const char *group,
@@ -40,6 +65,7 @@ int wt_run_tests(int argc, char **argv, const char *group,
         (void)backtrace(pc,
                         4); /* loads what it needs now, not in the handler */
         signal(SIGQUIT, wt_dump_stack);
+        signal(SIGUSR2, wt_dump_one);
     }
 
     if (argc > 2 ||

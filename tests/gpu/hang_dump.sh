@@ -19,7 +19,7 @@ done
 kill -QUIT $pid
 sleep 2
 echo "== output tail"
-grep -v "weft\[debug\] \(fault\|error\)" hang_dump.out | tail -40 | while IFS= read -r line; do
+grep -v "weft\[debug\] \(fault\|error\)" hang_dump.out | tail -400 | while IFS= read -r line; do
     echo "$line"
     if [[ $line =~ ^(/[^\(]+)\(([^\)]*)\) ]]; then
         f=${BASH_REMATCH[1]} off=${BASH_REMATCH[2]}
