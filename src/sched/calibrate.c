@@ -3,6 +3,8 @@
  */
 #include "calibrate.h"
 
+#include "sched.h"
+
 #include "../base/os.h"
 #include "../drivers/kcache.h"
 
@@ -224,6 +226,85 @@ static unsigned weft__cal_peer(const weft_runtime *rt, unsigned a, unsigned b)
            rt->devices[a]->drv == rt->devices[b]->drv;
 }
 
+/* A thread freeing one calibration's resources (sched.h, reapers). */
+typedef struct weft__reaper {
+    pthread_t thread;
+    weft__cal_dev *dev;
+    unsigned n;
+    struct weft__reaper *next;
+} weft__reaper;
+
+static void *weft__reaper_main(void *arg)
+{
+    weft__reaper *r = arg;
+
+    for (unsigned d = 0; d < r->n; d++)
+        weft__cal_dev_release(&r->dev[d]);
+    return NULL;
+}
+
+/*
+ * Free dev[0, n) (and the array): a simulated device's on this thread,
+ * the others' on a thread of its own, joined when the runtime goes (on
+ * this thread where none can be started).
+ */
+static void weft__cal_release_all(weft_runtime *rt, weft__cal_dev *dev,
+                                  unsigned n)
+{
+    weft__sched *s = rt->sched;
+    weft__reaper *r = NULL;
+    unsigned real = 0;
+
+    /* A simulated device's memory goes at once (nothing waits there, and
+     * its memory is often small); the others' on the thread. */
+    for (unsigned d = 0; d < n; d++) {
+        if (weft__is_sim(rt->devices[d]))
+            weft__cal_dev_release(&dev[d]);
+        else
+            real += dev[d].ctx != NULL;
+    }
+    if (real && s)
+        r = weft__calloc(1, sizeof *r);
+    if (r) {
+        r->dev = dev;
+        r->n = n;
+        if (weft__thread_start(&r->thread, "weft-cal-free",
+                               "sched.calibrate_free_thread", weft__reaper_main,
+                               r) == 0) {
+            pthread_mutex_lock(&s->lock);
+            r->next = s->reapers;
+            s->reapers = r;
+            pthread_mutex_unlock(&s->lock);
+            return;
+        }
+        weft__free(r);
+    }
+    for (unsigned d = 0; d < n; d++)
+        weft__cal_dev_release(&dev[d]);
+    weft__free(dev);
+}
+
+void weft__cal_reapers_join(weft_runtime *rt)
+{
+    weft__sched *s = rt->sched;
+    weft__reaper *r;
+
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    r = s->reapers;
+    s->reapers = NULL;
+    pthread_mutex_unlock(&s->lock);
+    while (r) {
+        weft__reaper *next = r->next;
+
+        pthread_join(r->thread, NULL);
+        weft__free(r->dev);
+        weft__free(r);
+        r = next;
+    }
+}
+
 /*
  * Measure the devices flagged in which (NULL: all) into l, which has room
  * for every device of rt.
@@ -277,9 +358,7 @@ static int weft__links_measure_some(weft_runtime *rt,
         }
     if (rc == 0 && opts && opts->progress)
         opts->progress(opts->user, c.total, c.total, "done");
-    for (unsigned d = 0; d < n; d++)
-        weft__cal_dev_release(&c.dev[d]);
-    weft__free(c.dev);
+    weft__cal_release_all(rt, c.dev, n);
     return rc;
 }
 

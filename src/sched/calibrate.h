@@ -75,4 +75,10 @@ int weft__links_store(weft_runtime *rt, const weft__links *l);
 /* The cache file of rt's devices into buf; WEFT_ENOTFOUND if disabled. */
 int weft__links_cache_path(weft_runtime *rt, char *buf, size_t size);
 
+/*
+ * Wait for the threads that free calibration resources (rt->sched's
+ * reapers) and free them: at runtime destruction, before the contexts go.
+ */
+void weft__cal_reapers_join(weft_runtime *rt);
+
 #endif /* WEFT_SCHED_CALIBRATE_H */

@@ -1,6 +1,7 @@
 /* The scheduler's state of one runtime. */
 #include "sched.h"
 
+#include "calibrate.h"
 #include "cost.h"
 #include "engine.h"
 #include "hostwork.h"
@@ -32,6 +33,7 @@ void weft__sched_destroy(weft_runtime *rt)
      * running. */
     weft__engine_destroy(rt);
     weft__hostwork_destroy(rt);
+    weft__cal_reapers_join(rt);
     if (s->links) {
         weft__links_free(s->links);
         weft__free(s->links);

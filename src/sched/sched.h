@@ -45,6 +45,14 @@ typedef struct weft__sched {
     pthread_cond_t mem_cond;
     uint64_t mem_gen;
     unsigned running, waiting;
+    /*
+     * Threads that free what a link calibration used (calibrate.c): a free
+     * of device memory waits for the device to be idle, which work of the
+     * program's (a stream held by its own host function) may keep it from
+     * being for as long as the program likes; so it is not the caller's
+     * thread that waits. Joined by weft__sched_destroy. Under lock.
+     */
+    struct weft__reaper *reapers;
 } weft__sched;
 
 /*
