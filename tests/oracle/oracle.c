@@ -1195,6 +1195,19 @@ int main(int argc, char **argv)
             usage();
     }
 
+    /*
+     * WT_ORACLE_SCALE (the thread-sanitizer build sets 0.5): that share of
+     * the graphs, and of the native launches required, so that the slow
+     * build keeps to its time.
+     */
+    if (getenv("WT_ORACLE_SCALE")) {
+        double k = strtod(getenv("WT_ORACLE_SCALE"), NULL);
+
+        if (k > 0 && k < 1) {
+            opt.graphs = opt.graphs * k >= 1 ? (unsigned)(opt.graphs * k) : 1;
+            opt.min_native = (unsigned)(opt.min_native * k);
+        }
+    }
     if (opt.relaunch > OR_MAX_LAUNCHES - OR_GEN_LAUNCHES) {
         fprintf(stderr, "oracle: --relaunch takes at most %d\n",
                 OR_MAX_LAUNCHES - OR_GEN_LAUNCHES);
