@@ -874,22 +874,24 @@ static int weft__peer_block(weft_buffer *root, unsigned sd, weft__extent *x,
  * deals with pageable memory itself, as for ranges). 2 where pinned.
  */
 static int weft__host_direct_for(weft_buffer *root, unsigned d, size_t off,
-                                 size_t span, weft__mem *mem)
+                                 size_t span, size_t row, weft__mem *mem)
 {
     if (__atomic_load_n(&root->replicas[d].reg, __ATOMIC_ACQUIRE) ||
         weft__drv_host_is_pinned(mem->ctx, root->host + off, span) ||
         weft__host_block_pinned(root->rt, d, root->host + off, span))
         return 2; /* pinned */
-    return span < WEFT__STAGE_MIN || root->rt->devices[d]->drv->memory_is_host;
+    /* Rows too short to stage would each go directly anyway: one block. */
+    return span < WEFT__STAGE_MIN || row < WEFT__STAGE_MIN ||
+           root->rt->devices[d]->drv->memory_is_host;
 }
 
 /*
  * A transfer of the tracker, a range or a block. A block moves in one
  * 2-D copy where its span lies in one extent on each device side and the
- * device copies the host copy directly, where it takes part (a large
- * pageable one is staged row by row, as ranges are); else row by row through
- * weft__move. Devices without a peer path go through the host, row by
- * row.
+ * device copies the host copy directly, where it takes part (pinned, or
+ * rows too short to stage; pageable rows of the staging size or more are
+ * staged row by row, as ranges are); else row by row through weft__move.
+ * Devices without a peer path go through the host copy, a block each way.
  */
 static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
                           enum weft__cause cause, weft__lanes *l,
@@ -910,7 +912,7 @@ static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
         weft__maybe_register(root, t->dst - 1, t->len * t->rows, l);
         if (y && !h2d &&
             (direct = weft__host_direct_for(root, t->dst - 1, t->off, span,
-                                            y->blk.mem)))
+                                            t->len, y->blk.mem)))
             return weft__h2d_block(root, t->dst - 1, y, t, direct == 2, cause,
                                    l);
     } else if (t->dst == WEFT__COH_HOST) {
@@ -919,7 +921,7 @@ static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
 
         weft__maybe_register(root, t->src - 1, t->len * t->rows, l);
         if (x && (direct = weft__host_direct_for(root, t->src - 1, t->off, span,
-                                                 x->blk.mem)))
+                                                 t->len, x->blk.mem)))
             return weft__d2h_block(root, t->src - 1, x, t, direct == 2, cause,
                                    l);
     } else if (rt->peer[(t->src - 1) * rt->ndevices + t->dst - 1]) {
@@ -929,6 +931,28 @@ static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
         if (x && y)
             return weft__peer_block(root, t->src - 1, x, t->dst - 1, y, t,
                                     cause, l);
+    } else {
+        /*
+         * No path between the devices: through the host copy, as a block
+         * each way (the bytes are valid there after the first leg; the
+         * second waits for them, as weft__move's range does).
+         */
+        weft__coherence_transfer leg = *t;
+        weft__region g = {t->off, t->len, t->rows, t->pitch};
+
+        leg.dst = WEFT__COH_HOST;
+        rc = weft__move_any(root, &leg, cause, l, NULL);
+        if (rc == 0)
+            rc = weft__coherence_mark_valid_region(&root->coh, WEFT__COH_HOST,
+                                                   &g);
+        if (rc < 0)
+            return rc;
+        leg = *t;
+        leg.src = WEFT__COH_HOST;
+        weft__lanes_source(l, root, 1);
+        rc = weft__move_any(root, &leg, cause, l, h2d);
+        weft__lanes_source(l, root, 0);
+        return rc;
     }
     row.rows = 1;
     row.pitch = 0;
