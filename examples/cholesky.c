@@ -61,6 +61,9 @@
  *            [--kernels native|portable] [--reps R] [--place owner|auto]
  *            [--no-capture] [--check-rows S]
  *
+ * bench/cholesky includes this file with CHOLESKY_NO_MAIN defined and
+ * times the same graph (chol_open, chol_matrix, chol_use, chol_run).
+ *
  * Without --driver it runs on the driver of the runtime's first device
  * (WEFT_DEVICES). With --driver cuda and no GPU, or no cuSOLVER/cuBLAS, it
  * prints "skipped: no CUDA device" and exits 77.
@@ -134,6 +137,8 @@ static struct {
     int (*mem_free)(uint64_t ptr);
     int (*memcpy_dtoh)(void *dst, uint64_t src, size_t bytes);
     int (*memcpy2d_async)(const cu_memcpy2d *copy, void *stream);
+    int (*memcpy_dtod)(uint64_t dst, uint64_t src, size_t bytes);
+    int (*synchronize)(void);
 } cu;
 
 static void *open_first(const char *const *names, size_t n)
@@ -190,7 +195,9 @@ static int cuda_load(char *why, size_t size)
         !SYM(cuda_lib, mem_alloc, "cuMemAlloc_v2") ||
         !SYM(cuda_lib, mem_free, "cuMemFree_v2") ||
         !SYM(cuda_lib, memcpy_dtoh, "cuMemcpyDtoH_v2") ||
-        !SYM(cuda_lib, memcpy2d_async, "cuMemcpy2DAsync_v2")) {
+        !SYM(cuda_lib, memcpy2d_async, "cuMemcpy2DAsync_v2") ||
+        !SYM(cuda_lib, memcpy_dtod, "cuMemcpyDtoD_v2") ||
+        !SYM(cuda_lib, synchronize, "cuCtxSynchronize")) {
         snprintf(why, size, "cuSOLVER, cuBLAS or libcuda lacks an entry point");
         return -1;
     }
