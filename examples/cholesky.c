@@ -283,12 +283,27 @@ static const char tile_source[] =
 
 enum { OP_POTRF, OP_TRSM, OP_SYRK, OP_GEMM, OP_COPY, OP_COUNT };
 
+#define MAX_STREAMS 32
+
+/*
+ * One GPU's library state. POTRFs follow each other (each waits for the
+ * last one's trailing update), so one cuSOLVER handle, workspace and
+ * devInfo serve them all. TRSM, SYRK and GEMM run on several of weft's
+ * streams at once: one cuBLAS handle per stream (made at its first call,
+ * bound to that stream), so that no two streams share a handle's
+ * workspace.
+ */
 typedef struct gpu_state {
     void *context; /* the CUcontext weft uses for the GPU */
-    cu_handle solver, blas;
+    cu_handle solver;
     uint64_t work, info; /* POTRF's workspace (lwork doubles) and devInfo */
     int lwork;
-    pthread_mutex_t lock; /* the handles, used from several weft threads */
+    unsigned nblas;
+    struct {
+        void *stream;
+        cu_handle handle;
+    } blas[MAX_STREAMS];
+    pthread_mutex_t lock; /* all of the above, from several weft threads */
 } gpu_state;
 
 typedef struct chol {
@@ -354,16 +369,33 @@ static int cu_call(const weft_native_ctx *ctx, chol *m, int op)
                           ld, (double *)(uintptr_t)g->work, g->lwork,
                           (int *)(uintptr_t)g->info);
     } else {
-        rc = cu.blas_set_stream(g->blas, stream);
+        cu_handle h = NULL;
+        unsigned x = 0;
+
+        while (x < g->nblas && g->blas[x].stream != stream)
+            x++;
+        if (x < g->nblas) {
+            h = g->blas[x].handle;
+            rc = 0;
+        } else if (x == MAX_STREAMS) {
+            rc = -1; /* more streams than weft makes */
+        } else if ((rc = cu.blas_create(&h)) == 0) {
+            if ((rc = cu.blas_set_stream(h, stream)) == 0) {
+                g->blas[g->nblas].stream = stream;
+                g->blas[g->nblas++].handle = h;
+            } else {
+                cu.blas_destroy(h);
+            }
+        }
         if (rc == 0 && op == OP_TRSM)
-            rc = cu.trsm(g->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+            rc = cu.trsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
                          CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, b, b, &one,
                          ADDR(ctx, 0), ld, ADDR(ctx, 1), ld);
         else if (rc == 0 && op == OP_SYRK)
-            rc = cu.syrk(g->blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, b, b,
+            rc = cu.syrk(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, b, b,
                          &minus_one, ADDR(ctx, 0), ld, &one, ADDR(ctx, 1), ld);
         else if (rc == 0)
-            rc = cu.gemm(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, b, b, b, &minus_one,
+            rc = cu.gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, b, b, b, &minus_one,
                          ADDR(ctx, 1), ld, ADDR(ctx, 0), ld, &one, ADDR(ctx, 2),
                          ld);
     }
@@ -661,7 +693,6 @@ static int gpu_setup(chol *m)
             return rc;
         if (cu.set_current(g->context) != 0 ||
             (!g->solver && cu.dn_create(&g->solver) != 0) ||
-            (!g->blas && cu.blas_create(&g->blas) != 0) ||
             (!g->info && cu.mem_alloc(&g->info, sizeof(int)) != 0) ||
             cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)m->b, NULL,
                           (int)m->ld, &lwork) != 0)
@@ -702,8 +733,8 @@ static void gpu_teardown(chol *m)
             continue;
         if (g->solver)
             cu.dn_destroy(g->solver);
-        if (g->blas)
-            cu.blas_destroy(g->blas);
+        for (unsigned h = 0; h < g->nblas; h++)
+            cu.blas_destroy(g->blas[h].handle);
         if (g->work)
             cu.mem_free(g->work);
         if (g->info)
