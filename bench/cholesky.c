@@ -73,10 +73,9 @@ static double cusolver_baseline(chol *m, int reps, const char **why)
     }
     bench_check(
         weft_buffer_device_address(m->a0b, m->dev[0], 0, WEFT_WHOLE, &a0));
-    if (cu.set_current(g->context) != 0 ||
-        cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)n, NULL, (int)n,
-                      &lwork) != 0 ||
-        cu.mem_alloc(&x, bytes) != 0 ||
+    if (cu.set_current(g->context) != 0 || cu.mem_alloc(&x, bytes) != 0 ||
+        cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)n,
+                      (double *)(uintptr_t)x, (int)n, &lwork) != 0 ||
         cu.mem_alloc(&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)) !=
             0 ||
         cu.dn_set_stream(g->solver, NULL) != 0)

@@ -159,6 +159,8 @@ static int cuda_load(char *why, size_t size)
         "libcusolver.so.11",
         "libcusolver.so.10",
         "libcusolver.so",
+        "/usr/local/cuda/lib64/libcusolver.so.12",
+        "/usr/local/cuda/lib64/libcusolver.so.11",
         "/usr/local/cuda/lib64/libcusolver.so",
     };
     static const char *const blas[] = {
@@ -166,6 +168,8 @@ static int cuda_load(char *why, size_t size)
         "libcublas.so.12",
         "libcublas.so.11",
         "libcublas.so",
+        "/usr/local/cuda/lib64/libcublas.so.13",
+        "/usr/local/cuda/lib64/libcublas.so.12",
         "/usr/local/cuda/lib64/libcublas.so",
     };
     static const char *const cuda[] = {"libcuda.so.1", "libcuda.so"};
@@ -694,8 +698,10 @@ static int gpu_setup(chol *m)
         if (cu.set_current(g->context) != 0 ||
             (!g->solver && cu.dn_create(&g->solver) != 0) ||
             (!g->info && cu.mem_alloc(&g->info, sizeof(int)) != 0) ||
-            cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)m->b, NULL,
-                          (int)m->ld, &lwork) != 0)
+            /* (the matrix is not read: any device address will do) */
+            cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)m->b,
+                          (double *)(uintptr_t)g->info, (int)m->ld,
+                          &lwork) != 0)
             return WEFT_EDRIVER;
         if (lwork > g->lwork || !g->work) {
             if (g->work)
