@@ -65,8 +65,10 @@
  * times the same graph (chol_open, chol_matrix, chol_use, chol_run).
  *
  * Without --driver it runs on the driver of the runtime's first device
- * (WEFT_DEVICES). With --driver cuda and no GPU, or no cuSOLVER/cuBLAS, it
- * prints "skipped: no CUDA device" and exits 77.
+ * (WEFT_DEVICES); WEFT_DEVICES, where set, also holds for --driver, and
+ * naming no device of that driver is a skip (exit 77). With --driver cuda and
+ * no GPU, or no cuSOLVER/cuBLAS, it prints "skipped: no CUDA device" and
+ * exits 77.
  */
 #include <weft.h>
 
@@ -776,7 +778,8 @@ static int chol_open(chol *m, const char *driver, int kernels, char *why,
     int rc;
 
     m->align = 1;
-    o.devices = driver; /* NULL: WEFT_DEVICES, else weft's default */
+    m->driver = driver;
+    o.devices = driver; /* (WEFT_DEVICES, where set, overrides it) */
     rc = weft_runtime_create(&m->rt, &o);
     if (rc < 0 || weft_runtime_device_count(m->rt) == 0) {
         snprintf(why, size, "%s", rc < 0 ? weft_last_error() : "no device");
@@ -796,6 +799,11 @@ static int chol_open(chol *m, const char *driver, int kernels, char *why,
             if (info.arg_offset_align > m->align)
                 m->align = info.arg_offset_align;
         }
+    }
+    if (m->ndev_all == 0) { /* WEFT_DEVICES named other drivers */
+        snprintf(why, size, "no %s device among WEFT_DEVICES=%s", driver,
+                 getenv("WEFT_DEVICES") ? getenv("WEFT_DEVICES") : "");
+        return CHOL_SKIP;
     }
     chol_use(m, m->ndev_all);
     /* native library calls on cuda and host (with OpenBLAS), else kernels */
