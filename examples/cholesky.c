@@ -525,13 +525,13 @@ static int add_op(chol *m, weft_graph *g, int op, int capture,
         weft_dims d = weft_dims2((uint32_t)m->b, (uint32_t)m->b);
         unsigned n = 0;
 
+        /* the same tiles as block arguments */
         for (unsigned x = 0; x < nacc; x++) {
-            args[n] = weft_arg_buffer(acc[x].buffer, acc[x].offset, acc[x].size,
-                                      acc[x].mode);
-            args[n].rows = acc[x].rows;
-            args[n].slices = acc[x].slices;
-            args[n].row_pitch = acc[x].row_pitch;
-            args[n++].slice_pitch = acc[x].slice_pitch;
+            const weft_block blk = {acc[x].offset,    acc[x].size,
+                                    acc[x].rows,      acc[x].slices,
+                                    acc[x].row_pitch, acc[x].slice_pitch};
+
+            args[n++] = weft_arg_block(acc[x].buffer, blk, acc[x].mode);
         }
         args[n++] = weft_arg_u32((uint32_t)m->ld);
         args[n++] = weft_arg_u32((uint32_t)m->b);
