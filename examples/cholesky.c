@@ -1,0 +1,1035 @@
+/*
+ * cholesky: a tiled right-looking Cholesky factorisation A = L L^T (double
+ * precision, lower) of an n x n symmetric positive definite matrix, as one
+ * weft graph over every device of a driver.
+ *
+ * Layout: A is ROW-MAJOR, n rows of ld doubles in ONE buffer (ld = n). It
+ * is seen as a weft_matrix and cut into b x b tiles, each a 2-D block of
+ * that buffer (weft_matrix_tile): nothing is packed, and a tile keeps the
+ * matrix's leading dimension on every device. Only the lower triangle is
+ * read and written; L overwrites it.
+ *
+ * For k = 0 .. n/b - 1 the graph has
+ *
+ *     POTRF  A(k,k) = L(k,k) L(k,k)^T
+ *     TRSM   A(i,k) = A(i,k) L(k,k)^-T                  for i > k
+ *     SYRK   A(i,i) -= A(i,k) A(i,k)^T                  for i > k
+ *     GEMM   A(i,j) -= A(i,k) A(j,k)^T                  for i > j > k
+ *
+ * and weft infers every dependency from the tiles' bytes. The nodes that
+ * write tile (i, j) go to its owner, device (i mod P) * Q + (j mod Q) of a
+ * P x Q grid of the driver's devices (2-D block-cyclic; P x 1 for two
+ * devices: block rows alternate); --place auto leaves them to placement.
+ *
+ * Tile kernels, by driver:
+ *   cuda    native nodes calling cusolverDnDpotrf, cublasDtrsm, cublasDsyrk
+ *           and cublasDgemm on the stream weft hands over (cuSOLVER, cuBLAS
+ *           and libcuda loaded at run time with dlopen, so this builds
+ *           without the CUDA toolkit). cuBLAS is column-major: a row-major
+ *           lower tile is a column-major upper one, so the calls use the
+ *           transposed forms (see cu_* below). POTRF's workspace and devInfo
+ *           are allocated once per GPU (cuMemAlloc), outside the graph.
+ *   host    native nodes calling LAPACKE_dpotrf_work and cblas_dtrsm, _dsyrk,
+ *           _dgemm of OpenBLAS (one thread per task), where the example was
+ *           built with OpenBLAS and LAPACKE (else the portable kernels).
+ *   opencl, sim
+ *           kernel nodes of one portable-dialect source (below), which also
+ *           runs on host and cuda devices with --kernels portable. A tile
+ *           is a kernel argument at an offset into the buffer: the offset
+ *           must be a multiple of the devices' arg_offset_align (128 bytes
+ *           on PoCL: b a multiple of 16).
+ * The native nodes are capturable (weft_graph_set_native_capture: CUDA
+ * graphs replay the cuSOLVER and cuBLAS calls from the second launch on;
+ * --no-capture turns it off).
+ *
+ * The graph first sets A from a pristine copy A0 (a second buffer), tile
+ * by tile on the owner of each tile (cuMemcpy2DAsync, memcpy, or a
+ * portable copy kernel), so that every launch factors the same matrix and
+ * is the same work (a native graph replays it). The first launch moves
+ * A0's tiles to the devices; the --reps launches after it find them there
+ * and are timed together. GFLOP/s count n^3/3 flops (the tile copies, 8 n^2
+ * bytes read and written on the devices, included in the time).
+ *
+ * Check: ||A - L L^T||_F / ||A||_F, computed on the CPU in double over the
+ * lower triangle (both triangles counted), must be below 1e-12 (the
+ * backward error of Cholesky is a small multiple of n eps ||A||, and A
+ * below is well conditioned: a residual above that bound is a wrong tile,
+ * not rounding). Up to n = 4096 every row is checked; above, --check-rows
+ * rows spread over the matrix (the residual and the norm of A over them).
+ *
+ *   cholesky [--n N] [--tile B] [--driver cuda|host|opencl|sim]
+ *            [--kernels native|portable] [--reps R] [--place owner|auto]
+ *            [--no-capture] [--check-rows S]
+ *
+ * bench/cholesky includes this file with CHOLESKY_NO_MAIN defined and
+ * times the same graph (chol_open, chol_matrix, chol_use, chol_run).
+ *
+ * Without --driver it runs on the driver of the runtime's first device
+ * (WEFT_DEVICES); WEFT_DEVICES, where set, also holds for --driver, and
+ * naming no device of that driver is a skip (exit 77). With --driver cuda and
+ * no GPU, or no cuSOLVER/cuBLAS, it prints "skipped: no CUDA device" and
+ * exits 77.
+ */
+#include <weft.h>
+
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef WEFT_HAVE_OPENBLAS
+#include <cblas.h>
+#include <lapacke.h>
+#endif
+
+#define MAX_DEVICES 64
+
+/* ---- cuSOLVER, cuBLAS and libcuda, loaded at run time -------------------- */
+
+/* The few types, values and entry points used here (cublas_api.h,
+ * cusolverDn.h, cuda.h). */
+typedef void *cu_handle;
+enum {
+    CUBLAS_FILL_MODE_UPPER = 1,
+    CUBLAS_OP_N = 0,
+    CUBLAS_OP_T = 1,
+    CUBLAS_SIDE_LEFT = 0,
+    CUBLAS_DIAG_NON_UNIT = 0,
+    CU_MEMORYTYPE_DEVICE = 2,
+};
+typedef struct cu_memcpy2d { /* CUDA_MEMCPY2D */
+    size_t src_x_bytes, src_y;
+    int src_type;
+    const void *src_host;
+    uint64_t src_device;
+    void *src_array;
+    size_t src_pitch;
+    size_t dst_x_bytes, dst_y;
+    int dst_type;
+    void *dst_host;
+    uint64_t dst_device;
+    void *dst_array;
+    size_t dst_pitch;
+    size_t width_bytes, height;
+} cu_memcpy2d;
+
+static struct {
+    void *solver_lib, *blas_lib, *cuda_lib;
+    int (*dn_create)(cu_handle *);
+    int (*dn_destroy)(cu_handle);
+    int (*dn_set_stream)(cu_handle, void *);
+    int (*potrf_size)(cu_handle, int, int, double *, int, int *);
+    int (*potrf)(cu_handle, int, int, double *, int, double *, int, int *);
+    int (*blas_create)(cu_handle *);
+    int (*blas_destroy)(cu_handle);
+    int (*blas_set_stream)(cu_handle, void *);
+    int (*trsm)(cu_handle, int, int, int, int, int, int, const double *,
+                const double *, int, double *, int);
+    int (*syrk)(cu_handle, int, int, int, int, const double *, const double *,
+                int, const double *, double *, int);
+    int (*gemm)(cu_handle, int, int, int, int, int, const double *,
+                const double *, int, const double *, int, const double *,
+                double *, int);
+    int (*set_current)(void *ctx);
+    int (*mem_alloc)(uint64_t *ptr, size_t bytes);
+    int (*mem_free)(uint64_t ptr);
+    int (*memcpy_dtoh)(void *dst, uint64_t src, size_t bytes);
+    int (*memcpy2d_async)(const cu_memcpy2d *copy, void *stream);
+    int (*memcpy_dtod)(uint64_t dst, uint64_t src, size_t bytes);
+    int (*synchronize)(void);
+} cu;
+
+static void *open_first(const char *const *names, size_t n)
+{
+    void *lib = NULL;
+
+    for (size_t i = 0; !lib && i < n; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    return lib;
+}
+
+#define SYM(lib, field, name) (*(void **)&cu.field = dlsym(cu.lib, name))
+
+static int cuda_load(char *why, size_t size)
+{
+    static const char *const solver[] = {
+        "libcusolver.so.12",
+        "libcusolver.so.11",
+        "libcusolver.so.10",
+        "libcusolver.so",
+        "/usr/local/cuda/lib64/libcusolver.so.12",
+        "/usr/local/cuda/lib64/libcusolver.so.11",
+        "/usr/local/cuda/lib64/libcusolver.so",
+    };
+    static const char *const blas[] = {
+        "libcublas.so.13",
+        "libcublas.so.12",
+        "libcublas.so.11",
+        "libcublas.so",
+        "/usr/local/cuda/lib64/libcublas.so.13",
+        "/usr/local/cuda/lib64/libcublas.so.12",
+        "/usr/local/cuda/lib64/libcublas.so",
+    };
+    static const char *const cuda[] = {"libcuda.so.1", "libcuda.so"};
+
+    cu.solver_lib = open_first(solver, sizeof solver / sizeof *solver);
+    cu.blas_lib = open_first(blas, sizeof blas / sizeof *blas);
+    cu.cuda_lib = open_first(cuda, sizeof cuda / sizeof *cuda);
+    if (!cu.solver_lib || !cu.blas_lib || !cu.cuda_lib) {
+        snprintf(why, size, "no %s",
+                 !cu.solver_lib ? "libcusolver"
+                 : !cu.blas_lib ? "libcublas"
+                                : "libcuda");
+        return -1;
+    }
+    if (!SYM(solver_lib, dn_create, "cusolverDnCreate") ||
+        !SYM(solver_lib, dn_destroy, "cusolverDnDestroy") ||
+        !SYM(solver_lib, dn_set_stream, "cusolverDnSetStream") ||
+        !SYM(solver_lib, potrf_size, "cusolverDnDpotrf_bufferSize") ||
+        !SYM(solver_lib, potrf, "cusolverDnDpotrf") ||
+        !SYM(blas_lib, blas_create, "cublasCreate_v2") ||
+        !SYM(blas_lib, blas_destroy, "cublasDestroy_v2") ||
+        !SYM(blas_lib, blas_set_stream, "cublasSetStream_v2") ||
+        !SYM(blas_lib, trsm, "cublasDtrsm_v2") ||
+        !SYM(blas_lib, syrk, "cublasDsyrk_v2") ||
+        !SYM(blas_lib, gemm, "cublasDgemm_v2") ||
+        !SYM(cuda_lib, set_current, "cuCtxSetCurrent") ||
+        !SYM(cuda_lib, mem_alloc, "cuMemAlloc_v2") ||
+        !SYM(cuda_lib, mem_free, "cuMemFree_v2") ||
+        !SYM(cuda_lib, memcpy_dtoh, "cuMemcpyDtoH_v2") ||
+        !SYM(cuda_lib, memcpy2d_async, "cuMemcpy2DAsync_v2") ||
+        !SYM(cuda_lib, memcpy_dtod, "cuMemcpyDtoD_v2") ||
+        !SYM(cuda_lib, synchronize, "cuCtxSynchronize")) {
+        snprintf(why, size, "cuSOLVER, cuBLAS or libcuda lacks an entry point");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the portable tile kernels ------------------------------------------- */
+
+/*
+ * Row-major tiles of b x b doubles, ld doubles from one row to the next.
+ * potrf_tile runs as one work-group (any size): step k takes the square
+ * root of the pivot, scales column k below it, then updates the trailing
+ * lower triangle row by row, a barrier between the three. The others have
+ * one item per row (trsm) or per element (x: column, y: row).
+ */
+static const char tile_source[] =
+    "WEFT_KERNEL void potrf_tile(WEFT_GLOBAL double *a, unsigned ld,\n"
+    "                            unsigned b)\n"
+    "{\n"
+    "    long t = weft_local_id(0), nt = weft_local_size(0);\n"
+    "    for (long k = 0; k < (long)b; k++) {\n"
+    "        if (t == 0)\n"
+    "            a[k * ld + k] = sqrt(a[k * ld + k]);\n"
+    "        weft_barrier();\n"
+    "        for (long r = k + 1 + t; r < (long)b; r += nt)\n"
+    "            a[r * ld + k] /= a[k * ld + k];\n"
+    "        weft_barrier();\n"
+    "        for (long r = k + 1 + t; r < (long)b; r += nt)\n"
+    "            for (long c = k + 1; c <= r; c++)\n"
+    "                a[r * ld + c] -= a[r * ld + k] * a[c * ld + k];\n"
+    "        weft_barrier();\n"
+    "    }\n"
+    "}\n"
+    "WEFT_KERNEL void trsm_tile(WEFT_GLOBAL const double *l,\n"
+    "                           WEFT_GLOBAL double *x, unsigned ld,\n"
+    "                           unsigned b)\n"
+    "{\n"
+    "    long r = weft_global_id(0);\n"
+    "    if (r >= (long)b)\n"
+    "        return;\n"
+    "    for (long c = 0; c < (long)b; c++) {\n"
+    "        double s = x[r * ld + c];\n"
+    "        for (long p = 0; p < c; p++)\n"
+    "            s -= l[c * ld + p] * x[r * ld + p];\n"
+    "        x[r * ld + c] = s / l[c * ld + c];\n"
+    "    }\n"
+    "}\n"
+    "WEFT_KERNEL void syrk_tile(WEFT_GLOBAL const double *x,\n"
+    "                           WEFT_GLOBAL double *c, unsigned ld,\n"
+    "                           unsigned b)\n"
+    "{\n"
+    "    long j = weft_global_id(0), i = weft_global_id(1);\n"
+    "    double s = 0;\n"
+    "    if (i >= (long)b || j > i)\n"
+    "        return;\n"
+    "    for (long p = 0; p < (long)b; p++)\n"
+    "        s += x[i * ld + p] * x[j * ld + p];\n"
+    "    c[i * ld + j] -= s;\n"
+    "}\n"
+    "WEFT_KERNEL void gemm_tile(WEFT_GLOBAL const double *x,\n"
+    "                           WEFT_GLOBAL const double *y,\n"
+    "                           WEFT_GLOBAL double *c, unsigned ld,\n"
+    "                           unsigned b)\n"
+    "{\n"
+    "    long j = weft_global_id(0), i = weft_global_id(1);\n"
+    "    double s = 0;\n"
+    "    if (i >= (long)b || j >= (long)b)\n"
+    "        return;\n"
+    "    for (long p = 0; p < (long)b; p++)\n"
+    "        s += x[i * ld + p] * y[j * ld + p];\n"
+    "    c[i * ld + j] -= s;\n"
+    "}\n"
+    "WEFT_KERNEL void copy_tile(WEFT_GLOBAL const double *src,\n"
+    "                           WEFT_GLOBAL double *dst, unsigned ld,\n"
+    "                           unsigned b)\n"
+    "{\n"
+    "    long j = weft_global_id(0), i = weft_global_id(1);\n"
+    "    if (i < (long)b && j < (long)b)\n"
+    "        dst[i * ld + j] = src[i * ld + j];\n"
+    "}\n";
+
+/* ---- the factorisation --------------------------------------------------- */
+
+enum { OP_POTRF, OP_TRSM, OP_SYRK, OP_GEMM, OP_COPY, OP_COUNT };
+
+#define MAX_STREAMS 32
+
+/*
+ * One GPU's library state. POTRFs follow each other (each waits for the
+ * last one's trailing update), so one cuSOLVER handle, workspace and
+ * devInfo serve them all. TRSM, SYRK and GEMM run on several of weft's
+ * streams at once: one cuBLAS handle per stream (made at its first call,
+ * bound to that stream), so that no two streams share a handle's
+ * workspace.
+ */
+typedef struct gpu_state {
+    void *context; /* the CUcontext weft uses for the GPU */
+    cu_handle solver;
+    uint64_t work, info; /* POTRF's workspace (lwork doubles) and devInfo */
+    int lwork;
+    unsigned nblas;
+    struct {
+        void *stream;
+        cu_handle handle;
+    } blas[MAX_STREAMS];
+    pthread_mutex_t lock; /* all of the above, from several weft threads */
+} gpu_state;
+
+typedef struct chol {
+    const char *driver;
+    int native;          /* library calls in native nodes, else kernels */
+    size_t n, b, nt, ld; /* elements; nt tiles per side */
+    unsigned ndev, p, q; /* devices used, and their P x Q grid */
+    unsigned ndev_all;   /* the driver's devices (dev[0, ndev) used) */
+    unsigned align;      /* their largest arg_offset_align */
+    int cuda;            /* cuSOLVER and cuBLAS loaded */
+    int place_auto;
+    const weft_device *dev[MAX_DEVICES];
+    weft_runtime *rt;
+    double *a, *a0; /* the working matrix and the pristine one (host) */
+    weft_buffer *ab, *a0b;
+    weft_matrix A, A0;
+    weft_module *mod;
+    weft_kernel *kernel[OP_COUNT];
+    gpu_state gpu[MAX_DEVICES];
+} chol;
+
+static unsigned dev_index(const chol *m, const weft_device *dev)
+{
+    for (unsigned i = 0; i < m->ndev; i++)
+        if (m->dev[i] == dev)
+            return i;
+    return 0;
+}
+
+#define ADDR(ctx, i) ((double *)(uintptr_t)weft_native_address((ctx), (i)))
+
+/*
+ * CUDA. The row-major lower tile L is the column-major upper tile U = L^T,
+ * and a row-major tile X is the column-major X^T; so, column-major:
+ *   POTRF  U^T U = A(k,k), upper
+ *   TRSM   X(i,k) = U^-T X(i,k)            (left, upper, transposed)
+ *   SYRK   A(i,i) -= X(i,k)^T X(i,k)       (upper, transposed)
+ *   GEMM   A(i,j) -= X(j,k)^T X(i,k)
+ */
+static int cu_call(const weft_native_ctx *ctx, chol *m, int op)
+{
+    gpu_state *g = &m->gpu[dev_index(m, weft_native_device(ctx))];
+    void *stream = weft_native_queue(ctx);
+    int b = (int)m->b, ld = (int)m->ld, rc;
+    const double one = 1.0, minus_one = -1.0;
+
+    if (op == OP_COPY) {
+        cu_memcpy2d c = {0};
+
+        c.src_type = c.dst_type = CU_MEMORYTYPE_DEVICE;
+        c.src_device = weft_native_address(ctx, 0);
+        c.dst_device = weft_native_address(ctx, 1);
+        c.src_pitch = c.dst_pitch = m->ld * sizeof(double);
+        c.width_bytes = m->b * sizeof(double);
+        c.height = m->b;
+        return cu.memcpy2d_async(&c, stream);
+    }
+    pthread_mutex_lock(&g->lock);
+    if (op == OP_POTRF) {
+        rc = cu.dn_set_stream(g->solver, stream);
+        if (rc == 0)
+            rc = cu.potrf(g->solver, CUBLAS_FILL_MODE_UPPER, b, ADDR(ctx, 0),
+                          ld, (double *)(uintptr_t)g->work, g->lwork,
+                          (int *)(uintptr_t)g->info);
+    } else {
+        cu_handle h = NULL;
+        unsigned x = 0;
+
+        while (x < g->nblas && g->blas[x].stream != stream)
+            x++;
+        if (x < g->nblas) {
+            h = g->blas[x].handle;
+            rc = 0;
+        } else if (x == MAX_STREAMS) {
+            rc = -1; /* more streams than weft makes */
+        } else if ((rc = cu.blas_create(&h)) == 0) {
+            if ((rc = cu.blas_set_stream(h, stream)) == 0) {
+                g->blas[g->nblas].stream = stream;
+                g->blas[g->nblas++].handle = h;
+            } else {
+                cu.blas_destroy(h);
+            }
+        }
+        if (rc == 0 && op == OP_TRSM)
+            rc = cu.trsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+                         CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, b, b, &one,
+                         ADDR(ctx, 0), ld, ADDR(ctx, 1), ld);
+        else if (rc == 0 && op == OP_SYRK)
+            rc = cu.syrk(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, b, b,
+                         &minus_one, ADDR(ctx, 0), ld, &one, ADDR(ctx, 1), ld);
+        else if (rc == 0)
+            rc = cu.gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, b, b, b, &minus_one,
+                         ADDR(ctx, 1), ld, ADDR(ctx, 0), ld, &one, ADDR(ctx, 2),
+                         ld);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+static int cu_potrf(const weft_native_ctx *c, void *m)
+{
+    return cu_call(c, m, OP_POTRF);
+}
+static int cu_trsm(const weft_native_ctx *c, void *m)
+{
+    return cu_call(c, m, OP_TRSM);
+}
+static int cu_syrk(const weft_native_ctx *c, void *m)
+{
+    return cu_call(c, m, OP_SYRK);
+}
+static int cu_gemm(const weft_native_ctx *c, void *m)
+{
+    return cu_call(c, m, OP_GEMM);
+}
+static int cu_copy(const weft_native_ctx *c, void *m)
+{
+    return cu_call(c, m, OP_COPY);
+}
+
+/*
+ * The host driver: OpenBLAS on the tiles in place (CBLAS takes row-major;
+ * LAPACKE's row-major form would transpose a copy, so POTRF is the
+ * column-major upper one, as on CUDA). The work is done when they return.
+ */
+#define PTR(ctx, i) ((double *)weft_native_ptr((ctx), (i)))
+#ifdef WEFT_HAVE_OPENBLAS
+static int host_potrf(const weft_native_ctx *c, void *user)
+{
+    const chol *m = user;
+
+    return (int)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'U', (int)m->b, PTR(c, 0),
+                                    (int)m->ld);
+}
+static int host_trsm(const weft_native_ctx *c, void *user)
+{
+    const chol *m = user;
+
+    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit,
+                (int)m->b, (int)m->b, 1.0, PTR(c, 0), (int)m->ld, PTR(c, 1),
+                (int)m->ld);
+    return 0;
+}
+static int host_syrk(const weft_native_ctx *c, void *user)
+{
+    const chol *m = user;
+
+    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)m->b, (int)m->b,
+                -1.0, PTR(c, 0), (int)m->ld, 1.0, PTR(c, 1), (int)m->ld);
+    return 0;
+}
+static int host_gemm(const weft_native_ctx *c, void *user)
+{
+    const chol *m = user;
+
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m->b, (int)m->b,
+                (int)m->b, -1.0, PTR(c, 0), (int)m->ld, PTR(c, 1), (int)m->ld,
+                1.0, PTR(c, 2), (int)m->ld);
+    return 0;
+}
+#endif
+static int host_copy(const weft_native_ctx *c, void *user)
+{
+    const chol *m = user;
+    const double *src = PTR(c, 0);
+    double *dst = PTR(c, 1);
+
+    for (size_t r = 0; r < m->b; r++)
+        memcpy(dst + r * m->ld, src + r * m->ld, m->b * sizeof *dst);
+    return 0;
+}
+
+static weft_native_fn *native_fn(const chol *m, int op)
+{
+    static weft_native_fn *const cuda_fns[] = {cu_potrf, cu_trsm, cu_syrk,
+                                               cu_gemm, cu_copy};
+#ifdef WEFT_HAVE_OPENBLAS
+    static weft_native_fn *const host_fns[] = {host_potrf, host_trsm, host_syrk,
+                                               host_gemm, host_copy};
+#else
+    static weft_native_fn *const host_fns[] = {NULL, NULL, NULL, NULL,
+                                               host_copy};
+#endif
+    return strcmp(m->driver, "cuda") ? host_fns[op] : cuda_fns[op];
+}
+
+/* The owner of tile (i, j): the P x Q grid of devices, block-cyclic. */
+static const weft_device *owner(const chol *m, size_t i, size_t j)
+{
+    return m->dev[(i % m->p) * m->q + j % m->q];
+}
+
+/*
+ * One tile operation as a node: acc[0..nacc) are the tiles, the last one
+ * written; placed on the owner of the tile it writes.
+ */
+static int add_op(chol *m, weft_graph *g, int op, int capture,
+                  const weft_access_desc *acc, unsigned nacc, size_t i,
+                  size_t j)
+{
+    weft_node node;
+    int rc;
+
+    if (m->native || (op == OP_COPY && !m->kernel[OP_COPY])) {
+        const weft_native_impl impl = {m->driver, 0, native_fn(m, op)};
+
+        rc = weft_graph_add_native(g, &impl, 1, acc, nacc, m, &node);
+        /* Only enqueues on the stream, the same at every launch. */
+        if (rc == 0 && capture)
+            rc = weft_graph_set_native_capture(g, node, 1);
+    } else {
+        weft_arg args[5];
+        weft_dims d = weft_dims2((uint32_t)m->b, (uint32_t)m->b);
+        unsigned n = 0;
+
+        /* the same tiles as block arguments */
+        for (unsigned x = 0; x < nacc; x++) {
+            const weft_block blk = {acc[x].offset,    acc[x].size,
+                                    acc[x].rows,      acc[x].slices,
+                                    acc[x].row_pitch, acc[x].slice_pitch};
+
+            args[n++] = weft_arg_block(acc[x].buffer, blk, acc[x].mode);
+        }
+        args[n++] = weft_arg_u32((uint32_t)m->ld);
+        args[n++] = weft_arg_u32((uint32_t)m->b);
+        if (op == OP_POTRF) {
+            weft_device_info info = {.size = sizeof info};
+            uint32_t gs = (uint32_t)m->b;
+
+            /* one group, as large as every device takes (at most b) */
+            for (unsigned x = 0; x < m->ndev; x++)
+                if (weft_device_get_info(m->dev[x], &info) == 0 &&
+                    info.max_group_size && info.max_group_size < gs)
+                    gs = info.max_group_size;
+            d = weft_dims1(gs);
+            d.group[0] = gs;
+        } else if (op == OP_TRSM) {
+            d = weft_dims1((uint32_t)m->b);
+        }
+        rc = weft_graph_add_kernel(g, m->kernel[op], d, args, n, &node);
+    }
+    if (rc == 0 && (!m->place_auto || m->ndev == 1))
+        rc = weft_graph_set_device(g, node, owner(m, i, j));
+    return rc;
+}
+
+static weft_access_desc tile(const chol *m, const weft_matrix *x, size_t i,
+                             size_t j, weft_access mode)
+{
+    return weft_access_block(x->buffer, weft_matrix_tile(*x, m->b, m->b, i, j),
+                             mode);
+}
+
+/*
+ * A = A0 on the lower tiles, each copied on its owner, then the
+ * factorisation of A in place: one graph.
+ */
+static int factor_graph(chol *m, int capture, weft_graph **out, size_t *nodes)
+{
+    weft_graph *g;
+    int rc;
+
+    *nodes = 0;
+    if ((rc = weft_graph_create(m->rt, &g)) < 0)
+        return rc;
+    for (size_t i = 0; i < m->nt && rc == 0; i++)
+        for (size_t j = 0; j <= i && rc == 0; j++) {
+            weft_access_desc c[2] = {tile(m, &m->A0, i, j, WEFT_READ),
+                                     tile(m, &m->A, i, j, WEFT_WRITE)};
+
+            rc = add_op(m, g, OP_COPY, capture, c, 2, i, j);
+            ++*nodes;
+        }
+    for (size_t k = 0; k < m->nt && rc == 0; k++) {
+        weft_access_desc pk = tile(m, &m->A, k, k, WEFT_READ_WRITE);
+
+        rc = add_op(m, g, OP_POTRF, capture, &pk, 1, k, k);
+        ++*nodes;
+        for (size_t i = k + 1; i < m->nt && rc == 0; i++) {
+            weft_access_desc t[2] = {tile(m, &m->A, k, k, WEFT_READ),
+                                     tile(m, &m->A, i, k, WEFT_READ_WRITE)};
+
+            rc = add_op(m, g, OP_TRSM, capture, t, 2, i, k);
+            ++*nodes;
+        }
+        for (size_t i = k + 1; i < m->nt && rc == 0; i++) {
+            weft_access_desc s[2] = {tile(m, &m->A, i, k, WEFT_READ),
+                                     tile(m, &m->A, i, i, WEFT_READ_WRITE)};
+
+            rc = add_op(m, g, OP_SYRK, capture, s, 2, i, i);
+            ++*nodes;
+            for (size_t j = k + 1; j < i && rc == 0; j++) {
+                weft_access_desc u[3] = {tile(m, &m->A, i, k, WEFT_READ),
+                                         tile(m, &m->A, j, k, WEFT_READ),
+                                         tile(m, &m->A, i, j, WEFT_READ_WRITE)};
+
+                rc = add_op(m, g, OP_GEMM, capture, u, 3, i, j);
+                ++*nodes;
+            }
+        }
+    }
+    if (rc < 0) {
+        weft_graph_destroy(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+/* ---- the matrix and the check -------------------------------------------- */
+
+/* Symmetric, entries in [-1, 1) off the diagonal, n on it: diagonally
+ * dominant enough to be SPD and well conditioned, and cheap to make. */
+static double a_at(size_t n, size_t r, size_t c)
+{
+    uint64_t h;
+
+    if (r == c)
+        return (double)n;
+    h = (uint64_t)(r > c ? r : c) * 0x9e3779b97f4a7c15ull ^
+        (uint64_t)(r > c ? c : r) * 0xc2b2ae3d27d4eb4full;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (double)(h >> 11) * 0x1.0p-52 - 1.0;
+}
+
+static double dot(const double *x, const double *y, size_t n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t p = 0;
+
+    for (; p + 4 <= n; p += 4) {
+        s0 += x[p] * y[p];
+        s1 += x[p + 1] * y[p + 1];
+        s2 += x[p + 2] * y[p + 2];
+        s3 += x[p + 3] * y[p + 3];
+    }
+    for (; p < n; p++)
+        s0 += x[p] * y[p];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/*
+ * ||A - L L^T||_F / ||A||_F over rows (all rows, or rows spread evenly):
+ * element (r, c), c <= r, counted twice off the diagonal (both triangles).
+ */
+static double residual(const chol *m, size_t rows)
+{
+    size_t n = m->n, ld = m->ld, step = rows >= n ? 1 : n / rows;
+    double num = 0, den = 0;
+
+    for (size_t r = step - 1; r < n; r += step) {
+        const double *lr = m->a + r * ld;
+
+        for (size_t c = 0; c <= r; c++) {
+            double a = m->a0[r * ld + c], w = c == r ? 1 : 2;
+            double d = a - dot(lr, m->a + c * ld, c + 1);
+
+            num += w * d * d;
+            den += w * a * a;
+        }
+    }
+    return sqrt(num) / sqrt(den);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/*
+ * CUDA: handles, POTRF's workspace for b x b tiles and devInfo, per GPU,
+ * made here (outside any graph); the workspace grows with b.
+ */
+static int gpu_setup(chol *m)
+{
+    for (unsigned x = 0; x < m->ndev_all; x++) {
+        gpu_state *g = &m->gpu[x];
+        int lwork = 0, rc;
+
+        if (!g->context &&
+            (rc = weft_device_native(m->rt, m->dev[x], &g->context, NULL)) < 0)
+            return rc;
+        if (cu.set_current(g->context) != 0 ||
+            (!g->solver && cu.dn_create(&g->solver) != 0) ||
+            (!g->info && cu.mem_alloc(&g->info, sizeof(int)) != 0) ||
+            /* (the matrix is not read: any device address will do) */
+            cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)m->b,
+                          (double *)(uintptr_t)g->info, (int)m->ld,
+                          &lwork) != 0)
+            return WEFT_EDRIVER;
+        if (lwork > g->lwork || !g->work) {
+            if (g->work)
+                cu.mem_free(g->work);
+            g->work = 0;
+            g->lwork = lwork > 1 ? lwork : 1;
+            if (cu.mem_alloc(&g->work, (size_t)g->lwork * sizeof(double)) != 0)
+                return WEFT_EDRIVER;
+        }
+    }
+    return 0;
+}
+
+/* The last POTRF's devInfo of every GPU: 0 where each succeeded. */
+static int gpu_info(chol *m)
+{
+    int bad = 0;
+
+    for (unsigned x = 0; x < m->ndev_all; x++) {
+        int info = 0;
+
+        if (m->gpu[x].info && cu.set_current(m->gpu[x].context) == 0 &&
+            cu.memcpy_dtoh(&info, m->gpu[x].info, sizeof info) == 0 && info)
+            bad = info;
+    }
+    return bad;
+}
+
+static void gpu_teardown(chol *m)
+{
+    for (unsigned x = 0; x < m->ndev_all; x++) {
+        gpu_state *g = &m->gpu[x];
+
+        if (!g->context || cu.set_current(g->context) != 0)
+            continue;
+        if (g->solver)
+            cu.dn_destroy(g->solver);
+        for (unsigned h = 0; h < g->nblas; h++)
+            cu.blas_destroy(g->blas[h].handle);
+        if (g->work)
+            cu.mem_free(g->work);
+        if (g->info)
+            cu.mem_free(g->info);
+    }
+}
+
+/* Use the first ndev of the driver's devices, as a P x Q grid. */
+static void chol_use(chol *m, unsigned ndev)
+{
+    m->ndev = ndev;
+    for (m->q = 1; (m->q + 1) * (m->q + 1) <= ndev; m->q++)
+        ;
+    while (ndev % m->q)
+        m->q--;
+    m->p = ndev / m->q;
+}
+
+enum { CHOL_SKIP = 1 };
+
+/*
+ * The runtime on driver (NULL: WEFT_DEVICES, then the first device's
+ * driver), every device of that driver, and the tile kernels: native
+ * (kernels 1), portable (0), or by driver (-1). CHOL_SKIP, with why, where
+ * the driver or its library is missing.
+ */
+static int chol_open(chol *m, const char *driver, int kernels, char *why,
+                     size_t size)
+{
+    static const char *const names[OP_COUNT] = {
+        "potrf_tile", "trsm_tile", "syrk_tile", "gemm_tile", "copy_tile"};
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    int rc;
+
+    m->align = 1;
+    m->driver = driver;
+    o.devices = driver; /* (WEFT_DEVICES, where set, overrides it) */
+    rc = weft_runtime_create(&m->rt, &o);
+    if (rc < 0 || weft_runtime_device_count(m->rt) == 0) {
+        snprintf(why, size, "%s", rc < 0 ? weft_last_error() : "no device");
+        return CHOL_SKIP;
+    }
+    for (unsigned i = 0; i < weft_runtime_device_count(m->rt); i++) {
+        weft_device_info info = {.size = sizeof info};
+        const weft_device *d = weft_runtime_device(m->rt, i);
+
+        if (weft_device_get_info(d, &info) < 0)
+            continue;
+        if (!m->driver)
+            m->driver = info.driver;
+        if (!strcmp(info.driver, m->driver) && m->ndev_all < MAX_DEVICES) {
+            pthread_mutex_init(&m->gpu[m->ndev_all].lock, NULL);
+            m->dev[m->ndev_all++] = d;
+            if (info.arg_offset_align > m->align)
+                m->align = info.arg_offset_align;
+        }
+    }
+    if (m->ndev_all == 0) { /* WEFT_DEVICES named other drivers */
+        snprintf(why, size, "no %s device among WEFT_DEVICES=%s", driver,
+                 getenv("WEFT_DEVICES") ? getenv("WEFT_DEVICES") : "");
+        return CHOL_SKIP;
+    }
+    chol_use(m, m->ndev_all);
+    /* native library calls on cuda and host (with OpenBLAS), else kernels */
+    if (!strcmp(m->driver, "cuda")) {
+        m->native = kernels != 0;
+        if (cuda_load(why, size) < 0)
+            return CHOL_SKIP;
+        m->cuda = 1;
+    } else if (!strcmp(m->driver, "host")) {
+#ifdef WEFT_HAVE_OPENBLAS
+        m->native = kernels != 0;
+        openblas_set_num_threads(1);
+#else
+        if (kernels == 1) {
+            snprintf(why, size, "built without OpenBLAS");
+            return CHOL_SKIP;
+        }
+#endif
+    } else if (kernels == 1) {
+        snprintf(why, size, "native tile kernels exist for cuda and host only");
+        return CHOL_SKIP;
+    }
+    if (m->native)
+        return 0;
+    if ((rc = weft_module_create_portable(m->rt, tile_source, NULL, &m->mod)) <
+        0)
+        return rc;
+    for (int op = 0; op < OP_COUNT; op++)
+        if ((rc = weft_module_get_kernel(m->mod, names[op], &m->kernel[op])) <
+            0)
+            return rc;
+    return 0;
+}
+
+/* The matrix A (and A0) of n x n in b x b tiles, replacing the last. */
+static int chol_matrix(chol *m, size_t n, size_t b)
+{
+    int rc;
+
+    weft_buffer_destroy(m->ab);
+    weft_buffer_destroy(m->a0b);
+    m->ab = m->a0b = NULL;
+    free(m->a);
+    free(m->a0);
+    m->n = n;
+    m->b = b;
+    m->nt = n / b;
+    m->ld = n;
+    if (!m->native && (b * sizeof(double)) % m->align) {
+        fprintf(stderr,
+                "cholesky: tiles are kernel arguments at offsets that must "
+                "be multiples of %u bytes on these devices: a tile a "
+                "multiple of %zu\n",
+                m->align, (m->align + sizeof(double) - 1) / sizeof(double));
+        return WEFT_EINVAL;
+    }
+    m->a = malloc(n * m->ld * sizeof *m->a);
+    m->a0 = malloc(n * m->ld * sizeof *m->a0);
+    if (!m->a || !m->a0)
+        return WEFT_ENOMEM;
+    for (size_t r = 0; r < n; r++)
+        for (size_t c = 0; c < n; c++)
+            m->a[r * m->ld + c] = m->a0[r * m->ld + c] = a_at(n, r, c);
+    if ((rc = weft_buffer_wrap(m->rt, m->a, n * m->ld * sizeof *m->a, &m->ab)) <
+            0 ||
+        (rc = weft_buffer_wrap(m->rt, m->a0, n * m->ld * sizeof *m->a0,
+                               &m->a0b)) < 0)
+        return rc;
+    m->A = weft_matrix_of(m->ab, 0, sizeof(double), n, n, m->ld);
+    m->A0 = weft_matrix_of(m->a0b, 0, sizeof(double), n, n, m->ld);
+    return m->cuda && m->native ? gpu_setup(m) : 0;
+}
+
+/*
+ * The graph on the devices in use, launched once (*first: seconds) and
+ * reps times more (*steady: seconds per launch), then A's bytes on the
+ * host; *bad is the last devInfo of a GPU that was not 0.
+ */
+static int chol_run(chol *m, int reps, int capture, double *first,
+                    double *steady, weft_exec_stats *st, size_t *nodes,
+                    int *bad)
+{
+    weft_graph *g = NULL;
+    weft_exec *e = NULL;
+    double t0;
+    int rc;
+
+    *bad = 0;
+    if ((rc = factor_graph(m, capture, &g, nodes)) < 0 ||
+        (rc = weft_graph_instantiate(g, NULL, &e)) < 0)
+        goto out;
+    /* The first launch moves A0's tiles; the later ones find them there. */
+    t0 = now();
+    if ((rc = weft_exec_launch(e)) < 0 || (rc = weft_exec_wait(e)) < 0)
+        goto out;
+    *first = now() - t0;
+    t0 = now();
+    for (int r = 0; r < reps && rc == 0; r++)
+        rc = weft_exec_launch(e);
+    if (rc < 0 || (rc = weft_exec_wait(e)) < 0)
+        goto out;
+    *steady = (now() - t0) / reps;
+    if ((rc = weft_exec_get_stats(e, st)) < 0 ||
+        (rc = weft_buffer_sync_host(m->ab)) < 0)
+        goto out;
+    if (m->cuda && m->native && (*bad = gpu_info(m)) != 0)
+        fprintf(stderr, "cholesky: cusolverDnDpotrf: devInfo %d\n", *bad);
+out:
+    weft_exec_destroy(e);
+    weft_graph_destroy(g);
+    return rc;
+}
+
+static void chol_close(chol *m)
+{
+    weft_buffer_destroy(m->ab);
+    weft_buffer_destroy(m->a0b);
+    weft_module_destroy(m->mod);
+    if (m->cuda)
+        gpu_teardown(m);
+    weft_runtime_destroy(m->rt);
+    free(m->a);
+    free(m->a0);
+}
+
+#ifndef CHOLESKY_NO_MAIN
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: cholesky [--n N] [--tile B] [--driver "
+            "cuda|host|opencl|sim] [--kernels native|portable] [--reps R] "
+            "[--place owner|auto] [--no-capture] [--check-rows S]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    size_t n = 1024, b = 128, check_rows = 32, nodes = 0;
+    int reps = 3, capture = 1, kernels = -1; /* -1: by driver */
+    const char *driver = NULL;
+    weft_exec_stats st = {.size = sizeof st};
+    double first = 0, steady = 0, res, flops;
+    char why[512];
+    chol m;
+    int rc = 0, bad = 0;
+
+    memset(&m, 0, sizeof m);
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (!strcmp(argv[i], "--n") && v)
+            n = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--tile") && v)
+            b = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--reps") && v)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--check-rows") && v)
+            check_rows = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--driver") && v)
+            driver = argv[++i];
+        else if (!strcmp(argv[i], "--kernels") && v &&
+                 (!strcmp(v, "native") || !strcmp(v, "portable")))
+            kernels = !strcmp(argv[++i], "native");
+        else if (!strcmp(argv[i], "--place") && v)
+            m.place_auto = !strcmp(argv[++i], "auto");
+        else if (!strcmp(argv[i], "--no-capture"))
+            capture = 0;
+        else
+            usage();
+    }
+    if (b == 0 || n == 0 || n % b || n > 65536 || reps < 1 || check_rows == 0) {
+        fprintf(stderr, "cholesky: --n must be a multiple of --tile (up to "
+                        "65536), --reps and --check-rows at least 1\n");
+        return 2;
+    }
+    rc = chol_open(&m, driver, kernels, why, sizeof why);
+    if (rc == CHOL_SKIP) {
+        /* as the other examples say it where CUDA or its libraries are not */
+        if ((driver && !strcmp(driver, "cuda")) ||
+            (m.driver && !strcmp(m.driver, "cuda")))
+            printf("skipped: no CUDA device (%s)\n", why);
+        else
+            printf("cholesky: skipped: %s\n", why);
+        chol_close(&m);
+        return 77;
+    }
+    if (rc == 0)
+        rc = chol_matrix(&m, n, b);
+    if (rc == 0)
+        rc = chol_run(&m, reps, capture, &first, &steady, &st, &nodes, &bad);
+    if (rc < 0) {
+        if (*weft_last_error()) /* (else the message is out already) */
+            fprintf(stderr, "cholesky: %s: %s\n", weft_strerror(rc),
+                    weft_last_error());
+        chol_close(&m);
+        return 1;
+    }
+
+    res = residual(&m, n <= 4096 ? n : check_rows);
+    flops = (double)n * (double)n * (double)n / 3.0;
+    printf("n: %zu elements\ntile: %zu elements\n", n, b);
+    printf("devices: %u (%s, %u x %u grid%s)\n", m.ndev, m.driver, m.p, m.q,
+           m.place_auto ? ", placed by weft" : "");
+    printf("kernels: %s\n", !m.native                   ? "portable"
+                            : !strcmp(m.driver, "cuda") ? "cuSOLVER/cuBLAS"
+                                                        : "OpenBLAS");
+    printf("nodes: %zu\n", nodes);
+    printf("weft_first_launch: %.2f GFLOP/s (%.4f s)\n", flops / first * 1e-9,
+           first);
+    printf("weft: %.2f GFLOP/s (%d launches, %.4f s each)\n",
+           flops / steady * 1e-9, reps, steady);
+    printf("replayed: %llu of %llu launches (%llu as native graphs, %u "
+           "graphs)\n",
+           (unsigned long long)st.native_replays,
+           (unsigned long long)st.launches,
+           (unsigned long long)st.native_launches, st.native_graphs);
+    printf("residual: %.3g (||A - L L^T||_F / ||A||_F over %s)\n", res,
+           n <= 4096 ? "every row" : "sampled rows");
+    rc = 0;
+    if (!(res <= 1e-12) || bad) {
+        fprintf(stderr, "cholesky: WRONG: residual %.3g above 1e-12\n", res);
+        rc = 1;
+    } else {
+        printf("cholesky: ok\n");
+    }
+    chol_close(&m);
+    return rc;
+}
+#endif
