@@ -1896,12 +1896,18 @@ static void test_rect_sim(void **state)
         WT_OK(weft__drv_queue_sync(f->q));
         WT_OK(weft__drv_queue_sync(q2));
         assert_int_equal(weft__sim_hazards(wt_dev), hz);
-        /* the same block, unordered: a hazard */
+#if !defined(__SANITIZE_THREAD__)
+        /*
+         * The same block, unordered: a hazard. (Not in the thread-sanitizer
+         * build: with real data the sim's two queues do copy the block at
+         * once, the very race the check is to find, and TSan reports it.)
+         */
         WT_OK(weft__drv_copy_h2d_rect(f->q, m, host, &a));
         WT_OK(weft__drv_copy_d2h_rect(q2, model, m, &a));
         WT_OK(weft__drv_queue_sync(f->q));
         WT_OK(weft__drv_queue_sync(q2));
         assert_true(weft__sim_hazards(wt_dev) > hz);
+#endif
         WT_OK(weft__drv_queue_destroy(q2));
     } else {
         printf("    hazard checks need WEFT_SIM=...,check=1\n");
