@@ -361,6 +361,162 @@ static void randomized_against_model(void **state)
         }
 }
 
+/* ---- blocks against a model ------------------------------------------- */
+
+enum { BM_SIZE = 1200, BM_MEMS = 3 };
+
+static unsigned char bm_valid[BM_MEMS][BM_SIZE];
+
+static int bm_in(const weft__region *r, size_t x)
+{
+    size_t i;
+
+    if (x < r->off)
+        return 0;
+    if (r->h == 1)
+        return x < r->off + r->w;
+    i = (x - r->off) / r->p;
+    return i < r->h && x - r->off - i * r->p < r->w;
+}
+
+/* A range, or a block of one of a few pitches (tiles of one matrix). */
+static weft__region bm_region(void)
+{
+    static const size_t pitches[] = {48, 48, 48, 80};
+    weft__region r;
+
+    if (rnd_below(4) == 0) {
+        r.off = rnd_below(BM_SIZE);
+        r.w = 1 + rnd_below(WEFT__MIN((size_t)200, BM_SIZE - r.off));
+        r.h = 1;
+        r.p = 0;
+        return r;
+    }
+    r.p = pitches[rnd_below(4)];
+    r.w = 1 + rnd_below(r.p);
+    r.h = 2 + rnd_below(10);
+    r.off = rnd_below(BM_SIZE / 2);
+    while (r.off + (r.h - 1) * r.p + r.w > BM_SIZE)
+        r.h--;
+    if (r.h < 2) {
+        r.h = 1;
+        r.p = 0;
+    }
+    return r;
+}
+
+static uint64_t bm_mask(size_t b)
+{
+    uint64_t m = 0;
+
+    for (unsigned k = 0; k < BM_MEMS; k++)
+        m |= (uint64_t)bm_valid[k][b] << k;
+    return m;
+}
+
+/*
+ * Reads, writes, drops and sole regions of random ranges and blocks, each
+ * checked byte by byte: a read's transfers cover exactly the bytes the
+ * memory lacks, from a memory that holds them, inside the region.
+ */
+static void blocks_against_model(void **state)
+{
+    weft__coherence c;
+    weft__coherence_transfers tr = WEFT__COH_LIST_INIT;
+    weft__coherence_ranges sr = WEFT__COH_LIST_INIT;
+    static unsigned char seen[BM_SIZE];
+    (void)state;
+
+    rng_state = 4242;
+    for (int round = 0; round < 30; round++) {
+        memset(bm_valid, 0, sizeof bm_valid);
+        memset(bm_valid[0], 1, sizeof bm_valid[0]);
+        assert_int_equal(weft__coherence_init(&c, BM_SIZE, BM_MEMS, 1), 0);
+        for (int step = 0; step < 120; step++) {
+            weft__region r = bm_region();
+            unsigned m = (unsigned)rnd_below(BM_MEMS);
+            int op = (int)rnd_below(5);
+
+            if (op == 0) { /* read: the transfers, then mark each */
+                assert_int_equal(
+                    weft__coherence_read_region(&c, m, &r, NULL, NULL, &tr), 0);
+                memset(seen, 0, sizeof seen);
+                for (size_t i = 0; i < tr.count; i++) {
+                    const weft__coherence_transfer *t = &tr.items[i];
+                    weft__region g =
+                        weft__coherence_range_region(&(weft__coherence_range){
+                            t->off, t->len, t->rows, t->pitch});
+
+                    assert_int_equal(t->dst, m);
+                    for (size_t x = 0; x < BM_SIZE; x++) {
+                        if (!bm_in(&g, x))
+                            continue;
+                        assert_true(bm_in(&r, x));
+                        assert_int_equal(seen[x], 0);
+                        seen[x] = 1;
+                        assert_true(bm_valid[t->src][x]);
+                        assert_false(bm_valid[m][x]);
+                    }
+                    assert_int_equal(
+                        weft__coherence_mark_valid_region(&c, m, &g), 0);
+                }
+                for (size_t x = 0; x < BM_SIZE; x++) {
+                    if (bm_in(&r, x))
+                        assert_int_equal(seen[x], !bm_valid[m][x]);
+                    if (bm_in(&r, x))
+                        bm_valid[m][x] = 1;
+                }
+            } else if (op == 1) { /* write */
+                assert_int_equal(weft__coherence_write_region(&c, m, &r), 0);
+                for (size_t x = 0; x < BM_SIZE; x++)
+                    if (bm_in(&r, x))
+                        for (unsigned k = 0; k < BM_MEMS; k++)
+                            bm_valid[k][x] = k == m;
+            } else if (op == 2) { /* drop: refused where m holds a byte alone */
+                int sole = 0, rc;
+
+                for (size_t x = 0; x < BM_SIZE; x++)
+                    sole |= bm_in(&r, x) && bm_mask(x) == (1u << m);
+                rc = weft__coherence_drop_region(&c, m, &r);
+                assert_int_equal(rc, sole ? WEFT_EBUSY : 0);
+                for (size_t x = 0; !sole && x < BM_SIZE; x++)
+                    if (bm_in(&r, x))
+                        bm_valid[m][x] = 0;
+            } else if (op == 3) { /* drop where shared */
+                assert_int_equal(weft__coherence_drop_shared(&c, m, &r), 0);
+                for (size_t x = 0; x < BM_SIZE; x++)
+                    if (bm_in(&r, x) && bm_mask(x) != (1u << m))
+                        bm_valid[m][x] = 0;
+            } else { /* the bytes m holds alone */
+                assert_int_equal(weft__coherence_sole_regions(&c, m, &r, &sr),
+                                 0);
+                memset(seen, 0, sizeof seen);
+                for (size_t i = 0; i < sr.count; i++) {
+                    weft__region g = weft__coherence_range_region(&sr.items[i]);
+
+                    for (size_t x = 0; x < BM_SIZE; x++)
+                        if (bm_in(&g, x)) {
+                            assert_true(bm_in(&r, x));
+                            assert_int_equal(seen[x], 0);
+                            seen[x] = 1;
+                        }
+                }
+                for (size_t x = 0; x < BM_SIZE; x++)
+                    assert_int_equal(seen[x],
+                                     bm_in(&r, x) && bm_mask(x) == (1u << m));
+            }
+            if (rnd_below(8) == 0)
+                weft__coherence_settle(&c, 0, BM_SIZE);
+            assert_sound(&c);
+            for (size_t x = 0; x < BM_SIZE; x++)
+                assert_int_equal(weft__coherence_holders(&c, x, 1), bm_mask(x));
+        }
+        weft__coherence_fini(&c);
+    }
+    weft__coherence_transfers_fini(&tr);
+    weft__coherence_ranges_fini(&sr);
+}
+
 /* ---- specific cases ---------------------------------------------------- */
 
 enum { HOST = 0, GPU1 = 1, GPU2 = 2 };
@@ -779,6 +935,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(validator_catches_corruption),
         cmocka_unit_test(allocation_failures_change_nothing),
         cmocka_unit_test(randomized_against_model),
+        cmocka_unit_test(blocks_against_model),
     };
 
     return wt_run_group(argc, argv, tests, NULL, NULL);
