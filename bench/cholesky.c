@@ -10,7 +10,13 @@
  *   host   OpenBLAS's threaded LAPACKE_dpotrf on every core of the
  *          machine (the host driver's tasks call it with one thread).
  *
- * cusolverMgPotrf (cuSOLVER's multi-GPU Cholesky) is not measured.
+ *   cuda, k > 1 devices
+ *          cusolverMgPotrf (cuSOLVER's multi-GPU Cholesky) on GPUs 0 ..
+ *          k - 1 (CUDA ordinals: WEFT_DEVICES should name every GPU in
+ *          order), the matrix in its 1-D column block-cyclic layout
+ *          (blocks of --mg-block columns, 256 by default), put there from
+ *          the host before each run, outside the time.
+ *
  * Figures, in GFLOP/s of n^3/3 flops, per n and tile size b:
  *
  *   weft_<k>dev_n<n>_b<b>         steady launches on k devices (the tile
@@ -18,14 +24,17 @@
  *                                 example)
  *   weft_<k>dev_n<n>_b<b>_first   the first launch, which moves the tiles
  *   cusolver_n<n>, openblas_n<n>  the baseline
+ *   cusolvermg_<k>dev_n<n>        cusolverMgPotrf on k GPUs
  *   ratio_weft_<k>dev_n<n>_b<b>   weft over the baseline (x)
+ *   ratio_mg_weft_<k>dev_n<n>_b<b> weft over cusolverMgPotrf on as many
+ *                                 GPUs (x)
  *
  * Every factorisation is checked (the example's residual, on --check-rows
  * rows beyond n = 4096) and a residual above 1e-12 ends the bench.
  *
  *   bench/cholesky [--driver cuda|host] [--sizes 4096,8192] [--tiles
  *                  512,1024] [--devices 1,2] [--reps R] [--check-rows S]
- *                  [--json]
+ *                  [--mg-block T] [--json]
  */
 #define CHOLESKY_NO_MAIN
 #include "../examples/cholesky.c"
@@ -108,6 +117,172 @@ static double cusolver_baseline(chol *m, int reps, const char **why)
     return (double)n * (double)n * (double)n / 3.0 / (t / reps) * 1e-9;
 }
 
+/* ---- cusolverMgPotrf, loaded at run time (cusolverMg.h) ------------------ */
+
+enum {
+    CUDA_R_64F = 1,                     /* cudaDataType */
+    CUBLAS_FILL_MODE_LOWER = 0,         /* cublasFillMode_t */
+    CUDALIBMG_GRID_MAPPING_COL_MAJOR = 0 /* cusolverMgGridMapping_t */
+};
+
+static struct {
+    void *lib;
+    int (*create)(void **handle);
+    int (*destroy)(void *handle);
+    int (*device_select)(void *handle, int n, int *ids);
+    int (*create_grid)(void **grid, int32_t rows, int32_t cols,
+                       const int32_t *ids, int mapping);
+    int (*destroy_grid)(void *grid);
+    int (*create_desc)(void **desc, int64_t rows, int64_t cols,
+                       int64_t row_block, int64_t col_block, int type,
+                       void *grid);
+    int (*destroy_desc)(void *desc);
+    int (*potrf_size)(void *handle, int uplo, int n, void **a, int ia, int ja,
+                      void *desc, int type, int64_t *lwork);
+    int (*potrf)(void *handle, int uplo, int n, void **a, int ia, int ja,
+                 void *desc, int type, void **work, int64_t lwork, int *info);
+    int (*memcpy_htod)(uint64_t dst, const void *src, size_t bytes);
+} mg;
+
+static int mg_load(const char **why)
+{
+    static const char *const names[] = {
+        "libcusolverMg.so.12",
+        "libcusolverMg.so.11",
+        "libcusolverMg.so",
+        "/usr/local/cuda/lib64/libcusolverMg.so.12",
+        "/usr/local/cuda/lib64/libcusolverMg.so.11",
+        "/usr/local/cuda/lib64/libcusolverMg.so",
+    };
+
+    if (mg.lib)
+        return 0;
+    if (!(mg.lib = open_first(names, sizeof names / sizeof *names))) {
+        *why = "no libcusolverMg";
+        return -1;
+    }
+    if (!(*(void **)&mg.create = dlsym(mg.lib, "cusolverMgCreate")) ||
+        !(*(void **)&mg.destroy = dlsym(mg.lib, "cusolverMgDestroy")) ||
+        !(*(void **)&mg.device_select =
+              dlsym(mg.lib, "cusolverMgDeviceSelect")) ||
+        !(*(void **)&mg.create_grid =
+              dlsym(mg.lib, "cusolverMgCreateDeviceGrid")) ||
+        !(*(void **)&mg.destroy_grid = dlsym(mg.lib, "cusolverMgDestroyGrid")) ||
+        !(*(void **)&mg.create_desc =
+              dlsym(mg.lib, "cusolverMgCreateMatrixDesc")) ||
+        !(*(void **)&mg.destroy_desc =
+              dlsym(mg.lib, "cusolverMgDestroyMatrixDesc")) ||
+        !(*(void **)&mg.potrf_size =
+              dlsym(mg.lib, "cusolverMgPotrf_bufferSize")) ||
+        !(*(void **)&mg.potrf = dlsym(mg.lib, "cusolverMgPotrf")) ||
+        !(*(void **)&mg.memcpy_htod = dlsym(cu.cuda_lib, "cuMemcpyHtoD_v2"))) {
+        *why = "libcusolverMg lacks an entry point";
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * cusolverMgPotrf of the whole matrix (lower) on GPUs 0 .. k - 1, reps
+ * times after one untimed run; GFLOP/s of the mean, 0 with *why where it
+ * cannot run. The matrix is symmetric, so its column-major column block j
+ * is the row-major rows of block j: contiguous on the host, copied to GPU
+ * j mod k at local block j / k (lda n) before each run.
+ */
+static double mg_baseline(chol *m, unsigned k, size_t t, int reps,
+                          const char **why)
+{
+    size_t n = m->n, nb = (n + t - 1) / t;
+    void *h = NULL, *grid = NULL, *desc = NULL;
+    void *a[MAX_DEVICES] = {0}, *work[MAX_DEVICES] = {0};
+    int32_t ids[MAX_DEVICES];
+    int64_t lwork = 0;
+    double secs = 0;
+    int ok = 1, info = 0, st = 0;
+
+    if (mg_load(why) < 0)
+        return 0;
+    for (unsigned p = 0; p < k; p++)
+        ids[p] = (int32_t)p;
+    if ((st = mg.create(&h)) != 0 || (st = mg.device_select(h, (int)k, ids)) ||
+        (st = mg.create_grid(&grid, 1, (int32_t)k, ids,
+                             CUDALIBMG_GRID_MAPPING_COL_MAJOR)) ||
+        (st = mg.create_desc(&desc, (int64_t)n, (int64_t)n, (int64_t)n,
+                             (int64_t)t, CUDA_R_64F, grid))) {
+        *why = "cusolverMg setup failed";
+        ok = 0;
+    }
+    /* each GPU's blocks, lda n; then the workspace of potrf_size */
+    for (unsigned p = 0; ok && p < k; p++) {
+        size_t mine = nb / k + (p < nb % k);
+        uint64_t x = 0;
+
+        ok = cu.set_current(m->gpu[p].context) == 0 &&
+             cu.mem_alloc(&x, (mine ? mine : 1) * t * n * sizeof(double)) == 0;
+        a[p] = (void *)(uintptr_t)x;
+    }
+    if (ok && (st = mg.potrf_size(h, CUBLAS_FILL_MODE_LOWER, (int)n, a, 1, 1,
+                                  desc, CUDA_R_64F, &lwork)) != 0)
+        ok = 0;
+    for (unsigned p = 0; ok && p < k; p++) {
+        uint64_t x = 0;
+
+        ok = cu.set_current(m->gpu[p].context) == 0 &&
+             cu.mem_alloc(&x, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)) ==
+                 0;
+        work[p] = (void *)(uintptr_t)x;
+    }
+    if (!ok && !*why)
+        *why = st ? "cusolverMg: a call failed (status in --json's note)"
+                  : "out of device memory for cusolverMgPotrf";
+    for (int r = 0; ok && r <= reps; r++) {
+        double t0;
+
+        for (size_t j = 0; ok && j < nb; j++) {
+            size_t cols = (t < n - j * t ? t : n - j * t);
+
+            ok = cu.set_current(m->gpu[j % k].context) == 0 &&
+                 mg.memcpy_htod((uint64_t)(uintptr_t)a[j % k] +
+                                    (j / k) * t * n * sizeof(double),
+                                m->a0 + j * t * n, cols * n * sizeof(double)) ==
+                     0;
+        }
+        for (unsigned p = 0; ok && p < k; p++)
+            ok = cu.set_current(m->gpu[p].context) == 0 &&
+                 cu.synchronize() == 0;
+        t0 = bench_now_ns() * 1e-9;
+        ok = ok && (st = mg.potrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, a, 1, 1,
+                                  desc, CUDA_R_64F, work, lwork, &info)) == 0;
+        for (unsigned p = 0; ok && p < k; p++)
+            ok = cu.set_current(m->gpu[p].context) == 0 &&
+                 cu.synchronize() == 0;
+        if (r > 0)
+            secs += bench_now_ns() * 1e-9 - t0;
+        if (ok && info != 0)
+            bench_die("cusolverMgPotrf: info %d", info);
+        if (!ok && !*why)
+            *why = "cusolverMgPotrf or a copy for it failed";
+    }
+    if (st)
+        bench_note("cusolverMg: status %d", st);
+    for (unsigned p = 0; p < k; p++) {
+        cu.set_current(m->gpu[p].context);
+        if (a[p])
+            cu.mem_free((uint64_t)(uintptr_t)a[p]);
+        if (work[p])
+            cu.mem_free((uint64_t)(uintptr_t)work[p]);
+    }
+    if (desc)
+        mg.destroy_desc(desc);
+    if (grid)
+        mg.destroy_grid(grid);
+    if (h)
+        mg.destroy(h);
+    if (!ok)
+        return 0;
+    return (double)n * (double)n * (double)n / 3.0 / (secs / reps) * 1e-9;
+}
+
 /* OpenBLAS's threaded dpotrf on every core, reps times; GFLOP/s. */
 static double openblas_baseline(chol *m, int reps, const char **why)
 {
@@ -149,7 +324,7 @@ int main(int argc, char **argv)
     const char *driver = "cuda", *sizes_s = "4096,8192,16384",
                *tiles_s = "512,1024", *devs_s = NULL;
     int reps = 3;
-    unsigned check_rows = 16;
+    unsigned check_rows = 16, mg_block = 256;
     size_t sizes[16], tiles[16], devs[16];
     int nsizes, ntiles, ndevs;
     char why[512], name[128];
@@ -161,10 +336,11 @@ int main(int argc, char **argv)
         {"--devices", BENCH_STRING, &devs_s, "K,K..."},
         {"--reps", BENCH_INT, &reps, "R"},
         {"--check-rows", BENCH_UNSIGNED, &check_rows, "S"},
+        {"--mg-block", BENCH_UNSIGNED, &mg_block, "T"},
     };
 
     BENCH_OPTIONS(argc, argv, "cholesky", options);
-    if (reps < 1 || check_rows < 1 ||
+    if (reps < 1 || check_rows < 1 || mg_block < 1 ||
         (strcmp(driver, "cuda") && strcmp(driver, "host")))
         bench_usage();
     nsizes = parse_list(sizes_s, sizes, 16);
@@ -185,11 +361,11 @@ int main(int argc, char **argv)
     }
     bench_begin("\"driver\": \"%s\", \"devices\": %u, \"reps\": %d", m.driver,
                 m.ndev_all, reps);
-    bench_note("%s: %u devices; weft's tiles %s; baseline %s; "
-               "cusolverMgPotrf not measured",
-               m.driver, m.ndev_all,
+    bench_note("%s: %u devices; weft's tiles %s; baseline %s", m.driver,
+               m.ndev_all,
                m.cuda ? "cuSOLVER/cuBLAS" : "OpenBLAS, one thread per task",
-               m.cuda ? "cusolverDnDpotrf on GPU 0"
+               m.cuda ? "cusolverDnDpotrf on GPU 0, cusolverMgPotrf on as "
+                        "many GPUs as weft"
                       : "OpenBLAS's threaded LAPACKE_dpotrf");
     for (int s = 0; s < nsizes; s++) {
         size_t n = sizes[s], nrates = 0, made = 0;
@@ -253,6 +429,29 @@ int main(int argc, char **argv)
             snprintf(name, sizeof name, "ratio_weft_%zudev_n%zu_b%zu",
                      rate[r].dev, n, rate[r].b);
             bench_figure(name, rate[r].gflops / base, "x");
+        }
+        /* cuSOLVER's own multi-GPU factorisation on as many GPUs */
+        for (int d = 0; m.cuda && d < ndevs; d++) {
+            double mgr;
+
+            if (devs[d] < 2 || devs[d] > m.ndev_all)
+                continue;
+            skip = NULL;
+            bench_progress("cusolverMgPotrf");
+            mgr = mg_baseline(&m, (unsigned)devs[d], mg_block, reps, &skip);
+            snprintf(name, sizeof name, "cusolvermg_%zudev_n%zu", devs[d], n);
+            if (mgr <= 0) {
+                bench_note("%s: skipped (%s)", name, skip);
+                continue;
+            }
+            bench_figure(name, mgr, "GFLOP/s");
+            for (size_t r = 0; r < nrates; r++) {
+                if (rate[r].dev != devs[d])
+                    continue;
+                snprintf(name, sizeof name, "ratio_mg_weft_%zudev_n%zu_b%zu",
+                         rate[r].dev, n, rate[r].b);
+                bench_figure(name, rate[r].gflops / mgr, "x");
+            }
         }
     }
     bench_progress("");
