@@ -226,82 +226,86 @@ static unsigned weft__cal_peer(const weft_runtime *rt, unsigned a, unsigned b)
            rt->devices[a]->drv == rt->devices[b]->drv;
 }
 
-/* A thread freeing one calibration's resources (sched.h, reapers). */
-typedef struct weft__reaper {
-    pthread_t thread;
+/*
+ * One calibration's device resources, kept until the runtime goes
+ * (sched.h, cal_held). Freeing device or pinned memory (cuMemFree,
+ * cuMemFreeHost) waits for the whole device, and holds the driver's lock
+ * while it does: behind a stream of the program's that waits for
+ * something weft is still to do, it would stall every thread that calls
+ * the driver, so calibration never frees a device's memory before
+ * weft_runtime_destroy (64 MiB of each kind per device, once per machine:
+ * the links are cached on disk).
+ */
+typedef struct weft__cal_held {
     weft__cal_dev *dev;
     unsigned n;
-    struct weft__reaper *next;
-} weft__reaper;
-
-static void *weft__reaper_main(void *arg)
-{
-    weft__reaper *r = arg;
-
-    for (unsigned d = 0; d < r->n; d++)
-        weft__cal_dev_release(&r->dev[d]);
-    return NULL;
-}
+    struct weft__cal_held *next;
+} weft__cal_held;
 
 /*
- * Free dev[0, n) (and the array): a simulated device's on this thread,
- * the others' on a thread of its own, joined when the runtime goes (on
- * this thread where none can be started).
+ * Free dev[0, n) (and the array): a simulated device's now (nothing waits
+ * there, and its memory is often small); the others' queues and events
+ * now and their memory at runtime destruction (where that cannot be
+ * recorded, now).
  */
 static void weft__cal_release_all(weft_runtime *rt, weft__cal_dev *dev,
                                   unsigned n)
 {
     weft__sched *s = rt->sched;
-    weft__reaper *r = NULL;
+    weft__cal_held *h = NULL;
     unsigned real = 0;
 
-    /* A simulated device's memory goes at once (nothing waits there, and
-     * its memory is often small); the others' on the thread. */
     for (unsigned d = 0; d < n; d++) {
-        if (weft__is_sim(rt->devices[d]))
-            weft__cal_dev_release(&dev[d]);
-        else
-            real += dev[d].ctx != NULL;
-    }
-    if (real && s)
-        r = weft__calloc(1, sizeof *r);
-    if (r) {
-        r->dev = dev;
-        r->n = n;
-        if (weft__thread_start(&r->thread, "weft-cal-free",
-                               "sched.calibrate_free_thread", weft__reaper_main,
-                               r) == 0) {
-            pthread_mutex_lock(&s->lock);
-            r->next = s->reapers;
-            s->reapers = r;
-            pthread_mutex_unlock(&s->lock);
-            return;
+        weft__cal_dev *x = &dev[d];
+
+        if (weft__is_sim(rt->devices[d]) || !x->ctx) {
+            weft__cal_dev_release(x);
+            continue;
         }
-        weft__free(r);
+        if (x->q)
+            (void)weft__drv_queue_sync(x->q);
+        for (unsigned e = 0; e < 2; e++)
+            if (x->ev[e])
+                (void)weft__drv_event_destroy(x->ev[e]);
+        if (x->q)
+            (void)weft__drv_queue_destroy(x->q);
+        x->q = NULL;
+        x->ev[0] = x->ev[1] = NULL;
+        real += x->mem || x->host;
+    }
+    if (real && s && (h = weft__calloc(1, sizeof *h))) {
+        h->dev = dev;
+        h->n = n;
+        pthread_mutex_lock(&s->lock);
+        h->next = s->cal_held;
+        s->cal_held = h;
+        pthread_mutex_unlock(&s->lock);
+        return;
     }
     for (unsigned d = 0; d < n; d++)
         weft__cal_dev_release(&dev[d]);
     weft__free(dev);
 }
 
-void weft__cal_reapers_join(weft_runtime *rt)
+void weft__cal_free_held(weft_runtime *rt)
 {
     weft__sched *s = rt->sched;
-    weft__reaper *r;
+    weft__cal_held *h;
 
     if (!s)
         return;
     pthread_mutex_lock(&s->lock);
-    r = s->reapers;
-    s->reapers = NULL;
+    h = s->cal_held;
+    s->cal_held = NULL;
     pthread_mutex_unlock(&s->lock);
-    while (r) {
-        weft__reaper *next = r->next;
+    while (h) {
+        weft__cal_held *next = h->next;
 
-        pthread_join(r->thread, NULL);
-        weft__free(r->dev);
-        weft__free(r);
-        r = next;
+        for (unsigned d = 0; d < h->n; d++)
+            weft__cal_dev_release(&h->dev[d]);
+        weft__free(h->dev);
+        weft__free(h);
+        h = next;
     }
 }
 

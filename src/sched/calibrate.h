@@ -76,9 +76,9 @@ int weft__links_store(weft_runtime *rt, const weft__links *l);
 int weft__links_cache_path(weft_runtime *rt, char *buf, size_t size);
 
 /*
- * Wait for the threads that free calibration resources (rt->sched's
- * reapers) and free them: at runtime destruction, before the contexts go.
+ * Free the device memory calibrations kept (rt->sched's cal_held; see
+ * calibrate.c): at runtime destruction, before the contexts go.
  */
-void weft__cal_reapers_join(weft_runtime *rt);
+void weft__cal_free_held(weft_runtime *rt);
 
 #endif /* WEFT_SCHED_CALIBRATE_H */

@@ -33,7 +33,7 @@ void weft__sched_destroy(weft_runtime *rt)
      * running. */
     weft__engine_destroy(rt);
     weft__hostwork_destroy(rt);
-    weft__cal_reapers_join(rt);
+    weft__cal_free_held(rt);
     if (s->links) {
         weft__links_free(s->links);
         weft__free(s->links);

@@ -46,13 +46,13 @@ typedef struct weft__sched {
     uint64_t mem_gen;
     unsigned running, waiting;
     /*
-     * Threads that free what a link calibration used (calibrate.c): a free
-     * of device memory waits for the device to be idle, which work of the
-     * program's (a stream held by its own host function) may keep it from
-     * being for as long as the program likes; so it is not the caller's
-     * thread that waits. Joined by weft__sched_destroy. Under lock.
+     * Device memory link calibrations used (calibrate.c), freed by
+     * weft__sched_destroy: a free of device memory waits for the device to
+     * be idle, holding the driver's lock, which work of the program's (a
+     * stream held by its own host function) may keep it from being for as
+     * long as the program likes. Under lock.
      */
-    struct weft__reaper *reapers;
+    struct weft__cal_held *cal_held;
 } weft__sched;
 
 /*
