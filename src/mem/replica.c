@@ -785,28 +785,53 @@ static size_t weft__block_span(const weft__coherence_transfer *t)
     return (t->rows - 1) * t->pitch + t->len;
 }
 
+/*
+ * How a block moves between the host copy and device d (weft__host_mode):
+ * directly from pinned memory, directly from memory the driver copies
+ * as it is, or packed through the stager's pinned buffers.
+ */
+enum weft__host_mode {
+    WEFT__HOST_STAGED,
+    WEFT__HOST_DIRECT,
+    WEFT__HOST_PINNED
+};
+
 static int weft__h2d_block(weft_buffer *root, unsigned d, weft__extent *y,
-                           const weft__coherence_transfer *t, int pinned,
-                           enum weft__cause cause, weft__lanes *l)
+                           const weft__coherence_transfer *t,
+                           enum weft__host_mode mode, enum weft__cause cause,
+                           weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
     size_t span = weft__block_span(t), bytes = t->len * t->rows;
     weft__rect r = weft__block_rect(y->blk.offset + (t->off - y->lo), t->off,
                                     t->len, t->rows, t->pitch);
+    weft__stager *s =
+        mode == WEFT__HOST_STAGED ? weft__runtime_stager(rt, d) : NULL;
     weft__queue *q = NULL;
     int rc;
 
+    /* The stager reads the host copy now, on this thread: it waits here
+     * for bytes still on their way into it (see weft__replica_h2d). */
     if ((rc = weft__lanes_get(l, d, WEFT__QUEUE_H2D, &q)) < 0 ||
-        (rc = weft__lanes_after(l, q, root, WEFT__HOST, t->off, span)) < 0)
+        (rc = weft__lanes_after(l, s ? NULL : q, root, WEFT__HOST, t->off,
+                                span)) < 0)
         return rc;
-    rc = weft__submit_copy_h2d_rect(l->submit, q, y->blk.mem, root->host, &r);
+    if (s) {
+        weft__lanes_host_effect(l);
+        rc = weft__stager_h2d_rect(s, l->submit, q, y->blk.mem, root->host, &r);
+    } else {
+        rc = weft__submit_copy_h2d_rect(l->submit, q, y->blk.mem, root->host,
+                                        &r);
+    }
     if (rc == 0)
         rc = weft__lanes_issued(l, q, root, d, t->off, span);
     else
         weft__lanes_settle(l, q);
     if (rc == 0) {
-        if (pinned)
+        if (mode == WEFT__HOST_PINNED)
             weft__lanes_stat(l, &rt->stats.pinned_bytes, bytes);
+        else if (s)
+            weft__lanes_stat(l, &rt->stats.staged_bytes, bytes);
         weft__count(l, &rt->stats.h2d_bytes, &rt->stats.h2d_copies, cause,
                     bytes);
     }
@@ -814,13 +839,16 @@ static int weft__h2d_block(weft_buffer *root, unsigned d, weft__extent *y,
 }
 
 static int weft__d2h_block(weft_buffer *root, unsigned d, weft__extent *x,
-                           const weft__coherence_transfer *t, int pinned,
-                           enum weft__cause cause, weft__lanes *l)
+                           const weft__coherence_transfer *t,
+                           enum weft__host_mode mode, enum weft__cause cause,
+                           weft__lanes *l)
 {
     weft_runtime *rt = root->rt;
     size_t span = weft__block_span(t), bytes = t->len * t->rows;
     weft__rect r = weft__block_rect(t->off, x->blk.offset + (t->off - x->lo),
                                     t->len, t->rows, t->pitch);
+    weft__stager *s =
+        mode == WEFT__HOST_STAGED ? weft__runtime_stager(rt, d) : NULL;
     weft__queue *q = NULL;
     int rc;
 
@@ -828,14 +856,25 @@ static int weft__d2h_block(weft_buffer *root, unsigned d, weft__extent *x,
         (rc = weft__lanes_after(l, q, root, d, t->off, span)) < 0 ||
         (rc = weft__lanes_after(l, q, root, WEFT__HOST, t->off, span)) < 0)
         return rc;
-    rc = weft__submit_copy_d2h_rect(l->submit, q, root->host, x->blk.mem, &r);
+    if (s) {
+        /* as weft__d2h_to: without waiting where the lanes are
+         * asynchronous */
+        weft__lanes_host_effect(l);
+        rc = weft__stager_d2h_rect(s, l->submit, q, root->host, x->blk.mem, &r,
+                                   l->hooks != NULL);
+    } else {
+        rc = weft__submit_copy_d2h_rect(l->submit, q, root->host, x->blk.mem,
+                                        &r);
+    }
     if (rc == 0)
         rc = weft__lanes_issued(l, q, root, WEFT__HOST, t->off, span);
     else
         weft__lanes_settle(l, q);
     if (rc == 0) {
-        if (pinned)
+        if (mode == WEFT__HOST_PINNED)
             weft__lanes_stat(l, &rt->stats.pinned_bytes, bytes);
+        else if (s)
+            weft__lanes_stat(l, &rt->stats.staged_bytes, bytes);
         weft__count(l, &rt->stats.d2h_bytes, &rt->stats.d2h_copies, cause,
                     bytes);
     }
@@ -868,29 +907,38 @@ static int weft__peer_block(weft_buffer *root, unsigned sd, weft__extent *x,
 }
 
 /*
- * 1 if d copies a block from and into the root's host copy directly:
- * pinned for d, or memory the device reaches as it is (host memory, for
- * the host and sim drivers), or a span too small to stage (the driver
- * deals with pageable memory itself, as for ranges). 2 where pinned.
+ * How d moves a block from and into the root's host copy, or -1 where it
+ * goes row by row: pinned (registered, or memory the driver or
+ * weft_host_alloc says is page-locked); directly where the device reaches
+ * host memory as it is (the host and sim drivers) or the span is too
+ * small to stage (the driver deals with pageable memory itself, as for
+ * ranges); else through the device's stager (a pageable 2-D copy of the
+ * driver's runs far below the link's speed: tiles of 16 KiB rows at
+ * well under 1 GB/s on an H100); without one, directly where rows are short,
+ * else rows.
  */
-static int weft__host_direct_for(weft_buffer *root, unsigned d, size_t off,
-                                 size_t span, size_t row, weft__mem *mem)
+static int weft__host_mode_for(weft_buffer *root, unsigned d, size_t off,
+                               size_t span, size_t row, weft__mem *mem)
 {
+    weft_runtime *rt = root->rt;
+
     if (__atomic_load_n(&root->replicas[d].reg, __ATOMIC_ACQUIRE) ||
         weft__drv_host_is_pinned(mem->ctx, root->host + off, span) ||
-        weft__host_block_pinned(root->rt, d, root->host + off, span))
-        return 2; /* pinned */
-    /* Rows too short to stage would each go directly anyway: one block. */
-    return span < WEFT__STAGE_MIN || row < WEFT__STAGE_MIN ||
-           root->rt->devices[d]->drv->memory_is_host;
+        weft__host_block_pinned(rt, d, root->host + off, span))
+        return WEFT__HOST_PINNED;
+    if (span < WEFT__STAGE_MIN || rt->devices[d]->drv->memory_is_host)
+        return WEFT__HOST_DIRECT;
+    if (weft__runtime_stager(rt, d))
+        return WEFT__HOST_STAGED;
+    return row < WEFT__STAGE_MIN ? WEFT__HOST_DIRECT : -1;
 }
 
 /*
- * A transfer of the tracker, a range or a block. A block moves in one
- * 2-D copy where its span lies in one extent on each device side and the
- * device copies the host copy directly, where it takes part (pinned, or
- * rows too short to stage; pageable rows of the staging size or more are
- * staged row by row, as ranges are); else row by row through weft__move.
+ * A transfer of the tracker, a range or a block. A block moves as a
+ * block where its span lies in one extent on each device side: by one
+ * 2-D copy of the driver's, or where the host copy takes part and is
+ * pageable, packed through the stager (weft__host_mode_for); else row by
+ * row through weft__move.
  * Devices without a peer path go through the host copy, a block each way.
  */
 static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
@@ -907,23 +955,21 @@ static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
     span = weft__block_span(t);
     if (t->src == WEFT__COH_HOST) {
         weft__extent *y = weft__extent_covering(root, t->dst - 1, t->off, span);
-        int direct;
+        int mode;
 
         weft__maybe_register(root, t->dst - 1, t->len * t->rows, l);
         if (y && !h2d &&
-            (direct = weft__host_direct_for(root, t->dst - 1, t->off, span,
-                                            t->len, y->blk.mem)))
-            return weft__h2d_block(root, t->dst - 1, y, t, direct == 2, cause,
-                                   l);
+            (mode = weft__host_mode_for(root, t->dst - 1, t->off, span, t->len,
+                                        y->blk.mem)) >= 0)
+            return weft__h2d_block(root, t->dst - 1, y, t, mode, cause, l);
     } else if (t->dst == WEFT__COH_HOST) {
         weft__extent *x = weft__extent_covering(root, t->src - 1, t->off, span);
-        int direct;
+        int mode;
 
         weft__maybe_register(root, t->src - 1, t->len * t->rows, l);
-        if (x && (direct = weft__host_direct_for(root, t->src - 1, t->off, span,
-                                                 t->len, x->blk.mem)))
-            return weft__d2h_block(root, t->src - 1, x, t, direct == 2, cause,
-                                   l);
+        if (x && (mode = weft__host_mode_for(root, t->src - 1, t->off, span,
+                                             t->len, x->blk.mem)) >= 0)
+            return weft__d2h_block(root, t->src - 1, x, t, mode, cause, l);
     } else if (rt->peer[(t->src - 1) * rt->ndevices + t->dst - 1]) {
         weft__extent *x = weft__extent_covering(root, t->src - 1, t->off, span);
         weft__extent *y = weft__extent_covering(root, t->dst - 1, t->off, span);

@@ -30,9 +30,10 @@ struct weft__crew {
     pthread_cond_t work_cond, done_cond;
     unsigned long generation;
     unsigned nthreads, running, stop;
+    /* the job: rows of width bytes, dpitch and spitch apart */
     char *dst;
     const char *src;
-    size_t size;
+    size_t width, rows, dpitch, spitch;
     pthread_t *tids;
     hwloc_topology_t topology;
     hwloc_bitmap_t cpuset; /* NULL: do not bind */
@@ -56,8 +57,8 @@ struct weft__slot {
     weft__event *ev, *copied;
     int pending, held;
     uint64_t taken; /* s->taken when last handed out: the oldest is waited */
-    char *dst;
-    size_t size;
+    char *dst;      /* where the copy out puts its rows */
+    size_t pitch, width, rows; /* their pitch there; the packed rows */
 };
 
 struct weft__stager {
@@ -103,6 +104,25 @@ static void weft__part(size_t size, unsigned p, unsigned n, size_t *off,
     *len = p + 1 == n ? size - a : b - a;
 }
 
+/*
+ * Part p of n of a job: of its bytes where it is one row, else of its
+ * rows (whole rows each).
+ */
+static void weft__crew_part(const weft__crew *c, unsigned p, unsigned n)
+{
+    size_t off, len;
+
+    if (c->rows == 1) {
+        weft__part(c->width, p, n, &off, &len);
+        memcpy(c->dst + off, c->src + off, len);
+        return;
+    }
+    off = c->rows * p / n;
+    len = c->rows * (p + 1) / n - off;
+    for (size_t i = off; i < off + len; i++)
+        memcpy(c->dst + i * c->dpitch, c->src + i * c->spitch, c->width);
+}
+
 static void *weft__crew_main(void *arg)
 {
     weft__crew_start *st = arg;
@@ -113,16 +133,13 @@ static void *weft__crew_main(void *arg)
     weft__thread_bind(c->topology, c->cpuset);
     pthread_mutex_lock(&c->lock);
     for (;;) {
-        size_t off, len;
-
         while (c->generation == seen && !c->stop)
             pthread_cond_wait(&c->work_cond, &c->lock);
         if (c->stop)
             break;
         seen = c->generation;
-        weft__part(c->size, index, c->nthreads, &off, &len);
         pthread_mutex_unlock(&c->lock);
-        memcpy(c->dst + off, c->src + off, len);
+        weft__crew_part(c, index, c->nthreads);
         pthread_mutex_lock(&c->lock);
         if (--c->running == 0)
             pthread_cond_signal(&c->done_cond);
@@ -131,27 +148,33 @@ static void *weft__crew_main(void *arg)
     return NULL;
 }
 
-/* Copy size bytes with every thread of the crew; returns when done. */
-static void weft__crew_copy(weft__crew *c, void *dst, const void *src,
-                            size_t size)
+/*
+ * Copy rows of width bytes (dpitch and spitch apart) with every thread of
+ * the crew; returns when done.
+ */
+static void weft__crew_copy2d(weft__crew *c, void *dst, size_t dpitch,
+                              const void *src, size_t spitch, size_t width,
+                              size_t rows)
 {
-    size_t off, len;
-
-    if (c->nthreads == 1 || !c->tids || size < (256u << 10)) {
-        memcpy(dst, src, size);
+    if (c->nthreads == 1 || !c->tids || width * rows < (256u << 10)) {
+        for (size_t i = 0; i < rows; i++)
+            memcpy((char *)dst + i * dpitch, (const char *)src + i * spitch,
+                   width);
         return;
     }
     pthread_mutex_lock(&c->use);
     pthread_mutex_lock(&c->lock);
     c->dst = dst;
     c->src = src;
-    c->size = size;
+    c->width = width;
+    c->rows = rows;
+    c->dpitch = dpitch;
+    c->spitch = spitch;
     c->running = c->nthreads - 1;
     c->generation++;
     pthread_cond_broadcast(&c->work_cond);
     pthread_mutex_unlock(&c->lock);
-    weft__part(size, 0, c->nthreads, &off, &len);
-    memcpy((char *)dst + off, (const char *)src + off, len);
+    weft__crew_part(c, 0, c->nthreads);
     pthread_mutex_lock(&c->lock);
     while (c->running)
         pthread_cond_wait(&c->done_cond, &c->lock);
@@ -485,22 +508,101 @@ static int weft__next_slot(weft__stager *s, const weft__submit *sub, int grow,
     return 0;
 }
 
-int weft__stager_h2d(weft__stager *s, const weft__submit *sub, weft__queue *q,
-                     weft__mem *dst, size_t off, const void *src, size_t size)
+/*
+ * The pieces a block goes through the buffers in: rows of width bytes,
+ * hpitch apart on the host and dpitch apart on the device. Rows up to a
+ * chunk go as many whole rows as a buffer holds, packed (pitch = width);
+ * a longer row goes in pieces of a chunk (a range is one such row).
+ */
+typedef struct weft__shape {
+    size_t width, rows, hpitch, doff, dpitch;
+} weft__shape;
+
+typedef struct weft__piece {
+    size_t row, n;   /* rows [row, row + n) */
+    size_t col, len; /* bytes [col, col + len) of each */
+} weft__piece;
+
+static size_t weft__pieces(const weft__stager *s, const weft__shape *b)
 {
-    size_t done = 0;
+    if (b->width > s->chunk)
+        return b->rows * ((b->width + s->chunk - 1) / s->chunk);
+    return (b->rows + s->chunk / b->width - 1) / (s->chunk / b->width);
+}
+
+static weft__piece weft__piece_at(const weft__stager *s, const weft__shape *b,
+                                  size_t i)
+{
+    weft__piece p;
+
+    if (b->width > s->chunk) {
+        size_t per = (b->width + s->chunk - 1) / s->chunk;
+
+        p.row = i / per;
+        p.n = 1;
+        p.col = (i % per) * s->chunk;
+        p.len = WEFT__MIN(s->chunk, b->width - p.col);
+    } else {
+        size_t per = s->chunk / b->width;
+
+        p.row = i * per;
+        p.n = WEFT__MIN(per, b->rows - p.row);
+        p.col = 0;
+        p.len = b->width;
+    }
+    return p;
+}
+
+/* The device side of piece p: where its first byte goes or comes from. */
+static size_t weft__piece_doff(const weft__shape *b, const weft__piece *p)
+{
+    return b->doff + p->row * b->dpitch + p->col;
+}
+
+/* Piece p between a buffer's packed bytes and the device, on q. */
+static int weft__piece_copy(const weft__submit *sub, weft__queue *q, int h2d,
+                            weft__mem *dev, void *buf, const weft__shape *b,
+                            const weft__piece *p)
+{
+    weft__rect r;
+    weft__rect_side dside = {weft__piece_doff(b, p), b->dpitch, 0};
+    weft__rect_side bside = {0, p->len, 0};
+
+    if (p->n == 1)
+        return h2d ? weft__submit_copy_h2d(sub, q, dev, dside.off, buf, p->len)
+                   : weft__submit_copy_d2h(sub, q, buf, dev, dside.off, p->len);
+    r.width = p->len;
+    r.height = p->n;
+    r.depth = 1;
+    r.dst = h2d ? dside : bside;
+    r.src = h2d ? bside : dside;
+    return h2d ? weft__submit_copy_h2d_rect(sub, q, dev, buf, &r)
+               : weft__submit_copy_d2h_rect(sub, q, buf, dev, &r);
+}
+
+static const char *weft__piece_host(const weft__shape *b, const char *host,
+                                    const weft__piece *p)
+{
+    return host + p->row * b->hpitch + p->col;
+}
+
+static int weft__stage_in(weft__stager *s, const weft__submit *sub,
+                          weft__queue *q, weft__mem *dst, const char *src,
+                          const weft__shape *b)
+{
+    size_t n = weft__pieces(s, b), done = 0;
     int rc = 0;
 
     pthread_mutex_lock(&s->lock);
-    while (done < size) {
-        size_t n = WEFT__MIN(s->chunk, size - done);
+    for (size_t i = 0; i < n; i++) {
+        weft__piece p = weft__piece_at(s, b, i);
         weft__slot *slot;
 
         if ((rc = weft__next_slot(s, sub, 1, &slot)) < 0)
             break;
-        weft__crew_copy(&s->crew, slot->mem->host, (const char *)src + done, n);
-        if ((rc = weft__submit_copy_h2d(sub, q, dst, off + done,
-                                        slot->mem->host, n)) < 0)
+        weft__crew_copy2d(&s->crew, slot->mem->host, p.len,
+                          weft__piece_host(b, src, &p), b->hpitch, p.len, p.n);
+        if ((rc = weft__piece_copy(sub, q, 1, dst, slot->mem->host, b, &p)) < 0)
             break;
         if ((rc = weft__submit_event_record(sub, slot->ev, q)) < 0) {
             /* the copy is queued but nothing marks its end: drain */
@@ -508,7 +610,7 @@ int weft__stager_h2d(weft__stager *s, const weft__submit *sub, weft__queue *q,
             break;
         }
         slot->pending = 1;
-        done += n;
+        done += p.len * p.n;
         s->stats.chunks++;
     }
     s->stats.h2d_bytes += done;
@@ -516,26 +618,34 @@ int weft__stager_h2d(weft__stager *s, const weft__submit *sub, weft__queue *q,
     return rc;
 }
 
-int weft__stager_d2h(weft__stager *s, const weft__submit *sub, weft__queue *q,
-                     void *dst, weft__mem *src, size_t off, size_t size)
+int weft__stager_h2d(weft__stager *s, const weft__submit *sub, weft__queue *q,
+                     weft__mem *dst, size_t off, const void *src, size_t size)
 {
-    /* chunk i is in ahead[i % window], held from its copy to its copy out */
-    size_t nchunks = (size + s->chunk - 1) / s->chunk, issued = 0, i;
+    weft__shape b = {size, 1, size, off, size};
+
+    return size ? weft__stage_in(s, sub, q, dst, src, &b) : 0;
+}
+
+static int weft__stage_out(weft__stager *s, const weft__submit *sub,
+                           weft__queue *q, char *dst, weft__mem *src,
+                           const weft__shape *b)
+{
+    /* piece i is in ahead[i % window], held from its copy to its copy out */
+    size_t n = weft__pieces(s, b), issued = 0, i;
     int rc = 0;
 
     pthread_mutex_lock(&s->lock);
-    for (i = 0; i < nchunks; i++) {
-        size_t n = WEFT__MIN(s->chunk, size - i * s->chunk);
+    for (i = 0; i < n; i++) {
+        weft__piece p = weft__piece_at(s, b, i);
         weft__slot *slot;
 
-        /* keep the window full: copies of later chunks run meanwhile */
-        while (issued < nchunks && issued < i + s->window) {
-            size_t o = issued * s->chunk;
+        /* keep the window full: copies of later pieces run meanwhile */
+        while (issued < n && issued < i + s->window) {
+            weft__piece pi = weft__piece_at(s, b, issued);
 
             if ((rc = weft__next_slot(s, sub, 0, &slot)) < 0 ||
-                (rc = weft__submit_copy_d2h(sub, q, slot->mem->host, src,
-                                            off + o,
-                                            WEFT__MIN(s->chunk, size - o))) < 0)
+                (rc = weft__piece_copy(sub, q, 0, src, slot->mem->host, b,
+                                       &pi)) < 0)
                 break;
             if ((rc = weft__submit_event_record(sub, slot->ev, q)) < 0) {
                 weft__submit_queue_sync(sub, q); /* as in h2d */
@@ -552,10 +662,10 @@ int weft__stager_d2h(weft__stager *s, const weft__submit *sub, weft__queue *q,
         if ((rc = weft__submit_event_sync(sub, slot->ev)) < 0)
             break;
         slot->pending = 0;
-        weft__crew_copy(&s->crew, (char *)dst + i * s->chunk, slot->mem->host,
-                        n);
+        weft__crew_copy2d(&s->crew, (char *)weft__piece_host(b, dst, &p),
+                          b->hpitch, slot->mem->host, p.len, p.len, p.n);
         slot->held = 0;
-        s->stats.d2h_bytes += n;
+        s->stats.d2h_bytes += p.len * p.n;
         s->stats.chunks++;
     }
     /* After a failure the buffers filled ahead are free again (their
@@ -566,41 +676,52 @@ int weft__stager_d2h(weft__stager *s, const weft__submit *sub, weft__queue *q,
     return rc;
 }
 
-/* A host function of an asynchronous download: one chunk, copied out. */
+int weft__stager_d2h(weft__stager *s, const weft__submit *sub, weft__queue *q,
+                     void *dst, weft__mem *src, size_t off, size_t size)
+{
+    weft__shape b = {size, 1, size, off, size};
+
+    return size ? weft__stage_out(s, sub, q, dst, src, &b) : 0;
+}
+
+/* A host function of an asynchronous download: one piece, copied out. */
 static void weft__slot_copy_out(void *user)
 {
     weft__slot *slot = user;
 
-    weft__crew_copy(&slot->s->crew, slot->dst, slot->mem->host, slot->size);
+    weft__crew_copy2d(&slot->s->crew, slot->dst, slot->pitch, slot->mem->host,
+                      slot->width, slot->width, slot->rows);
 }
 
-int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
-                           weft__queue *q, void *dst, weft__mem *src,
-                           size_t off, size_t size)
+static int weft__stage_out_async(weft__stager *s, const weft__submit *sub,
+                                 weft__queue *q, char *dst, weft__mem *src,
+                                 const weft__shape *b)
 {
     weft__queue_desc desc = {WEFT__QUEUE_D2H, 0, 0};
     weft__slot *last = NULL;
-    size_t done = 0;
+    size_t n = weft__pieces(s, b);
     int rc = 0;
 
     pthread_mutex_lock(&s->lock);
     if (!s->hostq)
         rc = weft__drv_queue_create(s->ctx, &desc, &s->hostq);
     /*
-     * Per chunk: q copies it into a buffer and records `copied`; the host
+     * Per piece: q copies it into a buffer and records `copied`; the host
      * queue waits for that, copies it out and records ev (the buffer is
      * free again then). The buffer is pending from the first enqueue on:
      * should one of them fail, both queues are drained below anyway.
      */
-    while (rc == 0 && done < size) {
-        size_t n = WEFT__MIN(s->chunk, size - done);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        weft__piece p = weft__piece_at(s, b, i);
         weft__slot *slot;
 
         if ((rc = weft__next_slot(s, sub, 1, &slot)) < 0)
             break;
-        slot->dst = (char *)dst + done;
-        slot->size = n;
-        rc = weft__submit_copy_d2h(sub, q, slot->mem->host, src, off + done, n);
+        slot->dst = (char *)weft__piece_host(b, dst, &p);
+        slot->pitch = b->hpitch;
+        slot->width = p.len;
+        slot->rows = p.n;
+        rc = weft__piece_copy(sub, q, 0, src, slot->mem->host, b, &p);
         if (rc == 0)
             rc = weft__submit_event_record(sub, slot->copied, q);
         if (rc == 0)
@@ -613,8 +734,7 @@ int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
             break;
         slot->pending = 1;
         last = slot;
-        done += n;
-        s->stats.d2h_bytes += n;
+        s->stats.d2h_bytes += p.len * p.n;
         s->stats.chunks++;
     }
     /* q's later work after the last copy out (the host queue is in order). */
@@ -633,6 +753,61 @@ int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
+}
+
+int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
+                           weft__queue *q, void *dst, weft__mem *src,
+                           size_t off, size_t size)
+{
+    weft__shape b = {size, 1, size, off, size};
+
+    return size ? weft__stage_out_async(s, sub, q, dst, src, &b) : 0;
+}
+
+/* A block's shape (2-D: depth 1), its host side at host + its offset. */
+static int weft__shape_of(const weft__rect *r, int h2d, weft__shape *b)
+{
+    const weft__rect_side *hs = h2d ? &r->src : &r->dst;
+    const weft__rect_side *ds = h2d ? &r->dst : &r->src;
+
+    if (r->depth != 1 || !r->width || !r->height)
+        return weft__error(WEFT_EINTERNAL,
+                           "staging: a block of %zu x %zu "
+                           "x %zu bytes",
+                           r->width, r->height, r->depth);
+    b->width = r->width;
+    b->rows = r->height;
+    b->hpitch = hs->row_pitch;
+    b->doff = ds->off;
+    b->dpitch = ds->row_pitch;
+    return 0;
+}
+
+int weft__stager_h2d_rect(weft__stager *s, const weft__submit *sub,
+                          weft__queue *q, weft__mem *dst, const void *src,
+                          const weft__rect *r)
+{
+    weft__shape b;
+    int rc = weft__shape_of(r, 1, &b);
+
+    return rc < 0 ? rc
+                  : weft__stage_in(s, sub, q, dst,
+                                   (const char *)src + r->src.off, &b);
+}
+
+int weft__stager_d2h_rect(weft__stager *s, const weft__submit *sub,
+                          weft__queue *q, void *dst, weft__mem *src,
+                          const weft__rect *r, int async)
+{
+    weft__shape b;
+    int rc = weft__shape_of(r, 0, &b);
+
+    if (rc < 0)
+        return rc;
+    return async
+               ? weft__stage_out_async(s, sub, q, (char *)dst + r->dst.off, src,
+                                       &b)
+               : weft__stage_out(s, sub, q, (char *)dst + r->dst.off, src, &b);
 }
 
 void weft__stager_warm(weft__stager *s, unsigned n)

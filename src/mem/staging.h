@@ -82,6 +82,20 @@ int weft__stager_d2h_async(weft__stager *s, const weft__submit *sub,
                            size_t off, size_t size);
 
 /*
+ * The same for a 2-D block (depth 1) of host memory: r's host side is at
+ * src (dst) plus its offset, its device side in the device memory. As
+ * many whole rows as a buffer holds go through it at once, packed, and
+ * move by one 2-D copy of the device (a row longer than a buffer goes in
+ * pieces). async: as weft__stager_d2h_async, else as weft__stager_d2h.
+ */
+int weft__stager_h2d_rect(weft__stager *s, const weft__submit *sub,
+                          weft__queue *q, weft__mem *dst, const void *src,
+                          const weft__rect *r);
+int weft__stager_d2h_rect(weft__stager *s, const weft__submit *sub,
+                          weft__queue *q, void *dst, weft__mem *src,
+                          const weft__rect *r, int async);
+
+/*
  * Ask for buffers up to n in all (at most max_slots), made in the
  * background; returns at once.
  */

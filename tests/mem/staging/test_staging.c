@@ -104,6 +104,83 @@ static void round_trips(void **state)
     free(back);
 }
 
+/*
+ * 2-D blocks up and down (h2d_rect, d2h_rect waiting and not): rows
+ * packed several to a buffer, one row a buffer, and rows longer than a
+ * buffer; the bytes between the rows are left alone on both sides.
+ */
+static void block_round_trips(void **state)
+{
+    static const struct {
+        size_t width, rows, hpitch, dpitch;
+    } shapes[] = {
+        {1, 1, 1, 1},
+        {1000, 3, 1500, 1024},
+        {4096, 700, 8192, 4096 + 64}, /* 256 rows a buffer: 3 pieces */
+        {300000, 5, 300001, 400000},  /* 3 rows a buffer */
+        {(1 << 20) + 5, 3, (1 << 20) + 9, (1 << 20) + 100}, /* 2 pieces a row */
+    };
+    const size_t cap = 8 << 20;
+    weft__stager_options o = {.chunk = 1 << 20, .slots = 2, .threads = 3};
+    weft__stager *s;
+    weft__queue *q;
+    weft__mem *m;
+    unsigned char *src = malloc(cap), *dev_img = malloc(cap),
+                  *back = malloc(cap), *want = malloc(cap);
+    (void)state;
+
+    assert_non_null(src);
+    assert_non_null(dev_img);
+    assert_non_null(back);
+    assert_non_null(want);
+    o.topology = rt->topology;
+    o.cpuset = dev->props.cpuset;
+    assert_int_equal(weft__stager_create(ctx, &o, &s), 0);
+    assert_int_equal(weft__drv_queue_create(ctx, NULL, &q), 0);
+    assert_int_equal(weft__drv_mem_alloc(ctx, cap, &m), 0);
+    for (unsigned i = 0; i < WEFT__COUNTOF(shapes); i++) {
+        size_t w = shapes[i].width, rows = shapes[i].rows;
+        size_t hp = shapes[i].hpitch, dp = shapes[i].dpitch;
+        size_t hoff = 7 + i, doff = 64 * i + 5;
+        size_t hspan = hoff + (rows - 1) * hp + w;
+        size_t dspan = doff + (rows - 1) * dp + w;
+        weft__rect up = {{doff, dp, 0}, {hoff, hp, 0}, w, rows, 1};
+        weft__rect down = {{hoff, hp, 0}, {doff, dp, 0}, w, rows, 1};
+        const unsigned char pat = 0x3c;
+
+        assert_true(hspan <= cap && dspan <= cap);
+        fill_random(src, hspan, 40 + i);
+        /* the device image: the fill, then the block's rows */
+        memset(dev_img, pat, dspan);
+        for (size_t r = 0; r < rows; r++)
+            memcpy(dev_img + doff + r * dp, src + hoff + r * hp, w);
+        assert_int_equal(weft__drv_fill(q, m, 0, &pat, 1, dspan), 0);
+        assert_int_equal(weft__stager_h2d_rect(s, NULL, q, m, src, &up), 0);
+        memset(back, 0xee, dspan);
+        assert_int_equal(weft__stager_d2h(s, NULL, q, back, m, 0, dspan), 0);
+        assert_memory_equal(back, dev_img, dspan);
+        /* down, both ways, into a host image whose gaps must survive */
+        for (int async = 0; async < 2; async++) {
+            memset(back, 0xee, hspan);
+            memset(want, 0xee, hspan);
+            for (size_t r = 0; r < rows; r++)
+                memcpy(want + hoff + r * hp, src + hoff + r * hp, w);
+            assert_int_equal(
+                weft__stager_d2h_rect(s, NULL, q, back, m, &down, async), 0);
+            if (async)
+                assert_int_equal(weft__drv_queue_sync(q), 0);
+            assert_memory_equal(back, want, hspan);
+        }
+    }
+    assert_int_equal(weft__drv_mem_free(m), 0);
+    assert_int_equal(weft__drv_queue_destroy(q), 0);
+    weft__stager_destroy(s);
+    free(src);
+    free(dev_img);
+    free(back);
+    free(want);
+}
+
 /* Queue order: a staged upload lands after a fill queued before it. */
 static void follows_queue_order(void **state)
 {
@@ -298,6 +375,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trips),
+        cmocka_unit_test(block_round_trips),
         cmocka_unit_test(follows_queue_order),
         cmocka_unit_test(async_downloads_reuse),
         cmocka_unit_test(warm_ahead),
