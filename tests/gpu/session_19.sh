@@ -66,3 +66,11 @@ if has host; then
     timeout 300 $b/bench/cholesky --driver host --sizes ${HSIZES:-8192,16384} \
         --tiles ${HTILES:-256,512} --reps 2 2>&1 | tail -20
 fi
+if has check; then
+    timeout 300 ctest --test-dir $b -R "staging_cuda|blocks_cuda|example_.*cuda|exec_cuda|external_events_cuda|conformance_cuda" \
+        -j 4 --timeout 200 2>&1 | grep -E "tests passed|Failed|Timeout|Passed" | tail -12
+    for d in cuda:0 cuda; do
+        echo "=== cholesky WEFT_DEVICES=$d n 16384 tile 2048 (stats)"
+        WEFT_STATS=1 WEFT_DEVICES=$d timeout 120 $b/examples/cholesky --driver cuda --n 16384 --tile 2048 --reps 3 2>&1 | tail -16
+    done
+fi
