@@ -448,7 +448,7 @@ static const char *weft__human(char *buf, size_t n, uint64_t b)
 static void weft__print_stats(const weft_runtime *rt)
 {
     weft_stats s = {.size = sizeof s};
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32], c[32], d[32], e[32], f[32], g[32];
 
     if (weft_runtime_get_stats(rt, &s) < 0)
         return;
@@ -465,10 +465,10 @@ static void weft__print_stats(const weft_runtime *rt)
             (unsigned long long)s.d2h_copies,
             weft__human(c, sizeof c, s.peer_bytes),
             (unsigned long long)s.peer_copies,
-            weft__human(a, sizeof a, s.read_bytes),
-            weft__human(b, sizeof b, s.host_bytes),
-            weft__human(c, sizeof c, s.evict_bytes),
-            weft__human(d, sizeof d, s.cached_bytes));
+            weft__human(d, sizeof d, s.read_bytes),
+            weft__human(e, sizeof e, s.host_bytes),
+            weft__human(f, sizeof f, s.evict_bytes),
+            weft__human(g, sizeof g, s.cached_bytes));
     fprintf(stderr,
             "  evictions %llu (written back first: %llu); pool hits %llu, "
             "misses %llu, held %s\n"
