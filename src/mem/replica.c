@@ -934,6 +934,29 @@ static int weft__host_mode_for(weft_buffer *root, unsigned d, size_t off,
 }
 
 /*
+ * The rows of block t, from its first, whose span lies in one extent on
+ * each device side (0 where the first row itself does not).
+ */
+static size_t weft__block_rows_held(weft_buffer *root,
+                                    const weft__coherence_transfer *t)
+{
+    size_t k = t->rows;
+
+    for (int side = 0; side < 2; side++) {
+        unsigned m = side ? t->dst : t->src;
+        weft__extent *x;
+
+        if (m == WEFT__COH_HOST)
+            continue;
+        x = weft__extent_at(root, m - 1, t->off);
+        if (!x || t->off + t->len > x->hi)
+            return 0;
+        k = WEFT__MIN(k, (x->hi - t->off - t->len) / t->pitch + 1);
+    }
+    return k;
+}
+
+/*
  * A transfer of the tracker, a range or a block. A block moves as a
  * block where its span lies in one extent on each device side: by one
  * 2-D copy of the driver's, or where the host copy takes part and is
@@ -947,11 +970,38 @@ static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
 {
     weft_runtime *rt = root->rt;
     weft__coherence_transfer row = *t;
-    size_t span;
+    size_t span, k;
     int rc = 0;
 
     if (t->rows <= 1)
         return weft__move(root, t, cause, l, h2d);
+    /*
+     * A block whose rows lie in several extents of a device (tiles of
+     * one column valid there from different times, joined by the
+     * tracker) goes as the blocks each extent holds, one after another
+     * (a row that itself straddles two goes as a range).
+     */
+    if ((k = weft__block_rows_held(root, t)) < t->rows) {
+        weft__coherence_transfer rest = *t;
+
+        while (rc == 0 && rest.rows) {
+            weft__coherence_transfer head = rest;
+
+            k = weft__block_rows_held(root, &rest);
+            head.rows = k ? k : 1;
+            if (k == rest.rows)
+                return weft__move_any(root, &rest, cause, l, h2d);
+            if (k) {
+                rc = weft__move_any(root, &head, cause, l, h2d);
+            } else {
+                head.pitch = 0;
+                rc = weft__move(root, &head, cause, l, h2d);
+            }
+            rest.rows -= head.rows;
+            rest.off += head.rows * rest.pitch;
+        }
+        return rc;
+    }
     span = weft__block_span(t);
     if (t->src == WEFT__COH_HOST) {
         weft__extent *y = weft__extent_covering(root, t->dst - 1, t->off, span);
