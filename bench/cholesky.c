@@ -23,18 +23,46 @@
  *                                 restore from A0 included, see the
  *                                 example)
  *   weft_<k>dev_n<n>_b<b>_first   the first launch, which moves the tiles
+ *                                 (each run wraps A and A0 anew, so the
+ *                                 first launch finds nothing on a device)
  *   cusolver_n<n>, openblas_n<n>  the baseline
  *   cusolvermg_<k>dev_n<n>        cusolverMgPotrf on k GPUs
  *   ratio_weft_<k>dev_n<n>_b<b>   weft over the baseline (x)
  *   ratio_mg_weft_<k>dev_n<n>_b<b> weft over cusolverMgPotrf on as many
  *                                 GPUs (x)
+ *   bytes_h2d_first_ratio_<k>dev_n<n>_b<b>
+ *                                 the first launch's host->device bytes
+ *                                 over the least (A0's lower tiles once)
+ *   bytes_peer_ratio_<k>dev_n<n>_b<b>
+ *                                 a steady launch's peer bytes over the
+ *                                 least under the example's owner mapping
+ *                                 (k > 1; the example's header comment);
+ *                                 a note gives a steady launch's bytes
+ *
+ * --out-of-core N: n = N on one device, the matrix starting on the host
+ * (the example's --once: fresh buffers, no restore, one launch, then
+ * weft_buffer_sync_host, all timed), in a runtime without a memory limit
+ * and in one whose device_mem_limit is the matrix's N^2 * 8 bytes / 1.5
+ * (WEFT_DEVICE_MEM_LIMIT, where set, overrides both), --reps runs each
+ * (the median), per tile size of --tiles that divides N:
+ *
+ *   weft_once_1dev_n<N>_b<b>      in core, GFLOP/s
+ *   weft_once_oc_1dev_n<N>_b<b>   out of core, GFLOP/s
+ *   ratio_oc_n<N>_b<b>            the second over the first (x; the
+ *                                 issue's target: at least 0.5)
+ *
+ * with a note of each one's evictions, write-backs and host bytes.
+ *
+ * --driver sim runs the portable kernels on the simulated GPUs (real data:
+ * the figures are of this machine's CPU, and there is no baseline): the
+ * code paths of the figures, out of core included, without a GPU.
  *
  * Every factorisation is checked (the example's residual, on --check-rows
  * rows beyond n = 4096) and a residual above 1e-12 ends the bench.
  *
- *   bench/cholesky [--driver cuda|host] [--sizes 4096,8192] [--tiles
+ *   bench/cholesky [--driver cuda|host|sim] [--sizes 4096,8192] [--tiles
  *                  512,1024] [--devices 1,2] [--reps R] [--check-rows S]
- *                  [--mg-block T] [--json]
+ *                  [--mg-block T] [--out-of-core N] [--json]
  */
 #define CHOLESKY_NO_MAIN
 #include "../examples/cholesky.c"
@@ -120,8 +148,8 @@ static double cusolver_baseline(chol *m, int reps, const char **why)
 /* ---- cusolverMgPotrf, loaded at run time (cusolverMg.h) ------------------ */
 
 enum {
-    CUDA_R_64F = 1,                     /* cudaDataType */
-    CUBLAS_FILL_MODE_LOWER = 0,         /* cublasFillMode_t */
+    CUDA_R_64F = 1,                      /* cudaDataType */
+    CUBLAS_FILL_MODE_LOWER = 0,          /* cublasFillMode_t */
     CUDALIBMG_GRID_MAPPING_COL_MAJOR = 0 /* cusolverMgGridMapping_t */
 };
 
@@ -167,7 +195,8 @@ static int mg_load(const char **why)
               dlsym(mg.lib, "cusolverMgDeviceSelect")) ||
         !(*(void **)&mg.create_grid =
               dlsym(mg.lib, "cusolverMgCreateDeviceGrid")) ||
-        !(*(void **)&mg.destroy_grid = dlsym(mg.lib, "cusolverMgDestroyGrid")) ||
+        !(*(void **)&mg.destroy_grid =
+              dlsym(mg.lib, "cusolverMgDestroyGrid")) ||
         !(*(void **)&mg.create_desc =
               dlsym(mg.lib, "cusolverMgCreateMatrixDesc")) ||
         !(*(void **)&mg.destroy_desc =
@@ -228,8 +257,8 @@ static double mg_baseline(chol *m, unsigned k, size_t t, int reps,
         uint64_t x = 0;
 
         ok = cu.set_current(m->gpu[p].context) == 0 &&
-             cu.mem_alloc(&x, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)) ==
-                 0;
+             cu.mem_alloc(&x, (size_t)(lwork > 0 ? lwork : 1) *
+                                  sizeof(double)) == 0;
         work[p] = (void *)(uintptr_t)x;
     }
     if (!ok && !*why)
@@ -244,18 +273,18 @@ static double mg_baseline(chol *m, unsigned k, size_t t, int reps,
             ok = cu.set_current(m->gpu[j % k].context) == 0 &&
                  mg.memcpy_htod((uint64_t)(uintptr_t)a[j % k] +
                                     (j / k) * t * n * sizeof(double),
-                                m->a0 + j * t * n, cols * n * sizeof(double)) ==
-                     0;
+                                m->a0 + j * t * n,
+                                cols * n * sizeof(double)) == 0;
         }
         for (unsigned p = 0; ok && p < k; p++)
-            ok = cu.set_current(m->gpu[p].context) == 0 &&
-                 cu.synchronize() == 0;
+            ok =
+                cu.set_current(m->gpu[p].context) == 0 && cu.synchronize() == 0;
         t0 = bench_now_ns() * 1e-9;
         ok = ok && (st = mg.potrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, a, 1, 1,
                                   desc, CUDA_R_64F, work, lwork, &info)) == 0;
         for (unsigned p = 0; ok && p < k; p++)
-            ok = cu.set_current(m->gpu[p].context) == 0 &&
-                 cu.synchronize() == 0;
+            ok =
+                cu.set_current(m->gpu[p].context) == 0 && cu.synchronize() == 0;
         if (r > 0)
             secs += bench_now_ns() * 1e-9 - t0;
         if (ok && info != 0)
@@ -319,34 +348,143 @@ static double openblas_baseline(chol *m, int reps, const char **why)
 #endif
 }
 
+/*
+ * Bytes moved against the least a tiled Cholesky moves (the example's
+ * header comment): the first launch's host->device bytes and, on more
+ * than one device, a steady launch's peer bytes, as ratios.
+ */
+static void bytes_figures(const chol *m, const chol_result *r, size_t k,
+                          size_t n, size_t b)
+{
+    chol_bytes first = chol_min_links(m, LAUNCH_FIRST),
+               steady = chol_min_links(m, LAUNCH_STEADY);
+    char name[128];
+
+    snprintf(name, sizeof name, "bytes_h2d_first_ratio_%zudev_n%zu_b%zu", k, n,
+             b);
+    bench_figure(name, (double)r->first_bytes.h2d / (double)first.h2d, "x");
+    if (steady.peer) {
+        snprintf(name, sizeof name, "bytes_peer_ratio_%zudev_n%zu_b%zu", k, n,
+                 b);
+        bench_figure(name, (double)r->steady_bytes.peer / (double)steady.peer,
+                     "x");
+    }
+    bench_note("%zu dev, n %zu, b %zu: steady launch: host->device %llu, "
+               "device->host %llu, peer %llu bytes (minimum %llu, %llu, %llu)",
+               k, n, b, (unsigned long long)r->steady_bytes.h2d,
+               (unsigned long long)r->steady_bytes.d2h,
+               (unsigned long long)r->steady_bytes.peer,
+               (unsigned long long)steady.h2d, (unsigned long long)steady.d2h,
+               (unsigned long long)steady.peer);
+}
+
+/*
+ * Out of core: n on one device, the matrix starting on the host (the
+ * example's --once: launch, wait and sync_host timed), in core and with
+ * device_mem_limit at the matrix's n^2 doubles / 1.5, in fresh runtimes;
+ * reps runs each, the median, every one checked.
+ */
+static void out_of_core(const char *driver, int kernels, size_t n,
+                        const size_t *tiles, int ntiles, int reps,
+                        unsigned check_rows)
+{
+    uint64_t bytes = (uint64_t)n * n * sizeof(double);
+    double flops = (double)n * (double)n * (double)n / 3.0;
+    char why[512], name[128];
+
+    if (getenv("WEFT_DEVICE_MEM_LIMIT"))
+        bench_note("WEFT_DEVICE_MEM_LIMIT=%s overrides both runs' limits",
+                   getenv("WEFT_DEVICE_MEM_LIMIT"));
+    for (int t = 0; t < ntiles; t++) {
+        size_t b = tiles[t];
+        double rate[2] = {0, 0};
+
+        if (b == 0 || n % b) {
+            bench_note("out of core: tile %zu does not divide %zu, skipped", b,
+                       n);
+            continue;
+        }
+        for (int oc = 0; oc < 2; oc++) {
+            double secs[64];
+            chol c;
+            chol_result r;
+            chol_bytes least;
+            int runs = reps < 64 ? reps : 64;
+
+            memset(&c, 0, sizeof c);
+            c.mem_limit = oc ? (uint64_t)((double)bytes / 1.5) : 0;
+            if (chol_open(&c, driver, kernels, why, sizeof why) != 0)
+                bench_die("out of core: %s", why);
+            chol_use(&c, 1);
+            bench_progress(oc ? "out of core" : "in core, from the host");
+            bench_check(chol_matrix(&c, n, b));
+            least = chol_min_links(&c, LAUNCH_ONCE);
+            for (int x = 0; x < runs; x++) {
+                double res;
+
+                bench_check(chol_once(&c, 1, &r));
+                res = residual(&c, n <= 4096 ? n : check_rows);
+                if (!(res <= 1e-12) || r.bad)
+                    bench_die("n %zu, tile %zu, %s: residual %.3g", n, b,
+                              oc ? "out of core" : "in core", res);
+                secs[x] = r.first;
+            }
+            rate[oc] = flops / bench_median(secs, runs) * 1e-9;
+            snprintf(name, sizeof name, "weft_once%s_1dev_n%zu_b%zu",
+                     oc ? "_oc" : "", n, b);
+            bench_figure(name, rate[oc], "GFLOP/s");
+            bench_note(
+                "%s, n %zu, b %zu (limit %llu bytes, matrix %llu): a "
+                "run: %llu evictions, %llu written back (%llu bytes); "
+                "host->device %llu, device->host %llu bytes (minimum "
+                "%llu, %llu)",
+                oc ? "out of core" : "in core", n, b,
+                (unsigned long long)c.mem_limit, (unsigned long long)bytes,
+                (unsigned long long)r.evictions,
+                (unsigned long long)r.writebacks,
+                (unsigned long long)r.evict_bytes,
+                (unsigned long long)r.first_bytes.h2d,
+                (unsigned long long)r.first_bytes.d2h,
+                (unsigned long long)least.h2d, (unsigned long long)least.d2h);
+            chol_close(&c);
+        }
+        snprintf(name, sizeof name, "ratio_oc_n%zu_b%zu", n, b);
+        bench_figure(name, rate[1] / rate[0], "x");
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *driver = "cuda", *sizes_s = "4096,8192,16384",
                *tiles_s = "512,1024", *devs_s = NULL;
-    int reps = 3;
-    unsigned check_rows = 16, mg_block = 256;
+    int reps = 3, kernels;
+    unsigned check_rows = 16, mg_block = 256, oc_n = 0;
     size_t sizes[16], tiles[16], devs[16];
     int nsizes, ntiles, ndevs;
     char why[512], name[128];
     chol m;
     const bench_option options[] = {
-        {"--driver", BENCH_STRING, &driver, "cuda|host"},
+        {"--driver", BENCH_STRING, &driver, "cuda|host|sim"},
         {"--sizes", BENCH_STRING, &sizes_s, "N,N..."},
         {"--tiles", BENCH_STRING, &tiles_s, "B,B..."},
         {"--devices", BENCH_STRING, &devs_s, "K,K..."},
         {"--reps", BENCH_INT, &reps, "R"},
         {"--check-rows", BENCH_UNSIGNED, &check_rows, "S"},
         {"--mg-block", BENCH_UNSIGNED, &mg_block, "T"},
+        {"--out-of-core", BENCH_UNSIGNED, &oc_n, "N"},
     };
 
     BENCH_OPTIONS(argc, argv, "cholesky", options);
     if (reps < 1 || check_rows < 1 || mg_block < 1 ||
-        (strcmp(driver, "cuda") && strcmp(driver, "host")))
+        (strcmp(driver, "cuda") && strcmp(driver, "host") &&
+         strcmp(driver, "sim")))
         bench_usage();
+    /* the libraries' tiles on cuda and host, the portable ones on the sim */
+    kernels = strcmp(driver, "sim") ? 1 : -1;
     nsizes = parse_list(sizes_s, sizes, 16);
     ntiles = parse_list(tiles_s, tiles, 16);
     memset(&m, 0, sizeof m);
-    if (chol_open(&m, driver, 1, why, sizeof why) != 0) {
+    if (chol_open(&m, driver, kernels, why, sizeof why) != 0) {
         printf("skipped: %s%s\n",
                strcmp(driver, "cuda") ? "" : "no CUDA device: ", why);
         chol_close(&m);
@@ -363,10 +501,13 @@ int main(int argc, char **argv)
                 m.ndev_all, reps);
     bench_note("%s: %u devices; weft's tiles %s; baseline %s", m.driver,
                m.ndev_all,
-               m.cuda ? "cuSOLVER/cuBLAS" : "OpenBLAS, one thread per task",
-               m.cuda ? "cusolverDnDpotrf on GPU 0, cusolverMgPotrf on as "
-                        "many GPUs as weft"
-                      : "OpenBLAS's threaded LAPACKE_dpotrf");
+               m.cuda     ? "cuSOLVER/cuBLAS"
+               : m.native ? "OpenBLAS, one thread per task"
+                          : "portable kernels",
+               m.cuda     ? "cusolverDnDpotrf on GPU 0, cusolverMgPotrf on as "
+                            "many GPUs as weft"
+               : m.native ? "OpenBLAS's threaded LAPACKE_dpotrf"
+                          : "none (the sim's figures are of this machine)");
     for (int s = 0; s < nsizes; s++) {
         size_t n = sizes[s], nrates = 0, made = 0;
         const char *skip = NULL;
@@ -387,38 +528,43 @@ int main(int argc, char **argv)
             bench_check(chol_matrix(&m, n, b));
             made++;
             for (int d = 0; d < ndevs; d++) {
-                weft_exec_stats st = {.size = sizeof st};
-                double first = 0, steady = 0, res;
-                size_t nodes;
-                int bad;
+                chol_result r;
+                double res;
 
                 if (devs[d] < 1 || devs[d] > m.ndev_all)
                     continue;
                 chol_use(&m, (unsigned)devs[d]);
                 bench_progress("weft");
-                bench_check(
-                    chol_run(&m, reps, 1, &first, &steady, &st, &nodes, &bad));
+                memset(&r, 0, sizeof r);
+                /* the first launch from the host, as on a fresh matrix */
+                bench_check(chol_rewrap(&m, 0, 1));
+                bench_check(chol_run(&m, reps, 1, &r));
                 res = residual(&m, n <= 4096 ? n : check_rows);
-                if (!(res <= 1e-12) || bad)
+                if (!(res <= 1e-12) || r.bad)
                     bench_die("n %zu, tile %zu, %zu devices: residual %.3g", n,
                               b, devs[d], res);
                 snprintf(name, sizeof name, "weft_%zudev_n%zu_b%zu", devs[d], n,
                          b);
-                bench_figure(name, flops / steady * 1e-9, "GFLOP/s");
+                bench_figure(name, flops / r.steady * 1e-9, "GFLOP/s");
                 snprintf(name, sizeof name, "weft_%zudev_n%zu_b%zu_first",
                          devs[d], n, b);
-                bench_figure(name, flops / first * 1e-9, "GFLOP/s");
+                bench_figure(name, flops / r.first * 1e-9, "GFLOP/s");
+                bytes_figures(&m, &r, devs[d], n, b);
                 rate[nrates].dev = devs[d];
                 rate[nrates].b = b;
-                rate[nrates++].gflops = flops / steady * 1e-9;
+                rate[nrates++].gflops = flops / r.steady * 1e-9;
             }
         }
         if (!made) /* (m holds another n's matrix, or none) */
             continue;
         /* after weft's first launches, which moved the tiles themselves */
         bench_progress("baseline");
-        base = m.cuda ? cusolver_baseline(&m, reps, &skip)
-                      : openblas_baseline(&m, reps, &skip);
+        if (m.cuda)
+            base = cusolver_baseline(&m, reps, &skip);
+        else if (m.native)
+            base = openblas_baseline(&m, reps, &skip);
+        else
+            skip = "no baseline for the portable kernels";
         snprintf(name, sizeof name, "%s_n%zu", m.cuda ? "cusolver" : "openblas",
                  n);
         if (base > 0)
@@ -454,8 +600,11 @@ int main(int argc, char **argv)
             }
         }
     }
+    /* (its device memory given back before the out-of-core runtimes) */
+    chol_close(&m);
+    if (oc_n)
+        out_of_core(driver, kernels, oc_n, tiles, ntiles, reps, check_rows);
     bench_progress("");
     bench_end();
-    chol_close(&m);
     return 0;
 }

@@ -50,6 +50,47 @@
  * and are timed together. GFLOP/s count n^3/3 flops (the tile copies, 8 n^2
  * bytes read and written on the devices, included in the time).
  *
+ * --once factors a matrix that starts on the host only: fresh buffers (A
+ * wrapped anew, nothing of it on any device), a graph without the restore
+ * from A0, one launch, then weft_buffer_sync_host(A); the time is the
+ * launch, its wait and the sync. --mem-limit SIZE sets the runtime's
+ * device_mem_limit (as WEFT_DEVICE_MEM_LIMIT, which overrides it): below
+ * the matrix's n^2 doubles, the factorisation runs out of core (weft
+ * evicts tiles, writing modified ones back) and the example prints the
+ * evictions and write-backs.
+ *
+ * Bytes moved. The example prints, for the first launch and for a steady
+ * one (the mean of the --reps launches; with --once, for the one launch
+ * and its sync), the bytes that crossed each link (weft_runtime_get_stats:
+ * host->device, device->host, peer; differences around the launches) and
+ * the least a tiled Cholesky must move under the owner mapping above
+ * (with --place auto the same minimum, of the mapping weft did not use).
+ * With T = b^2 * 8 the bytes of a tile and nt = n / b:
+ *
+ *   host->device, first launch   nt (nt + 1) / 2 * T: each of A0's lower
+ *                                tiles once (to its owner); with --once,
+ *                                A's lower tiles once
+ *   host->device, steady launch  0 (A0's tiles stay on their owners)
+ *   device->host, a launch       0; with --once, nt (nt + 1) / 2 * T (the
+ *                                sync brings L's tiles back once)
+ *   peer, each launch            sum over the panel tiles L(i,k), i >= k,
+ *                                of T * |R(i,k) \ {owner(i,k)}|, R(i,k)
+ *                                the owners of the tiles whose nodes read
+ *                                L(i,k): for i = k the TRSM tiles (r,k),
+ *                                r > k; for i > k the SYRK tile (i,i) and
+ *                                the GEMM tiles (i,j), k < j < i, and
+ *                                (r,i), r > i. A reader device gets each
+ *                                tile once; on one device this is 0.
+ *
+ * Where two devices in use cannot reach each other (PoCL's devices), the
+ * panel tiles go through the host: the peer minimum is then 0, it is
+ * added to host->device, and device->host gets T for each panel tile that
+ * some other device reads (once to the host).
+ *
+ * Out of core, write-backs and re-reads add to host->device and
+ * device->host. The public statistics sum each link over its devices: no
+ * split per device pair.
+ *
  * Check: ||A - L L^T||_F / ||A||_F, computed on the CPU in double over the
  * lower triangle (both triangles counted), must be below 1e-12 (the
  * backward error of Cholesky is a small multiple of n eps ||A||, and A
@@ -59,10 +100,11 @@
  *
  *   cholesky [--n N] [--tile B] [--driver cuda|host|opencl|sim]
  *            [--kernels native|portable] [--reps R] [--place owner|auto]
- *            [--no-capture] [--check-rows S]
+ *            [--no-capture] [--check-rows S] [--once] [--mem-limit SIZE]
  *
  * bench/cholesky includes this file with CHOLESKY_NO_MAIN defined and
- * times the same graph (chol_open, chol_matrix, chol_use, chol_run).
+ * times the same graph (chol_open, chol_matrix, chol_use, chol_run,
+ * chol_once, chol_min_links).
  *
  * Without --driver it runs on the driver of the runtime's first device
  * (WEFT_DEVICES); WEFT_DEVICES, where set, also holds for --driver, and
@@ -321,6 +363,7 @@ typedef struct chol {
     unsigned align;      /* their largest arg_offset_align */
     int cuda;            /* cuSOLVER and cuBLAS loaded */
     int place_auto;
+    uint64_t mem_limit; /* device_mem_limit of the runtime (0: none) */
     const weft_device *dev[MAX_DEVICES];
     weft_runtime *rt;
     double *a, *a0; /* the working matrix and the pristine one (host) */
@@ -497,9 +540,14 @@ static weft_native_fn *native_fn(const chol *m, int op)
 }
 
 /* The owner of tile (i, j): the P x Q grid of devices, block-cyclic. */
+static size_t owner_index(const chol *m, size_t i, size_t j)
+{
+    return (i % m->p) * m->q + j % m->q;
+}
+
 static const weft_device *owner(const chol *m, size_t i, size_t j)
 {
-    return m->dev[(i % m->p) * m->q + j % m->q];
+    return m->dev[owner_index(m, i, j)];
 }
 
 /*
@@ -564,10 +612,11 @@ static weft_access_desc tile(const chol *m, const weft_matrix *x, size_t i,
 }
 
 /*
- * A = A0 on the lower tiles, each copied on its owner, then the
- * factorisation of A in place: one graph.
+ * A = A0 on the lower tiles, each copied on its owner (where restore),
+ * then the factorisation of A in place: one graph.
  */
-static int factor_graph(chol *m, int capture, weft_graph **out, size_t *nodes)
+static int factor_graph(chol *m, int capture, int restore, weft_graph **out,
+                        size_t *nodes)
 {
     weft_graph *g;
     int rc;
@@ -575,7 +624,7 @@ static int factor_graph(chol *m, int capture, weft_graph **out, size_t *nodes)
     *nodes = 0;
     if ((rc = weft_graph_create(m->rt, &g)) < 0)
         return rc;
-    for (size_t i = 0; i < m->nt && rc == 0; i++)
+    for (size_t i = 0; restore && i < m->nt && rc == 0; i++)
         for (size_t j = 0; j <= i && rc == 0; j++) {
             weft_access_desc c[2] = {tile(m, &m->A0, i, j, WEFT_READ),
                                      tile(m, &m->A, i, j, WEFT_WRITE)};
@@ -780,6 +829,7 @@ static int chol_open(chol *m, const char *driver, int kernels, char *why,
     m->align = 1;
     m->driver = driver;
     o.devices = driver; /* (WEFT_DEVICES, where set, overrides it) */
+    o.device_mem_limit = m->mem_limit; /* (as WEFT_DEVICE_MEM_LIMIT) */
     rc = weft_runtime_create(&m->rt, &o);
     if (rc < 0 || weft_runtime_device_count(m->rt) == 0) {
         snprintf(why, size, "%s", rc < 0 ? weft_last_error() : "no device");
@@ -877,40 +927,235 @@ static int chol_matrix(chol *m, size_t n, size_t b)
     return m->cuda && m->native ? gpu_setup(m) : 0;
 }
 
+/* Bytes that crossed each link (weft_stats, summed over devices). */
+typedef struct chol_bytes {
+    uint64_t h2d, d2h, peer;
+} chol_bytes;
+
+/* What chol_run and chol_once measured. */
+typedef struct chol_result {
+    double first;  /* seconds: the first launch (--once: launch and sync) */
+    double steady; /* seconds per launch of the --reps after it */
+    size_t nodes;
+    int bad; /* the last devInfo of a GPU that was not 0 */
+    weft_exec_stats st;
+    chol_bytes first_bytes;  /* moved by the first launch (and sync) */
+    chol_bytes steady_bytes; /* per steady launch: the mean of reps */
+    /* over the whole run: replica extents evicted, written back first,
+     * and the bytes those write-backs moved */
+    uint64_t evictions, writebacks, evict_bytes;
+} chol_result;
+
 /*
- * The graph on the devices in use, launched once (*first: seconds) and
- * reps times more (*steady: seconds per launch), then A's bytes on the
- * host; *bad is the last devInfo of a GPU that was not 0.
+ * The least a tiled Cholesky moves (the file's header comment). Where two
+ * of the devices cannot reach each other (PoCL's), the panel tiles go
+ * through the host: peer is then 0, and each panel tile that another
+ * device reads goes to the host once (staged) and back to every other
+ * reader (peer's bytes, on host->device).
  */
-static int chol_run(chol *m, int reps, int capture, double *first,
-                    double *steady, weft_exec_stats *st, size_t *nodes,
-                    int *bad)
+typedef struct chol_minimum {
+    uint64_t lower;  /* bytes of the lower tiles, nt (nt + 1) / 2 of them */
+    uint64_t peer;   /* bytes to other devices per launch, owner mapping */
+    uint64_t staged; /* where not direct: device->host bytes per launch */
+    int direct;      /* 1: the devices in use reach each other directly */
+} chol_minimum;
+
+static void stats_now(const chol *m, weft_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->size = sizeof *s;
+    weft_runtime_get_stats(m->rt, s); /* (cannot fail on a live runtime) */
+}
+
+static chol_bytes bytes_between(const weft_stats *a, const weft_stats *b,
+                                uint64_t per)
+{
+    chol_bytes d = {(b->h2d_bytes - a->h2d_bytes) / per,
+                    (b->d2h_bytes - a->d2h_bytes) / per,
+                    (b->peer_bytes - a->peer_bytes) / per};
+    return d;
+}
+
+static void evictions_between(chol_result *r, const weft_stats *a,
+                              const weft_stats *b)
+{
+    r->evictions = b->evictions - a->evictions;
+    r->writebacks = b->writebacks - a->writebacks;
+    r->evict_bytes = b->evict_bytes - a->evict_bytes;
+}
+
+/* Adds to r->peer the tile's bytes for each device of seen[] other than
+ * the owner, and to r->staged once where there is one; clears seen[]. */
+static void count_readers(const chol *m, unsigned char *seen, size_t owner,
+                          uint64_t tile, chol_minimum *r)
+{
+    uint64_t before = r->peer;
+
+    for (unsigned d = 0; d < m->ndev; d++) {
+        if (seen[d] && d != owner)
+            r->peer += tile;
+        seen[d] = 0;
+    }
+    if (r->peer != before)
+        r->staged += tile;
+}
+
+static chol_minimum chol_min(const chol *m)
+{
+    uint64_t tile = (uint64_t)m->b * m->b * sizeof(double);
+    unsigned char seen[MAX_DEVICES] = {0};
+    chol_minimum r = {(uint64_t)m->nt * (m->nt + 1) / 2 * tile, 0, 0, 1};
+
+    for (unsigned x = 0; x < m->ndev; x++)
+        for (unsigned y = 0; y < m->ndev; y++) {
+            int can = 1;
+
+            if (x != y &&
+                (weft_device_can_access_peer(m->dev[x], m->dev[y], &can) < 0 ||
+                 !can))
+                r.direct = 0;
+        }
+    for (size_t k = 0; m->ndev > 1 && k < m->nt; k++) {
+        /* L(k,k): the TRSMs of (r, k) */
+        for (size_t i = k + 1; i < m->nt; i++)
+            seen[owner_index(m, i, k)] = 1;
+        count_readers(m, seen, owner_index(m, k, k), tile, &r);
+        /* L(i,k), i > k: SYRK (i,i), GEMM (i,j) k < j < i and (r,i) r > i */
+        for (size_t i = k + 1; i < m->nt; i++) {
+            for (size_t j = k + 1; j <= i; j++)
+                seen[owner_index(m, i, j)] = 1;
+            for (size_t x = i + 1; x < m->nt; x++)
+                seen[owner_index(m, x, i)] = 1;
+            count_readers(m, seen, owner_index(m, i, k), tile, &r);
+        }
+    }
+    if (r.direct)
+        r.staged = 0;
+    return r;
+}
+
+/*
+ * The least each link moves in a launch: the first (with the restore from
+ * A0 on the host), a steady one, or --once's (the sync included).
+ */
+enum { LAUNCH_FIRST, LAUNCH_STEADY, LAUNCH_ONCE };
+static chol_bytes chol_min_links(const chol *m, int launch)
+{
+    chol_minimum l = chol_min(m);
+    uint64_t via_host = l.direct ? 0 : l.peer;
+    chol_bytes b = {via_host, l.staged, l.direct ? l.peer : 0};
+
+    if (launch != LAUNCH_STEADY)
+        b.h2d += l.lower;
+    if (launch == LAUNCH_ONCE)
+        b.d2h += l.lower;
+    return b;
+}
+
+/*
+ * The graph on the devices in use, launched once (r->first: seconds) and
+ * reps times more (r->steady: seconds per launch), then A's bytes on the
+ * host.
+ */
+static int chol_run(chol *m, int reps, int capture, chol_result *r)
 {
     weft_graph *g = NULL;
     weft_exec *e = NULL;
+    weft_stats s0, s1, s2;
     double t0;
     int rc;
 
-    *bad = 0;
-    if ((rc = factor_graph(m, capture, &g, nodes)) < 0 ||
+    r->bad = 0;
+    r->st.size = sizeof r->st;
+    if ((rc = factor_graph(m, capture, 1, &g, &r->nodes)) < 0 ||
         (rc = weft_graph_instantiate(g, NULL, &e)) < 0)
         goto out;
     /* The first launch moves A0's tiles; the later ones find them there. */
+    stats_now(m, &s0);
     t0 = now();
     if ((rc = weft_exec_launch(e)) < 0 || (rc = weft_exec_wait(e)) < 0)
         goto out;
-    *first = now() - t0;
+    r->first = now() - t0;
+    stats_now(m, &s1);
     t0 = now();
-    for (int r = 0; r < reps && rc == 0; r++)
+    for (int x = 0; x < reps && rc == 0; x++)
         rc = weft_exec_launch(e);
     if (rc < 0 || (rc = weft_exec_wait(e)) < 0)
         goto out;
-    *steady = (now() - t0) / reps;
-    if ((rc = weft_exec_get_stats(e, st)) < 0 ||
+    r->steady = (now() - t0) / reps;
+    stats_now(m, &s2);
+    r->first_bytes = bytes_between(&s0, &s1, 1);
+    r->steady_bytes = bytes_between(&s1, &s2, (uint64_t)reps);
+    evictions_between(r, &s0, &s2);
+    if ((rc = weft_exec_get_stats(e, &r->st)) < 0 ||
         (rc = weft_buffer_sync_host(m->ab)) < 0)
         goto out;
-    if (m->cuda && m->native && (*bad = gpu_info(m)) != 0)
-        fprintf(stderr, "cholesky: cusolverDnDpotrf: devInfo %d\n", *bad);
+    if (m->cuda && m->native && (r->bad = gpu_info(m)) != 0)
+        fprintf(stderr, "cholesky: cusolverDnDpotrf: devInfo %d\n", r->bad);
+out:
+    weft_exec_destroy(e);
+    weft_graph_destroy(g);
+    return rc;
+}
+
+/*
+ * Fresh buffers over the same host arrays, nothing of them on a device: A
+ * (set from A0 on the host first where reset), and A0 where both.
+ */
+static int chol_rewrap(chol *m, int reset, int both)
+{
+    size_t bytes = m->n * m->ld * sizeof *m->a;
+    int rc;
+
+    if ((rc = weft_buffer_destroy(m->ab)) < 0 ||
+        (both && (rc = weft_buffer_destroy(m->a0b)) < 0))
+        return rc;
+    m->ab = NULL;
+    if (both)
+        m->a0b = NULL;
+    if (reset)
+        memcpy(m->a, m->a0, bytes);
+    if ((rc = weft_buffer_wrap(m->rt, m->a, bytes, &m->ab)) < 0 ||
+        (both && (rc = weft_buffer_wrap(m->rt, m->a0, bytes, &m->a0b)) < 0))
+        return rc;
+    m->A = weft_matrix_of(m->ab, 0, sizeof(double), m->n, m->n, m->ld);
+    m->A0 = weft_matrix_of(m->a0b, 0, sizeof(double), m->n, m->n, m->ld);
+    return 0;
+}
+
+/*
+ * The matrix from the host only: A set from A0 on the host and wrapped
+ * anew, the graph without the restore, one launch and A's bytes brought
+ * back to the host, timed together (r->first; r->first_bytes moved).
+ */
+static int chol_once(chol *m, int capture, chol_result *r)
+{
+    weft_graph *g = NULL;
+    weft_exec *e = NULL;
+    weft_stats s0, s1;
+    double t0;
+    int rc;
+
+    memset(r, 0, sizeof *r);
+    r->st.size = sizeof r->st;
+    if ((rc = chol_rewrap(m, 1, 0)) < 0)
+        return rc;
+    if ((rc = factor_graph(m, capture, 0, &g, &r->nodes)) < 0 ||
+        (rc = weft_graph_instantiate(g, NULL, &e)) < 0)
+        goto out;
+    stats_now(m, &s0);
+    t0 = now();
+    if ((rc = weft_exec_launch(e)) < 0 || (rc = weft_exec_wait(e)) < 0 ||
+        (rc = weft_buffer_sync_host(m->ab)) < 0)
+        goto out;
+    r->first = r->steady = now() - t0;
+    stats_now(m, &s1);
+    r->first_bytes = bytes_between(&s0, &s1, 1);
+    evictions_between(r, &s0, &s1);
+    if ((rc = weft_exec_get_stats(e, &r->st)) < 0)
+        goto out;
+    if (m->cuda && m->native && (r->bad = gpu_info(m)) != 0)
+        fprintf(stderr, "cholesky: cusolverDnDpotrf: devInfo %d\n", r->bad);
 out:
     weft_exec_destroy(e);
     weft_graph_destroy(g);
@@ -930,27 +1175,81 @@ static void chol_close(chol *m)
 }
 
 #ifndef CHOLESKY_NO_MAIN
+/* "1.23 GB": bytes in decimal units. */
+static const char *human(char *buf, size_t size, uint64_t bytes)
+{
+    static const char *const unit[] = {"kB", "MB", "GB", "TB"};
+    double v = (double)bytes;
+    int u = -1;
+
+    while (v >= 1000 && u < 3) {
+        v /= 1000;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, size, "%.2f %s", v, unit[u]);
+    return buf;
+}
+
+/* "<what> bytes: 1.23 GB (minimum 1.20 GB, 1.025x)" */
+static void print_bytes(const char *what, uint64_t moved, uint64_t least)
+{
+    char a[32], b[32];
+
+    if (least)
+        printf("%s bytes: %s (minimum %s, %.3fx)\n", what,
+               human(a, sizeof a, moved), human(b, sizeof b, least),
+               (double)moved / (double)least);
+    else
+        printf("%s bytes: %s (minimum 0 B)\n", what, human(a, sizeof a, moved));
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: cholesky [--n N] [--tile B] [--driver "
             "cuda|host|opencl|sim] [--kernels native|portable] [--reps R] "
-            "[--place owner|auto] [--no-capture] [--check-rows S]\n");
+            "[--place owner|auto] [--no-capture] [--check-rows S] [--once] "
+            "[--mem-limit SIZE]\n");
     exit(2);
+}
+
+/* "64M", "2G", "4096": bytes, with a K, M, G or T suffix (powers of 1024). */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+
+    if (end == s)
+        return -1;
+    if (*end) {
+        const char *u = strchr("KMGT", *end);
+
+        if (!u || end[1])
+            return -1;
+        shift = 10 * (int)(u - "KMGT" + 1);
+    }
+    *out = (uint64_t)v << shift;
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    size_t n = 1024, b = 128, check_rows = 32, nodes = 0;
-    int reps = 3, capture = 1, kernels = -1; /* -1: by driver */
+    size_t n = 1024, b = 128, check_rows = 32;
+    int reps = 3, capture = 1, kernels = -1, once = 0; /* -1: by driver */
     const char *driver = NULL;
-    weft_exec_stats st = {.size = sizeof st};
-    double first = 0, steady = 0, res, flops;
-    char why[512];
+    chol_result r;
+    chol_bytes least[3];
+    double res, flops;
+    char why[512], h[32];
     chol m;
-    int rc = 0, bad = 0;
+    int rc = 0;
 
     memset(&m, 0, sizeof m);
+    memset(&r, 0, sizeof r);
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -971,6 +1270,11 @@ int main(int argc, char **argv)
             m.place_auto = !strcmp(argv[++i], "auto");
         else if (!strcmp(argv[i], "--no-capture"))
             capture = 0;
+        else if (!strcmp(argv[i], "--once"))
+            once = 1;
+        else if (!strcmp(argv[i], "--mem-limit") && v &&
+                 parse_size(v, &m.mem_limit) == 0)
+            i++;
         else
             usage();
     }
@@ -993,7 +1297,8 @@ int main(int argc, char **argv)
     if (rc == 0)
         rc = chol_matrix(&m, n, b);
     if (rc == 0)
-        rc = chol_run(&m, reps, capture, &first, &steady, &st, &nodes, &bad);
+        rc =
+            once ? chol_once(&m, capture, &r) : chol_run(&m, reps, capture, &r);
     if (rc < 0) {
         if (*weft_last_error()) /* (else the message is out already) */
             fprintf(stderr, "cholesky: %s: %s\n", weft_strerror(rc),
@@ -1004,26 +1309,59 @@ int main(int argc, char **argv)
 
     res = residual(&m, n <= 4096 ? n : check_rows);
     flops = (double)n * (double)n * (double)n / 3.0;
+    for (int x = LAUNCH_FIRST; x <= LAUNCH_ONCE; x++)
+        least[x] = chol_min_links(&m, x);
     printf("n: %zu elements\ntile: %zu elements\n", n, b);
     printf("devices: %u (%s, %u x %u grid%s)\n", m.ndev, m.driver, m.p, m.q,
            m.place_auto ? ", placed by weft" : "");
     printf("kernels: %s\n", !m.native                   ? "portable"
                             : !strcmp(m.driver, "cuda") ? "cuSOLVER/cuBLAS"
                                                         : "OpenBLAS");
-    printf("nodes: %zu\n", nodes);
-    printf("weft_first_launch: %.2f GFLOP/s (%.4f s)\n", flops / first * 1e-9,
-           first);
-    printf("weft: %.2f GFLOP/s (%d launches, %.4f s each)\n",
-           flops / steady * 1e-9, reps, steady);
-    printf("replayed: %llu of %llu launches (%llu as native graphs, %u "
-           "graphs)\n",
-           (unsigned long long)st.native_replays,
-           (unsigned long long)st.launches,
-           (unsigned long long)st.native_launches, st.native_graphs);
+    if (m.mem_limit || getenv("WEFT_DEVICE_MEM_LIMIT"))
+        printf("device memory limit: %s per device (matrix %s)\n",
+               getenv("WEFT_DEVICE_MEM_LIMIT")
+                   ? getenv("WEFT_DEVICE_MEM_LIMIT")
+                   : human(why, sizeof why, m.mem_limit),
+               human(h, sizeof h, (uint64_t)n * n * sizeof(double)));
+    printf("nodes: %zu\n", r.nodes);
+    if (once) {
+        printf("weft_once: %.2f GFLOP/s (%.4f s: launch, wait and "
+               "sync_host)\n",
+               flops / r.first * 1e-9, r.first);
+        print_bytes("once host->device", r.first_bytes.h2d,
+                    least[LAUNCH_ONCE].h2d);
+        print_bytes("once device->host", r.first_bytes.d2h,
+                    least[LAUNCH_ONCE].d2h);
+        print_bytes("once peer", r.first_bytes.peer, least[LAUNCH_ONCE].peer);
+    } else {
+        printf("weft_first_launch: %.2f GFLOP/s (%.4f s)\n",
+               flops / r.first * 1e-9, r.first);
+        printf("weft: %.2f GFLOP/s (%d launches, %.4f s each)\n",
+               flops / r.steady * 1e-9, reps, r.steady);
+        printf("replayed: %llu of %llu launches (%llu as native graphs, %u "
+               "graphs)\n",
+               (unsigned long long)r.st.native_replays,
+               (unsigned long long)r.st.launches,
+               (unsigned long long)r.st.native_launches, r.st.native_graphs);
+        print_bytes("first host->device", r.first_bytes.h2d,
+                    least[LAUNCH_FIRST].h2d);
+        print_bytes("first device->host", r.first_bytes.d2h,
+                    least[LAUNCH_FIRST].d2h);
+        print_bytes("first peer", r.first_bytes.peer, least[LAUNCH_FIRST].peer);
+        print_bytes("steady host->device", r.steady_bytes.h2d,
+                    least[LAUNCH_STEADY].h2d);
+        print_bytes("steady device->host", r.steady_bytes.d2h,
+                    least[LAUNCH_STEADY].d2h);
+        print_bytes("steady peer", r.steady_bytes.peer,
+                    least[LAUNCH_STEADY].peer);
+    }
+    printf("evictions: %llu (%llu written back, %s)\n",
+           (unsigned long long)r.evictions, (unsigned long long)r.writebacks,
+           human(h, sizeof h, r.evict_bytes));
     printf("residual: %.3g (||A - L L^T||_F / ||A||_F over %s)\n", res,
            n <= 4096 ? "every row" : "sampled rows");
     rc = 0;
-    if (!(res <= 1e-12) || bad) {
+    if (!(res <= 1e-12) || r.bad) {
         fprintf(stderr, "cholesky: WRONG: residual %.3g above 1e-12\n", res);
         rc = 1;
     } else {
