@@ -30,6 +30,7 @@
  *   ratio_weft_<k>dev_n<n>_b<b>   weft over the baseline (x)
  *   ratio_mg_weft_<k>dev_n<n>_b<b> weft over cusolverMgPotrf on as many
  *                                 GPUs (x)
+ *   scaling_weft_<k>dev_n<n>_b<b> weft on k devices over weft on one (x)
  *   bytes_h2d_first_ratio_<k>dev_n<n>_b<b>
  *                                 the first launch's host->device bytes
  *                                 over the least (A0's lower tiles once)
@@ -57,12 +58,16 @@
  * the figures are of this machine's CPU, and there is no baseline): the
  * code paths of the figures, out of core included, without a GPU.
  *
+ * --lookahead 0,1 runs weft's figures also (or only) with the example's
+ * --lookahead priorities; those figures end in _la.
+ *
  * Every factorisation is checked (the example's residual, on --check-rows
  * rows beyond n = 4096) and a residual above 1e-12 ends the bench.
  *
  *   bench/cholesky [--driver cuda|host|sim] [--sizes 4096,8192] [--tiles
  *                  512,1024] [--devices 1,2] [--reps R] [--check-rows S]
- *                  [--mg-block T] [--out-of-core N] [--json]
+ *                  [--mg-block T] [--out-of-core N] [--lookahead 0,1]
+ *                  [--json]
  */
 #define CHOLESKY_NO_MAIN
 #include "../examples/cholesky.c"
@@ -456,11 +461,11 @@ static void out_of_core(const char *driver, int kernels, size_t n,
 int main(int argc, char **argv)
 {
     const char *driver = "cuda", *sizes_s = "4096,8192,16384",
-               *tiles_s = "512,1024", *devs_s = NULL;
+               *tiles_s = "512,1024", *devs_s = NULL, *la_s = "0";
     int reps = 3, kernels;
     unsigned check_rows = 16, mg_block = 256, oc_n = 0;
-    size_t sizes[16], tiles[16], devs[16];
-    int nsizes, ntiles, ndevs;
+    size_t sizes[16], tiles[16], devs[16], las[2];
+    int nsizes, ntiles, ndevs, nlas;
     char why[512], name[128];
     chol m;
     const bench_option options[] = {
@@ -472,6 +477,7 @@ int main(int argc, char **argv)
         {"--check-rows", BENCH_UNSIGNED, &check_rows, "S"},
         {"--mg-block", BENCH_UNSIGNED, &mg_block, "T"},
         {"--out-of-core", BENCH_UNSIGNED, &oc_n, "N"},
+        {"--lookahead", BENCH_STRING, &la_s, "0,1"},
     };
 
     BENCH_OPTIONS(argc, argv, "cholesky", options);
@@ -483,6 +489,7 @@ int main(int argc, char **argv)
     kernels = strcmp(driver, "sim") ? 1 : -1;
     nsizes = parse_list(sizes_s, sizes, 16);
     ntiles = parse_list(tiles_s, tiles, 16);
+    nlas = parse_list(la_s, las, 2);
     memset(&m, 0, sizeof m);
     if (chol_open(&m, driver, kernels, why, sizeof why) != 0) {
         printf("skipped: %s%s\n",
@@ -514,8 +521,9 @@ int main(int argc, char **argv)
         double base = 0, flops = (double)n * (double)n * (double)n / 3.0;
         struct {
             size_t dev, b;
+            const char *la;
             double gflops;
-        } rate[16 * 16];
+        } rate[16 * 16 * 2];
 
         for (int t = 0; t < ntiles; t++) {
             size_t b = tiles[t];
@@ -527,13 +535,16 @@ int main(int argc, char **argv)
             bench_progress("making the matrix");
             bench_check(chol_matrix(&m, n, b));
             made++;
-            for (int d = 0; d < ndevs; d++) {
+            for (int x = 0; x < ndevs * nlas; x++) {
+                size_t k = devs[x / nlas];
+                const char *la = las[x % nlas] ? "_la" : "";
                 chol_result r;
                 double res;
 
-                if (devs[d] < 1 || devs[d] > m.ndev_all)
+                if (k < 1 || k > m.ndev_all)
                     continue;
-                chol_use(&m, (unsigned)devs[d]);
+                chol_use(&m, (unsigned)k);
+                m.lookahead = las[x % nlas] != 0;
                 bench_progress("weft");
                 memset(&r, 0, sizeof r);
                 /* the first launch from the host, as on a fresh matrix */
@@ -542,18 +553,21 @@ int main(int argc, char **argv)
                 res = residual(&m, n <= 4096 ? n : check_rows);
                 if (!(res <= 1e-12) || r.bad)
                     bench_die("n %zu, tile %zu, %zu devices: residual %.3g", n,
-                              b, devs[d], res);
-                snprintf(name, sizeof name, "weft_%zudev_n%zu_b%zu", devs[d], n,
-                         b);
+                              b, k, res);
+                snprintf(name, sizeof name, "weft_%zudev_n%zu_b%zu%s", k, n, b,
+                         la);
                 bench_figure(name, flops / r.steady * 1e-9, "GFLOP/s");
-                snprintf(name, sizeof name, "weft_%zudev_n%zu_b%zu_first",
-                         devs[d], n, b);
+                snprintf(name, sizeof name, "weft_%zudev_n%zu_b%zu%s_first", k,
+                         n, b, la);
                 bench_figure(name, flops / r.first * 1e-9, "GFLOP/s");
-                bytes_figures(&m, &r, devs[d], n, b);
-                rate[nrates].dev = devs[d];
+                if (!*la)
+                    bytes_figures(&m, &r, k, n, b);
+                rate[nrates].dev = k;
                 rate[nrates].b = b;
+                rate[nrates].la = la;
                 rate[nrates++].gflops = flops / r.steady * 1e-9;
             }
+            m.lookahead = 0;
         }
         if (!made) /* (m holds another n's matrix, or none) */
             continue;
@@ -572,10 +586,20 @@ int main(int argc, char **argv)
         else
             bench_note("%s: skipped (%s)", name, skip);
         for (size_t r = 0; base > 0 && r < nrates; r++) {
-            snprintf(name, sizeof name, "ratio_weft_%zudev_n%zu_b%zu",
-                     rate[r].dev, n, rate[r].b);
+            snprintf(name, sizeof name, "ratio_weft_%zudev_n%zu_b%zu%s",
+                     rate[r].dev, n, rate[r].b, rate[r].la);
             bench_figure(name, rate[r].gflops / base, "x");
         }
+        /* k devices against one, for the same tile and priorities */
+        for (size_t r = 0; r < nrates; r++)
+            for (size_t o = 0; rate[r].dev > 1 && o < nrates; o++) {
+                if (rate[o].dev != 1 || rate[o].b != rate[r].b ||
+                    strcmp(rate[o].la, rate[r].la))
+                    continue;
+                snprintf(name, sizeof name, "scaling_weft_%zudev_n%zu_b%zu%s",
+                         rate[r].dev, n, rate[r].b, rate[r].la);
+                bench_figure(name, rate[r].gflops / rate[o].gflops, "x");
+            }
         /* cuSOLVER's own multi-GPU factorisation on as many GPUs */
         for (int d = 0; m.cuda && d < ndevs; d++) {
             double mgr;
@@ -594,8 +618,8 @@ int main(int argc, char **argv)
             for (size_t r = 0; r < nrates; r++) {
                 if (rate[r].dev != devs[d])
                     continue;
-                snprintf(name, sizeof name, "ratio_mg_weft_%zudev_n%zu_b%zu",
-                         rate[r].dev, n, rate[r].b);
+                snprintf(name, sizeof name, "ratio_mg_weft_%zudev_n%zu_b%zu%s",
+                         rate[r].dev, n, rate[r].b, rate[r].la);
                 bench_figure(name, rate[r].gflops / mgr, "x");
             }
         }

@@ -101,6 +101,13 @@
  *   cholesky [--n N] [--tile B] [--driver cuda|host|opencl|sim]
  *            [--kernels native|portable] [--reps R] [--place owner|auto]
  *            [--no-capture] [--check-rows S] [--once] [--mem-limit SIZE]
+ *            [--lookahead]
+ *
+ * --lookahead gives the critical path priority (weft_graph_set_priority):
+ * each panel's POTRF and TRSMs, and the SYRK and GEMMs of the step before
+ * that update the next panel's column, are WEFT_PRIORITY_HIGH, so that
+ * weft issues them ahead of the trailing updates and the devices run them
+ * on their high-priority streams.
  *
  * bench/cholesky includes this file with CHOLESKY_NO_MAIN defined and
  * times the same graph (chol_open, chol_matrix, chol_use, chol_run,
@@ -363,6 +370,7 @@ typedef struct chol {
     unsigned align;      /* their largest arg_offset_align */
     int cuda;            /* cuSOLVER and cuBLAS loaded */
     int place_auto;
+    int lookahead;      /* panel nodes and the next panel's updates high */
     uint64_t mem_limit; /* device_mem_limit of the runtime (0: none) */
     const weft_device *dev[MAX_DEVICES];
     weft_runtime *rt;
@@ -556,7 +564,7 @@ static const weft_device *owner(const chol *m, size_t i, size_t j)
  */
 static int add_op(chol *m, weft_graph *g, int op, int capture,
                   const weft_access_desc *acc, unsigned nacc, size_t i,
-                  size_t j)
+                  size_t j, int high)
 {
     weft_node node;
     int rc;
@@ -601,6 +609,8 @@ static int add_op(chol *m, weft_graph *g, int op, int capture,
     }
     if (rc == 0 && (!m->place_auto || m->ndev == 1))
         rc = weft_graph_set_device(g, node, owner(m, i, j));
+    if (rc == 0 && high && m->lookahead)
+        rc = weft_graph_set_priority(g, node, WEFT_PRIORITY_HIGH);
     return rc;
 }
 
@@ -629,33 +639,33 @@ static int factor_graph(chol *m, int capture, int restore, weft_graph **out,
             weft_access_desc c[2] = {tile(m, &m->A0, i, j, WEFT_READ),
                                      tile(m, &m->A, i, j, WEFT_WRITE)};
 
-            rc = add_op(m, g, OP_COPY, capture, c, 2, i, j);
+            rc = add_op(m, g, OP_COPY, capture, c, 2, i, j, 0);
             ++*nodes;
         }
     for (size_t k = 0; k < m->nt && rc == 0; k++) {
         weft_access_desc pk = tile(m, &m->A, k, k, WEFT_READ_WRITE);
 
-        rc = add_op(m, g, OP_POTRF, capture, &pk, 1, k, k);
+        rc = add_op(m, g, OP_POTRF, capture, &pk, 1, k, k, 1);
         ++*nodes;
         for (size_t i = k + 1; i < m->nt && rc == 0; i++) {
             weft_access_desc t[2] = {tile(m, &m->A, k, k, WEFT_READ),
                                      tile(m, &m->A, i, k, WEFT_READ_WRITE)};
 
-            rc = add_op(m, g, OP_TRSM, capture, t, 2, i, k);
+            rc = add_op(m, g, OP_TRSM, capture, t, 2, i, k, 1);
             ++*nodes;
         }
         for (size_t i = k + 1; i < m->nt && rc == 0; i++) {
             weft_access_desc s[2] = {tile(m, &m->A, i, k, WEFT_READ),
                                      tile(m, &m->A, i, i, WEFT_READ_WRITE)};
 
-            rc = add_op(m, g, OP_SYRK, capture, s, 2, i, i);
+            rc = add_op(m, g, OP_SYRK, capture, s, 2, i, i, i == k + 1);
             ++*nodes;
             for (size_t j = k + 1; j < i && rc == 0; j++) {
                 weft_access_desc u[3] = {tile(m, &m->A, i, k, WEFT_READ),
                                          tile(m, &m->A, j, k, WEFT_READ),
                                          tile(m, &m->A, i, j, WEFT_READ_WRITE)};
 
-                rc = add_op(m, g, OP_GEMM, capture, u, 3, i, j);
+                rc = add_op(m, g, OP_GEMM, capture, u, 3, i, j, j == k + 1);
                 ++*nodes;
             }
         }
@@ -1212,7 +1222,7 @@ static void usage(void)
             "usage: cholesky [--n N] [--tile B] [--driver "
             "cuda|host|opencl|sim] [--kernels native|portable] [--reps R] "
             "[--place owner|auto] [--no-capture] [--check-rows S] [--once] "
-            "[--mem-limit SIZE]\n");
+            "[--mem-limit SIZE] [--lookahead]\n");
     exit(2);
 }
 
@@ -1270,6 +1280,8 @@ int main(int argc, char **argv)
             m.place_auto = !strcmp(argv[++i], "auto");
         else if (!strcmp(argv[i], "--no-capture"))
             capture = 0;
+        else if (!strcmp(argv[i], "--lookahead"))
+            m.lookahead = 1;
         else if (!strcmp(argv[i], "--once"))
             once = 1;
         else if (!strcmp(argv[i], "--mem-limit") && v &&
@@ -1312,8 +1324,9 @@ int main(int argc, char **argv)
     for (int x = LAUNCH_FIRST; x <= LAUNCH_ONCE; x++)
         least[x] = chol_min_links(&m, x);
     printf("n: %zu elements\ntile: %zu elements\n", n, b);
-    printf("devices: %u (%s, %u x %u grid%s)\n", m.ndev, m.driver, m.p, m.q,
-           m.place_auto ? ", placed by weft" : "");
+    printf("devices: %u (%s, %u x %u grid%s%s)\n", m.ndev, m.driver, m.p, m.q,
+           m.place_auto ? ", placed by weft" : "",
+           m.lookahead ? ", lookahead priorities" : "");
     printf("kernels: %s\n", !m.native                   ? "portable"
                             : !strcmp(m.driver, "cuda") ? "cuSOLVER/cuBLAS"
                                                         : "OpenBLAS");
