@@ -74,3 +74,26 @@ if has check; then
         WEFT_STATS=1 WEFT_DEVICES=$d timeout 120 $b/examples/cholesky --driver cuda --n 16384 --tile 2048 --reps 3 2>&1 | tail -16
     done
 fi
+if has final; then
+    # issue 19's figures in one run: 1, 2 (and 4) GPUs beside cusolverDnDpotrf
+    # and cusolverMgPotrf, with and without lookahead priorities, and the
+    # out-of-core figure; then the CPU figures; then one traced run
+    ng=$(nvidia-smi -L | wc -l)
+    devs=1,2; [ "$ng" -ge 4 ] && devs=1,2,4
+    echo "=== bench cholesky cuda ($ng GPUs)"
+    WEFT_DEVICES=cuda timeout ${FINAL_CUDA_S:-330} $b/bench/cholesky --driver cuda \
+        --sizes ${FSIZES:-16384,32768} --tiles ${FTILES:-1024,2048} --devices $devs \
+        --lookahead 0,1 --reps 3 --out-of-core ${OCN:-24576} --json >"$out/chol_cuda.json" 2>"$out/chol_cuda.err"
+    echo "rc=$?"; grep -v "^#" "$out/chol_cuda.err" | tail -3
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(f'{k}: {v}') for k,v in d.get('figures',d).items()] if isinstance(d,dict) else print(d)" "$out/chol_cuda.json" 2>/dev/null | head -120
+fi
+if has finalhost; then
+    echo "=== bench cholesky host ($(nproc) cores)"
+    timeout ${FINAL_HOST_S:-150} $b/bench/cholesky --driver host --sizes ${HSIZES:-8192,16384} \
+        --tiles ${HTILES:-256,512} --reps 2 2>&1 | grep -v "^#.*steady launch" | tail -20
+fi
+if has trace; then
+    echo "=== cholesky 2 GPUs n 16384 tile 2048, traced"
+    WEFT_TRACE=$out/chol_2gpu.json WEFT_DEVICES=cuda:0,cuda:1 timeout 120 \
+        $b/examples/cholesky --driver cuda --n 16384 --tile 2048 --reps 2 --lookahead 2>&1 | tail -22
+fi
