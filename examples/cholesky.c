@@ -791,6 +791,25 @@ static int gpu_info(chol *m)
     return bad;
 }
 
+/*
+ * The cuBLAS handles of streams an executable graph used, once it is
+ * gone: the next one makes streams of its own (so the table would fill
+ * up over many graphs, and a new stream may reuse an old one's address).
+ */
+static void gpu_forget_streams(chol *m)
+{
+    for (unsigned x = 0; m->cuda && m->native && x < m->ndev_all; x++) {
+        gpu_state *g = &m->gpu[x];
+
+        pthread_mutex_lock(&g->lock);
+        if (g->context && cu.set_current(g->context) == 0)
+            for (unsigned h = 0; h < g->nblas; h++)
+                cu.blas_destroy(g->blas[h].handle);
+        g->nblas = 0;
+        pthread_mutex_unlock(&g->lock);
+    }
+}
+
 static void gpu_teardown(chol *m)
 {
     for (unsigned x = 0; x < m->ndev_all; x++) {
@@ -1104,6 +1123,7 @@ static int chol_run(chol *m, int reps, int capture, chol_result *r)
         fprintf(stderr, "cholesky: cusolverDnDpotrf: devInfo %d\n", r->bad);
 out:
     weft_exec_destroy(e);
+    gpu_forget_streams(m);
     weft_graph_destroy(g);
     return rc;
 }
@@ -1168,6 +1188,7 @@ static int chol_once(chol *m, int capture, chol_result *r)
         fprintf(stderr, "cholesky: cusolverDnDpotrf: devInfo %d\n", r->bad);
 out:
     weft_exec_destroy(e);
+    gpu_forget_streams(m);
     weft_graph_destroy(g);
     return rc;
 }
