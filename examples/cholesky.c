@@ -18,8 +18,10 @@
  *
  * and weft infers every dependency from the tiles' bytes. The nodes that
  * write tile (i, j) go to its owner, device (i mod P) * Q + (j mod Q) of a
- * P x Q grid of the driver's devices (2-D block-cyclic; P x 1 for two
- * devices: block rows alternate); --place auto leaves them to placement.
+ * P x Q grid of the driver's devices, P <= Q (2-D block-cyclic; 1 x 2 for
+ * two devices: block columns alternate, which balances the lower
+ * triangle's work, where alternating rows gives the odd rows 9% more);
+ * --place auto leaves them to placement.
  *
  * Tile kernels, by driver:
  *   cuda    native nodes calling cusolverDnDpotrf, cublasDtrsm, cublasDsyrk
@@ -828,15 +830,18 @@ static void gpu_teardown(chol *m)
     }
 }
 
-/* Use the first ndev of the driver's devices, as a P x Q grid. */
+/*
+ * Use the first ndev of the driver's devices, as a P x Q grid with P the
+ * largest divisor of ndev up to its square root (P <= Q).
+ */
 static void chol_use(chol *m, unsigned ndev)
 {
     m->ndev = ndev;
-    for (m->q = 1; (m->q + 1) * (m->q + 1) <= ndev; m->q++)
+    for (m->p = 1; (m->p + 1) * (m->p + 1) <= ndev; m->p++)
         ;
-    while (ndev % m->q)
-        m->q--;
-    m->p = ndev / m->q;
+    while (ndev % m->p)
+        m->p--;
+    m->q = ndev / m->p;
 }
 
 enum { CHOL_SKIP = 1 };
