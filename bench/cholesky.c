@@ -45,7 +45,11 @@
  * weft_buffer_sync_host, all timed), in a runtime without a memory limit
  * and in one whose device_mem_limit is the matrix's N^2 * 8 bytes / 1.5
  * (WEFT_DEVICE_MEM_LIMIT, where set, overrides both), --reps runs each
- * (the median), per tile size of --tiles that divides N:
+ * (the median), per tile size of --tiles that divides N, with the matrix
+ * stored tile by tile (--oc-layout tiles, the default: the example's
+ * --layout tiles, so that eviction takes single tiles; --oc-layout rows
+ * keeps the row-major matrix, whose tiles' device copies span whole
+ * bands of b rows):
  *
  *   weft_once_1dev_n<N>_b<b>      in core, GFLOP/s
  *   weft_once_oc_1dev_n<N>_b<b>   out of core, GFLOP/s
@@ -66,8 +70,8 @@
  *
  *   bench/cholesky [--driver cuda|host|sim] [--sizes 4096,8192] [--tiles
  *                  512,1024] [--devices 1,2] [--reps R] [--check-rows S]
- *                  [--mg-block T] [--out-of-core N] [--lookahead 0,1]
- *                  [--json]
+ *                  [--mg-block T] [--out-of-core N] [--oc-layout rows|tiles]
+ *                  [--lookahead 0,1] [--json]
  */
 #define CHOLESKY_NO_MAIN
 #include "../examples/cholesky.c"
@@ -391,7 +395,7 @@ static void bytes_figures(const chol *m, const chol_result *r, size_t k,
  */
 static void out_of_core(const char *driver, int kernels, size_t n,
                         const size_t *tiles, int ntiles, int reps,
-                        unsigned check_rows)
+                        unsigned check_rows, int tiled)
 {
     uint64_t bytes = (uint64_t)n * n * sizeof(double);
     double flops = (double)n * (double)n * (double)n / 3.0;
@@ -418,6 +422,7 @@ static void out_of_core(const char *driver, int kernels, size_t n,
 
             memset(&c, 0, sizeof c);
             c.mem_limit = oc ? (uint64_t)((double)bytes / 1.5) : 0;
+            c.tiled = tiled;
             if (chol_open(&c, driver, kernels, why, sizeof why) != 0)
                 bench_die("out of core: %s", why);
             chol_use(&c, 1);
@@ -439,11 +444,12 @@ static void out_of_core(const char *driver, int kernels, size_t n,
                      oc ? "_oc" : "", n, b);
             bench_figure(name, rate[oc], "GFLOP/s");
             bench_note(
-                "%s, n %zu, b %zu (limit %llu bytes, matrix %llu): a "
+                "%s, n %zu, b %zu, %s layout (limit %llu bytes, matrix %llu): "
+                "a "
                 "run: %llu evictions, %llu written back (%llu bytes); "
                 "host->device %llu, device->host %llu bytes (minimum "
                 "%llu, %llu)",
-                oc ? "out of core" : "in core", n, b,
+                oc ? "out of core" : "in core", n, b, tiled ? "tile" : "row",
                 (unsigned long long)c.mem_limit, (unsigned long long)bytes,
                 (unsigned long long)r.evictions,
                 (unsigned long long)r.writebacks,
@@ -461,7 +467,8 @@ static void out_of_core(const char *driver, int kernels, size_t n,
 int main(int argc, char **argv)
 {
     const char *driver = "cuda", *sizes_s = "4096,8192,16384",
-               *tiles_s = "512,1024", *devs_s = NULL, *la_s = "0";
+               *tiles_s = "512,1024", *devs_s = NULL, *la_s = "0",
+               *oc_layout = "tiles";
     int reps = 3, kernels;
     unsigned check_rows = 16, mg_block = 256, oc_n = 0;
     size_t sizes[16], tiles[16], devs[16], las[2];
@@ -478,10 +485,12 @@ int main(int argc, char **argv)
         {"--mg-block", BENCH_UNSIGNED, &mg_block, "T"},
         {"--out-of-core", BENCH_UNSIGNED, &oc_n, "N"},
         {"--lookahead", BENCH_STRING, &la_s, "0,1"},
+        {"--oc-layout", BENCH_STRING, &oc_layout, "rows|tiles"},
     };
 
     BENCH_OPTIONS(argc, argv, "cholesky", options);
     if (reps < 1 || check_rows < 1 || mg_block < 1 ||
+        (strcmp(oc_layout, "rows") && strcmp(oc_layout, "tiles")) ||
         (strcmp(driver, "cuda") && strcmp(driver, "host") &&
          strcmp(driver, "sim")))
         bench_usage();
@@ -627,7 +636,8 @@ int main(int argc, char **argv)
     /* (its device memory given back before the out-of-core runtimes) */
     chol_close(&m);
     if (oc_n)
-        out_of_core(driver, kernels, oc_n, tiles, ntiles, reps, check_rows);
+        out_of_core(driver, kernels, oc_n, tiles, ntiles, reps, check_rows,
+                    !strcmp(oc_layout, "tiles"));
     bench_progress("");
     bench_end();
     return 0;

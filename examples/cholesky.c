@@ -9,6 +9,13 @@
  * matrix's leading dimension on every device. Only the lower triangle is
  * read and written; L overwrites it.
  *
+ * --layout tiles stores A tile by tile instead (tile (i, j) is b x b
+ * contiguous doubles, row-major, ld = b, at tile index i * n/b + j; the
+ * host side converts when it fills and checks the matrix). Out of core it
+ * matters: a device copy of a row-major tile spans its whole band of b
+ * rows (the tile's pitch is the matrix's), so eviction frees and moves
+ * whole bands, n/b tiles at a time; a contiguous tile is evicted alone.
+ *
  * For k = 0 .. n/b - 1 the graph has
  *
  *     POTRF  A(k,k) = L(k,k) L(k,k)^T
@@ -103,7 +110,7 @@
  *   cholesky [--n N] [--tile B] [--driver cuda|host|opencl|sim]
  *            [--kernels native|portable] [--reps R] [--place owner|auto]
  *            [--no-capture] [--check-rows S] [--once] [--mem-limit SIZE]
- *            [--lookahead]
+ *            [--lookahead] [--layout rows|tiles]
  *
  * --lookahead gives the critical path priority (weft_graph_set_priority):
  * each panel's POTRF and TRSMs, and the SYRK and GEMMs of the step before
@@ -373,6 +380,7 @@ typedef struct chol {
     int cuda;            /* cuSOLVER and cuBLAS loaded */
     int place_auto;
     int lookahead;      /* panel nodes and the next panel's updates high */
+    int tiled;          /* --layout tiles: tile by tile, ld = b */
     uint64_t mem_limit; /* device_mem_limit of the runtime (0: none) */
     const weft_device *dev[MAX_DEVICES];
     weft_runtime *rt;
@@ -619,6 +627,10 @@ static int add_op(chol *m, weft_graph *g, int op, int capture,
 static weft_access_desc tile(const chol *m, const weft_matrix *x, size_t i,
                              size_t j, weft_access mode)
 {
+    if (m->tiled)
+        return weft_access_block(
+            x->buffer, weft_matrix_tile(*x, m->b, m->b, i * m->nt + j, 0),
+            mode);
     return weft_access_block(x->buffer, weft_matrix_tile(*x, m->b, m->b, i, j),
                              mode);
 }
@@ -698,6 +710,29 @@ static double a_at(size_t n, size_t r, size_t c)
     return (double)(h >> 11) * 0x1.0p-52 - 1.0;
 }
 
+/* Where element (r, c) of the matrix lies in A's (and A0's) doubles. */
+static size_t at(const chol *m, size_t r, size_t c)
+{
+    if (!m->tiled)
+        return r * m->n + c;
+    return ((r / m->b) * m->nt + c / m->b) * m->b * m->b + (r % m->b) * m->b +
+           c % m->b;
+}
+
+/* Elements (r, 0 .. len) of x, contiguous in out. */
+static const double *row_of(const chol *m, const double *x, size_t r,
+                            size_t len, double *out)
+{
+    if (!m->tiled)
+        return x + r * m->n;
+    for (size_t c = 0; c < len; c += m->b) {
+        size_t k = len - c < m->b ? len - c : m->b;
+
+        memcpy(out + c, x + at(m, r, c), k * sizeof *out);
+    }
+    return out;
+}
+
 static double dot(const double *x, const double *y, size_t n)
 {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -720,20 +755,24 @@ static double dot(const double *x, const double *y, size_t n)
  */
 static double residual(const chol *m, size_t rows)
 {
-    size_t n = m->n, ld = m->ld, step = rows >= n ? 1 : n / rows;
+    size_t n = m->n, step = rows >= n ? 1 : n / rows;
     double num = 0, den = 0;
+    double *ra = m->tiled ? malloc(2 * n * sizeof *ra) : NULL;
 
+    if (m->tiled && !ra)
+        return INFINITY;
     for (size_t r = step - 1; r < n; r += step) {
-        const double *lr = m->a + r * ld;
+        const double *lr = row_of(m, m->a, r, r + 1, ra);
 
         for (size_t c = 0; c <= r; c++) {
-            double a = m->a0[r * ld + c], w = c == r ? 1 : 2;
-            double d = a - dot(lr, m->a + c * ld, c + 1);
+            double a = m->a0[at(m, r, c)], w = c == r ? 1 : 2;
+            double d = a - dot(lr, row_of(m, m->a, c, c + 1, ra + n), c + 1);
 
             num += w * d * d;
             den += w * a * a;
         }
     }
+    free(ra);
     return sqrt(num) / sqrt(den);
 }
 
@@ -922,6 +961,19 @@ static int chol_open(chol *m, const char *driver, int kernels, char *why,
     return 0;
 }
 
+/*
+ * A and A0 as matrices whose tiles tile() names: n x n of ld n, or in
+ * tiles, (n/b)^2 tiles of b x b one below the other.
+ */
+static void chol_views(chol *m)
+{
+    size_t rows = m->tiled ? m->nt * m->nt * m->b : m->n;
+    size_t cols = m->tiled ? m->b : m->n;
+
+    m->A = weft_matrix_of(m->ab, 0, sizeof(double), rows, cols, m->ld);
+    m->A0 = weft_matrix_of(m->a0b, 0, sizeof(double), rows, cols, m->ld);
+}
+
 /* The matrix A (and A0) of n x n in b x b tiles, replacing the last. */
 static int chol_matrix(chol *m, size_t n, size_t b)
 {
@@ -935,7 +987,7 @@ static int chol_matrix(chol *m, size_t n, size_t b)
     m->n = n;
     m->b = b;
     m->nt = n / b;
-    m->ld = n;
+    m->ld = m->tiled ? b : n;
     if (!m->native && (b * sizeof(double)) % m->align) {
         fprintf(stderr,
                 "cholesky: tiles are kernel arguments at offsets that must "
@@ -944,20 +996,19 @@ static int chol_matrix(chol *m, size_t n, size_t b)
                 m->align, (m->align + sizeof(double) - 1) / sizeof(double));
         return WEFT_EINVAL;
     }
-    m->a = malloc(n * m->ld * sizeof *m->a);
-    m->a0 = malloc(n * m->ld * sizeof *m->a0);
+    m->a = malloc(n * n * sizeof *m->a);
+    m->a0 = malloc(n * n * sizeof *m->a0);
     if (!m->a || !m->a0)
         return WEFT_ENOMEM;
     for (size_t r = 0; r < n; r++)
         for (size_t c = 0; c < n; c++)
-            m->a[r * m->ld + c] = m->a0[r * m->ld + c] = a_at(n, r, c);
-    if ((rc = weft_buffer_wrap(m->rt, m->a, n * m->ld * sizeof *m->a, &m->ab)) <
+            m->a[at(m, r, c)] = m->a0[at(m, r, c)] = a_at(n, r, c);
+    if ((rc = weft_buffer_wrap(m->rt, m->a, n * n * sizeof *m->a, &m->ab)) <
             0 ||
-        (rc = weft_buffer_wrap(m->rt, m->a0, n * m->ld * sizeof *m->a0,
-                               &m->a0b)) < 0)
+        (rc = weft_buffer_wrap(m->rt, m->a0, n * n * sizeof *m->a0, &m->a0b)) <
+            0)
         return rc;
-    m->A = weft_matrix_of(m->ab, 0, sizeof(double), n, n, m->ld);
-    m->A0 = weft_matrix_of(m->a0b, 0, sizeof(double), n, n, m->ld);
+    chol_views(m);
     return m->cuda && m->native ? gpu_setup(m) : 0;
 }
 
@@ -1139,7 +1190,7 @@ out:
  */
 static int chol_rewrap(chol *m, int reset, int both)
 {
-    size_t bytes = m->n * m->ld * sizeof *m->a;
+    size_t bytes = m->n * m->n * sizeof *m->a;
     int rc;
 
     if ((rc = weft_buffer_destroy(m->ab)) < 0 ||
@@ -1153,8 +1204,7 @@ static int chol_rewrap(chol *m, int reset, int both)
     if ((rc = weft_buffer_wrap(m->rt, m->a, bytes, &m->ab)) < 0 ||
         (both && (rc = weft_buffer_wrap(m->rt, m->a0, bytes, &m->a0b)) < 0))
         return rc;
-    m->A = weft_matrix_of(m->ab, 0, sizeof(double), m->n, m->n, m->ld);
-    m->A0 = weft_matrix_of(m->a0b, 0, sizeof(double), m->n, m->n, m->ld);
+    chol_views(m);
     return 0;
 }
 
@@ -1248,7 +1298,7 @@ static void usage(void)
             "usage: cholesky [--n N] [--tile B] [--driver "
             "cuda|host|opencl|sim] [--kernels native|portable] [--reps R] "
             "[--place owner|auto] [--no-capture] [--check-rows S] [--once] "
-            "[--mem-limit SIZE] [--lookahead]\n");
+            "[--mem-limit SIZE] [--lookahead] [--layout rows|tiles]\n");
     exit(2);
 }
 
@@ -1308,6 +1358,9 @@ int main(int argc, char **argv)
             capture = 0;
         else if (!strcmp(argv[i], "--lookahead"))
             m.lookahead = 1;
+        else if (!strcmp(argv[i], "--layout") && v &&
+                 (!strcmp(v, "rows") || !strcmp(v, "tiles")))
+            m.tiled = !strcmp(argv[++i], "tiles");
         else if (!strcmp(argv[i], "--once"))
             once = 1;
         else if (!strcmp(argv[i], "--mem-limit") && v &&
@@ -1353,6 +1406,8 @@ int main(int argc, char **argv)
     printf("devices: %u (%s, %u x %u grid%s%s)\n", m.ndev, m.driver, m.p, m.q,
            m.place_auto ? ", placed by weft" : "",
            m.lookahead ? ", lookahead priorities" : "");
+    printf("layout: %s\n", m.tiled ? "tiles (contiguous b x b tiles)"
+                                   : "rows (one row-major matrix)");
     printf("kernels: %s\n", !m.native                   ? "portable"
                             : !strcmp(m.driver, "cuda") ? "cuSOLVER/cuBLAS"
                                                         : "OpenBLAS");
