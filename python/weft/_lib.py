@@ -183,8 +183,9 @@ class ArgValue(ctypes.Union):
 
 
 class Arg(ctypes.Structure):
-    """weft_arg."""
+    """weft_arg (the value union's members reachable as a.f32, a.u32...)."""
 
+    _anonymous_ = ("value",)
     _fields_ = [
         ("type", c_int),
         ("access", c_int),
