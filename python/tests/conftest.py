@@ -39,6 +39,16 @@ WEFT_KERNEL void tile_inc(WEFT_GLOBAL float *t, weft_u32 rows, weft_u32 cols, we
 """
 
 
+# The thread-sanitizer build runs half the random cases (WT_ORACLE_SCALE, as
+# the C oracle does).
+SCALE = float(os.environ.get("WT_ORACLE_SCALE", "1"))
+
+
+def scaled(n):
+    """n cases, scaled by WT_ORACLE_SCALE (at least 1)."""
+    return max(1, int(n * SCALE))
+
+
 def devices_selected():
     """The WEFT_DEVICES of this run ("host" when unset)."""
     return os.environ.get("WEFT_DEVICES", "host")
@@ -59,16 +69,17 @@ def pytest_configure(config):
         os._exit(77)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def rt():
-    """A runtime on the selected devices, closed (and collected) after."""
+    """A runtime on the selected devices for the tests of one file (its
+    first launch calibrates: once per file), closed and collected after."""
     r = weft.Runtime()
     yield r
     r.close()
     gc.collect()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def kernels(rt):
     """The test kernels (PORTABLE) built for rt."""
     return rt.module(PORTABLE, name="tests.portable")

@@ -6,10 +6,12 @@ import sys
 
 import pytest
 
+from conftest import SCALE
+
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "examples")
 
 
-@pytest.mark.parametrize("args", [["double.py"], ["pipeline.py", "--n", "65536"]])
+@pytest.mark.parametrize("args", [["double.py"], ["pipeline.py", "--n", "65536"]][:2 if SCALE >= 1 else 1])
 def test_example(args, tmp_path):
     env = dict(os.environ)
     pkg = os.path.join(EXAMPLES, os.pardir)

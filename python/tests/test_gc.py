@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 import weft
-from conftest import PORTABLE
+from conftest import PORTABLE, scaled
 
 
 def _live():
     return [h.what for h in list(weft._live) if h.ptr is not None]
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(scaled(4)))
 def test_random_create_and_drop(seed):
     warnings.simplefilter("error", RuntimeWarning)
     before = len(_live())

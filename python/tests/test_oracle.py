@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import weft
+from conftest import scaled
 
 NBUF, N, CHUNK, NODES = 4, 256, 32, 30
 
@@ -78,7 +79,7 @@ def _build(rng, rt, kernels, bufs, wrapped):
     return g, model_ops, reads
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(scaled(6)))
 def test_random_graph_matches_numpy(rt, kernels, seed):
     rng = np.random.default_rng(1000 + seed)
     wrapped = [rng.integers(-4, 5, N).astype(np.float32) for _ in range(NBUF)]
