@@ -207,3 +207,21 @@ def test_closed_objects_refuse_use(rt, kernels):
     e.close()
     with pytest.raises(weft.Destroyed):
         e.launch()
+
+
+def test_map_callback_exception_is_raised_by_wait(rt):
+    b = rt.zeros(8)
+    g = rt.graph()
+
+    def bad(x):
+        raise KeyError("from the map")
+
+    g.map(weft.read(b), bad)
+    e = g.instantiate()
+    e.launch()
+    with pytest.raises(KeyError, match="from the map"):
+        e.wait()
+    with pytest.raises(KeyError):   # each launch that runs it
+        e.run()
+    with pytest.raises(ValueError, match="C-contiguous"):
+        g.write(b, np.zeros((4, 4), np.float32)[:, :2])

@@ -1317,7 +1317,7 @@ class Graph(_Owner):
         region, src is a 2-D (or 3-D) array whose rows the block's rows take.
         """
         r = _region(dst)
-        src = _host_array(src, "Graph.write")
+        src = _host_array(src, "Graph.write", contiguous=not r.rows)
         if r.rows:
             rp, sp = _host_pitches(src, r, "Graph.write")
             blk = r._block()
@@ -1338,7 +1338,7 @@ class Graph(_Owner):
         must be writeable and is kept alive.
         """
         r = _region(src)
-        dst = _host_array(dst, "Graph.read", writeable=True)
+        dst = _host_array(dst, "Graph.read", writeable=True, contiguous=not r.rows)
         if r.rows:
             rp, sp = _host_pitches(dst, r, "Graph.read")
             blk = r._block()
@@ -1503,11 +1503,14 @@ class Graph(_Owner):
         return Exec(self, h, self._errors)
 
 
-def _host_array(a, what, writeable=False):
+def _host_array(a, what, writeable=False, contiguous=True):
     if not isinstance(a, np.ndarray):
         raise TypeError("%s: a NumPy array is needed, not %s" % (what, type(a).__name__))
     if writeable and not a.flags.writeable:
         raise ValueError("%s: the array is not writeable" % what)
+    if contiguous and not a.flags.c_contiguous:
+        raise ValueError("%s: the array must be C-contiguous (a block region "
+                         "takes rows of a 2-D array)" % what)
     return a
 
 
