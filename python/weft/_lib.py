@@ -3,8 +3,9 @@
 Which libweft is loaded, in order: the path in the environment variable
 PYWEFT_LIBRARY; a build tree's library next to this source tree
 (``../../build/libweft.so`` from the package's folder, for tests and for
-use straight from a clone); then the system's (``libweft.so.0`` on the
-loader's path, as ``cmake --install`` puts it). The variable's name does
+use straight from a clone); the clone's library that an install from it
+recorded (``_where.py``, written by setup.py); then the system's
+(``libweft.so.0`` on the loader's path, as ``cmake --install`` puts it). The variable's name does
 not start with ``WEFT_``: libweft warns about WEFT_ variables it does not
 know.
 """
@@ -359,6 +360,12 @@ def _candidates():
         return [env]
     here = os.path.dirname(os.path.abspath(__file__))
     out = [os.path.join(here, os.pardir, os.pardir, "build", "libweft.so")]
+    try:
+        from . import _where   # written by an install from a clone (setup.py)
+        if _where.BUILD_LIBRARY:
+            out.append(_where.BUILD_LIBRARY)
+    except ImportError:
+        pass
     found = ctypes.util.find_library("weft")
     out.append(found or "libweft.so.0")
     return out
