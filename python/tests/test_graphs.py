@@ -58,15 +58,17 @@ def test_arguments_checked_against_numpy_types(rt, kernels):
     # One missing: refused at the add where weft knows the parameters (host,
     # sim), else by the driver at the launch (PoCL: CL_INVALID_KERNEL_ARGS,
     # on a kernel that never had that argument set: a fresh module).
-    fresh = rt.module(PORTABLE).kernel("axpy")
-    with pytest.raises(weft.BadArguments) as ei:
-        h = rt.graph()
-        h.kernel(fresh, 16, b, b, np.float32(2))
-        h.instantiate().run()
-    assert ei.value.code == -9 and "axpy" in ei.value.message
-    if ei.value.driver == "opencl":
-        assert ei.value.driver_code == -52
-        assert ei.value.driver_name == "CL_INVALID_KERNEL_ARGS"
+    # (On CUDA a missing argument may go unnoticed: not checked there.)
+    if rt.devices[0].driver in ("host", "sim", "opencl"):
+        fresh = rt.module(PORTABLE).kernel("axpy")
+        with pytest.raises(weft.BadArguments) as ei:
+            h = rt.graph()
+            h.kernel(fresh, 16, b, b, np.float32(2))
+            h.instantiate().run()
+        assert ei.value.code == -9 and "axpy" in ei.value.message
+        if ei.value.driver == "opencl":
+            assert ei.value.driver_code == -52
+            assert ei.value.driver_name == "CL_INVALID_KERNEL_ARGS"
     if rt.devices[0].driver in ("host", "sim"):   # types are known
         with pytest.raises(weft.BadArguments, match="f32"):
             g.kernel(k, 16, b, b, np.uint32(2), np.uint32(16))
