@@ -53,8 +53,10 @@ _L = _lib.lib
 # without the per-argument conversion checks (about 0.3 us a call).
 _add_kernel = _L["weft_graph_add_kernel"]
 _add_kernel.restype = ctypes.c_int
-_exec_launch = _L.weft_exec_launch
-_exec_wait = _L.weft_exec_wait
+_exec_launch = _L["weft_exec_launch"]     # unprototyped as well: given a
+_exec_launch.restype = ctypes.c_int       # c_void_p (Exec._cp)
+_exec_wait = _L["weft_exec_wait"]
+_exec_wait.restype = ctypes.c_int
 _byref = ctypes.byref
 _c_void_p = ctypes.c_void_p
 _c_uint32 = ctypes.c_uint32
@@ -1547,6 +1549,7 @@ class Exec(_Owner):
     def __init__(self, graph, handle, errors):
         self.runtime = graph.runtime
         self._own(handle)
+        self._cp = _c_void_p(handle.ptr)
         self._errors = errors
         self._seen = len(errors)
 
@@ -1555,7 +1558,7 @@ class Exec(_Owner):
         p = self._p
         if p is None:
             raise destroyed("executable graph")
-        rc = _exec_launch(p)
+        rc = _exec_launch(self._cp)
         if rc:
             raise from_last(rc)
 
@@ -1569,7 +1572,7 @@ class Exec(_Owner):
         p = self._p
         if p is None:
             raise destroyed("executable graph")
-        rc = _exec_wait(p)
+        rc = _exec_wait(self._cp)
         if rc or _deferred or len(self._errors) > self._seen:
             err = from_last(rc) if rc < 0 else None
             _drain()
