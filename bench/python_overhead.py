@@ -15,7 +15,11 @@ line each:
                       a C loop, per relaunch; rounds alternate with the
                       Python ones so that both see the same machine;
   python relaunch - c the median of the differences of paired rounds
-                      (target: at most 2 us).
+                      (target: at most 2 us); on a loaded machine the
+                      relaunch itself varies by more than that, so also:
+  python launch+wait wrappers   e.launch(); e.wait() with weft's two calls
+                      replaced by a C function that returns 0 (what Python
+                      adds to a relaunch, whatever weft's work costs).
 Targets: building at most 3 us per node; a relaunch at most 2 us more than
 from C.
 
@@ -66,6 +70,8 @@ def main():
         ctypes.c_uint, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32]
     helper.weft_pybench_relaunch.restype = ctypes.c_double
     helper.weft_pybench_relaunch.argtypes = [ctypes.c_void_p, ctypes.c_uint]
+    nop = helper["weft_pybench_nop"]
+    nop.restype = ctypes.c_int
 
     rt = weft.Runtime()
     dev = rt.devices[0]
@@ -119,6 +125,21 @@ def main():
         c_rl.append(t["c"])
         diff.append(t["py"] - t["c"])
 
+    # The wrappers alone: weft's calls swapped for a C function that
+    # returns 0 (unprototyped, as the package calls weft's).
+    saved = weft._exec_launch, weft._exec_wait
+    weft._exec_launch = weft._exec_wait = nop
+    wrap = []
+    try:
+        for _ in range(a.rounds):
+            t0 = time.perf_counter_ns()
+            for _ in range(a.reps):
+                e.launch()
+                e.wait()
+            wrap.append((time.perf_counter_ns() - t0) / a.reps)
+    finally:
+        weft._exec_launch, weft._exec_wait = saved
+
     def med(x):
         return statistics.median(x) / 1000.0
 
@@ -129,6 +150,7 @@ def main():
     print("python relaunch (%d kernel nodes): %.3f us" % (a.graph_nodes, med(py_rl)))
     print("c relaunch (%d kernel nodes): %.3f us" % (a.graph_nodes, med(c_rl)))
     print("python relaunch - c: %.3f us (median of the rounds' differences)" % med(diff))
+    print("python launch+wait wrappers: %.3f us" % med(wrap))
     e.close()
     g.close()
 
