@@ -1,5 +1,6 @@
 """Buffers: wrapped NumPy arrays (no copy), weft's own memory, regions."""
 
+import ctypes
 import gc
 import weakref
 
@@ -109,3 +110,25 @@ def test_pinned_host_memory(rt):
     b.close()
     del b, p
     gc.collect()
+
+
+def test_device_addresses_and_program_memory(rt):
+    dev = rt.devices[0]
+    ctx, did = dev.native()
+    assert isinstance(ctx, int) and isinstance(did, int)
+    a = np.arange(32, dtype=np.float32)
+    b = rt.wrap(a)
+    where = b.device_address(dev, 0, 64)
+    assert set(where) == {"address", "mem", "offset", "ptr"}
+    if dev.driver == "host":
+        # host memory: write through the address, tell weft, read it back
+        view = np.ctypeslib.as_array((ctypes.c_float * 16).from_address(where["ptr"]))
+        view[:] = -1
+        b.mark_device_written(dev, 0, 64)
+        np.testing.assert_array_equal(b.read()[:16], -1)
+        mine = np.full(8, 5, np.float32)
+        w = rt.wrap_device(dev, mine.ctypes.data, mine.nbytes, dtype=np.float32)
+        np.testing.assert_array_equal(w.read(), 5)
+        w.close()
+    with pytest.raises(weft.OutOfRange):
+        b.device_address(dev, 0, 4096)

@@ -227,3 +227,10 @@ def test_map_callback_exception_is_raised_by_wait(rt):
         e.run()
     with pytest.raises(ValueError, match="C-contiguous"):
         g.write(b, np.zeros((4, 4), np.float32)[:, :2])
+
+
+def test_launch_after_refuses_an_unknown_driver(rt):
+    e = rt.graph().instantiate()
+    with pytest.raises(weft.InvalidArgument) as ei:
+        e.launch_after("nosuch", 0)
+    assert "nosuch" in ei.value.message

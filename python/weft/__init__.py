@@ -64,7 +64,7 @@ _c_uint32 = ctypes.c_uint32
 __all__ = [
     "Runtime", "Device", "Driver", "Module", "Kernel", "Buffer", "Region",
     "Access", "Graph", "Exec", "Local", "read", "write", "rw", "local",
-    "Access", "AccessMode", "DeviceType", "SourceKind", "PlacePolicy",
+    "AccessMode", "DeviceType", "SourceKind", "PlacePolicy",
     "PlaceScope", "NativeGraphs", "Priority", "LogLevel", "ParamType",
     "WeftError", "version", "strerror", "err_name", "last_error",
     "set_log_level", "get_log_level", "set_log_sink", "param_type_size",
@@ -352,8 +352,9 @@ def _drain():
 
 @atexit.register
 def _close_all():
-    # Interpreter exit: release what is still owned, newest first, so that
-    # wrapped arrays get their final bytes and trace files are written.
+    # Interpreter exit: release what is still owned (the counts order the
+    # destroys), so that wrapped arrays get their final bytes and trace
+    # files are written.
     _drain()
     for owner in list(_Owner._owners)[::-1]:
         try:
@@ -461,6 +462,18 @@ class Device:
         """Every fact of the device as a dict."""
         return {f: getattr(self, f) for f in _INFO_FIELDS}
 
+    def native(self):
+        """weft's native context and device of this device, as integers.
+
+        (weft_device_native) CUDA: the CUcontext weft uses and the CUdevice;
+        OpenCL: weft's cl_context and the cl_device_id; host: (0, 0); sim:
+        its own objects. For memory of the program's own
+        (Runtime.wrap_device) and interop with other libraries.
+        """
+        ctx, dev = _c_void_p(), _c_void_p()
+        check(_L.weft_device_native(self._rt._ptr(), self._ptr(), _byref(ctx), _byref(dev)))
+        return ctx.value or 0, dev.value or 0
+
     def can_access_peer(self, other):
         """True if this device copies to and from other directly."""
         can = ctypes.c_int()
@@ -554,6 +567,23 @@ class Runtime(_Owner):
         check(_L.weft_buffer_wrap(self._ptr(), array.ctypes.data, array.nbytes, _byref(p)))
         h = _Handle("buffer", p.value, _L.weft_buffer_destroy, (self._h,), keep=array)
         return Buffer(self, h, array.dtype, array.shape, array)
+
+    def wrap_device(self, device, handle, size, offset=0, dtype=np.uint8, shape=None):
+        """A Buffer whose replica on device is the program's own memory.
+
+        (weft_buffer_wrap_device) handle: a CUdeviceptr (CUDA), a cl_mem of
+        weft's context (OpenCL, as an integer), a host pointer (host); the
+        bytes [offset, + size) of it are the buffer's first content. weft
+        never frees that memory: keep it allocated until the buffer is
+        destroyed (which first makes it hold the final bytes).
+        """
+        dtype = np.dtype(dtype)
+        _drain()
+        p = _c_void_p()
+        check(_L.weft_buffer_wrap_device(self._ptr(), device._ptr(), handle, offset,
+                                         size, _byref(p)))
+        h = _Handle("buffer", p.value, _L.weft_buffer_destroy, (self._h,))
+        return Buffer(self, h, dtype, shape or (size // dtype.itemsize,), None)
 
     def buffer(self, nbytes):
         """A Buffer of nbytes bytes that weft allocates (contents undefined)."""
@@ -928,6 +958,26 @@ class Buffer(_Owner):
     def invalidate(self, offset=0, size=WHOLE):
         """The wrapped array's bytes [offset, + size) were changed outside weft."""
         check(_L.weft_buffer_invalidate(self._ptr(), offset, size))
+
+    def device_address(self, device, offset=0, size=WHOLE):
+        """Make [offset, + size) valid on device; where it is there, as a dict.
+
+        (weft_buffer_device_address) Keys: address (CUDA: the CUdeviceptr;
+        host: the host address), mem (OpenCL: the cl_mem, as an integer),
+        offset (in mem), ptr (host: the host address). Valid until the next
+        launch of a graph that uses the buffer or its destruction; for code
+        that weft does not run (a CuPy or PyCUDA kernel, say). After
+        writing there, call mark_device_written().
+        """
+        a = _lib.DeviceAddress()
+        check(_L.weft_buffer_device_address(self._ptr(), device._ptr(), offset, size,
+                                            _byref(a)))
+        return {"address": a.address, "mem": a.mem or 0, "offset": a.offset,
+                "ptr": a.ptr or 0}
+
+    def mark_device_written(self, device, offset=0, size=WHOLE):
+        """The program wrote [offset, + size) on device through device_address()."""
+        check(_L.weft_buffer_mark_device_written(self._ptr(), device._ptr(), offset, size))
 
     def map(self, mode=AccessMode.READ_WRITE, offset=0, size=WHOLE):
         """Host access, as a context manager giving a NumPy array::
@@ -1594,6 +1644,18 @@ class Exec(_Owner):
             err.args = ("%s: %s" % (err.name, err.message),)
             raise err from e
         raise err
+
+    def launch_after(self, driver, queue):
+        """Launch after the work queued so far on the program's own queue.
+
+        (weft_exec_launch_after) driver: "cuda" (queue: a CUstream as an
+        integer, 0 for the current context's default stream) or "opencl"
+        (a cl_command_queue as an integer); like cuGraphLaunch on a stream.
+        """
+        p = self._p
+        if p is None:
+            raise destroyed("executable graph")
+        check(_L.weft_exec_launch_after(p, driver.encode(), queue or None))
 
     def run(self):
         """Launch and wait."""

@@ -235,6 +235,17 @@ class AccessDesc(ctypes.Structure):
     ]
 
 
+class DeviceAddress(ctypes.Structure):
+    """weft_device_address."""
+
+    _fields_ = [
+        ("address", c_uint64),
+        ("mem", c_void_p),
+        ("offset", c_size_t),
+        ("ptr", c_void_p),
+    ]
+
+
 class ExecOptions(ctypes.Structure):
     """weft_exec_options."""
 
@@ -301,6 +312,15 @@ _SIGNATURES = {
     "weft_buffer_invalidate": (c_int, [c_void_p, c_size_t, c_size_t]),
     "weft_host_alloc": (c_int, [c_void_p, c_size_t, P(c_void_p)]),
     "weft_host_free": (c_int, [c_void_p, c_void_p]),
+    "weft_buffer_wrap_device": (c_int, [c_void_p, c_void_p, c_uint64, c_size_t,
+                                        c_size_t, P(c_void_p)]),
+    "weft_buffer_device_address": (c_int, [c_void_p, c_void_p, c_size_t,
+                                           c_size_t, P(DeviceAddress)]),
+    "weft_buffer_mark_device_written": (c_int, [c_void_p, c_void_p, c_size_t,
+                                                c_size_t]),
+    "weft_device_native": (c_int, [c_void_p, c_void_p, P(c_void_p),
+                                   P(c_void_p)]),
+    "weft_exec_launch_after": (c_int, [c_void_p, c_char_p, c_void_p]),
     "weft_graph_create": (c_int, [c_void_p, P(c_void_p)]),
     "weft_graph_destroy": (c_int, [c_void_p]),
     "weft_graph_add_kernel": (c_int, [c_void_p, c_void_p, Dims, P(Arg), c_uint,
