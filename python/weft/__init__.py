@@ -1617,7 +1617,9 @@ class Exec(_Owner):
 
         A Python host task that raised makes this raise IOFailure (its
         message naming the node and the Python exception, which is the
-        __cause__); a raising map callback re-raises its exception.
+        __cause__); a raising map callback re-raises its exception. (The
+        executable graphs made from one graph share its tasks, so each
+        reports the exceptions raised since its last report.)
         """
         p = self._p
         if p is None:
