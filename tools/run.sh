@@ -15,9 +15,13 @@ cd "$(dirname "$0")/.."
 mode=${1:-}
 jobs=${WEFT_JOBS:-$(nproc)}
 
+# The Python package (python/) needs NumPy; its tests pytest, and the
+# offline "pip install ./python" setuptools and pip (venv: the README's
+# install into a virtual environment).
 packages="build-essential cmake pkg-config libhwloc-dev libck-dev libcmocka-dev
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libopenblas-dev
-liblapacke-dev"
+liblapacke-dev python3-numpy python3-pytest python3-setuptools python3-pip
+python3-venv"
 # The test command also renders trace timelines with headless Chromium and
 # decodes the picture with zlib, and builds the fuzzer with clang and its
 # libFuzzer runtime (libclang-rt-14-dev: libclang_rt.fuzzer for clang 14,
