@@ -56,9 +56,8 @@ def test_arguments_checked_against_numpy_types(rt, kernels):
     with pytest.raises(TypeError, match="NumPy scalar"):
         g.kernel(k, 16, b, b, 2.0, np.uint32(16))
     # One missing: refused at the add where weft knows the parameters (host,
-    # sim), else by the driver at the launch (PoCL: CL_INVALID_KERNEL_ARGS,
-    # on a kernel that never had that argument set: a fresh module).
-    # (On CUDA a missing argument may go unnoticed: not checked there.)
+    # sim) or their number (OpenCL), else possibly by the driver at the
+    # launch. (On CUDA a missing argument may go unnoticed: not checked.)
     if rt.devices[0].driver in ("host", "sim", "opencl"):
         fresh = rt.module(PORTABLE).kernel("axpy")
         with pytest.raises(weft.BadArguments) as ei:

@@ -776,7 +776,7 @@ static int weft__check_launch(weft__queue *q, weft__kernel *k,
     if (nargs && !args)
         return weft__error(WEFT_EINVAL, "launch of %s: %u arguments but NULL",
                            k->name, nargs);
-    if (k->params_known && nargs != k->nparams)
+    if ((k->params_known || k->count_known) && nargs != k->nparams)
         return weft__error(WEFT_EARGS,
                            "launch of %s: %u arguments given, the kernel "
                            "takes %u",

@@ -190,13 +190,16 @@ struct weft__module {
  * nparams/params/param_sizes describe the parameter list where the driver
  * can tell it (params_known = 1); then launches are checked against it.
  * With params == NULL only sizes are known: an 8-byte scalar passed where
- * a buffer goes cannot be told from a buffer and is not caught.
+ * a buffer goes cannot be told from a buffer and is not caught. Where only
+ * the number of parameters is known (count_known = 1, params_known = 0),
+ * launches are checked against that number.
  */
 struct weft__kernel {
     const weft__driver *drv;
     weft__module *module;
     const char *name;
     unsigned params_known;
+    unsigned count_known;
     unsigned nparams;
     const weft_param_type *params; /* may be NULL if only sizes are known */
     const size_t *param_sizes;     /* bytes each parameter takes */

@@ -191,11 +191,13 @@ int weft__args_match(const weft_kernel *k, const weft__kernel *impl,
 {
     const char *name = weft_kernel_name(k);
 
-    if (!impl || !impl->params_known)
+    if (!impl || (!impl->params_known && !impl->count_known))
         return 0;
     if (nargs != impl->nparams)
         return weft__error(WEFT_EARGS, "%u arguments given, kernel %s takes %u",
                            nargs, name, impl->nparams);
+    if (!impl->params_known)
+        return 0;
     for (unsigned i = 0; i < nargs; i++) {
         const weft_arg *a = &args[i];
         size_t want;

@@ -208,6 +208,7 @@ static int ocl_kernel_params(ocl_kernel *k, const char *devname)
         return weft__ocl_fail(rc, "clGetKernelInfo: arguments of %s on %s",
                               k->name, devname);
     k->base.nparams = n;
+    k->base.count_known = 1;
     k->base.params_known = 0;
     if (n == 0) {
         k->base.params_known = 1;

@@ -284,6 +284,41 @@ static void kernel_runs(void **state)
     OK(weft__drv_mem_free(m));
 }
 
+/*
+ * A kernel whose parameter types weft cannot map (a float2) still has a
+ * known number of them: a launch with another number is refused before
+ * the driver sees it (OpenCL keeps arguments set on a kernel, so a short
+ * launch after a full one would run with the old value).
+ */
+static void argument_count_checked(void **state)
+{
+    fixture *f = *state;
+    weft__module_source s =
+        cl_source("__kernel void two(__global float *a, float2 v) "
+                  "{ a[0] = v.x + v.y; }\n",
+                  "two.cl");
+    weft__module *mod = NULL;
+    weft__kernel *k;
+    weft__mem *m;
+    float v[2] = {1, 2};
+
+    OK(weft__drv_module_create(f->ctx[0], &s, &mod));
+    OK(weft__drv_kernel_get(mod, "two", &k));
+    assert_int_equal(k->nparams, 2);
+    OK(weft__drv_mem_alloc(f->ctx[0], 64, &m));
+    {
+        weft__karg full[] = {arg_buf(m, 0), arg_val(WEFT_PARAM_BYTES, v, 8)};
+        weft__grid g = grid1(1, 1);
+
+        OK(weft__drv_launch(f->q[0], k, &g, full, 2));
+        assert_int_equal(weft__drv_launch(f->q[0], k, &g, full, 1), WEFT_EARGS);
+        assert_non_null(strstr(weft_last_error(), "1 arguments given"));
+    }
+    OK(weft__drv_queue_sync(f->q[0]));
+    OK(weft__drv_mem_free(m));
+    OK(weft__drv_module_destroy(mod));
+}
+
 static void build_failure_has_log(void **state)
 {
     fixture *f = *state;
@@ -1187,6 +1222,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(peer_copy),
         cmocka_unit_test(failures_carried),
         cmocka_unit_test(failure_injection),
+        cmocka_unit_test(argument_count_checked),
         cmocka_unit_test(command_buffer_graph),
         cmocka_unit_test(command_buffer_refuses),
         cmocka_unit_test(command_buffer_failures),
