@@ -27,23 +27,29 @@
  * memory of weft_mpi's: a send copies the range there and starts (it does
  * not wait: weft_mpi_exec_wait completes the sends); every receive is
  * started when the launch starts, and its host task waits for it
- * (MPI_Test and sched_yield) and copies the bytes into the range. The
- * receive tasks of one rank run one at a time, in graph order, so that at
- * most one host worker waits in a receive: a rank needs at least two host
- * workers (WEFT_HOST_WORKERS). Device data crosses ranks through its host
- * copy: weft makes a sent range valid on the host before the send task
- * runs, and a receive writes the host copy, which weft then moves to the
- * device that reads it. (No CUDA-aware MPI, no pinned staging in v1.)
+ * (MPI_Test, yielding) and copies the bytes into the range. A receive
+ * runs after every earlier node of its rank (explicit edges), so that
+ * while it waits it holds up nothing of its rank that a send it waits for
+ * needs: the earliest node of the graph not yet done can always run, on
+ * any number of host workers. (This costs the overlap of a receive's wait
+ * with earlier work of its rank; the bytes themselves move as soon as
+ * they are sent, into the staging of the receive posted at launch.) Device data
+ * crosses ranks through its host copy: weft makes a sent range valid on the
+ * host before the send task runs, and a receive writes the host copy, which
+ * weft then moves to the device that reads it. (No CUDA-aware MPI, no pinned
+ * staging in v1.)
  *
  * Failures: a host task added with weft_mpi_graph_add_host_status that
  * fails sends, at once, a message to every other rank; a receive task
- * waiting on any rank then fails (WEFT_EIO) instead of waiting, so that
- * every launch ends. A failure that weft reports only at the launch's end
- * (a kernel, a transfer) is sent when the failing rank's launch ends. Then
- * weft_mpi_exec_wait agrees on the outcome on every rank (MPI_Allreduce):
- * it returns the local error on the rank that failed and WEFT_EIO naming
- * the lowest failed rank on the others. An executable graph whose launch
- * failed is not launched again (WEFT_ESTATE): destroy it.
+ * waiting on any rank then fails (WEFT_EIO) instead of waiting. Any other
+ * failure (a kernel, a transfer, a node added to the local graph
+ * directly) is sent when the failing rank's launch ends, which it does:
+ * the receives after a failed node follow it, so they are canceled and do
+ * not wait. Then weft_mpi_exec_wait agrees on the outcome on every rank
+ * (MPI_Allreduce): it returns the local error on the rank that failed and
+ * WEFT_EIO naming the lowest failed rank on the others. An executable
+ * graph whose launch failed is not launched again (WEFT_ESTATE): destroy
+ * it. (MPI_Abort is left to the program: weft_mpi never ends a process.)
  *
  * MPI: the program initialises MPI with MPI_THREAD_MULTIPLE (weft's
  * worker threads call MPI) before weft_mpi_create and finalises it after
@@ -52,9 +58,8 @@
  * rank's own handle of the same registered buffer).
  *
  * Not in v1: block (2-D, 3-D) accesses, views registered beside their
- * parent, more than one live executable graph per weft_mpi graph, and
- * failures of nodes other than status host tasks reported before the
- * failing rank's launch ends.
+ * parent, more than one live executable graph per weft_mpi graph, map,
+ * copy and fill nodes, native nodes.
  *
  * Errors are weft's codes (weft_strerror); the detail of the last failing
  * weft_mpi call on a thread is weft_mpi_last_error().

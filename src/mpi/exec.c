@@ -4,20 +4,27 @@
  * rank.
  *
  * A launch: every receive of this rank is started (so that a send never
- * waits for its receive to be posted), and one receive for control
- * messages; then the local graph launches. Send tasks copy their range
- * into staging and start a synchronous-mode send (MPI_Ssend_init: it
- * completes only once matched). Receive tasks wait for their request, or
- * give up once the launch is aborted.
+ * waits for its receive to be posted), and the control receives; then the
+ * local graph launches. Send tasks copy their range into staging and
+ * start a synchronous-mode send (MPI_Ssend_init). Receive tasks wait for
+ * their request, or give up once the launch is aborted; an empty message
+ * is a send that its rank did not make (below): the task fails.
  *
- * The end (end_launch): wait for the local graph; a rank that failed and
- * has not heard of another's failure sends its control messages; wait for
- * this rank's sends, then two MPI_Allreduce on the exec's communicator
- * (the failing ranks: how many, the lowest). Once every rank is past its
- * sends, every started send has been matched, so a receive still pending
- * will never be: it is canceled. Each rank receives the control messages
- * the failing ranks sent it (their count is known), so that nothing is
- * left in flight for the next launch.
+ * No deadlock: a receive runs after every earlier node of its rank
+ * (graph.c), and every transfer comes before its receive in graph order.
+ * Take the earliest node of the graph not done: every node before it is
+ * done, on every rank; a receive running on its rank came after it in
+ * graph order only if it depends on it, which it cannot while it is not
+ * done, so nothing of its rank waits; if it is a receive, its send was
+ * made. So it runs, whatever the number of threads.
+ *
+ * The end (end_launch), with nothing canceled: wait for the local graph;
+ * a rank that failed and has not heard of another's failure sends its
+ * code, any other rank 0; every send this launch did not make (its node
+ * failed or was canceled) is made as an empty message, so that every
+ * receive posted completes; then every rank waits for its sends, its
+ * receives and one control message from every other rank, which tell it
+ * which ranks failed. Nothing is left in flight for the next launch.
  */
 #include <limits.h>
 #include <sched.h>
@@ -28,36 +35,52 @@
 
 #include "internal.h"
 
-/* Set after a control message was received (under abort_lock). */
-static int peer_aborted(weft_mpi_exec *e)
+/* Test the control messages not arrived yet; ctrl_lock held. */
+static void ctrl_test(weft_mpi_exec *e)
 {
-    int flag = 0;
+    weft_mpi *mpi = e->g->mpi;
+    int flag;
 
+    for (int r = 0; r < mpi->size; r++) {
+        if (r == mpi->rank || e->ctrl_done[r])
+            continue;
+        MPI_Test(&e->ctrl_recv[r], &flag, MPI_STATUS_IGNORE);
+        if (!flag)
+            continue;
+        e->ctrl_done[r] = 1;
+        if (e->ctrl_msg[r] != 0)
+            atomic_store(&e->aborted, 1);
+    }
+}
+
+/* Whether this launch is aborted, here or on another rank. */
+static int aborted(weft_mpi_exec *e)
+{
     if (atomic_load(&e->aborted))
         return 1;
-    if (pthread_mutex_trylock(&e->abort_lock) == 0) {
-        if (e->abort_req != MPI_REQUEST_NULL) {
-            MPI_Test(&e->abort_req, &flag, MPI_STATUS_IGNORE);
-            if (flag)
-                atomic_store(&e->aborted, 1);
-        }
-        pthread_mutex_unlock(&e->abort_lock);
+    if (pthread_mutex_trylock(&e->ctrl_lock) == 0) {
+        ctrl_test(e);
+        pthread_mutex_unlock(&e->ctrl_lock);
     }
     return atomic_load(&e->aborted);
 }
 
-void wm_abort(weft_mpi_exec *e, int code)
+static void ctrl_send(weft_mpi_exec *e, int code)
 {
     weft_mpi *mpi = e->g->mpi;
 
-    atomic_store(&e->aborted, 1);
-    if (atomic_exchange(&e->abort_sent, 1))
+    if (atomic_exchange(&e->ctrl_sent, 1))
         return;
-    e->abort_code = code;
+    e->my_code = code;
     for (int r = 0; r < mpi->size; r++)
         if (r != mpi->rank)
-            MPI_Isend(&e->abort_code, 1, MPI_INT, r, 0, e->comm,
-                      &e->abort_sends[r]);
+            MPI_Isend(&e->my_code, 1, MPI_INT, r, 0, e->comm, &e->ctrl_send[r]);
+}
+
+void wm_abort(weft_mpi_exec *e, int code)
+{
+    atomic_store(&e->aborted, 1);
+    ctrl_send(e, code);
 }
 
 void wm_send_task(void *const *ptrs, void *user)
@@ -65,6 +88,7 @@ void wm_send_task(void *const *ptrs, void *user)
     wm_endpoint *ep = user;
 
     memcpy(ep->staging, ptrs[0], ep->size);
+    ep->done = 1;
     MPI_Start(&ep->req);
 }
 
@@ -76,13 +100,19 @@ int wm_recv_task(void *const *ptrs, void *user)
     int flag = 0;
 
     for (;;) {
-        MPI_Test(&ep->req, &flag, MPI_STATUS_IGNORE);
+        MPI_Status st;
+        int n = 0;
+
+        MPI_Test(&ep->req, &flag, &st);
         if (flag) {
-            memcpy(ptrs[0], ep->staging, ep->size);
             ep->done = 1;
+            MPI_Get_count(&st, MPI_BYTE, &n);
+            if ((size_t)n != ep->size || aborted(e))
+                return 1; /* the sender's node failed or was canceled */
+            memcpy(ptrs[0], ep->staging, ep->size);
             return 0;
         }
-        if (peer_aborted(e))
+        if (aborted(e))
             return 1;
         /* yield at first; past that, let the other ranks' threads run */
         if (++spins < 1000) {
@@ -111,13 +141,19 @@ static void exec_free(weft_mpi_exec *e)
     weft_mpi_graph *g = e->g;
 
     free_requests(e);
+    for (int r = 0; e->ctrl_recv && r < g->mpi->size; r++)
+        if (e->ctrl_recv[r] != MPI_REQUEST_NULL)
+            MPI_Request_free(&e->ctrl_recv[r]);
     if (e->local)
         weft_exec_destroy(e->local);
     if (e->comm != MPI_COMM_NULL)
         MPI_Comm_free(&e->comm);
-    pthread_mutex_destroy(&e->abort_lock);
+    pthread_mutex_destroy(&e->ctrl_lock);
     free(e->staging);
-    free(e->abort_sends);
+    free(e->ctrl_recv);
+    free(e->ctrl_send);
+    free(e->ctrl_msg);
+    free(e->ctrl_done);
     for (unsigned i = 0; i < g->ntracks; i++)
         g->tracks[i].reg->users--;
     g->exec = NULL;
@@ -129,7 +165,7 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
 {
     static const char fn[] = "weft_mpi_graph_instantiate";
     weft_mpi_graph *g = e->g;
-    size_t total = 0, off = 0;
+    size_t total = 0, off = 0, size;
     int *ub = NULL, flag = 0, rc;
 
     MPI_Comm_get_attr(e->comm, MPI_TAG_UB, &ub, &flag);
@@ -146,15 +182,27 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
         total += (g->eps[i]->size + 63) & ~(size_t)63;
     }
     e->staging = malloc(total ? total : 1);
-    e->abort_sends = malloc((size_t)g->mpi->size * sizeof *e->abort_sends);
-    if (!e->staging || !e->abort_sends)
+    size = (size_t)g->mpi->size;
+    e->ctrl_recv = malloc(size * sizeof *e->ctrl_recv);
+    e->ctrl_send = malloc(size * sizeof *e->ctrl_send);
+    e->ctrl_msg = calloc(size, sizeof *e->ctrl_msg);
+    e->ctrl_done = calloc(size, 1);
+    if (!e->staging || !e->ctrl_recv || !e->ctrl_send || !e->ctrl_msg ||
+        !e->ctrl_done)
         return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
-    for (int r = 0; r < g->mpi->size; r++)
-        e->abort_sends[r] = MPI_REQUEST_NULL;
+    for (int r = 0; r < g->mpi->size; r++) {
+        e->ctrl_send[r] = MPI_REQUEST_NULL;
+        e->ctrl_recv[r] = MPI_REQUEST_NULL;
+        if (r != g->mpi->rank &&
+            MPI_Recv_init(&e->ctrl_msg[r], 1, MPI_INT, r, 0, e->comm,
+                          &e->ctrl_recv[r]) != MPI_SUCCESS)
+            return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
+    }
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
         ep->staging = (char *)e->staging + off;
+        ep->fill = MPI_REQUEST_NULL;
         off += (ep->size + 63) & ~(size_t)63;
         rc = ep->send ? MPI_Ssend_init(ep->staging, (int)ep->size, MPI_BYTE,
                                        ep->peer, ep->tag, e->comm, &ep->req)
@@ -193,8 +241,7 @@ int weft_mpi_graph_instantiate(weft_mpi_graph *g, const weft_exec_options *opts,
         return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
     e->g = g;
     e->comm = MPI_COMM_NULL;
-    e->abort_req = MPI_REQUEST_NULL;
-    pthread_mutex_init(&e->abort_lock, NULL);
+    pthread_mutex_init(&e->ctrl_lock, NULL);
     g->exec = e;
     for (unsigned i = 0; i < g->ntracks; i++)
         g->tracks[i].reg->users++;
@@ -223,49 +270,49 @@ static int end_launch(weft_mpi_exec *e, int rc)
     weft_mpi_graph *g = e->g;
     weft_mpi *mpi = g->mpi;
     char detail[512];
-    int mine, nsent = 0, first = mpi->size, expected, got = 0, msg;
+    int nfailed = 0, first;
 
     if (rc < 0) {
         snprintf(detail, sizeof detail, "%s", weft_last_error());
-        if (!peer_aborted(e) || atomic_load(&e->abort_sent))
-            wm_abort(e, rc);
+        if (!aborted(e)) /* else it failed for another rank's failure */
+            ctrl_send(e, rc);
     }
-    for (unsigned i = 0; i < g->neps; i++)
-        if (g->eps[i]->send)
-            MPI_Wait(&g->eps[i]->req, MPI_STATUS_IGNORE);
-    mine = atomic_load(&e->abort_sent);
-    MPI_Allreduce(&mine, &nsent, 1, MPI_INT, MPI_SUM, e->comm);
-    msg = mine ? mpi->rank : mpi->size;
-    MPI_Allreduce(&msg, &first, 1, MPI_INT, MPI_MIN, e->comm);
-    /* every started send is matched now: a pending receive never will be */
+    ctrl_send(e, 0); /* where this rank did not fail */
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
-        if (!ep->send && !ep->done) {
-            MPI_Cancel(&ep->req);
+        if (ep->send && !ep->done)
+            MPI_Isend(ep->staging, 0, MPI_BYTE, ep->peer, ep->tag, e->comm,
+                      &ep->fill);
+    }
+    for (unsigned i = 0; i < g->neps; i++) {
+        wm_endpoint *ep = g->eps[i];
+
+        if (ep->send)
+            MPI_Wait(ep->done ? &ep->req : &ep->fill, MPI_STATUS_IGNORE);
+        else if (!ep->done)
             MPI_Wait(&ep->req, MPI_STATUS_IGNORE);
+    }
+    pthread_mutex_lock(&e->ctrl_lock);
+    for (int r = 0; r < mpi->size; r++)
+        if (r != mpi->rank && !e->ctrl_done[r])
+            MPI_Wait(&e->ctrl_recv[r], MPI_STATUS_IGNORE);
+    pthread_mutex_unlock(&e->ctrl_lock);
+    MPI_Waitall(mpi->size, e->ctrl_send, MPI_STATUSES_IGNORE);
+    e->in_flight = 0;
+    first = mpi->size;
+    for (int r = 0; r < mpi->size; r++) {
+        int code = r == mpi->rank ? e->my_code : e->ctrl_msg[r];
+
+        if (code != 0) {
+            nfailed++;
+            if (r < first)
+                first = r;
         }
     }
-    expected = nsent - mine;
-    pthread_mutex_lock(&e->abort_lock);
-    if (e->abort_req == MPI_REQUEST_NULL) {
-        got = 1;
-    } else if (expected > 0) {
-        MPI_Wait(&e->abort_req, MPI_STATUS_IGNORE);
-        got = 1;
-    } else {
-        MPI_Cancel(&e->abort_req);
-        MPI_Wait(&e->abort_req, MPI_STATUS_IGNORE);
-    }
-    pthread_mutex_unlock(&e->abort_lock);
-    for (; got < expected; got++)
-        MPI_Recv(&msg, 1, MPI_INT, MPI_ANY_SOURCE, 0, e->comm,
-                 MPI_STATUS_IGNORE);
-    MPI_Waitall(mpi->size, e->abort_sends, MPI_STATUSES_IGNORE);
-    e->in_flight = 0;
-    if (nsent == 0)
+    if (nfailed == 0)
         return 0;
-    if (mine && rc < 0) {
+    if (e->my_code != 0) {
         e->failed = rc;
         return wm_error(rc, "weft_mpi_exec_wait: %s", detail);
     }
@@ -273,7 +320,7 @@ static int end_launch(weft_mpi_exec *e, int rc)
     return wm_error(WEFT_EIO,
                     "weft_mpi_exec_wait: rank %d failed (%d rank(s) in all), "
                     "so this launch did not complete",
-                    first, nsent);
+                    first, nfailed);
 }
 
 int weft_mpi_exec_wait(weft_mpi_exec *e)
@@ -300,9 +347,14 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
                         "weft_mpi_exec_launch: a launch of e failed: "
                         "destroy it");
     atomic_store(&e->aborted, 0);
-    atomic_store(&e->abort_sent, 0);
-    MPI_Irecv(&e->abort_msg, 1, MPI_INT, MPI_ANY_SOURCE, 0, e->comm,
-              &e->abort_req);
+    atomic_store(&e->ctrl_sent, 0);
+    e->my_code = 0;
+    for (int r = 0; r < g->mpi->size; r++) {
+        e->ctrl_done[r] = 0;
+        e->ctrl_msg[r] = 0;
+        if (r != g->mpi->rank)
+            MPI_Start(&e->ctrl_recv[r]);
+    }
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 

@@ -60,7 +60,8 @@ typedef struct wm_endpoint {
     size_t size;
     void *staging;
     MPI_Request req;
-    int done; /* a receive: the task saw the bytes arrive (this launch) */
+    MPI_Request fill; /* an empty message in place of a send not made */
+    int done; /* this launch: the send started, the receive's bytes came */
 } wm_endpoint;
 
 /* A status host task of the program's, wrapped to broadcast its failure. */
@@ -98,25 +99,26 @@ struct weft_mpi_graph {
 };
 
 /*
- * An executable graph. Control messages (tag 0 on comm) carry a failing
- * rank's error code to the others: every launch posts one receive for
- * them (abort_req), completed by whichever thread tests it under
- * abort_lock. aborted (atomic): 0 running, 1 a failure here or elsewhere
- * was seen; receive tasks give up once it is 1. abort_sent (atomic): this
- * rank sent its control messages in this launch.
+ * An executable graph. Every launch, each rank sends every other rank one
+ * control message (tag 0 on comm): its error code as soon as it fails,
+ * else 0 when its launch ends; ctrl_recv[r] receives rank r's (persistent,
+ * started with the launch), tested by whichever thread holds ctrl_lock.
+ * aborted (atomic): 0, or 1 once a failure here or a non-zero code from
+ * another rank was seen: receive tasks then give up. ctrl_sent (atomic):
+ * this rank sent its control messages, with code my_code.
  */
 struct weft_mpi_exec {
     weft_mpi_graph *g;
     weft_exec *local;
     MPI_Comm comm;
     void *staging; /* one block for every endpoint */
-    pthread_mutex_t abort_lock;
-    MPI_Request abort_req;
-    int abort_msg;
-    int abort_code;
-    MPI_Request *abort_sends; /* one per rank */
+    pthread_mutex_t ctrl_lock;
+    MPI_Request *ctrl_recv, *ctrl_send; /* one per rank */
+    int *ctrl_msg;
+    unsigned char *ctrl_done; /* per rank: its message arrived */
+    int my_code;
     atomic_int aborted;
-    atomic_int abort_sent;
+    atomic_int ctrl_sent;
     int in_flight;
     int failed; /* a launch failed: the error it returned */
 };
@@ -129,7 +131,7 @@ int wm_weft_error(int err, const char *fn);
 /* Close g: the bytes of every track go back to its owner. */
 int wm_graph_close(weft_mpi_graph *g);
 wm_reg *wm_find(const weft_mpi *mpi, const weft_buffer *buf);
-/* Start this rank's control messages (once per launch), code the error. */
+/* Send this rank's control messages (once per launch): code, an error. */
 void wm_abort(weft_mpi_exec *e, int code);
 int wm_recv_task(void *const *ptrs, void *user);
 void wm_send_task(void *const *ptrs, void *user);

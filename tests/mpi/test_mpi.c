@@ -387,6 +387,11 @@ static int produce(void *const *ptrs, void *user)
     return fail && launch_no == 2 ? 5 : 0;
 }
 
+static int fail_local(void *const *ptrs, void *user)
+{
+    return launch_no == 2 ? 7 : 0;
+}
+
 static void consume(void *const *ptrs, void *user)
 {
     const uint32_t *x = ptrs[0];
@@ -414,15 +419,23 @@ static void fail_test(weft_runtime *rt, weft_mpi *mpi)
         OK(weft_buffer_create(rt, 64, &y[r]));
         OK(weft_mpi_buffer_register(mpi, y[r], r));
     }
-    for (int round = 0; round < 2; round++) {
+    /* round 0: the producer of x on f fails (a weft_mpi status task);
+     * round 1: a node that f added to its local graph directly fails (seen
+     * at the end of f's launch); round 2: nothing fails */
+    for (int round = 0; round < 3; round++) {
         weft_access_desc wx = weft_access_range(x, 0, 64, WEFT_WRITE);
         weft_access_desc wz = weft_access_range(z, 0, 64, WEFT_WRITE);
 
         OK(weft_mpi_graph_create(mpi, &g));
-        /* round 0: x's producer on f fails in the second launch */
         OK(weft_mpi_graph_add_host_status(g, produce,
                                           round == 0 ? &fail : &nofail, &wx, 1,
                                           WEFT_MPI_AUTO, NULL));
+        if (round == 1 && me == f) {
+            weft_access_desc rwx = weft_access_range(x, 0, 64, WEFT_READ_WRITE);
+
+            OK(weft_graph_add_host_status(weft_mpi_graph_local(g), fail_local,
+                                          NULL, &rwx, 1, NULL));
+        }
         /* an independent producer on 0, whose bytes f receives */
         OK(weft_mpi_graph_add_host_status(g, produce, &nofail, &wz, 1,
                                           WEFT_MPI_AUTO, NULL));
@@ -439,7 +452,7 @@ static void fail_test(weft_runtime *rt, weft_mpi *mpi)
             rc = weft_mpi_exec_launch(e);
             if (rc == 0)
                 rc = weft_mpi_exec_wait(e);
-            if (round == 1 || launch_no == 1) {
+            if (round == 2 || launch_no == 1) {
                 uint32_t got[16];
 
                 OK(rc);
