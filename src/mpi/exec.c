@@ -221,24 +221,32 @@ int weft_mpi_graph_instantiate(weft_mpi_graph *g, const weft_exec_options *opts,
                                weft_mpi_exec **out)
 {
     static const char fn[] = "weft_mpi_graph_instantiate";
-    weft_mpi_exec *e;
+    weft_mpi_exec *e = NULL;
     int rc, ok, all_ok = 0;
 
     if (!g || !out)
         return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn, !g ? "g" : "e");
     if (g->broken)
-        return wm_error(WEFT_ESTATE,
-                        "%s: a node failed on this rank, so the ranks' "
-                        "graphs disagree",
-                        fn);
-    if (g->exec)
-        return wm_error(WEFT_EBUSY, "%s: an exec made from g lives", fn);
-    if ((rc = wm_graph_close(g)) < 0)
-        return rc == WEFT_ENOMEM ? wm_error(rc, "%s: out of memory", fn)
-                                 : wm_weft_error(rc, fn);
-    e = calloc(1, sizeof *e);
-    if (!e)
-        return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+        rc = wm_error(WEFT_ESTATE,
+                      "%s: a node failed on this rank, so the ranks' graphs "
+                      "disagree",
+                      fn);
+    else if (g->exec)
+        rc = wm_error(WEFT_EBUSY, "%s: an exec made from g lives", fn);
+    else if ((rc = wm_graph_close(g)) < 0)
+        rc = rc == WEFT_ENOMEM ? wm_error(rc, "%s: out of memory", fn)
+                               : wm_weft_error(rc, fn);
+    else if (!(e = calloc(1, sizeof *e)))
+        rc = wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+    /* every rank goes on, or none does (none waits in a collective call) */
+    ok = rc == 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, g->mpi->comm);
+    if (rc == 0 && !all_ok)
+        rc = wm_error(WEFT_EIO, "%s: another rank failed to instantiate", fn);
+    if (rc < 0) {
+        free(e);
+        return rc;
+    }
     e->g = g;
     e->comm = MPI_COMM_NULL;
     pthread_mutex_init(&e->ctrl_lock, NULL);
