@@ -482,6 +482,51 @@ static void fail_test(weft_runtime *rt, weft_mpi *mpi)
 
 /* ---- bad input ----------------------------------------------------------- */
 
+/*
+ * Every WEFT_API function of weft_mpi.h is called in this file's bad
+ * input case: the names in the header, each found in bad_test's text.
+ */
+static void every_function_checked(void)
+{
+    static char header[1 << 15], source[1 << 17];
+    const char *paths[2] = {WT_WEFT_MPI_H, WT_TEST_SOURCE};
+    char *texts[2] = {header, source}, *body, *p;
+    size_t sizes[2] = {sizeof header, sizeof source};
+    unsigned n = 0;
+
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(paths[i], "r");
+        size_t len;
+
+        CHECK(f != NULL);
+        len = fread(texts[i], 1, sizes[i] - 1, f);
+        fclose(f);
+        CHECK(len > 0 && len < sizes[i] - 1);
+        texts[i][len] = 0;
+    }
+    body = strstr(source, "static void bad_test(");
+    CHECK(body != NULL && strstr(body, "\nint main(") != NULL);
+    *strstr(body, "\nint main(") = 0;
+    for (p = header; (p = strstr(p, "WEFT_API ")) != NULL; p += 9) {
+        char name[64], *paren = strchr(p, '('), *start = paren;
+        size_t len;
+
+        while (start > p &&
+               (start[-1] == '_' || (start[-1] >= 'a' && start[-1] <= 'z')))
+            start--;
+        len = (size_t)(paren - start);
+        CHECK(len > 0 && len + 2 < sizeof name);
+        memcpy(name, start, len);
+        strcpy(name + len, "(");
+        if (!strstr(body, name)) {
+            fprintf(stderr, "rank %d: %s) has no bad input case\n", me, name);
+            CHECK(0);
+        }
+        n++;
+    }
+    CHECK(n >= 25);
+}
+
 static void nop(void *const *ptrs, void *user)
 {
 }
@@ -502,6 +547,7 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
     weft_block blk = weft_block2(0, 8, 2, 16);
     weft_arg karg[4];
 
+    every_function_checked();
     CHECK(weft_mpi_create(NULL, MPI_COMM_WORLD, &(weft_mpi *){0}) ==
           WEFT_EINVAL);
     CHECK(weft_mpi_create(rt, MPI_COMM_WORLD, NULL) == WEFT_EINVAL);
@@ -589,12 +635,15 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
     /* a node on the last rank that reads a (owner 0): one transfer */
     OK(weft_mpi_graph_add_read(g, a, 0, host, 8, nranks - 1, NULL));
     CHECK(weft_mpi_graph_transfer_count(g) == (nranks > 1 ? 1u : 0u));
+    /* a second reader there: the bytes it received are still valid */
+    OK(weft_mpi_graph_add_read(g, a, 0, host + 2, 8, nranks - 1, NULL));
+    CHECK(weft_mpi_graph_transfer_count(g) == (nranks > 1 ? 1u : 0u));
     CHECK(weft_mpi_graph_node_rank(g, 0) == nranks - 1);
-    CHECK(weft_mpi_graph_node_rank(g, 1) == WEFT_EINVAL);
+    CHECK(weft_mpi_graph_node_rank(g, 2) == WEFT_EINVAL);
     CHECK(weft_mpi_graph_node_rank(NULL, 0) == WEFT_EINVAL);
     CHECK(weft_mpi_graph_local_node(g, 0, &ln) ==
           (me == nranks - 1 ? 0 : WEFT_ENOTFOUND));
-    CHECK(weft_mpi_graph_local_node(g, 1, &ln) == WEFT_EINVAL);
+    CHECK(weft_mpi_graph_local_node(g, 2, &ln) == WEFT_EINVAL);
     CHECK(weft_mpi_graph_local_node(NULL, 0, &ln) == WEFT_EINVAL);
     CHECK(weft_mpi_graph_local_node(g, 0, NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_buffer_unregister(mpi, a) == WEFT_EBUSY);
