@@ -32,24 +32,29 @@
  * while it waits it holds up nothing of its rank that a send it waits for
  * needs: the earliest node of the graph not yet done can always run, on
  * any number of host workers. (This costs the overlap of a receive's wait
- * with earlier work of its rank; the bytes themselves move as soon as
- * they are sent, into the staging of the receive posted at launch.) Device data
- * crosses ranks through its host copy: weft makes a sent range valid on the
- * host before the send task runs, and a receive writes the host copy, which
- * weft then moves to the device that reads it. (No CUDA-aware MPI, no pinned
- * staging in v1.)
+ * with earlier work of its rank; the bytes themselves move as soon as they
+ * are sent, into the staging of the receive posted at launch.)
+ *
+ * Device data crosses ranks through its host copy: weft makes a sent range
+ * valid on the host before the send task runs, and a receive writes the
+ * host copy, which weft then moves to the device that reads it (no
+ * CUDA-aware MPI, no pinned staging in v1).
  *
  * Failures: a host task added with weft_mpi_graph_add_host_status that
- * fails sends, at once, a message to every other rank; a receive task
+ * fails tells every other rank at once (a control message); a receive task
  * waiting on any rank then fails (WEFT_EIO) instead of waiting. Any other
  * failure (a kernel, a transfer, a node added to the local graph
- * directly) is sent when the failing rank's launch ends, which it does:
+ * directly) is told when the failing rank's launch ends, which it does:
  * the receives after a failed node follow it, so they are canceled and do
- * not wait. Then weft_mpi_exec_wait agrees on the outcome on every rank
- * (MPI_Allreduce): it returns the local error on the rank that failed and
- * WEFT_EIO naming the lowest failed rank on the others. An executable
- * graph whose launch failed is not launched again (WEFT_ESTATE): destroy
- * it. (MPI_Abort is left to the program: weft_mpi never ends a process.)
+ * not wait. At the end of every launch each rank sends every other rank
+ * one control message (its error, or 0), makes the sends that its failed
+ * or canceled nodes did not make as empty messages (a receive that gets
+ * one fails), and waits for all of them: nothing is canceled and nothing
+ * is left in flight. weft_mpi_exec_wait then returns the local error on a
+ * rank that failed and WEFT_EIO naming the lowest failed rank on the
+ * others. An executable graph whose launch failed is not launched again
+ * (WEFT_ESTATE): destroy it. weft_mpi never calls MPI_Abort: ending the
+ * job is the program's choice.
  *
  * MPI: the program initialises MPI with MPI_THREAD_MULTIPLE (weft's
  * worker threads call MPI) before weft_mpi_create and finalises it after
@@ -59,7 +64,8 @@
  *
  * Not in v1: block (2-D, 3-D) accesses, views registered beside their
  * parent, more than one live executable graph per weft_mpi graph, map,
- * copy and fill nodes, native nodes.
+ * copy and fill nodes, native nodes; launches of one executable graph do
+ * not overlap (a launch waits for the previous one).
  *
  * Errors are weft's codes (weft_strerror); the detail of the last failing
  * weft_mpi call on a thread is weft_mpi_last_error().
