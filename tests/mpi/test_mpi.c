@@ -8,9 +8,12 @@
  *       one by one on plain arrays (every rank computes the reference)
  *   test_mpi owners    owners change between two graphs (set_owner)
  *   test_mpi fail      a status task fails on the last rank in the second
- *                      launch: every rank's wait fails, nothing hangs, and
- *                      a new graph then runs
+ *                      launch, then a node added to its local graph
+ *                      directly: every rank's wait fails, nothing hangs,
+ *                      and a new graph then runs
  *   test_mpi bad       bad input to every weft_mpi function
+ *   test_mpi serialized  MPI initialised at MPI_THREAD_SERIALIZED:
+ *                      weft_mpi_create refuses it
  *
  * A failed check prints the rank and the line and aborts every rank
  * (MPI_Abort); a passing rank prints "rank R: ok".
@@ -681,7 +684,10 @@ int main(int argc, char **argv)
     weft_mpi *mpi;
     int provided, rc;
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(&argc, &argv,
+                    strcmp(mode, "serialized") == 0 ? MPI_THREAD_SERIALIZED
+                                                    : MPI_THREAD_MULTIPLE,
+                    &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     for (int i = 2; i + 1 < argc; i += 2) {
@@ -699,6 +705,15 @@ int main(int argc, char **argv)
                 weft_last_error());
         MPI_Finalize();
         return 77;
+    }
+    if (strcmp(mode, "serialized") == 0) {
+        CHECK(provided < MPI_THREAD_MULTIPLE);
+        CHECK(weft_mpi_create(rt, MPI_COMM_WORLD, &mpi) == WEFT_ENOTSUP);
+        CHECK(strstr(weft_mpi_last_error(), "MPI_THREAD_MULTIPLE") != NULL);
+        OK(weft_runtime_destroy(rt));
+        printf("rank %d: ok\n", me);
+        MPI_Finalize();
+        return 0;
     }
     OK(weft_mpi_create(rt, MPI_COMM_WORLD, &mpi));
     OK(weft_module_create_portable(rt, mix_source, NULL, &mod));
