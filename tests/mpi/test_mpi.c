@@ -15,6 +15,7 @@
  *   test_mpi serialized  MPI initialised at MPI_THREAD_SERIALIZED:
  *                      weft_mpi_create refuses it
  *
+ * Several modes, comma-separated ("owners,fail"), run in turn in one job.
  * A failed check prints the rank and the line and aborts every rank
  * (MPI_Abort); a passing rank prints "rank R: ok".
  */
@@ -718,24 +719,30 @@ int main(int argc, char **argv)
     OK(weft_mpi_create(rt, MPI_COMM_WORLD, &mpi));
     OK(weft_module_create_portable(rt, mix_source, NULL, &mod));
     OK(weft_module_get_kernel(mod, "mix", &mix));
-    if (strcmp(mode, "random") == 0) {
-        unsigned transfers = 0;
+    /* MODE: one mode or several, comma-separated, run in turn */
+    for (const char *m = mode; *m;
+         m += strcspn(m, ",") + (m[strcspn(m, ",")] != 0)) {
+        size_t len = strcspn(m, ",");
 
-        for (unsigned s = 0; s < seeds; s++)
-            transfers += random_graph(rt, mpi, mix, seed + s, count);
-        /* the graphs crossed ranks */
-        CHECK(nranks == 1 || transfers >= seeds);
-        if (me == 0)
-            printf("%u graphs of %u nodes on %d ranks: %u transfers\n", seeds,
-                   count, nranks, transfers);
-    } else if (strcmp(mode, "owners") == 0) {
-        owners_test(rt, mpi);
-    } else if (strcmp(mode, "fail") == 0) {
-        fail_test(rt, mpi);
-    } else if (strcmp(mode, "bad") == 0) {
-        bad_test(rt, mpi, mix);
-    } else {
-        CHECK(!"unknown mode");
+        if (len == 6 && strncmp(m, "random", len) == 0) {
+            unsigned transfers = 0;
+
+            for (unsigned s = 0; s < seeds; s++)
+                transfers += random_graph(rt, mpi, mix, seed + s, count);
+            /* the graphs crossed ranks */
+            CHECK(nranks == 1 || transfers >= seeds);
+            if (me == 0)
+                printf("%u graphs of %u nodes on %d ranks: %u transfers\n",
+                       seeds, count, nranks, transfers);
+        } else if (len == 6 && strncmp(m, "owners", len) == 0) {
+            owners_test(rt, mpi);
+        } else if (len == 4 && strncmp(m, "fail", len) == 0) {
+            fail_test(rt, mpi);
+        } else if (len == 3 && strncmp(m, "bad", len) == 0) {
+            bad_test(rt, mpi, mix);
+        } else {
+            CHECK(!"unknown mode");
+        }
     }
     OK(weft_mpi_destroy(mpi));
     OK(weft_module_destroy(mod));
