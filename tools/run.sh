@@ -21,7 +21,7 @@ jobs=${WEFT_JOBS:-$(nproc)}
 packages="build-essential cmake pkg-config libhwloc-dev libck-dev libcmocka-dev
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libopenblas-dev
 liblapacke-dev python3-numpy python3-pytest python3-setuptools python3-pip
-python3-venv"
+python3-venv libopenmpi-dev openmpi-bin"
 # The test command also renders trace timelines with headless Chromium and
 # decodes the picture with zlib, and builds the fuzzer with clang and its
 # libFuzzer runtime (libclang-rt-14-dev: libclang_rt.fuzzer for clang 14,

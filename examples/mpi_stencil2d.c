@@ -1,0 +1,298 @@
+/*
+ * mpi_stencil2d: a 2-D Jacobi iteration across MPI ranks with weft_mpi,
+ * halos exchanged between the ranks that own neighbouring tiles.
+ *
+ * The grid of n x n floats is cut into tiles of t x t, and the tiles are
+ * dealt to a p x q grid of ranks block-cyclically (weft_mpi_block_cyclic;
+ * p x q is the most square factorisation of the number of ranks). Each
+ * tile is two buffers (the state now and the next state, used in turn)
+ * and four edge buffers (its first and last rows and columns), all owned
+ * by the tile's rank. A step is, for every tile, a host task that copies
+ * the tile's edges into its edge buffers (it runs on the owner: it writes
+ * them), then, for every tile, a kernel that reads the tile and the
+ * neighbours' edges and writes the next state (on the owner too: it
+ * writes the tile). A neighbour's edge owned by another rank is what
+ * crosses between ranks: weft_mpi adds its send and receive. Points
+ * outside the grid are 0. The graph is two steps, so that every launch
+ * leaves the state where it found it, and is launched several times.
+ *
+ *     mpirun -np 4 mpi_stencil2d [--n N] [--tile T] [--launches L]
+ *
+ * Every rank computes the same steps on the whole grid on the CPU and
+ * checks the tiles it owns; rank 0 prints the largest difference over
+ * every rank, the ranks' grid and the transfers of one launch:
+ *
+ *     ranks: 2 x 2, tiles: 4 x 4, transfers per launch: 96
+ *     max_abs_error: 0
+ */
+#include <weft_mpi.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char jacobi_source[] =
+    "WEFT_KERNEL void jacobi(WEFT_GLOBAL float *dst,\n"
+    "                        WEFT_GLOBAL const float *src,\n"
+    "                        WEFT_GLOBAL const float *nh,\n"
+    "                        WEFT_GLOBAL const float *sh,\n"
+    "                        WEFT_GLOBAL const float *wh,\n"
+    "                        WEFT_GLOBAL const float *eh, unsigned t,\n"
+    "                        unsigned flags)\n"
+    "{\n"
+    "    long x = weft_global_id(0), y = weft_global_id(1), n = t;\n"
+    "    if (x < n && y < n) {\n"
+    "        float up = y > 0 ? src[(y - 1) * n + x]\n"
+    "                         : ((flags & 1u) ? nh[x] : 0.0f);\n"
+    "        float dn = y < n - 1 ? src[(y + 1) * n + x]\n"
+    "                             : ((flags & 2u) ? sh[x] : 0.0f);\n"
+    "        float lf = x > 0 ? src[y * n + x - 1]\n"
+    "                         : ((flags & 4u) ? wh[y] : 0.0f);\n"
+    "        float rt = x < n - 1 ? src[y * n + x + 1]\n"
+    "                             : ((flags & 8u) ? eh[y] : 0.0f);\n"
+    "        dst[y * n + x] = 0.2f * (src[y * n + x] + up + dn + lf + rt);\n"
+    "    }\n"
+    "}\n";
+
+enum { N_EDGE, S_EDGE, W_EDGE, E_EDGE };
+
+typedef struct tile {
+    weft_buffer *state[2];
+    weft_buffer *edge[4];
+    int owner;
+} tile;
+
+static unsigned tsize; /* t: the pack task's user data is its tile */
+
+/* Copy the tile's first and last rows and columns into its edges. */
+static void pack(void *const *ptrs, void *user)
+{
+    const float *a = ptrs[0];
+    float *nh = ptrs[1], *sh = ptrs[2], *wh = ptrs[3], *eh = ptrs[4];
+    unsigned t = tsize;
+
+    for (unsigned k = 0; k < t; k++) {
+        nh[k] = a[k];
+        sh[k] = a[(t - 1) * t + k];
+        wh[k] = a[k * t];
+        eh[k] = a[k * t + t - 1];
+    }
+}
+
+/* One step on the whole grid, points outside it 0. */
+static void jacobi_host(float *dst, const float *src, int n)
+{
+    for (int y = 0; y < n; y++)
+        for (int x = 0; x < n; x++) {
+            float up = y > 0 ? src[(y - 1) * n + x] : 0.0f;
+            float dn = y < n - 1 ? src[(y + 1) * n + x] : 0.0f;
+            float lf = x > 0 ? src[y * n + x - 1] : 0.0f;
+            float rt = x < n - 1 ? src[y * n + x + 1] : 0.0f;
+
+            dst[y * n + x] = 0.2f * (src[y * n + x] + up + dn + lf + rt);
+        }
+}
+
+static float initial(int y, int x, int n)
+{
+    return (float)((x * 7 + y * 13) % 17) + (y == n / 3 ? 50.0f : 0.0f);
+}
+
+#define TRY(call)                                                              \
+    do {                                                                       \
+        if ((rc = (call)) < 0) {                                               \
+            fprintf(stderr, "rank %d: %s: %s (%s %s)\n", me, #call,            \
+                    weft_strerror(rc), weft_mpi_last_error(),                  \
+                    weft_last_error());                                        \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                      \
+        }                                                                      \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    int n = 64, t = 16, launches = 3, me, size, provided, rc, p, q, nt;
+    float *grid, *next, *host, err = 0.0f, all_err = 0.0f;
+    weft_runtime *rt;
+    weft_module *mod;
+    weft_kernel *jacobi;
+    weft_mpi *mpi;
+    weft_mpi_graph *g;
+    weft_mpi_exec *e;
+    tile *tiles;
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--n") == 0)
+            n = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--tile") == 0)
+            t = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--launches") == 0)
+            launches = atoi(argv[i + 1]);
+    }
+    if (t < 2 || n < t || n % t != 0 || launches < 1) {
+        if (me == 0)
+            fprintf(stderr, "usage: mpi_stencil2d [--n N] [--tile T, a "
+                            "divisor of N, at least 2] [--launches L]\n");
+        MPI_Finalize();
+        return 2;
+    }
+    tsize = (unsigned)t;
+    nt = n / t;
+    for (p = 1; (p + 1) * (p + 1) <= size; p++)
+        ;
+    while (size % p)
+        p--;
+    q = size / p;
+
+    TRY(weft_runtime_create(&rt, NULL));
+    TRY(weft_mpi_create(rt, MPI_COMM_WORLD, &mpi));
+    TRY(weft_module_create_portable(rt, jacobi_source, NULL, &mod));
+    TRY(weft_module_get_kernel(mod, "jacobi", &jacobi));
+
+    /* The tiles: every rank makes every buffer (the owners' bytes count). */
+    grid = malloc((size_t)n * n * sizeof *grid);
+    next = malloc((size_t)n * n * sizeof *next);
+    host = malloc((size_t)t * t * sizeof *host);
+    tiles = calloc((size_t)nt * nt, sizeof *tiles);
+    if (!grid || !next || !host || !tiles)
+        TRY(WEFT_ENOMEM);
+    for (int y = 0; y < n; y++)
+        for (int x = 0; x < n; x++)
+            grid[y * n + x] = initial(y, x, n);
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j < nt; j++) {
+            tile *tl = &tiles[i * nt + j];
+
+            tl->owner = weft_mpi_block_cyclic((size_t)i, (size_t)j, p, q);
+            for (int s = 0; s < 2; s++) {
+                TRY(weft_buffer_create(rt, (size_t)t * t * sizeof(float),
+                                       &tl->state[s]));
+                TRY(weft_mpi_buffer_register(mpi, tl->state[s], tl->owner));
+            }
+            for (int d = 0; d < 4; d++) {
+                TRY(weft_buffer_create(rt, (size_t)t * sizeof(float),
+                                       &tl->edge[d]));
+                TRY(weft_mpi_buffer_register(mpi, tl->edge[d], tl->owner));
+            }
+            if (tl->owner == me) {
+                for (int y = 0; y < t; y++)
+                    for (int x = 0; x < t; x++)
+                        host[y * t + x] = grid[(i * t + y) * n + j * t + x];
+                TRY(weft_buffer_write(tl->state[0], 0, host,
+                                      (size_t)t * t * sizeof(float)));
+            }
+        }
+
+    /* Two steps: state 0 -> 1, then 1 -> 0. */
+    TRY(weft_mpi_graph_create(mpi, &g));
+    for (int step = 0; step < 2; step++) {
+        for (int k = 0; k < nt * nt; k++) {
+            tile *tl = &tiles[k];
+            weft_access_desc acc[5] = {
+                weft_access_range(tl->state[step], 0, WEFT_WHOLE, WEFT_READ),
+                weft_access_range(tl->edge[N_EDGE], 0, WEFT_WHOLE, WEFT_WRITE),
+                weft_access_range(tl->edge[S_EDGE], 0, WEFT_WHOLE, WEFT_WRITE),
+                weft_access_range(tl->edge[W_EDGE], 0, WEFT_WHOLE, WEFT_WRITE),
+                weft_access_range(tl->edge[E_EDGE], 0, WEFT_WHOLE, WEFT_WRITE),
+            };
+
+            TRY(weft_mpi_graph_add_host(g, pack, NULL, acc, 5, WEFT_MPI_AUTO,
+                                        NULL));
+        }
+        for (int i = 0; i < nt; i++)
+            for (int j = 0; j < nt; j++) {
+                tile *tl = &tiles[i * nt + j];
+                /* the neighbours' edges facing this tile; none: its own */
+                weft_buffer *nh = i > 0 ? tiles[(i - 1) * nt + j].edge[S_EDGE]
+                                        : tl->edge[N_EDGE];
+                weft_buffer *sh = i < nt - 1
+                                      ? tiles[(i + 1) * nt + j].edge[N_EDGE]
+                                      : tl->edge[S_EDGE];
+                weft_buffer *wh = j > 0 ? tiles[i * nt + j - 1].edge[E_EDGE]
+                                        : tl->edge[W_EDGE];
+                weft_buffer *eh = j < nt - 1
+                                      ? tiles[i * nt + j + 1].edge[W_EDGE]
+                                      : tl->edge[E_EDGE];
+                unsigned flags = (i > 0 ? 1u : 0u) | (i < nt - 1 ? 2u : 0u) |
+                                 (j > 0 ? 4u : 0u) | (j < nt - 1 ? 8u : 0u);
+                weft_arg args[] = {
+                    weft_arg_buffer(tl->state[1 - step], 0, WEFT_WHOLE,
+                                    WEFT_WRITE),
+                    weft_arg_buffer(tl->state[step], 0, WEFT_WHOLE, WEFT_READ),
+                    weft_arg_buffer(nh, 0, WEFT_WHOLE, WEFT_READ),
+                    weft_arg_buffer(sh, 0, WEFT_WHOLE, WEFT_READ),
+                    weft_arg_buffer(wh, 0, WEFT_WHOLE, WEFT_READ),
+                    weft_arg_buffer(eh, 0, WEFT_WHOLE, WEFT_READ),
+                    weft_arg_u32((uint32_t)t),
+                    weft_arg_u32(flags),
+                };
+
+                TRY(weft_mpi_graph_add_kernel(
+                    g, jacobi, weft_dims2((uint32_t)t, (uint32_t)t), args, 8,
+                    WEFT_MPI_AUTO, NULL));
+            }
+    }
+    TRY(weft_mpi_graph_instantiate(g, NULL, &e));
+    for (int l = 0; l < launches; l++) {
+        TRY(weft_mpi_exec_launch(e));
+        for (int s = 0; s < 2; s++) {
+            float *tmp;
+
+            jacobi_host(next, grid, n);
+            tmp = grid;
+            grid = next;
+            next = tmp;
+        }
+    }
+    TRY(weft_mpi_exec_wait(e));
+
+    /* The owner of each tile holds its bytes after the launch. */
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j < nt; j++) {
+            tile *tl = &tiles[i * nt + j];
+
+            if (tl->owner != me)
+                continue;
+            TRY(weft_buffer_read(tl->state[0], 0, host,
+                                 (size_t)t * t * sizeof(float)));
+            for (int y = 0; y < t; y++)
+                for (int x = 0; x < t; x++) {
+                    float d = fabsf(host[y * t + x] -
+                                    grid[(i * t + y) * n + j * t + x]);
+
+                    if (d > err)
+                        err = d;
+                }
+        }
+    MPI_Allreduce(&err, &all_err, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+    if (me == 0) {
+        printf("ranks: %d x %d, tiles: %d x %d, transfers per launch: %u\n", p,
+               q, nt, nt, weft_mpi_graph_transfer_count(g));
+        printf("max_abs_error: %g\n", (double)all_err);
+    }
+
+    TRY(weft_mpi_exec_destroy(e));
+    TRY(weft_mpi_graph_destroy(g));
+    for (int k = 0; k < nt * nt; k++) {
+        for (int s = 0; s < 2; s++) {
+            TRY(weft_mpi_buffer_unregister(mpi, tiles[k].state[s]));
+            TRY(weft_buffer_destroy(tiles[k].state[s]));
+        }
+        for (int d = 0; d < 4; d++) {
+            TRY(weft_mpi_buffer_unregister(mpi, tiles[k].edge[d]));
+            TRY(weft_buffer_destroy(tiles[k].edge[d]));
+        }
+    }
+    TRY(weft_mpi_destroy(mpi));
+    TRY(weft_module_destroy(mod));
+    TRY(weft_runtime_destroy(rt));
+    free(grid);
+    free(next);
+    free(host);
+    free(tiles);
+    MPI_Finalize();
+    return all_err <= 1e-4f ? 0 : 1;
+}

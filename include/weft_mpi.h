@@ -1,0 +1,220 @@
+/*
+ * weft_mpi: weft graphs across MPI ranks (libweft_mpi).
+ *
+ * The sequential task flow: every rank runs the same program and builds
+ * the same graph through the weft_mpi_graph_* calls below, which mirror
+ * weft's own graph calls. Every buffer the graph uses is registered with
+ * an owner rank. A node runs on one rank: the one the program names, else
+ * the owner of the buffer of its first written access (kernel buffer
+ * arguments and host task accesses in order), else, for a node that
+ * writes no buffer, the owner of its first read one, else rank 0. Each
+ * rank adds to its local weft graph only the nodes it runs.
+ *
+ * Where a node on rank r reads a range whose current bytes another rank w
+ * holds (the rank of its latest writer in graph order, or its owner where
+ * the graph has not written it yet), weft_mpi adds a send on w (a host
+ * task that reads the range) and a receive on r (a host task that writes
+ * it), tagged by the transfer's index in the graph, which every rank
+ * computes alike. Received bytes stay valid on r until the next write of
+ * the range in graph order: a second reader on r receives nothing. At the
+ * end of the graph every range whose current bytes lie on a rank other
+ * than its owner goes back to the owner (weft_mpi_graph_instantiate adds
+ * those transfers), so that between launches the owner holds every
+ * registered buffer's bytes; a relaunch repeats the same transfers.
+ *
+ * Transfers are persistent requests (MPI_Ssend_init, MPI_Recv_init, made
+ * once per executable graph on a communicator of its own) through staging
+ * memory of weft_mpi's: a send copies the range there and starts (it does
+ * not wait: weft_mpi_exec_wait completes the sends); every receive is
+ * started when the launch starts, and its host task waits for it
+ * (MPI_Test, yielding) and copies the bytes into the range. A receive
+ * runs after every earlier node of its rank (explicit edges), so that
+ * while it waits it holds up nothing of its rank that a send it waits for
+ * needs: the earliest node of the graph not yet done can always run, on
+ * any number of host workers. (This costs the overlap of a receive's wait
+ * with earlier work of its rank; the bytes themselves move as soon as they
+ * are sent, into the staging of the receive posted at launch.)
+ *
+ * Device data crosses ranks through its host copy: weft makes a sent range
+ * valid on the host before the send task runs, and a receive writes the
+ * host copy, which weft then moves to the device that reads it (no
+ * CUDA-aware MPI, no pinned staging in v1).
+ *
+ * Failures: a host task added with weft_mpi_graph_add_host_status that
+ * fails tells every other rank at once (a control message); a receive task
+ * waiting on any rank then fails (WEFT_EIO) instead of waiting. Any other
+ * failure (a kernel, a transfer, a node added to the local graph
+ * directly) is told when the failing rank's launch ends, which it does:
+ * the receives after a failed node follow it, so they are canceled and do
+ * not wait. At the end of every launch each rank sends every other rank
+ * one control message (its error, or 0), makes the sends that its failed
+ * or canceled nodes did not make as empty messages (a receive that gets
+ * one fails), and waits for all of them: nothing is canceled and nothing
+ * is left in flight. weft_mpi_exec_wait then returns the local error on a
+ * rank that failed and WEFT_EIO naming the lowest failed rank on the
+ * others. An executable graph whose launch failed is not launched again
+ * (WEFT_ESTATE): destroy it. weft_mpi never calls MPI_Abort: ending the
+ * job is the program's choice.
+ *
+ * MPI: the program initialises MPI with MPI_THREAD_MULTIPLE (weft's
+ * worker threads call MPI) before weft_mpi_create and finalises it after
+ * weft_mpi_destroy. Calls marked collective are made by every rank of the
+ * communicator, in the same order, with the same arguments (buffers: the
+ * rank's own handle of the same registered buffer).
+ *
+ * Not in v1: block (2-D, 3-D) accesses, views registered beside their
+ * parent, more than one live executable graph per weft_mpi graph, map,
+ * copy and fill nodes, native nodes; launches of one executable graph do
+ * not overlap (a launch waits for the previous one).
+ *
+ * Errors are weft's codes (weft_strerror); the detail of the last failing
+ * weft_mpi call on a thread is weft_mpi_last_error().
+ */
+#ifndef WEFT_MPI_H
+#define WEFT_MPI_H
+
+#include <mpi.h>
+#include <weft.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The node runs where weft_mpi chooses (see above). */
+#define WEFT_MPI_AUTO (-1)
+
+typedef struct weft_mpi weft_mpi;
+typedef struct weft_mpi_graph weft_mpi_graph;
+typedef struct weft_mpi_exec weft_mpi_exec;
+
+/*
+ * The detail of the last failing weft_mpi call on this thread (never
+ * NULL), weft's own detail included where weft failed.
+ */
+WEFT_API const char *weft_mpi_last_error(void);
+
+/*
+ * Collective. weft_mpi over the ranks of comm (duplicated), with rt the
+ * rank's runtime. WEFT_ENOTSUP where MPI is not initialised or was
+ * initialised below MPI_THREAD_MULTIPLE; WEFT_EINVAL for a NULL rt or mpi.
+ */
+WEFT_API int weft_mpi_create(weft_runtime *rt, MPI_Comm comm, weft_mpi **mpi);
+/*
+ * Destroy mpi; WEFT_EBUSY while a weft_mpi graph or a registered buffer
+ * lives. NULL is ignored. Not collective.
+ */
+WEFT_API int weft_mpi_destroy(weft_mpi *mpi);
+/* This rank, and the number of ranks, in mpi's communicator. */
+WEFT_API int weft_mpi_rank(const weft_mpi *mpi);
+WEFT_API int weft_mpi_size(const weft_mpi *mpi);
+
+/*
+ * Collective. Register buf (a buffer of mpi's runtime, the same size on
+ * every rank) with its owner rank. WEFT_EINVAL for a NULL or registered
+ * buffer; WEFT_ERANGE for an owner outside [0, size).
+ */
+WEFT_API int weft_mpi_buffer_register(weft_mpi *mpi, weft_buffer *buf,
+                                      int owner);
+/* Forget buf; WEFT_EBUSY while a weft_mpi graph or exec names it. */
+WEFT_API int weft_mpi_buffer_unregister(weft_mpi *mpi, weft_buffer *buf);
+/* The owner of buf, or a negative error (WEFT_ENOTFOUND: not registered). */
+WEFT_API int weft_mpi_buffer_owner(const weft_mpi *mpi, const weft_buffer *buf);
+/*
+ * Collective. Give buf a new owner: the old owner's bytes move to it
+ * (blocking, through the host copies). WEFT_EBUSY while a weft_mpi graph
+ * or exec names buf (graphs built later use the new owner); WEFT_ERANGE
+ * for an owner outside [0, size).
+ */
+WEFT_API int weft_mpi_buffer_set_owner(weft_mpi *mpi, weft_buffer *buf,
+                                       int owner);
+/*
+ * The 2-D block-cyclic distribution: the owner of tile (i, j) on a p x q
+ * grid of ranks, numbered row-major ((i mod p) * q + j mod q).
+ */
+static inline int weft_mpi_block_cyclic(size_t i, size_t j, int p, int q)
+{
+    return (int)(i % (size_t)p) * q + (int)(j % (size_t)q);
+}
+
+/*
+ * Collective. An empty graph; its local part is a weft graph of mpi's
+ * runtime. WEFT_EINVAL for NULL arguments.
+ */
+WEFT_API int weft_mpi_graph_create(weft_mpi *mpi, weft_mpi_graph **g);
+/* WEFT_EBUSY while an exec made from g lives. NULL is ignored. */
+WEFT_API int weft_mpi_graph_destroy(weft_mpi_graph *g);
+
+/*
+ * Collective: the weft_graph_add_* calls of the same names, plus the rank
+ * that runs the node (WEFT_MPI_AUTO, or a rank). node (may be NULL)
+ * receives the node's index in g (the nodes the program added, in order,
+ * on every rank). Every buffer must be registered (WEFT_EINVAL); block
+ * arguments and accesses are WEFT_ENOTSUP. Where weft refuses the node on
+ * the rank that runs it, after weft_mpi added its transfers, the call
+ * returns weft's error there and g refuses further nodes (WEFT_ESTATE):
+ * the ranks' graphs no longer agree.
+ */
+WEFT_API int weft_mpi_graph_add_kernel(weft_mpi_graph *g, weft_kernel *k,
+                                       weft_dims dims, const weft_arg *args,
+                                       unsigned nargs, int rank,
+                                       uint32_t *node);
+WEFT_API int weft_mpi_graph_add_host(weft_mpi_graph *g, weft_host_task_fn *fn,
+                                     void *user, const weft_access_desc *acc,
+                                     unsigned nacc, int rank, uint32_t *node);
+/* A non-zero return fails the launch on every rank (see above). */
+WEFT_API int weft_mpi_graph_add_host_status(weft_mpi_graph *g,
+                                            weft_host_status_fn *fn, void *user,
+                                            const weft_access_desc *acc,
+                                            unsigned nacc, int rank,
+                                            uint32_t *node);
+/* src and dst: host memory of the rank that runs the node. */
+WEFT_API int weft_mpi_graph_add_write(weft_mpi_graph *g, weft_buffer *dst,
+                                      size_t offset, const void *src,
+                                      size_t size, int rank, uint32_t *node);
+WEFT_API int weft_mpi_graph_add_read(weft_mpi_graph *g, weft_buffer *src,
+                                     size_t offset, void *dst, size_t size,
+                                     int rank, uint32_t *node);
+
+/* The rank that runs node of g, or a negative error (WEFT_EINVAL). */
+WEFT_API int weft_mpi_graph_node_rank(const weft_mpi_graph *g, uint32_t node);
+/*
+ * The node's index in this rank's weft graph (for weft_graph_set_device,
+ * weft_graph_set_priority, weft_exec_node_device). WEFT_ENOTFOUND where
+ * another rank runs it.
+ */
+WEFT_API int weft_mpi_graph_local_node(const weft_mpi_graph *g, uint32_t node,
+                                       weft_node *local);
+/* This rank's weft graph (nodes and transfers); owned by g. */
+WEFT_API weft_graph *weft_mpi_graph_local(weft_mpi_graph *g);
+/* The number of transfers (sends and receives of every rank) in g. */
+WEFT_API unsigned weft_mpi_graph_transfer_count(const weft_mpi_graph *g);
+
+/*
+ * Collective. Close g (the transfers back to the owners) and instantiate
+ * this rank's graph with opts (may be NULL), as weft_graph_instantiate.
+ * One live exec per graph (WEFT_EBUSY); weft's errors otherwise.
+ */
+WEFT_API int weft_mpi_graph_instantiate(weft_mpi_graph *g,
+                                        const weft_exec_options *opts,
+                                        weft_mpi_exec **e);
+/*
+ * Collective. Launch e on every rank: waits for e's previous launch, if
+ * any (as weft_mpi_exec_wait), then starts. WEFT_ESTATE after a failed
+ * launch.
+ */
+WEFT_API int weft_mpi_exec_launch(weft_mpi_exec *e);
+/*
+ * Collective. Wait for e's launch on this rank, complete its sends, and
+ * agree with the other ranks: 0 when every rank's launch succeeded, else
+ * the local error, or WEFT_EIO naming the lowest rank that failed.
+ */
+WEFT_API int weft_mpi_exec_wait(weft_mpi_exec *e);
+/* This rank's executable graph; owned by e. */
+WEFT_API weft_exec *weft_mpi_exec_local(weft_mpi_exec *e);
+/* Wait for e (collective where a launch is in flight), then destroy it. */
+WEFT_API int weft_mpi_exec_destroy(weft_mpi_exec *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEFT_MPI_H */

@@ -1,0 +1,393 @@
+/*
+ * Executable weft_mpi graphs: the persistent requests, the send and
+ * receive tasks, and the protocol that ends every launch alike on every
+ * rank.
+ *
+ * A launch: every receive of this rank is started (so that a send never
+ * waits for its receive to be posted), and the control receives; then the
+ * local graph launches. Send tasks copy their range into staging and
+ * start a synchronous-mode send (MPI_Ssend_init). Receive tasks wait for
+ * their request, or give up once the launch is aborted; an empty message
+ * is a send that its rank did not make (below): the task fails.
+ *
+ * No deadlock: a receive runs after every earlier node of its rank
+ * (graph.c), and every transfer comes before its receive in graph order.
+ * Take the earliest node of the graph not done: every node before it is
+ * done, on every rank; a receive running on its rank came after it in
+ * graph order only if it depends on it, which it cannot while it is not
+ * done, so nothing of its rank waits; if it is a receive, its send was
+ * made. So it runs, whatever the number of threads.
+ *
+ * The end (end_launch), with nothing canceled: wait for the local graph;
+ * a rank that failed and has not heard of another's failure sends its
+ * code, any other rank 0; every send this launch did not make (its node
+ * failed or was canceled) is made as an empty message, so that every
+ * receive posted completes; then every rank waits for its sends, its
+ * receives and one control message from every other rank, which tell it
+ * which ranks failed. Nothing is left in flight for the next launch.
+ */
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* Test the control messages not arrived yet; ctrl_lock held. */
+static void ctrl_test(weft_mpi_exec *e)
+{
+    weft_mpi *mpi = e->g->mpi;
+    int flag;
+
+    for (int r = 0; r < mpi->size; r++) {
+        if (r == mpi->rank || e->ctrl_done[r])
+            continue;
+        MPI_Test(&e->ctrl_recv[r], &flag, MPI_STATUS_IGNORE);
+        if (!flag)
+            continue;
+        e->ctrl_done[r] = 1;
+        if (e->ctrl_msg[r] != 0)
+            atomic_store(&e->aborted, 1);
+    }
+}
+
+/* Whether this launch is aborted, here or on another rank. */
+static int aborted(weft_mpi_exec *e)
+{
+    if (atomic_load(&e->aborted))
+        return 1;
+    if (pthread_mutex_trylock(&e->ctrl_lock) == 0) {
+        ctrl_test(e);
+        pthread_mutex_unlock(&e->ctrl_lock);
+    }
+    return atomic_load(&e->aborted);
+}
+
+static void ctrl_send(weft_mpi_exec *e, int code)
+{
+    weft_mpi *mpi = e->g->mpi;
+
+    if (atomic_exchange(&e->ctrl_sent, 1))
+        return;
+    e->my_code = code;
+    for (int r = 0; r < mpi->size; r++)
+        if (r != mpi->rank)
+            MPI_Isend(&e->my_code, 1, MPI_INT, r, 0, e->comm, &e->ctrl_send[r]);
+}
+
+void wm_abort(weft_mpi_exec *e, int code)
+{
+    atomic_store(&e->aborted, 1);
+    ctrl_send(e, code);
+}
+
+void wm_send_task(void *const *ptrs, void *user)
+{
+    wm_endpoint *ep = user;
+
+    memcpy(ep->staging, ptrs[0], ep->size);
+    ep->done = 1;
+    MPI_Start(&ep->req);
+}
+
+int wm_recv_task(void *const *ptrs, void *user)
+{
+    wm_endpoint *ep = user;
+    weft_mpi_exec *e = ep->g->exec;
+    unsigned spins = 0;
+    int flag = 0;
+
+    for (;;) {
+        MPI_Status st;
+        int n = 0;
+
+        MPI_Test(&ep->req, &flag, &st);
+        if (flag) {
+            ep->done = 1;
+            MPI_Get_count(&st, MPI_BYTE, &n);
+            if ((size_t)n != ep->size || aborted(e))
+                return 1; /* the sender's node failed or was canceled */
+            memcpy(ptrs[0], ep->staging, ep->size);
+            return 0;
+        }
+        if (aborted(e))
+            return 1;
+        /* yield at first; past that, let the other ranks' threads run */
+        if (++spins < 1000) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 20000};
+
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static void free_requests(weft_mpi_exec *e)
+{
+    weft_mpi_graph *g = e->g;
+
+    for (unsigned i = 0; i < g->neps; i++) {
+        if (g->eps[i]->req != MPI_REQUEST_NULL)
+            MPI_Request_free(&g->eps[i]->req);
+        g->eps[i]->staging = NULL;
+    }
+}
+
+static void exec_free(weft_mpi_exec *e)
+{
+    weft_mpi_graph *g = e->g;
+
+    free_requests(e);
+    for (int r = 0; e->ctrl_recv && r < g->mpi->size; r++)
+        if (e->ctrl_recv[r] != MPI_REQUEST_NULL)
+            MPI_Request_free(&e->ctrl_recv[r]);
+    if (e->local)
+        weft_exec_destroy(e->local);
+    if (e->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&e->comm);
+    pthread_mutex_destroy(&e->ctrl_lock);
+    free(e->staging);
+    free(e->ctrl_recv);
+    free(e->ctrl_send);
+    free(e->ctrl_msg);
+    free(e->ctrl_done);
+    for (unsigned i = 0; i < g->ntracks; i++)
+        g->tracks[i].reg->users--;
+    g->exec = NULL;
+    free(e);
+}
+
+/* This rank's part of instantiate: requests, staging, the local exec. */
+static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
+{
+    static const char fn[] = "weft_mpi_graph_instantiate";
+    weft_mpi_graph *g = e->g;
+    size_t total = 0, off = 0, size;
+    int *ub = NULL, flag = 0, rc;
+
+    MPI_Comm_get_attr(e->comm, MPI_TAG_UB, &ub, &flag);
+    if (flag && (long)g->ntransfers >= (long)*ub)
+        return wm_error(WEFT_ENOTSUP,
+                        "%s: %u transfers need more tags than MPI's %d", fn,
+                        g->ntransfers, *ub);
+    for (unsigned i = 0; i < g->neps; i++) {
+        if (g->eps[i]->size > INT_MAX)
+            return wm_error(WEFT_ENOTSUP,
+                            "%s: a transfer of %zu bytes: weft_mpi moves at "
+                            "most INT_MAX bytes at once",
+                            fn, g->eps[i]->size);
+        total += (g->eps[i]->size + 63) & ~(size_t)63;
+    }
+    e->staging = malloc(total ? total : 1);
+    size = (size_t)g->mpi->size;
+    e->ctrl_recv = malloc(size * sizeof *e->ctrl_recv);
+    e->ctrl_send = malloc(size * sizeof *e->ctrl_send);
+    e->ctrl_msg = calloc(size, sizeof *e->ctrl_msg);
+    e->ctrl_done = calloc(size, 1);
+    if (!e->staging || !e->ctrl_recv || !e->ctrl_send || !e->ctrl_msg ||
+        !e->ctrl_done)
+        return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+    for (int r = 0; r < g->mpi->size; r++) {
+        e->ctrl_send[r] = MPI_REQUEST_NULL;
+        e->ctrl_recv[r] = MPI_REQUEST_NULL;
+        if (r != g->mpi->rank &&
+            MPI_Recv_init(&e->ctrl_msg[r], 1, MPI_INT, r, 0, e->comm,
+                          &e->ctrl_recv[r]) != MPI_SUCCESS)
+            return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
+    }
+    for (unsigned i = 0; i < g->neps; i++) {
+        wm_endpoint *ep = g->eps[i];
+
+        ep->staging = (char *)e->staging + off;
+        ep->fill = MPI_REQUEST_NULL;
+        off += (ep->size + 63) & ~(size_t)63;
+        rc = ep->send ? MPI_Ssend_init(ep->staging, (int)ep->size, MPI_BYTE,
+                                       ep->peer, ep->tag, e->comm, &ep->req)
+                      : MPI_Recv_init(ep->staging, (int)ep->size, MPI_BYTE,
+                                      ep->peer, ep->tag, e->comm, &ep->req);
+        if (rc != MPI_SUCCESS)
+            return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
+    }
+    rc = weft_graph_instantiate(g->local, opts, &e->local);
+    if (rc < 0)
+        return wm_weft_error(rc, fn);
+    return 0;
+}
+
+int weft_mpi_graph_instantiate(weft_mpi_graph *g, const weft_exec_options *opts,
+                               weft_mpi_exec **out)
+{
+    static const char fn[] = "weft_mpi_graph_instantiate";
+    weft_mpi_exec *e = NULL;
+    int rc, ok, all_ok = 0;
+
+    if (!g || !out)
+        return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn, !g ? "g" : "e");
+    if (g->broken)
+        rc = wm_error(WEFT_ESTATE,
+                      "%s: a node failed on this rank, so the ranks' graphs "
+                      "disagree",
+                      fn);
+    else if (g->exec)
+        rc = wm_error(WEFT_EBUSY, "%s: an exec made from g lives", fn);
+    else if ((rc = wm_graph_close(g)) < 0)
+        rc = rc == WEFT_ENOMEM ? wm_error(rc, "%s: out of memory", fn)
+                               : wm_weft_error(rc, fn);
+    else if (!(e = calloc(1, sizeof *e)))
+        rc = wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+    /* every rank goes on, or none does (none waits in a collective call) */
+    ok = rc == 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, g->mpi->comm);
+    if (rc == 0 && !all_ok)
+        rc = wm_error(WEFT_EIO, "%s: another rank failed to instantiate", fn);
+    if (rc < 0) {
+        free(e);
+        return rc;
+    }
+    e->g = g;
+    e->comm = MPI_COMM_NULL;
+    pthread_mutex_init(&e->ctrl_lock, NULL);
+    g->exec = e;
+    for (unsigned i = 0; i < g->ntracks; i++)
+        g->tracks[i].reg->users++;
+    if (MPI_Comm_dup(g->mpi->comm, &e->comm) != MPI_SUCCESS) {
+        e->comm = MPI_COMM_NULL;
+        rc = wm_error(WEFT_EIO, "%s: MPI_Comm_dup failed", fn);
+    } else {
+        rc = exec_setup(e, opts);
+    }
+    /* every rank instantiates, or none does */
+    ok = rc == 0;
+    if (e->comm != MPI_COMM_NULL)
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, e->comm);
+    if (rc == 0 && !all_ok)
+        rc = wm_error(WEFT_EIO, "%s: another rank failed to instantiate", fn);
+    if (rc < 0) {
+        exec_free(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+static int end_launch(weft_mpi_exec *e, int rc)
+{
+    weft_mpi_graph *g = e->g;
+    weft_mpi *mpi = g->mpi;
+    char detail[512];
+    int nfailed = 0, first;
+
+    if (rc < 0) {
+        snprintf(detail, sizeof detail, "%s", weft_last_error());
+        if (!aborted(e)) /* else it failed for another rank's failure */
+            ctrl_send(e, rc);
+    }
+    ctrl_send(e, 0); /* where this rank did not fail */
+    for (unsigned i = 0; i < g->neps; i++) {
+        wm_endpoint *ep = g->eps[i];
+
+        if (ep->send && !ep->done)
+            MPI_Isend(ep->staging, 0, MPI_BYTE, ep->peer, ep->tag, e->comm,
+                      &ep->fill);
+    }
+    for (unsigned i = 0; i < g->neps; i++) {
+        wm_endpoint *ep = g->eps[i];
+
+        if (ep->send)
+            MPI_Wait(ep->done ? &ep->req : &ep->fill, MPI_STATUS_IGNORE);
+        else if (!ep->done)
+            MPI_Wait(&ep->req, MPI_STATUS_IGNORE);
+    }
+    pthread_mutex_lock(&e->ctrl_lock);
+    for (int r = 0; r < mpi->size; r++)
+        if (r != mpi->rank && !e->ctrl_done[r])
+            MPI_Wait(&e->ctrl_recv[r], MPI_STATUS_IGNORE);
+    pthread_mutex_unlock(&e->ctrl_lock);
+    MPI_Waitall(mpi->size, e->ctrl_send, MPI_STATUSES_IGNORE);
+    e->in_flight = 0;
+    first = mpi->size;
+    for (int r = 0; r < mpi->size; r++) {
+        int code = r == mpi->rank ? e->my_code : e->ctrl_msg[r];
+
+        if (code != 0) {
+            nfailed++;
+            if (r < first)
+                first = r;
+        }
+    }
+    if (nfailed == 0)
+        return 0;
+    if (e->my_code != 0) {
+        e->failed = rc;
+        return wm_error(rc, "weft_mpi_exec_wait: %s", detail);
+    }
+    e->failed = WEFT_EIO;
+    return wm_error(WEFT_EIO,
+                    "weft_mpi_exec_wait: rank %d failed (%d rank(s) in all), "
+                    "so this launch did not complete",
+                    first, nfailed);
+}
+
+int weft_mpi_exec_wait(weft_mpi_exec *e)
+{
+    if (!e)
+        return wm_error(WEFT_EINVAL, "weft_mpi_exec_wait: e is NULL");
+    if (!e->in_flight)
+        return e->failed;
+    return end_launch(e, weft_exec_wait(e->local));
+}
+
+int weft_mpi_exec_launch(weft_mpi_exec *e)
+{
+    weft_mpi_graph *g;
+    int rc;
+
+    if (!e)
+        return wm_error(WEFT_EINVAL, "weft_mpi_exec_launch: e is NULL");
+    g = e->g;
+    if (e->in_flight && (rc = weft_mpi_exec_wait(e)) < 0)
+        return rc;
+    if (e->failed)
+        return wm_error(WEFT_ESTATE,
+                        "weft_mpi_exec_launch: a launch of e failed: "
+                        "destroy it");
+    atomic_store(&e->aborted, 0);
+    atomic_store(&e->ctrl_sent, 0);
+    e->my_code = 0;
+    for (int r = 0; r < g->mpi->size; r++) {
+        e->ctrl_done[r] = 0;
+        e->ctrl_msg[r] = 0;
+        if (r != g->mpi->rank)
+            MPI_Start(&e->ctrl_recv[r]);
+    }
+    for (unsigned i = 0; i < g->neps; i++) {
+        wm_endpoint *ep = g->eps[i];
+
+        ep->done = 0;
+        if (!ep->send)
+            MPI_Start(&ep->req);
+    }
+    e->in_flight = 1;
+    rc = weft_exec_launch(e->local);
+    if (rc < 0)
+        return end_launch(e, rc);
+    return 0;
+}
+
+weft_exec *weft_mpi_exec_local(weft_mpi_exec *e)
+{
+    return e ? e->local : NULL;
+}
+
+int weft_mpi_exec_destroy(weft_mpi_exec *e)
+{
+    if (!e)
+        return 0;
+    if (e->in_flight)
+        weft_mpi_exec_wait(e);
+    exec_free(e);
+    return 0;
+}

@@ -1,0 +1,624 @@
+/*
+ * Building a weft_mpi graph: which rank runs each node, where each range's
+ * current bytes are (the tracks), and the transfers between ranks.
+ *
+ * Every rank runs this code on the same calls, so every rank computes the
+ * same ranks, tracks and transfer tags; only the nodes a rank adds to its
+ * local graph differ.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define WM_NO_NODE UINT32_MAX
+
+static unsigned words(const weft_mpi *mpi)
+{
+    return (unsigned)((mpi->size + 63) / 64);
+}
+
+static int grow(void **arr, unsigned *cap, unsigned need, size_t elem)
+{
+    unsigned c = *cap ? *cap : 8;
+    void *p;
+
+    if (need <= *cap)
+        return 0;
+    while (c < need)
+        c *= 2;
+    p = realloc(*arr, c * elem);
+    if (!p)
+        return WEFT_ENOMEM;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+int weft_mpi_graph_create(weft_mpi *mpi, weft_mpi_graph **g)
+{
+    weft_mpi_graph *mg;
+    int rc;
+
+    if (!mpi || !g)
+        return wm_error(WEFT_EINVAL, "weft_mpi_graph_create: %s is NULL",
+                        !mpi ? "mpi" : "g");
+    mg = calloc(1, sizeof *mg);
+    if (!mg)
+        return wm_error(WEFT_ENOMEM, "weft_mpi_graph_create: out of memory");
+    rc = weft_graph_create(mpi->rt, &mg->local);
+    if (rc < 0) {
+        free(mg);
+        return wm_weft_error(rc, "weft_mpi_graph_create");
+    }
+    mg->mpi = mpi;
+    mpi->graphs++;
+    *g = mg;
+    return 0;
+}
+
+int weft_mpi_graph_destroy(weft_mpi_graph *g)
+{
+    if (!g)
+        return 0;
+    if (g->exec)
+        return wm_error(WEFT_EBUSY,
+                        "weft_mpi_graph_destroy: an exec made from g lives");
+    weft_graph_destroy(g->local);
+    for (unsigned i = 0; i < g->ntracks; i++) {
+        wm_track *t = &g->tracks[i];
+
+        t->reg->users--;
+        for (unsigned s = 0; s < t->nsegs; s++)
+            free(t->segs[s].valid);
+        free(t->segs);
+    }
+    for (unsigned i = 0; i < g->neps; i++)
+        free(g->eps[i]);
+    for (unsigned i = 0; i < g->nwraps; i++)
+        free(g->wraps[i]);
+    free(g->tracks);
+    free(g->eps);
+    free(g->wraps);
+    free(g->node_rank);
+    free(g->node_local);
+    free(g->since);
+    g->mpi->graphs--;
+    free(g);
+    return 0;
+}
+
+/* The track of reg in g, made (its owner holding every byte) if new. */
+static int track_of(weft_mpi_graph *g, wm_reg *reg, wm_track **out)
+{
+    wm_track *t;
+    uint64_t *valid;
+
+    for (unsigned i = 0; i < g->ntracks; i++)
+        if (g->tracks[i].reg == reg) {
+            *out = &g->tracks[i];
+            return 0;
+        }
+    if (grow((void **)&g->tracks, &g->tcap, g->ntracks + 1, sizeof *g->tracks))
+        return WEFT_ENOMEM;
+    valid = calloc(words(g->mpi), sizeof *valid);
+    t = &g->tracks[g->ntracks];
+    memset(t, 0, sizeof *t);
+    if (!valid || grow((void **)&t->segs, &t->cap, 1, sizeof *t->segs)) {
+        free(valid);
+        free(t->segs);
+        return WEFT_ENOMEM;
+    }
+    t->reg = reg;
+    t->owner = reg->owner;
+    valid[reg->owner / 64] |= (uint64_t)1 << (reg->owner % 64);
+    t->segs[0] = (wm_seg){0, reg->size, reg->owner, valid};
+    t->nsegs = 1;
+    g->ntracks++;
+    reg->users++;
+    *out = t;
+    return 0;
+}
+
+/* Split t's segments so that one starts at x (0 < x < size). */
+static int split_at(weft_mpi_graph *g, wm_track *t, size_t x)
+{
+    unsigned i;
+    uint64_t *valid;
+
+    for (i = 0; i < t->nsegs; i++)
+        if (t->segs[i].lo <= x && x < t->segs[i].hi)
+            break;
+    if (i == t->nsegs || t->segs[i].lo == x)
+        return 0;
+    if (grow((void **)&t->segs, &t->cap, t->nsegs + 1, sizeof *t->segs))
+        return WEFT_ENOMEM;
+    valid = malloc(words(g->mpi) * sizeof *valid);
+    if (!valid)
+        return WEFT_ENOMEM;
+    memcpy(valid, t->segs[i].valid, words(g->mpi) * sizeof *valid);
+    memmove(&t->segs[i + 2], &t->segs[i + 1],
+            (t->nsegs - i - 1) * sizeof *t->segs);
+    t->segs[i + 1] = (wm_seg){x, t->segs[i].hi, t->segs[i].holder, valid};
+    t->segs[i].hi = x;
+    t->nsegs++;
+    return 0;
+}
+
+static int has(const uint64_t *v, int r)
+{
+    return (int)((v[r / 64] >> (r % 64)) & 1);
+}
+
+/* Local node n was added: the next receive runs after it. */
+static int note_local(weft_mpi_graph *g, weft_node n)
+{
+    if (grow((void **)&g->since, &g->scap, g->nsince + 1, sizeof *g->since))
+        return WEFT_ENOMEM;
+    g->since[g->nsince++] = n;
+    return 0;
+}
+
+/*
+ * Add one end of transfer tag (from -> to, [lo, hi) of reg) to the local
+ * graph where this rank is an end.
+ */
+static int add_transfer(weft_mpi_graph *g, wm_reg *reg, size_t lo, size_t hi,
+                        int from, int to)
+{
+    weft_mpi *mpi = g->mpi;
+    int tag = 1 + (int)g->ntransfers++;
+    wm_endpoint *ep;
+    weft_access_desc acc;
+    weft_node n;
+    int rc;
+
+    if (mpi->rank != from && mpi->rank != to)
+        return 0;
+    if (grow((void **)&g->eps, &g->ecap, g->neps + 1, sizeof *g->eps))
+        return WEFT_ENOMEM;
+    ep = calloc(1, sizeof *ep);
+    if (!ep)
+        return WEFT_ENOMEM;
+    ep->g = g;
+    ep->send = mpi->rank == from;
+    ep->peer = ep->send ? to : from;
+    ep->tag = tag;
+    ep->size = hi - lo;
+    ep->req = MPI_REQUEST_NULL;
+    if (ep->send) {
+        acc = weft_access_range(reg->buf, lo, hi - lo, WEFT_READ);
+        rc = weft_graph_add_host(g->local, wm_send_task, ep, &acc, 1, &n);
+    } else {
+        acc = weft_access_range(reg->buf, lo, hi - lo, WEFT_WRITE);
+        rc =
+            weft_graph_add_host_status(g->local, wm_recv_task, ep, &acc, 1, &n);
+        if (rc == 0 && g->have_recv)
+            rc = weft_graph_add_edge(g->local, g->last_recv, n);
+        for (unsigned i = 0; rc == 0 && i < g->nsince; i++)
+            rc = weft_graph_add_edge(g->local, g->since[i], n);
+        if (rc == 0) {
+            g->have_recv = 1;
+            g->last_recv = n;
+            g->nsince = 0;
+        }
+    }
+    if (rc == 0 && ep->send)
+        rc = note_local(g, n);
+    if (rc < 0) {
+        free(ep);
+        return rc;
+    }
+    g->eps[g->neps++] = ep;
+    return 0;
+}
+
+/*
+ * Make [lo, hi) of reg valid on rank r: a transfer for every run of
+ * segments that r does not hold, from the rank holding it.
+ */
+static int need(weft_mpi_graph *g, wm_reg *reg, size_t lo, size_t hi, int r)
+{
+    wm_track *t;
+    int rc;
+
+    if (lo == hi)
+        return 0;
+    if ((rc = track_of(g, reg, &t)) < 0 || (rc = split_at(g, t, lo)) < 0 ||
+        (hi < reg->size && (rc = split_at(g, t, hi)) < 0))
+        return rc;
+    for (unsigned i = 0; i < t->nsegs; i++) {
+        wm_seg *s = &t->segs[i];
+        size_t end;
+
+        if (s->hi <= lo || s->lo >= hi || has(s->valid, r))
+            continue;
+        /* one transfer for the following segments of the same holder */
+        end = s->hi;
+        while (i + 1 < t->nsegs && t->segs[i + 1].lo < hi &&
+               !has(t->segs[i + 1].valid, r) &&
+               t->segs[i + 1].holder == s->holder) {
+            t->segs[i + 1].valid[r / 64] |= (uint64_t)1 << (r % 64);
+            end = t->segs[++i].hi;
+        }
+        if ((rc = add_transfer(g, reg, s->lo, end, s->holder, r)) < 0)
+            return rc;
+        s->valid[r / 64] |= (uint64_t)1 << (r % 64);
+    }
+    return 0;
+}
+
+/* [lo, hi) of reg is written on rank r: r holds it alone. */
+static int wrote(weft_mpi_graph *g, wm_reg *reg, size_t lo, size_t hi, int r)
+{
+    wm_track *t;
+    int rc;
+
+    if (lo == hi)
+        return 0;
+    if ((rc = track_of(g, reg, &t)) < 0 || (rc = split_at(g, t, lo)) < 0 ||
+        (hi < reg->size && (rc = split_at(g, t, hi)) < 0))
+        return rc;
+    for (unsigned i = 0; i < t->nsegs; i++) {
+        wm_seg *s = &t->segs[i];
+
+        if (s->hi <= lo || s->lo >= hi)
+            continue;
+        s->holder = r;
+        memset(s->valid, 0, words(g->mpi) * sizeof *s->valid);
+        s->valid[r / 64] |= (uint64_t)1 << (r % 64);
+    }
+    return 0;
+}
+
+/* A node's buffer access, resolved: a registered buffer and [lo, hi). */
+typedef struct wm_use {
+    wm_reg *reg;
+    size_t lo, hi;
+    weft_access mode;
+} wm_use;
+
+/*
+ * Check one access and resolve it into *u. WEFT_WHOLE sizes run to the
+ * end; weft checks the rest of the range when it adds the node.
+ */
+static int resolve(weft_mpi_graph *g, const char *fn, unsigned i,
+                   weft_buffer *buf, size_t offset, size_t size,
+                   weft_access mode, size_t rows, wm_use *u)
+{
+    wm_reg *reg = buf ? wm_find(g->mpi, buf) : NULL;
+
+    if (!reg)
+        return wm_error(WEFT_EINVAL, "%s: access %u: %s", fn, i,
+                        buf ? "the buffer is not registered with weft_mpi"
+                            : "the buffer is NULL");
+    if (rows > 0)
+        return wm_error(WEFT_ENOTSUP,
+                        "%s: access %u: blocks are not supported by "
+                        "weft_mpi yet",
+                        fn, i);
+    if (mode != WEFT_READ && mode != WEFT_WRITE && mode != WEFT_READ_WRITE)
+        return wm_error(WEFT_EINVAL, "%s: access %u: unknown access mode %d",
+                        fn, i, (int)mode);
+    if (size == WEFT_WHOLE)
+        size = offset <= reg->size ? reg->size - offset : 0;
+    if (offset > reg->size || size > reg->size - offset)
+        return wm_error(WEFT_ERANGE,
+                        "%s: access %u: [%zu, + %zu) is outside the buffer "
+                        "of %zu bytes",
+                        fn, i, offset, size, reg->size);
+    *u = (wm_use){reg, offset, offset + size, mode};
+    return 0;
+}
+
+/* The node's rank: named, else the first writer's owner, ... */
+static int choose_rank(const weft_mpi_graph *g, const wm_use *u, unsigned n,
+                       int rank)
+{
+    if (rank != WEFT_MPI_AUTO)
+        return rank;
+    for (unsigned i = 0; i < n; i++)
+        if (u[i].mode & WEFT_WRITE)
+            return u[i].reg->owner;
+    for (unsigned i = 0; i < n; i++)
+        return u[i].reg->owner;
+    (void)g;
+    return 0;
+}
+
+/* What a node adds, beside its accesses. */
+typedef enum wm_kind {
+    WM_KERNEL,
+    WM_HOST,
+    WM_HOST_STATUS,
+    WM_WRITE,
+    WM_READ
+} wm_kind;
+
+typedef struct wm_node_desc {
+    wm_kind kind;
+    weft_kernel *k;
+    weft_dims dims;
+    const weft_arg *args;
+    unsigned nargs;
+    weft_host_task_fn *fn;
+    weft_host_status_fn *sfn;
+    void *user;
+    const weft_access_desc *acc;
+    unsigned nacc;
+    weft_buffer *buf;
+    size_t offset, size;
+    void *host;
+} wm_node_desc;
+
+static int status_trampoline(void *const *ptrs, void *user)
+{
+    wm_wrap *w = user;
+    int rc = w->fn(ptrs, w->user);
+
+    if (rc != 0 && w->g->exec)
+        wm_abort(w->g->exec, WEFT_EIO);
+    return rc;
+}
+
+static int add_local(weft_mpi_graph *g, const wm_node_desc *d, weft_node *n)
+{
+    wm_wrap *w;
+    int rc;
+
+    switch (d->kind) {
+    case WM_KERNEL:
+        return weft_graph_add_kernel(g->local, d->k, d->dims, d->args, d->nargs,
+                                     n);
+    case WM_HOST:
+        return weft_graph_add_host(g->local, d->fn, d->user, d->acc, d->nacc,
+                                   n);
+    case WM_HOST_STATUS:
+        if (grow((void **)&g->wraps, &g->wcap, g->nwraps + 1, sizeof *g->wraps))
+            return WEFT_ENOMEM;
+        w = malloc(sizeof *w);
+        if (!w)
+            return WEFT_ENOMEM;
+        *w = (wm_wrap){g, d->sfn, d->user};
+        rc = weft_graph_add_host_status(g->local, status_trampoline, w, d->acc,
+                                        d->nacc, n);
+        if (rc < 0)
+            free(w);
+        else
+            g->wraps[g->nwraps++] = w;
+        return rc;
+    case WM_WRITE:
+        return weft_graph_add_write(g->local, d->buf, d->offset, d->host,
+                                    d->size, n);
+    case WM_READ:
+        return weft_graph_add_read(g->local, d->buf, d->offset, d->host,
+                                   d->size, n);
+    }
+    return WEFT_EINTERNAL;
+}
+
+static int add_node(weft_mpi_graph *g, const char *fn, const wm_node_desc *d,
+                    const wm_use *u, unsigned nu, int rank, uint32_t *node)
+{
+    weft_mpi *mpi = g->mpi;
+    weft_node local = WM_NO_NODE;
+    int r, rc;
+
+    if (g->broken)
+        return wm_error(WEFT_ESTATE,
+                        "%s: an earlier node failed on this rank, so the "
+                        "ranks' graphs disagree",
+                        fn);
+    if (rank != WEFT_MPI_AUTO && (rank < 0 || rank >= mpi->size))
+        return wm_error(WEFT_ERANGE, "%s: rank %d is not a rank (0 to %d)", fn,
+                        rank, mpi->size - 1);
+    if (grow((void **)&g->node_rank, &g->ncap, g->nnodes + 1,
+             sizeof *g->node_rank) < 0)
+        return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+    /* node_local shares ncap: grow it to the same capacity */
+    {
+        weft_node *p = realloc(g->node_local, g->ncap * sizeof *p);
+
+        if (!p)
+            return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+        g->node_local = p;
+    }
+    r = choose_rank(g, u, nu, rank);
+    for (unsigned i = 0; i < nu; i++)
+        if ((u[i].mode & WEFT_READ) &&
+            (rc = need(g, u[i].reg, u[i].lo, u[i].hi, r)) < 0)
+            goto broken;
+    if (mpi->rank == r &&
+        ((rc = add_local(g, d, &local)) < 0 || (rc = note_local(g, local)) < 0))
+        goto broken;
+    for (unsigned i = 0; i < nu; i++)
+        if ((u[i].mode & WEFT_WRITE) &&
+            (rc = wrote(g, u[i].reg, u[i].lo, u[i].hi, r)) < 0)
+            goto broken;
+    g->node_rank[g->nnodes] = r;
+    g->node_local[g->nnodes] = local;
+    if (node)
+        *node = g->nnodes;
+    g->nnodes++;
+    return 0;
+broken:
+    g->broken = 1;
+    if (rc == WEFT_ENOMEM)
+        return wm_error(rc, "%s: out of memory", fn);
+    return wm_weft_error(rc, fn);
+}
+
+int weft_mpi_graph_add_kernel(weft_mpi_graph *g, weft_kernel *k, weft_dims dims,
+                              const weft_arg *args, unsigned nargs, int rank,
+                              uint32_t *node)
+{
+    static const char fn[] = "weft_mpi_graph_add_kernel";
+    wm_node_desc d = {
+        .kind = WM_KERNEL, .k = k, .dims = dims, .args = args, .nargs = nargs};
+    wm_use *u;
+    unsigned nu = 0;
+    int rc;
+
+    if (!g || !k || (nargs && !args))
+        return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn,
+                        !g   ? "g"
+                        : !k ? "k"
+                             : "args");
+    u = calloc(nargs ? nargs : 1, sizeof *u);
+    if (!u)
+        return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+    for (unsigned i = 0; i < nargs; i++) {
+        const weft_arg *a = &args[i];
+
+        if (a->type != WEFT_PARAM_BUFFER)
+            continue;
+        rc = resolve(g, fn, i, a->buffer, a->offset, a->size, a->access,
+                     a->rows, &u[nu]);
+        if (rc < 0) {
+            free(u);
+            return rc;
+        }
+        nu++;
+    }
+    rc = add_node(g, fn, &d, u, nu, rank, node);
+    free(u);
+    return rc;
+}
+
+static int add_host(weft_mpi_graph *g, const char *fn, wm_node_desc *d,
+                    int rank, uint32_t *node)
+{
+    wm_use *u;
+    int rc;
+
+    if (!g || !(d->fn || d->sfn) || (d->nacc && !d->acc))
+        return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn,
+                        !g                  ? "g"
+                        : (d->fn || d->sfn) ? "acc"
+                                            : "fn");
+    u = calloc(d->nacc ? d->nacc : 1, sizeof *u);
+    if (!u)
+        return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+    for (unsigned i = 0; i < d->nacc; i++) {
+        const weft_access_desc *a = &d->acc[i];
+
+        rc = resolve(g, fn, i, a->buffer, a->offset, a->size, a->mode, a->rows,
+                     &u[i]);
+        if (rc < 0) {
+            free(u);
+            return rc;
+        }
+    }
+    rc = add_node(g, fn, d, u, d->nacc, rank, node);
+    free(u);
+    return rc;
+}
+
+int weft_mpi_graph_add_host(weft_mpi_graph *g, weft_host_task_fn *fn,
+                            void *user, const weft_access_desc *acc,
+                            unsigned nacc, int rank, uint32_t *node)
+{
+    wm_node_desc d = {
+        .kind = WM_HOST, .fn = fn, .user = user, .acc = acc, .nacc = nacc};
+
+    return add_host(g, "weft_mpi_graph_add_host", &d, rank, node);
+}
+
+int weft_mpi_graph_add_host_status(weft_mpi_graph *g, weft_host_status_fn *fn,
+                                   void *user, const weft_access_desc *acc,
+                                   unsigned nacc, int rank, uint32_t *node)
+{
+    wm_node_desc d = {.kind = WM_HOST_STATUS,
+                      .sfn = fn,
+                      .user = user,
+                      .acc = acc,
+                      .nacc = nacc};
+
+    return add_host(g, "weft_mpi_graph_add_host_status", &d, rank, node);
+}
+
+static int add_transfer_node(weft_mpi_graph *g, const char *fn, wm_kind kind,
+                             weft_buffer *buf, size_t offset, void *host,
+                             size_t size, int rank, uint32_t *node)
+{
+    wm_node_desc d = {
+        .kind = kind, .buf = buf, .offset = offset, .host = host, .size = size};
+    wm_use u;
+    int rc;
+
+    if (!g || !buf || (!host && size))
+        return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn,
+                        !g     ? "g"
+                        : !buf ? "the buffer"
+                               : "the host memory");
+    rc = resolve(g, fn, 0, buf, offset, size,
+                 kind == WM_WRITE ? WEFT_WRITE : WEFT_READ, 0, &u);
+    if (rc < 0)
+        return rc;
+    return add_node(g, fn, &d, &u, 1, rank, node);
+}
+
+int weft_mpi_graph_add_write(weft_mpi_graph *g, weft_buffer *dst, size_t offset,
+                             const void *src, size_t size, int rank,
+                             uint32_t *node)
+{
+    return add_transfer_node(g, "weft_mpi_graph_add_write", WM_WRITE, dst,
+                             offset, (void *)src, size, rank, node);
+}
+
+int weft_mpi_graph_add_read(weft_mpi_graph *g, weft_buffer *src, size_t offset,
+                            void *dst, size_t size, int rank, uint32_t *node)
+{
+    return add_transfer_node(g, "weft_mpi_graph_add_read", WM_READ, src, offset,
+                             dst, size, rank, node);
+}
+
+int weft_mpi_graph_node_rank(const weft_mpi_graph *g, uint32_t node)
+{
+    if (!g || node >= g->nnodes)
+        return wm_error(WEFT_EINVAL, "weft_mpi_graph_node_rank: %s",
+                        !g ? "g is NULL" : "no such node");
+    return g->node_rank[node];
+}
+
+int weft_mpi_graph_local_node(const weft_mpi_graph *g, uint32_t node,
+                              weft_node *local)
+{
+    if (!g || !local || node >= g->nnodes)
+        return wm_error(WEFT_EINVAL, "weft_mpi_graph_local_node: %s",
+                        !g       ? "g is NULL"
+                        : !local ? "local is NULL"
+                                 : "no such node");
+    if (g->node_local[node] == WM_NO_NODE)
+        return wm_error(WEFT_ENOTFOUND,
+                        "weft_mpi_graph_local_node: node %u runs on rank %d",
+                        node, g->node_rank[node]);
+    *local = g->node_local[node];
+    return 0;
+}
+
+weft_graph *weft_mpi_graph_local(weft_mpi_graph *g)
+{
+    return g ? g->local : NULL;
+}
+
+unsigned weft_mpi_graph_transfer_count(const weft_mpi_graph *g)
+{
+    return g ? g->ntransfers : 0;
+}
+
+int wm_graph_close(weft_mpi_graph *g)
+{
+    int rc;
+
+    for (unsigned i = 0; i < g->ntracks; i++) {
+        wm_track *t = &g->tracks[i];
+
+        if ((rc = need(g, t->reg, 0, t->reg->size, t->owner)) < 0) {
+            g->broken = 1;
+            return rc;
+        }
+    }
+    return 0;
+}
