@@ -82,6 +82,9 @@ typedef struct weft__host_graph {
     unsigned joined;  /* pool threads inside its launches' jobs; pool lock */
     unsigned next;    /* external nodes: each has a slot in a launch */
     unsigned running; /* atomic: a launch enqueued and not finished */
+    /* The first failure of its native nodes in the launch that runs; the
+     * runner hands it to the launching queue at the launch's end. */
+    weft__host_fail failed;
 } weft__host_graph;
 
 /* Nodes a node waits for, as the capture collects them. */
@@ -677,7 +680,18 @@ enum { GRAPH_SPINS = 64 };
 
 static weft__host_job *node_job_done(weft__host_job *job);
 
-/* Kernel node i's job, ready to post or run (its predecessors finished). */
+/*
+ * Nodes that run as pool jobs: kernels, and native calls (one group, so
+ * that independent ones run side by side on the pool's threads, as they
+ * would have on their queues' runners).
+ */
+static int node_is_job(const weft__host_op *n)
+{
+    return n->kind == WEFT__HOST_OP_LAUNCH || n->kind == WEFT__HOST_OP_NATIVE;
+}
+
+/* Kernel or native node i's job, ready to post or run (its predecessors
+ * finished). */
 static weft__host_job *node_job(weft__host_graph *g, uint32_t i)
 {
     weft__host_job *job = &g->nodes[i]->u.job;
@@ -725,7 +739,7 @@ static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
 
         if (__atomic_sub_fetch(&g->pending[s], 1, __ATOMIC_ACQ_REL) != 0)
             continue;
-        if (g->nodes[s]->kind != WEFT__HOST_OP_LAUNCH) {
+        if (!node_is_job(g->nodes[s])) {
             node_push(g, s);
             continue;
         }
@@ -812,6 +826,7 @@ static int node_start(weft__host_queue *hq, weft__host_graph *g,
         sig[n->u.ext.slot] = NULL;
         return 1;
     case WEFT__HOST_OP_LAUNCH:
+    case WEFT__HOST_OP_NATIVE:
         node_job(g, i);
         return 2;
     default: /* no node waits: records and waits make none */
@@ -859,6 +874,9 @@ static void graph_launch_begin(weft__host_graph *g)
     __atomic_store_n(&g->remaining, g->n, __ATOMIC_RELAXED);
     for (size_t i = 0; i < g->n; i++) {
         uint32_t nd = g->dep_first[i + 1] - g->dep_first[i];
+
+        if (g->nodes[i]->kind == WEFT__HOST_OP_NATIVE)
+            g->nodes[i]->u.job.failed = &g->failed;
 
         __atomic_store_n(&g->pending[i], nd, __ATOMIC_RELAXED);
         if (nd == 0)
@@ -955,6 +973,16 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
     }
     /* No pool thread inside one of its kernels any more. */
     weft__host_pool_reap(pool, g, &g->joined);
+    /* Its native nodes' first failure is the queue's (for its next sync). */
+    if (__atomic_load_n(&g->failed.code, __ATOMIC_ACQUIRE)) {
+        if (!__atomic_exchange_n(&hq->failed.claimed, 1, __ATOMIC_ACQ_REL)) {
+            memcpy(hq->failed.msg, g->failed.msg, sizeof hq->failed.msg);
+            __atomic_store_n(&hq->failed.code, g->failed.code,
+                             __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&g->failed.code, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&g->failed.claimed, 0, __ATOMIC_RELAXED);
+    }
     __atomic_store_n(&g->running, 0, __ATOMIC_RELEASE);
     return 0;
 }

@@ -30,6 +30,10 @@ static void job_groups(const weft__host_job *job, unsigned slot, uint64_t first,
     weft_host_group g;
     uint64_t plane = (uint64_t)job->groups[0] * job->groups[1];
 
+    if (job->native) { /* a native call: its one group */
+        weft__host_native_run(job);
+        return;
+    }
     memcpy(g.group_size, job->group_size, sizeof g.group_size);
     memcpy(g.groups, job->groups, sizeof g.groups);
     for (uint64_t id = first; id < end; id++) {
