@@ -8,11 +8,13 @@
  * each node once its predecessors have finished: one hand-off between
  * threads per launch instead of one per operation, which is what makes a
  * replayed graph of small tasks cheap (bench/task_overhead). Every
- * operation runs as it would op by op; kernels go to the context's pool,
- * so that kernels of different queues run side by side as they would have
- * on their queues (weft__host_graph_run). As on a GPU, a kernel must not
- * wait for one that no edge orders before it: with one thread per device,
- * they may run one after the other.
+ * operation runs as it would op by op; kernels and native calls go to the
+ * context's pool, so that those of different queues run side by side as
+ * they would have on their queues (weft__host_graph_run). As on a GPU, a
+ * kernel must not wait for one that no edge orders before it: with one
+ * thread per device, they may run one after the other. The first native
+ * call that fails in a launch is kept in the graph's failed and handed to
+ * the launching queue at the launch's end (its next sync returns it).
  *
  * Capture, as the sim's (after CUDA's stream capture in relaxed mode).
  * graph_begin(q) starts a capture on q. What a queue in the capture
@@ -661,14 +663,15 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
  * whoever finishes a node (the runner, or a pool thread that ran a
  * kernel's last group) counts down its successors' pending, and pushes
  * each that reaches zero onto the graph's stack. The launching queue's
- * runner takes the ready nodes and starts them: kernels go to the
- * context's pool, which runs those that no edge orders side by side as
- * their queues would have, except that the runner keeps the last ready
- * kernel of one group for itself (a chain of them then runs on the runner
- * with no hand-off); other operations run on the runner. With nothing to
- * start, the runner works on the pool's open kernels, or sleeps until a
- * node finishes; an external wait whose record has not run parks the
- * queue (as a queue wait does) once nothing else is in flight.
+ * runner takes the ready nodes and starts them: kernels and native calls
+ * (a job of one group) go to the context's pool, which runs those that no
+ * edge orders side by side as their queues would have, except that the
+ * runner keeps the last ready job of one group for itself (a chain of
+ * them then runs on the runner with no hand-off); other operations run
+ * on the runner. With nothing to start, the runner works on the pool's
+ * open jobs, or sleeps until a node finishes; an external wait whose
+ * record has not run parks the queue (as a queue wait does) once nothing
+ * else is in flight.
  */
 static pthread_mutex_t graph_wait_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t graph_wait_cond = PTHREAD_COND_INITIALIZER;

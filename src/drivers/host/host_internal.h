@@ -241,7 +241,8 @@ typedef struct weft__host_op {
  * platform's first queue_create (a queue_create that cannot start them
  * fails; those started stay and the next tries again), joined by
  * platforms_close. So threads do not grow with queues, nor with load
- * after the first queue. A host function or kernel that blocks holds its
+ * after the first queue. A host function, kernel or native function
+ * (native_enqueue runs it as its queue's operation) that blocks holds its
  * runner: at least two runners let two queues' work overlap (a kernel on
  * one queue that waits for a host function of another), and a host
  * function must not wait for work of more queues than that.

@@ -5,8 +5,10 @@
  * one atomic add, so the pool lock is taken only to join and leave a job.
  * Jobs of several queues may be open at once; helpers take the oldest.
  *
- * A native graph's launch posts its kernels instead (weft__host_pool_post)
- * and goes on: whoever runs a posted job's last group calls its done. A
+ * A native graph's launch posts its kernels and native calls (jobs of one
+ * group whose group calls the native function) instead
+ * (weft__host_pool_post) and goes on: whoever runs a posted job's last
+ * group calls its done. A
  * posted job of one group goes through a lock-free ring, taken whole by
  * one thread with no lock at all; helpers poll the ring and the list a
  * while before they sleep.
@@ -179,7 +181,7 @@ static void *helper_main(void *arg)
     unsigned polls = 0;
 
     for (;;) {
-        weft__host_job *job, *one;
+        weft__host_job *job = NULL, *one;
 
         if ((one = weft__ring_pop(&pool->single))) {
             single_run(one);
