@@ -204,8 +204,10 @@ struct weft_exec {
     struct weft__host_job *inline_job; /* the issuer runs it next */
     unsigned parked;
     /* The step being issued enqueued its native call (weft__run_native):
-     * the node is in flight once the step ends. The issuer's. */
+     * the node is in flight once the step ends; native_out of host_out
+     * are such nodes. The issuer's. */
     unsigned native_sent;
+    uint32_t native_out;
     pthread_mutex_t host_lock;
     pthread_cond_t host_done;
     /*

@@ -371,6 +371,7 @@ static int weft__run_native(weft_exec *e, uint32_t i)
     if (j && rc == 0) {
         /* In flight: its successors wait for its report. */
         e->host_out++;
+        e->native_out++;
         e->native_sent = 1;
     } else if (j) {
         /* Not run now (taped and deferred: 1), or not enqueued. */
@@ -625,6 +626,7 @@ void weft__exec_host_finished(weft_exec *e, int *first, char *msg, size_t size)
         /* What the worker waited for, the issuer has now seen. */
         weft__exec_seen_join(e, j->seen);
         e->host_out--;
+        e->native_out -= j->native;
         if (j->native) {
             /* Its step ended on its lane; one that failed after the call
              * went out was reported then. */
