@@ -1092,13 +1092,22 @@ WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
  * the host driver there is no queue: the node's inputs are complete when
  * the function is called and its work must be done when it returns. The
  * function runs on a weft thread while the launch is issued: it must not
- * wait on the graph that runs it or call weft on its buffers.
+ * wait on the graph that runs it or call weft on its buffers. On the host
+ * driver that thread is one of the driver's (the runner of the node's
+ * compute lane, with WEFT_HOST_WORKERS above 0, the default), and the
+ * functions of native nodes that no edge orders may run at the same time on
+ * different threads, one per core at most (WEFT_HOST_THREADS): a function
+ * that uses more threads of its own (a multithreaded BLAS) oversubscribes
+ * the cores.
  *
  * A non-zero return fails the node (WEFT_EIO, the message naming the node
  * and the value); its descendants are canceled as for any failed node.
  * The bytes it was to write keep the launch's earlier contents where
  * another copy of them was current; where the node's device held the only
- * current copy, they are whatever the function left there.
+ * current copy, they are whatever the function left there (on the host
+ * driver, whose function runs while the issue goes on, the device's copy
+ * is taken as the current one from the call on: whatever the function
+ * left there).
  *
  * Native graphs (weft_exec_options.native_graphs): a launch that runs a
  * native node is recorded into and replayed as a native graph only where
@@ -1173,7 +1182,9 @@ WEFT_API int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
  *           enqueues on its queue; a replay runs them, not the function.
  *   host    there is no queue: a replay calls the function again, on a
  *           thread of the host driver, once the node's inputs are
- *           complete. A non-zero return there fails that launch
+ *           complete (the graph's independent native nodes side by side,
+ *           on the device's threads). A non-zero return there fails that
+ *           launch
  *           (WEFT_EIO; the message names the device and the value)
  *           without canceling the nodes after it in the native graph,
  *           and the next launch is issued op by op (and records anew).

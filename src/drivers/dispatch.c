@@ -871,6 +871,19 @@ static int weft__check_native_call(weft__queue *q, weft__native_fn *fn,
     return 0;
 }
 
+static int weft__check_native_enqueue(weft__queue *q, weft__native_fn *fn,
+                                      void *user)
+{
+    int rc;
+
+    (void)user;
+    if ((rc = weft__drv_check_queue(q, "native_enqueue")) < 0)
+        return rc;
+    if (!fn)
+        return weft__error(WEFT_EINVAL, "native_enqueue: function is NULL");
+    return 0;
+}
+
 static int weft__check_external_wait(weft__queue *q, void *ev)
 {
     int rc = weft__drv_check_queue(q, "external_wait");

@@ -511,6 +511,16 @@ struct weft__driver {
     int (*native_call)(weft__queue *q, weft__native_fn *fn, void *user);
     void (*native_mem)(weft__mem *m, size_t off, weft__native_mem *out);
     /*
+     * Optional, where the driver has no native queue to hand but threads
+     * of its own (the host's): fn is called later, on a thread of the
+     * driver, as q's next operation (once q's earlier work is done; q's
+     * later work waits for it), with a NULL queue, and user must live
+     * until it has run. Returns 0 once enqueued. A non-zero return of fn
+     * is q's error: its next queue_sync returns it (with the detail fn
+     * set). On a queue in a capture, as native_call.
+     */
+    int (*native_enqueue)(weft__queue *q, weft__native_fn *fn, void *user);
+    /*
      * 1 where native_call on a queue in a capture (graph_begin) puts the
      * function's work into the graph: CUDA and the sim call fn, whose
      * work on the capturing queue is captured (CUDA fails the call where
@@ -738,6 +748,8 @@ int weft__drv_external_mark_end(const weft__driver *drv, void *mark, int wait);
     X(host_fn, (weft__queue * q, weft__host_fn * fn, void *user),              \
       (q, fn, user), q, 1)                                                     \
     X(native_call, (weft__queue * q, weft__native_fn * fn, void *user),        \
+      (q, fn, user), q, 1)                                                     \
+    X(native_enqueue, (weft__queue * q, weft__native_fn * fn, void *user),     \
       (q, fn, user), q, 1)                                                     \
     X(external_wait, (weft__queue * q, void *ev), (q, ev), q, 1)               \
     X(external_record, (weft__queue * q, void *ev), (q, ev), q, 1)             \

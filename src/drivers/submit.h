@@ -67,13 +67,16 @@ typedef struct weft__submit {
 #undef WEFT__SUBMIT_FIELD
     /*
      * A capturable native node's call (weft__drv_native_call(q, fn,
-     * call)): call is size bytes that hold no pointer into themselves,
-     * which the submission may copy, compare with an earlier call's, and
-     * hand to fn again later (when it captures or flushes the call) in
-     * place of the caller's.
+     * call), or where enqueue is 1 weft__drv_native_enqueue): call is
+     * size bytes that hold no pointer into themselves, which the
+     * submission may copy, compare with an earlier call's, and hand to fn
+     * again later (when it captures or flushes the call, through
+     * native_call) in place of the caller's. Returns 1 where the
+     * submission took the call without running it now (fn is not called
+     * with the caller's call).
      */
     int (*native_call)(void *self, weft__queue *q, weft__native_fn *fn,
-                       void *call, size_t size);
+                       void *call, size_t size, int enqueue);
     /*
      * Block copies (weft__drv_copy_<dir>_rect), optional: a submission
      * that leaves one NULL gets the block as one 1-D copy per contiguous
@@ -103,11 +106,12 @@ WEFT__SUBMIT_OPS(WEFT__SUBMIT_CALL)
 
 static inline int weft__submit_native_call(const weft__submit *s,
                                            weft__queue *q, weft__native_fn *fn,
-                                           void *call, size_t size)
+                                           void *call, size_t size, int enqueue)
 {
-    return WEFT__UNLIKELY(s != NULL)
-               ? s->native_call(s->self, q, fn, call, size)
-               : weft__drv_native_call(q, fn, call);
+    if (WEFT__UNLIKELY(s != NULL))
+        return s->native_call(s->self, q, fn, call, size, enqueue);
+    return enqueue ? weft__drv_native_enqueue(q, fn, call)
+                   : weft__drv_native_call(q, fn, call);
 }
 
 /*

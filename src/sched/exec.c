@@ -9,6 +9,7 @@
 #include "hostwork.h"
 #include "placing.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,6 +639,28 @@ void weft__exec_take(weft_exec *e)
     weft__exec_seen_join(e, e->run.seen);
 }
 
+/*
+ * How long a carrying thread with nothing to issue watches for a native
+ * call in flight to end before it parks the launch: a call that ends
+ * soon (a chain of small native nodes) is then carried on here, not by a
+ * host worker after a hand-off; the watch yields the core, which the
+ * call's thread may need.
+ */
+enum { WEFT__NATIVE_WATCH_NS = 20000 };
+
+/* 1 once a host node finished (e->finished, peeked), 0 after the watch. */
+static int weft__exec_watch(weft_exec *e)
+{
+    uint64_t t0 = weft__now_ns();
+
+    do {
+        if (__atomic_load_n(&e->finished, __ATOMIC_RELAXED))
+            return 1;
+        sched_yield();
+    } while (weft__now_ns() - t0 < WEFT__NATIVE_WATCH_NS);
+    return 0;
+}
+
 void weft__exec_advance(weft_exec *e)
 {
     weft__exec_run *run = &e->run;
@@ -662,6 +685,8 @@ void weft__exec_advance(weft_exec *e)
         if (k == WEFT__NONE) {
             if (!e->host_out)
                 break; /* every node issued, none on a host worker */
+            if (e->native_out && weft__exec_watch(e))
+                continue;
             /* Nothing to issue before a host node finishes: the worker
              * that finishes one carries the launch on from here. */
             weft__exec_leave(e);

@@ -118,6 +118,9 @@ typedef struct weft__native_call {
     const weft__access *acc; /* the executable graph's: n of them */
     weft__queue *q;
     uint32_t node, n, what, dev;
+    /* The node's job where the call was enqueued to run on a driver's
+     * thread (weft__run_native), else NULL. */
+    struct weft__host_job *report;
     weft__native_mem mem[]; /* n */
 } weft__native_call;
 
@@ -190,12 +193,21 @@ struct weft_exec {
      * finishes; the worker that pushes next clears it and carries the
      * launch on itself (weft__exec_advance). host_done is broadcast at
      * every push (for an issuer that waits for them all: wait_room).
+     * Native nodes whose calls run on a driver's thread (native_enqueue)
+     * are in flight the same way, counted in host_out, their jobs pushed
+     * by that thread; where it finds the launch parked, it hands the
+     * launch on to a host worker (a driver's thread must not block).
      */
     struct weft__host_job **jobs;
     uint32_t host_out;
     struct weft__host_job *finished;
     struct weft__host_job *inline_job; /* the issuer runs it next */
     unsigned parked;
+    /* The step being issued enqueued its native call (weft__run_native):
+     * the node is in flight once the step ends; native_out of host_out
+     * are such nodes. The issuer's. */
+    unsigned native_sent;
+    uint32_t native_out;
     pthread_mutex_t host_lock;
     pthread_cond_t host_done;
     /*
@@ -290,9 +302,12 @@ enum {
 enum { WEFT__HANDED_OVER = 1 };
 
 /*
- * A map or host node handed to a host worker: the task first (the pool's
- * link). Set by the exec's worker before the hand-over, read by the host
- * worker; rc and msg set by the host worker, read after `finished`.
+ * A map or host node handed to a host worker, or a native node whose call
+ * runs on a driver's thread: the task first (the pool's link). Set by the
+ * exec's worker before the hand-over, read by the thread that runs it; rc
+ * and msg set by that thread, read after `finished`. A native node's task
+ * carries the launch on, on a host worker, where its report found the
+ * launch parked.
  */
 typedef struct weft__host_job {
     weft__host_task task;
@@ -305,6 +320,15 @@ typedef struct weft__host_job {
     int worker;      /* the worker that ran it */
     uint64_t *seen;  /* per device: what its worker had seen at the end */
     struct weft__host_job *next;
+    /*
+     * A native node whose call runs on a thread of its driver
+     * (native_enqueue, weft__run_native): its call (no ticket, no ptrs),
+     * and armed (atomic) from the enqueue until the call reports (the
+     * first call of it that finds armed set, and clears it, reports).
+     */
+    weft__native_call *call;
+    unsigned armed;
+    unsigned native;
     char msg[256];
 } weft__host_job;
 

@@ -221,6 +221,7 @@ void weft__exec_free_jobs(weft_exec *e)
             weft__plan_ticket_fini(&e->jobs[i]->ticket);
             weft__free(e->jobs[i]->ptrs);
             weft__free(e->jobs[i]->seen);
+            weft__free(e->jobs[i]->call);
             weft__free(e->jobs[i]);
             e->jobs[i] = NULL;
         }

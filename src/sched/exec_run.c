@@ -184,6 +184,79 @@ static int weft__run_kernel(weft_exec *e, uint32_t i)
     return rc;
 }
 
+/* On a host worker: the launch that a native node's report found parked. */
+static void weft__native_resume(weft__host_task *task)
+{
+    weft_exec *e = ((weft__host_job *)task)->e;
+
+    weft__exec_take(e);
+    weft__exec_advance(e);
+}
+
+/*
+ * On the driver's thread that ran native node j's call, ret its result
+ * (the detail set where < 0): j joins `finished`, as a host worker's job
+ * does; a launch parked meanwhile goes on on a host worker. Once unlocked,
+ * e is not touched unless parked (the launch may end otherwise).
+ */
+static void weft__native_report(weft__host_job *j, int ret)
+{
+    weft_exec *e = j->e;
+    unsigned resume;
+
+    j->rc = ret;
+    if (ret < 0) {
+        weft__strlcpy(j->msg, weft_last_error(), sizeof j->msg);
+        weft_clear_error();
+    }
+    weft__exec_seen_save(e, j->seen);
+    pthread_mutex_lock(&e->host_lock);
+    j->next = e->finished;
+    __atomic_store_n(&e->finished, j, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&e->host_done);
+    resume = e->parked;
+    e->parked = 0;
+    pthread_mutex_unlock(&e->host_lock);
+    if (resume)
+        weft__hostwork_submit(weft__hostwork_get(e->rt), -1, &j->task);
+}
+
+/*
+ * Native node i's job, where its call can run on a thread of its device's
+ * driver (native_enqueue: the host driver's queue runners) while the issue
+ * goes on: the program's function (weft's own event functions enqueue on
+ * the lane and must run on the issuing thread), and host workers to carry
+ * the launch on. Made on first use; NULL where not so, or out of memory.
+ */
+static weft__host_job *weft__native_job_of(weft_exec *e, uint32_t i,
+                                           const weft__device *d)
+{
+    const weft__node *nd = &e->nodes[i];
+    weft__host_job *j = e->jobs[i];
+
+    if (j || !d->drv->native_enqueue || nd->u.native.what != WEFT__NATIVE_FN ||
+        !weft__hostwork_get(e->rt))
+        return j;
+    j = weft__calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->seen = weft__calloc((size_t)e->rt->ndevices + 1, sizeof *j->seen);
+    j->call = weft__malloc(sizeof *j->call + nd->nacc * sizeof *j->call->mem);
+    if (!j->seen || !j->call) {
+        weft__free(j->seen);
+        weft__free(j->call);
+        weft__free(j);
+        weft_clear_error();
+        return NULL;
+    }
+    j->task.run = weft__native_resume;
+    j->e = e;
+    j->node = i;
+    j->native = 1;
+    e->jobs[i] = j;
+    return j;
+}
+
 /*
  * The driver's call of a native node's function (driver.h), with a
  * weft__native_call (exec.h), which it only reads: a native graph of the
@@ -211,11 +284,17 @@ static int weft__native_trampoline(const weft__native_queue *nq, void *arg)
     if (k->what != WEFT__NATIVE_FN)
         return ret; /* weft's own function: a weft code, the detail set */
     if (ret != 0)
-        return weft__error(WEFT_EIO,
-                           "the native function for device %u (%s, driver %s) "
-                           "returned %d",
-                           k->dev, k->dev_name, k->driver, ret);
-    return 0;
+        ret = weft__error(WEFT_EIO,
+                          "the native function for device %u (%s, driver %s) "
+                          "returned %d",
+                          k->dev, k->dev_name, k->driver, ret);
+    /* Enqueued by the issue, which waits for this: it hears from here. */
+    if (k->report &&
+        __atomic_exchange_n(&k->report->armed, 0, __ATOMIC_ACQ_REL)) {
+        weft__native_report(k->report, ret);
+        return 0;
+    }
+    return ret;
 }
 
 /*
@@ -232,7 +311,8 @@ static int weft__run_native(weft_exec *e, uint32_t i)
     const weft__access *acc = &e->acc[nd->acc_first];
     unsigned dev = e->node_dev[i];
     weft__device *d = e->rt->devices[dev];
-    weft__native_call *k = e->ncall;
+    weft__host_job *j = weft__native_job_of(e, i, d);
+    weft__native_call *k = j ? j->call : e->ncall;
     weft__queue *q = NULL;
     int rc;
 
@@ -275,12 +355,30 @@ static int weft__run_native(weft_exec *e, uint32_t i)
     k->n = nd->nacc;
     k->what = nd->u.native.what;
     k->dev = dev;
+    k->report = j;
+    if (j) {
+        j->rc = 0;
+        __atomic_store_n(&j->armed, 1, __ATOMIC_RELEASE);
+    }
     if (nd->u.native.capture)
-        rc = weft__submit_native_call(e->lanes.submit, q,
-                                      weft__native_trampoline, k,
-                                      sizeof *k + nd->nacc * sizeof *k->mem);
+        rc = weft__submit_native_call(
+            e->lanes.submit, q, weft__native_trampoline, k,
+            sizeof *k + nd->nacc * sizeof *k->mem, j != NULL);
+    else if (j)
+        rc = weft__drv_native_enqueue(q, weft__native_trampoline, k);
     else
         rc = weft__drv_native_call(q, weft__native_trampoline, k);
+    if (j && rc == 0) {
+        /* In flight: its successors wait for its report. */
+        e->host_out++;
+        e->native_out++;
+        e->native_sent = 1;
+    } else if (j) {
+        /* Not run now (taped and deferred: 1), or not enqueued. */
+        __atomic_store_n(&j->armed, 0, __ATOMIC_RELAXED);
+    }
+    if (rc > 0)
+        rc = 0;
     /* What the function enqueued before it failed is the lane's too. */
     {
         int irc = weft__lanes_issued(&e->lanes, q, NULL, 0, 0, 0);
@@ -527,8 +625,17 @@ void weft__exec_host_finished(weft_exec *e, int *first, char *msg, size_t size)
 
         /* What the worker waited for, the issuer has now seen. */
         weft__exec_seen_join(e, j->seen);
-        weft__plan_host_done(e->plan, j->node, &j->ticket, j->rc == 0);
-        if (j->rc == 0 && weft__plan_timed(e->plan)) {
+        e->host_out--;
+        e->native_out -= j->native;
+        if (j->native) {
+            /* Its step ended on its lane; one that failed after the call
+             * went out was reported then. */
+            if (e->state[j->node] != WEFT__NODE_INFLIGHT)
+                continue;
+        } else {
+            weft__plan_host_done(e->plan, j->node, &j->ticket, j->rc == 0);
+        }
+        if (!j->native && j->rc == 0 && weft__plan_timed(e->plan)) {
             const weft__node *nd = &e->nodes[j->node];
 
             weft__plan_time_worker(
@@ -537,7 +644,6 @@ void weft__exec_host_finished(weft_exec *e, int *first, char *msg, size_t size)
                 nd->nacc ? weft__access_bytes(&e->acc[nd->acc_first]) : 0);
         }
         e->state[j->node] = j->rc == 0 ? WEFT__NODE_DONE : WEFT__NODE_FAILED;
-        e->host_out--;
         if (j->rc < 0 && !*first) {
             *first = j->rc;
             weft__error(j->rc, "%s", j->msg);
@@ -965,8 +1071,16 @@ int weft__exec_run_node(weft_exec *e, uint32_t i)
 
         if ((rc = weft__lock_roots(e, l0, l1)) < 0)
             break;
-        if ((rc = weft__run_step(e, i)) != WEFT__NO_ROOM)
-            return weft__step_done(e, i, tick, t0, rc);
+        if ((rc = weft__run_step(e, i)) != WEFT__NO_ROOM) {
+            rc = weft__step_done(e, i, tick, t0, rc);
+            /* A native call out on its driver's thread: in flight. */
+            if (e->native_sent) {
+                e->native_sent = 0;
+                if (rc == 0)
+                    rc = WEFT__HANDED_OVER;
+            }
+            return rc;
+        }
         /* Nothing of the node was issued: its roots go while it waits for
          * the room, and it tries again. */
         for (uint32_t l = l1; l-- > l0;)

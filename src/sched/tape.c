@@ -581,15 +581,20 @@ static int weft__tape_host_fn(void *self, weft__queue *q, weft__host_fn *fn,
     return WEFT__TAPE_PASS(rc, weft__drv_host_fn(q, fn, user));
 }
 
+/* Taken and not run (deferred, captured): 1 (submit.h). */
 static int weft__tape_native_call(void *self, weft__queue *q,
-                                  weft__native_fn *fn, void *call, size_t size)
+                                  weft__native_fn *fn, void *call, size_t size,
+                                  int enqueue)
 {
     weft__tape_op op = {
         .kind = WEFT__TAPE_NATIVE, .q = q, .nfn = fn, .nargs = (uint32_t)size};
     int rc = weft__tape_take(self, weft__drv_check_native_call(q, fn, call),
                              &op, NULL, call);
 
-    return WEFT__TAPE_PASS(rc, weft__drv_native_call(q, fn, call));
+    if (rc != 0)
+        return rc > 0 ? 1 : rc;
+    return enqueue ? weft__drv_native_enqueue(q, fn, call)
+                   : weft__drv_native_call(q, fn, call);
 }
 
 /* A host wait: checked, told to the tape (which may flush), then made. */

@@ -325,8 +325,9 @@ static void host_mem_free(weft__mem *mem)
 /* ---- native nodes ------------------------------------------------------ */
 
 /*
- * No queue to hand: the function runs once q's work is done. In a capture
- * it does not run: the graph gets a node that calls it (driver.h).
+ * No queue to hand: the function runs on this thread once q's work is
+ * done. In a capture it does not run: the graph gets a node that calls it
+ * (driver.h). native_enqueue runs it on q's runner instead (host_queue.c).
  */
 static int host_native_call(weft__queue *q, weft__native_fn *fn, void *user)
 {
@@ -334,7 +335,7 @@ static int host_native_call(weft__queue *q, weft__native_fn *fn, void *user)
     int rc;
 
     if (__atomic_load_n(&((weft__host_queue *)q)->cap, __ATOMIC_ACQUIRE))
-        return weft__host_native_capture(q, fn, user);
+        return weft__host_native_enqueue(q, fn, user);
     rc = weft__host_queue_sync(q);
     return rc < 0 ? rc : fn(&nq, user);
 }
@@ -580,6 +581,7 @@ const weft__driver weft__driver_host = {
     .event_destroy = weft__host_event_destroy,
     .host_fn = weft__host_host_fn,
     .native_call = host_native_call,
+    .native_enqueue = weft__host_native_enqueue,
     .native_mem = host_native_mem,
     .native_capture = 1,
     .external_wait = weft__drv_own_external_wait,

@@ -8,11 +8,13 @@
  * each node once its predecessors have finished: one hand-off between
  * threads per launch instead of one per operation, which is what makes a
  * replayed graph of small tasks cheap (bench/task_overhead). Every
- * operation runs as it would op by op; kernels go to the context's pool,
- * so that kernels of different queues run side by side as they would have
- * on their queues (weft__host_graph_run). As on a GPU, a kernel must not
- * wait for one that no edge orders before it: with one thread per device,
- * they may run one after the other.
+ * operation runs as it would op by op; kernels and native calls go to the
+ * context's pool, so that those of different queues run side by side as
+ * they would have on their queues (weft__host_graph_run). As on a GPU, a
+ * kernel must not wait for one that no edge orders before it: with one
+ * thread per device, they may run one after the other. The first native
+ * call that fails in a launch is kept in the graph's failed and handed to
+ * the launching queue at the launch's end (its next sync returns it).
  *
  * Capture, as the sim's (after CUDA's stream capture in relaxed mode).
  * graph_begin(q) starts a capture on q. What a queue in the capture
@@ -82,6 +84,9 @@ typedef struct weft__host_graph {
     unsigned joined;  /* pool threads inside its launches' jobs; pool lock */
     unsigned next;    /* external nodes: each has a slot in a launch */
     unsigned running; /* atomic: a launch enqueued and not finished */
+    /* The first failure of its native nodes in the launch that runs; the
+     * runner hands it to the launching queue at the launch's end. */
+    weft__host_fail failed;
 } weft__host_graph;
 
 /* Nodes a node waits for, as the capture collects them. */
@@ -658,14 +663,15 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
  * whoever finishes a node (the runner, or a pool thread that ran a
  * kernel's last group) counts down its successors' pending, and pushes
  * each that reaches zero onto the graph's stack. The launching queue's
- * runner takes the ready nodes and starts them: kernels go to the
- * context's pool, which runs those that no edge orders side by side as
- * their queues would have, except that the runner keeps the last ready
- * kernel of one group for itself (a chain of them then runs on the runner
- * with no hand-off); other operations run on the runner. With nothing to
- * start, the runner works on the pool's open kernels, or sleeps until a
- * node finishes; an external wait whose record has not run parks the
- * queue (as a queue wait does) once nothing else is in flight.
+ * runner takes the ready nodes and starts them: kernels and native calls
+ * (a job of one group) go to the context's pool, which runs those that no
+ * edge orders side by side as their queues would have, except that the
+ * runner keeps the last ready job of one group for itself (a chain of
+ * them then runs on the runner with no hand-off); other operations run
+ * on the runner. With nothing to start, the runner works on the pool's
+ * open jobs, or sleeps until a node finishes; an external wait whose
+ * record has not run parks the queue (as a queue wait does) once nothing
+ * else is in flight.
  */
 static pthread_mutex_t graph_wait_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t graph_wait_cond = PTHREAD_COND_INITIALIZER;
@@ -677,7 +683,18 @@ enum { GRAPH_SPINS = 64 };
 
 static weft__host_job *node_job_done(weft__host_job *job);
 
-/* Kernel node i's job, ready to post or run (its predecessors finished). */
+/*
+ * Nodes that run as pool jobs: kernels, and native calls (one group, so
+ * that independent ones run side by side on the pool's threads, as they
+ * would have on their queues' runners).
+ */
+static int node_is_job(const weft__host_op *n)
+{
+    return n->kind == WEFT__HOST_OP_LAUNCH || n->kind == WEFT__HOST_OP_NATIVE;
+}
+
+/* Kernel or native node i's job, ready to post or run (its predecessors
+ * finished). */
 static weft__host_job *node_job(weft__host_graph *g, uint32_t i)
 {
     weft__host_job *job = &g->nodes[i]->u.job;
@@ -725,7 +742,7 @@ static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
 
         if (__atomic_sub_fetch(&g->pending[s], 1, __ATOMIC_ACQ_REL) != 0)
             continue;
-        if (g->nodes[s]->kind != WEFT__HOST_OP_LAUNCH) {
+        if (!node_is_job(g->nodes[s])) {
             node_push(g, s);
             continue;
         }
@@ -812,6 +829,7 @@ static int node_start(weft__host_queue *hq, weft__host_graph *g,
         sig[n->u.ext.slot] = NULL;
         return 1;
     case WEFT__HOST_OP_LAUNCH:
+    case WEFT__HOST_OP_NATIVE:
         node_job(g, i);
         return 2;
     default: /* no node waits: records and waits make none */
@@ -859,6 +877,9 @@ static void graph_launch_begin(weft__host_graph *g)
     __atomic_store_n(&g->remaining, g->n, __ATOMIC_RELAXED);
     for (size_t i = 0; i < g->n; i++) {
         uint32_t nd = g->dep_first[i + 1] - g->dep_first[i];
+
+        if (g->nodes[i]->kind == WEFT__HOST_OP_NATIVE)
+            g->nodes[i]->u.job.failed = &g->failed;
 
         __atomic_store_n(&g->pending[i], nd, __ATOMIC_RELAXED);
         if (nd == 0)
@@ -955,6 +976,16 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
     }
     /* No pool thread inside one of its kernels any more. */
     weft__host_pool_reap(pool, g, &g->joined);
+    /* Its native nodes' first failure is the queue's (for its next sync). */
+    if (__atomic_load_n(&g->failed.code, __ATOMIC_ACQUIRE)) {
+        if (!__atomic_exchange_n(&hq->failed.claimed, 1, __ATOMIC_ACQ_REL)) {
+            memcpy(hq->failed.msg, g->failed.msg, sizeof hq->failed.msg);
+            __atomic_store_n(&hq->failed.code, g->failed.code,
+                             __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&g->failed.code, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&g->failed.claimed, 0, __ATOMIC_RELAXED);
+    }
     __atomic_store_n(&g->running, 0, __ATOMIC_RELEASE);
     return 0;
 }

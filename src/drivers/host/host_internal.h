@@ -45,6 +45,19 @@ typedef struct weft__host_device {
  * active, and the owner does not return before active is 0 and the job is
  * off the list.
  */
+/*
+ * The first failure of native calls that ran on several threads: the
+ * first to claim it (claimed, atomic exchange) writes msg, then code
+ * (release); the reader (a queue_sync, or a graph's runner at the end of
+ * its launch, once no call runs) reads code (acquire), then msg, and
+ * clears both.
+ */
+typedef struct weft__host_fail {
+    int code; /* weft code; 0: none */
+    unsigned claimed;
+    char msg[256];
+} weft__host_fail;
+
 typedef struct weft__host_job {
     struct weft__host_job *next; /* pool list; pool lock */
     weft_host_kernel_fn *fn;
@@ -66,6 +79,14 @@ typedef struct weft__host_job {
      * all taken by joiners; owner names who posted it (weft__host_pool_reap).
      */
     struct weft__host_job *(*done)(struct weft__host_job *job);
+    /*
+     * A native call (WEFT__HOST_OP_NATIVE: fn NULL, one group): running
+     * its group calls native(NULL queue, native_user), and a non-zero
+     * return goes to *failed (weft__host_native_run).
+     */
+    weft__native_fn *native;
+    void *native_user;
+    struct weft__host_fail *failed;
     const void *owner;
     unsigned *joined; /* the owner's count of threads inside; pool lock */
     uint64_t finished;
@@ -151,7 +172,7 @@ typedef enum weft__host_op_kind {
     WEFT__HOST_OP_RECORD_EXT, /* graph nodes: an external event record */
     WEFT__HOST_OP_WAIT_EXT,   /* ... and wait (graph_*_external) */
     WEFT__HOST_OP_STOP,       /* a queue's last (queue_release) */
-    WEFT__HOST_OP_NATIVE,     /* graph nodes: a native call (native_call) */
+    WEFT__HOST_OP_NATIVE,     /* a native call (native_enqueue), in u.job */
     WEFT__HOST_OP_COPY_RECT,  /* a block, row by row */
 } weft__host_op_kind;
 
@@ -186,10 +207,6 @@ typedef struct weft__host_op {
             weft__host_fn *fn;
             void *user;
         } host;
-        struct {
-            weft__native_fn *fn;
-            void *user;
-        } native;
         weft__host_job job;
         struct {
             struct weft__host_graph *graph;
@@ -224,7 +241,8 @@ typedef struct weft__host_op {
  * platform's first queue_create (a queue_create that cannot start them
  * fails; those started stay and the next tries again), joined by
  * platforms_close. So threads do not grow with queues, nor with load
- * after the first queue. A host function or kernel that blocks holds its
+ * after the first queue. A host function, kernel or native function
+ * (native_enqueue runs it as its queue's operation) that blocks holds its
  * runner: at least two runners let two queues' work overlap (a kernel on
  * one queue that waits for a host function of another), and a host
  * function must not wait for work of more queues than that.
@@ -350,11 +368,9 @@ typedef struct weft__host_queue {
     uint64_t completed;     /* atomic */
     weft__host_op *spare;   /* ops done with, for reuse; owner */
     unsigned nspare;        /* owner */
-    /* The first native call of a graph run here that failed: its weft
-     * code (atomic; 0: none) and message, written by the owner before
-     * the code, taken by the next queue_sync. */
-    int failed;
-    char failed_msg[256];
+    /* The first native call run here, or in a graph launched here, that
+     * failed, for the next queue_sync. */
+    weft__host_fail failed;
     char pad3[64];
     weft__host_op stub;
     weft__host_op stop;
@@ -487,7 +503,11 @@ int weft__host_event_elapsed(weft__event *start, weft__event *end,
                              uint64_t *ns);
 void weft__host_event_destroy(weft__event *ev);
 int weft__host_host_fn(weft__queue *q, weft__host_fn *fn, void *user);
-/* native_call on a queue in a capture: a node that calls fn (driver.h). */
-int weft__host_native_capture(weft__queue *q, weft__native_fn *fn, void *user);
+/* native_enqueue (driver.h): an op that calls fn, or in a capture a node. */
+int weft__host_native_enqueue(weft__queue *q, weft__native_fn *fn, void *user);
+/* Run a NATIVE op's job (on any thread): its failure to job->failed. */
+void weft__host_native_run(const weft__host_job *job);
+/* The first failure f holds as the calling thread's error (f cleared), or 0. */
+int weft__host_fail_take(weft__host_fail *f);
 
 #endif /* WEFT_HOST_INTERNAL_H */

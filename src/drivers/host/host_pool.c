@@ -5,8 +5,10 @@
  * one atomic add, so the pool lock is taken only to join and leave a job.
  * Jobs of several queues may be open at once; helpers take the oldest.
  *
- * A native graph's launch posts its kernels instead (weft__host_pool_post)
- * and goes on: whoever runs a posted job's last group calls its done. A
+ * A native graph's launch posts its kernels and native calls (jobs of one
+ * group whose group calls the native function) instead
+ * (weft__host_pool_post) and goes on: whoever runs a posted job's last
+ * group calls its done. A
  * posted job of one group goes through a lock-free ring, taken whole by
  * one thread with no lock at all; helpers poll the ring and the list a
  * while before they sleep.
@@ -30,6 +32,10 @@ static void job_groups(const weft__host_job *job, unsigned slot, uint64_t first,
     weft_host_group g;
     uint64_t plane = (uint64_t)job->groups[0] * job->groups[1];
 
+    if (job->native) { /* a native call: its one group */
+        weft__host_native_run(job);
+        return;
+    }
     memcpy(g.group_size, job->group_size, sizeof g.group_size);
     memcpy(g.groups, job->groups, sizeof g.groups);
     for (uint64_t id = first; id < end; id++) {
@@ -175,7 +181,7 @@ static void *helper_main(void *arg)
     unsigned polls = 0;
 
     for (;;) {
-        weft__host_job *job, *one;
+        weft__host_job *job = NULL, *one;
 
         if ((one = weft__ring_pop(&pool->single))) {
             single_run(one);

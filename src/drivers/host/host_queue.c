@@ -185,23 +185,36 @@ int weft__host_queue_park(weft__host_queue *hq, weft__host_op *op,
 }
 
 /*
- * A native call that a graph holds (weft__host_native_capture): the first
- * that fails is kept for the queue's next sync (a graph has no other way
- * to report), with the detail it set on this thread.
+ * A native call (weft__host_native_enqueue), on the thread that runs it:
+ * a non-zero return is kept in job->failed, with the detail it set on
+ * this thread, for whoever reads that (a sync: a queue or a graph has no
+ * other way to report).
  */
-static void native_run(weft__host_queue *hq, weft__host_op *op)
+void weft__host_native_run(const weft__host_job *job)
 {
     weft__native_queue nq = {NULL, NULL, NULL};
-    int ret = op->u.native.fn(&nq, op->u.native.user);
+    weft__host_fail *f = job->failed;
+    int ret = job->native(&nq, job->native_user);
 
     if (ret == 0)
         return;
-    if (!__atomic_load_n(&hq->failed, __ATOMIC_RELAXED)) {
-        weft__strlcpy(hq->failed_msg, weft_last_error(), sizeof hq->failed_msg);
-        __atomic_store_n(&hq->failed, ret < 0 ? ret : WEFT_EIO,
-                         __ATOMIC_RELEASE);
+    if (!__atomic_exchange_n(&f->claimed, 1, __ATOMIC_ACQ_REL)) {
+        weft__strlcpy(f->msg, weft_last_error(), sizeof f->msg);
+        __atomic_store_n(&f->code, ret < 0 ? ret : WEFT_EIO, __ATOMIC_RELEASE);
     }
     weft_clear_error();
+}
+
+int weft__host_fail_take(weft__host_fail *f)
+{
+    int rc;
+
+    if (!__atomic_load_n(&f->code, __ATOMIC_ACQUIRE))
+        return 0;
+    rc = weft__error(__atomic_load_n(&f->code, __ATOMIC_RELAXED), "%s", f->msg);
+    __atomic_store_n(&f->code, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->claimed, 0, __ATOMIC_RELEASE);
+    return rc;
 }
 
 int weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
@@ -235,7 +248,7 @@ int weft__host_op_run(weft__host_queue *hq, weft__host_op *op)
         op->u.host.fn(op->u.host.user);
         break;
     case WEFT__HOST_OP_NATIVE:
-        native_run(hq, op);
+        weft__host_native_run(&op->u.job);
         break;
     case WEFT__HOST_OP_GRAPH:
         return weft__host_graph_run(hq, op);
@@ -709,19 +722,6 @@ int weft__host_queue_create(weft__context *ctx, const weft__queue_desc *desc,
     return weft__host_os_error(WEFT_ENOMEM, rc, "setting up a queue's lock");
 }
 
-/* A sync's result: the failure of a native call run since the last one. */
-static int sync_failed(weft__host_queue *hq)
-{
-    int rc;
-
-    if (!__atomic_load_n(&hq->failed, __ATOMIC_RELAXED))
-        return 0;
-    rc = __atomic_load_n(&hq->failed, __ATOMIC_ACQUIRE);
-    rc = weft__error(rc, "%s", hq->failed_msg);
-    __atomic_store_n(&hq->failed, 0, __ATOMIC_RELAXED);
-    return rc;
-}
-
 /*
  * Waits for the work enqueued before the call (by any thread): the ops
  * counted in submitted now include every op ahead of this thread's last
@@ -738,14 +738,14 @@ int weft__host_queue_sync(weft__queue *q)
                            "host: sync of a queue that takes part in a "
                            "capture (it runs nothing until the capture ends)");
     if (__atomic_load_n(&hq->completed, __ATOMIC_ACQUIRE) >= target)
-        return sync_failed(hq);
+        return weft__host_fail_take(&hq->failed);
     pthread_mutex_lock(&hq->lock);
     __atomic_add_fetch(&hq->syncers, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&hq->completed, __ATOMIC_SEQ_CST) < target)
         pthread_cond_wait(&hq->idle, &hq->lock);
     __atomic_sub_fetch(&hq->syncers, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&hq->lock);
-    return sync_failed(hq);
+    return weft__host_fail_take(&hq->failed);
 }
 
 /*
@@ -879,14 +879,18 @@ int weft__host_fill(weft__queue *q, weft__mem *dst, size_t off,
     return 0;
 }
 
-int weft__host_native_capture(weft__queue *q, weft__native_fn *fn, void *user)
+int weft__host_native_enqueue(weft__queue *q, weft__native_fn *fn, void *user)
 {
     weft__host_op *op = op_new(q, WEFT__HOST_OP_NATIVE, "a native call");
 
     if (!op)
         return WEFT_ENOMEM;
-    op->u.native.fn = fn;
-    op->u.native.user = user;
+    op->u.job.native = fn;
+    op->u.job.native_user = user;
+    op->u.job.failed = &host_queue(q)->failed;
+    op->u.job.total = 1;
+    op->u.job.chunk = 1;
+    op->u.job.nslots = 1;
     weft__host_queue_push(q, op);
     return 0;
 }

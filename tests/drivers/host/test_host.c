@@ -1886,6 +1886,132 @@ static void graph_every_failure_is_clean(void **state)
     OK(weft__drv_module_destroy(mod));
 }
 
+/* ---- native calls -------------------------------------------------------- */
+
+/* A native call: meet another at its gate, note where it ran, maybe fail. */
+typedef struct native_step {
+    gate *g;
+    int meet;             /* 1: meet another call at g (a barrier of 2) */
+    int fail;             /* returned, with a detail set where non-zero */
+    const uint32_t *seen; /* read into saw */
+    uint32_t saw;
+    pthread_t thread;
+} native_step;
+
+static int native_step_fn(const weft__native_queue *nq, void *user)
+{
+    native_step *st = user;
+
+    assert_null(nq->queue);
+    st->thread = pthread_self();
+    if (st->seen)
+        st->saw = __atomic_load_n(st->seen, __ATOMIC_ACQUIRE);
+    if (st->g && st->meet) {
+        pthread_mutex_lock(&st->g->lock);
+        st->g->open++;
+        pthread_cond_broadcast(&st->g->cond);
+        while (st->g->open < 2)
+            pthread_cond_wait(&st->g->cond, &st->g->lock);
+        pthread_mutex_unlock(&st->g->lock);
+    }
+    if (st->fail)
+        return weft__error(st->fail, "native step failed on purpose");
+    return 0;
+}
+
+/*
+ * native_enqueue: the call runs on a runner, in its queue's order (after
+ * a copy before it, before a copy after it), side by side with a call on
+ * another queue (the two meet at a barrier); a failing call is the
+ * queue's next sync's error, once, and the queue goes on.
+ */
+static void native_calls_run_on_runners_in_order(void **state)
+{
+    fixture *f = *state;
+    weft__queue *q0, *q1;
+    weft__mem *m;
+    uint32_t v = 0xfeed, host = 0, out = 0;
+    gate gt;
+    native_step a = {&gt, 1, 0, &host, 0, 0}, b = {&gt, 1, 0, NULL, 0, 0};
+    native_step bad = {NULL, 0, WEFT_EINVAL, NULL, 0, 0};
+
+    gate_init(&gt);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q0));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q1));
+    OK(weft__drv_mem_alloc(f->ctx[0], 4, &m));
+    OK(weft__drv_copy_h2d(q0, m, 0, &v, 4));
+    OK(weft__drv_copy_d2h(q0, &host, m, 0, 4));
+    OK(weft__drv_native_enqueue(q0, native_step_fn, &a)); /* meets b */
+    OK(weft__drv_copy_d2h(q0, &out, m, 0, 4));
+    OK(weft__drv_native_enqueue(q1, native_step_fn, &b));
+    OK(weft__drv_queue_sync(q0));
+    OK(weft__drv_queue_sync(q1));
+    assert_int_equal(a.saw, 0xfeed);
+    assert_int_equal(out, 0xfeed);
+    assert_false(pthread_equal(a.thread, pthread_self()));
+    assert_false(pthread_equal(a.thread, b.thread));
+    OK(weft__drv_native_enqueue(q0, native_step_fn, &bad));
+    OK(weft__drv_copy_d2h(q0, &out, m, 0, 4));
+    assert_int_equal(weft__drv_queue_sync(q0), WEFT_EINVAL);
+    assert_non_null(strstr(weft_last_error(), "on purpose"));
+    OK(weft__drv_queue_sync(q0));
+    OK(weft__drv_mem_free(m));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+    gate_fini(&gt);
+}
+
+/*
+ * Native calls in a graph: two with no edge between them run side by side
+ * (they meet at a barrier) at every launch; two that fail at once
+ * make one error, the launching queue's next sync's, and the next launch
+ * with none failing syncs clean.
+ */
+static void graph_runs_native_calls_side_by_side(void **state)
+{
+    fixture *f = *state;
+    const weft__driver *drv = &weft__driver_host;
+    weft__queue *q0, *q1;
+    weft__event *fork, *join;
+    void *g = NULL;
+    gate gt;
+    native_step a = {&gt, 1, 0, NULL, 0, 0}, b = {&gt, 1, 0, NULL, 0, 0};
+    native_step c = {NULL, 0, 0, NULL, 0, 0}, d = {NULL, 0, 0, NULL, 0, 0};
+
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q0));
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q1));
+    OK(weft__drv_event_create(f->ctx[0], 0, &fork));
+    OK(weft__drv_event_create(f->ctx[0], 0, &join));
+    OK(drv->graph_begin(q0));
+    OK(weft__drv_event_record(fork, q0));
+    OK(weft__drv_queue_wait_event(q1, fork));
+    OK(weft__drv_native_enqueue(q0, native_step_fn, &a)); /* meets b */
+    OK(weft__drv_native_enqueue(q0, native_step_fn, &c));
+    OK(weft__drv_native_enqueue(q1, native_step_fn, &b));
+    OK(weft__drv_native_enqueue(q1, native_step_fn, &d));
+    OK(weft__drv_event_record(join, q1));
+    OK(weft__drv_queue_wait_event(q0, join));
+    OK(drv->graph_end(q0, NULL, &g, NULL));
+    for (int r = 0; r < 10; r++) {
+        int fail = r % 2 ? WEFT_EIO : 0;
+
+        gate_init(&gt);
+        c.fail = d.fail = fail;
+        OK(drv->graph_launch(g, q0));
+        assert_int_equal(weft__drv_queue_sync(q0), fail);
+        if (fail)
+            assert_non_null(strstr(weft_last_error(), "on purpose"));
+        assert_false(pthread_equal(a.thread, b.thread));
+        gate_fini(&gt);
+    }
+    OK(weft__drv_queue_sync(q0));
+    drv->graph_destroy(g);
+    OK(weft__drv_event_destroy(fork));
+    OK(weft__drv_event_destroy(join));
+    OK(weft__drv_queue_destroy(q0));
+    OK(weft__drv_queue_destroy(q1));
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1918,6 +2044,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(graph_capture_refuses_what_crosses_it),
         cmocka_unit_test(graph_capture_beside_another_thread),
         cmocka_unit_test(graph_every_failure_is_clean),
+        cmocka_unit_test(native_calls_run_on_runners_in_order),
+        cmocka_unit_test(graph_runs_native_calls_side_by_side),
     };
     return wt_run_group_name(argc, argv, "host driver", tests, setup, teardown);
 }

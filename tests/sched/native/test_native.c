@@ -504,7 +504,7 @@ static void test_native_call_fails(void **state)
     check(weft_graph_create(devs.rt, &g));
     check(add_native(g, x, y, z, &run, NULL));
     check(weft_graph_instantiate(g, NULL, &e));
-    weft__fault_arm(1, ".native_call");
+    weft__fault_arm(1, ".native_");
     check(weft_exec_launch(e));
     rc = weft_exec_wait(e);
     assert_true(weft__fault_fired());
