@@ -83,7 +83,7 @@ if has final; then
     echo "=== bench cholesky cuda ($ng GPUs)"
     WEFT_DEVICES=cuda timeout ${FINAL_CUDA_S:-330} $b/bench/cholesky --driver cuda \
         --sizes ${FSIZES:-16384,32768} --tiles ${FTILES:-1024,2048} --devices $devs \
-        --lookahead 0,1 --reps 3 --out-of-core ${OCN:-24576} >"$out/chol_cuda.txt" 2>&1
+        --lookahead ${FLA:-0} --reps 3 --out-of-core ${OCN:-24576} >"$out/chol_cuda.txt" 2>&1
     echo "rc=$?"
     grep -v "steady launch" "$out/chol_cuda.txt" | tail -150
 fi
