@@ -110,8 +110,11 @@
  *   cholesky [--n N] [--tile B] [--driver cuda|host|opencl|sim]
  *            [--kernels native|portable] [--reps R] [--place owner|auto]
  *            [--no-capture] [--check-rows S] [--once] [--mem-limit SIZE]
- *            [--lookahead] [--layout rows|tiles]
+ *            [--lookahead] [--layout rows|tiles] [--grid wide|tall]
  *
+ * --grid tall makes the grid P x Q with P >= Q instead (block rows
+ * alternate on two devices: the panel's TRSMs spread over both, the work
+ * less evenly).
  * --lookahead gives the critical path priority (weft_graph_set_priority):
  * each panel's POTRF and TRSMs, and the SYRK and GEMMs of the step before
  * that update the next panel's column, are WEFT_PRIORITY_HIGH, so that
@@ -381,6 +384,7 @@ typedef struct chol {
     int place_auto;
     int lookahead;      /* panel nodes and the next panel's updates high */
     int tiled;          /* --layout tiles: tile by tile, ld = b */
+    int tall;           /* --grid tall: P >= Q (rows alternate on two) */
     uint64_t mem_limit; /* device_mem_limit of the runtime (0: none) */
     const weft_device *dev[MAX_DEVICES];
     weft_runtime *rt;
@@ -881,6 +885,12 @@ static void chol_use(chol *m, unsigned ndev)
     while (ndev % m->p)
         m->p--;
     m->q = ndev / m->p;
+    if (m->tall) {
+        unsigned t = m->p;
+
+        m->p = m->q;
+        m->q = t;
+    }
 }
 
 enum { CHOL_SKIP = 1 };
@@ -1298,7 +1308,8 @@ static void usage(void)
             "usage: cholesky [--n N] [--tile B] [--driver "
             "cuda|host|opencl|sim] [--kernels native|portable] [--reps R] "
             "[--place owner|auto] [--no-capture] [--check-rows S] [--once] "
-            "[--mem-limit SIZE] [--lookahead] [--layout rows|tiles]\n");
+            "[--mem-limit SIZE] [--lookahead] [--layout rows|tiles] "
+            "[--grid wide|tall]\n");
     exit(2);
 }
 
@@ -1358,6 +1369,9 @@ int main(int argc, char **argv)
             capture = 0;
         else if (!strcmp(argv[i], "--lookahead"))
             m.lookahead = 1;
+        else if (!strcmp(argv[i], "--grid") && v &&
+                 (!strcmp(v, "wide") || !strcmp(v, "tall")))
+            m.tall = !strcmp(argv[++i], "tall");
         else if (!strcmp(argv[i], "--layout") && v &&
                  (!strcmp(v, "rows") || !strcmp(v, "tiles")))
             m.tiled = !strcmp(argv[++i], "tiles");

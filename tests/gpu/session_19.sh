@@ -97,3 +97,11 @@ if has trace; then
     WEFT_TRACE=$out/chol_2gpu.json WEFT_DEVICES=cuda:0,cuda:1 timeout 120 \
         $b/examples/cholesky --driver cuda --n 16384 --tile 2048 --reps 2 --lookahead 2>&1 | tail -22
 fi
+if has grid; then
+    # the two grids of two GPUs, alternately, at one size
+    for g in tall wide tall wide; do
+        echo "=== cholesky 2 GPUs --grid $g"
+        WEFT_DEVICES=cuda:0,cuda:1 timeout 60 $b/examples/cholesky --driver cuda --n ${GN:-32768} \
+            --tile 2048 --reps 5 --grid $g --check-rows 4 2>&1 | grep -E "grid|^weft:|ok|WRONG"
+    done
+fi
