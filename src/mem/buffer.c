@@ -86,6 +86,12 @@ int weft__lanes_issued(weft__lanes *l, weft__queue *q, weft_buffer *root,
     return weft__lanes_sync(l->submit, q);
 }
 
+void weft__lanes_moved(weft__lanes *l, size_t bytes)
+{
+    if (l->hooks && l->hooks->moved)
+        l->hooks->moved(l->set, bytes);
+}
+
 void weft__lanes_settle(weft__lanes *l, weft__queue *q)
 {
     /* Asynchronous lanes: what went before is ordered, and waited for by

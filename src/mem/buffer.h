@@ -178,6 +178,12 @@ typedef struct weft__lane_hooks {
      * Optional (NULL: every transfer waits for all of them).
      */
     void (*source)(void *set, weft_buffer *root, int from_host);
+    /*
+     * The next issued copy moves bytes, fewer than the range it writes
+     * (a block: its rows within their span), for the figures of that
+     * copy (traces, per-node bytes). Optional.
+     */
+    void (*moved)(void *set, size_t bytes);
 } weft__lane_hooks;
 
 /*
@@ -240,6 +246,8 @@ int weft__lanes_get(weft__lanes *l, unsigned device, weft__queue_role role,
  */
 int weft__lanes_issued(weft__lanes *l, weft__queue *q, weft_buffer *root,
                        unsigned where, size_t off, size_t len);
+/* The bytes the next weft__lanes_issued copy moves (see hooks.moved). */
+void weft__lanes_moved(weft__lanes *l, size_t bytes);
 /* An enqueue on q failed: synchronous lanes still wait for what went before. */
 void weft__lanes_settle(weft__lanes *l, weft__queue *q);
 /* The hooks' after and drain; nothing for synchronous lanes. */

@@ -823,10 +823,12 @@ static int weft__h2d_block(weft_buffer *root, unsigned d, weft__extent *y,
         rc = weft__submit_copy_h2d_rect(l->submit, q, y->blk.mem, root->host,
                                         &r);
     }
-    if (rc == 0)
+    if (rc == 0) {
+        weft__lanes_moved(l, bytes);
         rc = weft__lanes_issued(l, q, root, d, t->off, span);
-    else
+    } else {
         weft__lanes_settle(l, q);
+    }
     if (rc == 0) {
         if (mode == WEFT__HOST_PINNED)
             weft__lanes_stat(l, &rt->stats.pinned_bytes, bytes);
@@ -866,10 +868,12 @@ static int weft__d2h_block(weft_buffer *root, unsigned d, weft__extent *x,
         rc = weft__submit_copy_d2h_rect(l->submit, q, root->host, x->blk.mem,
                                         &r);
     }
-    if (rc == 0)
+    if (rc == 0) {
+        weft__lanes_moved(l, bytes);
         rc = weft__lanes_issued(l, q, root, WEFT__HOST, t->off, span);
-    else
+    } else {
         weft__lanes_settle(l, q);
+    }
     if (rc == 0) {
         if (mode == WEFT__HOST_PINNED)
             weft__lanes_stat(l, &rt->stats.pinned_bytes, bytes);
@@ -898,8 +902,10 @@ static int weft__peer_block(weft_buffer *root, unsigned sd, weft__extent *x,
         (rc = weft__lanes_after(l, q, root, sd, t->off, span)) < 0)
         return rc;
     rc = weft__submit_copy_peer_rect(l->submit, q, y->blk.mem, x->blk.mem, &r);
-    if (rc == 0)
+    if (rc == 0) {
+        weft__lanes_moved(l, bytes);
         rc = weft__lanes_issued(l, q, root, dd, t->off, span);
+    }
     if (rc == 0)
         weft__count(l, &rt->stats.peer_bytes, &rt->stats.peer_copies, cause,
                     bytes);

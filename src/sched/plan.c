@@ -401,10 +401,12 @@ static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
     weft__plan *p = set;
     weft__lane *l = weft__lane_of(p, q);
     weft__pending *pd;
+    size_t bytes = p->moved && p->moved < len ? p->moved : len;
 
     weft__assert(l);
+    p->moved = 0;
     if (p->timed)
-        weft__plan_time_end(p, l, len, root != NULL);
+        weft__plan_time_end(p, l, bytes, root != NULL);
     weft__lane_bump(l, weft__lane_index(p, l));
     if (len && p->node < p->n && p->cur_role != WEFT__QUEUE_COMPUTE &&
         p->nodes[p->node].kind != WEFT__NODE_FILL &&
@@ -413,7 +415,7 @@ static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
                      : p->cur_role == WEFT__QUEUE_D2H ? 1
                                                       : 2;
 
-        p->xfer[p->node].bytes[k] += len;
+        p->xfer[p->node].bytes[k] += bytes;
         p->xfer[p->node].copies[k]++;
     }
     if (!root || !len)
@@ -485,9 +487,14 @@ static void weft__hook_source(void *set, weft_buffer *root, int from_host)
     p->src_host = from_host;
 }
 
+static void weft__hook_moved(void *set, size_t bytes)
+{
+    ((weft__plan *)set)->moved = bytes;
+}
+
 const weft__lane_hooks weft__plan_hooks = {
     weft__hook_queue, weft__hook_issued, weft__plan_hook_after,
-    weft__hook_drain, weft__hook_source,
+    weft__hook_drain, weft__hook_source, weft__hook_moved,
 };
 
 /* ---- lowering -------------------------------------------------------------

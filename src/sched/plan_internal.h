@@ -165,6 +165,8 @@ struct weft__plan {
     weft_buffer *const *roots;
     const weft_buffer *src_root; /* hooks.source: transfers for a read */
     int src_host;                /* ... from the host copy */
+    size_t moved;                /* hooks.moved: the next issued copy's
+                                    bytes, where fewer than its range */
 
     /* The step in progress. */
     uint64_t stepno;
