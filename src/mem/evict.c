@@ -28,14 +28,13 @@ static int weft__extent_evict(weft_buffer *root, weft__extent *x,
         const weft__coherence_range *r = &l->ranges.items[i];
         weft__region g = weft__coherence_range_region(r);
 
-        /* (a block, row by row) */
-        for (size_t k = 0; rc == 0 && k < g.h; k++) {
-            size_t at = g.off + k * g.p;
-
+        if (g.h > 1)
+            rc = weft__replica_d2h_block(root, x->device, &g, WEFT__CAUSE_EVICT,
+                                         l);
+        else
             rc = weft__replica_d2h(root, x->device, x->blk.mem,
-                                   x->blk.offset + (at - x->lo), at, g.w,
+                                   x->blk.offset + (g.off - x->lo), g.off, g.w,
                                    WEFT__CAUSE_EVICT, l);
-        }
         if (rc == 0)
             rc = weft__coherence_mark_valid_region(&root->coh, WEFT__COH_HOST,
                                                    &g);

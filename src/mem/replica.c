@@ -1065,6 +1065,16 @@ static int weft__move_any(weft_buffer *root, const weft__coherence_transfer *t,
     return rc;
 }
 
+int weft__replica_d2h_block(weft_buffer *root, unsigned d,
+                            const weft__region *g, enum weft__cause cause,
+                            weft__lanes *l)
+{
+    weft__coherence_transfer t = {1 + d, WEFT__COH_HOST, g->off,
+                                  g->w,  g->h,           g->p};
+
+    return weft__move_any(root, &t, cause, l, NULL);
+}
+
 static weft__region weft__transfer_region(const weft__coherence_transfer *t)
 {
     weft__region g = {t->off, t->len, t->rows ? t->rows : 1,

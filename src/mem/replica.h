@@ -53,6 +53,14 @@ int weft__replica_h2d(weft_buffer *root, unsigned d, weft__mem *dst,
                       size_t doff, size_t roff, const void *src, size_t len,
                       int from_copy, enum weft__cause cause, weft__lanes *l,
                       weft__queue **used);
+/*
+ * The rows of block g of device d's copy (in one extent there) into the
+ * host copy, as a block (weft__move_any: one 2-D copy, or packed through
+ * the stager from and into pageable memory).
+ */
+int weft__replica_d2h_block(weft_buffer *root, unsigned d,
+                            const weft__region *g, enum weft__cause cause,
+                            weft__lanes *l);
 /* len bytes of (src, soff) on device d into the host copy at off. */
 int weft__replica_d2h(weft_buffer *root, unsigned d, weft__mem *src,
                       size_t soff, size_t off, size_t len,
