@@ -159,19 +159,27 @@ static int weft__cal_link(weft__cal *c, weft__cal_kind kind, unsigned d,
     return 0;
 }
 
-static void weft__cal_dev_release(weft__cal_dev *x)
+/* x's queue (once its copies are done) and events, not its memory. */
+static void weft__cal_dev_release_queue(weft__cal_dev *x)
 {
     if (x->q)
         (void)weft__drv_queue_sync(x->q);
     for (unsigned e = 0; e < 2; e++)
         if (x->ev[e])
             (void)weft__drv_event_destroy(x->ev[e]);
+    if (x->q)
+        (void)weft__drv_queue_destroy(x->q);
+    x->q = NULL;
+    x->ev[0] = x->ev[1] = NULL;
+}
+
+static void weft__cal_dev_release(weft__cal_dev *x)
+{
+    weft__cal_dev_release_queue(x);
     if (x->mem)
         (void)weft__drv_mem_free(x->mem);
     if (x->host)
         (void)weft__drv_mem_free(x->host);
-    if (x->q)
-        (void)weft__drv_queue_destroy(x->q);
     memset(x, 0, sizeof *x);
 }
 
@@ -262,15 +270,7 @@ static void weft__cal_release_all(weft_runtime *rt, weft__cal_dev *dev,
             weft__cal_dev_release(x);
             continue;
         }
-        if (x->q)
-            (void)weft__drv_queue_sync(x->q);
-        for (unsigned e = 0; e < 2; e++)
-            if (x->ev[e])
-                (void)weft__drv_event_destroy(x->ev[e]);
-        if (x->q)
-            (void)weft__drv_queue_destroy(x->q);
-        x->q = NULL;
-        x->ev[0] = x->ev[1] = NULL;
+        weft__cal_dev_release_queue(x);
         real += x->mem || x->host;
     }
     if (real && s && (h = weft__calloc(1, sizeof *h))) {
