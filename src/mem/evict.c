@@ -8,19 +8,47 @@
 #include <stdlib.h>
 
 /*
- * Free extent x of a root this thread holds: the bytes only it holds go
- * back to the host copy first, then the tracker forgets them there.
+ * Extents evicted together: taken off their roots and devices as each is
+ * chosen, their blocks given back to the pool only after one wait for the
+ * work in flight (the batch's write-backs among it). A batch costs two
+ * drains of the lanes, whatever the number of extents in it, so eviction
+ * frees more than the one allocation needs (WEFT__EVICT_AHEAD) and the
+ * allocations after it find room without waiting for the devices.
+ */
+typedef struct weft__evicted {
+    weft__extent **x;
+    size_t n, cap;
+    size_t bytes;        /* of the blocks of x */
+    unsigned long wrote; /* extents whose bytes were written back */
+} weft__evicted;
+
+/* One batch frees at least this part of the device's pool limit. */
+#define WEFT__EVICT_AHEAD 16
+
+/*
+ * Take extent x of a root this thread holds into batch b: the bytes only
+ * it holds go back to the host copy first (enqueued, not waited for), then
+ * the tracker forgets them there. The lanes were drained when the batch
+ * began, so nothing in flight writes x's bytes; another graph's work is
+ * waited for through the root's fence.
  */
 static int weft__extent_evict(weft_buffer *root, weft__extent *x,
-                              weft__lanes *l)
+                              weft__lanes *l, weft__evicted *b)
 {
     weft_runtime *rt = root->rt;
     unsigned m = 1 + x->device;
     int rc;
 
-    /* Nothing in flight may still use the extent or write its bytes. */
-    if ((rc = weft__lanes_drain(l)) < 0 ||
-        (rc = weft__lanes_fence_wait(l, root)) < 0)
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 16;
+        weft__extent **xs = weft__realloc(b->x, cap * sizeof *xs);
+
+        if (!xs)
+            return weft__error(WEFT_ENOMEM, "eviction: out of memory");
+        b->x = xs;
+        b->cap = cap;
+    }
+    if ((rc = weft__lanes_fence_wait(l, root)) < 0)
         return rc;
     rc = weft__coherence_sole_ranges(&root->coh, m, x->lo, x->hi - x->lo,
                                      &l->ranges);
@@ -39,36 +67,33 @@ static int weft__extent_evict(weft_buffer *root, weft__extent *x,
             rc = weft__coherence_mark_valid_region(&root->coh, WEFT__COH_HOST,
                                                    &g);
     }
-    /* The write-backs read the extent about to be freed. */
-    if (rc == 0 && l->ranges.count)
-        rc = weft__lanes_drain(l);
-    if (rc == 0 && l->ranges.count)
-        weft__lanes_stat(l, &rt->stats.writebacks, 1);
     if (rc == 0)
         rc = weft__coherence_reserve(&root->coh, 4);
     if (rc == 0)
         rc = weft__coherence_drop(&root->coh, m, x->lo, x->hi - x->lo);
     if (rc < 0)
         return rc;
-    weft__debug("mem", "evicted [%zu, %zu) of buffer %p from %s%s", x->lo,
+    weft__debug("mem", "evicting [%zu, %zu) of buffer %p from %s%s", x->lo,
                 x->hi, (void *)root, rt->devices[x->device]->name,
                 l->ranges.count ? " after writing it back" : "");
-    weft__extent_free(root, x);
-    weft__lanes_stat(l, &rt->stats.evictions, 1);
+    b->wrote += l->ranges.count > 0;
+    weft__extent_detach(root, x);
+    b->x[b->n++] = x;
+    b->bytes += x->blk.size;
     return 0;
 }
 
 /*
- * Evict one extent of device d, if any may go: not pinned by the work in
- * progress (unless force), not of a root another thread holds or one that
- * is mapped.
+ * Evict one extent of device d into batch b, if any may go: not pinned by
+ * the work in progress (unless force), not of a root another thread holds
+ * or one that is mapped.
  * Clean extents (valid elsewhere too) go before modified ones, and among
  * equals the one whose root the graphs use furthest in the future (the
  * executor's order says when), then the least recently used. Returns 1
  * when one went, 0 when none may.
  */
 static int weft__evict_one(weft_runtime *rt, unsigned d, int force,
-                           weft__lanes *l)
+                           weft__lanes *l, weft__evicted *b)
 {
     weft__devmem *dm = &rt->devmem[d];
     weft__extent *best = NULL;
@@ -134,7 +159,7 @@ static int weft__evict_one(weft_runtime *rt, unsigned d, int force,
         }
         /* The root's lock keeps best alive from here. */
         pthread_mutex_unlock(&dm->lock);
-        rc = weft__extent_evict(root, best, l);
+        rc = weft__extent_evict(root, best, l, b);
         if (!held)
             weft__buffer_unlock(root);
         return rc < 0 ? rc : 1;
@@ -142,13 +167,60 @@ static int weft__evict_one(weft_runtime *rt, unsigned d, int force,
     return 0;
 }
 
+/*
+ * Evict extents of device d until at least want bytes went or none more
+ * may go (force: pinned ones too): one drain of the lanes before (nothing
+ * in flight may still use an extent or write its bytes), one after the
+ * write-backs (they read the extents about to be freed). Returns the
+ * number of extents that went.
+ */
+static long weft__evict_some(weft_runtime *rt, unsigned d, size_t want,
+                             int force, weft__lanes *l)
+{
+    weft__evicted b = {NULL, 0, 0, 0, 0};
+    int rc, drc = 0;
+    long n;
+
+    if ((rc = weft__lanes_drain(l)) < 0)
+        return rc;
+    while (b.bytes < want && (rc = weft__evict_one(rt, d, force, l, &b)) > 0)
+        ;
+    if (b.wrote) {
+        char keep[512];
+
+        /* The write-backs enqueued read the blocks about to go back. */
+        if (rc < 0)
+            weft__strlcpy(keep, weft_last_error(), sizeof keep);
+        drc = weft__lanes_drain(l);
+        if (rc < 0)
+            weft__error(rc, "%s", keep);
+        else
+            rc = drc;
+        if (drc == 0)
+            weft__lanes_stat(l, &rt->stats.writebacks, b.wrote);
+    }
+    /*
+     * A drain that failed leaves the work on the blocks unknown: they are
+     * kept off the pool (lost until the runtime goes) rather than handed
+     * out again under it.
+     */
+    for (size_t i = 0; i < b.n; i++)
+        if (drc == 0)
+            weft__extent_drop(rt, b.x[i]);
+        else
+            weft__free(b.x[i]);
+    if (b.n)
+        weft__lanes_stat(l, &rt->stats.evictions, b.n);
+    n = (long)b.n;
+    weft__free(b.x);
+    return rc < 0 ? rc : n;
+}
+
 int weft__buffer_evict_all(weft_runtime *rt, unsigned device, weft__lanes *l)
 {
-    int rc;
+    long rc = weft__evict_some(rt, device, SIZE_MAX, 1, l);
 
-    while ((rc = weft__evict_one(rt, device, 1, l)) > 0)
-        ;
-    return rc;
+    return rc < 0 ? (int)rc : 0;
 }
 
 int weft__block_alloc(weft_runtime *rt, unsigned d, size_t size, weft__lanes *l,
@@ -156,23 +228,27 @@ int weft__block_alloc(weft_runtime *rt, unsigned d, size_t size, weft__lanes *l,
 {
     weft__pool *pool;
     char why[512];
-    int rc;
+    uint64_t limit;
+    size_t align, want;
+    long rc;
 
     if ((rc = weft__runtime_pool(rt, d, &pool)) < 0)
-        return rc;
+        return (int)rc;
+    weft__pool_get_limit(pool, &limit, &align);
+    want = WEFT__MAX(size, (size_t)(limit / WEFT__EVICT_AHEAD));
     for (;;) {
         rc = weft__pool_alloc(pool, size, blk);
         if (rc != WEFT_EDEVMEM)
-            return rc;
+            return (int)rc;
         weft__strlcpy(why, weft_last_error(), sizeof why);
         if (weft__pool_trim(pool) > 0) {
             rc = weft__pool_alloc(pool, size, blk);
             if (rc != WEFT_EDEVMEM)
-                return rc;
+                return (int)rc;
         }
-        rc = weft__evict_one(rt, d, 0, l);
+        rc = weft__evict_some(rt, d, want, 0, l);
         if (rc < 0)
-            return rc;
+            return (int)rc;
         if (rc == 0)
             return weft__error(WEFT_EDEVMEM,
                                "%zu bytes on %s: nothing more can be evicted "

@@ -228,7 +228,7 @@ static void weft__extent_release(weft_runtime *rt, weft__extent *x)
     weft__free(x);
 }
 
-void weft__extent_free(weft_buffer *root, weft__extent *x)
+void weft__extent_detach(weft_buffer *root, weft__extent *x)
 {
     weft__replica *r = &root->replicas[x->device];
     size_t i = weft__extent_index(r, x->lo);
@@ -237,7 +237,19 @@ void weft__extent_free(weft_buffer *root, weft__extent *x)
     memmove(&r->extents[i], &r->extents[i + 1],
             (r->nextents - i - 1) * sizeof *r->extents);
     r->nextents--;
-    weft__extent_release(root->rt, x);
+    weft__dev_unlink(root->rt, x);
+}
+
+void weft__extent_drop(weft_runtime *rt, weft__extent *x)
+{
+    weft__pool_free(rt->devmem[x->device].pool, &x->blk);
+    weft__free(x);
+}
+
+void weft__extent_free(weft_buffer *root, weft__extent *x)
+{
+    weft__extent_detach(root, x);
+    weft__extent_drop(root->rt, x);
 }
 
 void weft__buffer_free_replicas(weft_buffer *root)

@@ -45,6 +45,14 @@ int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off, size_t size,
  * block and x. */
 void weft__extent_free(weft_buffer *root, weft__extent *x);
 /*
+ * weft__extent_free in two steps: detach takes x off its root's replica
+ * and its device's list (no one finds it from then on; root locked), drop
+ * gives its block back to the pool and frees x (no lock needed), once no
+ * work in flight uses the block.
+ */
+void weft__extent_detach(weft_buffer *root, weft__extent *x);
+void weft__extent_drop(weft_runtime *rt, weft__extent *x);
+/*
  * len bytes from host memory src to (dst, doff) on device d, and wait.
  * from_copy: src is the root's host copy (which may be registered). used,
  * unless NULL: the queue of the copy.
