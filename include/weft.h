@@ -399,6 +399,9 @@ typedef struct weft_stats {
      * lanes and devices, and the waits on them that devices did (an edge
      * that lane order or other edges imply costs neither). */
     uint64_t plan_events, plan_waits;
+    /* Times eviction waited for a device's work to end so as to free its
+     * extents: each frees several at once (evictions / evict_rounds). */
+    uint64_t evict_rounds;
 } weft_stats;
 
 /*

@@ -470,12 +470,14 @@ static void weft__print_stats(const weft_runtime *rt)
             weft__human(f, sizeof f, s.evict_bytes),
             weft__human(g, sizeof g, s.cached_bytes));
     fprintf(stderr,
-            "  evictions %llu (written back first: %llu); pool hits %llu, "
+            "  evictions %llu in %llu rounds (written back first: %llu); pool "
+            "hits %llu, "
             "misses %llu, held %s\n"
             "  host side: %s staged through pinned buffers, %s direct from "
             "pinned or registered memory; %llu buffers registered (%s)\n",
-            (unsigned long long)s.evictions, (unsigned long long)s.writebacks,
-            (unsigned long long)s.pool_hits, (unsigned long long)s.pool_misses,
+            (unsigned long long)s.evictions, (unsigned long long)s.evict_rounds,
+            (unsigned long long)s.writebacks, (unsigned long long)s.pool_hits,
+            (unsigned long long)s.pool_misses,
             weft__human(a, sizeof a, s.pool_bytes),
             weft__human(b, sizeof b, s.staged_bytes),
             weft__human(c, sizeof c, s.pinned_bytes),

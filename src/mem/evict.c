@@ -209,8 +209,10 @@ static long weft__evict_some(weft_runtime *rt, unsigned d, size_t want,
             weft__extent_drop(rt, b.x[i]);
         else
             weft__free(b.x[i]);
-    if (b.n)
+    if (b.n) {
         weft__lanes_stat(l, &rt->stats.evictions, b.n);
+        weft__lanes_stat(l, &rt->stats.evict_rounds, 1);
+    }
     n = (long)b.n;
     weft__free(b.x);
     return rc < 0 ? rc : n;

@@ -160,11 +160,64 @@ static void test_node_beyond_limit(void **state)
     free(x);
 }
 
+/*
+ * 128 buffers of 16 KiB (2 MiB, twice the limit), each advanced by one
+ * node on the first device: eviction frees several extents per wait for
+ * the device (a sixteenth of the limit, four of these), not one.
+ */
+static void test_evicts_in_rounds(void **state)
+{
+    enum { NS = 128, SM = 1 << 12, SN = SM * 4 };
+    static uint32_t data[NS][SM];
+    weft_buffer *b[NS];
+    weft_graph *g;
+    weft_exec *e;
+    weft_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
+    uint64_t ev, rounds;
+
+    (void)state;
+    for (int i = 0; i < NS; i++)
+        for (uint32_t j = 0; j < SM; j++)
+            data[i][j] = (uint32_t)i * 7919u + j;
+    check(weft_graph_create(rt, &g));
+    for (int i = 0; i < NS; i++) {
+        weft_arg a[3];
+        weft_node n;
+
+        check(weft_buffer_wrap(rt, data[i], SN, &b[i]));
+        a[0] = weft_arg_buffer(b[i], 0, SN, WEFT_READ_WRITE);
+        a[1] = weft_arg_u32(3);
+        a[2] = weft_arg_i64(SM);
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(SM), a, 3, &n));
+        check(weft_graph_set_device(g, n, weft_runtime_device(rt, 0)));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    check(weft_runtime_get_stats(rt, &s0));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_runtime_get_stats(rt, &s1));
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    for (int i = 0; i < NS; i++) {
+        check(weft_buffer_destroy(b[i]));
+        for (uint32_t j = 0; j < SM; j++)
+            if (data[i][j] != wt_advance_value((uint32_t)i * 7919u + j, 3))
+                fail_msg("buffer %d element %u is %u", i, j, data[i][j]);
+    }
+    ev = s1.evictions - s0.evictions;
+    rounds = s1.evict_rounds - s0.evict_rounds;
+    printf("# %llu evictions in %llu rounds\n", (unsigned long long)ev,
+           (unsigned long long)rounds);
+    assert_true(rounds > 0);
+    assert_true(ev >= 4 * rounds);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_working_set_beyond_limit),
         cmocka_unit_test(test_node_beyond_limit),
+        cmocka_unit_test(test_evicts_in_rounds),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
