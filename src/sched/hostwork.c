@@ -17,9 +17,15 @@ enum { WEFT__HOST_RING = 1024 };
  * An idle worker spins on the rings (reads only, while they are empty)
  * for WEFT__HOST_SPIN_NS, which a hand-off between workers of a
  * fine-grained launch costs no system call, then polls them yielding the
- * core WEFT__HOST_POLLS times, then sleeps.
+ * core WEFT__HOST_POLLS times, then sleeps. Both may be set at compile
+ * time (tests/gpu/host_spin.sh compares settings on one machine).
  */
-enum { WEFT__HOST_SPIN_NS = 4000, WEFT__HOST_POLLS = 200 };
+#ifndef WEFT__HOST_SPIN_NS
+#define WEFT__HOST_SPIN_NS 4000
+#endif
+#ifndef WEFT__HOST_POLLS
+#define WEFT__HOST_POLLS 200
+#endif
 
 /* Workers near one set of cores (NULL: unbound) and the tasks for them. */
 typedef struct weft__host_group {
@@ -108,7 +114,7 @@ static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
 
     __atomic_add_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
     for (uint64_t t0 = weft__now_ns();
-         weft__now_ns() - t0 < WEFT__HOST_SPIN_NS;) {
+         weft__now_ns() - t0 < (uint64_t)WEFT__HOST_SPIN_NS;) {
         for (unsigned k = 0; k < 16; k++)
             weft__cpu_pause();
         if (weft__queued(hw))
