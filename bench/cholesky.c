@@ -65,13 +65,17 @@
  * --lookahead 0,1 runs weft's figures also (or only) with the example's
  * --lookahead priorities; those figures end in _la.
  *
+ * --map snake,cyclic runs weft's figures with the example's tile owners
+ * reflected every other cycle (snake, the default) and/or plain
+ * block-cyclic; the cyclic figures end in _cyc.
+ *
  * Every factorisation is checked (the example's residual, on --check-rows
  * rows beyond n = 4096) and a residual above 1e-12 ends the bench.
  *
  *   bench/cholesky [--driver cuda|host|sim] [--sizes 4096,8192] [--tiles
  *                  512,1024] [--devices 1,2] [--reps R] [--check-rows S]
  *                  [--mg-block T] [--out-of-core N] [--oc-layout rows|tiles]
- *                  [--lookahead 0,1] [--json]
+ *                  [--lookahead 0,1] [--map snake,cyclic] [--json]
  */
 #define CHOLESKY_NO_MAIN
 #include "../examples/cholesky.c"
@@ -468,11 +472,11 @@ int main(int argc, char **argv)
 {
     const char *driver = "cuda", *sizes_s = "4096,8192,16384",
                *tiles_s = "512,1024", *devs_s = NULL, *la_s = "0",
-               *oc_layout = "tiles";
+               *oc_layout = "tiles", *map_s = "snake";
     int reps = 3, kernels;
     unsigned check_rows = 16, mg_block = 256, oc_n = 0;
     size_t sizes[16], tiles[16], devs[16], las[2];
-    int nsizes, ntiles, ndevs, nlas;
+    int nsizes, ntiles, ndevs, nlas, nmaps, maps[2];
     char why[512], name[128];
     chol m;
     const bench_option options[] = {
@@ -486,6 +490,7 @@ int main(int argc, char **argv)
         {"--out-of-core", BENCH_UNSIGNED, &oc_n, "N"},
         {"--lookahead", BENCH_STRING, &la_s, "0,1"},
         {"--oc-layout", BENCH_STRING, &oc_layout, "rows|tiles"},
+        {"--map", BENCH_STRING, &map_s, "snake,cyclic"},
     };
 
     BENCH_OPTIONS(argc, argv, "cholesky", options);
@@ -499,6 +504,14 @@ int main(int argc, char **argv)
     nsizes = parse_list(sizes_s, sizes, 16);
     ntiles = parse_list(tiles_s, tiles, 16);
     nlas = parse_list(la_s, las, 2);
+    /* maps[k]: 1 for cyclic */
+    nmaps = 0;
+    if (strstr(map_s, "snake"))
+        maps[nmaps++] = 0;
+    if (strstr(map_s, "cyclic"))
+        maps[nmaps++] = 1;
+    if (!nmaps)
+        bench_usage();
     memset(&m, 0, sizeof m);
     if (chol_open(&m, driver, kernels, why, sizeof why) != 0) {
         printf("skipped: %s%s\n",
@@ -532,7 +545,7 @@ int main(int argc, char **argv)
             size_t dev, b;
             const char *la;
             double gflops;
-        } rate[16 * 16 * 2];
+        } rate[16 * 16 * 2 * 2];
 
         for (int t = 0; t < ntiles; t++) {
             size_t b = tiles[t];
@@ -544,16 +557,20 @@ int main(int argc, char **argv)
             bench_progress("making the matrix");
             bench_check(chol_matrix(&m, n, b));
             made++;
-            for (int x = 0; x < ndevs * nlas; x++) {
-                size_t k = devs[x / nlas];
-                const char *la = las[x % nlas] ? "_la" : "";
+            for (int x = 0; x < ndevs * nlas * nmaps; x++) {
+                size_t k = devs[x / (nlas * nmaps)];
+                int cyc = maps[x % nmaps];
+                const char *la = las[(x / nmaps) % nlas]
+                                     ? (cyc ? "_la_cyc" : "_la")
+                                     : (cyc ? "_cyc" : "");
                 chol_result r;
                 double res;
 
                 if (k < 1 || k > m.ndev_all)
                     continue;
                 chol_use(&m, (unsigned)k);
-                m.lookahead = las[x % nlas] != 0;
+                m.lookahead = las[(x / nmaps) % nlas] != 0;
+                m.cyclic = cyc;
                 bench_progress("weft");
                 memset(&r, 0, sizeof r);
                 /* the first launch from the host, as on a fresh matrix */
@@ -577,6 +594,7 @@ int main(int argc, char **argv)
                 rate[nrates++].gflops = flops / r.steady * 1e-9;
             }
             m.lookahead = 0;
+            m.cyclic = 0;
         }
         if (!made) /* (m holds another n's matrix, or none) */
             continue;
