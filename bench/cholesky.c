@@ -65,9 +65,9 @@
  * --lookahead 0,1 runs weft's figures also (or only) with the example's
  * --lookahead priorities; those figures end in _la.
  *
- * --map snake,cyclic runs weft's figures with the example's tile owners
- * reflected every other cycle (snake, the default) and/or plain
- * block-cyclic; the cyclic figures end in _cyc.
+ * --map cyclic,snake runs weft's figures with the example's tile owners
+ * in plain block-cyclic cycles (the default) and/or reflected every other
+ * cycle (--map snake of the example); the snake figures end in _snake.
  *
  * Every factorisation is checked (the example's residual, on --check-rows
  * rows beyond n = 4096) and a residual above 1e-12 ends the bench.
@@ -75,7 +75,7 @@
  *   bench/cholesky [--driver cuda|host|sim] [--sizes 4096,8192] [--tiles
  *                  512,1024] [--devices 1,2] [--reps R] [--check-rows S]
  *                  [--mg-block T] [--out-of-core N] [--oc-layout rows|tiles]
- *                  [--lookahead 0,1] [--map snake,cyclic] [--json]
+ *                  [--lookahead 0,1] [--map cyclic,snake] [--json]
  */
 #define CHOLESKY_NO_MAIN
 #include "../examples/cholesky.c"
@@ -472,7 +472,7 @@ int main(int argc, char **argv)
 {
     const char *driver = "cuda", *sizes_s = "4096,8192,16384",
                *tiles_s = "512,1024", *devs_s = NULL, *la_s = "0",
-               *oc_layout = "tiles", *map_s = "snake";
+               *oc_layout = "tiles", *map_s = "cyclic";
     int reps = 3, kernels;
     unsigned check_rows = 16, mg_block = 256, oc_n = 0;
     size_t sizes[16], tiles[16], devs[16], las[2];
@@ -490,7 +490,7 @@ int main(int argc, char **argv)
         {"--out-of-core", BENCH_UNSIGNED, &oc_n, "N"},
         {"--lookahead", BENCH_STRING, &la_s, "0,1"},
         {"--oc-layout", BENCH_STRING, &oc_layout, "rows|tiles"},
-        {"--map", BENCH_STRING, &map_s, "snake,cyclic"},
+        {"--map", BENCH_STRING, &map_s, "cyclic,snake"},
     };
 
     BENCH_OPTIONS(argc, argv, "cholesky", options);
@@ -504,11 +504,11 @@ int main(int argc, char **argv)
     nsizes = parse_list(sizes_s, sizes, 16);
     ntiles = parse_list(tiles_s, tiles, 16);
     nlas = parse_list(la_s, las, 2);
-    /* maps[k]: 1 for cyclic */
+    /* maps[k]: 1 for snake */
     nmaps = 0;
-    if (strstr(map_s, "snake"))
-        maps[nmaps++] = 0;
     if (strstr(map_s, "cyclic"))
+        maps[nmaps++] = 0;
+    if (strstr(map_s, "snake"))
         maps[nmaps++] = 1;
     if (!nmaps)
         bench_usage();
@@ -559,10 +559,10 @@ int main(int argc, char **argv)
             made++;
             for (int x = 0; x < ndevs * nlas * nmaps; x++) {
                 size_t k = devs[x / (nlas * nmaps)];
-                int cyc = maps[x % nmaps];
+                int snake = maps[x % nmaps];
                 const char *la = las[(x / nmaps) % nlas]
-                                     ? (cyc ? "_la_cyc" : "_la")
-                                     : (cyc ? "_cyc" : "");
+                                     ? (snake ? "_la_snake" : "_la")
+                                     : (snake ? "_snake" : "");
                 chol_result r;
                 double res;
 
@@ -570,7 +570,7 @@ int main(int argc, char **argv)
                     continue;
                 chol_use(&m, (unsigned)k);
                 m.lookahead = las[(x / nmaps) % nlas] != 0;
-                m.cyclic = cyc;
+                m.snake = snake;
                 bench_progress("weft");
                 memset(&r, 0, sizeof r);
                 /* the first launch from the host, as on a fresh matrix */
@@ -594,7 +594,7 @@ int main(int argc, char **argv)
                 rate[nrates++].gflops = flops / r.steady * 1e-9;
             }
             m.lookahead = 0;
-            m.cyclic = 0;
+            m.snake = 0;
         }
         if (!made) /* (m holds another n's matrix, or none) */
             continue;

@@ -110,16 +110,19 @@
  *            [--kernels native|portable] [--reps R] [--place owner|auto]
  *            [--no-capture] [--check-rows S] [--once] [--mem-limit SIZE]
  *            [--lookahead] [--layout rows|tiles] [--grid wide|tall]
- *            [--map snake|cyclic]
+ *            [--map cyclic|snake]
  *
  * --grid wide makes the grid P x Q with P <= Q instead (block columns
  * alternate on two devices: the lower triangle's work splits evenly, where
  * alternating rows gives the odd rows 9% more, but each panel's POTRF and
  * TRSMs run on one device; on two H200s at n 32768 in tiles of 2048 the
  * tall grid ran at 62.3-63.1 TFLOP/s, the wide one at 54.9).
- * --map cyclic deals tile rows (and columns) to the grid's devices in
- * plain cycles; the default, snake, reflects every other cycle (see
- * cycle_place), which evens out the triangle's work.
+ * --map snake reflects every other cycle of tile rows (and columns) over
+ * the grid's devices (see cycle_place), which evens out the triangle's
+ * work, where the default deals them in plain cycles. It puts consecutive
+ * panels on one device half of the time, though: on two H100s at n 32768
+ * in tiles of 2048 it ran at 63.2 TFLOP/s against 65.6 for the plain
+ * cycles (one run each), so the critical path outweighs the balance.
  * --lookahead gives the critical path priority (weft_graph_set_priority):
  * each panel's POTRF and TRSMs, and the SYRK and GEMMs of the step before
  * that update the next panel's column, are WEFT_PRIORITY_HIGH, so that
@@ -390,7 +393,7 @@ typedef struct chol {
     int lookahead;      /* panel nodes and the next panel's updates high */
     int tiled;          /* --layout tiles: tile by tile, ld = b */
     int wide;           /* --grid wide: P <= Q (columns alternate on two) */
-    int cyclic;         /* --map cyclic: plain block-cyclic, not reflected */
+    int snake;          /* --map snake: cycles reflected (cycle_place) */
     uint64_t mem_limit; /* device_mem_limit of the runtime (0: none) */
     const weft_device *dev[MAX_DEVICES];
     weft_runtime *rt;
@@ -570,7 +573,7 @@ static weft_native_fn *native_fn(const chol *m, int op)
 /*
  * Tile row i's place in a cycle of k devices: block-cyclic (0, 1, .., k-1,
  * 0, 1, ..), or reflected on every other cycle (0, 1, .., k-1, k-1, ..,
- * 1, 0, 0, 1, ..), the default (m->cyclic 0). Row i of the lower triangle
+ * 1, 0, 0, 1, ..) with m->snake. Row i of the lower triangle
  * carries work in proportion to about i^2, so plain cycling gives the
  * last device of each cycle the most: on two devices and 16 tile rows the
  * odd rows hold 9.4% more flops than half the total, which caps two
@@ -580,7 +583,7 @@ static size_t cycle_place(const chol *m, size_t i, size_t k)
 {
     size_t r = i % k;
 
-    return m->cyclic || (i / k) % 2 == 0 ? r : k - 1 - r;
+    return !m->snake || (i / k) % 2 == 0 ? r : k - 1 - r;
 }
 
 /* The owner of tile (i, j): the P x Q grid of devices, block by block. */
@@ -1332,7 +1335,7 @@ static void usage(void)
             "cuda|host|opencl|sim] [--kernels native|portable] [--reps R] "
             "[--place owner|auto] [--no-capture] [--check-rows S] [--once] "
             "[--mem-limit SIZE] [--lookahead] [--layout rows|tiles] "
-            "[--grid wide|tall] [--map snake|cyclic]\n");
+            "[--grid wide|tall] [--map cyclic|snake]\n");
     exit(2);
 }
 
@@ -1397,7 +1400,7 @@ int main(int argc, char **argv)
             m.wide = !strcmp(argv[++i], "wide");
         else if (!strcmp(argv[i], "--map") && v &&
                  (!strcmp(v, "snake") || !strcmp(v, "cyclic")))
-            m.cyclic = !strcmp(argv[++i], "cyclic");
+            m.snake = !strcmp(argv[++i], "snake");
         else if (!strcmp(argv[i], "--layout") && v &&
                  (!strcmp(v, "rows") || !strcmp(v, "tiles")))
             m.tiled = !strcmp(argv[++i], "tiles");
@@ -1444,7 +1447,7 @@ int main(int argc, char **argv)
         least[x] = chol_min_links(&m, x);
     printf("n: %zu elements\ntile: %zu elements\n", n, b);
     printf("devices: %u (%s, %u x %u grid, %s%s%s)\n", m.ndev, m.driver, m.p,
-           m.q, m.cyclic ? "block-cyclic" : "snake",
+           m.q, m.snake ? "snake" : "block-cyclic",
            m.place_auto ? ", placed by weft" : "",
            m.lookahead ? ", lookahead priorities" : "");
     printf("layout: %s\n", m.tiled ? "tiles (contiguous b x b tiles)"

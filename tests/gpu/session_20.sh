@@ -38,7 +38,7 @@ fi
 if has chol2; then
     echo "=== bench cholesky cuda 1 and 2 GPUs"
     WEFT_DEVICES=cuda timeout ${FINAL_CUDA_S:-300} $b/bench/cholesky --driver cuda \
-        --sizes ${FSIZES:-32768} --tiles ${FTILES:-2048} --devices ${FDEVS:-1,2} --reps 3 --map ${FMAP:-snake,cyclic} \
+        --sizes ${FSIZES:-32768} --tiles ${FTILES:-2048} --devices ${FDEVS:-1,2} --reps 3 --map ${FMAP:-cyclic} \
         2>&1 | grep -v "steady launch" | tail -30
 fi
 if has trace; then
