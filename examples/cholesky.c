@@ -124,10 +124,14 @@
  * in tiles of 2048 it ran at 63.2 TFLOP/s against 65.6 for the plain
  * cycles (one run each), so the critical path outweighs the balance.
  * --lookahead gives the critical path priority (weft_graph_set_priority):
- * each panel's POTRF and TRSMs, and the SYRK and GEMMs of the step before
- * that update the next panel's column, are WEFT_PRIORITY_HIGH, so that
- * weft issues them ahead of the trailing updates and the devices run them
- * on their high-priority streams.
+ * each step's POTRF(k), the TRSM of the next panel's diagonal row
+ * (k+1, k) and the SYRK of its diagonal tile (k+1, k+1) are
+ * WEFT_PRIORITY_HIGH, so that they run on the devices' high-priority
+ * streams, in that order, ahead of the trailing updates: POTRF(k+1) waits
+ * only for that chain. (Marking every TRSM high, and the GEMMs of the next
+ * column, as this did before, queued SYRK(k+1, k+1) behind all of a
+ * panel's TRSMs on the one high stream, and POTRF(k+1) behind those
+ * GEMMs: on two H100s it ran 0.98x without priorities.)
  *
  * bench/cholesky includes this file with CHOLESKY_NO_MAIN defined and
  * times the same graph (chol_open, chol_matrix, chol_use, chol_run,
@@ -390,7 +394,7 @@ typedef struct chol {
     unsigned align;      /* their largest arg_offset_align */
     int cuda;            /* cuSOLVER and cuBLAS loaded */
     int place_auto;
-    int lookahead;      /* panel nodes and the next panel's updates high */
+    int lookahead;      /* POTRF(k), TRSM(k+1, k), SYRK(k+1, k+1) high */
     int tiled;          /* --layout tiles: tile by tile, ld = b */
     int wide;           /* --grid wide: P <= Q (columns alternate on two) */
     int snake;          /* --map snake: cycles reflected (cycle_place) */
@@ -694,7 +698,7 @@ static int factor_graph(chol *m, int capture, int restore, weft_graph **out,
             weft_access_desc t[2] = {tile(m, &m->A, k, k, WEFT_READ),
                                      tile(m, &m->A, i, k, WEFT_READ_WRITE)};
 
-            rc = add_op(m, g, OP_TRSM, capture, t, 2, i, k, 1);
+            rc = add_op(m, g, OP_TRSM, capture, t, 2, i, k, i == k + 1);
             ++*nodes;
         }
         for (size_t i = k + 1; i < m->nt && rc == 0; i++) {
@@ -708,7 +712,7 @@ static int factor_graph(chol *m, int capture, int restore, weft_graph **out,
                                          tile(m, &m->A, j, k, WEFT_READ),
                                          tile(m, &m->A, i, j, WEFT_READ_WRITE)};
 
-                rc = add_op(m, g, OP_GEMM, capture, u, 3, i, j, j == k + 1);
+                rc = add_op(m, g, OP_GEMM, capture, u, 3, i, j, 0);
                 ++*nodes;
             }
         }
