@@ -62,12 +62,13 @@
  * the figures are of this machine's CPU, and there is no baseline): the
  * code paths of the figures, out of core included, without a GPU.
  *
- * --lookahead 0,1 runs weft's figures also (or only) with the example's
- * --lookahead priorities; those figures end in _la.
+ * --lookahead 1,0 runs weft's figures with the example's lookahead
+ * priorities (1, the default) and/or without them (its --no-lookahead;
+ * those figures end in _nola).
  *
- * --map cyclic,snake runs weft's figures with the example's tile owners
- * in plain block-cyclic cycles (the default) and/or reflected every other
- * cycle (--map snake of the example); the snake figures end in _snake.
+ * --map snake,cyclic runs weft's figures with the example's tile owners
+ * reflected every other cycle (snake, the default) and/or in plain
+ * block-cyclic cycles (its --map cyclic; those figures end in _cyc).
  *
  * Every factorisation is checked (the example's residual, on --check-rows
  * rows beyond n = 4096) and a residual above 1e-12 ends the bench.
@@ -75,7 +76,7 @@
  *   bench/cholesky [--driver cuda|host|sim] [--sizes 4096,8192] [--tiles
  *                  512,1024] [--devices 1,2] [--reps R] [--check-rows S]
  *                  [--mg-block T] [--out-of-core N] [--oc-layout rows|tiles]
- *                  [--lookahead 0,1] [--map cyclic,snake] [--json]
+ *                  [--lookahead 1,0] [--map snake,cyclic] [--json]
  */
 #define CHOLESKY_NO_MAIN
 #include "../examples/cholesky.c"
@@ -471,8 +472,8 @@ static void out_of_core(const char *driver, int kernels, size_t n,
 int main(int argc, char **argv)
 {
     const char *driver = "cuda", *sizes_s = "4096,8192,16384",
-               *tiles_s = "512,1024", *devs_s = NULL, *la_s = "0",
-               *oc_layout = "tiles", *map_s = "cyclic";
+               *tiles_s = "512,1024", *devs_s = NULL, *la_s = "1",
+               *oc_layout = "tiles", *map_s = "snake";
     int reps = 3, kernels;
     unsigned check_rows = 16, mg_block = 256, oc_n = 0;
     size_t sizes[16], tiles[16], devs[16], las[2];
@@ -488,9 +489,9 @@ int main(int argc, char **argv)
         {"--check-rows", BENCH_UNSIGNED, &check_rows, "S"},
         {"--mg-block", BENCH_UNSIGNED, &mg_block, "T"},
         {"--out-of-core", BENCH_UNSIGNED, &oc_n, "N"},
-        {"--lookahead", BENCH_STRING, &la_s, "0,1"},
+        {"--lookahead", BENCH_STRING, &la_s, "1,0"},
         {"--oc-layout", BENCH_STRING, &oc_layout, "rows|tiles"},
-        {"--map", BENCH_STRING, &map_s, "cyclic,snake"},
+        {"--map", BENCH_STRING, &map_s, "snake,cyclic"},
     };
 
     BENCH_OPTIONS(argc, argv, "cholesky", options);
@@ -504,11 +505,11 @@ int main(int argc, char **argv)
     nsizes = parse_list(sizes_s, sizes, 16);
     ntiles = parse_list(tiles_s, tiles, 16);
     nlas = parse_list(la_s, las, 2);
-    /* maps[k]: 1 for snake */
+    /* maps[k]: 1 for cyclic */
     nmaps = 0;
-    if (strstr(map_s, "cyclic"))
-        maps[nmaps++] = 0;
     if (strstr(map_s, "snake"))
+        maps[nmaps++] = 0;
+    if (strstr(map_s, "cyclic"))
         maps[nmaps++] = 1;
     if (!nmaps)
         bench_usage();
@@ -559,18 +560,18 @@ int main(int argc, char **argv)
             made++;
             for (int x = 0; x < ndevs * nlas * nmaps; x++) {
                 size_t k = devs[x / (nlas * nmaps)];
-                int snake = maps[x % nmaps];
+                int cyc = maps[x % nmaps];
                 const char *la = las[(x / nmaps) % nlas]
-                                     ? (snake ? "_la_snake" : "_la")
-                                     : (snake ? "_snake" : "");
+                                     ? (cyc ? "_cyc" : "")
+                                     : (cyc ? "_nola_cyc" : "_nola");
                 chol_result r;
                 double res;
 
                 if (k < 1 || k > m.ndev_all)
                     continue;
                 chol_use(&m, (unsigned)k);
-                m.lookahead = las[(x / nmaps) % nlas] != 0;
-                m.snake = snake;
+                m.no_lookahead = las[(x / nmaps) % nlas] == 0;
+                m.cyclic = cyc;
                 bench_progress("weft");
                 memset(&r, 0, sizeof r);
                 /* the first launch from the host, as on a fresh matrix */
@@ -593,8 +594,8 @@ int main(int argc, char **argv)
                 rate[nrates].la = la;
                 rate[nrates++].gflops = flops / r.steady * 1e-9;
             }
-            m.lookahead = 0;
-            m.snake = 0;
+            m.no_lookahead = 0;
+            m.cyclic = 0;
         }
         if (!made) /* (m holds another n's matrix, or none) */
             continue;

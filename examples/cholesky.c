@@ -394,10 +394,10 @@ typedef struct chol {
     unsigned align;      /* their largest arg_offset_align */
     int cuda;            /* cuSOLVER and cuBLAS loaded */
     int place_auto;
-    int lookahead;      /* POTRF(k), TRSM(k+1, k), SYRK(k+1, k+1) high */
+    int no_lookahead;   /* --no-lookahead: no node is high priority */
     int tiled;          /* --layout tiles: tile by tile, ld = b */
     int wide;           /* --grid wide: P <= Q (columns alternate on two) */
-    int snake;          /* --map snake: cycles reflected (cycle_place) */
+    int cyclic;         /* --map cyclic: cycles not reflected (cycle_place) */
     uint64_t mem_limit; /* device_mem_limit of the runtime (0: none) */
     const weft_device *dev[MAX_DEVICES];
     weft_runtime *rt;
@@ -577,7 +577,7 @@ static weft_native_fn *native_fn(const chol *m, int op)
 /*
  * Tile row i's place in a cycle of k devices: block-cyclic (0, 1, .., k-1,
  * 0, 1, ..), or reflected on every other cycle (0, 1, .., k-1, k-1, ..,
- * 1, 0, 0, 1, ..) with m->snake. Row i of the lower triangle
+ * 1, 0, 0, 1, ..) unless m->cyclic. Row i of the lower triangle
  * carries work in proportion to about i^2, so plain cycling gives the
  * last device of each cycle the most: on two devices and 16 tile rows the
  * odd rows hold 9.4% more flops than half the total, which caps two
@@ -587,7 +587,7 @@ static size_t cycle_place(const chol *m, size_t i, size_t k)
 {
     size_t r = i % k;
 
-    return !m->snake || (i / k) % 2 == 0 ? r : k - 1 - r;
+    return m->cyclic || (i / k) % 2 == 0 ? r : k - 1 - r;
 }
 
 /* The owner of tile (i, j): the P x Q grid of devices, block by block. */
@@ -652,7 +652,7 @@ static int add_op(chol *m, weft_graph *g, int op, int capture,
     }
     if (rc == 0 && (!m->place_auto || m->ndev == 1))
         rc = weft_graph_set_device(g, node, owner(m, i, j));
-    if (rc == 0 && high && m->lookahead)
+    if (rc == 0 && high && !m->no_lookahead)
         rc = weft_graph_set_priority(g, node, WEFT_PRIORITY_HIGH);
     return rc;
 }
@@ -1338,8 +1338,8 @@ static void usage(void)
             "usage: cholesky [--n N] [--tile B] [--driver "
             "cuda|host|opencl|sim] [--kernels native|portable] [--reps R] "
             "[--place owner|auto] [--no-capture] [--check-rows S] [--once] "
-            "[--mem-limit SIZE] [--lookahead] [--layout rows|tiles] "
-            "[--grid wide|tall] [--map cyclic|snake]\n");
+            "[--mem-limit SIZE] [--no-lookahead] [--layout rows|tiles] "
+            "[--grid wide|tall] [--map snake|cyclic]\n");
     exit(2);
 }
 
@@ -1397,14 +1397,16 @@ int main(int argc, char **argv)
             m.place_auto = !strcmp(argv[++i], "auto");
         else if (!strcmp(argv[i], "--no-capture"))
             capture = 0;
-        else if (!strcmp(argv[i], "--lookahead"))
-            m.lookahead = 1;
+        else if (!strcmp(argv[i], "--no-lookahead"))
+            m.no_lookahead = 1;
+        else if (!strcmp(argv[i], "--lookahead")) /* the default */
+            m.no_lookahead = 0;
         else if (!strcmp(argv[i], "--grid") && v &&
                  (!strcmp(v, "wide") || !strcmp(v, "tall")))
             m.wide = !strcmp(argv[++i], "wide");
         else if (!strcmp(argv[i], "--map") && v &&
                  (!strcmp(v, "snake") || !strcmp(v, "cyclic")))
-            m.snake = !strcmp(argv[++i], "snake");
+            m.cyclic = !strcmp(argv[++i], "cyclic");
         else if (!strcmp(argv[i], "--layout") && v &&
                  (!strcmp(v, "rows") || !strcmp(v, "tiles")))
             m.tiled = !strcmp(argv[++i], "tiles");
@@ -1451,9 +1453,9 @@ int main(int argc, char **argv)
         least[x] = chol_min_links(&m, x);
     printf("n: %zu elements\ntile: %zu elements\n", n, b);
     printf("devices: %u (%s, %u x %u grid, %s%s%s)\n", m.ndev, m.driver, m.p,
-           m.q, m.snake ? "snake" : "block-cyclic",
+           m.q, m.cyclic ? "block-cyclic" : "snake",
            m.place_auto ? ", placed by weft" : "",
-           m.lookahead ? ", lookahead priorities" : "");
+           m.no_lookahead ? "" : ", lookahead priorities");
     printf("layout: %s\n", m.tiled ? "tiles (contiguous b x b tiles)"
                                    : "rows (one row-major matrix)");
     printf("kernels: %s\n", !m.native                   ? "portable"
