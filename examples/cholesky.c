@@ -109,29 +109,33 @@
  *   cholesky [--n N] [--tile B] [--driver cuda|host|opencl|sim]
  *            [--kernels native|portable] [--reps R] [--place owner|auto]
  *            [--no-capture] [--check-rows S] [--once] [--mem-limit SIZE]
- *            [--lookahead] [--layout rows|tiles] [--grid wide|tall]
- *            [--map cyclic|snake]
+ *            [--no-lookahead] [--layout rows|tiles] [--grid wide|tall]
+ *            [--map snake|cyclic]
  *
  * --grid wide makes the grid P x Q with P <= Q instead (block columns
- * alternate on two devices: the lower triangle's work splits evenly, where
- * alternating rows gives the odd rows 9% more, but each panel's POTRF and
- * TRSMs run on one device; on two H200s at n 32768 in tiles of 2048 the
- * tall grid ran at 62.3-63.1 TFLOP/s, the wide one at 54.9).
- * --map snake reflects every other cycle of tile rows (and columns) over
- * the grid's devices (see cycle_place), which evens out the triangle's
- * work, where the default deals them in plain cycles. It puts consecutive
- * panels on one device half of the time, though: on two H100s at n 32768
- * in tiles of 2048 it ran at 63.2 TFLOP/s against 65.6 for the plain
- * cycles (one run each), so the critical path outweighs the balance.
- * --lookahead gives the critical path priority (weft_graph_set_priority):
- * each step's POTRF(k), the TRSM of the next panel's diagonal row
- * (k+1, k) and the SYRK of its diagonal tile (k+1, k+1) are
- * WEFT_PRIORITY_HIGH, so that they run on the devices' high-priority
- * streams, in that order, ahead of the trailing updates: POTRF(k+1) waits
- * only for that chain. (Marking every TRSM high, and the GEMMs of the next
- * column, as this did before, queued SYRK(k+1, k+1) behind all of a
- * panel's TRSMs on the one high stream, and POTRF(k+1) behind those
- * GEMMs: on two H100s it ran 0.98x without priorities.)
+ * alternate on two devices, but each panel's POTRF and TRSMs run on one
+ * device; on two H200s at n 32768 in tiles of 2048 the tall grid ran at
+ * 62.3-63.1 TFLOP/s, the wide one at 54.9, both before the two defaults
+ * below).
+ *
+ * Lookahead (the default; --no-lookahead turns it off) gives the critical
+ * path priority (weft_graph_set_priority): each step's POTRF(k), the TRSM
+ * of the next panel's diagonal row (k+1, k) and the SYRK of its diagonal
+ * tile (k+1, k+1) are WEFT_PRIORITY_HIGH, so that they run on the devices'
+ * high-priority streams, in that order, ahead of the trailing updates:
+ * POTRF(k+1) waits only for that chain, and a device that ran out of
+ * trailing updates finds the next panel ready. Marking every TRSM high,
+ * and the GEMMs of the next column, queued SYRK(k+1, k+1) behind all of a
+ * panel's TRSMs on the one high stream, and POTRF(k+1) behind those GEMMs
+ * (no faster than no priorities).
+ *
+ * The owner map (--map) deals tile rows (and columns) to the grid's
+ * devices in cycles reflected every other cycle (snake, the default; see
+ * cycle_place), which evens out the triangle's work, or in plain cycles
+ * (cyclic). On two H100s at n 32768 in tiles of 2048, in one run of
+ * bench/cholesky: 70.8 TFLOP/s with both defaults, 69.3 with lookahead and
+ * plain cycles, 66.2 and 62.2 without lookahead; one GPU 38.0 with
+ * lookahead and 35.1 without.
  *
  * bench/cholesky includes this file with CHOLESKY_NO_MAIN defined and
  * times the same graph (chol_open, chol_matrix, chol_use, chol_run,
