@@ -357,3 +357,94 @@ int weft_kernel_supports(const weft_kernel *k, const weft_device *dev)
         return 0;
     return k->impl[d->props.index] != NULL;
 }
+
+/*
+ * The parameter list of k as its builds tell it: n from the first build
+ * that knows the number; NULL (weft__error set) where none does.
+ */
+static const weft__kernel *weft__param_source(const weft_kernel *k,
+                                              const char *fn)
+{
+    const weft__kernel *counted = NULL;
+
+    for (unsigned i = 0; i < k->rt->ndevices; i++) {
+        const weft__kernel *impl = weft__kernel_impl(k, i);
+
+        if (impl && impl->params_known)
+            return impl;
+        if (impl && impl->count_known && !counted)
+            counted = impl;
+    }
+    if (!counted)
+        weft__error(WEFT_ENOTSUP,
+                    "%s: no build of kernel %s tells its parameters", fn,
+                    k->name);
+    return counted;
+}
+
+int weft_kernel_param_count(const weft_kernel *k, unsigned *count)
+{
+    const weft__kernel *src;
+
+    if (!k || !count)
+        return weft__error(WEFT_EINVAL, "weft_kernel_param_count: %s is NULL",
+                           k ? "count" : "kernel");
+    if (!(src = weft__param_source(k, "weft_kernel_param_count")))
+        return WEFT_ENOTSUP;
+    *count = src->nparams;
+    return 0;
+}
+
+int weft_kernel_param_info(const weft_kernel *k, unsigned index,
+                           weft_param_info *info)
+{
+    const weft__kernel *src;
+    weft_param_info out = {WEFT_PARAM_UNKNOWN, 0};
+
+    if (!k || !info)
+        return weft__error(WEFT_EINVAL, "weft_kernel_param_info: %s is NULL",
+                           k ? "info" : "kernel");
+    if (!(src = weft__param_source(k, "weft_kernel_param_info")))
+        return WEFT_ENOTSUP;
+    if (index >= src->nparams)
+        return weft__error(WEFT_ERANGE,
+                           "weft_kernel_param_info: index %u, kernel %s has "
+                           "%u parameters",
+                           index, k->name, src->nparams);
+    /* The most any build tells: a type, else a size (same count only). */
+    for (unsigned i = 0; i < k->rt->ndevices; i++) {
+        const weft__kernel *impl = weft__kernel_impl(k, i);
+        weft_param_type t = WEFT_PARAM_UNKNOWN;
+
+        if (!impl || !(impl->params_known || impl->count_known) ||
+            impl->nparams != src->nparams)
+            continue;
+        if (impl->params_known && impl->params)
+            t = impl->params[index];
+        else if (impl->some_params)
+            t = impl->some_params[index];
+        if (t != WEFT_PARAM_UNKNOWN) {
+            out.type = t;
+            out.size = weft_param_type_size(t);
+            if (t == WEFT_PARAM_BYTES && impl->param_sizes)
+                out.size = impl->param_sizes[index];
+            if (t != WEFT_PARAM_BYTES || out.size)
+                break;
+        } else if (impl->params_known && impl->param_sizes &&
+                   out.type == WEFT_PARAM_UNKNOWN && !out.size) {
+            out.size = impl->param_sizes[index];
+        }
+    }
+    if (out.type == WEFT_PARAM_BYTES && !out.size) {
+        /* a BYTES size another build tells */
+        for (unsigned i = 0; i < k->rt->ndevices && !out.size; i++) {
+            const weft__kernel *impl = weft__kernel_impl(k, i);
+
+            if (impl && impl->params_known && !impl->params &&
+                impl->param_sizes && impl->nparams == src->nparams)
+                out.size = impl->param_sizes[index];
+        }
+    }
+    *info = out;
+    return 0;
+}
