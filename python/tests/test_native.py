@@ -12,6 +12,7 @@ events are weft's internal objects, which Python cannot make.
 
 import ctypes
 import ctypes.util
+import functools
 import gc
 
 import numpy as np
@@ -29,6 +30,7 @@ def _driver(rt):
 
 # ---- the program's own OpenCL and CUDA, through ctypes --------------------
 
+@functools.lru_cache(maxsize=None)
 def _opencl():
     name = ctypes.util.find_library("OpenCL") or "libOpenCL.so.1"
     cl = ctypes.CDLL(name)
@@ -48,6 +50,7 @@ def _opencl():
     return cl
 
 
+@functools.lru_cache(maxsize=None)
 def _cuda():
     cu = ctypes.CDLL("libcuda.so.1")
     vp = ctypes.c_void_p
