@@ -495,8 +495,8 @@ WEFT_API const char *weft_kernel_name(const weft_kernel *kernel);
  * arguments before a node is added. Each device's build tells what its
  * driver knows, and weft takes the most a build tells:
  *
- *   host, sim    every type (the weft_host_kernel tables; the portable
- *                dialect's own signatures, which it compiles for the host)
+ *   host, sim    every type (the weft_host_kernel tables, the portable
+ *                dialect's signatures)
  *   opencl       the number; the types where the build kept the argument
  *                info (sources: weft builds them with -cl-kernel-arg-info)
  *                and each is a pointer to global, constant or local memory
@@ -505,7 +505,11 @@ WEFT_API const char *weft_kernel_name(const weft_kernel *kernel);
  *   cuda         the number and each parameter's size in bytes
  *                (cuFuncGetParamInfo, libcuda 12.4 and later), no types
  *
- * A type no build tells is WEFT_PARAM_UNKNOWN, never guessed from a size.
+ * and for a build from portable source on any driver, the types that the
+ * kernel's signature in that source declares (a pointer is a buffer, or
+ * with WEFT_LOCAL local scratch; a scalar of a weft or C integer or
+ * floating type that type; any other type bytes). A type that nothing
+ * tells is WEFT_PARAM_UNKNOWN, never guessed from a size.
  */
 typedef struct weft_param_info {
     weft_param_type type;

@@ -111,28 +111,24 @@ def test_kernel_params(rt, kernels):
     p = axpy.params
     assert axpy.params is p                      # asked once
     T = weft.ParamType
-    if _driver(rt) == "cuda":                    # sizes only
-        assert p is None or [(x.type, x.size) for x in p] == [
-            (T.UNKNOWN, 8), (T.UNKNOWN, 8), (T.UNKNOWN, 4), (T.UNKNOWN, 4)]
-    else:
-        assert [(x.type, x.size) for x in p] == [
-            (T.BUFFER, 0), (T.BUFFER, 0), (T.F32, 4), (T.U32, 4)]
-        assert str(p[2]) == "f32" and isinstance(p[0], weft.Param)
+    # every driver: the portable signature tells the types
+    assert [(x.type, x.size) for x in p] == [
+        (T.BUFFER, 0), (T.BUFFER, 0), (T.F32, 4), (T.U32, 4)]
+    assert str(p[2]) == "f32" and isinstance(p[0], weft.Param)
     b = rt.empty(16)
     g = rt.graph()
-    if p is not None and p[2].type == T.F32:
-        with pytest.raises(weft.BadArguments) as ei:
-            g.kernel(axpy, 16, b, np.float32(2), np.float32(2), np.uint32(16))
-        assert ei.value.code == -9
-        assert "argument 1 is np.float32, parameter 1 takes buffer" in ei.value.message
-        with pytest.raises(weft.BadArguments, match="argument 3 is a Python int.*np.uint32"):
-            g.kernel(axpy, 16, b, b, np.float32(2), 16)
-        with pytest.raises(weft.BadArguments, match="argument 2 is np.float64.*f32"):
-            g.kernel(axpy, 16, b, b, np.float64(2), np.uint32(16))
-        with pytest.raises(weft.BadArguments, match="takes 4 .buffer, buffer, f32, u32"):
-            g.kernel(axpy, 16, b, b, np.float32(2))
-        with pytest.raises(weft.BadArguments, match="weft.local"):
-            g.kernel(axpy, 16, b, weft.local(64), np.float32(2), np.uint32(16))
+    with pytest.raises(weft.BadArguments) as ei:
+        g.kernel(axpy, 16, b, np.float32(2), np.float32(2), np.uint32(16))
+    assert ei.value.code == -9
+    assert "argument 1 is np.float32, parameter 1 takes buffer" in ei.value.message
+    with pytest.raises(weft.BadArguments, match="argument 3 is a Python int.*np.uint32"):
+        g.kernel(axpy, 16, b, b, np.float32(2), 16)
+    with pytest.raises(weft.BadArguments, match="argument 2 is np.float64.*f32"):
+        g.kernel(axpy, 16, b, b, np.float64(2), np.uint32(16))
+    with pytest.raises(weft.BadArguments, match="takes 4 .buffer, buffer, f32, u32"):
+        g.kernel(axpy, 16, b, b, np.float32(2))
+    with pytest.raises(weft.BadArguments, match="weft.local"):
+        g.kernel(axpy, 16, b, weft.local(64), np.float32(2), np.uint32(16))
     assert g.node_count == 0
     g.kernel(axpy, 16, b, weft.read(b), np.float32(2), np.uint32(16))
     g.kernel(axpy, 16, b, weft.read(b), np.float32(3), np.uint32(16))   # checked once
