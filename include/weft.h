@@ -507,8 +507,9 @@ WEFT_API const char *weft_kernel_name(const weft_kernel *kernel);
  *
  * and for a build from portable source on any driver, the types that the
  * kernel's signature in that source declares (a pointer is a buffer, or
- * with WEFT_LOCAL local scratch; a scalar of a weft or C integer or
- * floating type that type; any other type bytes). A type that nothing
+ * with WEFT_LOCAL local scratch; int, unsigned, long, unsigned long,
+ * float and double, with their weft_ and stdint names, their types; any
+ * other type bytes). A type that nothing
  * tells is WEFT_PARAM_UNKNOWN, never guessed from a size.
  */
 typedef struct weft_param_info {
