@@ -1514,6 +1514,7 @@ class Graph(_Owner):
         self._argmem = memoryview(self._args).cast("B")
         self._cp = _c_void_p(handle.ptr)
         self._dims = {}                 # int grid -> weft_dims (group None)
+        self._knodes = {}               # kernel node -> Kernel (set_arg's check)
 
     def _use(self, handles):
         new = [h for h in handles if h not in self._users]
@@ -1603,7 +1604,9 @@ class Graph(_Owner):
             self._use(new)
         if mod._h not in users:
             self._use([mod._h])
-        return self._node.value
+        node = self._node.value
+        self._knodes[node] = kernel
+        return node
 
     def write(self, dst, src, offset=None):
         """Add a node writing the NumPy array src into dst (Buffer or Region).
@@ -1899,7 +1902,9 @@ class Graph(_Owner):
         users = list(self._users)
         h = _Handle("executable graph", p.value, _L.weft_exec_destroy,
                     [self.runtime._h] + users, keep=list(self._keep))
-        return Exec(self, h, self._errors)
+        e = Exec(self, h, self._errors)
+        e._knodes = dict(self._knodes)
+        return e
 
 
 def _host_array(a, what, writeable=False, contiguous=True):
@@ -1949,6 +1954,7 @@ class Exec(_Owner):
         self._cp = _c_void_p(handle.ptr)
         self._errors = errors
         self._seen = len(errors)
+        self._knodes = {}     # kernel node -> Kernel, from the graph
 
     def launch(self):
         """Launch the graph (asynchronous); a relaunch runs after the last."""
@@ -2028,6 +2034,15 @@ class Exec(_Owner):
         value: a NumPy scalar of the argument's type, or bytes of its size;
         for the launches made after the call (waits for those made before).
         """
+        k = self._knodes.get(node)
+        params = k.params if k is not None else None
+        if params is not None and 0 <= index < len(params):
+            why = _arg_mismatch(value, params[index])
+            if why:
+                raise BadArguments(
+                    -9, "Exec.set_arg(%s): node %d argument %d is %s, parameter "
+                    "%d takes %s%s" % (k.name, node, index, _describe(value),
+                                       index, params[index], why))
         a = _lib.Arg()
         keep = []
         _fill_arg(a, value, "Exec.set_arg: node %d argument %d" % (node, index), [], keep)
