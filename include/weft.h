@@ -155,7 +155,8 @@ WEFT_API weft_log_level weft_log_get_level(void);
 
 /* The type of one kernel parameter. */
 typedef enum weft_param_type {
-    WEFT_PARAM_BUFFER = 1, /* device memory (a pointer or cl_mem) */
+    WEFT_PARAM_UNKNOWN = 0, /* weft_kernel_param_info: no build tells it */
+    WEFT_PARAM_BUFFER = 1,  /* device memory (a pointer or cl_mem) */
     WEFT_PARAM_I32,
     WEFT_PARAM_U32,
     WEFT_PARAM_I64,
@@ -491,6 +492,54 @@ WEFT_API int weft_kernel_supports(const weft_kernel *kernel,
                                   const weft_device *dev);
 /* The kernel's name. */
 WEFT_API const char *weft_kernel_name(const weft_kernel *kernel);
+
+/*
+ * What the builds of a kernel tell of its parameters, for checking
+ * arguments before a node is added. Each device's build tells what its
+ * driver knows, and weft takes the most a build tells:
+ *
+ *   host, sim    every type (the weft_host_kernel tables, the portable
+ *                dialect's signatures)
+ *   opencl       the number; the types where the build kept the argument
+ *                info (sources: weft builds them with -cl-kernel-arg-info)
+ *                and each is a pointer to global, constant or local memory
+ *                or a scalar of a weft type; a struct or vector parameter
+ *                is unknown
+ *   cuda         the number and each parameter's size in bytes
+ *                (cuFuncGetParamInfo, libcuda 12.4 and later), no types
+ *
+ * and for a build from portable source on any driver, the types that the
+ * kernel's signature in that source declares (a pointer is a buffer, or
+ * with WEFT_LOCAL local scratch; int, unsigned, long, unsigned long,
+ * float and double, with their weft_ and stdint names, their types; any
+ * other type bytes). A type that nothing
+ * tells is WEFT_PARAM_UNKNOWN, never guessed from a size.
+ */
+typedef struct weft_param_info {
+    weft_param_type type;
+    /*
+     * The bytes the argument takes: a scalar type's size; a BYTES
+     * parameter's size where a build tells it; for an unknown type the
+     * size a build tells (a CUDA pointer takes 8); else 0 (a buffer, a
+     * local array, or nothing known).
+     */
+    size_t size;
+} weft_param_info;
+
+/*
+ * The number of parameters of kernel. WEFT_EINVAL for a NULL kernel or
+ * count; WEFT_ENOTSUP, naming the kernel, where no build of it tells the
+ * number (a CUDA driver without cuFuncGetParamInfo).
+ */
+WEFT_API int weft_kernel_param_count(const weft_kernel *kernel,
+                                     unsigned *count);
+/*
+ * Parameter index of kernel in *info. WEFT_EINVAL for a NULL kernel or
+ * info; WEFT_ENOTSUP as weft_kernel_param_count; WEFT_ERANGE for an index
+ * past the parameters. A failed call leaves *info as it was.
+ */
+WEFT_API int weft_kernel_param_info(const weft_kernel *kernel, unsigned index,
+                                    weft_param_info *info);
 /*
  * The module's name: that of its first variant with one ("portable" for
  * weft_module_create_portable), else "module". NULL, with

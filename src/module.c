@@ -15,6 +15,9 @@ struct weft_module {
     weft__module **impl;  /* per device; NULL where no variant fits */
     pthread_mutex_t lock; /* guards kernels */
     weft_kernel *kernels;
+    /* A copy of the first portable variant a device was built from (the
+     * parameter types its kernels declare); NULL where none. */
+    char *portable;
 };
 
 static weft__source_kind weft__internal_kind(weft_source_kind k)
@@ -80,6 +83,7 @@ static void weft__module_free(weft_module *m)
 
     for (k = m->kernels; k; k = next) {
         next = k->next;
+        weft__free(k->portable_params);
         weft__free(k->impl);
         weft__free(k->name);
         weft__free(k);
@@ -88,9 +92,21 @@ static void weft__module_free(weft_module *m)
         if (m->impl[i])
             weft__drv_module_destroy(m->impl[i]);
     pthread_mutex_destroy(&m->lock);
+    weft__free(m->portable);
     weft__free(m->impl);
     weft__free(m->name);
     weft__free(m);
+}
+
+/*
+ * A device was built from portable source src: keep a copy of the first
+ * such source (the parameter types its kernels declare).
+ */
+static int weft__keep_portable(weft_module *m, const char *src)
+{
+    if (!m->portable && !(m->portable = weft__strdup(src)))
+        return weft__error(WEFT_ENOMEM, "weft_module_create: out of memory");
+    return 0;
 }
 
 static int weft__check_variant(const weft_module_source *v, unsigned j)
@@ -169,6 +185,8 @@ int weft_module_create(weft_runtime *rt, const weft_module_source *variants,
                                 weft_last_error());
                     continue;
                 }
+                if (rc == 0 && variants[j].kind == WEFT_SOURCE_PORTABLE)
+                    rc = weft__keep_portable(m, variants[j].data);
                 if (rc < 0) {
                     weft__error_prefix(rc, "module %s on device %u (%s)",
                                        variants[j].name ? variants[j].name
@@ -281,6 +299,19 @@ int weft_module_get_kernel(weft_module *mod, const char *name,
                          name);
         goto fail;
     }
+    if (mod->portable) {
+        rc = weft__portable_params(mod->portable, name, &k->portable_params,
+                                   &k->nportable);
+        /* A list the host translation refuses, which another compiler
+         * took, is unknown; a kernel it does not define (a macro, another
+         * variant) too. */
+        if (rc == WEFT_EBUILD)
+            weft_clear_error();
+        if (rc == WEFT_ENOTFOUND || rc == WEFT_EBUILD)
+            rc = 0;
+        if (rc < 0)
+            goto fail;
+    }
     k->mod = mod;
     k->rt = rt;
     k->next = mod->kernels;
@@ -292,6 +323,7 @@ done:
 fail:
     pthread_mutex_unlock(&mod->lock);
     if (k) {
+        weft__free(k->portable_params);
         weft__free(k->impl);
         weft__free(k->name);
         weft__free(k);
@@ -356,4 +388,98 @@ int weft_kernel_supports(const weft_kernel *k, const weft_device *dev)
         k->mod->rt->devices[d->props.index] != d)
         return 0;
     return k->impl[d->props.index] != NULL;
+}
+
+/*
+ * The number of parameters of k as its builds tell it (the first build
+ * that knows it, else the portable signature); WEFT_ENOTSUP, set, where
+ * nothing does.
+ */
+static int weft__param_count(const weft_kernel *k, const char *fn, unsigned *n)
+{
+    for (unsigned i = 0; i < k->rt->ndevices; i++) {
+        const weft__kernel *impl = weft__kernel_impl(k, i);
+
+        if (impl && (impl->params_known || impl->count_known)) {
+            *n = impl->nparams;
+            return 0;
+        }
+    }
+    if (k->portable_params) {
+        *n = k->nportable;
+        return 0;
+    }
+    return weft__error(WEFT_ENOTSUP,
+                       "%s: no build of kernel %s tells its parameters", fn,
+                       k->name);
+}
+
+int weft_kernel_param_count(const weft_kernel *k, unsigned *count)
+{
+    if (!k || !count)
+        return weft__error(WEFT_EINVAL, "weft_kernel_param_count: %s is NULL",
+                           k ? "count" : "kernel");
+    return weft__param_count(k, "weft_kernel_param_count", count);
+}
+
+/* The type of parameter index that implementation i tells, or UNKNOWN. */
+static weft_param_type weft__impl_type(const weft_kernel *k, unsigned i,
+                                       unsigned index)
+{
+    const weft__kernel *impl = weft__kernel_impl(k, i);
+
+    if (impl->params_known && impl->params)
+        return impl->params[index];
+    if (impl->some_params)
+        return impl->some_params[index];
+    return WEFT_PARAM_UNKNOWN;
+}
+
+int weft_kernel_param_info(const weft_kernel *k, unsigned index,
+                           weft_param_info *info)
+{
+    weft_param_info out = {WEFT_PARAM_UNKNOWN, 0};
+    size_t told = 0; /* a size a build tells (CUDA) */
+    unsigned n;
+    int rc;
+
+    if (!k || !info)
+        return weft__error(WEFT_EINVAL, "weft_kernel_param_info: %s is NULL",
+                           k ? "info" : "kernel");
+    if ((rc = weft__param_count(k, "weft_kernel_param_info", &n)) < 0)
+        return rc;
+    if (index >= n)
+        return weft__error(WEFT_ERANGE,
+                           "weft_kernel_param_info: index %u, kernel %s has "
+                           "%u parameters",
+                           index, k->name, n);
+    /* The builds that agree on the number: a type, else a size. */
+    for (unsigned i = 0; i < k->rt->ndevices; i++) {
+        const weft__kernel *impl = weft__kernel_impl(k, i);
+        weft_param_type t;
+
+        if (!impl || !(impl->params_known || impl->count_known) ||
+            impl->nparams != n)
+            continue;
+        if (impl->param_sizes && !told)
+            told = impl->param_sizes[index];
+        t = weft__impl_type(k, i, index);
+        if (out.type == WEFT_PARAM_UNKNOWN && t != WEFT_PARAM_UNKNOWN) {
+            out.type = t;
+            if (t == WEFT_PARAM_BYTES && impl->param_sizes)
+                out.size = impl->param_sizes[index];
+        }
+    }
+    /* as the portable source declares it */
+    if (out.type == WEFT_PARAM_UNKNOWN && k->portable_params &&
+        k->nportable == n)
+        out.type = k->portable_params[index];
+    if (out.type == WEFT_PARAM_BYTES && !out.size)
+        out.size = told;
+    else if (out.type == WEFT_PARAM_UNKNOWN)
+        out.size = told;
+    else if (out.type != WEFT_PARAM_BYTES)
+        out.size = weft_param_type_size(out.type);
+    *info = out;
+    return 0;
 }

@@ -56,6 +56,8 @@ def _churn(rng):
             if not b.closed:
                 # A cycle: the task's closure holds the graph.
                 g.host(lambda x, g=g: x.__iadd__(1), b)
+                # and a native node's function
+                g.native(lambda ctx, g=g: None, weft.read(b))
             pool[kid] = g
         elif act == 4 and graphs:
             g = graphs[int(rng.integers(len(graphs)))]

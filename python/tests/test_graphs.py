@@ -185,8 +185,10 @@ def test_set_arg_stats_timings_dot(rt, kernels):
     e.set_arg(k, 1, np.uint32(10))
     e.enable_timings()
     e.run()
-    with pytest.raises(weft.BadArguments):
-        e.set_arg(k, 1, np.float64(1))
+    with pytest.raises(weft.BadArguments, match="u32"):
+        e.set_arg(k, 1, np.float64(1))    # checked by the package first
+    with pytest.raises(weft.BadArguments, match="Python int"):
+        e.set_arg(k, 1, 10)
     b.sync()
     np.testing.assert_array_equal(a, 11)
     s = e.stats()

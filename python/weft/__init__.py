@@ -29,6 +29,7 @@ used after it was freed. A closed object refuses further use
 """
 
 import atexit
+import collections
 import ctypes
 import enum
 import os
@@ -63,7 +64,8 @@ _c_uint32 = ctypes.c_uint32
 
 __all__ = [
     "Runtime", "Device", "Driver", "Module", "Kernel", "Buffer", "Region",
-    "Access", "Graph", "Exec", "Local", "read", "write", "rw", "local",
+    "Access", "Graph", "Exec", "Local", "Param", "NativeContext", "read",
+    "write", "rw", "local", "native_handle",
     "AccessMode", "DeviceType", "SourceKind", "PlacePolicy",
     "PlaceScope", "NativeGraphs", "Priority", "LogLevel", "ParamType",
     "WeftError", "version", "strerror", "err_name", "last_error",
@@ -153,8 +155,10 @@ class LogLevel(enum.IntEnum):
 
 
 class ParamType(enum.IntEnum):
-    """The type of a kernel parameter (weft_param_type)."""
+    """The type of a kernel parameter (weft_param_type); UNKNOWN where no
+    build of the kernel tells it (Kernel.params)."""
 
+    UNKNOWN = 0
     BUFFER = 1
     I32 = 2
     U32 = 3
@@ -731,8 +735,40 @@ class Module(_Owner):
         return buf.value.decode(errors="replace")
 
 
+class Param(collections.namedtuple("Param", "type size")):
+    """What a kernel's builds tell of one parameter (weft_param_info).
+
+    type: a ParamType, UNKNOWN where no build tells it (CUDA tells sizes
+    only; OpenCL does not map a struct); size: the bytes the argument takes
+    (a scalar's, a BYTES parameter's where known, an unknown type's where a
+    build tells it, else 0).
+    """
+
+    __slots__ = ()
+
+    def __str__(self):
+        if self.type == ParamType.UNKNOWN:
+            return "unknown (%d bytes)" % self.size if self.size else "unknown"
+        if self.type == ParamType.BYTES and self.size:
+            return "bytes (%d)" % self.size
+        return self.type.name.lower()
+
+
+# The NumPy scalar type each scalar parameter type takes.
+_SCALAR_OF = {
+    ParamType.I32: np.int32, ParamType.U32: np.uint32,
+    ParamType.I64: np.int64, ParamType.U64: np.uint64,
+    ParamType.F32: np.float32, ParamType.F64: np.float64,
+}
+
+
 class Kernel:
-    """A kernel of a module, by name; it lives as long as its module."""
+    """A kernel of a module, by name; it lives as long as its module.
+
+    Graph.kernel checks its arguments against :attr:`params` (where the
+    kernel's builds tell them) before weft sees them, raising BadArguments
+    that names the argument, what was given and what the parameter takes.
+    """
 
     def __init__(self, module, ptr, name):
         self.module = module
@@ -740,6 +776,8 @@ class Kernel:
         self._kcp = _c_void_p(ptr)
         self.name = name
         """The kernel's name."""
+        self._params = False   # not asked yet
+        self._ok = set()       # argument type signatures that passed
 
     def _ptr(self):
         self.module._ptr()
@@ -749,8 +787,96 @@ class Kernel:
         """True if the kernel has an implementation on device."""
         return bool(_L.weft_kernel_supports(self._ptr(), device._ptr()))
 
+    @property
+    def params(self):
+        """The parameters as a tuple of Param, or None where no build of the
+        kernel tells their number (weft_kernel_param_count, _info)."""
+        if self._params is False:
+            n = ctypes.c_uint()
+            rc = _L.weft_kernel_param_count(self._ptr(), _byref(n))
+            if rc == NotSupported.code:
+                self._params = None
+            else:
+                check(rc)
+                info = _lib.ParamInfo()
+                out = []
+                for i in range(n.value):
+                    check(_L.weft_kernel_param_info(self._kptr, i, _byref(info)))
+                    out.append(Param(ParamType(info.type), info.size))
+                self._params = tuple(out)
+        return self._params
+
+    def _check(self, args, where):
+        """Raise BadArguments where args do not fit the known parameters."""
+        params = self.params
+        if params is None:
+            return
+        if len(args) != len(params):
+            raise BadArguments(
+                -9, "%s(%s): %d arguments given, the kernel takes %d (%s)"
+                % (where, self.name, len(args), len(params),
+                   ", ".join(str(p) for p in params)))
+        for i, (v, p) in enumerate(zip(args, params)):
+            why = _arg_mismatch(v, p)
+            if why:
+                raise BadArguments(
+                    -9, "%s(%s): argument %d is %s, parameter %d takes %s%s"
+                    % (where, self.name, i, _describe(v), i, p, why))
+
     def __repr__(self):
         return "<weft.Kernel %s>" % self.name
+
+
+# Argument types whose size is their value's: a signature of types says
+# nothing of them.
+_SIZED = (bytes, bytearray, np.void)
+
+
+def _describe(v):
+    t = type(v)
+    if isinstance(v, (bytes, bytearray)):
+        return "%d bytes" % len(v)
+    if isinstance(v, np.void):
+        return "a %d-byte NumPy record" % v.nbytes
+    if isinstance(v, Local):
+        return "weft.local(%d)" % v.nbytes
+    if isinstance(v, (Buffer, Region, Access)):
+        return "a %s" % t.__name__
+    if t.__module__ == "numpy":
+        return "np.%s" % t.__name__
+    return "a Python %s" % t.__name__
+
+
+def _arg_mismatch(v, p):
+    """Why v does not fit parameter p ("" if it does or cannot be told)."""
+    t = p.type
+    is_buf = isinstance(v, (Buffer, Region, Access))
+    if t == ParamType.BUFFER:
+        return "" if is_buf else " (a Buffer, a Region or read/write/rw(...))"
+    if t == ParamType.LOCAL:
+        return "" if isinstance(v, Local) else " (weft.local(nbytes))"
+    want = _SCALAR_OF.get(t)
+    if want is not None:
+        if type(v) is want:
+            return ""
+        return " (pass a NumPy scalar: np.%s(...))" % want.__name__
+    raw = v.nbytes if isinstance(v, np.void) else (
+        len(v) if isinstance(v, (bytes, bytearray)) else None)
+    if t == ParamType.BYTES:
+        if raw is None:
+            return " (bytes of the struct, or a NumPy record)"
+        if p.size and raw != p.size:
+            return " (%d bytes)" % p.size
+        return ""
+    # unknown type: a size, where a build tells one
+    if isinstance(v, (bool, int, float)):
+        return " (a NumPy scalar: a Python %s has no C type)" % type(v).__name__
+    if not p.size or is_buf or isinstance(v, Local):
+        return ""
+    size = raw if raw is not None else getattr(v, "nbytes", None)
+    if size is not None and size != p.size:
+        return " (an argument of %d bytes)" % p.size
+    return ""
 
 
 # --------------------------------------------------------------------------
@@ -1254,6 +1380,119 @@ class _HostTask:
             _tls.in_callback -= 1
 
 
+def native_handle(x):
+    """The integer handle of a driver object from another library.
+
+    An int (0 for NULL); a ctypes pointer; an object with ``int_ptr``
+    (PyOpenCL), ``ptr`` (CuPy's streams and events) or ``handle`` (PyCUDA),
+    or one that converts with int().
+    """
+    if x is None:
+        return 0
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, ctypes.c_void_p):
+        return x.value or 0
+    for attr in ("int_ptr", "ptr", "handle"):
+        v = getattr(x, attr, None)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+    if isinstance(x, (ctypes._Pointer, ctypes._CFuncPtr)):
+        return ctypes.cast(x, ctypes.c_void_p).value or 0
+    if hasattr(type(x), "__index__") or hasattr(type(x), "__int__"):
+        return int(x)
+    raise TypeError("%s is no native handle (an int, a ctypes pointer, or an "
+                    "object with int_ptr, ptr or handle)" % type(x).__name__)
+
+
+class NativeContext:
+    """What a native node's function is given; valid during the call only.
+
+    Attributes: driver ("cuda", "opencl", "host", "sim"), device (the
+    Device the node runs on), node (its index), context, device_id and
+    queue (the driver's handles as integers: CUcontext, CUdevice, CUstream;
+    cl_context, cl_device_id, cl_command_queue; 0 on the host driver; the
+    sim's own objects), count (the number of accesses).
+    """
+
+    __slots__ = ("_c", "_accs", "driver", "device", "node", "context",
+                 "device_id", "queue", "count")
+
+    def __init__(self, c, runtime, accs):
+        self._c = c
+        self._accs = accs
+        self.driver = _s(_L.weft_native_driver(c))
+        dev = _L.weft_native_device(c)
+        self.device = runtime._device(dev) if dev and runtime else None
+        self.node = _L.weft_native_node(c)
+        self.context = _L.weft_native_context(c) or 0
+        self.device_id = _L.weft_native_device_id(c) or 0
+        self.queue = _L.weft_native_queue(c) or 0
+        self.count = _L.weft_native_count(c)
+
+    def _ctx(self, i):
+        if self._c is None:
+            raise BadState(-19, "NativeContext: used after its call returned")
+        if not 0 <= i < self.count:
+            raise IndexError("NativeContext: access %d of %d" % (i, self.count))
+        return self._c
+
+    def size(self, i):
+        """The bytes of access i (a block's: first byte to one past its last)."""
+        return _L.weft_native_size(self._ctx(i), i)
+
+    def address(self, i):
+        """CUDA: access i's CUdeviceptr; host: its address (an int)."""
+        return _L.weft_native_address(self._ctx(i), i)
+
+    def mem(self, i):
+        """OpenCL: (the cl_mem holding access i, the offset of its first byte)."""
+        off = ctypes.c_size_t()
+        m = _L.weft_native_mem(self._ctx(i), i, _byref(off))
+        return (m or 0, off.value)
+
+    def ptr(self, i):
+        """Host memory (host; sim with real data): access i's address, else 0."""
+        return _L.weft_native_ptr(self._ctx(i), i) or 0
+
+    def array(self, i):
+        """A NumPy array over access i where the device's memory is host
+        memory (2-D for a block), valid during the call; None elsewhere."""
+        p = self.ptr(i)
+        if not p:
+            return None
+        return _region_array(p, self._accs[i].region)
+
+
+class _NativeTask:
+    """The Python functions of one native node; remembers their failure."""
+
+    def __init__(self, graph, accesses, graph_errors):
+        self.graph = graph      # while the node is added
+        self.accesses = accesses
+        self.errors = graph_errors
+        self.node = None
+
+    def caller(self, fn):
+        rt = weakref.ref(self.graph.runtime)   # no cycle through the callback
+
+        def call(c, user):
+            _tls.in_callback = getattr(_tls, "in_callback", 0) + 1
+            ctx = None
+            try:
+                ctx = NativeContext(c, rt(), self.accesses)
+                rc = fn(ctx)
+                return 0 if rc is None else int(rc)
+            except BaseException as e:
+                self.errors.append((self.node, e))
+                return 1
+            finally:
+                if ctx is not None:
+                    ctx._c = None
+                _tls.in_callback -= 1
+        return call
+
+
 class Graph(_Owner):
     """A graph of nodes, built with plain calls, instantiated into an Exec.
 
@@ -1275,6 +1514,7 @@ class Graph(_Owner):
         self._argmem = memoryview(self._args).cast("B")
         self._cp = _c_void_p(handle.ptr)
         self._dims = {}                 # int grid -> weft_dims (group None)
+        self._knodes = {}               # kernel node -> Kernel (set_arg's check)
 
     def _use(self, handles):
         new = [h for h in handles if h not in self._users]
@@ -1304,6 +1544,11 @@ class Graph(_Owner):
         mod = kernel.module
         if mod._p is None:
             raise destroyed("module")
+        sig = tuple(map(type, args))
+        if sig not in kernel._ok:
+            kernel._check(args, "Graph.kernel")
+            if not any(t in _SIZED for t in sig):
+                kernel._ok.add(sig)
         n = len(args)
         arr = self._args
         if n > len(arr):
@@ -1359,7 +1604,9 @@ class Graph(_Owner):
             self._use(new)
         if mod._h not in users:
             self._use([mod._h])
-        return self._node.value
+        node = self._node.value
+        self._knodes[node] = kernel
+        return node
 
     def write(self, dst, src, offset=None):
         """Add a node writing the NumPy array src into dst (Buffer or Region).
@@ -1480,6 +1727,109 @@ class Graph(_Owner):
         self._use([r.buffer._h])
         return task.node
 
+    def native(self, fn, *accesses, drivers=None, capture=False):
+        """Add a native node: fn(ctx) called by weft on the node's device.
+
+        fn gets a :class:`NativeContext`: the driver, the Device, the
+        driver's native handles as integers (the CUcontext, CUdevice and
+        CUstream on CUDA; the cl_context, cl_device_id and cl_command_queue
+        on OpenCL) and, per access, the device address (CUDA), the cl_mem
+        and offset (OpenCL) or a NumPy array over the bytes (host, sim with
+        real data). On CUDA and OpenCL fn enqueues its work on ctx.queue
+        (a CuPy ``ExternalStream(ctx.queue)``, a PyOpenCL queue from
+        ``ctx.queue``, cuBLAS on that stream...) and returns without
+        waiting; everything after the node waits for that work. On the host
+        driver the work is done when fn returns. fn runs on a weft thread,
+        holding the GIL only while it runs, and must not wait on the graph
+        that runs it.
+
+        fn may be a dict {driver: callable}: one implementation per driver.
+        drivers: the drivers fn is for (a name or a list; None: every
+        driver of the dict's keys, or, for one callable, every driver);
+        placement puts the node on a device of one of them (set_device may
+        choose). accesses: Buffers, Regions or read/write/rw(...) of them,
+        made valid on the device before the call. fn returning None or 0
+        succeeds; a non-zero int or an exception fails the node (IOFailure
+        at the wait, dependents canceled, the exception its __cause__).
+        capture=True: fn promises what weft_graph_set_native_capture asks
+        (it enqueues only capturable work, never synchronises, and enqueues
+        the same for the same ctx), so that launches may be recorded into
+        and replayed as native graphs without calling it.
+        """
+        if isinstance(fn, dict):
+            table = dict(fn)
+            if drivers is not None:
+                names = [drivers] if isinstance(drivers, str) else list(drivers)
+                table = {d: table[d] for d in names}
+        else:
+            names = (("cuda", "opencl", "host", "sim") if drivers is None else
+                     [drivers] if isinstance(drivers, str) else list(drivers))
+            table = {d: fn for d in names}
+        if not table:
+            raise ValueError("Graph.native: no driver")
+        for d, f in table.items():
+            if not callable(f):
+                raise TypeError("Graph.native: the function for %s is not callable" % d)
+        n = len(accesses)
+        descs = (_lib.AccessDesc * max(n, 1))()
+        accs = [_access_desc(descs[i], a) for i, a in enumerate(accesses)]
+        impls = (_lib.NativeImpl * len(table))()
+        keep = []
+        task = _NativeTask(self, accs, self._errors)
+        for i, (d, f) in enumerate(table.items()):
+            cb = _lib.NATIVE_FN(task.caller(f))
+            name = d.encode()
+            keep += [cb, name]
+            impls[i].driver = name
+            impls[i].type = 0
+            impls[i].fn = cb
+        task.graph = None
+        check(_L.weft_graph_add_native(self._ptr(), impls, len(table), descs, n,
+                                       None, _byref(self._node)))
+        task.node = self._node.value
+        self._keep.extend(keep)
+        self._use([a.region.buffer._h for a in accs])
+        if capture:
+            check(_L.weft_graph_set_native_capture(self._ptr(), task.node, 1))
+        return task.node
+
+    def wait_event(self, driver, event, *accesses):
+        """Add a node after which the graph's work waits for event.
+
+        (weft_graph_add_event_wait) driver: "cuda" (event: a CUevent) or
+        "opencl" (a cl_event of any context). event: an integer handle, or
+        an object that carries one (a CuPy Event's ptr, a PyOpenCL Event's
+        int_ptr, a PyCUDA Event's handle: see native_handle). The event is
+        the program's: it must stay valid while a graph or Exec has the
+        node. accesses order the node among the nodes that use those bytes;
+        edge() orders it among others. A CUDA event never recorded counts
+        as complete.
+        """
+        return self._event(_L.weft_graph_add_event_wait, driver, event, accesses)
+
+    def record_event(self, driver, event, *accesses):
+        """Add a node that records (CUDA) or signals (OpenCL) event.
+
+        (weft_graph_add_event_record) The event completes once the work of
+        the node's predecessors on its device is done. CUDA: a CUevent of
+        the device's primary context; OpenCL: a user event
+        (clCreateUserEvent), set CL_COMPLETE, which completes once: signal
+        each launch with a new event, in a new graph. event as in
+        wait_event.
+        """
+        return self._event(_L.weft_graph_add_event_record, driver, event, accesses)
+
+    def _event(self, add, driver, event, accesses):
+        h = native_handle(event)
+        n = len(accesses)
+        descs = (_lib.AccessDesc * max(n, 1))()
+        accs = [_access_desc(descs[i], a) for i, a in enumerate(accesses)]
+        check(add(self._ptr(), driver.encode(), h or None, descs, n,
+                  _byref(self._node)))
+        self._keep.append(event)   # the program's object, alive with the node
+        self._use([a.region.buffer._h for a in accs])
+        return self._node.value
+
     def empty(self):
         """Add a node that does nothing (a join point for edges)."""
         check(_L.weft_graph_add_empty(self._ptr(), _byref(self._node)))
@@ -1552,7 +1902,9 @@ class Graph(_Owner):
         users = list(self._users)
         h = _Handle("executable graph", p.value, _L.weft_exec_destroy,
                     [self.runtime._h] + users, keep=list(self._keep))
-        return Exec(self, h, self._errors)
+        e = Exec(self, h, self._errors)
+        e._knodes = dict(self._knodes)
+        return e
 
 
 def _host_array(a, what, writeable=False, contiguous=True):
@@ -1602,6 +1954,7 @@ class Exec(_Owner):
         self._cp = _c_void_p(handle.ptr)
         self._errors = errors
         self._seen = len(errors)
+        self._knodes = {}     # kernel node -> Kernel, from the graph
 
     def launch(self):
         """Launch the graph (asynchronous); a relaunch runs after the last."""
@@ -1681,6 +2034,15 @@ class Exec(_Owner):
         value: a NumPy scalar of the argument's type, or bytes of its size;
         for the launches made after the call (waits for those made before).
         """
+        k = self._knodes.get(node)
+        params = k.params if k is not None else None
+        if params is not None and 0 <= index < len(params):
+            why = _arg_mismatch(value, params[index])
+            if why:
+                raise BadArguments(
+                    -9, "Exec.set_arg(%s): node %d argument %d is %s, parameter "
+                    "%d takes %s%s" % (k.name, node, index, _describe(value),
+                                       index, params[index], why))
         a = _lib.Arg()
         keep = []
         _fill_arg(a, value, "Exec.set_arg: node %d argument %d" % (node, index), [], keep)

@@ -262,6 +262,19 @@ class ExecOptions(ctypes.Structure):
 HOST_STATUS_FN = ctypes.CFUNCTYPE(c_int, P(c_void_p), c_void_p)
 MAP_FN = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_void_p)
 LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_char_p, c_void_p)
+NATIVE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)
+
+
+class ParamInfo(ctypes.Structure):
+    """weft_param_info."""
+
+    _fields_ = [("type", c_int), ("size", c_size_t)]
+
+
+class NativeImpl(ctypes.Structure):
+    """weft_native_impl."""
+
+    _fields_ = [("driver", c_char_p), ("type", c_int), ("fn", NATIVE_FN)]
 
 # name: (restype, argtypes). Every function returns an int status unless
 # it says otherwise.
@@ -293,6 +306,8 @@ _SIGNATURES = {
     "weft_module_get_kernel": (c_int, [c_void_p, c_char_p, P(c_void_p)]),
     "weft_kernel_supports": (c_int, [c_void_p, c_void_p]),
     "weft_kernel_name": (c_char_p, [c_void_p]),
+    "weft_kernel_param_count": (c_int, [c_void_p, P(c_uint)]),
+    "weft_kernel_param_info": (c_int, [c_void_p, c_uint, P(ParamInfo)]),
     "weft_module_name": (c_char_p, [c_void_p]),
     "weft_module_build_log": (c_int, [c_void_p, c_void_p, c_char_p, c_size_t,
                                       P(c_size_t)]),
@@ -349,6 +364,26 @@ _SIGNATURES = {
                                            P(AccessDesc), c_uint,
                                            P(c_uint32)]),
     "weft_graph_add_empty": (c_int, [c_void_p, P(c_uint32)]),
+    "weft_graph_add_native": (c_int, [c_void_p, P(NativeImpl), c_uint,
+                                      P(AccessDesc), c_uint, c_void_p,
+                                      P(c_uint32)]),
+    "weft_graph_set_native_capture": (c_int, [c_void_p, c_uint32, c_int]),
+    "weft_graph_add_event_wait": (c_int, [c_void_p, c_char_p, c_void_p,
+                                          P(AccessDesc), c_uint, P(c_uint32)]),
+    "weft_graph_add_event_record": (c_int, [c_void_p, c_char_p, c_void_p,
+                                            P(AccessDesc), c_uint,
+                                            P(c_uint32)]),
+    "weft_native_driver": (c_char_p, [c_void_p]),
+    "weft_native_device": (c_void_p, [c_void_p]),
+    "weft_native_node": (c_uint32, [c_void_p]),
+    "weft_native_context": (c_void_p, [c_void_p]),
+    "weft_native_device_id": (c_void_p, [c_void_p]),
+    "weft_native_queue": (c_void_p, [c_void_p]),
+    "weft_native_count": (c_uint, [c_void_p]),
+    "weft_native_size": (c_size_t, [c_void_p, c_uint]),
+    "weft_native_address": (c_uint64, [c_void_p, c_uint]),
+    "weft_native_mem": (c_void_p, [c_void_p, c_uint, P(c_size_t)]),
+    "weft_native_ptr": (c_void_p, [c_void_p, c_uint]),
     "weft_graph_add_edge": (c_int, [c_void_p, c_uint32, c_uint32]),
     "weft_graph_set_device": (c_int, [c_void_p, c_uint32, c_void_p]),
     "weft_graph_set_priority": (c_int, [c_void_p, c_uint32, c_int]),

@@ -12,6 +12,7 @@ size_t weft_param_type_size(weft_param_type type)
     case WEFT_PARAM_U64:
     case WEFT_PARAM_F64:
         return 8;
+    case WEFT_PARAM_UNKNOWN:
     case WEFT_PARAM_BUFFER:
     case WEFT_PARAM_BYTES:
     case WEFT_PARAM_LOCAL:
@@ -41,6 +42,8 @@ const char *weft_param_type_name(weft_param_type type)
         return "bytes";
     case WEFT_PARAM_LOCAL:
         return "local";
+    case WEFT_PARAM_UNKNOWN:
+        break;
     }
     return "unknown";
 }

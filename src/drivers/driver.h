@@ -203,6 +203,9 @@ struct weft__kernel {
     unsigned nparams;
     const weft_param_type *params; /* may be NULL if only sizes are known */
     const size_t *param_sizes;     /* bytes each parameter takes */
+    /* Where the count is known but not every type: each parameter's type,
+     * 0 (WEFT_PARAM_UNKNOWN) where unknown; may be NULL. */
+    const weft_param_type *some_params;
 };
 
 /* A launch grid: groups in each dimension and items per group. */

@@ -55,5 +55,15 @@ void weft__kcache_get_stats(weft__kcache_stats *s);
  */
 int weft__portable_translate(const char *src, weft__source_kind target,
                              const char *name, char **out);
+/*
+ * The parameter types of kernel name as portable source src declares it
+ * (the rules of the host translation: a pointer is a buffer, or with
+ * WEFT_LOCAL local scratch; a scalar of a weft type that type; anything
+ * else bytes): *types (weft__malloc'd, the caller frees; NULL for none)
+ * and *count. WEFT_ENOTFOUND where src defines no such kernel (no error
+ * set), WEFT_EBUILD for a list the dialect refuses, WEFT_ENOMEM.
+ */
+int weft__portable_params(const char *src, const char *name,
+                          weft_param_type **types, unsigned *count);
 
 #endif /* WEFT_KCACHE_H */

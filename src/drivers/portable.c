@@ -438,6 +438,59 @@ static weft_param_type weft__scalar_type(const char *m, size_t b, size_t e)
     return WEFT_PARAM_BYTES;
 }
 
+/*
+ * The parameter of the list whose ')' is m[rp] that starts at m[at] (of
+ * kernel name, the np-th): [*pb, *pe) its type without its name, *end the
+ * ',' or ')' after it, *t its type by the dialect's rules (a pointer is a
+ * buffer, or with WEFT_LOCAL local scratch; a scalar of a weft type that
+ * type; anything else bytes). 1 for a list that is "void"; WEFT_EBUILD
+ * for one the dialect refuses.
+ */
+static int weft__param_at(const char *m, size_t at, size_t rp, const char *name,
+                          unsigned np, size_t *pb, size_t *pe, size_t *end,
+                          weft_param_type *t)
+{
+    size_t b = at, e, nb, ne, depth = 0, j;
+
+    for (j = at; j < rp; j++) {
+        if (m[j] == '(' || m[j] == '[')
+            depth++;
+        else if (m[j] == ')' || m[j] == ']')
+            depth--;
+        else if (m[j] == ',' && !depth)
+            break;
+    }
+    *end = j;
+    e = j;
+    weft__trim(m, &b, &e);
+    if (e - b == 4 && !memcmp(m + b, "void", 4) && !np && j == rp)
+        return 1;
+    if (memchr(m + b, '[', e - b))
+        return weft__error(WEFT_EBUILD,
+                           "portable: kernel %s: array parameters are not "
+                           "part of the dialect (declare a pointer)",
+                           name);
+    ne = e;
+    nb = ne;
+    while (nb > b && weft__is_ident(m[nb - 1]))
+        nb--;
+    e = nb;
+    weft__trim(m, &b, &e);
+    if (nb == ne || b == e)
+        return weft__error(WEFT_EBUILD,
+                           "portable: kernel %s: parameter %u has no %s", name,
+                           np, nb == ne ? "name" : "type");
+    if (memchr(m + b, '*', e - b))
+        *t = weft__word(m, b, e, "WEFT_LOCAL") != WEFT__NPOS
+                 ? WEFT_PARAM_LOCAL
+                 : WEFT_PARAM_BUFFER;
+    else
+        *t = weft__scalar_type(m, b, e);
+    *pb = b;
+    *pe = e;
+    return 0;
+}
+
 typedef struct weft__hk {
     size_t name, name_end; /* the kernel's name */
     size_t lp, rp;         /* its parameter list's brackets */
@@ -464,48 +517,20 @@ static int weft__host_wrap(weft__sb *b, const char *m, char *out, weft__hk *k,
     memcpy(name, m + k->name, nl);
     name[nl] = '\0';
     for (size_t at = k->lp + 1, end; at < k->rp; at = end + 1) {
-        size_t pb = at, pe, nb, ne, depth = 0, loc;
+        size_t pb, pe, loc;
         weft_param_type t;
         int ptr;
 
-        for (end = at; end < k->rp; end++) {
-            if (m[end] == '(' || m[end] == '[')
-                depth++;
-            else if (m[end] == ')' || m[end] == ']')
-                depth--;
-            else if (m[end] == ',' && !depth)
-                break;
-        }
-        pe = end;
-        weft__trim(m, &pb, &pe);
-        if (pe - pb == 4 && !memcmp(m + pb, "void", 4) && !np && end == k->rp)
-            break;
-        if (memchr(m + pb, '[', pe - pb)) {
-            rc = weft__error(WEFT_EBUILD,
-                             "portable: kernel %s: array parameters are not "
-                             "part of the dialect (declare a pointer)",
-                             name);
+        rc = weft__param_at(m, at, k->rp, name, np, &pb, &pe, &end, &t);
+        if (rc != 0) {
+            rc = rc < 0 ? rc : 0;
             break;
         }
-        ne = pe;
-        nb = ne;
-        while (nb > pb && weft__is_ident(m[nb - 1]))
-            nb--;
-        pe = nb;
-        weft__trim(m, &pb, &pe);
-        if (nb == ne || pb == pe) {
-            rc = weft__error(WEFT_EBUILD,
-                             "portable: kernel %s: parameter %u has no %s",
-                             name, np, nb == ne ? "name" : "type");
-            break;
-        }
-        ptr = memchr(m + pb, '*', pe - pb) != NULL;
+        ptr = t == WEFT_PARAM_BUFFER || t == WEFT_PARAM_LOCAL;
         loc = weft__word(m, pb, pe, "WEFT_LOCAL");
         for (size_t l = loc; l != WEFT__NPOS;
              l = weft__word(m, l + 10, pe, "WEFT_LOCAL"))
             memset(out + l, ' ', 10);
-        t = ptr ? (loc != WEFT__NPOS ? WEFT_PARAM_LOCAL : WEFT_PARAM_BUFFER)
-                : weft__scalar_type(m, pb, pe);
         /* the type as written, with WEFT_LOCAL blanked */
         {
             weft__sb ty = {0};
@@ -680,6 +705,70 @@ done:
     weft__free(m1);
     weft__free(m2);
     weft__free(copy);
+    return rc;
+}
+
+int weft__portable_params(const char *src, const char *name,
+                          weft_param_type **types, unsigned *count)
+{
+    size_t n, nl = strlen(name), pos = 0;
+    char *m;
+    int rc = WEFT_ENOTFOUND;
+
+    *types = NULL;
+    *count = 0;
+    if (!src)
+        return WEFT_ENOTFOUND;
+    n = strlen(src);
+    if (!(m = weft__mask(src, n, 1)))
+        return weft__error(WEFT_ENOMEM, "portable: out of memory");
+    for (size_t at;
+         rc == WEFT_ENOTFOUND &&
+         (at = weft__word(m, pos, n, "WEFT_KERNEL")) != WEFT__NPOS;) {
+        const char *lp = memchr(m + at, '(', n - at);
+        size_t l, ne, nb, rp, after;
+        weft_param_type *t = NULL;
+        unsigned np = 0;
+
+        if (!lp)
+            break;
+        l = (size_t)(lp - m);
+        for (ne = l; ne > at && isspace((unsigned char)m[ne - 1]);)
+            ne--;
+        for (nb = ne; nb > at && weft__is_ident(m[nb - 1]);)
+            nb--;
+        rp = weft__close(m, n, l);
+        if (rp == WEFT__NPOS)
+            break;
+        for (after = rp + 1; after < n && isspace((unsigned char)m[after]);)
+            after++;
+        pos = rp + 1;
+        if (after >= n || m[after] != '{' || ne - nb != nl ||
+            memcmp(m + nb, name, nl) != 0)
+            continue; /* a declaration, or another kernel */
+        if (!(t = weft__calloc(rp - l + 1, sizeof *t))) {
+            rc = weft__error(WEFT_ENOMEM, "portable: out of memory");
+            break;
+        }
+        rc = 0;
+        for (size_t a = l + 1, end; a < rp; a = end + 1) {
+            size_t pb, pe;
+            int r = weft__param_at(m, a, rp, name, np, &pb, &pe, &end, &t[np]);
+
+            if (r != 0) {
+                rc = r < 0 ? r : 0;
+                break;
+            }
+            np++;
+        }
+        if (rc < 0) {
+            weft__free(t);
+            break;
+        }
+        *types = t;
+        *count = np;
+    }
+    weft__free(m);
     return rc;
 }
 

@@ -18,6 +18,10 @@ struct weft_kernel {
     weft_kernel *next;   /* the module's list (its lock) */
     long graph_nodes;    /* kernel nodes of live graphs (atomic) */
     long exec_nodes;     /* kernel nodes of live executable graphs (atomic) */
+    /* The types the module's portable source declares (module.c), for
+     * the builds made from it; NULL where it has none. */
+    weft_param_type *portable_params;
+    unsigned nportable;
 };
 
 /* Count a node of k in or out (d = 1 or -1). */

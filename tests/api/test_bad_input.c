@@ -451,6 +451,27 @@ static void test_module_bad_input(void **state)
         weft_kernel_supports(k_advance, weft_runtime_device(rt, 0)), 1);
     assert_null(weft_kernel_name(NULL));
     assert_string_equal(weft_kernel_name(k_advance), "advance");
+    {
+        weft_param_info info = {WEFT_PARAM_F64, 5};
+        unsigned n = 7;
+
+        expect(weft_kernel_param_count(NULL, &n), WEFT_EINVAL,
+               "weft_kernel_param_count: kernel is NULL");
+        expect(weft_kernel_param_count(k_advance, NULL), WEFT_EINVAL,
+               "count is NULL");
+        assert_int_equal(n, 7);
+        expect(weft_kernel_param_info(NULL, 0, &info), WEFT_EINVAL,
+               "weft_kernel_param_info: kernel is NULL");
+        expect(weft_kernel_param_info(k_advance, 0, NULL), WEFT_EINVAL,
+               "info is NULL");
+        check(weft_kernel_param_count(k_advance, &n));
+        expect(weft_kernel_param_info(k_advance, n, &info), WEFT_ERANGE,
+               "advance");
+        assert_int_equal(info.type, WEFT_PARAM_F64);
+        assert_int_equal(info.size, 5);
+        check(weft_kernel_param_info(k_advance, 0, &info));
+        assert_int_not_equal(info.type, WEFT_PARAM_F64);
+    }
     graph_works();
 }
 
@@ -2078,6 +2099,8 @@ static const struct {
     {"weft_module_get_kernel", "test_module_bad_input"},
     {"weft_kernel_supports", "test_module_bad_input"},
     {"weft_kernel_name", "test_module_bad_input"},
+    {"weft_kernel_param_count", "test_module_bad_input"},
+    {"weft_kernel_param_info", "test_module_bad_input"},
     {"weft_buffer_create", "test_buffer_bad_input"},
     {"weft_buffer_wrap", "test_buffer_bad_input"},
     {"weft_buffer_view", "test_buffer_bad_input"},

@@ -349,6 +349,116 @@ static void errors_name_what_was_wrong(void **state)
     }
 }
 
+/*
+ * weft_kernel_param_count and _info: what each driver's build tells of a
+ * portable kernel's parameters (checked on each device's implementation),
+ * and the public view, the most any build tells, on this runtime's mix.
+ */
+static const char params_src[] =
+    "typedef struct { int a; int b; } pair;\n"
+    "WEFT_KERNEL void probe(WEFT_GLOBAL float *y, weft_u32 n, float a,\n"
+    "                       long m, WEFT_LOCAL float *t, pair p,\n"
+    "                       WEFT_GLOBAL const double *x)\n"
+    "{\n"
+    "    long i = weft_global_id(0);\n"
+    "    t[weft_local_id(0)] = a;\n"
+    "    if (i < n && i < m) y[i] = t[weft_local_id(0)] + p.a + p.b + x[i];\n"
+    "}\n";
+
+static void parameter_info(void **state)
+{
+    static const weft_param_type want[] = {
+        WEFT_PARAM_BUFFER, WEFT_PARAM_U32,   WEFT_PARAM_F32,   WEFT_PARAM_I64,
+        WEFT_PARAM_LOCAL,  WEFT_PARAM_BYTES, WEFT_PARAM_BUFFER};
+    static const size_t want_size[] = {0, 4, 4, 8, 0, 8, 0};
+    unsigned typed = 0, opencl = 0, cuda = 0, n = 99;
+    weft_param_info info = {WEFT_PARAM_UNKNOWN, 0};
+    weft_module *m;
+    weft_kernel *k;
+    (void)state;
+
+    assert_int_equal(weft_module_create_portable(rt, params_src, NULL, &m), 0);
+    assert_int_equal(weft_module_get_kernel(m, "probe", &k), 0);
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        const weft__kernel *impl = weft__kernel_impl(k, i);
+        const char *drv = weft__runtime_device(rt, i)->drv->name;
+
+        assert_non_null(impl);
+        if (!strcmp(drv, "host") || !strcmp(drv, "sim")) {
+            typed++;
+            assert_true(impl->params_known);
+            assert_int_equal(impl->nparams, 7);
+            for (unsigned j = 0; j < 7; j++)
+                assert_int_equal(impl->params[j], want[j]);
+        } else if (!strcmp(drv, "opencl")) {
+            opencl++;
+            /* the struct maps onto no weft type: the others are told */
+            assert_true(impl->count_known);
+            assert_false(impl->params_known);
+            assert_int_equal(impl->nparams, 7);
+            assert_non_null(impl->some_params);
+            for (unsigned j = 0; j < 7; j++)
+                assert_int_equal(impl->some_params[j],
+                                 j == 5 ? WEFT_PARAM_UNKNOWN : want[j]);
+        } else if (!strcmp(drv, "cuda")) {
+            cuda++;
+            if (impl->params_known) {
+                assert_int_equal(impl->nparams, 7);
+                assert_null(impl->params);
+            }
+        }
+    }
+    printf("# probe: %u host/sim, %u OpenCL, %u CUDA builds\n", typed, opencl,
+           cuda);
+
+    assert_int_equal(weft_kernel_param_count(k, &n), 0);
+    assert_int_equal(n, 7);
+    /* the portable signature gives every type on every driver */
+    for (unsigned j = 0; j < 7; j++) {
+        assert_int_equal(weft_kernel_param_info(k, j, &info), 0);
+        assert_int_equal(info.type, want[j]);
+        /* the struct's size: a host, sim or CUDA build tells it */
+        assert_int_equal(info.size,
+                         j == 5 && !typed && !cuda ? 0 : want_size[j]);
+    }
+    /* out of range: *info unchanged */
+    info.type = WEFT_PARAM_F64;
+    info.size = 77;
+    assert_int_equal(weft_kernel_param_info(k, 7, &info), WEFT_ERANGE);
+    assert_non_null(strstr(weft_last_error(), "7 parameters"));
+    assert_int_equal(info.type, WEFT_PARAM_F64);
+    assert_int_equal(info.size, 77);
+    assert_string_equal(weft_param_type_name(WEFT_PARAM_UNKNOWN), "unknown");
+    assert_int_equal(weft_param_type_size(WEFT_PARAM_UNKNOWN), 0);
+    assert_int_equal(weft_module_destroy(m), 0);
+
+    /* OpenCL C alone: the struct's type is not told, nor guessed */
+    if (opencl) {
+        const weft_module_source cl = {
+            WEFT_SOURCE_OPENCL_C,
+            "typedef struct { int a; int b; } pair;\n"
+            "__kernel void probe_cl(__global float *y, pair p, uint n,\n"
+            "                       __local float *t) {\n"
+            "    t[0] = p.a; if (get_global_id(0) < n) y[0] = t[0] + p.b;\n"
+            "}\n",
+            0, NULL, "probe.cl"};
+        static const weft_param_type cl_want[] = {
+            WEFT_PARAM_BUFFER, WEFT_PARAM_UNKNOWN, WEFT_PARAM_U32,
+            WEFT_PARAM_LOCAL};
+
+        assert_int_equal(weft_module_create(rt, &cl, 1, &m), 0);
+        assert_int_equal(weft_module_get_kernel(m, "probe_cl", &k), 0);
+        assert_int_equal(weft_kernel_param_count(k, &n), 0);
+        assert_int_equal(n, 4);
+        for (unsigned j = 0; j < 4; j++) {
+            assert_int_equal(weft_kernel_param_info(k, j, &info), 0);
+            assert_int_equal(info.type, cl_want[j]);
+            assert_int_equal(info.size, j == 2 ? 4 : 0);
+        }
+        assert_int_equal(weft_module_destroy(m), 0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +467,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(local_parameter),
         cmocka_unit_test(variants_by_device),
         cmocka_unit_test(errors_name_what_was_wrong),
+        cmocka_unit_test(parameter_info),
     };
     return wt_run_group(argc, argv, tests, setup, teardown);
 }

@@ -172,7 +172,11 @@ void weft__ocl_module_destroy(weft__module *mod)
     weft__free(m);
 }
 
-/* The weft type of a by-value OpenCL C parameter type; 0 if none fits. */
+/*
+ * The weft type of a by-value OpenCL C parameter type, by its name as the
+ * argument info gives it (a typedef's own name: the portable dialect's
+ * weft_* types); 0 if none fits.
+ */
 static weft_param_type ocl_scalar_type(const char *t)
 {
     static const struct {
@@ -183,6 +187,9 @@ static weft_param_type ocl_scalar_type(const char *t)
         {"unsigned int", WEFT_PARAM_U32}, {"long", WEFT_PARAM_I64},
         {"ulong", WEFT_PARAM_U64},        {"unsigned long", WEFT_PARAM_U64},
         {"float", WEFT_PARAM_F32},        {"double", WEFT_PARAM_F64},
+        {"weft_i32", WEFT_PARAM_I32},     {"weft_u32", WEFT_PARAM_U32},
+        {"weft_i64", WEFT_PARAM_I64},     {"weft_u64", WEFT_PARAM_U64},
+        {"weft_f32", WEFT_PARAM_F32},     {"weft_f64", WEFT_PARAM_F64},
     };
 
     for (size_t i = 0; i < WEFT__COUNTOF(map); i++)
@@ -194,10 +201,12 @@ static weft_param_type ocl_scalar_type(const char *t)
 /*
  * Parameter types from the argument info, where the implementation keeps
  * it (programs built from source with -cl-kernel-arg-info) and every type
- * maps onto a weft type; otherwise only the count is known.
+ * maps onto a weft type; otherwise the count, and in some_params the
+ * types that map (0 for the others).
  */
 static int ocl_kernel_params(ocl_kernel *k, const char *devname)
 {
+    unsigned known = 0;
     cl_uint n;
     cl_int rc;
 
@@ -230,7 +239,7 @@ static int ocl_kernel_params(ocl_kernel *k, const char *devname)
                 weft__cl.GetKernelArgInfo(k->cl, i, CL_KERNEL_ARG_TYPE_NAME,
                                           sizeof type, type, NULL)) !=
                 CL_SUCCESS)
-            goto unknown;
+            break; /* the build kept no argument info */
         type[sizeof type - 1] = 0;
         weft__ocl_trim(type);
         if (aq == CL_KERNEL_ARG_ADDRESS_GLOBAL ||
@@ -244,18 +253,17 @@ static int ocl_kernel_params(ocl_kernel *k, const char *devname)
             k->params[i] = t;
             k->sizes[i] = weft_param_type_size(t);
         } else {
-            goto unknown;
+            continue;
         }
+        known++;
     }
-    k->base.params = k->params;
-    k->base.param_sizes = k->sizes;
-    k->base.params_known = 1;
-    return 0;
-unknown:
-    weft__free(k->params);
-    weft__free(k->sizes);
-    k->params = NULL;
-    k->sizes = NULL;
+    if (known == n) {
+        k->base.params = k->params;
+        k->base.param_sizes = k->sizes;
+        k->base.params_known = 1;
+    } else if (known) {
+        k->base.some_params = k->params;
+    }
     return 0;
 }
 

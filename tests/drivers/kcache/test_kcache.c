@@ -246,6 +246,48 @@ static void portable_translation(void **state)
 }
 
 /* On an OpenCL device: build twice (the second is a hit), run the kernel. */
+/* The parameter types a portable signature declares, by the dialect's rules. */
+static void portable_parameter_types(void **state)
+{
+    static const char src[] =
+        "/* WEFT_KERNEL void fake(int a) {} */\n"
+        "typedef struct { int a; } pair;\n"
+        "WEFT_KERNEL void decl(float x);\n"
+        "WEFT_KERNEL void k(WEFT_GLOBAL const float *x, weft_u32 n,\n"
+        "                   unsigned long m, double a, WEFT_LOCAL int *t,\n"
+        "                   pair p, WEFT_GLOBAL pair *q) { }\n"
+        "WEFT_KERNEL void none(void) { }\n"
+        "WEFT_KERNEL void bad(int x[4]) { }\n";
+    static const weft_param_type want[] = {
+        WEFT_PARAM_BUFFER, WEFT_PARAM_U32,   WEFT_PARAM_U64,   WEFT_PARAM_F64,
+        WEFT_PARAM_LOCAL,  WEFT_PARAM_BYTES, WEFT_PARAM_BUFFER};
+    weft_param_type *t = NULL;
+    unsigned n = 99;
+    (void)state;
+
+    assert_int_equal(weft__portable_params(src, "k", &t, &n), 0);
+    assert_int_equal(n, 7);
+    for (unsigned i = 0; i < n; i++)
+        assert_int_equal(t[i], want[i]);
+    weft__free(t);
+    assert_int_equal(weft__portable_params(src, "none", &t, &n), 0);
+    assert_int_equal(n, 0);
+    weft__free(t);
+    /* a declaration, a comment, a name not there: not found, no error */
+    weft_clear_error();
+    assert_int_equal(weft__portable_params(src, "decl", &t, &n),
+                     WEFT_ENOTFOUND);
+    assert_int_equal(weft__portable_params(src, "fake", &t, &n),
+                     WEFT_ENOTFOUND);
+    assert_int_equal(weft__portable_params(src, "nosuch", &t, &n),
+                     WEFT_ENOTFOUND);
+    assert_null(t);
+    assert_int_equal(weft_last_error()[0], '\0');
+    assert_int_equal(weft__portable_params(src, "bad", &t, &n), WEFT_EBUILD);
+    assert_non_null(strstr(weft_last_error(), "array parameters"));
+    assert_null(t);
+}
+
 static void opencl_second_build_hits(void **state)
 {
     weft_runtime *rt = NULL;
@@ -638,6 +680,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(corrupt_entries_are_removed),
         cmocka_unit_test(cache_can_be_turned_off),
         cmocka_unit_test(portable_translation),
+        cmocka_unit_test(portable_parameter_types),
         cmocka_unit_test(opencl_second_build_hits),
         cmocka_unit_test(build_log_from_cache),
         cmocka_unit_test(host_second_runtime_loads_from_cache),
