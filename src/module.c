@@ -440,7 +440,7 @@ int weft_kernel_param_info(const weft_kernel *k, unsigned index,
 {
     weft_param_info out = {WEFT_PARAM_UNKNOWN, 0};
     size_t told = 0; /* a size a build tells (CUDA) */
-    unsigned n;
+    unsigned n = 0;
     int rc;
 
     if (!k || !info)

@@ -100,7 +100,7 @@ STATS_FIELDS = [
     "pool_hits", "pool_misses", "pool_bytes",
     "staged_bytes", "pinned_bytes",
     "registered_buffers", "registered_bytes",
-    "plan_events", "plan_waits",
+    "plan_events", "plan_waits", "evict_rounds",
 ]
 
 
