@@ -2,7 +2,10 @@
 # The GPU machine's runs for issues 16, 19, 20 and 21: build build-gpu,
 # then the stages named. From the root:
 #     source .devkit/setup.sh && tests/gpu/session_20.sh OUTDIR [STAGES]
-# Stages: build; ooc (bench/cholesky out of core, one GPU: OCN, OCT);
+# Stages: build; cudatest (the CUDA cases of the suite this session
+# touched); final (issue 19's figures in one run: FSIZES, FTILES, OCN);
+# finalhost (the CPU figures: HSIZES, HTILES); ooc (bench/cholesky out of
+# core, one GPU: OCN, OCT);
 # metg (bench/metg on every core: MPAT, MVAR); chol2 (1 and 2 GPUs, n 32768:
 # FSIZES, FTILES); trace (a traced 2-GPU factorisation); python
 # (tests/gpu/python.sh); mpi (bench/mpi_cholesky.sh).
@@ -19,6 +22,25 @@ if has build; then
     cmake -S . -B $b -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_WERROR=ON >"$out/cmake.log" 2>&1 &&
         cmake --build $b -j "$(nproc)" 2>&1 | grep -E "error|warning" | head -20
     echo "build: $(($(date +%s) - t0)) s"
+fi
+if has cudatest; then
+    timeout 300 ctest --test-dir $b -R "cuda|module|api_bad_input|evict" -j 4 --timeout 200 2>&1 |
+        grep -E "tests passed|Failed|Timeout|\*\*\*" | tail -20
+fi
+if has final; then
+    ng=$(nvidia-smi -L | wc -l)
+    devs=1,2; [ "$ng" -ge 4 ] && devs=1,2,4
+    echo "=== bench cholesky cuda ($ng GPUs)"
+    WEFT_DEVICES=cuda timeout ${FINAL_CUDA_S:-420} $b/bench/cholesky --driver cuda \
+        --sizes ${FSIZES:-8192,16384,32768} --tiles ${FTILES:-2048} --devices $devs \
+        --reps 3 --out-of-core ${OCN:-24576} >"$out/chol_cuda.txt" 2>&1
+    echo "rc=$?"
+    grep -v "steady launch" "$out/chol_cuda.txt" | tail -80
+fi
+if has finalhost; then
+    echo "=== bench cholesky host ($(nproc) cores)"
+    timeout ${FINAL_HOST_S:-200} $b/bench/cholesky --driver host --sizes ${HSIZES:-8192,16384} \
+        --tiles ${HTILES:-512} --reps 2 2>&1 | grep -v "^#.*steady launch" | tail -20
 fi
 if has ooc; then
     echo "=== bench cholesky out of core, n ${OCN:-24576}"
@@ -44,10 +66,10 @@ fi
 if has trace; then
     echo "=== cholesky 2 GPUs n 16384 tile 2048, traced"
     WEFT_TRACE=$out/chol_2gpu.json WEFT_DEVICES=cuda:0,cuda:1 timeout 120 \
-        $b/examples/cholesky --driver cuda --n 16384 --tile 2048 --reps 2 2>&1 | tail -22
+        $b/examples/cholesky --driver cuda --n ${TN:-16384} --tile 2048 --reps 2 2>&1 | tail -22
 fi
 if has python; then
-    [ -x tests/gpu/python.sh ] && timeout 300 tests/gpu/python.sh $b 2>&1 | tail -60
+    [ -x tests/gpu/python.sh ] && timeout 300 tests/gpu/python.sh $b "$out/python" 2>&1 | tail -60
 fi
 if has mpi; then
     [ -x bench/mpi_cholesky.sh ] && timeout 400 bench/mpi_cholesky.sh $b 2>&1 | tail -40
