@@ -19,8 +19,17 @@ build=$(cd "$1" && pwd)
 out=${2:-$build/python-out}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-py=/usr/bin/python3
-[ -x "$py" ] || py=$(command -v python3 || true)
+# The first interpreter that has numpy: PYTHON, /usr/bin/python3, then
+# every python3 on PATH (the GPU machine's system one has none, a venv on
+# its PATH has).
+py=
+for c in ${PYTHON:-} /usr/bin/python3 $(which -a python3 2>/dev/null); do
+    if [ -x "$c" ] && "$c" -c "import numpy" 2>/dev/null; then
+        py=$c
+        break
+    fi
+done
+[ -n "$py" ] || py=${PYTHON:-/usr/bin/python3}
 
 export PYWEFT_LIBRARY=$build/libweft.so
 export PYTHONPATH=$src/python${PYTHONPATH:+:$PYTHONPATH}

@@ -321,14 +321,28 @@ static void errors_name_what_was_wrong(void **state)
                                           "host saxpy"};
     weft_module *m;
     weft_kernel *k;
+    int host_code = 0;
     (void)state;
 
-    assert_int_equal(weft_module_create(rt, &host_only, 1, &m), 0);
-    assert_int_equal(weft_module_get_kernel(m, "nosuch", &k), WEFT_ENOTFOUND);
-    assert_non_null(strstr(weft_last_error(), "nosuch"));
-    /* a live module keeps the runtime */
-    assert_int_equal(weft_runtime_destroy(rt), WEFT_EBUSY);
-    assert_int_equal(weft_module_destroy(m), 0);
+    /* host C runs on host and sim devices only */
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
+        const char *d = weft__runtime_device(rt, i)->drv->name;
+
+        host_code |= !strcmp(d, "host") || !strcmp(d, "sim");
+    }
+    if (!host_code) {
+        assert_int_equal(weft_module_create(rt, &host_only, 1, &m),
+                         WEFT_ENODEV);
+        printf("# host code on this runtime: %s\n", weft_last_error());
+    } else {
+        assert_int_equal(weft_module_create(rt, &host_only, 1, &m), 0);
+        assert_int_equal(weft_module_get_kernel(m, "nosuch", &k),
+                         WEFT_ENOTFOUND);
+        assert_non_null(strstr(weft_last_error(), "nosuch"));
+        /* a live module keeps the runtime */
+        assert_int_equal(weft_runtime_destroy(rt), WEFT_EBUSY);
+        assert_int_equal(weft_module_destroy(m), 0);
+    }
 
     assert_int_equal(weft_module_create(rt, NULL, 0, &m), WEFT_EINVAL);
     {
@@ -377,7 +391,7 @@ static void parameter_info(void **state)
     weft_kernel *k;
     (void)state;
 
-    assert_int_equal(weft_module_create_portable(rt, params_src, NULL, &m), 0);
+    check(weft_module_create_portable(rt, params_src, NULL, &m));
     assert_int_equal(weft_module_get_kernel(m, "probe", &k), 0);
     for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
         const weft__kernel *impl = weft__kernel_impl(k, i);
