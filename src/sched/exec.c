@@ -410,7 +410,7 @@ static void weft__lookahead(weft_exec *e, const weft_stats *added)
         weft_clear_error();
         return;
     }
-    weft__plan_launch_begin(e->plan);
+    weft__plan_launch_begin(e->plan, 1);
     if (!(e->lanes.submit = weft__plan_native_capture(e->plan))) {
         weft__plan_native_end(e->plan);
         return;
@@ -834,7 +834,7 @@ static void weft__exec_job(weft__engine_job *job)
      * it was made for nothing, and is not made again. */
     e->ahead_missed += (unsigned)e->ahead;
     e->ahead = 0;
-    weft__plan_launch_begin(e->plan);
+    weft__plan_launch_begin(e->plan, 0);
     memset(&run->sink, 0, sizeof run->sink);
     run->sink.of = &e->rt->stats;
     e->lanes.sink = &run->sink;

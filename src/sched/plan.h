@@ -120,10 +120,12 @@ int weft__plan_lane_queue(weft__plan *p, unsigned device, unsigned slot,
  * One launch: whether it is timed (weft__plan_timed), said first and all a
  * replay needs (launch_timed); then, for a launch that issues, counters
  * back to 0 (begin); wait for everything (drain). A replay leaves the
- * per-node state as the last issue left it.
+ * per-node state as the last issue left it. ahead: the issue is a
+ * lookahead's (exec.c), which moves nothing: the copies each node of the
+ * last launch made (weft__plan_node_copies) are kept.
  */
 void weft__plan_launch_timed(weft__plan *p);
-void weft__plan_launch_begin(weft__plan *p);
+void weft__plan_launch_begin(weft__plan *p, int ahead);
 int weft__plan_drain(weft__plan *p);
 /*
  * After the launch's drain: its timed operations go to the runtime's trace

@@ -20,7 +20,7 @@ void weft__plan_launch_timed(weft__plan *p)
     p->sub = NULL;
 }
 
-void weft__plan_launch_begin(weft__plan *p)
+void weft__plan_launch_begin(weft__plan *p, int ahead)
 {
     memset(&p->counts.events, 0,
            offsetof(weft__plan_counts, lanes_used) -
@@ -36,7 +36,8 @@ void weft__plan_launch_begin(weft__plan *p)
         p->lanes[i].busy_ns = p->lanes[i].first_ns = p->lanes[i].last_ns = 0;
     }
     memset(p->edge_kind, 0, p->pred_first[p->n]);
-    memset(p->xfer, 0, (size_t)p->n * sizeof *p->xfer);
+    if (!ahead)
+        memset(p->xfer, 0, (size_t)p->n * sizeof *p->xfer);
     weft__plan_launch_timed(p);
     p->ntops = 0;
     p->cur_start = NULL;

@@ -1141,6 +1141,73 @@ static void exec_dot(void **state)
     weft__trace_view_destroy(tr_close(&r));
 }
 
+/*
+ * A one-kernel graph on a wrapped buffer, on one host device: the DOT of
+ * the first launch shows its kernel's upload. (The launch's lookahead,
+ * which records the next launch ahead and moves nothing, used to clear
+ * the per-node copies before the program could read them.)
+ */
+static void dot_first_launch_copies(void **state)
+{
+    static uint32_t v[300 * 256];
+    tr_run r;
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+    weft_node n;
+    char path[512], *text;
+    FILE *f;
+    long len;
+    uint32_t cnt = 128;
+
+    (void)state;
+    /* Untraced: a traced launch makes no lookahead. */
+    memset(&r, 0, sizeof r);
+    {
+        weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+        weft_module_source src = {WEFT_SOURCE_HOST, host_kernels, 1, NULL,
+                                  "dot"};
+
+        o.devices = "host";
+        o.host_devices = 1;
+        check(weft_runtime_create(&r.rt, &o));
+        check(weft_module_create(r.rt, &src, 1, &r.mod));
+        check(weft_module_get_kernel(r.mod, "step", &r.step));
+    }
+    check(weft_buffer_wrap(r.rt, v, sizeof v, &b));
+    check(weft_graph_create(r.rt, &g));
+    {
+        weft_arg a[] = {weft_arg_buffer(b, 0, 512, WEFT_READ_WRITE),
+                        weft_arg_u32(cnt)};
+
+        check(weft_graph_add_kernel(g, r.step, weft_dims1(cnt), a, 2, &n));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    snprintf(path, sizeof path, "%s/first.dot", tmpdir);
+    f = fopen(path, "w+");
+    assert_non_null(f);
+    check(weft_exec_write_dot(e, f));
+    len = ftell(f);
+    assert_true(len > 0);
+    text = calloc(1, (size_t)len + 1);
+    assert_non_null(text);
+    rewind(f);
+    assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    if (!strstr(text, "+h2d 512 B in 1"))
+        fail_msg("the kernel's upload (+h2d 512 B in 1) is not in the DOT "
+                 "(%s)",
+                 path);
+    free(text);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+    check(weft_module_destroy(r.mod));
+    check(weft_runtime_destroy(r.rt));
+}
+
 /* ---- main -------------------------------------------------------------- */
 static int remove_entry(const char *path, const struct stat *st, int flag,
                         struct FTW *ftw)
@@ -1153,6 +1220,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sim_pipeline_direct),
+        cmocka_unit_test(dot_first_launch_copies),
         cmocka_unit_test(sim_pipeline_staged),
         cmocka_unit_test(sim_pipeline_spread),
         cmocka_unit_test(host_pipeline_spread),
