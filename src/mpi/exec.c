@@ -87,7 +87,12 @@ void wm_send_task(void *const *ptrs, void *user)
 {
     wm_endpoint *ep = user;
 
-    memcpy(ep->staging, ptrs[0], ep->size);
+    const char *src = ptrs[0];
+    char *dst = ep->staging;
+
+    for (size_t r = 0; r < ep->at.rows; r++)
+        memcpy(dst + r * ep->at.row_bytes, src + r * ep->at.pitch,
+               ep->at.row_bytes);
     ep->done = 1;
     MPI_Start(&ep->req);
 }
@@ -109,7 +114,10 @@ int wm_recv_task(void *const *ptrs, void *user)
             MPI_Get_count(&st, MPI_BYTE, &n);
             if ((size_t)n != ep->size || aborted(e))
                 return 1; /* the sender's node failed or was canceled */
-            memcpy(ptrs[0], ep->staging, ep->size);
+            for (size_t r = 0; r < ep->at.rows; r++)
+                memcpy((char *)ptrs[0] + r * ep->at.pitch,
+                       (char *)ep->staging + r * ep->at.row_bytes,
+                       ep->at.row_bytes);
             return 0;
         }
         if (aborted(e))
