@@ -17,7 +17,11 @@
  * leaves the state where it found it, and is launched several times.
  *
  *     mpirun -np 4 mpi_stencil2d [--n N] [--tile T] [--launches L]
- *                                [--weak A]
+ *                                [--weak A] [--trace PREFIX]
+ *
+ * --trace PREFIX: each rank writes its trace to PREFIX.rankR.json and its
+ * transfers to PREFIX.rankR.mpi.json (weft_mpi_exec_write_transfers), which
+ * tools/weft-mpi-trace merges into one Perfetto file.
  *
  * --weak A (weak scaling, bench/mpi_weak.sh): each rank gets A x A tiles,
  * one block of a (p A) x (q A) grid of tiles (not dealt cyclically), so
@@ -157,6 +161,9 @@ int main(int argc, char **argv)
     int n = 64, t = 16, launches = 3, weak = 0, me, size, provided, rc, p, q;
     int ny, nx, nty, ntx;
     double wall = 0, t0;
+    const char *trace = NULL;
+    char path[4096];
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     uint64_t span = 0, max_span = 0;
     float *grid, *next, *host, err = 0.0f, all_err = 0.0f;
     weft_runtime *rt;
@@ -179,12 +186,14 @@ int main(int argc, char **argv)
             launches = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--weak") == 0)
             weak = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--trace") == 0)
+            trace = argv[i + 1];
     }
     if (t < 2 || (!weak && (n < t || n % t != 0)) || launches < 1 || weak < 0) {
         if (me == 0)
             fprintf(stderr, "usage: mpi_stencil2d [--n N] [--tile T, a "
                             "divisor of N, at least 2] [--launches L] "
-                            "[--weak A]\n");
+                            "[--weak A] [--trace PREFIX]\n");
         MPI_Finalize();
         return 2;
     }
@@ -200,7 +209,12 @@ int main(int argc, char **argv)
     ny = nty * t;
     nx = ntx * t;
 
-    TRY(weft_runtime_create(&rt, NULL));
+    /* --trace PREFIX: this rank's trace and transfers, for weft-mpi-trace */
+    if (trace) {
+        snprintf(path, sizeof path, "%s.rank%d.json", trace, me);
+        o.trace_file = path;
+    }
+    TRY(weft_runtime_create(&rt, &o));
     TRY(weft_mpi_create(rt, MPI_COMM_WORLD, &mpi));
     TRY(weft_module_create_portable(rt, jacobi_source, NULL, &mod));
     TRY(weft_module_get_kernel(mod, "jacobi", &jacobi));
@@ -292,6 +306,10 @@ int main(int argc, char **argv)
             }
     }
     TRY(weft_mpi_graph_instantiate(g, NULL, &e));
+    if (trace) {
+        snprintf(path, sizeof path, "%s.rank%d.mpi.json", trace, me);
+        TRY(weft_mpi_exec_write_transfers(e, path));
+    }
     /* each launch between barriers; the last one timed node by node */
     for (int l = 0; l < launches; l++) {
         if (l == launches - 1)

@@ -246,6 +246,20 @@ WEFT_API int weft_mpi_exec_launch(weft_mpi_exec *e);
  * the local error, or WEFT_EIO naming the lowest rank that failed.
  */
 WEFT_API int weft_mpi_exec_wait(weft_mpi_exec *e);
+/*
+ * Write this rank's ends of e's transfers to path as JSON, for
+ * tools/weft-mpi-trace (which merges the ranks' traces, drawing each
+ * transfer as an arrow from its send to its receive):
+ *
+ *   {"rank":R,"size":N,"transfers":[{"tag":T,"dir":"send"|"recv",
+ *    "peer":P,"node":LOCAL,"bytes":B},...]}
+ *
+ * node is the transfer's host task in this rank's weft graph (the "node"
+ * of its slices in this rank's trace). WEFT_EINVAL for NULL arguments;
+ * WEFT_EIO where the file cannot be written.
+ */
+WEFT_API int weft_mpi_exec_write_transfers(const weft_mpi_exec *e,
+                                           const char *path);
 /* This rank's executable graph; owned by e. */
 WEFT_API weft_exec *weft_mpi_exec_local(weft_mpi_exec *e);
 /* Wait for e (collective where a launch is in flight), then destroy it. */

@@ -385,6 +385,37 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
     return 0;
 }
 
+int weft_mpi_exec_write_transfers(const weft_mpi_exec *e, const char *path)
+{
+    static const char fn[] = "weft_mpi_exec_write_transfers";
+    const weft_mpi_graph *g;
+    FILE *f;
+    int bad;
+
+    if (!e || !path)
+        return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn, !e ? "e" : "path");
+    g = e->g;
+    f = fopen(path, "w");
+    if (!f)
+        return wm_error(WEFT_EIO, "%s: cannot write %s", fn, path);
+    fprintf(f, "{\"rank\":%d,\"size\":%d,\"transfers\":[", g->mpi->rank,
+            g->mpi->size);
+    for (unsigned i = 0; i < g->neps; i++) {
+        const wm_endpoint *ep = g->eps[i];
+
+        fprintf(f,
+                "%s\n{\"tag\":%d,\"dir\":\"%s\",\"peer\":%d,\"node\":%u,"
+                "\"bytes\":%zu}",
+                i ? "," : "", ep->tag, ep->send ? "send" : "recv", ep->peer,
+                (unsigned)ep->node, ep->size);
+    }
+    fputs("\n]}\n", f);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return wm_error(WEFT_EIO, "%s: writing %s failed", fn, path);
+    return 0;
+}
+
 weft_exec *weft_mpi_exec_local(weft_mpi_exec *e)
 {
     return e ? e->local : NULL;

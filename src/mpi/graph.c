@@ -142,6 +142,7 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
         free(ep);
         return rc;
     }
+    ep->node = n;
     g->eps[g->neps++] = ep;
     return 0;
 }

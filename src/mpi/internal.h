@@ -80,8 +80,9 @@ typedef struct wm_endpoint {
     weft_mpi_graph *g;
     int send; /* 1: a send to peer, 0: a receive from peer */
     int peer, tag;
-    wm_region at; /* the bytes moved, packed row after row */
-    size_t size;  /* at.rows * at.row_bytes */
+    weft_node node; /* its host task in the local graph */
+    wm_region at;   /* the bytes moved, packed row after row */
+    size_t size;    /* at.rows * at.row_bytes */
     void *staging;
     MPI_Request req;
     MPI_Request fill; /* an empty message in place of a send not made */

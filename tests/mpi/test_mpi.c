@@ -1085,6 +1085,10 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
           WEFT_EBUSY);
     CHECK(weft_mpi_graph_destroy(g) == WEFT_EBUSY);
     CHECK(weft_mpi_exec_local(NULL) == NULL);
+    CHECK(weft_mpi_exec_write_transfers(NULL, "x.json") == WEFT_EINVAL);
+    CHECK(weft_mpi_exec_write_transfers(e, NULL) == WEFT_EINVAL);
+    CHECK(weft_mpi_exec_write_transfers(e, "/nonexistent/dir/x.json") ==
+          WEFT_EIO);
     CHECK(weft_mpi_exec_local(e) != NULL);
     CHECK(weft_mpi_exec_launch(NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_exec_wait(NULL) == WEFT_EINVAL);
