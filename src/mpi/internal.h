@@ -69,6 +69,7 @@ typedef struct wm_track {
     int owner; /* the owner when the graph first named it */
     wm_piece *p;
     unsigned n, cap;
+    size_t maxspan; /* at least every piece's end - origin */
 } wm_track;
 
 /*

@@ -99,9 +99,30 @@ static int by_origin(const void *x, const void *y)
     return a->at.origin < b->at.origin ? -1 : a->at.origin > b->at.origin;
 }
 
+/*
+ * Sort t, whose pieces [0, sorted) are sorted: a few appended ones are
+ * moved into place (O(n) each), more sort it all.
+ */
+static void sort_from(wm_track *t, unsigned sorted)
+{
+    if (t->n - sorted > 8) {
+        qsort(t->p, t->n, sizeof *t->p, by_origin);
+        return;
+    }
+    for (unsigned i = sorted; i < t->n; i++) {
+        wm_piece x = t->p[i];
+        unsigned at = i;
+
+        while (at > 0 && t->p[at - 1].at.origin > x.at.origin)
+            at--;
+        memmove(&t->p[at + 1], &t->p[at], (i - at) * sizeof *t->p);
+        t->p[at] = x;
+    }
+}
+
 static void sort(wm_track *t)
 {
-    qsort(t->p, t->n, sizeof *t->p, by_origin);
+    sort_from(t, 0);
 }
 
 /*
@@ -131,6 +152,8 @@ static int add_piece(weft_mpi_graph *g, wm_track *t, wm_region at, int holder,
     else
         set(valid, holder);
     t->p[t->n++] = (wm_piece){at, holder, home, valid};
+    if (end_of(&at) - at.origin > t->maxspan)
+        t->maxspan = end_of(&at) - at.origin;
     return 0;
 }
 
@@ -240,6 +263,12 @@ static unsigned first_from(const wm_track *t, size_t x)
     return lo;
 }
 
+/* The first piece that may share a byte with a region starting at x. */
+static unsigned first_near(const wm_track *t, size_t x)
+{
+    return first_from(t, x > t->maxspan ? x - t->maxspan : 0);
+}
+
 /*
  * Make [lo, hi) exactly the pieces [*first, *last) of t: blocks that
  * overlap it become rows, ranges across its ends are split, gaps become
@@ -253,7 +282,9 @@ static int cover_range(weft_mpi_graph *g, wm_track *t, size_t lo, size_t hi,
     size_t pos = lo;
     int rc;
 
-    for (unsigned i = 0; i < n0; i++) {
+    /* (t is sorted on entry; explode appends) */
+    for (unsigned i = first_near(t, lo); i < n0 && t->p[i].at.origin < hi;
+         i++) {
         wm_region *p = &t->p[i].at;
 
         if (!overlap(p, &want))
@@ -261,19 +292,26 @@ static int cover_range(weft_mpi_graph *g, wm_track *t, size_t lo, size_t hi,
         if (p->rows > 1 && (rc = explode(g, t, i)) < 0)
             return rc;
     }
-    /* (a piece split off at lo may need splitting at hi: i runs to t->n) */
-    for (unsigned i = 0; i < t->n; i++) {
+    sort_from(t, n0);
+    /* ranges across lo or hi split (one across both: twice) */
+    n0 = t->n;
+    for (unsigned i = first_near(t, lo); i < n0 && t->p[i].at.origin < hi;
+         i++) {
         wm_region p = t->p[i].at;
 
         if (p.rows > 1)
             continue;
-        if (p.origin < lo && lo < end_of(&p) && (rc = split(g, t, i, lo)) < 0)
+        if (p.origin < lo && lo < end_of(&p)) {
+            if ((rc = split(g, t, i, lo)) < 0)
+                return rc;
+            if (hi < end_of(&p) && (rc = split(g, t, t->n - 1, hi)) < 0)
+                return rc;
+        } else if (p.origin < hi && hi < end_of(&p) &&
+                   (rc = split(g, t, i, hi)) < 0) {
             return rc;
-        p = t->p[i].at;
-        if (p.origin < hi && hi < end_of(&p) && (rc = split(g, t, i, hi)) < 0)
-            return rc;
+        }
     }
-    sort(t);
+    sort_from(t, n0);
     n0 = t->n;
     for (unsigned i = first_from(t, lo); i < n0 && t->p[i].at.origin < hi;
          i++) {
@@ -290,7 +328,7 @@ static int cover_range(weft_mpi_graph *g, wm_track *t, size_t lo, size_t hi,
         (rc = add_piece(g, t, (wm_region){pos, hi - pos, 1, hi - pos}, t->owner,
                         t->owner, NULL)) < 0)
         return rc;
-    sort(t);
+    sort_from(t, n0);
     *first = a = first_from(t, lo);
     while (a < t->n && t->p[a].at.origin < hi)
         a++;
@@ -339,14 +377,14 @@ static void write_pieces(weft_mpi_graph *g, wm_track *t, unsigned first,
 }
 
 /*
- * Drop the pieces that say what no piece says: held by the owner alone,
- * at home there.
+ * Drop the pieces of [first, last) that say what no piece says: held by
+ * the owner alone, at home there.
  */
-static void prune(weft_mpi_graph *g, wm_track *t)
+static void prune(weft_mpi_graph *g, wm_track *t, unsigned first, unsigned last)
 {
-    unsigned w = words(g->mpi), k = 0;
+    unsigned w = words(g->mpi), k = first;
 
-    for (unsigned i = 0; i < t->n; i++) {
+    for (unsigned i = first; i < last; i++) {
         wm_piece *p = &t->p[i];
         int alone = p->holder == t->owner && p->home == t->owner;
 
@@ -359,7 +397,8 @@ static void prune(weft_mpi_graph *g, wm_track *t)
         else
             t->p[k++] = *p;
     }
-    t->n = k;
+    memmove(&t->p[k], &t->p[last], (t->n - last) * sizeof *t->p);
+    t->n -= last - k;
 }
 
 /* Apply an access of r to at: a read (transfers) or a write. */
@@ -379,7 +418,8 @@ static int access_region(weft_mpi_graph *g, wm_track *t, wm_region at, int r,
     } else {
         unsigned hits = 0, hit = 0;
 
-        for (unsigned i = 0; i < t->n; i++)
+        for (unsigned i = first_near(t, at.origin);
+             i < t->n && t->p[i].at.origin < end_of(&at); i++)
             if (overlap(&t->p[i].at, &at)) {
                 hits++;
                 hit = i;
@@ -397,9 +437,8 @@ static int access_region(weft_mpi_graph *g, wm_track *t, wm_region at, int r,
         if (hits == 0) {
             if ((rc = add_piece(g, t, at, t->owner, t->owner, NULL)) < 0)
                 return rc;
-            sort(t);
-            for (hit = 0; t->p[hit].at.origin != at.origin; hit++)
-                ;
+            sort_from(t, t->n - 1);
+            hit = first_from(t, at.origin);
         }
         first = hit;
         last = hit + 1;
@@ -408,7 +447,7 @@ static int access_region(weft_mpi_graph *g, wm_track *t, wm_region at, int r,
         return read_pieces(g, t, first, last, r);
     write_pieces(g, t, first, last, r);
     if (r == t->owner)
-        prune(g, t);
+        prune(g, t, first, last);
     return 0;
 }
 
