@@ -14,7 +14,9 @@
  * of the tile it writes; weft_mpi sends a tile to the ranks that read it
  * (one packed message per tile, from the host copy weft brings it to,
  * which is pinned, so the device copies are direct). Each rank uses one
- * device of the driver: rank r takes device r mod (the driver's devices).
+ * device of the driver: rank r takes device r mod (the driver's devices),
+ * in a runtime of that device alone (where WEFT_DEVICES is not set; set,
+ * the runtime has what it names and the rank uses the one it picks).
  *
  * Tile operations (chol_tiles.c, shared with examples/cholesky): cuSOLVER
  * and cuBLAS native nodes on CUDA, LAPACKE and CBLAS native nodes on the
@@ -213,35 +215,51 @@ static int open_rt(mchol *m, const char *driver, int nranks)
         "potrf_tile", "trsm_tile", "syrk_tile", "gemm_tile", "copy_tile"};
     weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     const weft_device *devs[CHOL_MAX_DEVICES];
-    unsigned ndev = 0;
-    char why[256];
+    unsigned ndev = 0, total = 0;
+    char why[256], only[64];
 
     o.devices = driver; /* (WEFT_DEVICES, where set, overrides it) */
-    if (weft_runtime_create(&m->rt, &o) < 0 ||
-        weft_runtime_device_count(m->rt) == 0) {
-        if (me == 0)
-            printf("mpi_cholesky: skipped: %s\n", weft_last_error());
-        return 77;
-    }
-    for (unsigned i = 0; i < weft_runtime_device_count(m->rt); i++) {
-        weft_device_info info = {.size = sizeof info};
-        const weft_device *d = weft_runtime_device(m->rt, i);
+    for (int pass = 0; pass < 2; pass++) {
+        if (weft_runtime_create(&m->rt, &o) < 0 ||
+            weft_runtime_device_count(m->rt) == 0) {
+            if (me == 0)
+                printf("mpi_cholesky: skipped: %s\n", weft_last_error());
+            return 77;
+        }
+        ndev = 0;
+        for (unsigned i = 0; i < weft_runtime_device_count(m->rt); i++) {
+            weft_device_info info = {.size = sizeof info};
+            const weft_device *d = weft_runtime_device(m->rt, i);
 
-        if (weft_device_get_info(d, &info) < 0)
-            continue;
-        if (!driver)
-            driver = info.driver;
-        if (!strcmp(info.driver, driver) && ndev < CHOL_MAX_DEVICES)
-            devs[ndev++] = d;
-    }
-    if (ndev == 0) {
-        if (me == 0)
-            printf("mpi_cholesky: skipped: no %s device\n", driver);
-        return 77;
+            if (weft_device_get_info(d, &info) < 0)
+                continue;
+            if (!driver)
+                driver = info.driver;
+            if (!strcmp(info.driver, driver) && ndev < CHOL_MAX_DEVICES)
+                devs[ndev++] = d;
+        }
+        if (ndev == 0) {
+            if (me == 0)
+                printf("mpi_cholesky: skipped: no %s device\n", driver);
+            return 77;
+        }
+        /*
+         * A runtime of this rank's device alone (no context, pinned
+         * memory or stager of the others'), unless WEFT_DEVICES chose.
+         */
+        if (pass == 1 || ndev == 1 || getenv("WEFT_DEVICES"))
+            break;
+        snprintf(only, sizeof only, "%s:%d", driver, me % (int)ndev);
+        total = ndev;
+        o.devices = only;
+        weft_runtime_destroy(m->rt);
+        m->rt = NULL;
     }
     m->tl.driver = driver;
     m->tl.ndev = 1;
-    m->tl.dev[0] = devs[me % ndev];
+    m->tl.dev[0] = devs[total ? 0 : me % ndev];
+    if (!total)
+        total = ndev;
     pthread_mutex_init(&m->tl.gpu[0].lock, NULL);
     if (!strcmp(driver, "cuda")) {
         if (chol_cuda_load(why, sizeof why) < 0) {
@@ -258,7 +276,7 @@ static int open_rt(mchol *m, const char *driver, int nranks)
     }
     if (me == 0)
         printf("ranks: %d (%d x %d grid), one %s device each (%u of them)\n",
-               nranks, m->p, m->q, driver, ndev);
+               nranks, m->p, m->q, driver, total);
     if (m->native)
         return 0;
     TRY(weft_module_create_portable(m->rt, chol_tile_source, NULL, &m->mod));

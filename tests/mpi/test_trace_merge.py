@@ -21,16 +21,21 @@ def main(argv):
     for name in os.listdir(workdir):
         os.remove(os.path.join(workdir, name))
     launches = 2
-    out = subprocess.run(mpiexec + example + ["--launches", str(launches),
+    run = subprocess.run(mpiexec + example + ["--launches", str(launches),
                                               "--trace", prefix],
-                         check=True, capture_output=True, text=True).stdout
+                         capture_output=True, text=True)
+    out = run.stdout
     print(out, end="")
+    if run.returncode != 0:
+        sys.exit(f"the example failed ({run.returncode}):\n{run.stderr}")
     transfers = int(out.split("transfers per launch: ")[1].split()[0])
     assert transfers > 0, out
     merged = prefix + ".merged.json"
-    res = subprocess.run([sys.executable, tool, "-o", merged, prefix],
-                         check=True, capture_output=True, text=True).stdout
-    print(res, end="")
+    run = subprocess.run([sys.executable, tool, "-o", merged, prefix],
+                         capture_output=True, text=True)
+    print(run.stdout, end="")
+    if run.returncode != 0:
+        sys.exit(f"weft-mpi-trace failed ({run.returncode}):\n{run.stderr}")
     with open(merged) as f:
         trace = json.load(f)
     ev = trace["traceEvents"]
