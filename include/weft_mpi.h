@@ -28,12 +28,13 @@
  * not wait: weft_mpi_exec_wait completes the sends); every receive is
  * started when the launch starts, and its host task waits for it
  * (MPI_Test, yielding) and copies the bytes into the range. A receive
- * runs after every earlier node of its rank (explicit edges), so that
- * while it waits it holds up nothing of its rank that a send it waits for
- * needs: the earliest node of the graph not yet done can always run, on
- * any number of host workers. (This costs the overlap of a receive's wait
- * with earlier work of its rank; the bytes themselves move as soon as they
- * are sent, into the staging of the receive posted at launch.)
+ * runs after the earlier receive and every earlier send of its rank
+ * (explicit edges), so that while it waits no send of any rank that it
+ * waits for is held up: the earliest receive of the graph not yet done
+ * always completes, on any number of host workers (exec.c gives the
+ * argument). Other work of its rank runs beside a waiting receive, and
+ * the bytes move as soon as they are sent, into the staging of the
+ * receive posted at launch.
  *
  * Blocks (weft_access_block, weft_arg_block, weft_matrix_tile): a
  * transfer moves the block's bytes only, packed row after row into the
@@ -55,15 +56,15 @@
  * waiting on any rank then fails (WEFT_EIO) instead of waiting. Any other
  * failure (a kernel, a transfer, a node added to the local graph
  * directly) is told when the failing rank's launch ends, which it does:
- * the receives after a failed node follow it, so they are canceled and do
- * not wait. At the end of every launch each rank sends every other rank
- * one control message (its error, or 0), makes the sends that its failed
- * or canceled nodes did not make as empty messages (a receive that gets
- * one fails), and waits for all of them: nothing is canceled and nothing
- * is left in flight. weft_mpi_exec_wait then returns the local error on a
- * rank that failed and WEFT_EIO naming the lowest failed rank on the
- * others. An executable graph whose launch failed is not launched again
- * (WEFT_ESTATE): destroy it. weft_mpi never calls MPI_Abort: ending the
+ * a receive that needs (through other ranks) a send its rank did not make
+ * follows that send, so it is canceled and does not wait. At the end of every
+ * launch each rank sends every other rank one control message (its error, or
+ * 0), makes the sends that its failed or canceled nodes did not make as empty
+ * messages (a receive that gets one fails), and waits for all of them: nothing
+ * is canceled and nothing is left in flight. weft_mpi_exec_wait then returns
+ * the local error on a rank that failed and WEFT_EIO naming the lowest failed
+ * rank on the others. An executable graph whose launch failed is not launched
+ * again (WEFT_ESTATE): destroy it. weft_mpi never calls MPI_Abort: ending the
  * job is the program's choice.
  *
  * MPI: the program initialises MPI with MPI_THREAD_MULTIPLE (weft's

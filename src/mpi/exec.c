@@ -10,13 +10,18 @@
  * their request, or give up once the launch is aborted; an empty message
  * is a send that its rank did not make (below): the task fails.
  *
- * No deadlock: a receive runs after every earlier node of its rank
- * (graph.c), and every transfer comes before its receive in graph order.
- * Take the earliest node of the graph not done: every node before it is
- * done, on every rank; a receive running on its rank came after it in
- * graph order only if it depends on it, which it cannot while it is not
- * done, so nothing of its rank waits; if it is a receive, its send was
- * made. So it runs, whatever the number of threads.
+ * No deadlock: a receive runs after the earlier receive and every earlier
+ * send of its rank (graph.c), and a send comes before its receive in graph
+ * order. Take R, the earliest receive of the graph not done, and its send
+ * S on rank w. The nodes S depends on come before S, so the receives among
+ * them are done, and the rest (computation, sends) wait on nothing. The
+ * only waits that could hold w's threads are receives running there; each
+ * is later than R, so it started after every earlier send of w, S among
+ * them: while S is not made, none runs. So S is made and R completes,
+ * whatever the number of threads (a receive that waits holds one: the
+ * next receive of its rank follows it). A receive that needs, through
+ * other ranks, a send that a failure canceled follows that send (it is
+ * earlier), so it is canceled too and every launch ends.
  *
  * The end (end_launch), with nothing canceled: wait for the local graph;
  * a rank that failed and has not heard of another's failure sends its

@@ -82,7 +82,7 @@ int weft_mpi_graph_destroy(weft_mpi_graph *g)
     return 0;
 }
 
-/* Local node n was added: the next receive runs after it. */
+/* Send n was added: the next receive runs after it. */
 static int note_local(weft_mpi_graph *g, weft_node n)
 {
     if (grow((void **)&g->since, &g->scap, g->nsince + 1, sizeof *g->since))
@@ -348,8 +348,7 @@ static int add_node(weft_mpi_graph *g, const char *fn, const wm_node_desc *d,
     r = choose_rank(g, u, nu, rank);
     if ((rc = track(g, u, nu, r, WEFT_READ)) < 0)
         goto broken;
-    if (mpi->rank == r &&
-        ((rc = add_local(g, d, &local)) < 0 || (rc = note_local(g, local)) < 0))
+    if (mpi->rank == r && (rc = add_local(g, d, &local)) < 0)
         goto broken;
     if ((rc = track(g, u, nu, r, WEFT_WRITE)) < 0)
         goto broken;

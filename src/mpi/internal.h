@@ -112,10 +112,10 @@ struct weft_mpi_graph {
     wm_wrap **wraps;
     unsigned nwraps, wcap;
     /*
-     * A receive runs after every earlier node of this rank (edges from the
-     * last receive and from the nodes added since, in since), so that a
-     * receive task waiting holds up nothing that a send it waits for
-     * needs (see exec.c).
+     * A receive runs after the earlier receive and every earlier send of
+     * this rank (edges from the last receive and from the sends added
+     * since, in since), so that a receive task waiting holds up no send
+     * that the receives it waits for need (see exec.c).
      */
     int have_recv;
     weft_node last_recv;
