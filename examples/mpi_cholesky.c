@@ -35,6 +35,10 @@
  *
  *   mpirun -np 2 mpi_cholesky [--driver cuda|host|opencl|sim] [--n N]
  *       [--tile B] [--reps R] [--once] [--check-rows S] [--no-capture]
+ *       [--trace PREFIX]
+ *
+ * --trace PREFIX: each rank's trace in PREFIX.rankR.json and its transfers
+ * in PREFIX.rankR.mpi.json, for tools/weft-mpi-trace.
  */
 #include <weft_mpi.h>
 
@@ -208,8 +212,9 @@ static void gather(mchol *m)
     TRY(weft_buffer_sync_host(m->ab));
 }
 
-/* The runtime on driver, this rank's device, the tile functions. */
-static int open_rt(mchol *m, const char *driver, int nranks)
+/* The runtime on driver (tracing to trace, where not NULL), this rank's
+ * device, the tile functions. */
+static int open_rt(mchol *m, const char *driver, int nranks, const char *trace)
 {
     static const char *const names[OP_COUNT] = {
         "potrf_tile", "trsm_tile", "syrk_tile", "gemm_tile", "copy_tile"};
@@ -219,6 +224,7 @@ static int open_rt(mchol *m, const char *driver, int nranks)
     char why[256], only[64];
 
     o.devices = driver; /* (WEFT_DEVICES, where set, overrides it) */
+    o.trace_file = trace;
     for (int pass = 0; pass < 2; pass++) {
         if (weft_runtime_create(&m->rt, &o) < 0 ||
             weft_runtime_device_count(m->rt) == 0) {
@@ -320,7 +326,7 @@ static void usage(void)
     if (me == 0)
         fprintf(stderr, "usage: mpi_cholesky [--driver cuda|host|opencl|sim] "
                         "[--n N] [--tile B] [--reps R] [--once] "
-                        "[--check-rows S] [--no-capture]\n");
+                        "[--check-rows S] [--no-capture] [--trace PREFIX]\n");
     MPI_Finalize();
     exit(2);
 }
@@ -329,7 +335,8 @@ int main(int argc, char **argv)
 {
     size_t n = 1024, b = 128, check_rows = 32;
     int reps = 3, once = 0, provided, nranks, rc = 0, skip;
-    const char *driver = NULL;
+    const char *driver = NULL, *trace = NULL;
+    char path[4096];
     double first = 0, steady = 0, t0, flops, res = 0;
     weft_mpi_graph *g;
     weft_mpi_exec *e;
@@ -357,6 +364,8 @@ int main(int argc, char **argv)
             once = 1;
         else if (!strcmp(argv[i], "--no-capture"))
             m.capture = 0;
+        else if (!strcmp(argv[i], "--trace") && v)
+            trace = argv[++i];
         else
             usage();
     }
@@ -374,7 +383,9 @@ int main(int argc, char **argv)
     while (nranks % m.q)
         m.q--;
     m.p = nranks / m.q;
-    skip = open_rt(&m, driver, nranks);
+    if (trace) /* this rank's trace, and its transfers below */
+        snprintf(path, sizeof path, "%s.rank%d.json", trace, me);
+    skip = open_rt(&m, driver, nranks, trace ? path : NULL);
     MPI_Allreduce(MPI_IN_PLACE, &skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (skip) {
         MPI_Finalize();
@@ -384,6 +395,10 @@ int main(int argc, char **argv)
     make_matrix(&m, n, b, me == 0);
     g = factor_graph(&m, !once);
     TRY(weft_mpi_graph_instantiate(g, NULL, &e));
+    if (trace) {
+        snprintf(path, sizeof path, "%s.rank%d.mpi.json", trace, me);
+        TRY(weft_mpi_exec_write_transfers(e, path));
+    }
     if (me == 0)
         printf("n: %zu elements\ntile: %zu elements\nkernels: %s\n"
                "transfers per launch: %u\n",
