@@ -421,6 +421,16 @@ int main(int argc, char **argv)
         TRY(weft_mpi_exec_wait(e));
     MPI_Barrier(MPI_COMM_WORLD);
     steady = (now() - t0 - first) / reps;
+    {
+        weft_exec_stats st = {.size = sizeof st};
+
+        if (weft_exec_get_stats(weft_mpi_exec_local(e), &st) == 0 && me == 0)
+            printf("rank 0 replayed: %llu of %llu launches (%llu as native "
+                   "graphs)\n",
+                   (unsigned long long)st.native_replays,
+                   (unsigned long long)st.launches,
+                   (unsigned long long)st.native_launches);
+    }
     if (m.cuda && chol_gpu_info(&m.tl) != 0) {
         fprintf(stderr, "rank %d: cusolverDnDpotrf: devInfo %d\n", me,
                 chol_gpu_info(&m.tl));
