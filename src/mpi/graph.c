@@ -83,7 +83,7 @@ int weft_mpi_graph_destroy(weft_mpi_graph *g)
 }
 
 /* Send n was added: the next receive runs after it. */
-static int note_local(weft_mpi_graph *g, weft_node n)
+static int note_send(weft_mpi_graph *g, weft_node n)
 {
     if (grow((void **)&g->since, &g->scap, g->nsince + 1, sizeof *g->since))
         return WEFT_ENOMEM;
@@ -137,7 +137,7 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
         }
     }
     if (rc == 0 && ep->send)
-        rc = note_local(g, n);
+        rc = note_send(g, n);
     if (rc < 0) {
         free(ep);
         return rc;
