@@ -4,11 +4,13 @@
  * The sequential task flow: every rank runs the same program and builds
  * the same graph through the weft_mpi_graph_* calls below, which mirror
  * weft's own graph calls. Every buffer the graph uses is registered with
- * an owner rank. A node runs on one rank: the one the program names, else
- * the owner of the buffer of its first written access (kernel buffer
- * arguments and host task accesses in order), else, for a node that
- * writes no buffer, the owner of its first read one, else rank 0. Each
- * rank adds to its local weft graph only the nodes it runs.
+ * an owner rank (a matrix: an owner per tile, weft_mpi_buffer_register_
+ * tiles). A node runs on one rank: the one the program names, else the
+ * owner of its first written access (kernel buffer arguments and host task
+ * accesses in order; of a tiled buffer, the owner of the access's first
+ * byte), else, for a node that writes no buffer, the owner of its first
+ * read one, else rank 0. Each rank adds to its local weft graph only the
+ * nodes it runs.
  *
  * Where a node on rank r reads a range whose current bytes another rank w
  * holds (the rank of its latest writer in graph order, or its owner where
