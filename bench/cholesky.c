@@ -111,47 +111,50 @@ static double cusolver_baseline(chol *m, int reps, const char **why)
     size_t n = m->n, bytes = n * n * sizeof(double);
     weft_device_info info = {.size = sizeof info};
     weft_device_address a0;
-    gpu_state *g = &m->gpu[0];
+    chol_gpu *g = &m->tl.gpu[0];
     uint64_t x = 0, work = 0;
     int lwork = 0, devinfo = 0, ok = 1;
     double t = 0;
 
-    bench_check(weft_device_get_info(m->dev[0], &info));
+    bench_check(weft_device_get_info(m->tl.dev[0], &info));
     /* A and A0 in weft's memory, a work copy and the workspace here */
     if (3.2 * (double)bytes > 0.9 * (double)info.global_mem) {
         *why = "the matrix does not fit one GPU three times";
         return 0;
     }
     bench_check(
-        weft_buffer_device_address(m->a0b, m->dev[0], 0, WEFT_WHOLE, &a0));
-    if (cu.set_current(g->context) != 0 || cu.mem_alloc(&x, bytes) != 0 ||
-        cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)n,
-                      (double *)(uintptr_t)x, (int)n, &lwork) != 0 ||
-        cu.mem_alloc(&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)) !=
-            0 ||
-        cu.dn_set_stream(g->solver, NULL) != 0)
+        weft_buffer_device_address(m->a0b, m->tl.dev[0], 0, WEFT_WHOLE, &a0));
+    if (chol_cu.set_current(g->context) != 0 ||
+        chol_cu.mem_alloc(&x, bytes) != 0 ||
+        chol_cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)n,
+                           (double *)(uintptr_t)x, (int)n, &lwork) != 0 ||
+        chol_cu.mem_alloc(&work, (size_t)(lwork > 0 ? lwork : 1) *
+                                     sizeof(double)) != 0 ||
+        chol_cu.dn_set_stream(g->solver, NULL) != 0)
         ok = 0;
     for (int r = 0; ok && r <= reps; r++) {
         double t0;
 
         /* run 0 warms up; the copy is outside the time */
-        ok = cu.memcpy_dtod(x, a0.address, bytes) == 0 && cu.synchronize() == 0;
+        ok = chol_cu.memcpy_dtod(x, a0.address, bytes) == 0 &&
+             chol_cu.synchronize() == 0;
         t0 = bench_now_ns() * 1e-9;
         ok = ok &&
-             cu.potrf(g->solver, CUBLAS_FILL_MODE_UPPER, (int)n,
-                      (double *)(uintptr_t)x, (int)n, (double *)(uintptr_t)work,
-                      lwork, (int *)(uintptr_t)g->info) == 0 &&
-             cu.synchronize() == 0;
+             chol_cu.potrf(g->solver, CUBLAS_FILL_MODE_UPPER, (int)n,
+                           (double *)(uintptr_t)x, (int)n,
+                           (double *)(uintptr_t)work, lwork,
+                           (int *)(uintptr_t)g->info) == 0 &&
+             chol_cu.synchronize() == 0;
         if (r > 0)
             t += bench_now_ns() * 1e-9 - t0;
     }
-    if (ok && (cu.memcpy_dtoh(&devinfo, g->info, sizeof devinfo) != 0 ||
+    if (ok && (chol_cu.memcpy_dtoh(&devinfo, g->info, sizeof devinfo) != 0 ||
                devinfo != 0))
         bench_die("cusolverDnDpotrf: devInfo %d", devinfo);
     if (x)
-        cu.mem_free(x);
+        chol_cu.mem_free(x);
     if (work)
-        cu.mem_free(work);
+        chol_cu.mem_free(work);
     if (!ok) {
         *why = "a cuSOLVER or libcuda call failed";
         return 0;
@@ -199,7 +202,7 @@ static int mg_load(const char **why)
 
     if (mg.lib)
         return 0;
-    if (!(mg.lib = open_first(names, sizeof names / sizeof *names))) {
+    if (!(mg.lib = chol_open_first(names, sizeof names / sizeof *names))) {
         *why = "no libcusolverMg";
         return -1;
     }
@@ -218,7 +221,8 @@ static int mg_load(const char **why)
         !(*(void **)&mg.potrf_size =
               dlsym(mg.lib, "cusolverMgPotrf_bufferSize")) ||
         !(*(void **)&mg.potrf = dlsym(mg.lib, "cusolverMgPotrf")) ||
-        !(*(void **)&mg.memcpy_htod = dlsym(cu.cuda_lib, "cuMemcpyHtoD_v2"))) {
+        !(*(void **)&mg.memcpy_htod =
+              dlsym(chol_cu.cuda_lib, "cuMemcpyHtoD_v2"))) {
         *why = "libcusolverMg lacks an entry point";
         return -1;
     }
@@ -260,8 +264,9 @@ static double mg_baseline(chol *m, unsigned k, size_t t, int reps,
         size_t mine = nb / k + (p < nb % k);
         uint64_t x = 0;
 
-        ok = cu.set_current(m->gpu[p].context) == 0 &&
-             cu.mem_alloc(&x, (mine ? mine : 1) * t * n * sizeof(double)) == 0;
+        ok = chol_cu.set_current(m->tl.gpu[p].context) == 0 &&
+             chol_cu.mem_alloc(&x,
+                               (mine ? mine : 1) * t * n * sizeof(double)) == 0;
         a[p] = (void *)(uintptr_t)x;
     }
     if (ok && (st = mg.potrf_size(h, CUBLAS_FILL_MODE_LOWER, (int)n, a, 1, 1,
@@ -270,9 +275,9 @@ static double mg_baseline(chol *m, unsigned k, size_t t, int reps,
     for (unsigned p = 0; ok && p < k; p++) {
         uint64_t x = 0;
 
-        ok = cu.set_current(m->gpu[p].context) == 0 &&
-             cu.mem_alloc(&x, (size_t)(lwork > 0 ? lwork : 1) *
-                                  sizeof(double)) == 0;
+        ok = chol_cu.set_current(m->tl.gpu[p].context) == 0 &&
+             chol_cu.mem_alloc(&x, (size_t)(lwork > 0 ? lwork : 1) *
+                                       sizeof(double)) == 0;
         work[p] = (void *)(uintptr_t)x;
     }
     if (!ok && !*why)
@@ -284,21 +289,21 @@ static double mg_baseline(chol *m, unsigned k, size_t t, int reps,
         for (size_t j = 0; ok && j < nb; j++) {
             size_t cols = (t < n - j * t ? t : n - j * t);
 
-            ok = cu.set_current(m->gpu[j % k].context) == 0 &&
+            ok = chol_cu.set_current(m->tl.gpu[j % k].context) == 0 &&
                  mg.memcpy_htod((uint64_t)(uintptr_t)a[j % k] +
                                     (j / k) * t * n * sizeof(double),
                                 m->a0 + j * t * n,
                                 cols * n * sizeof(double)) == 0;
         }
         for (unsigned p = 0; ok && p < k; p++)
-            ok =
-                cu.set_current(m->gpu[p].context) == 0 && cu.synchronize() == 0;
+            ok = chol_cu.set_current(m->tl.gpu[p].context) == 0 &&
+                 chol_cu.synchronize() == 0;
         t0 = bench_now_ns() * 1e-9;
         ok = ok && (st = mg.potrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, a, 1, 1,
                                   desc, CUDA_R_64F, work, lwork, &info)) == 0;
         for (unsigned p = 0; ok && p < k; p++)
-            ok =
-                cu.set_current(m->gpu[p].context) == 0 && cu.synchronize() == 0;
+            ok = chol_cu.set_current(m->tl.gpu[p].context) == 0 &&
+                 chol_cu.synchronize() == 0;
         if (r > 0)
             secs += bench_now_ns() * 1e-9 - t0;
         if (ok && info != 0)
@@ -309,11 +314,11 @@ static double mg_baseline(chol *m, unsigned k, size_t t, int reps,
     if (st)
         bench_note("cusolverMg: status %d", st);
     for (unsigned p = 0; p < k; p++) {
-        cu.set_current(m->gpu[p].context);
+        chol_cu.set_current(m->tl.gpu[p].context);
         if (a[p])
-            cu.mem_free((uint64_t)(uintptr_t)a[p]);
+            chol_cu.mem_free((uint64_t)(uintptr_t)a[p]);
         if (work[p])
-            cu.mem_free((uint64_t)(uintptr_t)work[p]);
+            chol_cu.mem_free((uint64_t)(uintptr_t)work[p]);
     }
     if (desc)
         mg.destroy_desc(desc);
@@ -438,7 +443,8 @@ static void out_of_core(const char *driver, int kernels, size_t n,
                 double res;
 
                 bench_check(chol_once(&c, 1, &r));
-                res = residual(&c, n <= 4096 ? n : check_rows);
+                res =
+                    chol_residual(&c.tl, c.a, c.a0, n <= 4096 ? n : check_rows);
                 if (!(res <= 1e-12) || r.bad)
                     bench_die("n %zu, tile %zu, %s: residual %.3g", n, b,
                               oc ? "out of core" : "in core", res);
@@ -577,7 +583,8 @@ int main(int argc, char **argv)
                 /* the first launch from the host, as on a fresh matrix */
                 bench_check(chol_rewrap(&m, 0, 1));
                 bench_check(chol_run(&m, reps, 1, &r));
-                res = residual(&m, n <= 4096 ? n : check_rows);
+                res =
+                    chol_residual(&m.tl, m.a, m.a0, n <= 4096 ? n : check_rows);
                 if (!(res <= 1e-12) || r.bad)
                     bench_die("n %zu, tile %zu, %zu devices: residual %.3g", n,
                               b, k, res);

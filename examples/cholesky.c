@@ -158,236 +158,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "chol_tiles.h"
+
 #ifdef WEFT_HAVE_OPENBLAS
 #include <cblas.h>
 #include <lapacke.h>
 #endif
 
-#define MAX_DEVICES 64
-
-/* ---- cuSOLVER, cuBLAS and libcuda, loaded at run time -------------------- */
-
-/* The few types, values and entry points used here (cublas_api.h,
- * cusolverDn.h, cuda.h). */
-typedef void *cu_handle;
-enum {
-    CUBLAS_FILL_MODE_UPPER = 1,
-    CUBLAS_OP_N = 0,
-    CUBLAS_OP_T = 1,
-    CUBLAS_SIDE_LEFT = 0,
-    CUBLAS_DIAG_NON_UNIT = 0,
-    CU_MEMORYTYPE_DEVICE = 2,
-};
-typedef struct cu_memcpy2d { /* CUDA_MEMCPY2D */
-    size_t src_x_bytes, src_y;
-    int src_type;
-    const void *src_host;
-    uint64_t src_device;
-    void *src_array;
-    size_t src_pitch;
-    size_t dst_x_bytes, dst_y;
-    int dst_type;
-    void *dst_host;
-    uint64_t dst_device;
-    void *dst_array;
-    size_t dst_pitch;
-    size_t width_bytes, height;
-} cu_memcpy2d;
-
-static struct {
-    void *solver_lib, *blas_lib, *cuda_lib;
-    int (*dn_create)(cu_handle *);
-    int (*dn_destroy)(cu_handle);
-    int (*dn_set_stream)(cu_handle, void *);
-    int (*potrf_size)(cu_handle, int, int, double *, int, int *);
-    int (*potrf)(cu_handle, int, int, double *, int, double *, int, int *);
-    int (*blas_create)(cu_handle *);
-    int (*blas_destroy)(cu_handle);
-    int (*blas_set_stream)(cu_handle, void *);
-    int (*trsm)(cu_handle, int, int, int, int, int, int, const double *,
-                const double *, int, double *, int);
-    int (*syrk)(cu_handle, int, int, int, int, const double *, const double *,
-                int, const double *, double *, int);
-    int (*gemm)(cu_handle, int, int, int, int, int, const double *,
-                const double *, int, const double *, int, const double *,
-                double *, int);
-    int (*set_current)(void *ctx);
-    int (*mem_alloc)(uint64_t *ptr, size_t bytes);
-    int (*mem_free)(uint64_t ptr);
-    int (*memcpy_dtoh)(void *dst, uint64_t src, size_t bytes);
-    int (*memcpy2d_async)(const cu_memcpy2d *copy, void *stream);
-    int (*memcpy_dtod)(uint64_t dst, uint64_t src, size_t bytes);
-    int (*synchronize)(void);
-} cu;
-
-static void *open_first(const char *const *names, size_t n)
-{
-    void *lib = NULL;
-
-    for (size_t i = 0; !lib && i < n; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    return lib;
-}
-
-#define SYM(lib, field, name) (*(void **)&cu.field = dlsym(cu.lib, name))
-
-static int cuda_load(char *why, size_t size)
-{
-    static const char *const solver[] = {
-        "libcusolver.so.12",
-        "libcusolver.so.11",
-        "libcusolver.so.10",
-        "libcusolver.so",
-        "/usr/local/cuda/lib64/libcusolver.so.12",
-        "/usr/local/cuda/lib64/libcusolver.so.11",
-        "/usr/local/cuda/lib64/libcusolver.so",
-    };
-    static const char *const blas[] = {
-        "libcublas.so.13",
-        "libcublas.so.12",
-        "libcublas.so.11",
-        "libcublas.so",
-        "/usr/local/cuda/lib64/libcublas.so.13",
-        "/usr/local/cuda/lib64/libcublas.so.12",
-        "/usr/local/cuda/lib64/libcublas.so",
-    };
-    static const char *const cuda[] = {"libcuda.so.1", "libcuda.so"};
-
-    cu.solver_lib = open_first(solver, sizeof solver / sizeof *solver);
-    cu.blas_lib = open_first(blas, sizeof blas / sizeof *blas);
-    cu.cuda_lib = open_first(cuda, sizeof cuda / sizeof *cuda);
-    if (!cu.solver_lib || !cu.blas_lib || !cu.cuda_lib) {
-        snprintf(why, size, "no %s",
-                 !cu.solver_lib ? "libcusolver"
-                 : !cu.blas_lib ? "libcublas"
-                                : "libcuda");
-        return -1;
-    }
-    if (!SYM(solver_lib, dn_create, "cusolverDnCreate") ||
-        !SYM(solver_lib, dn_destroy, "cusolverDnDestroy") ||
-        !SYM(solver_lib, dn_set_stream, "cusolverDnSetStream") ||
-        !SYM(solver_lib, potrf_size, "cusolverDnDpotrf_bufferSize") ||
-        !SYM(solver_lib, potrf, "cusolverDnDpotrf") ||
-        !SYM(blas_lib, blas_create, "cublasCreate_v2") ||
-        !SYM(blas_lib, blas_destroy, "cublasDestroy_v2") ||
-        !SYM(blas_lib, blas_set_stream, "cublasSetStream_v2") ||
-        !SYM(blas_lib, trsm, "cublasDtrsm_v2") ||
-        !SYM(blas_lib, syrk, "cublasDsyrk_v2") ||
-        !SYM(blas_lib, gemm, "cublasDgemm_v2") ||
-        !SYM(cuda_lib, set_current, "cuCtxSetCurrent") ||
-        !SYM(cuda_lib, mem_alloc, "cuMemAlloc_v2") ||
-        !SYM(cuda_lib, mem_free, "cuMemFree_v2") ||
-        !SYM(cuda_lib, memcpy_dtoh, "cuMemcpyDtoH_v2") ||
-        !SYM(cuda_lib, memcpy2d_async, "cuMemcpy2DAsync_v2") ||
-        !SYM(cuda_lib, memcpy_dtod, "cuMemcpyDtoD_v2") ||
-        !SYM(cuda_lib, synchronize, "cuCtxSynchronize")) {
-        snprintf(why, size, "cuSOLVER, cuBLAS or libcuda lacks an entry point");
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- the portable tile kernels ------------------------------------------- */
-
-/*
- * Row-major tiles of b x b doubles, ld doubles from one row to the next.
- * potrf_tile runs as one work-group (any size): step k takes the square
- * root of the pivot, scales column k below it, then updates the trailing
- * lower triangle row by row, a barrier between the three. The others have
- * one item per row (trsm) or per element (x: column, y: row).
- */
-static const char tile_source[] =
-    "WEFT_KERNEL void potrf_tile(WEFT_GLOBAL double *a, unsigned ld,\n"
-    "                            unsigned b)\n"
-    "{\n"
-    "    long t = weft_local_id(0), nt = weft_local_size(0);\n"
-    "    for (long k = 0; k < (long)b; k++) {\n"
-    "        if (t == 0)\n"
-    "            a[k * ld + k] = sqrt(a[k * ld + k]);\n"
-    "        weft_barrier();\n"
-    "        for (long r = k + 1 + t; r < (long)b; r += nt)\n"
-    "            a[r * ld + k] /= a[k * ld + k];\n"
-    "        weft_barrier();\n"
-    "        for (long r = k + 1 + t; r < (long)b; r += nt)\n"
-    "            for (long c = k + 1; c <= r; c++)\n"
-    "                a[r * ld + c] -= a[r * ld + k] * a[c * ld + k];\n"
-    "        weft_barrier();\n"
-    "    }\n"
-    "}\n"
-    "WEFT_KERNEL void trsm_tile(WEFT_GLOBAL const double *l,\n"
-    "                           WEFT_GLOBAL double *x, unsigned ld,\n"
-    "                           unsigned b)\n"
-    "{\n"
-    "    long r = weft_global_id(0);\n"
-    "    if (r >= (long)b)\n"
-    "        return;\n"
-    "    for (long c = 0; c < (long)b; c++) {\n"
-    "        double s = x[r * ld + c];\n"
-    "        for (long p = 0; p < c; p++)\n"
-    "            s -= l[c * ld + p] * x[r * ld + p];\n"
-    "        x[r * ld + c] = s / l[c * ld + c];\n"
-    "    }\n"
-    "}\n"
-    "WEFT_KERNEL void syrk_tile(WEFT_GLOBAL const double *x,\n"
-    "                           WEFT_GLOBAL double *c, unsigned ld,\n"
-    "                           unsigned b)\n"
-    "{\n"
-    "    long j = weft_global_id(0), i = weft_global_id(1);\n"
-    "    double s = 0;\n"
-    "    if (i >= (long)b || j > i)\n"
-    "        return;\n"
-    "    for (long p = 0; p < (long)b; p++)\n"
-    "        s += x[i * ld + p] * x[j * ld + p];\n"
-    "    c[i * ld + j] -= s;\n"
-    "}\n"
-    "WEFT_KERNEL void gemm_tile(WEFT_GLOBAL const double *x,\n"
-    "                           WEFT_GLOBAL const double *y,\n"
-    "                           WEFT_GLOBAL double *c, unsigned ld,\n"
-    "                           unsigned b)\n"
-    "{\n"
-    "    long j = weft_global_id(0), i = weft_global_id(1);\n"
-    "    double s = 0;\n"
-    "    if (i >= (long)b || j >= (long)b)\n"
-    "        return;\n"
-    "    for (long p = 0; p < (long)b; p++)\n"
-    "        s += x[i * ld + p] * y[j * ld + p];\n"
-    "    c[i * ld + j] -= s;\n"
-    "}\n"
-    "WEFT_KERNEL void copy_tile(WEFT_GLOBAL const double *src,\n"
-    "                           WEFT_GLOBAL double *dst, unsigned ld,\n"
-    "                           unsigned b)\n"
-    "{\n"
-    "    long j = weft_global_id(0), i = weft_global_id(1);\n"
-    "    if (i < (long)b && j < (long)b)\n"
-    "        dst[i * ld + j] = src[i * ld + j];\n"
-    "}\n";
+#define MAX_DEVICES CHOL_MAX_DEVICES
 
 /* ---- the factorisation --------------------------------------------------- */
-
-enum { OP_POTRF, OP_TRSM, OP_SYRK, OP_GEMM, OP_COPY, OP_COUNT };
-
-#define MAX_STREAMS 32
-
-/*
- * One GPU's library state. POTRFs follow each other (each waits for the
- * last one's trailing update), so one cuSOLVER handle, workspace and
- * devInfo serve them all. TRSM, SYRK and GEMM run on several of weft's
- * streams at once: one cuBLAS handle per stream (made at its first call,
- * bound to that stream), so that no two streams share a handle's
- * workspace.
- */
-typedef struct gpu_state {
-    void *context; /* the CUcontext weft uses for the GPU */
-    cu_handle solver;
-    uint64_t work, info; /* POTRF's workspace (lwork doubles) and devInfo */
-    int lwork;
-    unsigned nblas;
-    struct {
-        void *stream;
-        cu_handle handle;
-    } blas[MAX_STREAMS];
-    pthread_mutex_t lock; /* all of the above, from several weft threads */
-} gpu_state;
 
 typedef struct chol {
     const char *driver;
@@ -403,180 +183,14 @@ typedef struct chol {
     int wide;           /* --grid wide: P <= Q (columns alternate on two) */
     int cyclic;         /* --map cyclic: cycles not reflected (cycle_place) */
     uint64_t mem_limit; /* device_mem_limit of the runtime (0: none) */
-    const weft_device *dev[MAX_DEVICES];
     weft_runtime *rt;
     double *a, *a0; /* the working matrix and the pristine one (host) */
     weft_buffer *ab, *a0b;
     weft_matrix A, A0;
     weft_module *mod;
     weft_kernel *kernel[OP_COUNT];
-    gpu_state gpu[MAX_DEVICES];
+    chol_tiles tl; /* the devices (tl.dev), the tiles' shape, GPU state */
 } chol;
-
-static unsigned dev_index(const chol *m, const weft_device *dev)
-{
-    for (unsigned i = 0; i < m->ndev; i++)
-        if (m->dev[i] == dev)
-            return i;
-    return 0;
-}
-
-#define ADDR(ctx, i) ((double *)(uintptr_t)weft_native_address((ctx), (i)))
-
-/*
- * CUDA. The row-major lower tile L is the column-major upper tile U = L^T,
- * and a row-major tile X is the column-major X^T; so, column-major:
- *   POTRF  U^T U = A(k,k), upper
- *   TRSM   X(i,k) = U^-T X(i,k)            (left, upper, transposed)
- *   SYRK   A(i,i) -= X(i,k)^T X(i,k)       (upper, transposed)
- *   GEMM   A(i,j) -= X(j,k)^T X(i,k)
- */
-static int cu_call(const weft_native_ctx *ctx, chol *m, int op)
-{
-    gpu_state *g = &m->gpu[dev_index(m, weft_native_device(ctx))];
-    void *stream = weft_native_queue(ctx);
-    int b = (int)m->b, ld = (int)m->ld, rc;
-    const double one = 1.0, minus_one = -1.0;
-
-    if (op == OP_COPY) {
-        cu_memcpy2d c = {0};
-
-        c.src_type = c.dst_type = CU_MEMORYTYPE_DEVICE;
-        c.src_device = weft_native_address(ctx, 0);
-        c.dst_device = weft_native_address(ctx, 1);
-        c.src_pitch = c.dst_pitch = m->ld * sizeof(double);
-        c.width_bytes = m->b * sizeof(double);
-        c.height = m->b;
-        return cu.memcpy2d_async(&c, stream);
-    }
-    pthread_mutex_lock(&g->lock);
-    if (op == OP_POTRF) {
-        rc = cu.dn_set_stream(g->solver, stream);
-        if (rc == 0)
-            rc = cu.potrf(g->solver, CUBLAS_FILL_MODE_UPPER, b, ADDR(ctx, 0),
-                          ld, (double *)(uintptr_t)g->work, g->lwork,
-                          (int *)(uintptr_t)g->info);
-    } else {
-        cu_handle h = NULL;
-        unsigned x = 0;
-
-        while (x < g->nblas && g->blas[x].stream != stream)
-            x++;
-        if (x < g->nblas) {
-            h = g->blas[x].handle;
-            rc = 0;
-        } else if (x == MAX_STREAMS) {
-            rc = -1; /* more streams than weft makes */
-        } else if ((rc = cu.blas_create(&h)) == 0) {
-            if ((rc = cu.blas_set_stream(h, stream)) == 0) {
-                g->blas[g->nblas].stream = stream;
-                g->blas[g->nblas++].handle = h;
-            } else {
-                cu.blas_destroy(h);
-            }
-        }
-        if (rc == 0 && op == OP_TRSM)
-            rc = cu.trsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
-                         CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, b, b, &one,
-                         ADDR(ctx, 0), ld, ADDR(ctx, 1), ld);
-        else if (rc == 0 && op == OP_SYRK)
-            rc = cu.syrk(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, b, b,
-                         &minus_one, ADDR(ctx, 0), ld, &one, ADDR(ctx, 1), ld);
-        else if (rc == 0)
-            rc = cu.gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, b, b, b, &minus_one,
-                         ADDR(ctx, 1), ld, ADDR(ctx, 0), ld, &one, ADDR(ctx, 2),
-                         ld);
-    }
-    pthread_mutex_unlock(&g->lock);
-    return rc;
-}
-
-static int cu_potrf(const weft_native_ctx *c, void *m)
-{
-    return cu_call(c, m, OP_POTRF);
-}
-static int cu_trsm(const weft_native_ctx *c, void *m)
-{
-    return cu_call(c, m, OP_TRSM);
-}
-static int cu_syrk(const weft_native_ctx *c, void *m)
-{
-    return cu_call(c, m, OP_SYRK);
-}
-static int cu_gemm(const weft_native_ctx *c, void *m)
-{
-    return cu_call(c, m, OP_GEMM);
-}
-static int cu_copy(const weft_native_ctx *c, void *m)
-{
-    return cu_call(c, m, OP_COPY);
-}
-
-/*
- * The host driver: OpenBLAS on the tiles in place (CBLAS takes row-major;
- * LAPACKE's row-major form would transpose a copy, so POTRF is the
- * column-major upper one, as on CUDA). The work is done when they return.
- */
-#define PTR(ctx, i) ((double *)weft_native_ptr((ctx), (i)))
-#ifdef WEFT_HAVE_OPENBLAS
-static int host_potrf(const weft_native_ctx *c, void *user)
-{
-    const chol *m = user;
-
-    return (int)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'U', (int)m->b, PTR(c, 0),
-                                    (int)m->ld);
-}
-static int host_trsm(const weft_native_ctx *c, void *user)
-{
-    const chol *m = user;
-
-    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit,
-                (int)m->b, (int)m->b, 1.0, PTR(c, 0), (int)m->ld, PTR(c, 1),
-                (int)m->ld);
-    return 0;
-}
-static int host_syrk(const weft_native_ctx *c, void *user)
-{
-    const chol *m = user;
-
-    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)m->b, (int)m->b,
-                -1.0, PTR(c, 0), (int)m->ld, 1.0, PTR(c, 1), (int)m->ld);
-    return 0;
-}
-static int host_gemm(const weft_native_ctx *c, void *user)
-{
-    const chol *m = user;
-
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m->b, (int)m->b,
-                (int)m->b, -1.0, PTR(c, 0), (int)m->ld, PTR(c, 1), (int)m->ld,
-                1.0, PTR(c, 2), (int)m->ld);
-    return 0;
-}
-#endif
-static int host_copy(const weft_native_ctx *c, void *user)
-{
-    const chol *m = user;
-    const double *src = PTR(c, 0);
-    double *dst = PTR(c, 1);
-
-    for (size_t r = 0; r < m->b; r++)
-        memcpy(dst + r * m->ld, src + r * m->ld, m->b * sizeof *dst);
-    return 0;
-}
-
-static weft_native_fn *native_fn(const chol *m, int op)
-{
-    static weft_native_fn *const cuda_fns[] = {cu_potrf, cu_trsm, cu_syrk,
-                                               cu_gemm, cu_copy};
-#ifdef WEFT_HAVE_OPENBLAS
-    static weft_native_fn *const host_fns[] = {host_potrf, host_trsm, host_syrk,
-                                               host_gemm, host_copy};
-#else
-    static weft_native_fn *const host_fns[] = {NULL, NULL, NULL, NULL,
-                                               host_copy};
-#endif
-    return strcmp(m->driver, "cuda") ? host_fns[op] : cuda_fns[op];
-}
 
 /*
  * Tile row i's place in a cycle of k devices: block-cyclic (0, 1, .., k-1,
@@ -602,7 +216,7 @@ static size_t owner_index(const chol *m, size_t i, size_t j)
 
 static const weft_device *owner(const chol *m, size_t i, size_t j)
 {
-    return m->dev[owner_index(m, i, j)];
+    return m->tl.dev[owner_index(m, i, j)];
 }
 
 /*
@@ -617,9 +231,10 @@ static int add_op(chol *m, weft_graph *g, int op, int capture,
     int rc;
 
     if (m->native || (op == OP_COPY && !m->kernel[OP_COPY])) {
-        const weft_native_impl impl = {m->driver, 0, native_fn(m, op)};
+        const weft_native_impl impl = {m->driver, 0,
+                                       chol_native_fn(m->driver, op)};
 
-        rc = weft_graph_add_native(g, &impl, 1, acc, nacc, m, &node);
+        rc = weft_graph_add_native(g, &impl, 1, acc, nacc, &m->tl, &node);
         /* Only enqueues on the stream, the same at every launch. */
         if (rc == 0 && capture)
             rc = weft_graph_set_native_capture(g, node, 1);
@@ -644,7 +259,7 @@ static int add_op(chol *m, weft_graph *g, int op, int capture,
 
             /* one group, as large as every device takes (at most b) */
             for (unsigned x = 0; x < m->ndev; x++)
-                if (weft_device_get_info(m->dev[x], &info) == 0 &&
+                if (weft_device_get_info(m->tl.dev[x], &info) == 0 &&
                     info.max_group_size && info.max_group_size < gs)
                     gs = info.max_group_size;
             d = weft_dims1(gs);
@@ -731,179 +346,12 @@ static int factor_graph(chol *m, int capture, int restore, weft_graph **out,
 
 /* ---- the matrix and the check -------------------------------------------- */
 
-/* Symmetric, entries in [-1, 1) off the diagonal, n on it: diagonally
- * dominant enough to be SPD and well conditioned, and cheap to make. */
-static double a_at(size_t n, size_t r, size_t c)
-{
-    uint64_t h;
-
-    if (r == c)
-        return (double)n;
-    h = (uint64_t)(r > c ? r : c) * 0x9e3779b97f4a7c15ull ^
-        (uint64_t)(r > c ? c : r) * 0xc2b2ae3d27d4eb4full;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return (double)(h >> 11) * 0x1.0p-52 - 1.0;
-}
-
-/* Where element (r, c) of the matrix lies in A's (and A0's) doubles. */
-static size_t at(const chol *m, size_t r, size_t c)
-{
-    if (!m->tiled)
-        return r * m->n + c;
-    return ((r / m->b) * m->nt + c / m->b) * m->b * m->b + (r % m->b) * m->b +
-           c % m->b;
-}
-
-/* Elements (r, 0 .. len) of x, contiguous in out. */
-static const double *row_of(const chol *m, const double *x, size_t r,
-                            size_t len, double *out)
-{
-    if (!m->tiled)
-        return x + r * m->n;
-    for (size_t c = 0; c < len; c += m->b) {
-        size_t k = len - c < m->b ? len - c : m->b;
-
-        memcpy(out + c, x + at(m, r, c), k * sizeof *out);
-    }
-    return out;
-}
-
-static double dot(const double *x, const double *y, size_t n)
-{
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    size_t p = 0;
-
-    for (; p + 4 <= n; p += 4) {
-        s0 += x[p] * y[p];
-        s1 += x[p + 1] * y[p + 1];
-        s2 += x[p + 2] * y[p + 2];
-        s3 += x[p + 3] * y[p + 3];
-    }
-    for (; p < n; p++)
-        s0 += x[p] * y[p];
-    return (s0 + s1) + (s2 + s3);
-}
-
-/*
- * ||A - L L^T||_F / ||A||_F over rows (all rows, or rows spread evenly):
- * element (r, c), c <= r, counted twice off the diagonal (both triangles).
- */
-static double residual(const chol *m, size_t rows)
-{
-    size_t n = m->n, step = rows >= n ? 1 : n / rows;
-    double num = 0, den = 0;
-    double *ra = m->tiled ? malloc(2 * n * sizeof *ra) : NULL;
-
-    if (m->tiled && !ra)
-        return INFINITY;
-    for (size_t r = step - 1; r < n; r += step) {
-        const double *lr = row_of(m, m->a, r, r + 1, ra);
-
-        for (size_t c = 0; c <= r; c++) {
-            double a = m->a0[at(m, r, c)], w = c == r ? 1 : 2;
-            double d = a - dot(lr, row_of(m, m->a, c, c + 1, ra + n), c + 1);
-
-            num += w * d * d;
-            den += w * a * a;
-        }
-    }
-    free(ra);
-    return sqrt(num) / sqrt(den);
-}
-
 static double now(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/*
- * CUDA: handles, POTRF's workspace for b x b tiles and devInfo, per GPU,
- * made here (outside any graph); the workspace grows with b.
- */
-static int gpu_setup(chol *m)
-{
-    for (unsigned x = 0; x < m->ndev_all; x++) {
-        gpu_state *g = &m->gpu[x];
-        int lwork = 0, rc;
-
-        if (!g->context &&
-            (rc = weft_device_native(m->rt, m->dev[x], &g->context, NULL)) < 0)
-            return rc;
-        if (cu.set_current(g->context) != 0 ||
-            (!g->solver && cu.dn_create(&g->solver) != 0) ||
-            (!g->info && cu.mem_alloc(&g->info, sizeof(int)) != 0) ||
-            /* (the matrix is not read: any device address will do) */
-            cu.potrf_size(g->solver, CUBLAS_FILL_MODE_UPPER, (int)m->b,
-                          (double *)(uintptr_t)g->info, (int)m->ld,
-                          &lwork) != 0)
-            return WEFT_EDRIVER;
-        if (lwork > g->lwork || !g->work) {
-            if (g->work)
-                cu.mem_free(g->work);
-            g->work = 0;
-            g->lwork = lwork > 1 ? lwork : 1;
-            if (cu.mem_alloc(&g->work, (size_t)g->lwork * sizeof(double)) != 0)
-                return WEFT_EDRIVER;
-        }
-    }
-    return 0;
-}
-
-/* The last POTRF's devInfo of every GPU: 0 where each succeeded. */
-static int gpu_info(chol *m)
-{
-    int bad = 0;
-
-    for (unsigned x = 0; x < m->ndev_all; x++) {
-        int info = 0;
-
-        if (m->gpu[x].info && cu.set_current(m->gpu[x].context) == 0 &&
-            cu.memcpy_dtoh(&info, m->gpu[x].info, sizeof info) == 0 && info)
-            bad = info;
-    }
-    return bad;
-}
-
-/*
- * The cuBLAS handles of streams an executable graph used, once it is
- * gone: the next one makes streams of its own (so the table would fill
- * up over many graphs, and a new stream may reuse an old one's address).
- */
-static void gpu_forget_streams(chol *m)
-{
-    for (unsigned x = 0; m->cuda && m->native && x < m->ndev_all; x++) {
-        gpu_state *g = &m->gpu[x];
-
-        pthread_mutex_lock(&g->lock);
-        if (g->context && cu.set_current(g->context) == 0)
-            for (unsigned h = 0; h < g->nblas; h++)
-                cu.blas_destroy(g->blas[h].handle);
-        g->nblas = 0;
-        pthread_mutex_unlock(&g->lock);
-    }
-}
-
-static void gpu_teardown(chol *m)
-{
-    for (unsigned x = 0; x < m->ndev_all; x++) {
-        gpu_state *g = &m->gpu[x];
-
-        if (!g->context || cu.set_current(g->context) != 0)
-            continue;
-        if (g->solver)
-            cu.dn_destroy(g->solver);
-        for (unsigned h = 0; h < g->nblas; h++)
-            cu.blas_destroy(g->blas[h].handle);
-        if (g->work)
-            cu.mem_free(g->work);
-        if (g->info)
-            cu.mem_free(g->info);
-    }
 }
 
 /*
@@ -961,12 +409,14 @@ static int chol_open(chol *m, const char *driver, int kernels, char *why,
         if (!m->driver)
             m->driver = info.driver;
         if (!strcmp(info.driver, m->driver) && m->ndev_all < MAX_DEVICES) {
-            pthread_mutex_init(&m->gpu[m->ndev_all].lock, NULL);
-            m->dev[m->ndev_all++] = d;
+            pthread_mutex_init(&m->tl.gpu[m->ndev_all].lock, NULL);
+            m->tl.dev[m->ndev_all++] = d;
             if (info.arg_offset_align > m->align)
                 m->align = info.arg_offset_align;
         }
     }
+    m->tl.driver = m->driver;
+    m->tl.ndev = m->ndev_all;
     if (m->ndev_all == 0) { /* WEFT_DEVICES named other drivers */
         snprintf(why, size, "no %s device among WEFT_DEVICES=%s", driver,
                  getenv("WEFT_DEVICES") ? getenv("WEFT_DEVICES") : "");
@@ -976,7 +426,7 @@ static int chol_open(chol *m, const char *driver, int kernels, char *why,
     /* native library calls on cuda and host (with OpenBLAS), else kernels */
     if (!strcmp(m->driver, "cuda")) {
         m->native = kernels != 0;
-        if (cuda_load(why, size) < 0)
+        if (chol_cuda_load(why, size) < 0)
             return CHOL_SKIP;
         m->cuda = 1;
     } else if (!strcmp(m->driver, "host")) {
@@ -995,8 +445,8 @@ static int chol_open(chol *m, const char *driver, int kernels, char *why,
     }
     if (m->native)
         return 0;
-    if ((rc = weft_module_create_portable(m->rt, tile_source, NULL, &m->mod)) <
-        0)
+    if ((rc = weft_module_create_portable(m->rt, chol_tile_source, NULL,
+                                          &m->mod)) < 0)
         return rc;
     for (int op = 0; op < OP_COUNT; op++)
         if ((rc = weft_module_get_kernel(m->mod, names[op], &m->kernel[op])) <
@@ -1032,6 +482,11 @@ static int chol_matrix(chol *m, size_t n, size_t b)
     m->b = b;
     m->nt = n / b;
     m->ld = m->tiled ? b : n;
+    m->tl.n = n;
+    m->tl.b = b;
+    m->tl.nt = m->nt;
+    m->tl.ld = m->ld;
+    m->tl.tiled = m->tiled;
     if (!m->native && (b * sizeof(double)) % m->align) {
         fprintf(stderr,
                 "cholesky: tiles are kernel arguments at offsets that must "
@@ -1046,14 +501,15 @@ static int chol_matrix(chol *m, size_t n, size_t b)
         return WEFT_ENOMEM;
     for (size_t r = 0; r < n; r++)
         for (size_t c = 0; c < n; c++)
-            m->a[at(m, r, c)] = m->a0[at(m, r, c)] = a_at(n, r, c);
+            m->a[chol_at(&m->tl, r, c)] = m->a0[chol_at(&m->tl, r, c)] =
+                chol_a_at(n, r, c);
     if ((rc = weft_buffer_wrap(m->rt, m->a, n * n * sizeof *m->a, &m->ab)) <
             0 ||
         (rc = weft_buffer_wrap(m->rt, m->a0, n * n * sizeof *m->a0, &m->a0b)) <
             0)
         return rc;
     chol_views(m);
-    return m->cuda && m->native ? gpu_setup(m) : 0;
+    return m->cuda && m->native ? chol_gpu_setup(&m->tl, m->rt) : 0;
 }
 
 /* Bytes that crossed each link (weft_stats, summed over devices). */
@@ -1139,9 +595,9 @@ static chol_minimum chol_min(const chol *m)
         for (unsigned y = 0; y < m->ndev; y++) {
             int can = 1;
 
-            if (x != y &&
-                (weft_device_can_access_peer(m->dev[x], m->dev[y], &can) < 0 ||
-                 !can))
+            if (x != y && (weft_device_can_access_peer(
+                               m->tl.dev[x], m->tl.dev[y], &can) < 0 ||
+                           !can))
                 r.direct = 0;
         }
     for (size_t k = 0; m->ndev > 1 && k < m->nt; k++) {
@@ -1219,11 +675,12 @@ static int chol_run(chol *m, int reps, int capture, chol_result *r)
     if ((rc = weft_exec_get_stats(e, &r->st)) < 0 ||
         (rc = weft_buffer_sync_host(m->ab)) < 0)
         goto out;
-    if (m->cuda && m->native && (r->bad = gpu_info(m)) != 0)
+    if (m->cuda && m->native && (r->bad = chol_gpu_info(&m->tl)) != 0)
         fprintf(stderr, "cholesky: cusolverDnDpotrf: devInfo %d\n", r->bad);
 out:
     weft_exec_destroy(e);
-    gpu_forget_streams(m);
+    if (m->cuda && m->native)
+        chol_gpu_forget_streams(&m->tl);
     weft_graph_destroy(g);
     return rc;
 }
@@ -1283,11 +740,12 @@ static int chol_once(chol *m, int capture, chol_result *r)
     evictions_between(r, &s0, &s1);
     if ((rc = weft_exec_get_stats(e, &r->st)) < 0)
         goto out;
-    if (m->cuda && m->native && (r->bad = gpu_info(m)) != 0)
+    if (m->cuda && m->native && (r->bad = chol_gpu_info(&m->tl)) != 0)
         fprintf(stderr, "cholesky: cusolverDnDpotrf: devInfo %d\n", r->bad);
 out:
     weft_exec_destroy(e);
-    gpu_forget_streams(m);
+    if (m->cuda && m->native)
+        chol_gpu_forget_streams(&m->tl);
     weft_graph_destroy(g);
     return rc;
 }
@@ -1298,7 +756,7 @@ static void chol_close(chol *m)
     weft_buffer_destroy(m->a0b);
     weft_module_destroy(m->mod);
     if (m->cuda)
-        gpu_teardown(m);
+        chol_gpu_teardown(&m->tl);
     weft_runtime_destroy(m->rt);
     free(m->a);
     free(m->a0);
@@ -1451,7 +909,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    res = residual(&m, n <= 4096 ? n : check_rows);
+    res = chol_residual(&m.tl, m.a, m.a0, n <= 4096 ? n : check_rows);
     flops = (double)n * (double)n * (double)n / 3.0;
     for (int x = LAUNCH_FIRST; x <= LAUNCH_ONCE; x++)
         least[x] = chol_min_links(&m, x);

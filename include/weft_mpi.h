@@ -4,11 +4,13 @@
  * The sequential task flow: every rank runs the same program and builds
  * the same graph through the weft_mpi_graph_* calls below, which mirror
  * weft's own graph calls. Every buffer the graph uses is registered with
- * an owner rank. A node runs on one rank: the one the program names, else
- * the owner of the buffer of its first written access (kernel buffer
- * arguments and host task accesses in order), else, for a node that
- * writes no buffer, the owner of its first read one, else rank 0. Each
- * rank adds to its local weft graph only the nodes it runs.
+ * an owner rank (a matrix: an owner per tile, weft_mpi_buffer_register_
+ * tiles). A node runs on one rank: the one the program names, else the
+ * owner of its first written access (kernel buffer arguments and host task
+ * accesses in order; of a tiled buffer, the owner of the access's first
+ * byte), else, for a node that writes no buffer, the owner of its first
+ * read one, else rank 0. Each rank adds to its local weft graph only the
+ * nodes it runs.
  *
  * Where a node on rank r reads a range whose current bytes another rank w
  * holds (the rank of its latest writer in graph order, or its owner where
@@ -28,32 +30,43 @@
  * not wait: weft_mpi_exec_wait completes the sends); every receive is
  * started when the launch starts, and its host task waits for it
  * (MPI_Test, yielding) and copies the bytes into the range. A receive
- * runs after every earlier node of its rank (explicit edges), so that
- * while it waits it holds up nothing of its rank that a send it waits for
- * needs: the earliest node of the graph not yet done can always run, on
- * any number of host workers. (This costs the overlap of a receive's wait
- * with earlier work of its rank; the bytes themselves move as soon as they
- * are sent, into the staging of the receive posted at launch.)
+ * runs after the earlier receive and every earlier send of its rank
+ * (explicit edges), so that while it waits no send of any rank that it
+ * waits for is held up: the earliest receive of the graph not yet done
+ * always completes, on any number of host workers (exec.c gives the
+ * argument). Other work of its rank runs beside a waiting receive, and
+ * the bytes move as soon as they are sent, into the staging of the
+ * receive posted at launch.
+ *
+ * Blocks (weft_access_block, weft_arg_block, weft_matrix_tile): a
+ * transfer moves the block's bytes only, packed row after row into the
+ * staging (one contiguous message; the send task packs, the receive task
+ * unpacks). A block accessed as a whole, the same block every time (a
+ * tile), is tracked as one piece and moves as one message; a block that
+ * cuts across the pieces of earlier accesses of other shapes is tracked,
+ * and moved, row by row. A 3-D block is its slices.
  *
  * Device data crosses ranks through its host copy: weft makes a sent range
  * valid on the host before the send task runs, and a receive writes the
- * host copy, which weft then moves to the device that reads it (no
- * CUDA-aware MPI, no pinned staging in v1).
+ * host copy, which weft then moves to the device that reads it. weft
+ * copies between a device and pageable host memory through its pinned
+ * stager, and directly where the host copy is pinned (a buffer that wraps
+ * weft_host_alloc memory). No CUDA-aware MPI in this version.
  *
  * Failures: a host task added with weft_mpi_graph_add_host_status that
  * fails tells every other rank at once (a control message); a receive task
  * waiting on any rank then fails (WEFT_EIO) instead of waiting. Any other
  * failure (a kernel, a transfer, a node added to the local graph
  * directly) is told when the failing rank's launch ends, which it does:
- * the receives after a failed node follow it, so they are canceled and do
- * not wait. At the end of every launch each rank sends every other rank
- * one control message (its error, or 0), makes the sends that its failed
- * or canceled nodes did not make as empty messages (a receive that gets
- * one fails), and waits for all of them: nothing is canceled and nothing
- * is left in flight. weft_mpi_exec_wait then returns the local error on a
- * rank that failed and WEFT_EIO naming the lowest failed rank on the
- * others. An executable graph whose launch failed is not launched again
- * (WEFT_ESTATE): destroy it. weft_mpi never calls MPI_Abort: ending the
+ * a receive that needs (through other ranks) a send its rank did not make
+ * follows that send, so it is canceled and does not wait. At the end of every
+ * launch each rank sends every other rank one control message (its error, or
+ * 0), makes the sends that its failed or canceled nodes did not make as empty
+ * messages (a receive that gets one fails), and waits for all of them: nothing
+ * is canceled and nothing is left in flight. weft_mpi_exec_wait then returns
+ * the local error on a rank that failed and WEFT_EIO naming the lowest failed
+ * rank on the others. An executable graph whose launch failed is not launched
+ * again (WEFT_ESTATE): destroy it. weft_mpi never calls MPI_Abort: ending the
  * job is the program's choice.
  *
  * MPI: the program initialises MPI with MPI_THREAD_MULTIPLE (weft's
@@ -62,10 +75,10 @@
  * communicator, in the same order, with the same arguments (buffers: the
  * rank's own handle of the same registered buffer).
  *
- * Not in v1: block (2-D, 3-D) accesses, views registered beside their
- * parent, more than one live executable graph per weft_mpi graph, map,
- * copy and fill nodes, native nodes; launches of one executable graph do
- * not overlap (a launch waits for the previous one).
+ * Not in this version: views registered beside their parent, more than
+ * one live executable graph per weft_mpi graph, map, copy, fill and block
+ * transfer nodes; launches of one executable graph do not overlap (a
+ * launch waits for the previous one).
  *
  * Errors are weft's codes (weft_strerror); the detail of the last failing
  * weft_mpi call on a thread is weft_mpi_last_error().
@@ -128,6 +141,22 @@ WEFT_API int weft_mpi_buffer_owner(const weft_mpi *mpi, const weft_buffer *buf);
 WEFT_API int weft_mpi_buffer_set_owner(weft_mpi *mpi, weft_buffer *buf,
                                        int owner);
 /*
+ * Collective. Register m.buffer (as weft_mpi_buffer_register) holding the
+ * matrix m cut into tiles of tile_rows x tile_cols elements (as
+ * weft_matrix_tile), tile (i, j) owned by weft_mpi_block_cyclic(i, j, p,
+ * q), the bytes outside the matrix's tiles by rank 0
+ * (weft_mpi_buffer_owner). A node's automatic rank is then the owner of
+ * the first byte of its first written (else read) access. The tiles'
+ * owners hold their bytes between launches. WEFT_EINVAL for a NULL mpi
+ * or buffer, or a matrix or tile of no element (or ld below cols);
+ * WEFT_ERANGE for a grid of more than size ranks, or a matrix past its
+ * buffer. weft_mpi_buffer_set_owner refuses a tiled buffer
+ * (WEFT_ENOTSUP).
+ */
+WEFT_API int weft_mpi_buffer_register_tiles(weft_mpi *mpi, weft_matrix m,
+                                            size_t tile_rows, size_t tile_cols,
+                                            int p, int q);
+/*
  * The 2-D block-cyclic distribution: the owner of tile (i, j) on a p x q
  * grid of ranks, numbered row-major ((i mod p) * q + j mod q).
  */
@@ -148,8 +177,9 @@ WEFT_API int weft_mpi_graph_destroy(weft_mpi_graph *g);
  * Collective: the weft_graph_add_* calls of the same names, plus the rank
  * that runs the node (WEFT_MPI_AUTO, or a rank). node (may be NULL)
  * receives the node's index in g (the nodes the program added, in order,
- * on every rank). Every buffer must be registered (WEFT_EINVAL); block
- * arguments and accesses are WEFT_ENOTSUP. Where weft refuses the node on
+ * on every rank). Every buffer must be registered (WEFT_EINVAL); ranges
+ * and blocks are checked alike on every rank (WEFT_EINVAL, WEFT_ERANGE,
+ * as weft checks them). Where weft refuses the node on
  * the rank that runs it, after weft_mpi added its transfers, the call
  * returns weft's error there and g refuses further nodes (WEFT_ESTATE):
  * the ranks' graphs no longer agree.
@@ -167,6 +197,16 @@ WEFT_API int weft_mpi_graph_add_host_status(weft_mpi_graph *g,
                                             const weft_access_desc *acc,
                                             unsigned nacc, int rank,
                                             uint32_t *node);
+/*
+ * A native node (weft_graph_add_native) on the rank that runs it; its
+ * accesses (ranges or blocks) count as those of a host task. WEFT_EINVAL
+ * on every rank for what weft would refuse of impls: NULL, nimpls 0, a
+ * NULL function, a driver name weft does not know.
+ */
+WEFT_API int
+weft_mpi_graph_add_native(weft_mpi_graph *g, const weft_native_impl *impls,
+                          unsigned nimpls, const weft_access_desc *acc,
+                          unsigned nacc, void *user, int rank, uint32_t *node);
 /* src and dst: host memory of the rank that runs the node. */
 WEFT_API int weft_mpi_graph_add_write(weft_mpi_graph *g, weft_buffer *dst,
                                       size_t offset, const void *src,
@@ -209,6 +249,20 @@ WEFT_API int weft_mpi_exec_launch(weft_mpi_exec *e);
  * the local error, or WEFT_EIO naming the lowest rank that failed.
  */
 WEFT_API int weft_mpi_exec_wait(weft_mpi_exec *e);
+/*
+ * Write this rank's ends of e's transfers to path as JSON, for
+ * tools/weft-mpi-trace (which merges the ranks' traces, drawing each
+ * transfer as an arrow from its send to its receive):
+ *
+ *   {"rank":R,"size":N,"transfers":[{"tag":T,"dir":"send"|"recv",
+ *    "peer":P,"node":LOCAL,"bytes":B},...]}
+ *
+ * node is the transfer's host task in this rank's weft graph (the "node"
+ * of its slices in this rank's trace). WEFT_EINVAL for NULL arguments;
+ * WEFT_EIO where the file cannot be written.
+ */
+WEFT_API int weft_mpi_exec_write_transfers(const weft_mpi_exec *e,
+                                           const char *path);
 /* This rank's executable graph; owned by e. */
 WEFT_API weft_exec *weft_mpi_exec_local(weft_mpi_exec *e);
 /* Wait for e (collective where a launch is in flight), then destroy it. */

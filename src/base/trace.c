@@ -469,6 +469,7 @@ int weft__trace_view_of(weft__trace *t, weft__trace_view **out)
             r->start_ns < origin)
             origin = r->start_ns;
     }
+    v->origin_ns = origin;
     for (uint64_t i = 0; i < nslices; i++) {
         const weft__slice_rec *r = weft__log_at(&t->slices, i);
         weft__trace_slice_view *s = &v->slices[v->nslices];
@@ -579,9 +580,10 @@ static int weft__view_write(const weft__trace_view *v, FILE *f)
 {
     const char *sep = "\n";
 
-    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"weft\"},"
-          "\"traceEvents\":[",
-          f);
+    fprintf(f,
+            "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":"
+            "\"weft\",\"origin_ns\":%" PRIu64 "},\"traceEvents\":[",
+            v->origin_ns);
     /* Metadata first: pid = process + 1, tid = track + 1 (unique). */
     for (size_t p = 0; p < v->nprocesses; p++) {
         fprintf(f,

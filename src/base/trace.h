@@ -123,6 +123,10 @@ typedef struct weft__trace_view {
     weft__trace_slice_view *slices; /* by track, then start, then id */
     weft__trace_flow_view *flows;
     size_t *by_id; /* slice indices sorted by id (weft__trace_view_find) */
+    /* CLOCK_MONOTONIC (ns) of the view's time 0 (written as otherData's
+     * origin_ns, so that traces of processes of one host line up); 0 where
+     * read from a file */
+    uint64_t origin_ns;
 } weft__trace_view;
 
 int weft__trace_view_of(weft__trace *t, weft__trace_view **out);

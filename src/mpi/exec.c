@@ -10,13 +10,18 @@
  * their request, or give up once the launch is aborted; an empty message
  * is a send that its rank did not make (below): the task fails.
  *
- * No deadlock: a receive runs after every earlier node of its rank
- * (graph.c), and every transfer comes before its receive in graph order.
- * Take the earliest node of the graph not done: every node before it is
- * done, on every rank; a receive running on its rank came after it in
- * graph order only if it depends on it, which it cannot while it is not
- * done, so nothing of its rank waits; if it is a receive, its send was
- * made. So it runs, whatever the number of threads.
+ * No deadlock: a receive runs after the earlier receive and every earlier
+ * send of its rank (graph.c), and a send comes before its receive in graph
+ * order. Take R, the earliest receive of the graph not done, and its send
+ * S on rank w. The nodes S depends on come before S, so the receives among
+ * them are done, and the rest (computation, sends) wait on nothing. The
+ * only waits that could hold w's threads are receives running there; each
+ * is later than R, so it started after every earlier send of w, S among
+ * them: while S is not made, none runs. So S is made and R completes,
+ * whatever the number of threads (a receive that waits holds one: the
+ * next receive of its rank follows it). A receive that needs, through
+ * other ranks, a send that a failure canceled follows that send (it is
+ * earlier), so it is canceled too and every launch ends.
  *
  * The end (end_launch), with nothing canceled: wait for the local graph;
  * a rank that failed and has not heard of another's failure sends its
@@ -87,7 +92,12 @@ void wm_send_task(void *const *ptrs, void *user)
 {
     wm_endpoint *ep = user;
 
-    memcpy(ep->staging, ptrs[0], ep->size);
+    const char *src = ptrs[0];
+    char *dst = ep->staging;
+
+    for (size_t r = 0; r < ep->at.rows; r++)
+        memcpy(dst + r * ep->at.row_bytes, src + r * ep->at.pitch,
+               ep->at.row_bytes);
     ep->done = 1;
     MPI_Start(&ep->req);
 }
@@ -109,7 +119,10 @@ int wm_recv_task(void *const *ptrs, void *user)
             MPI_Get_count(&st, MPI_BYTE, &n);
             if ((size_t)n != ep->size || aborted(e))
                 return 1; /* the sender's node failed or was canceled */
-            memcpy(ptrs[0], ep->staging, ep->size);
+            for (size_t r = 0; r < ep->at.rows; r++)
+                memcpy((char *)ptrs[0] + r * ep->at.pitch,
+                       (char *)ep->staging + r * ep->at.row_bytes,
+                       ep->at.row_bytes);
             return 0;
         }
         if (aborted(e))
@@ -374,6 +387,37 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
     rc = weft_exec_launch(e->local);
     if (rc < 0)
         return end_launch(e, rc);
+    return 0;
+}
+
+int weft_mpi_exec_write_transfers(const weft_mpi_exec *e, const char *path)
+{
+    static const char fn[] = "weft_mpi_exec_write_transfers";
+    const weft_mpi_graph *g;
+    FILE *f;
+    int bad;
+
+    if (!e || !path)
+        return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn, !e ? "e" : "path");
+    g = e->g;
+    f = fopen(path, "w");
+    if (!f)
+        return wm_error(WEFT_EIO, "%s: cannot write %s", fn, path);
+    fprintf(f, "{\"rank\":%d,\"size\":%d,\"transfers\":[", g->mpi->rank,
+            g->mpi->size);
+    for (unsigned i = 0; i < g->neps; i++) {
+        const wm_endpoint *ep = g->eps[i];
+
+        fprintf(f,
+                "%s\n{\"tag\":%d,\"dir\":\"%s\",\"peer\":%d,\"node\":%u,"
+                "\"bytes\":%zu}",
+                i ? "," : "", ep->tag, ep->send ? "send" : "recv", ep->peer,
+                (unsigned)ep->node, ep->size);
+    }
+    fputs("\n]}\n", f);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return wm_error(WEFT_EIO, "%s: writing %s failed", fn, path);
     return 0;
 }
 

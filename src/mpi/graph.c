@@ -14,11 +14,6 @@
 
 #define WM_NO_NODE UINT32_MAX
 
-static unsigned words(const weft_mpi *mpi)
-{
-    return (unsigned)((mpi->size + 63) / 64);
-}
-
 static int grow(void **arr, unsigned *cap, unsigned need, size_t elem)
 {
     unsigned c = *cap ? *cap : 8;
@@ -70,9 +65,7 @@ int weft_mpi_graph_destroy(weft_mpi_graph *g)
         wm_track *t = &g->tracks[i];
 
         t->reg->users--;
-        for (unsigned s = 0; s < t->nsegs; s++)
-            free(t->segs[s].valid);
-        free(t->segs);
+        wm_track_free(t);
     }
     for (unsigned i = 0; i < g->neps; i++)
         free(g->eps[i]);
@@ -89,70 +82,8 @@ int weft_mpi_graph_destroy(weft_mpi_graph *g)
     return 0;
 }
 
-/* The track of reg in g, made (its owner holding every byte) if new. */
-static int track_of(weft_mpi_graph *g, wm_reg *reg, wm_track **out)
-{
-    wm_track *t;
-    uint64_t *valid;
-
-    for (unsigned i = 0; i < g->ntracks; i++)
-        if (g->tracks[i].reg == reg) {
-            *out = &g->tracks[i];
-            return 0;
-        }
-    if (grow((void **)&g->tracks, &g->tcap, g->ntracks + 1, sizeof *g->tracks))
-        return WEFT_ENOMEM;
-    valid = calloc(words(g->mpi), sizeof *valid);
-    t = &g->tracks[g->ntracks];
-    memset(t, 0, sizeof *t);
-    if (!valid || grow((void **)&t->segs, &t->cap, 1, sizeof *t->segs)) {
-        free(valid);
-        free(t->segs);
-        return WEFT_ENOMEM;
-    }
-    t->reg = reg;
-    t->owner = reg->owner;
-    valid[reg->owner / 64] |= (uint64_t)1 << (reg->owner % 64);
-    t->segs[0] = (wm_seg){0, reg->size, reg->owner, valid};
-    t->nsegs = 1;
-    g->ntracks++;
-    reg->users++;
-    *out = t;
-    return 0;
-}
-
-/* Split t's segments so that one starts at x (0 < x < size). */
-static int split_at(weft_mpi_graph *g, wm_track *t, size_t x)
-{
-    unsigned i;
-    uint64_t *valid;
-
-    for (i = 0; i < t->nsegs; i++)
-        if (t->segs[i].lo <= x && x < t->segs[i].hi)
-            break;
-    if (i == t->nsegs || t->segs[i].lo == x)
-        return 0;
-    if (grow((void **)&t->segs, &t->cap, t->nsegs + 1, sizeof *t->segs))
-        return WEFT_ENOMEM;
-    valid = malloc(words(g->mpi) * sizeof *valid);
-    if (!valid)
-        return WEFT_ENOMEM;
-    memcpy(valid, t->segs[i].valid, words(g->mpi) * sizeof *valid);
-    memmove(&t->segs[i + 2], &t->segs[i + 1],
-            (t->nsegs - i - 1) * sizeof *t->segs);
-    t->segs[i + 1] = (wm_seg){x, t->segs[i].hi, t->segs[i].holder, valid};
-    t->segs[i].hi = x;
-    t->nsegs++;
-    return 0;
-}
-
-static int has(const uint64_t *v, int r)
-{
-    return (int)((v[r / 64] >> (r % 64)) & 1);
-}
-
-/* Local node n was added: the next receive runs after it. */
-static int note_local(weft_mpi_graph *g, weft_node n)
+/* Send n was added: the next receive runs after it. */
+static int note_send(weft_mpi_graph *g, weft_node n)
 {
     if (grow((void **)&g->since, &g->scap, g->nsince + 1, sizeof *g->since))
         return WEFT_ENOMEM;
@@ -160,12 +91,8 @@ static int note_local(weft_mpi_graph *g, weft_node n)
     return 0;
 }
 
-/*
- * Add one end of transfer tag (from -> to, [lo, hi) of reg) to the local
- * graph where this rank is an end.
- */
-static int add_transfer(weft_mpi_graph *g, wm_reg *reg, size_t lo, size_t hi,
-                        int from, int to)
+int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
+                    int to)
 {
     weft_mpi *mpi = g->mpi;
     int tag = 1 + (int)g->ntransfers++;
@@ -185,13 +112,18 @@ static int add_transfer(weft_mpi_graph *g, wm_reg *reg, size_t lo, size_t hi,
     ep->send = mpi->rank == from;
     ep->peer = ep->send ? to : from;
     ep->tag = tag;
-    ep->size = hi - lo;
+    ep->at = at;
+    ep->size = at.rows * at.row_bytes;
     ep->req = MPI_REQUEST_NULL;
+    acc = at.rows > 1 ? weft_access_block(reg->buf,
+                                          weft_block2(at.origin, at.row_bytes,
+                                                      at.rows, at.pitch),
+                                          ep->send ? WEFT_READ : WEFT_WRITE)
+                      : weft_access_range(reg->buf, at.origin, at.row_bytes,
+                                          ep->send ? WEFT_READ : WEFT_WRITE);
     if (ep->send) {
-        acc = weft_access_range(reg->buf, lo, hi - lo, WEFT_READ);
         rc = weft_graph_add_host(g->local, wm_send_task, ep, &acc, 1, &n);
     } else {
-        acc = weft_access_range(reg->buf, lo, hi - lo, WEFT_WRITE);
         rc =
             weft_graph_add_host_status(g->local, wm_recv_task, ep, &acc, 1, &n);
         if (rc == 0 && g->have_recv)
@@ -205,110 +137,68 @@ static int add_transfer(weft_mpi_graph *g, wm_reg *reg, size_t lo, size_t hi,
         }
     }
     if (rc == 0 && ep->send)
-        rc = note_local(g, n);
+        rc = note_send(g, n);
     if (rc < 0) {
         free(ep);
         return rc;
     }
+    ep->node = n;
     g->eps[g->neps++] = ep;
     return 0;
 }
 
 /*
- * Make [lo, hi) of reg valid on rank r: a transfer for every run of
- * segments that r does not hold, from the rank holding it.
+ * A node's buffer access, resolved: a registered buffer and a region, or
+ * slices regions slice_pitch apart (3-D blocks).
  */
-static int need(weft_mpi_graph *g, wm_reg *reg, size_t lo, size_t hi, int r)
-{
-    wm_track *t;
-    int rc;
-
-    if (lo == hi)
-        return 0;
-    if ((rc = track_of(g, reg, &t)) < 0 || (rc = split_at(g, t, lo)) < 0 ||
-        (hi < reg->size && (rc = split_at(g, t, hi)) < 0))
-        return rc;
-    for (unsigned i = 0; i < t->nsegs; i++) {
-        wm_seg *s = &t->segs[i];
-        size_t end;
-
-        if (s->hi <= lo || s->lo >= hi || has(s->valid, r))
-            continue;
-        /* one transfer for the following segments of the same holder */
-        end = s->hi;
-        while (i + 1 < t->nsegs && t->segs[i + 1].lo < hi &&
-               !has(t->segs[i + 1].valid, r) &&
-               t->segs[i + 1].holder == s->holder) {
-            t->segs[i + 1].valid[r / 64] |= (uint64_t)1 << (r % 64);
-            end = t->segs[++i].hi;
-        }
-        if ((rc = add_transfer(g, reg, s->lo, end, s->holder, r)) < 0)
-            return rc;
-        s->valid[r / 64] |= (uint64_t)1 << (r % 64);
-    }
-    return 0;
-}
-
-/* [lo, hi) of reg is written on rank r: r holds it alone. */
-static int wrote(weft_mpi_graph *g, wm_reg *reg, size_t lo, size_t hi, int r)
-{
-    wm_track *t;
-    int rc;
-
-    if (lo == hi)
-        return 0;
-    if ((rc = track_of(g, reg, &t)) < 0 || (rc = split_at(g, t, lo)) < 0 ||
-        (hi < reg->size && (rc = split_at(g, t, hi)) < 0))
-        return rc;
-    for (unsigned i = 0; i < t->nsegs; i++) {
-        wm_seg *s = &t->segs[i];
-
-        if (s->hi <= lo || s->lo >= hi)
-            continue;
-        s->holder = r;
-        memset(s->valid, 0, words(g->mpi) * sizeof *s->valid);
-        s->valid[r / 64] |= (uint64_t)1 << (r % 64);
-    }
-    return 0;
-}
-
-/* A node's buffer access, resolved: a registered buffer and [lo, hi). */
 typedef struct wm_use {
     wm_reg *reg;
-    size_t lo, hi;
+    wm_region at;
+    size_t slices, slice_pitch;
     weft_access mode;
 } wm_use;
 
 /*
- * Check one access and resolve it into *u. WEFT_WHOLE sizes run to the
- * end; weft checks the rest of the range when it adds the node.
+ * Check one access (a range, or a block where a->rows is above 0) and
+ * resolve it into *u, as weft would check it: every rank must refuse
+ * alike. WEFT_WHOLE sizes of ranges run to the end.
  */
 static int resolve(weft_mpi_graph *g, const char *fn, unsigned i,
-                   weft_buffer *buf, size_t offset, size_t size,
-                   weft_access mode, size_t rows, wm_use *u)
+                   const weft_access_desc *a, wm_use *u)
 {
-    wm_reg *reg = buf ? wm_find(g->mpi, buf) : NULL;
+    wm_reg *reg = a->buffer ? wm_find(g->mpi, a->buffer) : NULL;
+    size_t size = a->size, offset = a->offset, last;
+    size_t rows = a->rows ? a->rows : 1, slices = a->rows ? a->slices : 1;
+    size_t pitch = rows > 1 ? a->row_pitch : size;
+    size_t spitch = slices > 1 ? a->slice_pitch : 0;
 
     if (!reg)
         return wm_error(WEFT_EINVAL, "%s: access %u: %s", fn, i,
-                        buf ? "the buffer is not registered with weft_mpi"
-                            : "the buffer is NULL");
-    if (rows > 0)
-        return wm_error(WEFT_ENOTSUP,
-                        "%s: access %u: blocks are not supported by "
-                        "weft_mpi yet",
-                        fn, i);
-    if (mode != WEFT_READ && mode != WEFT_WRITE && mode != WEFT_READ_WRITE)
+                        a->buffer ? "the buffer is not registered with weft_mpi"
+                                  : "the buffer is NULL");
+    if (a->mode != WEFT_READ && a->mode != WEFT_WRITE &&
+        a->mode != WEFT_READ_WRITE)
         return wm_error(WEFT_EINVAL, "%s: access %u: unknown access mode %d",
-                        fn, i, (int)mode);
-    if (size == WEFT_WHOLE)
-        size = offset <= reg->size ? reg->size - offset : 0;
-    if (offset > reg->size || size > reg->size - offset)
+                        fn, i, (int)a->mode);
+    if (a->rows == 0 && size == WEFT_WHOLE)
+        size = pitch = offset <= reg->size ? reg->size - offset : 0;
+    if (a->rows > 0 &&
+        (size == 0 || slices == 0 || (rows > 1 && pitch < size) ||
+         (slices > 1 && (spitch % pitch || spitch < rows * pitch))))
+        return wm_error(WEFT_EINVAL,
+                        "%s: access %u: not a block (row_bytes %zu, rows %zu, "
+                        "slices %zu, row_pitch %zu, slice_pitch %zu)",
+                        fn, i, size, rows, slices, a->row_pitch,
+                        a->slice_pitch);
+    last = size ? (slices - 1) * spitch + (rows - 1) * pitch + size : 0;
+    if (offset > reg->size || last > reg->size - offset ||
+        (size && size > reg->size) || (rows > 1 && pitch > reg->size) ||
+        (slices > 1 && spitch > reg->size))
         return wm_error(WEFT_ERANGE,
-                        "%s: access %u: [%zu, + %zu) is outside the buffer "
-                        "of %zu bytes",
-                        fn, i, offset, size, reg->size);
-    *u = (wm_use){reg, offset, offset + size, mode};
+                        "%s: access %u: %zu bytes from offset %zu: outside "
+                        "the buffer of %zu bytes",
+                        fn, i, last, offset, reg->size);
+    *u = (wm_use){reg, {offset, size, rows, pitch}, slices, spitch, a->mode};
     return 0;
 }
 
@@ -320,9 +210,9 @@ static int choose_rank(const weft_mpi_graph *g, const wm_use *u, unsigned n,
         return rank;
     for (unsigned i = 0; i < n; i++)
         if (u[i].mode & WEFT_WRITE)
-            return u[i].reg->owner;
+            return wm_owner_at(u[i].reg, u[i].at.origin);
     for (unsigned i = 0; i < n; i++)
-        return u[i].reg->owner;
+        return wm_owner_at(u[i].reg, u[i].at.origin);
     (void)g;
     return 0;
 }
@@ -333,7 +223,8 @@ typedef enum wm_kind {
     WM_HOST,
     WM_HOST_STATUS,
     WM_WRITE,
-    WM_READ
+    WM_READ,
+    WM_NATIVE
 } wm_kind;
 
 typedef struct wm_node_desc {
@@ -350,6 +241,8 @@ typedef struct wm_node_desc {
     weft_buffer *buf;
     size_t offset, size;
     void *host;
+    const weft_native_impl *impls;
+    unsigned nimpls;
 } wm_node_desc;
 
 static int status_trampoline(void *const *ptrs, void *user)
@@ -394,8 +287,36 @@ static int add_local(weft_mpi_graph *g, const wm_node_desc *d, weft_node *n)
     case WM_READ:
         return weft_graph_add_read(g->local, d->buf, d->offset, d->host,
                                    d->size, n);
+    case WM_NATIVE:
+        return weft_graph_add_native(g->local, d->impls, d->nimpls, d->acc,
+                                     d->nacc, d->user, n);
     }
     return WEFT_EINTERNAL;
+}
+
+/* The reads (mode WEFT_READ) or writes of a node on rank r, slice by slice. */
+static int track(weft_mpi_graph *g, const wm_use *u, unsigned nu, int r,
+                 weft_access mode)
+{
+    for (unsigned i = 0; i < nu; i++) {
+        wm_track *t;
+        int rc;
+
+        if (!(u[i].mode & mode) || u[i].at.row_bytes == 0)
+            continue;
+        if ((rc = wm_track_of(g, u[i].reg, &t)) < 0)
+            return rc;
+        for (size_t s = 0; s < u[i].slices; s++) {
+            wm_region at = u[i].at;
+
+            at.origin += s * u[i].slice_pitch;
+            rc = mode == WEFT_READ ? wm_track_read(g, t, at, r)
+                                   : wm_track_write(g, t, at, r);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return 0;
 }
 
 static int add_node(weft_mpi_graph *g, const char *fn, const wm_node_desc *d,
@@ -425,17 +346,12 @@ static int add_node(weft_mpi_graph *g, const char *fn, const wm_node_desc *d,
         g->node_local = p;
     }
     r = choose_rank(g, u, nu, rank);
-    for (unsigned i = 0; i < nu; i++)
-        if ((u[i].mode & WEFT_READ) &&
-            (rc = need(g, u[i].reg, u[i].lo, u[i].hi, r)) < 0)
-            goto broken;
-    if (mpi->rank == r &&
-        ((rc = add_local(g, d, &local)) < 0 || (rc = note_local(g, local)) < 0))
+    if ((rc = track(g, u, nu, r, WEFT_READ)) < 0)
         goto broken;
-    for (unsigned i = 0; i < nu; i++)
-        if ((u[i].mode & WEFT_WRITE) &&
-            (rc = wrote(g, u[i].reg, u[i].lo, u[i].hi, r)) < 0)
-            goto broken;
+    if (mpi->rank == r && (rc = add_local(g, d, &local)) < 0)
+        goto broken;
+    if ((rc = track(g, u, nu, r, WEFT_WRITE)) < 0)
+        goto broken;
     g->node_rank[g->nnodes] = r;
     g->node_local[g->nnodes] = local;
     if (node)
@@ -473,8 +389,11 @@ int weft_mpi_graph_add_kernel(weft_mpi_graph *g, weft_kernel *k, weft_dims dims,
 
         if (a->type != WEFT_PARAM_BUFFER)
             continue;
-        rc = resolve(g, fn, i, a->buffer, a->offset, a->size, a->access,
-                     a->rows, &u[nu]);
+        weft_access_desc acc = {a->buffer,    a->offset,     a->size,
+                                a->access,    a->rows,       a->slices,
+                                a->row_pitch, a->slice_pitch};
+
+        rc = resolve(g, fn, i, &acc, &u[nu]);
         if (rc < 0) {
             free(u);
             return rc;
@@ -492,19 +411,19 @@ static int add_host(weft_mpi_graph *g, const char *fn, wm_node_desc *d,
     wm_use *u;
     int rc;
 
-    if (!g || !(d->fn || d->sfn) || (d->nacc && !d->acc))
+    if (!g || !(d->fn || d->sfn || d->impls) || (d->nacc && !d->acc))
         return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn,
-                        !g                  ? "g"
-                        : (d->fn || d->sfn) ? "acc"
-                                            : "fn");
+                        !g                              ? "g"
+                        : (d->fn || d->sfn || d->impls) ? "acc"
+                        : d->kind == WM_NATIVE          ? "impls"
+                                                        : "fn");
     u = calloc(d->nacc ? d->nacc : 1, sizeof *u);
     if (!u)
         return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
     for (unsigned i = 0; i < d->nacc; i++) {
         const weft_access_desc *a = &d->acc[i];
 
-        rc = resolve(g, fn, i, a->buffer, a->offset, a->size, a->mode, a->rows,
-                     &u[i]);
+        rc = resolve(g, fn, i, a, &u[i]);
         if (rc < 0) {
             free(u);
             return rc;
@@ -538,12 +457,46 @@ int weft_mpi_graph_add_host_status(weft_mpi_graph *g, weft_host_status_fn *fn,
     return add_host(g, "weft_mpi_graph_add_host_status", &d, rank, node);
 }
 
+int weft_mpi_graph_add_native(weft_mpi_graph *g, const weft_native_impl *impls,
+                              unsigned nimpls, const weft_access_desc *acc,
+                              unsigned nacc, void *user, int rank,
+                              uint32_t *node)
+{
+    static const char fn[] = "weft_mpi_graph_add_native";
+    static const char *const drivers[] = {"cuda", "opencl", "host", "sim"};
+    wm_node_desc d = {.kind = WM_NATIVE,
+                      .impls = impls,
+                      .nimpls = nimpls,
+                      .user = user,
+                      .acc = acc,
+                      .nacc = nacc};
+
+    /* what weft would refuse on the node's rank, refused on every rank */
+    if (impls && nimpls == 0)
+        return wm_error(WEFT_EINVAL, "%s: nimpls is 0", fn);
+    for (unsigned i = 0; impls && i < nimpls; i++) {
+        unsigned k = 0;
+
+        while (k < 4 &&
+               !(impls[i].driver && !strcmp(impls[i].driver, drivers[k])))
+            k++;
+        if (!impls[i].fn || k == 4)
+            return wm_error(WEFT_EINVAL, "%s: impls[%u]: %s", fn, i,
+                            !impls[i].fn ? "fn is NULL"
+                                         : "not a driver (cuda, opencl, host, "
+                                           "sim)");
+    }
+    return add_host(g, fn, &d, rank, node);
+}
+
 static int add_transfer_node(weft_mpi_graph *g, const char *fn, wm_kind kind,
                              weft_buffer *buf, size_t offset, void *host,
                              size_t size, int rank, uint32_t *node)
 {
     wm_node_desc d = {
         .kind = kind, .buf = buf, .offset = offset, .host = host, .size = size};
+    weft_access_desc acc = weft_access_range(
+        buf, offset, size, kind == WM_WRITE ? WEFT_WRITE : WEFT_READ);
     wm_use u;
     int rc;
 
@@ -552,8 +505,7 @@ static int add_transfer_node(weft_mpi_graph *g, const char *fn, wm_kind kind,
                         !g     ? "g"
                         : !buf ? "the buffer"
                                : "the host memory");
-    rc = resolve(g, fn, 0, buf, offset, size,
-                 kind == WM_WRITE ? WEFT_WRITE : WEFT_READ, 0, &u);
+    rc = resolve(g, fn, 0, &acc, &u);
     if (rc < 0)
         return rc;
     return add_node(g, fn, &d, &u, 1, rank, node);
@@ -612,13 +564,10 @@ int wm_graph_close(weft_mpi_graph *g)
 {
     int rc;
 
-    for (unsigned i = 0; i < g->ntracks; i++) {
-        wm_track *t = &g->tracks[i];
-
-        if ((rc = need(g, t->reg, 0, t->reg->size, t->owner)) < 0) {
+    for (unsigned i = 0; i < g->ntracks; i++)
+        if ((rc = wm_track_close(g, &g->tracks[i])) < 0) {
             g->broken = 1;
             return rc;
         }
-    }
     return 0;
 }

@@ -12,12 +12,21 @@
 
 #include <weft_mpi.h>
 
-/* A registered buffer. Heap-allocated, so that graphs keep its address. */
+/*
+ * A registered buffer. Heap-allocated, so that graphs keep its address.
+ * A tiled one (weft_mpi_buffer_register_tiles) holds the matrix m cut
+ * into tiles of tr x tc elements, tile (i, j) owned by
+ * weft_mpi_block_cyclic(i, j, p, q); owner owns the bytes outside tiles.
+ */
 typedef struct wm_reg {
     weft_buffer *buf;
     size_t size;
     int owner;
     unsigned users; /* live graphs and execs that name it */
+    int tiled;
+    weft_matrix m;
+    size_t tr, tc;
+    int p, q;
 } wm_reg;
 
 struct weft_mpi {
@@ -30,22 +39,37 @@ struct weft_mpi {
 };
 
 /*
- * Bytes [lo, hi) of a buffer in the graph being built: the rank holding
- * its current bytes and the ranks holding a valid copy (a bitmap of
- * wm_track.words words).
+ * A 2-D region of a buffer: rows runs of row_bytes bytes, pitch apart,
+ * the first at origin (rows 1: the range [origin, + row_bytes); pitch is
+ * then row_bytes).
  */
-typedef struct wm_seg {
-    size_t lo, hi;
-    int holder;
-    uint64_t *valid;
-} wm_seg;
+typedef struct wm_region {
+    size_t origin, row_bytes, rows, pitch;
+} wm_region;
 
-/* What the graph knows of one buffer: segments sorted, covering it. */
+/*
+ * Bytes of a buffer in the graph being built: the rank holding their
+ * current bytes, the ranks holding a valid copy (a bitmap of words(mpi)
+ * words), and home, the rank that owns them (where they go back at the
+ * end of the graph).
+ */
+typedef struct wm_piece {
+    wm_region at;
+    int holder, home;
+    uint64_t *valid;
+} wm_piece;
+
+/*
+ * What the graph knows of one buffer: disjoint pieces sorted by origin.
+ * Bytes in no piece are held by owner alone (owner's home). A tiled
+ * buffer starts with one piece per tile (its home the tile's owner).
+ */
 typedef struct wm_track {
     wm_reg *reg;
     int owner; /* the owner when the graph first named it */
-    wm_seg *segs;
-    unsigned nsegs, cap;
+    wm_piece *p;
+    unsigned n, cap;
+    size_t maxspan; /* at least every piece's end - origin */
 } wm_track;
 
 /*
@@ -57,7 +81,9 @@ typedef struct wm_endpoint {
     weft_mpi_graph *g;
     int send; /* 1: a send to peer, 0: a receive from peer */
     int peer, tag;
-    size_t size;
+    weft_node node; /* its host task in the local graph */
+    wm_region at;   /* the bytes moved, packed row after row */
+    size_t size;    /* at.rows * at.row_bytes */
     void *staging;
     MPI_Request req;
     MPI_Request fill; /* an empty message in place of a send not made */
@@ -86,10 +112,10 @@ struct weft_mpi_graph {
     wm_wrap **wraps;
     unsigned nwraps, wcap;
     /*
-     * A receive runs after every earlier node of this rank (edges from the
-     * last receive and from the nodes added since, in since), so that a
-     * receive task waiting holds up nothing that a send it waits for
-     * needs (see exec.c).
+     * A receive runs after the earlier receive and every earlier send of
+     * this rank (edges from the last receive and from the sends added
+     * since, in since), so that a receive task waiting holds up no send
+     * that the receives it waits for need (see exec.c).
      */
     int have_recv;
     weft_node last_recv;
@@ -128,9 +154,26 @@ int wm_error(int err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Record weft's own detail of err, prefixed by the function's name. */
 int wm_weft_error(int err, const char *fn);
-/* Close g: the bytes of every track go back to its owner. */
+/* Close g: the bytes of every track go back to their owners. */
 int wm_graph_close(weft_mpi_graph *g);
 wm_reg *wm_find(const weft_mpi *mpi, const weft_buffer *buf);
+/* The rank owning the byte at offset of reg. */
+int wm_owner_at(const wm_reg *reg, size_t offset);
+
+/* track.c: where bytes are, per buffer of a graph (every rank alike). */
+/* The track of reg in g, made if new. */
+int wm_track_of(weft_mpi_graph *g, wm_reg *reg, wm_track **out);
+/* Rank r reads at: a transfer for each piece of it that r lacks. */
+int wm_track_read(weft_mpi_graph *g, wm_track *t, wm_region at, int r);
+/* Rank r writes at: r holds it alone. */
+int wm_track_write(weft_mpi_graph *g, wm_track *t, wm_region at, int r);
+/* Every piece goes back to its home rank. */
+int wm_track_close(weft_mpi_graph *g, wm_track *t);
+void wm_track_free(wm_track *t);
+/* graph.c: one end of the transfer of at (from -> to), where this rank is one.
+ */
+int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
+                    int to);
 /* Send this rank's control messages (once per launch): code, an error. */
 void wm_abort(weft_mpi_exec *e, int code);
 int wm_recv_task(void *const *ptrs, void *user);

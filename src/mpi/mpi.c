@@ -172,6 +172,62 @@ int weft_mpi_buffer_owner(const weft_mpi *mpi, const weft_buffer *buf)
     return r->owner;
 }
 
+int weft_mpi_buffer_register_tiles(weft_mpi *mpi, weft_matrix m,
+                                   size_t tile_rows, size_t tile_cols, int p,
+                                   int q)
+{
+    static const char fn[] = "weft_mpi_buffer_register_tiles";
+    size_t size;
+    wm_reg *r;
+    int rc;
+
+    if (!mpi || !m.buffer)
+        return wm_error(WEFT_EINVAL, "%s: %s is NULL", fn,
+                        !mpi ? "mpi" : "m.buffer");
+    if (!m.elem_size || !m.rows || !m.cols || m.ld < m.cols || !tile_rows ||
+        !tile_cols)
+        return wm_error(WEFT_EINVAL,
+                        "%s: not a tiled matrix (elem_size %zu, %zu x %zu, ld "
+                        "%zu, tiles %zu x %zu)",
+                        fn, m.elem_size, m.rows, m.cols, m.ld, tile_rows,
+                        tile_cols);
+    if (p < 1 || q < 1 || (long)p * q > mpi->size)
+        return wm_error(WEFT_ERANGE,
+                        "%s: a %d x %d grid of ranks does not fit %d rank(s)",
+                        fn, p, q, mpi->size);
+    size = weft_buffer_size(m.buffer);
+    if (m.offset > size ||
+        ((m.rows - 1) * m.ld + m.cols) * m.elem_size > size - m.offset)
+        return wm_error(WEFT_ERANGE,
+                        "%s: the matrix runs past the buffer's %zu bytes", fn,
+                        size);
+    if ((rc = weft_mpi_buffer_register(mpi, m.buffer, 0)) < 0)
+        return wm_error(rc, "%s: %s", fn, weft_mpi_last_error());
+    r = wm_find(mpi, m.buffer);
+    r->tiled = 1;
+    r->m = m;
+    r->tr = tile_rows;
+    r->tc = tile_cols;
+    r->p = p;
+    r->q = q;
+    return 0;
+}
+
+int wm_owner_at(const wm_reg *reg, size_t offset)
+{
+    const weft_matrix *m = &reg->m;
+    size_t row, col, pitch;
+
+    if (!reg->tiled || offset < m->offset)
+        return reg->owner;
+    pitch = m->ld * m->elem_size;
+    row = (offset - m->offset) / pitch;
+    col = (offset - m->offset) % pitch / m->elem_size;
+    if (row >= m->rows || col >= m->cols)
+        return reg->owner;
+    return weft_mpi_block_cyclic(row / reg->tr, col / reg->tc, reg->p, reg->q);
+}
+
 /* Move size bytes at p between ranks, in pieces MPI's int counts hold. */
 static int move_bytes(weft_mpi *mpi, void *p, size_t size, int from, int to)
 {
@@ -208,6 +264,10 @@ int weft_mpi_buffer_set_owner(weft_mpi *mpi, weft_buffer *buf, int owner)
                         "weft_mpi_buffer_set_owner: owner %d is not a rank "
                         "(0 to %d)",
                         owner, mpi->size - 1);
+    if (r->tiled)
+        return wm_error(WEFT_ENOTSUP,
+                        "weft_mpi_buffer_set_owner: buf is tiled: its tiles "
+                        "have their own owners");
     if (r->users)
         return wm_error(WEFT_EBUSY,
                         "weft_mpi_buffer_set_owner: %u weft_mpi graph(s) or "

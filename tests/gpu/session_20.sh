@@ -8,7 +8,7 @@
 # core, one GPU: OCN, OCT);
 # metg (bench/metg on every core: MPAT, MVAR); chol2 (1 and 2 GPUs, n 32768:
 # FSIZES, FTILES); trace (a traced 2-GPU factorisation); python
-# (tests/gpu/python.sh); mpi (bench/mpi_cholesky.sh).
+# (tests/gpu/python.sh); mpi (tests/gpu/mpi_20.sh's stages: MSTAGES).
 set -u
 out=$1 stages=${2:-"build ooc"}
 mkdir -p "$out"
@@ -72,5 +72,6 @@ if has python; then
     [ -x tests/gpu/python.sh ] && timeout 300 tests/gpu/python.sh $b "$out/python" 2>&1 | tail -60
 fi
 if has mpi; then
-    [ -x bench/mpi_cholesky.sh ] && timeout 400 bench/mpi_cholesky.sh $b 2>&1 | tail -40
+    # issue 20's runs: tests/gpu/mpi_20.sh's stages (MSTAGES)
+    tests/gpu/mpi_20.sh "$out/mpi" "${MSTAGES:-test chol metg trace}"
 fi

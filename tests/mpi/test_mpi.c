@@ -6,6 +6,10 @@
  *       buffers with random owners, launched twice; each rank checks the
  *       buffers it owns and the reads it ran against the same nodes run
  *       one by one on plain arrays (every rank computes the reference)
+ *   test_mpi blocks [--seeds N] [--seed S] [--nodes N]
+ *       random graphs of host tasks, native nodes and block kernels on
+ *       tiles, blocks and ranges of a tiled matrix and a plain one,
+ *       against the same nodes run one by one (see "blocks" below)
  *   test_mpi owners    owners change between two graphs (set_owner)
  *   test_mpi fail      a status task fails on the last rank in the second
  *                      launch, then a node added to its local graph
@@ -278,6 +282,367 @@ static unsigned random_graph(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix,
     return transfers;
 }
 
+/* ---- blocks ----------------------------------------------------------------
+ *
+ * Random graphs over a tiled matrix (MR x MC elements of 4 bytes, ld MLD,
+ * tiles of MT x MT dealt block-cyclically) and a plain buffer seen as a
+ * matrix of the same shape: host tasks, native nodes and block kernels on
+ * tiles, on blocks of any shape and place (which cut across the tiles)
+ * and on ranges; each rank checks the tiles and buffer it owns against
+ * the nodes run one by one on arrays.
+ */
+
+enum { MR = 12, MC = 12, MLD = 13, MT = 4, BMAX = 3, BNODES = 40 };
+
+static const char bmix_source[] =
+    "WEFT_KERNEL void bmix(WEFT_GLOBAL unsigned *y,\n"
+    "                      WEFT_GLOBAL const unsigned *x, unsigned a,\n"
+    "                      unsigned rows, unsigned cols, unsigned ld)\n"
+    "{\n"
+    "    long c = weft_global_id(0), r = weft_global_id(1);\n"
+    "    if (c < (long)cols && r < (long)rows)\n"
+    "        y[r * ld + c] = y[r * ld + c] * 3u + x[r * ld + c] + a;\n"
+    "}\n";
+
+typedef struct bacc {
+    unsigned buf, r0, c0, rows, cols; /* elements of the matrix */
+    int range;                        /* rows of whole lines, as a range */
+    weft_access mode;
+} bacc;
+
+typedef struct bnode {
+    int kind; /* 0 host task, 1 native node, 2 kernel */
+    unsigned id, nacc;
+    int rank;
+    uint32_t a;
+    bacc acc[BMAX];
+} bnode;
+
+/* A host task or native node's step, on pointers to each block's start. */
+static void bstep(const bnode *n, uint32_t *const *p)
+{
+    uint32_t h = n->id * 7u + 1u;
+
+    for (unsigned i = 0; i < n->nacc; i++)
+        if (n->acc[i].mode & WEFT_READ)
+            for (unsigned r = 0; r < n->acc[i].rows; r++)
+                for (unsigned c = 0; c < n->acc[i].cols; c++)
+                    h = h * 31u + p[i][r * MLD + c];
+    for (unsigned i = 0; i < n->nacc; i++)
+        if (n->acc[i].mode & WEFT_WRITE)
+            for (unsigned r = 0; r < n->acc[i].rows; r++)
+                for (unsigned c = 0; c < n->acc[i].cols; c++) {
+                    uint32_t *x = &p[i][r * MLD + c];
+
+                    *x = (n->acc[i].mode & WEFT_READ)
+                             ? *x + h + r * MC + c
+                             : h ^ ((r * MC + c) * 2654435761u);
+                }
+}
+
+static void bhost(void *const *ptrs, void *user)
+{
+    bstep(user, (uint32_t *const *)ptrs);
+}
+
+static int bnative(const weft_native_ctx *ctx, void *user)
+{
+    const bnode *n = user;
+    uint32_t *p[BMAX];
+
+    for (unsigned i = 0; i < n->nacc; i++)
+        if (!(p[i] = weft_native_ptr(ctx, i)))
+            return 1;
+    bstep(n, p);
+    return 0;
+}
+
+/*
+ * native: whether native nodes are made (they compute on the host driver;
+ * the sim's would have to enqueue their work on its queue).
+ */
+static void bgen(bnode *nodes, unsigned count, int native)
+{
+    for (unsigned id = 0; id < count; id++) {
+        bnode *n = &nodes[id];
+        uint32_t k = rnd(10);
+
+        memset(n, 0, sizeof *n);
+        n->id = id;
+        n->rank = rnd(6) == 0 ? (int)rnd((uint32_t)nranks) : WEFT_MPI_AUTO;
+        n->kind = k < 5 ? 0 : k < 7 ? (native ? 1 : 0) : 2;
+        n->nacc = n->kind == 2 ? 2 : 1 + rnd(BMAX);
+        n->a = rnd(1000);
+        for (unsigned i = 0; i < n->nacc; i++) {
+            bacc *a = &n->acc[i];
+            uint32_t shape = rnd(8);
+
+            /* distinct matrices in one node: 0 the tiled one, 1 the plain */
+            a->buf = n->nacc == 2 ? i : rnd(2);
+            if (n->nacc == 3)
+                a->buf = i == 0 ? 0 : 1;
+            if (shape < 5 || n->kind == 2) { /* a tile */
+                a->r0 = rnd(MR / MT) * MT;
+                a->c0 = rnd(MC / MT) * MT;
+                a->rows = a->cols = MT;
+            } else if (shape < 7) { /* a block anywhere */
+                a->r0 = rnd(MR);
+                a->c0 = rnd(MC);
+                a->rows = 1 + rnd(MR - a->r0);
+                a->cols = 1 + rnd(MC - a->c0);
+            } else { /* whole lines with their padding, as a range */
+                a->r0 = rnd(MR);
+                a->c0 = 0;
+                a->rows = 1 + rnd(MR - a->r0);
+                a->cols = MLD;
+                a->range = 1;
+            }
+            a->mode = (weft_access)(1 + rnd(3));
+        }
+        if (n->kind == 2) {
+            /* y (READ_WRITE) and x (READ): same shape, other matrices */
+            n->acc[0].mode = WEFT_READ_WRITE;
+            n->acc[1].mode = WEFT_READ;
+        }
+        /* two accesses of one matrix in a node must not overlap */
+        if (n->nacc == 3 && n->acc[1].buf == n->acc[2].buf)
+            n->nacc = 2;
+    }
+}
+
+static void breference(const bnode *nodes, unsigned count,
+                       uint32_t ref[2][MR * MLD])
+{
+    for (unsigned id = 0; id < count; id++) {
+        const bnode *n = &nodes[id];
+        uint32_t *p[BMAX];
+
+        for (unsigned i = 0; i < n->nacc; i++)
+            p[i] = &ref[n->acc[i].buf][n->acc[i].r0 * MLD + n->acc[i].c0];
+        if (n->kind != 2) {
+            bstep(n, p);
+            continue;
+        }
+        for (unsigned r = 0; r < MT; r++)
+            for (unsigned c = 0; c < MT; c++)
+                p[0][r * MLD + c] =
+                    p[0][r * MLD + c] * 3u + p[1][r * MLD + c] + n->a;
+    }
+}
+
+static weft_access_desc bdesc(weft_buffer *b, const bacc *a)
+{
+    size_t off = ((size_t)a->r0 * MLD + a->c0) * 4;
+
+    if (a->range)
+        return weft_access_range(b, off, (size_t)a->rows * MLD * 4, a->mode);
+    return weft_access_block(b, weft_block2(off, a->cols * 4, a->rows, MLD * 4),
+                             a->mode);
+}
+
+/*
+ * A tile read on another rank is one message, and so is its way back
+ * after a write there: the block moves, packed, not its rows' span.
+ */
+static void tile_inc(void *const *ptrs, void *user)
+{
+    uint32_t *a = ptrs[0];
+
+    for (unsigned r = 0; r < MT; r++)
+        for (unsigned c = 0; c < MT; c++)
+            a[r * MLD + c] += 1;
+}
+
+static void tile_touch(void *const *ptrs, void *user)
+{
+    uint32_t *a = ptrs[0];
+
+    for (unsigned r = 0; r < MT; r++)
+        for (unsigned c = 0; c < MT; c++)
+            a[r * MLD + c] = 7;
+}
+
+static void tile_read(void *const *ptrs, void *user)
+{
+    const uint32_t *a = ptrs[0];
+    uint32_t sum = 0;
+
+    for (unsigned r = 0; r < MT; r++)
+        for (unsigned c = 0; c < MT; c++)
+            sum += a[r * MLD + c];
+    *(uint32_t *)user = sum;
+}
+
+static void tile_messages(weft_runtime *rt, weft_mpi *mpi)
+{
+    weft_buffer *b;
+    weft_mpi_graph *g;
+    weft_mpi_exec *e;
+    weft_matrix m;
+    weft_access_desc acc;
+    uint32_t init[MR * MLD], got[MR * MLD], sum = 0, want = 0;
+    int last = nranks - 1;
+
+    OK(weft_buffer_create(rt, sizeof init, &b));
+    for (unsigned k = 0; k < MR * MLD; k++)
+        init[k] = k;
+    OK(weft_buffer_write(b, 0, init, sizeof init));
+    m = weft_matrix_of(b, 0, 4, MR, MC, MLD);
+    /* one row of ranks: tile (i, j) on rank j mod nranks */
+    OK(weft_mpi_buffer_register_tiles(mpi, m, MT, MT, 1, nranks));
+    OK(weft_mpi_graph_create(mpi, &g));
+    acc = weft_access_block(b, weft_matrix_tile(m, MT, MT, 0, 0), WEFT_READ);
+    OK(weft_mpi_graph_add_host(g, tile_read, &sum, &acc, 1, last, NULL));
+    CHECK(weft_mpi_graph_transfer_count(g) == (nranks > 1 ? 1u : 0u));
+    acc.mode = WEFT_READ_WRITE;
+    OK(weft_mpi_graph_add_host(g, tile_inc, NULL, &acc, 1, last, NULL));
+    CHECK(weft_mpi_graph_transfer_count(g) == (nranks > 1 ? 1u : 0u));
+    acc = weft_access_block(b, weft_matrix_tile(m, MT, MT, 0, 1), WEFT_WRITE);
+    OK(weft_mpi_graph_add_host(g, tile_touch, NULL, &acc, 1, WEFT_MPI_AUTO,
+                               NULL));
+    CHECK(weft_mpi_graph_node_rank(g, 2) == 1 % nranks);
+    /* tile (0, 0) goes back to rank 0, as one message */
+    OK(weft_mpi_graph_instantiate(g, NULL, &e));
+    CHECK(weft_mpi_graph_transfer_count(g) == (nranks > 1 ? 2u : 0u));
+    OK(weft_mpi_exec_launch(e));
+    OK(weft_mpi_exec_wait(e));
+    for (unsigned r = 0; r < MT; r++)
+        for (unsigned c = 0; c < MT; c++)
+            want += r * MLD + c;
+    if (me == last)
+        CHECK(sum == want);
+    OK(weft_buffer_read(b, 0, got, sizeof got));
+    for (unsigned k = 0; k < MR * MLD; k++) {
+        unsigned r = k / MLD, c = k % MLD;
+
+        if (me == 0 && r < MT && c < MT)
+            CHECK(got[k] == k + 1);
+        if (me == 1 % nranks && r < MT && c >= MT && c < 2 * MT)
+            CHECK(got[k] == 7);
+    }
+    OK(weft_mpi_exec_destroy(e));
+    OK(weft_mpi_graph_destroy(g));
+    OK(weft_mpi_buffer_unregister(mpi, b));
+    OK(weft_buffer_destroy(b));
+}
+
+static unsigned block_graph(weft_runtime *rt, weft_mpi *mpi, weft_kernel *bmix,
+                            uint64_t seed, unsigned count)
+{
+    static bnode nodes[BNODES];
+    static uint32_t ref[2][MR * MLD];
+    weft_native_impl impls[] = {{"host", 0, bnative}};
+    weft_buffer *b[2];
+    weft_mpi_graph *g;
+    weft_mpi_exec *e;
+    int p = nranks >= 4 ? 2 : 1, q = nranks >= 4 ? nranks / 2 : nranks;
+    int plain_owner, owner_at[MR][MC];
+    unsigned transfers;
+
+    rng_state = seed * 0x9e3779b97f4a7c15ull + 7;
+    plain_owner = (int)rnd((uint32_t)nranks);
+    for (unsigned r = 0; r < MR; r++)
+        for (unsigned c = 0; c < MC; c++)
+            owner_at[r][c] = weft_mpi_block_cyclic(r / MT, c / MT, p, q);
+    for (int i = 0; i < 2; i++) {
+        uint32_t init[MR * MLD];
+
+        for (unsigned k = 0; k < MR * MLD; k++) {
+            unsigned r = k / MLD, c = k % MLD;
+            int own = i ? plain_owner : c < MC ? owner_at[r][c] : 0;
+
+            ref[i][k] = (uint32_t)(i * 1000 + k);
+            init[k] = me == own ? ref[i][k] : 0xbad0000u + k;
+        }
+        OK(weft_buffer_create(rt, sizeof init, &b[i]));
+        OK(weft_buffer_write(b[i], 0, init, sizeof init));
+    }
+    OK(weft_mpi_buffer_register_tiles(
+        mpi, weft_matrix_of(b[0], 0, 4, MR, MC, MLD), MT, MT, p, q));
+    OK(weft_mpi_buffer_register(mpi, b[1], plain_owner));
+    {
+        weft_device_info info = {.size = sizeof info};
+
+        OK(weft_device_get_info(weft_runtime_device(rt, 0), &info));
+        bgen(nodes, count, strcmp(info.driver, "host") == 0);
+    }
+    OK(weft_mpi_graph_create(mpi, &g));
+    for (unsigned id = 0; id < count; id++) {
+        bnode *n = &nodes[id];
+        weft_access_desc acc[BMAX];
+        uint32_t node = UINT32_MAX;
+
+        for (unsigned i = 0; i < n->nacc; i++)
+            acc[i] = bdesc(b[n->acc[i].buf], &n->acc[i]);
+        if (n->kind == 0) {
+            OK(weft_mpi_graph_add_host(g, bhost, n, acc, n->nacc, n->rank,
+                                       &node));
+        } else if (n->kind == 1) {
+            OK(weft_mpi_graph_add_native(g, impls, 1, acc, n->nacc, n, n->rank,
+                                         &node));
+        } else {
+            weft_block y = weft_block2(acc[0].offset, MT * 4, MT, MLD * 4);
+            weft_block x = weft_block2(acc[1].offset, MT * 4, MT, MLD * 4);
+            weft_arg args[] = {
+                weft_arg_block(b[n->acc[0].buf], y, WEFT_READ_WRITE),
+                weft_arg_block(b[n->acc[1].buf], x, WEFT_READ),
+                weft_arg_u32(n->a),
+                weft_arg_u32(MT),
+                weft_arg_u32(MT),
+                weft_arg_u32(MLD),
+            };
+            OK(weft_mpi_graph_add_kernel(g, bmix, weft_dims2(MT, MT), args, 6,
+                                         n->rank, &node));
+        }
+        CHECK(node == id);
+        if (n->rank == WEFT_MPI_AUTO) {
+            /* the owner of the first written (else read) block's start */
+            unsigned w = 0;
+            int want;
+
+            while (w < n->nacc && !(n->acc[w].mode & WEFT_WRITE))
+                w++;
+            if (w == n->nacc)
+                w = 0;
+            want = n->acc[w].buf ? plain_owner
+                                 : owner_at[n->acc[w].r0][n->acc[w].c0];
+            CHECK(weft_mpi_graph_node_rank(g, id) == want);
+        }
+    }
+    OK(weft_mpi_graph_instantiate(g, NULL, &e));
+    transfers = weft_mpi_graph_transfer_count(g);
+    for (int launch = 0; launch < 2; launch++) {
+        uint32_t got[MR * MLD];
+
+        OK(weft_mpi_exec_launch(e));
+        breference(nodes, count, ref);
+        OK(weft_mpi_exec_wait(e));
+        for (int i = 0; i < 2; i++) {
+            OK(weft_buffer_read(b[i], 0, got, sizeof got));
+            for (unsigned k = 0; k < MR * MLD; k++) {
+                unsigned r = k / MLD, c = k % MLD;
+                int own = i ? plain_owner : c < MC ? owner_at[r][c] : 0;
+
+                if (own == me && got[k] != ref[i][k]) {
+                    fprintf(stderr,
+                            "rank %d: seed %llu launch %d: matrix %d (%u, "
+                            "%u) is %u, not %u\n",
+                            me, (unsigned long long)seed, launch, i, r, c,
+                            got[k], ref[i][k]);
+                    CHECK(0);
+                }
+            }
+        }
+    }
+    OK(weft_mpi_exec_destroy(e));
+    OK(weft_mpi_graph_destroy(g));
+    for (int i = 0; i < 2; i++) {
+        OK(weft_mpi_buffer_unregister(mpi, b[i]));
+        OK(weft_buffer_destroy(b[i]));
+    }
+    return transfers;
+}
+
 /* ---- owners that change -------------------------------------------------- */
 
 static void add_one(void *const *ptrs, void *user)
@@ -540,6 +905,11 @@ static int nop_status(void *const *ptrs, void *user)
     return 0;
 }
 
+static int nop_native(const weft_native_ctx *ctx, void *user)
+{
+    return 0;
+}
+
 static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
 {
     weft_buffer *a, *u;
@@ -548,7 +918,6 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
     weft_node ln;
     uint32_t host[8] = {0};
     weft_access_desc acc;
-    weft_block blk = weft_block2(0, 8, 2, 16);
     weft_arg karg[4];
 
     every_function_checked();
@@ -580,6 +949,34 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
     CHECK(weft_mpi_buffer_set_owner(mpi, a, nranks) == WEFT_ERANGE);
     CHECK(weft_mpi_buffer_set_owner(NULL, a, 0) == WEFT_EINVAL);
     CHECK(weft_mpi_destroy(mpi) == WEFT_EBUSY);
+    /* u as a 4 x 4 matrix of 4-byte elements, tiles of 2 x 2 */
+    {
+        weft_matrix m = weft_matrix_of(u, 0, 4, 4, 4, 4);
+        weft_matrix none = weft_matrix_of(NULL, 0, 4, 4, 4, 4);
+        weft_matrix big = weft_matrix_of(u, 0, 4, 5, 4, 4);
+        weft_matrix thin = weft_matrix_of(u, 0, 4, 4, 4, 3);
+
+        CHECK(weft_mpi_buffer_register_tiles(NULL, m, 2, 2, 1, 1) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_buffer_register_tiles(mpi, none, 2, 2, 1, 1) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_buffer_register_tiles(mpi, thin, 2, 2, 1, 1) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_buffer_register_tiles(mpi, m, 0, 2, 1, 1) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_buffer_register_tiles(mpi, big, 2, 2, 1, 1) ==
+              WEFT_ERANGE);
+        CHECK(weft_mpi_buffer_register_tiles(mpi, m, 2, 2, nranks, 2) ==
+              WEFT_ERANGE);
+        CHECK(weft_mpi_buffer_register_tiles(mpi, m, 2, 2, 0, 1) ==
+              WEFT_ERANGE);
+        OK(weft_mpi_buffer_register_tiles(mpi, m, 2, 2, 1, nranks));
+        CHECK(weft_mpi_buffer_register_tiles(mpi, m, 2, 2, 1, 1) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_buffer_owner(mpi, u) == 0);
+        CHECK(weft_mpi_buffer_set_owner(mpi, u, 0) == WEFT_ENOTSUP);
+        OK(weft_mpi_buffer_unregister(mpi, u));
+    }
 
     CHECK(weft_mpi_graph_create(NULL, &g) == WEFT_EINVAL);
     CHECK(weft_mpi_graph_create(mpi, NULL) == WEFT_EINVAL);
@@ -594,9 +991,37 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
     acc = weft_access_range(a, 60, 8, WEFT_READ);
     CHECK(weft_mpi_graph_add_host(g, nop, NULL, &acc, 1, WEFT_MPI_AUTO, NULL) ==
           WEFT_ERANGE);
-    acc = weft_access_block(a, blk, WEFT_READ);
+    /* blocks are checked on every rank as weft checks them */
+    acc = weft_access_block(a, weft_block2(0, 8, 2, 4), WEFT_READ);
     CHECK(weft_mpi_graph_add_host(g, nop, NULL, &acc, 1, WEFT_MPI_AUTO, NULL) ==
-          WEFT_ENOTSUP);
+          WEFT_EINVAL);
+    acc = weft_access_block(a, weft_block2(16, 8, 4, 16), WEFT_READ);
+    CHECK(weft_mpi_graph_add_host(g, nop, NULL, &acc, 1, WEFT_MPI_AUTO, NULL) ==
+          WEFT_ERANGE);
+    acc = weft_access_block(a, weft_block3(0, 8, 2, 2, 16, 16), WEFT_READ);
+    CHECK(weft_mpi_graph_add_host(g, nop, NULL, &acc, 1, WEFT_MPI_AUTO, NULL) ==
+          WEFT_EINVAL);
+    acc = weft_access_range(a, 0, 8, WEFT_READ);
+    {
+        weft_native_impl impl = {"host", 0, nop_native};
+        weft_native_impl bad_impl = {"cudaa", 0, nop_native};
+        weft_native_impl no_fn = {"host", 0, NULL};
+
+        CHECK(weft_mpi_graph_add_native(NULL, &impl, 1, &acc, 1, NULL, 0,
+                                        NULL) == WEFT_EINVAL);
+        CHECK(weft_mpi_graph_add_native(g, NULL, 1, &acc, 1, NULL, 0, NULL) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_graph_add_native(g, &impl, 0, &acc, 1, NULL, 0, NULL) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_graph_add_native(g, &bad_impl, 1, &acc, 1, NULL, 0,
+                                        NULL) == WEFT_EINVAL);
+        CHECK(weft_mpi_graph_add_native(g, &no_fn, 1, &acc, 1, NULL, 0, NULL) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_graph_add_native(g, &impl, 1, NULL, 1, NULL, 0, NULL) ==
+              WEFT_EINVAL);
+        CHECK(weft_mpi_graph_add_native(g, &impl, 1, &acc, 1, NULL, nranks,
+                                        NULL) == WEFT_ERANGE);
+    }
     acc = weft_access_range(a, 0, 8, (weft_access)7);
     CHECK(weft_mpi_graph_add_host(g, nop, NULL, &acc, 1, WEFT_MPI_AUTO, NULL) ==
           WEFT_EINVAL);
@@ -623,9 +1048,9 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
                                     NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_graph_add_kernel(g, NULL, weft_dims1(8), karg, 4, 0, NULL) ==
           WEFT_EINVAL);
-    karg[0] = weft_arg_block(a, blk, WEFT_READ_WRITE);
+    karg[0] = weft_arg_block(a, weft_block2(0, 8, 9, 8), WEFT_READ_WRITE);
     CHECK(weft_mpi_graph_add_kernel(g, mix, weft_dims1(8), karg, 4, 0, NULL) ==
-          WEFT_ENOTSUP);
+          WEFT_ERANGE);
     CHECK(weft_mpi_graph_add_write(g, u, 0, host, 8, 0, NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_graph_add_write(g, a, 0, NULL, 8, 0, NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_graph_add_write(NULL, a, 0, host, 8, 0, NULL) ==
@@ -660,6 +1085,10 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
           WEFT_EBUSY);
     CHECK(weft_mpi_graph_destroy(g) == WEFT_EBUSY);
     CHECK(weft_mpi_exec_local(NULL) == NULL);
+    CHECK(weft_mpi_exec_write_transfers(NULL, "x.json") == WEFT_EINVAL);
+    CHECK(weft_mpi_exec_write_transfers(e, NULL) == WEFT_EINVAL);
+    CHECK(weft_mpi_exec_write_transfers(e, "/nonexistent/dir/x.json") ==
+          WEFT_EIO);
     CHECK(weft_mpi_exec_local(e) != NULL);
     CHECK(weft_mpi_exec_launch(NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_exec_wait(NULL) == WEFT_EINVAL);
@@ -734,6 +1163,22 @@ int main(int argc, char **argv)
             if (me == 0)
                 printf("%u graphs of %u nodes on %d ranks: %u transfers\n",
                        seeds, count, nranks, transfers);
+        } else if (len == 6 && strncmp(m, "blocks", len) == 0) {
+            weft_module *bmod;
+            weft_kernel *bmix;
+            unsigned transfers = 0;
+
+            tile_messages(rt, mpi);
+            OK(weft_module_create_portable(rt, bmix_source, NULL, &bmod));
+            OK(weft_module_get_kernel(bmod, "bmix", &bmix));
+            for (unsigned s = 0; s < seeds; s++)
+                transfers += block_graph(rt, mpi, bmix, seed + s,
+                                         count < BNODES ? count : BNODES);
+            CHECK(nranks == 1 || transfers >= seeds);
+            OK(weft_module_destroy(bmod));
+            if (me == 0)
+                printf("%u block graphs on %d ranks: %u transfers\n", seeds,
+                       nranks, transfers);
         } else if (len == 6 && strncmp(m, "owners", len) == 0) {
             owners_test(rt, mpi);
         } else if (len == 4 && strncmp(m, "fail", len) == 0) {

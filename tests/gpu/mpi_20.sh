@@ -1,0 +1,52 @@
+#!/bin/bash
+# Issue 20 on a machine with two GPUs and Open MPI (not CUDA-aware):
+# configure and build build-gpu, the MPI tests and the Cholesky tests, the
+# tiled Cholesky across 2 ranks x 1 GPU beside one process on both GPUs
+# (bench/mpi_cholesky.sh), metg's stencil across ranks against plain MPI,
+# and a merged trace of the Cholesky on 2 ranks. From the root:
+#     source .devkit/setup.sh && tests/gpu/mpi_20.sh OUTDIR [STAGES]
+# STAGES (default "build test chol metg trace") picks the parts to run;
+# N and TILE (default 32768 and 2048) the Cholesky's size.
+set -u
+out=$1 stages=${2:-"build test chol metg trace"}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+b=build-gpu
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
+nvidia-smi -L
+mpiexec --version | head -1
+root=""
+[ "$(id -u)" = 0 ] && root="--allow-run-as-root"
+if has build; then
+    t0=$(date +%s)
+    cmake -S . -B $b -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_WERROR=ON >"$out/cmake.log" 2>&1 &&
+        cmake --build $b -j 32 2>&1 | grep -E "error|warning" | head -20
+    echo "build: $(($(date +%s) - t0)) s"
+    grep -iE "weft_mpi|openblas" "$out/cmake.log" | head
+fi
+if has test; then
+    timeout 300 ctest --test-dir $b -R "mpi_|cholesky" --timeout 150 --output-on-failure 2>&1 |
+        grep -E "tests passed|Failed|Timeout|Not Run" | tail -20
+fi
+if has chol; then
+    echo "=== bench/mpi_cholesky.sh cuda n ${N:-32768} tile ${TILE:-2048}"
+    timeout 580 bench/mpi_cholesky.sh --build $b --driver cuda --n ${N:-32768} \
+        --tile ${TILE:-2048} --reps 5 2>&1 | tail -12
+    echo "=== mpi_cholesky 2 ranks, --once"
+    timeout 300 mpiexec $root -np 2 $b/examples/mpi_cholesky --driver cuda \
+        --n ${N:-32768} --tile ${TILE:-2048} --once 2>&1 | tail -8
+fi
+if has metg; then
+    echo "=== mpi_metg, 2 ranks, one host worker each"
+    WEFT_DEVICES=host WEFT_HOST_WORKERS=1 WEFT_HOST_THREADS=1 timeout 300 \
+        mpiexec $root -np 2 --bind-to core $b/bench/mpi_metg 2>&1 | tail -40
+fi
+if has trace; then
+    echo "=== merged trace of mpi_cholesky, 2 ranks, n 8192 tile 2048"
+    rm -f "$out"/chol.rank*.json
+    timeout 300 mpiexec $root -np 2 $b/examples/mpi_cholesky --driver cuda \
+        --n 8192 --tile 2048 --reps 1 --trace "$out/chol" 2>&1 | tail -4
+    /usr/bin/python3 tools/weft-mpi-trace -o "$out/chol.merged.json" "$out/chol"
+    ls -la "$out"/chol*.json
+fi
