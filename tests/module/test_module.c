@@ -378,10 +378,22 @@ static const char params_src[] =
     "    t[weft_local_id(0)] = a;\n"
     "    if (i < n && i < m) y[i] = t[weft_local_id(0)] + p.a + p.b + x[i];\n"
     "}\n";
+/* The same where a CUDA device is (WEFT_LOCAL pointer parameters do not
+ * build there, see local_parameter): t in global memory. */
+static const char params_src_global_t[] =
+    "typedef struct { int a; int b; } pair;\n"
+    "WEFT_KERNEL void probe(WEFT_GLOBAL float *y, weft_u32 n, float a,\n"
+    "                       long m, WEFT_GLOBAL float *t, pair p,\n"
+    "                       WEFT_GLOBAL const double *x)\n"
+    "{\n"
+    "    long i = weft_global_id(0);\n"
+    "    t[weft_local_id(0)] = a;\n"
+    "    if (i < n && i < m) y[i] = t[weft_local_id(0)] + p.a + p.b + x[i];\n"
+    "}\n";
 
 static void parameter_info(void **state)
 {
-    static const weft_param_type want[] = {
+    weft_param_type want[] = {
         WEFT_PARAM_BUFFER, WEFT_PARAM_U32,   WEFT_PARAM_F32,   WEFT_PARAM_I64,
         WEFT_PARAM_LOCAL,  WEFT_PARAM_BYTES, WEFT_PARAM_BUFFER};
     static const size_t want_size[] = {0, 4, 4, 8, 0, 8, 0};
@@ -391,7 +403,14 @@ static void parameter_info(void **state)
     weft_kernel *k;
     (void)state;
 
-    check(weft_module_create_portable(rt, params_src, NULL, &m));
+    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++)
+        if (!strcmp(weft__runtime_device(rt, i)->drv->name, "cuda"))
+            want[4] = WEFT_PARAM_BUFFER;
+    if (want[4] == WEFT_PARAM_BUFFER)
+        printf("# a CUDA device: the probe's t is a global pointer\n");
+    check(weft_module_create_portable(
+        rt, want[4] == WEFT_PARAM_LOCAL ? params_src : params_src_global_t,
+        NULL, &m));
     assert_int_equal(weft_module_get_kernel(m, "probe", &k), 0);
     for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
         const weft__kernel *impl = weft__kernel_impl(k, i);
