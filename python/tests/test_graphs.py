@@ -235,3 +235,61 @@ def test_launch_after_refuses_an_unknown_driver(rt):
     with pytest.raises(weft.InvalidArgument) as ei:
         e.launch_after("nosuch", 0)
     assert "nosuch" in ei.value.message
+
+
+NINE = r"""
+WEFT_KERNEL void nine(WEFT_GLOBAL float *a, float b, float c, float d, float e,
+                      float f, float g, float h, weft_u32 n)
+{
+    long i = weft_global_id(0);
+    if (i < n) a[i] += b + c + d + e + f + g + h;
+}
+"""
+
+
+def test_kernel_argument_signatures_alternate(rt, kernels):
+    # Graph.kernel packs the arguments of a signature of types it has seen
+    # in one go: alternating signatures, more than 8 arguments, a closed
+    # buffer and wrong types after a signature was seen behave as the first
+    # time.
+    k = kernels.kernel("add_u32")
+    n = 64
+    v = rt.zeros(n, np.uint32)
+    g = rt.graph()
+    for i in range(6):
+        r = v[(i % 4) * 16:(i % 4 + 1) * 16]
+        arg = (v, r, weft.rw(r), weft.write(r), v, r)[i]
+        cnt = n if i in (0, 4) else 16
+        g.kernel(k, cnt, arg, np.uint32(i + 1), np.int64(cnt))
+    assert g.node_count == 6
+    driver = rt.devices[0].driver
+    if driver in ("host", "sim"):      # the parameters' types are known
+        with pytest.raises(weft.BadArguments, match="u32"):
+            g.kernel(k, 16, v, np.float32(1), np.int64(16))
+    with pytest.raises(TypeError, match="NumPy scalar"):
+        g.kernel(k, 16, v, 1, np.int64(16))
+    if driver in ("host", "sim", "opencl"):   # their number is
+        with pytest.raises(weft.BadArguments, match="arguments given"):
+            g.kernel(k, 16, v, np.uint32(1))
+    assert g.node_count == 6
+    g.instantiate().run()
+    want = np.zeros(n, np.uint32)
+    want += 1 + 5                  # the whole buffer, twice
+    for i in (1, 2, 3, 5):
+        want[(i % 4) * 16:(i % 4 + 1) * 16] += i + 1
+    np.testing.assert_array_equal(v.read(), want)
+
+    nine = rt.module(NINE).kernel("nine")
+    a = rt.zeros(8)
+    h = rt.graph()
+    for i in range(3):
+        h.kernel(nine, 8, a, *[np.float32(j) for j in range(7)], np.uint32(8),
+                 group=None if i else 8)
+    h.instantiate().run()
+    np.testing.assert_array_equal(a.read(), 3 * 21.0)
+    b = rt.zeros(16)
+    h.kernel(nine, 8, b, *[np.float32(0)] * 7, np.uint32(8))
+    b.close()
+    with pytest.raises(weft.Destroyed):
+        h.kernel(nine, 8, b, *[np.float32(0)] * 7, np.uint32(8))
+    assert h.node_count == 4

@@ -58,7 +58,23 @@ _exec_launch = _L["weft_exec_launch"]     # unprototyped as well: given a
 _exec_launch.restype = ctypes.c_int       # c_void_p (Exec._cp)
 _exec_wait = _L["weft_exec_wait"]
 _exec_wait.restype = ctypes.c_int
+_add_write = _L.weft_graph_add_write
+_add_read = _L.weft_graph_add_read
 _byref = ctypes.byref
+_addressof = ctypes.addressof
+_char_at = ctypes.c_char.from_buffer
+
+
+def _address(a):
+    """The address of a NumPy array's first byte."""
+    try:
+        # A writeable, C-contiguous, non-empty array: a quarter of the cost
+        # of a.ctypes.data (which makes an object of numpy's each time).
+        return _addressof(_char_at(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data
+
+
 _c_void_p = ctypes.c_void_p
 _c_uint32 = ctypes.c_uint32
 
@@ -777,7 +793,8 @@ class Kernel:
         self.name = name
         """The kernel's name."""
         self._params = False   # not asked yet
-        self._ok = set()       # argument type signatures that passed
+        self._packers = {}     # signatures that passed -> packer or None
+        self._pack = _miss     # the last signature's packer
 
     def _ptr(self):
         self.module._ptr()
@@ -927,6 +944,20 @@ class Region:
         return "<weft.Region [%d, +%d)>" % (self.offset, self.nbytes())
 
 
+_new = object.__new__
+
+
+def _range(buffer, offset, size):
+    # Region(buffer, offset, size) without the call of a class (the
+    # graph-building path makes one per Buffer[i:j]).
+    r = _new(Region)
+    r.buffer = buffer
+    r.offset = offset
+    r.size = size
+    r.rows = r.slices = r.row_pitch = r.slice_pitch = 0
+    return r
+
+
 class Access:
     """A region (or a whole buffer) with the way a node uses it."""
 
@@ -934,7 +965,7 @@ class Access:
 
     def __init__(self, target, mode):
         self.region = _region(target)
-        self.mode = AccessMode(mode)
+        self.mode = mode if type(mode) is AccessMode else AccessMode(mode)
 
     def __repr__(self):
         return "<weft.Access %s %r>" % (self.mode.name, self.region)
@@ -1014,7 +1045,7 @@ class Buffer(_Owner):
             i, j = key.start, key.stop
             if type(i) is int and type(j) is int and 0 <= i <= j <= self._nitems:
                 it = self._itemsize
-                return Region(self, i * it, (j - i) * it)
+                return _range(self, i * it, (j - i) * it)
         if not isinstance(key, slice) or key.step not in (None, 1):
             raise TypeError("Buffer[i:j]: a slice of elements with step 1")
         n = self.size // self.dtype.itemsize
@@ -1304,22 +1335,86 @@ _ARG_SETTERS = {
 }
 
 
-# The graph-building path writes each weft_arg with one struct.pack_into
-# (about 0.1 us, against 0.3-0.5 us for ctypes field by field): a buffer
-# range or block (type, access, buffer, offset, size, value skipped, rows,
-# slices, pitches) and each scalar type (type, then size and value; weft
-# reads neither the buffer nor the range of a value argument).
+# The packers below write weft_arg's bytes: 72 of them, rows at 40.
 assert ctypes.sizeof(_lib.Arg) == 72 and _lib.Arg.rows.offset == 40
-_ARG_SIZE = 72
-_pack_region = struct.Struct("=iiQQQ8xQQQQ").pack_into
-_PACK_SCALARS = {
-    np.int32: (struct.Struct("=i4x8x8xQi").pack_into, 2, 4),
-    np.uint32: (struct.Struct("=i4x8x8xQI").pack_into, 3, 4),
-    np.int64: (struct.Struct("=i4x8x8xQq").pack_into, 4, 8),
-    np.uint64: (struct.Struct("=i4x8x8xQQ").pack_into, 5, 8),
-    np.float32: (struct.Struct("=i4x8x8xQf").pack_into, 6, 4),
-    np.float64: (struct.Struct("=i4x8x8xQd").pack_into, 7, 8),
+
+
+# A packer per signature of argument types (the tuple of their exact
+# types): generated once per kernel and signature (_packer), it checks that
+# the arguments have those types (else it returns _MISS), writes every
+# weft_arg of a node with one struct.pack_into and returns the handles of
+# the buffers it names that the graph does not use yet (or None). Bytes
+# arguments, whose sizes matter, and types outside these get none.
+_PACK_FORMATS = {
+    np.int32: ("i4x8x8xQi36x", "2, 4, a%d"),
+    np.uint32: ("i4x8x8xQI36x", "3, 4, a%d"),
+    np.int64: ("i4x8x8xQq32x", "4, 8, a%d"),
+    np.uint64: ("i4x8x8xQQ32x", "5, 8, a%d"),
+    np.float32: ("i4x8x8xQf36x", "6, 4, a%d"),
+    np.float64: ("i4x8x8xQd32x", "7, 8, a%d"),
+    Local: ("i4xQ8xQ40x", "9, 0, a%d.nbytes"),
 }
+_REGION_OF = {Region: "a%d", Buffer: "a%d._whole", Access: "a%d.region"}
+
+
+_MISS = object()   # a packer's answer to arguments of other types
+_NARGS = 8         # a graph's weft_arg array holds at least as many
+
+
+def _miss(mem, args, users):
+    return _MISS
+
+
+def _packer(sig):
+    """The packing function of the argument types sig, or None."""
+    fmt, vals, lines, handles = ["="], [], [], []
+    for i, t in enumerate(sig):
+        if t in _REGION_OF:
+            lines += ["r%d = %s" % (i, _REGION_OF[t] % i),
+                      "b%d = r%d.buffer" % (i, i),
+                      "p%d = b%d._p" % (i, i),
+                      "if p%d is None:" % i,
+                      "    raise destroyed('buffer')",
+                      "w%d = r%d.rows" % (i, i)]
+            fmt.append("iiQQQ8xQQQQ")
+            vals.append("1, %s, p%d, r%d.offset, r%d.size, w%d, (r%d.slices or 1) "
+                        "if w%d else 0, r%d.row_pitch, r%d.slice_pitch"
+                        % ("a%d.mode" % i if t is Access else "3",
+                           i, i, i, i, i, i, i, i))
+            handles.append(i)
+        elif t in _PACK_FORMATS:
+            f, v = _PACK_FORMATS[t]
+            fmt.append(f)
+            vals.append(v % i)
+        else:
+            return None
+    n = len(sig)
+    src = ["def pack(mem, args, users):"]
+    if n:
+        src += ["    try:",
+                "        %s, = args" % ", ".join("a%d" % i for i in range(n)),
+                "    except ValueError:",
+                "        return MISS",
+                "    if %s:" % " or ".join("type(a%d) is not T%d" % (i, i)
+                                          for i in range(n)),
+                "        return MISS"]
+    else:
+        src += ["    if args:", "        return MISS"]
+    if n > _NARGS:
+        src += ["    if len(mem) < %d:" % (72 * n), "        return MISS"]
+    src += ["    " + x for x in lines]
+    src.append("    pack_into(mem, 0, %s)" % ", ".join(vals) if vals else "    pass")
+    src.append("    new = None")
+    for i in handles:
+        src += ["    h = b%d._h" % i,
+                "    if h not in users:",
+                "        new = [h] if new is None else new + [h]"]
+    src.append("    return new")
+    ns = {"pack_into": struct.Struct("".join(fmt)).pack_into, "destroyed": destroyed,
+          "MISS": _MISS}
+    ns.update(("T%d" % i, t) for i, t in enumerate(sig))
+    exec("\n".join(src), ns)
+    return ns["pack"]
 
 
 def _fill_arg(a, v, where, buffers, keep):
@@ -1510,7 +1605,7 @@ class Graph(_Owner):
         self._errors = []     # (node, exception) of failed Python tasks
         self._node = _c_uint32()
         self._node_ref = _byref(self._node)
-        self._args = (_lib.Arg * 8)()   # reused: weft copies the arguments
+        self._args = (_lib.Arg * _NARGS)()   # reused: weft copies the arguments
         self._argmem = memoryview(self._args).cast("B")
         self._cp = _c_void_p(handle.ptr)
         self._dims = {}                 # int grid -> weft_dims (group None)
@@ -1544,66 +1639,63 @@ class Graph(_Owner):
         mod = kernel.module
         if mod._p is None:
             raise destroyed("module")
-        sig = tuple(map(type, args))
-        if sig not in kernel._ok:
-            kernel._check(args, "Graph.kernel")
-            if not any(t in _SIZED for t in sig):
-                kernel._ok.add(sig)
-        n = len(args)
-        arr = self._args
-        if n > len(arr):
-            arr = self._args = (_lib.Arg * n)()
-            self._argmem = memoryview(arr).cast("B")
-        mem = self._argmem
         users = self._users
-        new = None
-        off = 0
-        for v in args:
-            t = type(v)
-            if t is Region or t is Buffer or t is Access:
-                if t is Region:
-                    r, mode = v, 3
-                elif t is Buffer:
-                    r, mode = v._whole, 3
-                else:
-                    r, mode = v.region, v.mode
-                b = r.buffer
-                p = b._p
-                if p is None:
-                    raise destroyed("buffer")
-                rows = r.rows
-                _pack_region(mem, off, 1, mode, p, r.offset, r.size, rows,
-                             (r.slices or 1) if rows else 0, r.row_pitch,
-                             r.slice_pitch)
-                h = b._h
-                if h not in users:
-                    new = [h] if new is None else new + [h]
-            else:
-                sc = _PACK_SCALARS.get(t)
-                if sc is not None:
-                    sc[0](mem, off, sc[1], sc[2], v)
-                else:
-                    i = off // _ARG_SIZE
-                    try:
-                        h = _ARG_SETTERS.get(t, _set_other)(arr[i], v, self._keep)
-                    except _ArgError as e:
-                        raise TypeError("Graph.kernel(%s): argument %d: %s"
-                                        % (kernel.name, i, e)) from None
-                    if h is not None and h not in users:
-                        new = [h] if new is None else new + [h]
-            off += _ARG_SIZE
-        d = self._dims.get(grid) if group is None else None
+        new = kernel._pack(self._argmem, args, users)
+        if new is _MISS or group is not None:
+            return self._kernel(kernel, grid, args, group)
+        d = self._dims.get(grid)
         if d is None:
-            d = _dims(grid, group)
-            if group is None and type(grid) is int:
-                self._dims[grid] = d
-        rc = _add_kernel(self._cp, kernel._kcp, d, arr, n, self._node_ref)
+            d = self._dims_of(grid, None)
+        rc = _add_kernel(self._cp, kernel._kcp, d, self._args, len(args), self._node_ref)
         if rc:
             raise from_last(rc)
         if new is not None:
             self._use(new)
         if mod._h not in users:
             self._use([mod._h])
+        node = self._node.value
+        self._knodes[node] = kernel
+        return node
+
+    def _dims_of(self, grid, group):
+        d = _dims(grid, group)
+        if group is None and type(grid) is int:
+            self._dims[grid] = d
+        return d
+
+    def _kernel(self, kernel, grid, args, group):
+        # Graph.kernel for a signature without a packer yet: check it,
+        # make its packer, or pack argument by argument.
+        sig = tuple(map(type, args))
+        if sig not in kernel._packers:
+            kernel._check(args, "Graph.kernel")
+            if not any(t in _SIZED for t in sig):
+                kernel._packers[sig] = _packer(sig)
+        n = len(args)
+        if n > len(self._args):
+            self._args = (_lib.Arg * n)()
+            self._argmem = memoryview(self._args).cast("B")
+        pack = kernel._packers.get(sig)
+        if pack is not None and group is None:
+            kernel._pack = pack
+            return self.kernel(kernel, grid, *args)
+        arr = self._args
+        new = []
+        for i, v in enumerate(args):
+            try:
+                h = _ARG_SETTERS.get(type(v), _set_other)(arr[i], v, self._keep)
+            except _ArgError as e:
+                raise TypeError("Graph.kernel(%s): argument %d: %s"
+                                % (kernel.name, i, e)) from None
+            if h is not None and h not in self._users:
+                new.append(h)
+        d = self._dims.get(grid) if group is None else None
+        if d is None:
+            d = self._dims_of(grid, group)
+        rc = _add_kernel(self._cp, kernel._kcp, d, arr, n, self._node_ref)
+        if rc:
+            raise from_last(rc)
+        self._use(new + [kernel.module._h])
         node = self._node.value
         self._knodes[node] = kernel
         return node
@@ -1622,13 +1714,10 @@ class Graph(_Owner):
             blk = r._block()
             check(_L.weft_graph_add_write_block(self._ptr(), r.buffer._ptr(), _byref(blk),
                                                 src.ctypes.data, rp, sp, _byref(self._node)))
-        else:
-            off = r.offset if offset is None else r.offset + offset
-            check(_L.weft_graph_add_write(self._ptr(), r.buffer._ptr(), off, src.ctypes.data,
-                                          src.nbytes, _byref(self._node)))
-        self._keep.append(src)
-        self._use([r.buffer._h])
-        return self._node.value
+            self._keep.append(src)
+            self._use([r.buffer._h])
+            return self._node.value
+        return self._transfer(_add_write, r, src, offset)
 
     def read(self, src, dst, offset=None):
         """Add a node reading src (Buffer or Region) into the NumPy array dst.
@@ -1643,12 +1732,28 @@ class Graph(_Owner):
             blk = r._block()
             check(_L.weft_graph_add_read_block(self._ptr(), r.buffer._ptr(), _byref(blk),
                                                dst.ctypes.data, rp, sp, _byref(self._node)))
-        else:
-            off = r.offset if offset is None else r.offset + offset
-            check(_L.weft_graph_add_read(self._ptr(), r.buffer._ptr(), off, dst.ctypes.data,
-                                         dst.nbytes, _byref(self._node)))
-        self._keep.append(dst)
-        self._use([r.buffer._h])
+            self._keep.append(dst)
+            self._use([r.buffer._h])
+            return self._node.value
+        return self._transfer(_add_read, r, dst, offset)
+
+    def _transfer(self, add, r, a, offset):
+        # A write or read node between the range r and the C-contiguous
+        # array a (kept with the graph).
+        if self._p is None:
+            self._ptr()
+        b = r.buffer
+        bp = b._p
+        if bp is None:
+            b._ptr()
+        off = r.offset if offset is None else r.offset + offset
+        rc = add(self._cp, bp, off, _address(a), a.nbytes, self._node_ref)
+        if rc:
+            raise from_last(rc)
+        self._keep.append(a)
+        h = b._h
+        if h not in self._users:
+            self._use([h])
         return self._node.value
 
     def copy(self, dst, src, size=None):
