@@ -253,30 +253,30 @@ def test_kernel_argument_signatures_alternate(rt, kernels):
     # buffer and wrong types after a signature was seen behave as the first
     # time.
     k = kernels.kernel("add_u32")
-    n = 64
+    n, m = 128, 32          # ranges of 128 bytes: OpenCL's sub-buffer alignment
     v = rt.zeros(n, np.uint32)
     g = rt.graph()
     for i in range(6):
-        r = v[(i % 4) * 16:(i % 4 + 1) * 16]
-        arg = (v, r, weft.rw(r), weft.write(r), v, r)[i]
-        cnt = n if i in (0, 4) else 16
+        r = v[(i % 4) * m:(i % 4 + 1) * m]
+        arg = (v, r, weft.rw(r), weft.rw(r), v, r)[i]
+        cnt = n if i in (0, 4) else m
         g.kernel(k, cnt, arg, np.uint32(i + 1), np.int64(cnt))
     assert g.node_count == 6
     driver = rt.devices[0].driver
     if driver in ("host", "sim"):      # the parameters' types are known
         with pytest.raises(weft.BadArguments, match="u32"):
-            g.kernel(k, 16, v, np.float32(1), np.int64(16))
+            g.kernel(k, m, v, np.float32(1), np.int64(m))
     with pytest.raises(TypeError, match="NumPy scalar"):
-        g.kernel(k, 16, v, 1, np.int64(16))
+        g.kernel(k, m, v, 1, np.int64(m))
     if driver in ("host", "sim", "opencl"):   # their number is
         with pytest.raises(weft.BadArguments, match="arguments given"):
-            g.kernel(k, 16, v, np.uint32(1))
+            g.kernel(k, m, v, np.uint32(1))
     assert g.node_count == 6
     g.instantiate().run()
     want = np.zeros(n, np.uint32)
     want += 1 + 5                  # the whole buffer, twice
     for i in (1, 2, 3, 5):
-        want[(i % 4) * 16:(i % 4 + 1) * 16] += i + 1
+        want[(i % 4) * m:(i % 4 + 1) * m] += i + 1
     np.testing.assert_array_equal(v.read(), want)
 
     nine = rt.module(NINE).kernel("nine")
@@ -293,3 +293,26 @@ def test_kernel_argument_signatures_alternate(rt, kernels):
     with pytest.raises(weft.Destroyed):
         h.kernel(nine, 8, b, *[np.float32(0)] * 7, np.uint32(8))
     assert h.node_count == 4
+
+
+def test_write_read_of_views_and_read_only_arrays(rt):
+    # Graph.write and read take a range's array by address: a view's own
+    # first byte, a read-only source's too.
+    n, m = 128, 32
+    src = np.arange(2 * n, dtype=np.float32)
+    ro = src[n:].copy()
+    ro.flags.writeable = False
+    out = np.zeros(2 * n, np.float32)
+    b = rt.empty(n)
+    g = rt.graph()
+    for i in range(n // m):
+        g.write(b[i * m:(i + 1) * m], src[n + i * m:n + (i + 1) * m])
+    g.read(b, out[:n])
+    g.write(b, ro)
+    for i in range(n // m):
+        g.read(b[i * m:(i + 1) * m], out[n + i * m:n + (i + 1) * m])
+    g.instantiate().run()
+    np.testing.assert_array_equal(out[:n], src[n:])
+    np.testing.assert_array_equal(out[n:], ro)
+    with pytest.raises(ValueError, match="not writeable"):
+        g.read(b, ro)

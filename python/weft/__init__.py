@@ -947,17 +947,6 @@ class Region:
 _new = object.__new__
 
 
-def _range(buffer, offset, size):
-    # Region(buffer, offset, size) without the call of a class (the
-    # graph-building path makes one per Buffer[i:j]).
-    r = _new(Region)
-    r.buffer = buffer
-    r.offset = offset
-    r.size = size
-    r.rows = r.slices = r.row_pitch = r.slice_pitch = 0
-    return r
-
-
 class Access:
     """A region (or a whole buffer) with the way a node uses it."""
 
@@ -1041,11 +1030,19 @@ class Buffer(_Owner):
         return Region(self, offset, size)
 
     def __getitem__(self, key):
-        if type(key) is slice and key.step is None:
-            i, j = key.start, key.stop
-            if type(i) is int and type(j) is int and 0 <= i <= j <= self._nitems:
+        if type(key) is slice:
+            i = key.start
+            j = key.stop
+            if (type(i) is int and type(j) is int and 0 <= i <= j <= self._nitems
+                    and key.step is None):
+                # Region(self, ...) without the call of a class
                 it = self._itemsize
-                return _range(self, i * it, (j - i) * it)
+                r = _new(Region)
+                r.buffer = self
+                r.offset = i * it
+                r.size = (j - i) * it
+                r.rows = r.slices = r.row_pitch = r.slice_pitch = 0
+                return r
         if not isinstance(key, slice) or key.step not in (None, 1):
             raise TypeError("Buffer[i:j]: a slice of elements with step 1")
         n = self.size // self.dtype.itemsize

@@ -419,7 +419,14 @@ static int weft__kernel_check(const weft_graph *g, const weft_kernel *k,
     if ((rc = weft__args_basic(args, nargs, nbytes, nbuf)) < 0)
         return rc;
     for (unsigned i = 0; i < nargs; i++) {
+        const weft_buffer *b = args[i].buffer;
+        size_t off = args[i].offset, size = args[i].size;
+
         if (args[i].type != WEFT_PARAM_BUFFER)
+            continue;
+        /* A valid range needs no message (weft__buffer_arg's checks). */
+        if (args[i].rows == 0 && b && b->rt == g->rt && off <= b->size &&
+            (size == WEFT_WHOLE || size <= b->size - off))
             continue;
         snprintf(what, sizeof what, "argument %u", i);
         if (args[i].rows == 0)
