@@ -316,3 +316,13 @@ def test_write_read_of_views_and_read_only_arrays(rt):
     np.testing.assert_array_equal(out[n:], ro)
     with pytest.raises(ValueError, match="not writeable"):
         g.read(b, ro)
+
+
+def test_kernel_argument_out_of_range_is_refused(rt, kernels):
+    k = kernels.kernel("add_u32")
+    v = rt.zeros(32, np.uint32)
+    g = rt.graph()
+    g.kernel(k, 32, v, np.uint32(1), np.int64(32))
+    with pytest.raises(OverflowError, match="add_u32"):
+        g.kernel(k, 32, v.range(0, 2 ** 70), np.uint32(1), np.int64(32))
+    assert g.node_count == 1

@@ -1637,7 +1637,12 @@ class Graph(_Owner):
         if mod._p is None:
             raise destroyed("module")
         users = self._users
-        new = kernel._pack(self._argmem, args, users)
+        try:
+            new = kernel._pack(self._argmem, args, users)
+        except struct.error as e:
+            raise OverflowError("Graph.kernel(%s): %s (an offset, a size or a "
+                                "scalar out of its C type's range)"
+                                % (kernel.name, e)) from None
         if new is _MISS or group is not None:
             return self._kernel(kernel, grid, args, group)
         d = self._dims.get(grid)
@@ -1673,7 +1678,7 @@ class Graph(_Owner):
             self._args = (_lib.Arg * n)()
             self._argmem = memoryview(self._args).cast("B")
         pack = kernel._packers.get(sig)
-        if pack is not None and group is None:
+        if pack is not None and group is None and pack is not kernel._pack:
             kernel._pack = pack
             return self.kernel(kernel, grid, *args)
         arr = self._args
