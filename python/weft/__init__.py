@@ -1364,7 +1364,9 @@ def _miss(mem, args, users):
 
 def _packer(sig):
     """The packing function of the argument types sig, or None."""
-    fmt, vals, lines, handles = ["="], [], [], []
+    # fmt/vals: every argument; rfmt/rvals: the same where every region
+    # is a range (rows 0): the block fields are zero bytes, not read.
+    fmt, vals, rfmt, rvals, lines, handles = ["="], [], ["="], [], [], []
     for i, t in enumerate(sig):
         if t in _REGION_OF:
             lines += ["r%d = %s" % (i, _REGION_OF[t] % i),
@@ -1373,16 +1375,20 @@ def _packer(sig):
                       "if p%d is None:" % i,
                       "    raise destroyed('buffer')",
                       "w%d = r%d.rows" % (i, i)]
+            mode = "a%d.mode" % i if t is Access else "3"
             fmt.append("iiQQQ8xQQQQ")
             vals.append("1, %s, p%d, r%d.offset, r%d.size, w%d, (r%d.slices or 1) "
                         "if w%d else 0, r%d.row_pitch, r%d.slice_pitch"
-                        % ("a%d.mode" % i if t is Access else "3",
-                           i, i, i, i, i, i, i, i))
+                        % (mode, i, i, i, i, i, i, i, i))
+            rfmt.append("iiQQQ40x")
+            rvals.append("1, %s, p%d, r%d.offset, r%d.size" % (mode, i, i, i))
             handles.append(i)
         elif t in _PACK_FORMATS:
             f, v = _PACK_FORMATS[t]
             fmt.append(f)
             vals.append(v % i)
+            rfmt.append(f)
+            rvals.append(v % i)
         else:
             return None
     n = len(sig)
@@ -1400,15 +1406,22 @@ def _packer(sig):
     if n > _NARGS:
         src += ["    if len(mem) < %d:" % (72 * n), "        return MISS"]
     src += ["    " + x for x in lines]
-    src.append("    pack_into(mem, 0, %s)" % ", ".join(vals) if vals else "    pass")
+    if handles:
+        src += ["    if %s:" % " or ".join("w%d" % i for i in handles),
+                "        pack_into(mem, 0, %s)" % ", ".join(vals),
+                "    else:",
+                "        pack_ranges(mem, 0, %s)" % ", ".join(rvals)]
+    elif vals:
+        src.append("    pack_into(mem, 0, %s)" % ", ".join(vals))
     src.append("    new = None")
     for i in handles:
         src += ["    h = b%d._h" % i,
                 "    if h not in users:",
                 "        new = [h] if new is None else new + [h]"]
     src.append("    return new")
-    ns = {"pack_into": struct.Struct("".join(fmt)).pack_into, "destroyed": destroyed,
-          "MISS": _MISS}
+    ns = {"pack_into": struct.Struct("".join(fmt)).pack_into,
+          "pack_ranges": struct.Struct("".join(rfmt)).pack_into,
+          "destroyed": destroyed, "MISS": _MISS}
     ns.update(("T%d" % i, t) for i, t in enumerate(sig))
     exec("\n".join(src), ns)
     return ns["pack"]
