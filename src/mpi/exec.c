@@ -88,43 +88,16 @@ void wm_abort(weft_mpi_exec *e, int code)
     ctrl_send(e, code);
 }
 
-void wm_send_task(void *const *ptrs, void *user)
+/* Wait for req (a host task's): 0 once complete, 1 once the launch aborted. */
+static int await(weft_mpi_exec *e, MPI_Request *req, MPI_Status *st)
 {
-    wm_endpoint *ep = user;
-
-    const char *src = ptrs[0];
-    char *dst = ep->staging;
-
-    for (size_t r = 0; r < ep->at.rows; r++)
-        memcpy(dst + r * ep->at.row_bytes, src + r * ep->at.pitch,
-               ep->at.row_bytes);
-    ep->done = 1;
-    MPI_Start(&ep->req);
-}
-
-int wm_recv_task(void *const *ptrs, void *user)
-{
-    wm_endpoint *ep = user;
-    weft_mpi_exec *e = ep->g->exec;
     unsigned spins = 0;
     int flag = 0;
 
     for (;;) {
-        MPI_Status st;
-        int n = 0;
-
-        MPI_Test(&ep->req, &flag, &st);
-        if (flag) {
-            ep->done = 1;
-            MPI_Get_count(&st, MPI_BYTE, &n);
-            if ((size_t)n != ep->size || aborted(e))
-                return 1; /* the sender's node failed or was canceled */
-            for (size_t r = 0; r < ep->at.rows; r++)
-                memcpy((char *)ptrs[0] + r * ep->at.pitch,
-                       (char *)ep->staging + r * ep->at.row_bytes,
-                       ep->at.row_bytes);
+        MPI_Test(req, &flag, st);
+        if (flag)
             return 0;
-        }
         if (aborted(e))
             return 1;
         /* yield at first; past that, let the other ranks' threads run */
@@ -138,14 +111,88 @@ int wm_recv_task(void *const *ptrs, void *user)
     }
 }
 
+/* The endpoint's persistent request on its host copy at host. */
+static int make_direct(wm_endpoint *ep, void *host)
+{
+    weft_mpi_exec *e = ep->g->exec;
+    int rc;
+
+    if (ep->direct != MPI_REQUEST_NULL)
+        MPI_Request_free(&ep->direct);
+    ep->host = host;
+    rc = ep->send ? MPI_Ssend_init(host, ep->count, ep->type, ep->peer,
+                                   ep->tag, e->comm, &ep->direct)
+                  : MPI_Recv_init(host, ep->count, ep->type, ep->peer, ep->tag,
+                                  e->comm, &ep->direct);
+    if (rc != MPI_SUCCESS) {
+        ep->direct = MPI_REQUEST_NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int wm_send_task(void *const *ptrs, void *user)
+{
+    wm_endpoint *ep = user;
+
+    if ((ep->direct == MPI_REQUEST_NULL || ep->host != ptrs[0]) &&
+        make_direct(ep, ptrs[0]) < 0) {
+        wm_abort(ep->g->exec, WEFT_EIO);
+        return 1;
+    }
+    ep->done = 1;
+    MPI_Start(&ep->direct);
+    return 0;
+}
+
+int wm_sent_task(void *const *ptrs, void *user)
+{
+    wm_endpoint *ep = user;
+
+    (void)ptrs;
+    return await(ep->g->exec, &ep->direct, MPI_STATUS_IGNORE);
+}
+
+int wm_recv_task(void *const *ptrs, void *user)
+{
+    wm_endpoint *ep = user;
+    weft_mpi_exec *e = ep->g->exec;
+    MPI_Status st;
+    int n = 0;
+
+    if (await(e, ep->posted_direct ? &ep->direct : &ep->req, &st))
+        return 1;
+    ep->done = 1;
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    if ((size_t)n != ep->size || aborted(e))
+        return 1; /* the sender's node failed or was canceled */
+    if (ep->posted_direct)
+        return ptrs[0] != ep->host; /* (weft.h: host copies do not move) */
+    for (size_t r = 0; r < ep->at.rows; r++)
+        memcpy((char *)ptrs[0] + r * ep->at.pitch,
+               (char *)ep->staging + r * ep->at.row_bytes, ep->at.row_bytes);
+    /* the next launch receives there directly, where early */
+    if (ep->early && ep->direct == MPI_REQUEST_NULL)
+        make_direct(ep, ptrs[0]);
+    return 0;
+}
+
 static void free_requests(weft_mpi_exec *e)
 {
     weft_mpi_graph *g = e->g;
 
     for (unsigned i = 0; i < g->neps; i++) {
-        if (g->eps[i]->req != MPI_REQUEST_NULL)
-            MPI_Request_free(&g->eps[i]->req);
-        g->eps[i]->staging = NULL;
+        wm_endpoint *ep = g->eps[i];
+
+        if (ep->req != MPI_REQUEST_NULL)
+            MPI_Request_free(&ep->req);
+        if (ep->direct != MPI_REQUEST_NULL)
+            MPI_Request_free(&ep->direct);
+        if (ep->type != MPI_DATATYPE_NULL && ep->type != MPI_BYTE)
+            MPI_Type_free(&ep->type);
+        ep->type = MPI_DATATYPE_NULL;
+        ep->staging = NULL;
+        ep->host = NULL;
     }
 }
 
@@ -192,7 +239,8 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
                             "%s: a transfer of %zu bytes: weft_mpi moves at "
                             "most INT_MAX bytes at once",
                             fn, g->eps[i]->size);
-        total += (g->eps[i]->size + 63) & ~(size_t)63;
+        if (!g->eps[i]->send)
+            total += (g->eps[i]->size + 63) & ~(size_t)63;
     }
     e->staging = malloc(total ? total : 1);
     size = (size_t)g->mpi->size;
@@ -214,14 +262,27 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
-        ep->staging = (char *)e->staging + off;
         ep->fill = MPI_REQUEST_NULL;
+        /* a range: its bytes; a block: one hvector of its rows */
+        ep->type = MPI_BYTE;
+        ep->count = (int)ep->size;
+        if (ep->at.rows > 1 && ep->size > 0) {
+            if (ep->at.rows > INT_MAX || ep->at.row_bytes > INT_MAX ||
+                MPI_Type_create_hvector((int)ep->at.rows, (int)ep->at.row_bytes,
+                                        (MPI_Aint)ep->at.pitch, MPI_BYTE,
+                                        &ep->type) != MPI_SUCCESS ||
+                MPI_Type_commit(&ep->type) != MPI_SUCCESS) {
+                ep->type = MPI_DATATYPE_NULL;
+                return wm_error(WEFT_EIO, "%s: MPI could not make a type", fn);
+            }
+            ep->count = 1;
+        }
+        if (ep->send)
+            continue;
+        ep->staging = (char *)e->staging + off;
         off += (ep->size + 63) & ~(size_t)63;
-        rc = ep->send ? MPI_Ssend_init(ep->staging, (int)ep->size, MPI_BYTE,
-                                       ep->peer, ep->tag, e->comm, &ep->req)
-                      : MPI_Recv_init(ep->staging, (int)ep->size, MPI_BYTE,
-                                      ep->peer, ep->tag, e->comm, &ep->req);
-        if (rc != MPI_SUCCESS)
+        if (MPI_Recv_init(ep->staging, (int)ep->size, MPI_BYTE, ep->peer,
+                          ep->tag, e->comm, &ep->req) != MPI_SUCCESS)
             return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
     }
     rc = weft_graph_instantiate(g->local, opts, &e->local);
@@ -303,16 +364,17 @@ static int end_launch(weft_mpi_exec *e, int rc)
         wm_endpoint *ep = g->eps[i];
 
         if (ep->send && !ep->done)
-            MPI_Isend(ep->staging, 0, MPI_BYTE, ep->peer, ep->tag, e->comm,
+            MPI_Isend(NULL, 0, MPI_BYTE, ep->peer, ep->tag, e->comm,
                       &ep->fill);
     }
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
         if (ep->send)
-            MPI_Wait(ep->done ? &ep->req : &ep->fill, MPI_STATUS_IGNORE);
+            MPI_Wait(ep->done ? &ep->direct : &ep->fill, MPI_STATUS_IGNORE);
         else if (!ep->done)
-            MPI_Wait(&ep->req, MPI_STATUS_IGNORE);
+            MPI_Wait(ep->posted_direct ? &ep->direct : &ep->req,
+                     MPI_STATUS_IGNORE);
     }
     pthread_mutex_lock(&e->ctrl_lock);
     for (int r = 0; r < mpi->size; r++)
@@ -380,8 +442,10 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
         wm_endpoint *ep = g->eps[i];
 
         ep->done = 0;
-        if (!ep->send)
-            MPI_Start(&ep->req);
+        if (ep->send)
+            continue;
+        ep->posted_direct = ep->early && ep->direct != MPI_REQUEST_NULL;
+        MPI_Start(ep->posted_direct ? &ep->direct : &ep->req);
     }
     e->in_flight = 1;
     rc = weft_exec_launch(e->local);

@@ -74,21 +74,58 @@ typedef struct wm_track {
 
 /*
  * One end of a transfer on this rank: the send or the receive host task's
- * user data. Its request and staging belong to the graph's live exec.
+ * user data. Its requests and staging belong to the graph's live exec.
  * Heap-allocated: the local graph holds its address.
+ *
+ * The bytes move between the host copies, with no packing: one element of
+ * type (count 1: a 2-D block as an hvector of its rows; count size of
+ * MPI_BYTE: a range), at host, the host copy's address of the region's
+ * first byte, which a host task is given and which stays the same for the
+ * buffer's life (weft.h, host tasks). host is learnt when the endpoint's
+ * task first runs, and direct (a persistent request on host) made then.
+ *
+ * A send's task starts direct and returns; the bytes stay read until the
+ * send completes: before a later node of this rank writes any of them, a
+ * completion task (waiting for direct) is added (graph.c, settle_open),
+ * and every send completes at the end of the launch.
+ *
+ * A receive is started when the launch starts: directly into the host copy
+ * where early (no earlier node of this rank in the graph touches its bytes,
+ * and none writes them, so nothing reads or writes them until its task
+ * runs: graph.c, wm_graph_close) and host is known (the second launch on),
+ * else into staging, which its task copies into the host copy.
  */
 typedef struct wm_endpoint {
     weft_mpi_graph *g;
+    wm_reg *reg;
     int send; /* 1: a send to peer, 0: a receive from peer */
     int peer, tag;
     weft_node node; /* its host task in the local graph */
-    wm_region at;   /* the bytes moved, packed row after row */
+    wm_region at;   /* the bytes moved */
     size_t size;    /* at.rows * at.row_bytes */
-    void *staging;
-    MPI_Request req;
-    MPI_Request fill; /* an empty message in place of a send not made */
+    unsigned seq;   /* its place among this rank's touches (graph.c) */
+    int early;      /* a receive that may be posted into the host copy */
+    int count;
+    MPI_Datatype type;
+    void *host;         /* NULL until learnt */
+    MPI_Request direct; /* on host: MPI_REQUEST_NULL until made */
+    void *staging;      /* receives */
+    MPI_Request req;    /* receives: into staging */
+    MPI_Request fill;   /* an empty message in place of a send not made */
+    int posted_direct;  /* this launch: the receive is direct */
     int done; /* this launch: the send started, the receive's bytes came */
 } wm_endpoint;
+
+/*
+ * Bytes a node or transfer of this rank touches (graph.c), in the order
+ * they were added (seq), for the receives' early test at close.
+ */
+typedef struct wm_touch {
+    wm_reg *reg;
+    wm_region at;
+    unsigned seq;
+    int wrote; /* a node's write (not a receive's) */
+} wm_touch;
 
 /* A status host task of the program's, wrapped to broadcast its failure. */
 typedef struct wm_wrap {
@@ -121,6 +158,14 @@ struct weft_mpi_graph {
     weft_node last_recv;
     weft_node *since;
     unsigned nsince, scap;
+    /*
+     * This rank's touches, and its sends whose bytes no completion task
+     * guards yet (open): a later write of them here waits for the send.
+     */
+    wm_touch *touch;
+    unsigned ntouch, thcap, seq;
+    wm_endpoint **open;
+    unsigned nopen, ocap;
     weft_mpi_exec *exec; /* the live exec, or NULL */
 };
 
@@ -177,6 +222,10 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
 /* Send this rank's control messages (once per launch): code, an error. */
 void wm_abort(weft_mpi_exec *e, int code);
 int wm_recv_task(void *const *ptrs, void *user);
-void wm_send_task(void *const *ptrs, void *user);
+int wm_send_task(void *const *ptrs, void *user);
+/* A completion task: waits for its send (user: the endpoint). */
+int wm_sent_task(void *const *ptrs, void *user);
+/* Whether a and b share a byte (track.c). */
+int wm_overlap(const wm_region *a, const wm_region *b);
 
 #endif
