@@ -120,8 +120,8 @@ static int make_direct(wm_endpoint *ep, void *host)
     if (ep->direct != MPI_REQUEST_NULL)
         MPI_Request_free(&ep->direct);
     ep->host = host;
-    rc = ep->send ? MPI_Ssend_init(host, ep->count, ep->type, ep->peer,
-                                   ep->tag, e->comm, &ep->direct)
+    rc = ep->send ? MPI_Ssend_init(host, ep->count, ep->type, ep->peer, ep->tag,
+                                   e->comm, &ep->direct)
                   : MPI_Recv_init(host, ep->count, ep->type, ep->peer, ep->tag,
                                   e->comm, &ep->direct);
     if (rc != MPI_SUCCESS) {
@@ -364,8 +364,7 @@ static int end_launch(weft_mpi_exec *e, int rc)
         wm_endpoint *ep = g->eps[i];
 
         if (ep->send && !ep->done)
-            MPI_Isend(NULL, 0, MPI_BYTE, ep->peer, ep->tag, e->comm,
-                      &ep->fill);
+            MPI_Isend(NULL, 0, MPI_BYTE, ep->peer, ep->tag, e->comm, &ep->fill);
     }
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];

@@ -174,8 +174,8 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
     ep->type = MPI_DATATYPE_NULL;
     acc = access_of(reg, at, ep->send ? WEFT_READ : WEFT_WRITE);
     if (ep->send) {
-        rc = weft_graph_add_host_status(g->local, wm_send_task, ep, &acc, 1,
-                                        &n);
+        rc =
+            weft_graph_add_host_status(g->local, wm_send_task, ep, &acc, 1, &n);
     } else {
         rc = settle_open(g, reg, at);
         if (rc == 0)
