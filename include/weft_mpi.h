@@ -255,10 +255,11 @@ WEFT_API int weft_mpi_exec_wait(weft_mpi_exec *e);
  * transfer as an arrow from its send to its receive):
  *
  *   {"rank":R,"size":N,"transfers":[{"tag":T,"dir":"send"|"recv",
- *    "peer":P,"node":LOCAL,"bytes":B},...]}
+ *    "peer":P,"node":LOCAL,"bytes":B,"early":true|false},...]}
  *
  * node is the transfer's host task in this rank's weft graph (the "node"
- * of its slices in this rank's trace). WEFT_EINVAL for NULL arguments;
+ * of its slices in this rank's trace); early: a receive posted into the
+ * host copy when a launch starts, from the second launch on (see above). WEFT_EINVAL for NULL arguments;
  * WEFT_EIO where the file cannot be written.
  */
 WEFT_API int weft_mpi_exec_write_transfers(const weft_mpi_exec *e,

@@ -473,9 +473,9 @@ int weft_mpi_exec_write_transfers(const weft_mpi_exec *e, const char *path)
 
         fprintf(f,
                 "%s\n{\"tag\":%d,\"dir\":\"%s\",\"peer\":%d,\"node\":%u,"
-                "\"bytes\":%zu}",
+                "\"bytes\":%zu,\"early\":%s}",
                 i ? "," : "", ep->tag, ep->send ? "send" : "recv", ep->peer,
-                (unsigned)ep->node, ep->size);
+                (unsigned)ep->node, ep->size, ep->early ? "true" : "false");
     }
     fputs("\n]}\n", f);
     bad = ferror(f);
