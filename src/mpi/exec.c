@@ -177,6 +177,38 @@ int wm_recv_task(void *const *ptrs, void *user)
     return 0;
 }
 
+static void *progress_main(void *arg)
+{
+    weft_mpi_exec *e = arg;
+    int flag;
+
+    pthread_mutex_lock(&e->plock);
+    for (;;) {
+        while (e->pstate == 0)
+            pthread_cond_wait(&e->pcond, &e->plock);
+        if (e->pstate == 2)
+            break;
+        pthread_mutex_unlock(&e->plock);
+        MPI_Iprobe(MPI_ANY_SOURCE, e->probe_tag, e->comm, &flag,
+                   MPI_STATUS_IGNORE);
+        sched_yield();
+        pthread_mutex_lock(&e->plock);
+    }
+    pthread_mutex_unlock(&e->plock);
+    return NULL;
+}
+
+/* The progress thread polls (1), stops (0) or ends (2). */
+static void progress_set(weft_mpi_exec *e, int state)
+{
+    if (!e->has_progress)
+        return;
+    pthread_mutex_lock(&e->plock);
+    e->pstate = state;
+    pthread_cond_signal(&e->pcond);
+    pthread_mutex_unlock(&e->plock);
+}
+
 static void free_requests(weft_mpi_exec *e)
 {
     weft_mpi_graph *g = e->g;
@@ -200,6 +232,12 @@ static void exec_free(weft_mpi_exec *e)
 {
     weft_mpi_graph *g = e->g;
 
+    if (e->has_progress) {
+        progress_set(e, 2);
+        pthread_join(e->progress, NULL);
+    }
+    pthread_mutex_destroy(&e->plock);
+    pthread_cond_destroy(&e->pcond);
     free_requests(e);
     for (int r = 0; e->ctrl_recv && r < g->mpi->size; r++)
         if (e->ctrl_recv[r] != MPI_REQUEST_NULL)
@@ -229,7 +267,7 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
     int *ub = NULL, flag = 0, rc;
 
     MPI_Comm_get_attr(e->comm, MPI_TAG_UB, &ub, &flag);
-    if (flag && (long)g->ntransfers >= (long)*ub)
+    if (flag && (long)g->ntransfers + 1 >= (long)*ub)
         return wm_error(WEFT_ENOTSUP,
                         "%s: %u transfers need more tags than MPI's %d", fn,
                         g->ntransfers, *ub);
@@ -285,6 +323,15 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
                           ep->tag, e->comm, &ep->req) != MPI_SUCCESS)
             return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
     }
+    e->probe_tag = 1 + (int)g->ntransfers;
+    for (unsigned i = 0; i < g->neps && !e->has_progress; i++) {
+        if (g->eps[i]->size < WM_PROGRESS_MIN)
+            continue;
+        if (pthread_create(&e->progress, NULL, progress_main, e) != 0)
+            return wm_error(WEFT_ENOMEM, "%s: no thread for MPI's progress",
+                            fn);
+        e->has_progress = 1;
+    }
     rc = weft_graph_instantiate(g->local, opts, &e->local);
     if (rc < 0)
         return wm_weft_error(rc, fn);
@@ -324,6 +371,8 @@ int weft_mpi_graph_instantiate(weft_mpi_graph *g, const weft_exec_options *opts,
     e->g = g;
     e->comm = MPI_COMM_NULL;
     pthread_mutex_init(&e->ctrl_lock, NULL);
+    pthread_mutex_init(&e->plock, NULL);
+    pthread_cond_init(&e->pcond, NULL);
     g->exec = e;
     for (unsigned i = 0; i < g->ntracks; i++)
         g->tracks[i].reg->users++;
@@ -354,6 +403,7 @@ static int end_launch(weft_mpi_exec *e, int rc)
     char detail[512];
     int nfailed = 0, first;
 
+    progress_set(e, 0); /* the waits below make progress */
     if (rc < 0) {
         snprintf(detail, sizeof detail, "%s", weft_last_error());
         if (!aborted(e)) /* else it failed for another rank's failure */
@@ -447,6 +497,7 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
         MPI_Start(ep->posted_direct ? &ep->direct : &ep->req);
     }
     e->in_flight = 1;
+    progress_set(e, 1);
     rc = weft_exec_launch(e->local);
     if (rc < 0)
         return end_launch(e, rc);

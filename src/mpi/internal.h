@@ -192,7 +192,24 @@ struct weft_mpi_exec {
     atomic_int ctrl_sent;
     int in_flight;
     int failed; /* a launch failed: the error it returned */
+    /*
+     * The progress thread, where a transfer moves WM_PROGRESS_MIN bytes or
+     * more (MPI moves bytes only inside MPI calls, and a large message
+     * needs both ranks' calls, fragment after fragment): from a launch's
+     * start to its end it calls MPI_Iprobe on comm for probe_tag (a tag no
+     * message has), yielding between calls, so that transfers move while
+     * this rank's threads do other work. pstate, under plock: 0 idle, 1
+     * polling, 2 quit.
+     */
+    pthread_t progress;
+    int has_progress, probe_tag;
+    pthread_mutex_t plock;
+    pthread_cond_t pcond;
+    int pstate;
 };
+
+/* The size from which a transfer gets the progress thread (exec.c). */
+#define WM_PROGRESS_MIN ((size_t)256 << 10)
 
 /* Record the detail of an error and return err. */
 int wm_error(int err, const char *fmt, ...)
