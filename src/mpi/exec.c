@@ -40,17 +40,41 @@
 
 #include "internal.h"
 
+/* MPI_Test of req under mpi_lock. */
+static int test(weft_mpi_exec *e, MPI_Request *req, MPI_Status *st)
+{
+    int flag = 0;
+
+    pthread_mutex_lock(&e->mpi_lock);
+    MPI_Test(req, &flag, st);
+    pthread_mutex_unlock(&e->mpi_lock);
+    return flag;
+}
+
+/* Wait for req by testing it (mpi_lock is not held while another waits). */
+static void wait_req(weft_mpi_exec *e, MPI_Request *req)
+{
+    while (!test(e, req, MPI_STATUS_IGNORE))
+        sched_yield();
+}
+
+/* MPI_Start of req under mpi_lock. */
+static void start(weft_mpi_exec *e, MPI_Request *req)
+{
+    pthread_mutex_lock(&e->mpi_lock);
+    MPI_Start(req);
+    pthread_mutex_unlock(&e->mpi_lock);
+}
+
 /* Test the control messages not arrived yet; ctrl_lock held. */
 static void ctrl_test(weft_mpi_exec *e)
 {
     weft_mpi *mpi = e->g->mpi;
-    int flag;
 
     for (int r = 0; r < mpi->size; r++) {
         if (r == mpi->rank || e->ctrl_done[r])
             continue;
-        MPI_Test(&e->ctrl_recv[r], &flag, MPI_STATUS_IGNORE);
-        if (!flag)
+        if (!test(e, &e->ctrl_recv[r], MPI_STATUS_IGNORE))
             continue;
         e->ctrl_done[r] = 1;
         if (e->ctrl_msg[r] != 0)
@@ -78,8 +102,11 @@ static void ctrl_send(weft_mpi_exec *e, int code)
         return;
     e->my_code = code;
     for (int r = 0; r < mpi->size; r++)
-        if (r != mpi->rank)
+        if (r != mpi->rank) {
+            pthread_mutex_lock(&e->mpi_lock);
             MPI_Isend(&e->my_code, 1, MPI_INT, r, 0, e->comm, &e->ctrl_send[r]);
+            pthread_mutex_unlock(&e->mpi_lock);
+        }
 }
 
 void wm_abort(weft_mpi_exec *e, int code)
@@ -92,11 +119,9 @@ void wm_abort(weft_mpi_exec *e, int code)
 static int await(weft_mpi_exec *e, MPI_Request *req, MPI_Status *st)
 {
     unsigned spins = 0;
-    int flag = 0;
 
     for (;;) {
-        MPI_Test(req, &flag, st);
-        if (flag)
+        if (test(e, req, st))
             return 0;
         if (aborted(e))
             return 1;
@@ -141,7 +166,7 @@ int wm_send_task(void *const *ptrs, void *user)
         return 1;
     }
     ep->done = 1;
-    MPI_Start(&ep->direct);
+    start(ep->g->exec, &ep->direct);
     return 0;
 }
 
@@ -189,8 +214,10 @@ static void *progress_main(void *arg)
         if (e->pstate == 2)
             break;
         pthread_mutex_unlock(&e->plock);
+        pthread_mutex_lock(&e->mpi_lock);
         MPI_Iprobe(MPI_ANY_SOURCE, e->probe_tag, e->comm, &flag,
                    MPI_STATUS_IGNORE);
+        pthread_mutex_unlock(&e->mpi_lock);
         sched_yield();
         pthread_mutex_lock(&e->plock);
     }
@@ -237,6 +264,7 @@ static void exec_free(weft_mpi_exec *e)
         pthread_join(e->progress, NULL);
     }
     pthread_mutex_destroy(&e->plock);
+    pthread_mutex_destroy(&e->mpi_lock);
     pthread_cond_destroy(&e->pcond);
     free_requests(e);
     for (int r = 0; e->ctrl_recv && r < g->mpi->size; r++)
@@ -372,6 +400,7 @@ int weft_mpi_graph_instantiate(weft_mpi_graph *g, const weft_exec_options *opts,
     e->comm = MPI_COMM_NULL;
     pthread_mutex_init(&e->ctrl_lock, NULL);
     pthread_mutex_init(&e->plock, NULL);
+    pthread_mutex_init(&e->mpi_lock, NULL);
     pthread_cond_init(&e->pcond, NULL);
     g->exec = e;
     for (unsigned i = 0; i < g->ntracks; i++)
@@ -413,24 +442,27 @@ static int end_launch(weft_mpi_exec *e, int rc)
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
-        if (ep->send && !ep->done)
+        if (ep->send && !ep->done) {
+            pthread_mutex_lock(&e->mpi_lock);
             MPI_Isend(NULL, 0, MPI_BYTE, ep->peer, ep->tag, e->comm, &ep->fill);
+            pthread_mutex_unlock(&e->mpi_lock);
+        }
     }
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
         if (ep->send)
-            MPI_Wait(ep->done ? &ep->direct : &ep->fill, MPI_STATUS_IGNORE);
+            wait_req(e, ep->done ? &ep->direct : &ep->fill);
         else if (!ep->done)
-            MPI_Wait(ep->posted_direct ? &ep->direct : &ep->req,
-                     MPI_STATUS_IGNORE);
+            wait_req(e, ep->posted_direct ? &ep->direct : &ep->req);
     }
     pthread_mutex_lock(&e->ctrl_lock);
     for (int r = 0; r < mpi->size; r++)
         if (r != mpi->rank && !e->ctrl_done[r])
-            MPI_Wait(&e->ctrl_recv[r], MPI_STATUS_IGNORE);
+            wait_req(e, &e->ctrl_recv[r]);
     pthread_mutex_unlock(&e->ctrl_lock);
-    MPI_Waitall(mpi->size, e->ctrl_send, MPI_STATUSES_IGNORE);
+    for (int r = 0; r < mpi->size; r++)
+        wait_req(e, &e->ctrl_send[r]);
     e->in_flight = 0;
     first = mpi->size;
     for (int r = 0; r < mpi->size; r++) {
@@ -485,7 +517,7 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
         e->ctrl_done[r] = 0;
         e->ctrl_msg[r] = 0;
         if (r != g->mpi->rank)
-            MPI_Start(&e->ctrl_recv[r]);
+            start(e, &e->ctrl_recv[r]);
     }
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
@@ -494,7 +526,7 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
         if (ep->send)
             continue;
         ep->posted_direct = ep->early && ep->direct != MPI_REQUEST_NULL;
-        MPI_Start(ep->posted_direct ? &ep->direct : &ep->req);
+        start(e, ep->posted_direct ? &ep->direct : &ep->req);
     }
     e->in_flight = 1;
     progress_set(e, 1);

@@ -203,6 +203,16 @@ struct weft_mpi_exec {
      */
     pthread_t progress;
     int has_progress, probe_tag;
+    /*
+     * Held around every MPI call of this exec that may move a message's
+     * bytes (tests, waits by testing, starts, the progress thread's
+     * probes): MPI writes or reads a message's memory inside whichever
+     * thread's call makes progress, and a thread that sees a request
+     * complete then takes this lock after that call released it, so what
+     * MPI did happens before what the thread does next (ThreadSanitizer
+     * sees it too). Taken inside ctrl_lock; nothing is taken under it.
+     */
+    pthread_mutex_t mpi_lock;
     pthread_mutex_t plock;
     pthread_cond_t pcond;
     int pstate;
