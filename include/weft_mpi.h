@@ -32,6 +32,10 @@
  * completes the sends); where a later node of the sending rank writes any
  * of its bytes, weft_mpi adds a completion task before it (waiting for the
  * send, MPI_Test, yielding), so the bytes stay as sent until MPI has them.
+ * A send below 64 KiB is copied into staging by its task instead, and
+ * needs no completion task. Where a transfer moves 256 KiB or more, a
+ * thread of the executable graph calls MPI from each launch's start to its
+ * end (MPI moves a large message only inside MPI calls of both ranks).
  * Every receive is started when the launch starts: a receive that no
  * earlier node of its rank touches and no node of its rank writes (the
  * bytes are nobody's there until it lands: a tile read on another rank)

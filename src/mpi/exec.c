@@ -160,6 +160,14 @@ int wm_send_task(void *const *ptrs, void *user)
 {
     wm_endpoint *ep = user;
 
+    if (ep->packed) {
+        for (size_t r = 0; r < ep->at.rows; r++)
+            memcpy((char *)ep->staging + r * ep->at.row_bytes,
+                   (const char *)ptrs[0] + r * ep->at.pitch, ep->at.row_bytes);
+        ep->done = 1;
+        start(ep->g->exec, &ep->req);
+        return 0;
+    }
     if ((ep->direct == MPI_REQUEST_NULL || ep->host != ptrs[0]) &&
         make_direct(ep, ptrs[0]) < 0) {
         wm_abort(ep->g->exec, WEFT_EIO);
@@ -305,7 +313,7 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
                             "%s: a transfer of %zu bytes: weft_mpi moves at "
                             "most INT_MAX bytes at once",
                             fn, g->eps[i]->size);
-        if (!g->eps[i]->send)
+        if (!g->eps[i]->send || g->eps[i]->packed)
             total += (g->eps[i]->size + 63) & ~(size_t)63;
     }
     e->staging = malloc(total ? total : 1);
@@ -343,12 +351,15 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
             }
             ep->count = 1;
         }
-        if (ep->send)
+        if (ep->send && !ep->packed)
             continue;
         ep->staging = (char *)e->staging + off;
         off += (ep->size + 63) & ~(size_t)63;
-        if (MPI_Recv_init(ep->staging, (int)ep->size, MPI_BYTE, ep->peer,
-                          ep->tag, e->comm, &ep->req) != MPI_SUCCESS)
+        rc = ep->send ? MPI_Ssend_init(ep->staging, (int)ep->size, MPI_BYTE,
+                                       ep->peer, ep->tag, e->comm, &ep->req)
+                      : MPI_Recv_init(ep->staging, (int)ep->size, MPI_BYTE,
+                                      ep->peer, ep->tag, e->comm, &ep->req);
+        if (rc != MPI_SUCCESS)
             return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
     }
     e->probe_tag = 1 + (int)g->ntransfers;
@@ -452,7 +463,9 @@ static int end_launch(weft_mpi_exec *e, int rc)
         wm_endpoint *ep = g->eps[i];
 
         if (ep->send)
-            wait_req(e, ep->done ? &ep->direct : &ep->fill);
+            wait_req(e, !ep->done    ? &ep->fill
+                        : ep->packed ? &ep->req
+                                     : &ep->direct);
         else if (!ep->done)
             wait_req(e, ep->posted_direct ? &ep->direct : &ep->req);
     }

@@ -170,6 +170,7 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
     ep->tag = tag;
     ep->at = at;
     ep->size = at.rows * at.row_bytes;
+    ep->packed = ep->send && ep->size < WM_DIRECT_MIN;
     ep->req = ep->direct = ep->fill = MPI_REQUEST_NULL;
     ep->type = MPI_DATATYPE_NULL;
     acc = access_of(reg, at, ep->send ? WEFT_READ : WEFT_WRITE);
@@ -195,7 +196,7 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
         rc = note_touch(g, reg, at, 0, &ep->seq);
     if (rc == 0 && ep->send)
         rc = note_send(g, n);
-    if (rc == 0 && ep->send &&
+    if (rc == 0 && ep->send && !ep->packed &&
         grow((void **)&g->open, &g->ocap, g->nopen + 1, sizeof *g->open))
         rc = WEFT_ENOMEM;
     if (rc < 0) {
@@ -203,7 +204,7 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
         return rc;
     }
     ep->node = n;
-    if (ep->send)
+    if (ep->send && !ep->packed)
         g->open[g->nopen++] = ep;
     g->eps[g->neps++] = ep;
     return 0;

@@ -87,7 +87,9 @@ typedef struct wm_track {
  * A send's task starts direct and returns; the bytes stay read until the
  * send completes: before a later node of this rank writes any of them, a
  * completion task (waiting for direct) is added (graph.c, settle_open),
- * and every send completes at the end of the launch.
+ * and every send completes at the end of the launch. A send below
+ * WM_DIRECT_MIN bytes (packed) is copied into staging instead, sent from
+ * there (req), and needs no completion task.
  *
  * A receive is started when the launch starts: directly into the host copy
  * where early (no earlier node of this rank in the graph touches its bytes,
@@ -105,12 +107,13 @@ typedef struct wm_endpoint {
     size_t size;    /* at.rows * at.row_bytes */
     unsigned seq;   /* its place among this rank's touches (graph.c) */
     int early;      /* a receive that may be posted into the host copy */
+    int packed;     /* a send below WM_DIRECT_MIN: copied into staging */
     int count;
     MPI_Datatype type;
     void *host;         /* NULL until learnt */
     MPI_Request direct; /* on host: MPI_REQUEST_NULL until made */
-    void *staging;      /* receives */
-    MPI_Request req;    /* receives: into staging */
+    void *staging;      /* receives and packed sends */
+    MPI_Request req;    /* on staging */
     MPI_Request fill;   /* an empty message in place of a send not made */
     int posted_direct;  /* this launch: the receive is direct */
     int done; /* this launch: the send started, the receive's bytes came */
@@ -217,6 +220,13 @@ struct weft_mpi_exec {
     pthread_cond_t pcond;
     int pstate;
 };
+
+/*
+ * Sends below this size are copied into staging by their task and sent
+ * from there (req): a copy that costs less than the completion task that a
+ * later write of the bytes would need.
+ */
+#define WM_DIRECT_MIN ((size_t)64 << 10)
 
 /* The size from which a transfer gets the progress thread (exec.c). */
 #define WM_PROGRESS_MIN ((size_t)256 << 10)
