@@ -254,7 +254,10 @@ WEFT_API int weft_mpi_graph_instantiate(weft_mpi_graph *g,
                                         weft_mpi_exec **e);
 /*
  * Collective. Launch e on every rank: waits for e's previous launch, if
- * any (as weft_mpi_exec_wait), then starts. WEFT_ESTATE after a failed
+ * any (as weft_mpi_exec_wait), and for the launch in flight of any other
+ * executable graph of mpi that names one of e's buffers (receives write
+ * host copies from the launch's start; that launch's result is kept for
+ * its own weft_mpi_exec_wait), then starts. WEFT_ESTATE after a failed
  * launch.
  */
 WEFT_API int weft_mpi_exec_launch(weft_mpi_exec *e);

@@ -290,6 +290,11 @@ static void exec_free(weft_mpi_exec *e)
     free(e->ctrl_done);
     for (unsigned i = 0; i < g->ntracks; i++)
         g->tracks[i].reg->users--;
+    for (unsigned i = 0; i < g->mpi->nexecs; i++)
+        if (g->mpi->execs[i] == e) {
+            g->mpi->execs[i] = g->mpi->execs[--g->mpi->nexecs];
+            break;
+        }
     g->exec = NULL;
     free(e);
 }
@@ -302,6 +307,15 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
     size_t total = 0, off = 0, size;
     int *ub = NULL, flag = 0, rc;
 
+    if (g->mpi->nexecs == g->mpi->xcap) {
+        unsigned cap = g->mpi->xcap ? 2 * g->mpi->xcap : 4;
+        weft_mpi_exec **x = realloc(g->mpi->execs, cap * sizeof *x);
+
+        if (!x)
+            return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+        g->mpi->execs = x;
+        g->mpi->xcap = cap;
+    }
     MPI_Comm_get_attr(e->comm, MPI_TAG_UB, &ub, &flag);
     if (flag && (long)g->ntransfers + 1 >= (long)*ub)
         return wm_error(WEFT_ENOTSUP,
@@ -432,6 +446,7 @@ int weft_mpi_graph_instantiate(weft_mpi_graph *g, const weft_exec_options *opts,
         exec_free(e);
         return rc;
     }
+    g->mpi->execs[g->mpi->nexecs++] = e;
     *out = e;
     return 0;
 }
@@ -509,6 +524,16 @@ int weft_mpi_exec_wait(weft_mpi_exec *e)
     return end_launch(e, weft_exec_wait(e->local));
 }
 
+/* Whether a and b name a registered buffer in common. */
+static int shares_buffer(const weft_mpi_graph *a, const weft_mpi_graph *b)
+{
+    for (unsigned i = 0; i < a->ntracks; i++)
+        for (unsigned k = 0; k < b->ntracks; k++)
+            if (a->tracks[i].reg == b->tracks[k].reg)
+                return 1;
+    return 0;
+}
+
 int weft_mpi_exec_launch(weft_mpi_exec *e)
 {
     weft_mpi_graph *g;
@@ -519,6 +544,18 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
     g = e->g;
     if (e->in_flight && (rc = weft_mpi_exec_wait(e)) < 0)
         return rc;
+    /*
+     * Receives write host copies from the launch's start, before weft
+     * orders anything: another exec's launch on the same buffers ends
+     * first (the program makes the same calls on every rank, so every
+     * rank waits alike). Its result stays for its own wait.
+     */
+    for (unsigned i = 0; i < g->mpi->nexecs; i++) {
+        weft_mpi_exec *x = g->mpi->execs[i];
+
+        if (x != e && x->in_flight && shares_buffer(x->g, g))
+            weft_mpi_exec_wait(x);
+    }
     if (e->failed)
         return wm_error(WEFT_ESTATE,
                         "weft_mpi_exec_launch: a launch of e failed: "

@@ -35,7 +35,9 @@ struct weft_mpi {
     int rank, size;
     wm_reg **regs;
     unsigned nregs, cap;
-    unsigned graphs; /* live weft_mpi graphs */
+    unsigned graphs;       /* live weft_mpi graphs */
+    weft_mpi_exec **execs; /* the live executable graphs */
+    unsigned nexecs, xcap;
 };
 
 /*

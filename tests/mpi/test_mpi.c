@@ -18,7 +18,8 @@
  *   test_mpi direct    transfers between host copies: a send's bytes
  *                      written on its rank right after it (a completion
  *                      task between), receives posted into the host copy
- *                      (early) and not, over three launches
+ *                      (early) and not, over three launches, then a
+ *                      launch of another graph on the same buffer
  *   test_mpi bad       bad input to every weft_mpi function
  *   test_mpi serialized  MPI initialised at MPI_THREAD_SERIALIZED:
  *                      weft_mpi_create refuses it
@@ -752,7 +753,7 @@ static void owners_test(weft_runtime *rt, weft_mpi *mpi)
 enum { DN = 1 << 18 }; /* 1 MiB of uint32_t: the send takes a while */
 
 typedef struct dcheck {
-    unsigned launch, bad;
+    unsigned launch, bad, base;
 } dcheck;
 
 static void d_add(void *const *ptrs, void *user)
@@ -763,7 +764,7 @@ static void d_add(void *const *ptrs, void *user)
         x[k] += add;
 }
 
-/* X as sent after launch l's first add: k + 1001 (l - 1) + 1 */
+/* X as sent after launch l's first add: k + base + 1001 (l - 1) + 1 */
 static void d_check(void *const *ptrs, void *user)
 {
     const uint32_t *x = ptrs[0];
@@ -771,7 +772,19 @@ static void d_check(void *const *ptrs, void *user)
 
     c->launch++;
     for (unsigned k = 0; k < DN; k++)
-        if (x[k] != k + 1001u * (c->launch - 1) + 1)
+        if (x[k] != k + c->base + 1001u * (c->launch - 1) + 1)
+            c->bad++;
+}
+
+/* X is k + base */
+static void d_check_base(void *const *ptrs, void *user)
+{
+    const uint32_t *x = ptrs[0];
+    dcheck *c = user;
+
+    c->launch++;
+    for (unsigned k = 0; k < DN; k++)
+        if (x[k] != k + c->base)
             c->bad++;
 }
 
@@ -811,10 +824,10 @@ static void direct_test(weft_runtime *rt, weft_mpi *mpi)
     const uint32_t one = 1, many = 1000;
     int last = nranks - 1;
     weft_buffer *x, *y;
-    weft_mpi_graph *g;
-    weft_mpi_exec *e;
+    weft_mpi_graph *g, *g2;
+    weft_mpi_exec *e, *e2;
     weft_access_desc acc;
-    dcheck c = {0, 0};
+    dcheck c = {0, 0, 0}, c2 = {0, 0, 0};
 
     for (unsigned k = 0; k < DN; k++)
         x0[k] = k;
@@ -842,17 +855,40 @@ static void direct_test(weft_runtime *rt, weft_mpi *mpi)
     /* the last rank's receive of X is early; of Y (written there) not, nor
      * rank 0's of Y coming back (rank 0 sent it) */
     CHECK(early_receives(e) == (nranks > 1 && me == last ? 1u : 0u));
+    /*
+     * Another graph on X (X += 1, read on the last rank), launched once
+     * (its receive learns the host copy), then e three times, then it
+     * again: its receive, early, goes into the host copy from its launch's
+     * start, so that launch waits for e's last.
+     */
+    OK(weft_mpi_graph_create(mpi, &g2));
+    acc = weft_access_range(x, 0, WEFT_WHOLE, WEFT_READ_WRITE);
+    OK(weft_mpi_graph_add_host(g2, d_add, (void *)&one, &acc, 1, 0, NULL));
+    acc.mode = WEFT_READ;
+    OK(weft_mpi_graph_add_host(g2, d_check_base, &c2, &acc, 1, last, NULL));
+    OK(weft_mpi_graph_instantiate(g2, NULL, &e2));
+    c2.base = 1;
+    OK(weft_mpi_exec_launch(e2));
+    OK(weft_mpi_exec_wait(e2));
+    c.base = 1;
     for (int l = 0; l < 3; l++)
         OK(weft_mpi_exec_launch(e));
+    c2.base = 1 + 3 * 1001u + 1;
+    OK(weft_mpi_exec_launch(e2));
+    OK(weft_mpi_exec_wait(e2));
     OK(weft_mpi_exec_wait(e));
+    OK(weft_mpi_exec_destroy(e2));
+    OK(weft_mpi_graph_destroy(g2));
     if (me == last) {
         CHECK(c.launch == 3);
         CHECK(c.bad == 0);
+        CHECK(c2.launch == 2);
+        CHECK(c2.bad == 0);
     }
     if (me == 0) {
         OK(weft_buffer_read(x, 0, got, sizeof got));
         for (unsigned k = 0; k < DN; k++)
-            CHECK(got[k] == k + 3 * 1001u);
+            CHECK(got[k] == k + 3 * 1001u + 2);
         OK(weft_buffer_read(y, 0, got, 64 * sizeof(uint32_t)));
         for (unsigned k = 0; k < 64; k++)
             CHECK(got[k] == k + (k < 16 ? 3u : 0u));
