@@ -51,7 +51,9 @@
  * rank runs beside a waiting receive, and the bytes move as soon as they
  * are sent, into the receive posted at launch. Nodes that the program adds
  * to a rank's local graph directly must not write bytes that weft_mpi
- * sends from that rank.
+ * sends from that rank, and launches of the program's own weft graphs on
+ * registered buffers must end (weft_exec_wait) before a weft_mpi launch
+ * starts: an early receive writes the host copy from then on.
  *
  * Blocks (weft_access_block, weft_arg_block, weft_matrix_tile): a
  * transfer moves the block's bytes only, as one message. A block accessed
