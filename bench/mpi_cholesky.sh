@@ -10,7 +10,12 @@
 #
 # Defaults: build, cuda, n 32768, tile 2048, reps 5. MPIEXEC (default
 # mpiexec) and MPIEXEC_FLAGS add to the mpiexec line (as root, Open MPI
-# needs --allow-run-as-root, which the script adds). Output, one line each:
+# needs --allow-run-as-root, which the script adds). Open MPI binds each of
+# two ranks to one core by default, which would put all of a rank's weft
+# threads (engine, host workers, stager, weft_mpi's progress) on that core
+# while the one process runs unbound: the script passes --bind-to none
+# (weft binds its own threads), unless MPIEXEC_FLAGS names a --bind-to.
+# Output, one line each:
 #
 #   cholesky_1rank_2dev: 61234.5 GFLOP/s
 #   mpi_cholesky_2rank_1dev: 58000.1 GFLOP/s
@@ -30,8 +35,9 @@ while [ $# -gt 0 ]; do
 done
 mpiexec=${MPIEXEC:-mpiexec}
 flags=${MPIEXEC_FLAGS:-}
-if [ "$(id -u)" = 0 ] && "$mpiexec" --version 2>/dev/null | grep -Eq "Open MPI|OpenRTE"; then
-    flags="$flags --allow-run-as-root --oversubscribe"
+if "$mpiexec" --version 2>/dev/null | grep -Eq "Open MPI|OpenRTE"; then
+    [ "$(id -u)" = 0 ] && flags="$flags --allow-run-as-root --oversubscribe"
+    case "$flags" in *--bind-to*) ;; *) flags="$flags --bind-to none" ;; esac
 fi
 # the first two devices of the driver (the host driver: two host devices;
 # the sim's default machine has two GPUs)

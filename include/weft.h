@@ -998,7 +998,9 @@ static inline weft_access_desc weft_access_block(weft_buffer *b, weft_block blk,
 /*
  * A host task: ptrs[i] is the host address of access i's range, valid for
  * the call. It runs on a weft thread and must not wait on the graph that
- * runs it.
+ * runs it. The address is in the buffer's host copy (a wrapped buffer's
+ * user memory), which does not move for the buffer's life: every launch
+ * gives a task the same addresses.
  */
 typedef void weft_host_task_fn(void *const *ptrs, void *user);
 /*

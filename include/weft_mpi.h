@@ -25,33 +25,50 @@
  * registered buffer's bytes; a relaunch repeats the same transfers.
  *
  * Transfers are persistent requests (MPI_Ssend_init, MPI_Recv_init, made
- * once per executable graph on a communicator of its own) through staging
- * memory of weft_mpi's: a send copies the range there and starts (it does
- * not wait: weft_mpi_exec_wait completes the sends); every receive is
- * started when the launch starts, and its host task waits for it
- * (MPI_Test, yielding) and copies the bytes into the range. A receive
- * runs after the earlier receive and every earlier send of its rank
- * (explicit edges), so that while it waits no send of any rank that it
- * waits for is held up: the earliest receive of the graph not yet done
- * always completes, on any number of host workers (exec.c gives the
- * argument). Other work of its rank runs beside a waiting receive, and
- * the bytes move as soon as they are sent, into the staging of the
- * receive posted at launch.
+ * once per executable graph on a communicator of its own) between the
+ * ranks' host copies, with no packing: a range moves as its bytes, a 2-D
+ * block as one element of an MPI hvector type of its rows. A send task
+ * starts the send from the host copy and returns (weft_mpi_exec_wait
+ * completes the sends); where a later node of the sending rank writes any
+ * of its bytes, weft_mpi adds a completion task before it (waiting for the
+ * send, MPI_Test, yielding), so the bytes stay as sent until MPI has them.
+ * A send below 64 KiB is copied into staging by its task instead, and
+ * needs no completion task. Where a transfer moves 256 KiB or more, a
+ * thread of the executable graph calls MPI from each launch's start to its
+ * end (MPI moves a large message only inside MPI calls of both ranks).
+ * Every receive is started when the launch starts: a receive that no
+ * earlier node of its rank touches and no node of its rank writes (the
+ * bytes are nobody's there until it lands: a tile read on another rank)
+ * goes straight into the host copy from the second launch on (the first
+ * launch learns the host copy's address, which a host task is given and
+ * which does not move); any other receive goes into staging memory of
+ * weft_mpi's, which its task copies into the host copy. Its host task
+ * waits for it (MPI_Test, yielding). A receive runs after the earlier
+ * receive and every earlier send of its rank (explicit edges), so that
+ * while it waits no send of any rank that it waits for is held up: the
+ * earliest receive of the graph not yet done always completes, on any
+ * number of host workers (exec.c gives the argument). Other work of its
+ * rank runs beside a waiting receive, and the bytes move as soon as they
+ * are sent, into the receive posted at launch. Nodes that the program adds
+ * to a rank's local graph directly must not write bytes that weft_mpi
+ * sends from that rank, and launches of the program's own weft graphs on
+ * registered buffers must end (weft_exec_wait) before a weft_mpi launch
+ * starts: an early receive writes the host copy from then on.
  *
  * Blocks (weft_access_block, weft_arg_block, weft_matrix_tile): a
- * transfer moves the block's bytes only, packed row after row into the
- * staging (one contiguous message; the send task packs, the receive task
- * unpacks). A block accessed as a whole, the same block every time (a
- * tile), is tracked as one piece and moves as one message; a block that
- * cuts across the pieces of earlier accesses of other shapes is tracked,
- * and moved, row by row. A 3-D block is its slices.
+ * transfer moves the block's bytes only, as one message. A block accessed
+ * as a whole, the same block every time (a tile), is tracked as one piece
+ * and moves as one message; a block that cuts across the pieces of
+ * earlier accesses of other shapes is tracked, and moved, row by row. A
+ * 3-D block is its slices.
  *
  * Device data crosses ranks through its host copy: weft makes a sent range
  * valid on the host before the send task runs, and a receive writes the
  * host copy, which weft then moves to the device that reads it. weft
  * copies between a device and pageable host memory through its pinned
  * stager, and directly where the host copy is pinned (a buffer that wraps
- * weft_host_alloc memory). No CUDA-aware MPI in this version.
+ * weft_host_alloc memory). No CUDA-aware MPI and no CUDA IPC in this
+ * version.
  *
  * Failures: a host task added with weft_mpi_graph_add_host_status that
  * fails tells every other rank at once (a control message); a receive task
@@ -239,7 +256,10 @@ WEFT_API int weft_mpi_graph_instantiate(weft_mpi_graph *g,
                                         weft_mpi_exec **e);
 /*
  * Collective. Launch e on every rank: waits for e's previous launch, if
- * any (as weft_mpi_exec_wait), then starts. WEFT_ESTATE after a failed
+ * any (as weft_mpi_exec_wait), and for the launch in flight of any other
+ * executable graph of mpi that names one of e's buffers (receives write
+ * host copies from the launch's start; that launch's result is kept for
+ * its own weft_mpi_exec_wait), then starts. WEFT_ESTATE after a failed
  * launch.
  */
 WEFT_API int weft_mpi_exec_launch(weft_mpi_exec *e);
@@ -255,11 +275,13 @@ WEFT_API int weft_mpi_exec_wait(weft_mpi_exec *e);
  * transfer as an arrow from its send to its receive):
  *
  *   {"rank":R,"size":N,"transfers":[{"tag":T,"dir":"send"|"recv",
- *    "peer":P,"node":LOCAL,"bytes":B},...]}
+ *    "peer":P,"node":LOCAL,"bytes":B,"early":true|false},...]}
  *
  * node is the transfer's host task in this rank's weft graph (the "node"
- * of its slices in this rank's trace). WEFT_EINVAL for NULL arguments;
- * WEFT_EIO where the file cannot be written.
+ * of its slices in this rank's trace); early: a receive posted into the
+ * host copy when a launch starts, from the second launch on (see above).
+ * WEFT_EINVAL for NULL arguments; WEFT_EIO where the file cannot be
+ * written.
  */
 WEFT_API int weft_mpi_exec_write_transfers(const weft_mpi_exec *e,
                                            const char *path);

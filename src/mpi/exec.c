@@ -40,17 +40,41 @@
 
 #include "internal.h"
 
+/* MPI_Test of req under mpi_lock. */
+static int test(weft_mpi_exec *e, MPI_Request *req, MPI_Status *st)
+{
+    int flag = 0;
+
+    pthread_mutex_lock(&e->mpi_lock);
+    MPI_Test(req, &flag, st);
+    pthread_mutex_unlock(&e->mpi_lock);
+    return flag;
+}
+
+/* Wait for req by testing it (mpi_lock is not held while another waits). */
+static void wait_req(weft_mpi_exec *e, MPI_Request *req)
+{
+    while (!test(e, req, MPI_STATUS_IGNORE))
+        sched_yield();
+}
+
+/* MPI_Start of req under mpi_lock. */
+static void start(weft_mpi_exec *e, MPI_Request *req)
+{
+    pthread_mutex_lock(&e->mpi_lock);
+    MPI_Start(req);
+    pthread_mutex_unlock(&e->mpi_lock);
+}
+
 /* Test the control messages not arrived yet; ctrl_lock held. */
 static void ctrl_test(weft_mpi_exec *e)
 {
     weft_mpi *mpi = e->g->mpi;
-    int flag;
 
     for (int r = 0; r < mpi->size; r++) {
         if (r == mpi->rank || e->ctrl_done[r])
             continue;
-        MPI_Test(&e->ctrl_recv[r], &flag, MPI_STATUS_IGNORE);
-        if (!flag)
+        if (!test(e, &e->ctrl_recv[r], MPI_STATUS_IGNORE))
             continue;
         e->ctrl_done[r] = 1;
         if (e->ctrl_msg[r] != 0)
@@ -78,8 +102,11 @@ static void ctrl_send(weft_mpi_exec *e, int code)
         return;
     e->my_code = code;
     for (int r = 0; r < mpi->size; r++)
-        if (r != mpi->rank)
+        if (r != mpi->rank) {
+            pthread_mutex_lock(&e->mpi_lock);
             MPI_Isend(&e->my_code, 1, MPI_INT, r, 0, e->comm, &e->ctrl_send[r]);
+            pthread_mutex_unlock(&e->mpi_lock);
+        }
 }
 
 void wm_abort(weft_mpi_exec *e, int code)
@@ -88,43 +115,14 @@ void wm_abort(weft_mpi_exec *e, int code)
     ctrl_send(e, code);
 }
 
-void wm_send_task(void *const *ptrs, void *user)
+/* Wait for req (a host task's): 0 once complete, 1 once the launch aborted. */
+static int await(weft_mpi_exec *e, MPI_Request *req, MPI_Status *st)
 {
-    wm_endpoint *ep = user;
-
-    const char *src = ptrs[0];
-    char *dst = ep->staging;
-
-    for (size_t r = 0; r < ep->at.rows; r++)
-        memcpy(dst + r * ep->at.row_bytes, src + r * ep->at.pitch,
-               ep->at.row_bytes);
-    ep->done = 1;
-    MPI_Start(&ep->req);
-}
-
-int wm_recv_task(void *const *ptrs, void *user)
-{
-    wm_endpoint *ep = user;
-    weft_mpi_exec *e = ep->g->exec;
     unsigned spins = 0;
-    int flag = 0;
 
     for (;;) {
-        MPI_Status st;
-        int n = 0;
-
-        MPI_Test(&ep->req, &flag, &st);
-        if (flag) {
-            ep->done = 1;
-            MPI_Get_count(&st, MPI_BYTE, &n);
-            if ((size_t)n != ep->size || aborted(e))
-                return 1; /* the sender's node failed or was canceled */
-            for (size_t r = 0; r < ep->at.rows; r++)
-                memcpy((char *)ptrs[0] + r * ep->at.pitch,
-                       (char *)ep->staging + r * ep->at.row_bytes,
-                       ep->at.row_bytes);
+        if (test(e, req, st))
             return 0;
-        }
         if (aborted(e))
             return 1;
         /* yield at first; past that, let the other ranks' threads run */
@@ -138,14 +136,130 @@ int wm_recv_task(void *const *ptrs, void *user)
     }
 }
 
+/* The endpoint's persistent request on its host copy at host. */
+static int make_direct(wm_endpoint *ep, void *host)
+{
+    weft_mpi_exec *e = ep->g->exec;
+    int rc;
+
+    if (ep->direct != MPI_REQUEST_NULL)
+        MPI_Request_free(&ep->direct);
+    ep->host = host;
+    rc = ep->send ? MPI_Ssend_init(host, ep->count, ep->type, ep->peer, ep->tag,
+                                   e->comm, &ep->direct)
+                  : MPI_Recv_init(host, ep->count, ep->type, ep->peer, ep->tag,
+                                  e->comm, &ep->direct);
+    if (rc != MPI_SUCCESS) {
+        ep->direct = MPI_REQUEST_NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int wm_send_task(void *const *ptrs, void *user)
+{
+    wm_endpoint *ep = user;
+
+    if (ep->packed) {
+        for (size_t r = 0; r < ep->at.rows; r++)
+            memcpy((char *)ep->staging + r * ep->at.row_bytes,
+                   (const char *)ptrs[0] + r * ep->at.pitch, ep->at.row_bytes);
+        ep->done = 1;
+        start(ep->g->exec, &ep->req);
+        return 0;
+    }
+    if ((ep->direct == MPI_REQUEST_NULL || ep->host != ptrs[0]) &&
+        make_direct(ep, ptrs[0]) < 0) {
+        wm_abort(ep->g->exec, WEFT_EIO);
+        return 1;
+    }
+    ep->done = 1;
+    start(ep->g->exec, &ep->direct);
+    return 0;
+}
+
+int wm_sent_task(void *const *ptrs, void *user)
+{
+    wm_endpoint *ep = user;
+
+    (void)ptrs;
+    return await(ep->g->exec, &ep->direct, MPI_STATUS_IGNORE);
+}
+
+int wm_recv_task(void *const *ptrs, void *user)
+{
+    wm_endpoint *ep = user;
+    weft_mpi_exec *e = ep->g->exec;
+    MPI_Status st;
+    int n = 0;
+
+    if (await(e, ep->posted_direct ? &ep->direct : &ep->req, &st))
+        return 1;
+    ep->done = 1;
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    if ((size_t)n != ep->size || aborted(e))
+        return 1; /* the sender's node failed or was canceled */
+    if (ep->posted_direct)
+        return ptrs[0] != ep->host; /* (weft.h: host copies do not move) */
+    for (size_t r = 0; r < ep->at.rows; r++)
+        memcpy((char *)ptrs[0] + r * ep->at.pitch,
+               (char *)ep->staging + r * ep->at.row_bytes, ep->at.row_bytes);
+    /* the next launch receives there directly, where early */
+    if (ep->early && ep->direct == MPI_REQUEST_NULL)
+        make_direct(ep, ptrs[0]);
+    return 0;
+}
+
+static void *progress_main(void *arg)
+{
+    weft_mpi_exec *e = arg;
+    int flag;
+
+    pthread_mutex_lock(&e->plock);
+    for (;;) {
+        while (e->pstate == 0)
+            pthread_cond_wait(&e->pcond, &e->plock);
+        if (e->pstate == 2)
+            break;
+        pthread_mutex_unlock(&e->plock);
+        pthread_mutex_lock(&e->mpi_lock);
+        MPI_Iprobe(MPI_ANY_SOURCE, e->probe_tag, e->comm, &flag,
+                   MPI_STATUS_IGNORE);
+        pthread_mutex_unlock(&e->mpi_lock);
+        sched_yield();
+        pthread_mutex_lock(&e->plock);
+    }
+    pthread_mutex_unlock(&e->plock);
+    return NULL;
+}
+
+/* The progress thread polls (1), stops (0) or ends (2). */
+static void progress_set(weft_mpi_exec *e, int state)
+{
+    if (!e->has_progress)
+        return;
+    pthread_mutex_lock(&e->plock);
+    e->pstate = state;
+    pthread_cond_signal(&e->pcond);
+    pthread_mutex_unlock(&e->plock);
+}
+
 static void free_requests(weft_mpi_exec *e)
 {
     weft_mpi_graph *g = e->g;
 
     for (unsigned i = 0; i < g->neps; i++) {
-        if (g->eps[i]->req != MPI_REQUEST_NULL)
-            MPI_Request_free(&g->eps[i]->req);
-        g->eps[i]->staging = NULL;
+        wm_endpoint *ep = g->eps[i];
+
+        if (ep->req != MPI_REQUEST_NULL)
+            MPI_Request_free(&ep->req);
+        if (ep->direct != MPI_REQUEST_NULL)
+            MPI_Request_free(&ep->direct);
+        if (ep->type != MPI_DATATYPE_NULL && ep->type != MPI_BYTE)
+            MPI_Type_free(&ep->type);
+        ep->type = MPI_DATATYPE_NULL;
+        ep->staging = NULL;
+        ep->host = NULL;
     }
 }
 
@@ -153,6 +267,13 @@ static void exec_free(weft_mpi_exec *e)
 {
     weft_mpi_graph *g = e->g;
 
+    if (e->has_progress) {
+        progress_set(e, 2);
+        pthread_join(e->progress, NULL);
+    }
+    pthread_mutex_destroy(&e->plock);
+    pthread_mutex_destroy(&e->mpi_lock);
+    pthread_cond_destroy(&e->pcond);
     free_requests(e);
     for (int r = 0; e->ctrl_recv && r < g->mpi->size; r++)
         if (e->ctrl_recv[r] != MPI_REQUEST_NULL)
@@ -169,6 +290,11 @@ static void exec_free(weft_mpi_exec *e)
     free(e->ctrl_done);
     for (unsigned i = 0; i < g->ntracks; i++)
         g->tracks[i].reg->users--;
+    for (unsigned i = 0; i < g->mpi->nexecs; i++)
+        if (g->mpi->execs[i] == e) {
+            g->mpi->execs[i] = g->mpi->execs[--g->mpi->nexecs];
+            break;
+        }
     g->exec = NULL;
     free(e);
 }
@@ -181,8 +307,17 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
     size_t total = 0, off = 0, size;
     int *ub = NULL, flag = 0, rc;
 
+    if (g->mpi->nexecs == g->mpi->xcap) {
+        unsigned cap = g->mpi->xcap ? 2 * g->mpi->xcap : 4;
+        weft_mpi_exec **x = realloc(g->mpi->execs, cap * sizeof *x);
+
+        if (!x)
+            return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+        g->mpi->execs = x;
+        g->mpi->xcap = cap;
+    }
     MPI_Comm_get_attr(e->comm, MPI_TAG_UB, &ub, &flag);
-    if (flag && (long)g->ntransfers >= (long)*ub)
+    if (flag && (long)g->ntransfers + 1 >= (long)*ub)
         return wm_error(WEFT_ENOTSUP,
                         "%s: %u transfers need more tags than MPI's %d", fn,
                         g->ntransfers, *ub);
@@ -192,7 +327,8 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
                             "%s: a transfer of %zu bytes: weft_mpi moves at "
                             "most INT_MAX bytes at once",
                             fn, g->eps[i]->size);
-        total += (g->eps[i]->size + 63) & ~(size_t)63;
+        if (!g->eps[i]->send || g->eps[i]->packed)
+            total += (g->eps[i]->size + 63) & ~(size_t)63;
     }
     e->staging = malloc(total ? total : 1);
     size = (size_t)g->mpi->size;
@@ -214,8 +350,24 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
-        ep->staging = (char *)e->staging + off;
         ep->fill = MPI_REQUEST_NULL;
+        /* a range: its bytes; a block: one hvector of its rows */
+        ep->type = MPI_BYTE;
+        ep->count = (int)ep->size;
+        if (ep->at.rows > 1 && ep->size > 0) {
+            if (ep->at.rows > INT_MAX || ep->at.row_bytes > INT_MAX ||
+                MPI_Type_create_hvector((int)ep->at.rows, (int)ep->at.row_bytes,
+                                        (MPI_Aint)ep->at.pitch, MPI_BYTE,
+                                        &ep->type) != MPI_SUCCESS ||
+                MPI_Type_commit(&ep->type) != MPI_SUCCESS) {
+                ep->type = MPI_DATATYPE_NULL;
+                return wm_error(WEFT_EIO, "%s: MPI could not make a type", fn);
+            }
+            ep->count = 1;
+        }
+        if (ep->send && !ep->packed)
+            continue;
+        ep->staging = (char *)e->staging + off;
         off += (ep->size + 63) & ~(size_t)63;
         rc = ep->send ? MPI_Ssend_init(ep->staging, (int)ep->size, MPI_BYTE,
                                        ep->peer, ep->tag, e->comm, &ep->req)
@@ -223,6 +375,15 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
                                       ep->peer, ep->tag, e->comm, &ep->req);
         if (rc != MPI_SUCCESS)
             return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
+    }
+    e->probe_tag = 1 + (int)g->ntransfers;
+    for (unsigned i = 0; i < g->neps && !e->has_progress; i++) {
+        if (g->eps[i]->size < WM_PROGRESS_MIN)
+            continue;
+        if (pthread_create(&e->progress, NULL, progress_main, e) != 0)
+            return wm_error(WEFT_ENOMEM, "%s: no thread for MPI's progress",
+                            fn);
+        e->has_progress = 1;
     }
     rc = weft_graph_instantiate(g->local, opts, &e->local);
     if (rc < 0)
@@ -263,6 +424,9 @@ int weft_mpi_graph_instantiate(weft_mpi_graph *g, const weft_exec_options *opts,
     e->g = g;
     e->comm = MPI_COMM_NULL;
     pthread_mutex_init(&e->ctrl_lock, NULL);
+    pthread_mutex_init(&e->plock, NULL);
+    pthread_mutex_init(&e->mpi_lock, NULL);
+    pthread_cond_init(&e->pcond, NULL);
     g->exec = e;
     for (unsigned i = 0; i < g->ntracks; i++)
         g->tracks[i].reg->users++;
@@ -282,6 +446,7 @@ int weft_mpi_graph_instantiate(weft_mpi_graph *g, const weft_exec_options *opts,
         exec_free(e);
         return rc;
     }
+    g->mpi->execs[g->mpi->nexecs++] = e;
     *out = e;
     return 0;
 }
@@ -293,6 +458,7 @@ static int end_launch(weft_mpi_exec *e, int rc)
     char detail[512];
     int nfailed = 0, first;
 
+    progress_set(e, 0); /* the waits below make progress */
     if (rc < 0) {
         snprintf(detail, sizeof detail, "%s", weft_last_error());
         if (!aborted(e)) /* else it failed for another rank's failure */
@@ -302,24 +468,29 @@ static int end_launch(weft_mpi_exec *e, int rc)
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
-        if (ep->send && !ep->done)
-            MPI_Isend(ep->staging, 0, MPI_BYTE, ep->peer, ep->tag, e->comm,
-                      &ep->fill);
+        if (ep->send && !ep->done) {
+            pthread_mutex_lock(&e->mpi_lock);
+            MPI_Isend(NULL, 0, MPI_BYTE, ep->peer, ep->tag, e->comm, &ep->fill);
+            pthread_mutex_unlock(&e->mpi_lock);
+        }
     }
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
         if (ep->send)
-            MPI_Wait(ep->done ? &ep->req : &ep->fill, MPI_STATUS_IGNORE);
+            wait_req(e, !ep->done    ? &ep->fill
+                        : ep->packed ? &ep->req
+                                     : &ep->direct);
         else if (!ep->done)
-            MPI_Wait(&ep->req, MPI_STATUS_IGNORE);
+            wait_req(e, ep->posted_direct ? &ep->direct : &ep->req);
     }
     pthread_mutex_lock(&e->ctrl_lock);
     for (int r = 0; r < mpi->size; r++)
         if (r != mpi->rank && !e->ctrl_done[r])
-            MPI_Wait(&e->ctrl_recv[r], MPI_STATUS_IGNORE);
+            wait_req(e, &e->ctrl_recv[r]);
     pthread_mutex_unlock(&e->ctrl_lock);
-    MPI_Waitall(mpi->size, e->ctrl_send, MPI_STATUSES_IGNORE);
+    for (int r = 0; r < mpi->size; r++)
+        wait_req(e, &e->ctrl_send[r]);
     e->in_flight = 0;
     first = mpi->size;
     for (int r = 0; r < mpi->size; r++) {
@@ -353,6 +524,16 @@ int weft_mpi_exec_wait(weft_mpi_exec *e)
     return end_launch(e, weft_exec_wait(e->local));
 }
 
+/* Whether a and b name a registered buffer in common. */
+static int shares_buffer(const weft_mpi_graph *a, const weft_mpi_graph *b)
+{
+    for (unsigned i = 0; i < a->ntracks; i++)
+        for (unsigned k = 0; k < b->ntracks; k++)
+            if (a->tracks[i].reg == b->tracks[k].reg)
+                return 1;
+    return 0;
+}
+
 int weft_mpi_exec_launch(weft_mpi_exec *e)
 {
     weft_mpi_graph *g;
@@ -363,6 +544,18 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
     g = e->g;
     if (e->in_flight && (rc = weft_mpi_exec_wait(e)) < 0)
         return rc;
+    /*
+     * Receives write host copies from the launch's start, before weft
+     * orders anything: another exec's launch on the same buffers ends
+     * first (the program makes the same calls on every rank, so every
+     * rank waits alike). Its result stays for its own wait.
+     */
+    for (unsigned i = 0; i < g->mpi->nexecs; i++) {
+        weft_mpi_exec *x = g->mpi->execs[i];
+
+        if (x != e && x->in_flight && shares_buffer(x->g, g))
+            weft_mpi_exec_wait(x);
+    }
     if (e->failed)
         return wm_error(WEFT_ESTATE,
                         "weft_mpi_exec_launch: a launch of e failed: "
@@ -374,16 +567,19 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
         e->ctrl_done[r] = 0;
         e->ctrl_msg[r] = 0;
         if (r != g->mpi->rank)
-            MPI_Start(&e->ctrl_recv[r]);
+            start(e, &e->ctrl_recv[r]);
     }
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
         ep->done = 0;
-        if (!ep->send)
-            MPI_Start(&ep->req);
+        if (ep->send)
+            continue;
+        ep->posted_direct = ep->early && ep->direct != MPI_REQUEST_NULL;
+        start(e, ep->posted_direct ? &ep->direct : &ep->req);
     }
     e->in_flight = 1;
+    progress_set(e, 1);
     rc = weft_exec_launch(e->local);
     if (rc < 0)
         return end_launch(e, rc);
@@ -410,9 +606,9 @@ int weft_mpi_exec_write_transfers(const weft_mpi_exec *e, const char *path)
 
         fprintf(f,
                 "%s\n{\"tag\":%d,\"dir\":\"%s\",\"peer\":%d,\"node\":%u,"
-                "\"bytes\":%zu}",
+                "\"bytes\":%zu,\"early\":%s}",
                 i ? "," : "", ep->tag, ep->send ? "send" : "recv", ep->peer,
-                (unsigned)ep->node, ep->size);
+                (unsigned)ep->node, ep->size, ep->early ? "true" : "false");
     }
     fputs("\n]}\n", f);
     bad = ferror(f);

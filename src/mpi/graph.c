@@ -77,6 +77,8 @@ int weft_mpi_graph_destroy(weft_mpi_graph *g)
     free(g->node_rank);
     free(g->node_local);
     free(g->since);
+    free(g->touch);
+    free(g->open);
     g->mpi->graphs--;
     free(g);
     return 0;
@@ -89,6 +91,59 @@ static int note_send(weft_mpi_graph *g, weft_node n)
         return WEFT_ENOMEM;
     g->since[g->nsince++] = n;
     return 0;
+}
+
+/* An access of at in reg (a range, or a 2-D block). */
+static weft_access_desc access_of(wm_reg *reg, wm_region at, weft_access mode)
+{
+    if (at.rows > 1)
+        return weft_access_block(
+            reg->buf, weft_block2(at.origin, at.row_bytes, at.rows, at.pitch),
+            mode);
+    return weft_access_range(reg->buf, at.origin, at.row_bytes, mode);
+}
+
+/* This rank touches at of reg (wrote: a node writes it); *seq its place. */
+static int note_touch(weft_mpi_graph *g, wm_reg *reg, wm_region at, int wrote,
+                      unsigned *seq)
+{
+    if (grow((void **)&g->touch, &g->thcap, g->ntouch + 1, sizeof *g->touch))
+        return WEFT_ENOMEM;
+    g->touch[g->ntouch++] = (wm_touch){reg, at, g->seq, wrote};
+    if (seq)
+        *seq = g->seq;
+    g->seq++;
+    return 0;
+}
+
+/*
+ * The next node of this rank writes at of reg: each open send of any of
+ * its bytes gets a completion task first (reading the send's bytes, after
+ * the send's task), which the writer then follows (write after read).
+ */
+static int settle_open(weft_mpi_graph *g, wm_reg *reg, wm_region at)
+{
+    unsigned k = 0;
+    int rc = 0;
+
+    for (unsigned i = 0; i < g->nopen; i++) {
+        wm_endpoint *ep = g->open[i];
+
+        if (rc == 0 && ep->reg == reg && wm_overlap(&ep->at, &at)) {
+            weft_access_desc acc = access_of(reg, ep->at, WEFT_READ);
+            weft_node n;
+
+            rc = weft_graph_add_host_status(g->local, wm_sent_task, ep, &acc, 1,
+                                            &n);
+            if (rc == 0)
+                rc = weft_graph_add_edge(g->local, ep->node, n);
+            if (rc == 0)
+                continue;
+        }
+        g->open[k++] = ep;
+    }
+    g->nopen = k;
+    return rc;
 }
 
 int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
@@ -109,23 +164,24 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
     if (!ep)
         return WEFT_ENOMEM;
     ep->g = g;
+    ep->reg = reg;
     ep->send = mpi->rank == from;
     ep->peer = ep->send ? to : from;
     ep->tag = tag;
     ep->at = at;
     ep->size = at.rows * at.row_bytes;
-    ep->req = MPI_REQUEST_NULL;
-    acc = at.rows > 1 ? weft_access_block(reg->buf,
-                                          weft_block2(at.origin, at.row_bytes,
-                                                      at.rows, at.pitch),
-                                          ep->send ? WEFT_READ : WEFT_WRITE)
-                      : weft_access_range(reg->buf, at.origin, at.row_bytes,
-                                          ep->send ? WEFT_READ : WEFT_WRITE);
+    ep->packed = ep->send && ep->size < WM_DIRECT_MIN;
+    ep->req = ep->direct = ep->fill = MPI_REQUEST_NULL;
+    ep->type = MPI_DATATYPE_NULL;
+    acc = access_of(reg, at, ep->send ? WEFT_READ : WEFT_WRITE);
     if (ep->send) {
-        rc = weft_graph_add_host(g->local, wm_send_task, ep, &acc, 1, &n);
-    } else {
         rc =
-            weft_graph_add_host_status(g->local, wm_recv_task, ep, &acc, 1, &n);
+            weft_graph_add_host_status(g->local, wm_send_task, ep, &acc, 1, &n);
+    } else {
+        rc = settle_open(g, reg, at);
+        if (rc == 0)
+            rc = weft_graph_add_host_status(g->local, wm_recv_task, ep, &acc, 1,
+                                            &n);
         if (rc == 0 && g->have_recv)
             rc = weft_graph_add_edge(g->local, g->last_recv, n);
         for (unsigned i = 0; rc == 0 && i < g->nsince; i++)
@@ -136,13 +192,20 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
             g->nsince = 0;
         }
     }
+    if (rc == 0)
+        rc = note_touch(g, reg, at, 0, &ep->seq);
     if (rc == 0 && ep->send)
         rc = note_send(g, n);
+    if (rc == 0 && ep->send && !ep->packed &&
+        grow((void **)&g->open, &g->ocap, g->nopen + 1, sizeof *g->open))
+        rc = WEFT_ENOMEM;
     if (rc < 0) {
         free(ep);
         return rc;
     }
     ep->node = n;
+    if (ep->send && !ep->packed)
+        g->open[g->nopen++] = ep;
     g->eps[g->neps++] = ep;
     return 0;
 }
@@ -319,6 +382,32 @@ static int track(weft_mpi_graph *g, const wm_use *u, unsigned nu, int r,
     return 0;
 }
 
+/*
+ * A node of this rank's uses: before it is added (settle), the open sends
+ * of the bytes it writes get their completion tasks; after, its touches.
+ */
+static int touch_uses(weft_mpi_graph *g, const wm_use *u, unsigned nu,
+                      int settle)
+{
+    for (unsigned i = 0; i < nu; i++) {
+        int wrote = (u[i].mode & WEFT_WRITE) != 0;
+
+        if (u[i].at.row_bytes == 0 || (settle && !wrote))
+            continue;
+        for (size_t s = 0; s < u[i].slices; s++) {
+            wm_region at = u[i].at;
+            int rc;
+
+            at.origin += s * u[i].slice_pitch;
+            rc = settle ? settle_open(g, u[i].reg, at)
+                        : note_touch(g, u[i].reg, at, wrote, NULL);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 static int add_node(weft_mpi_graph *g, const char *fn, const wm_node_desc *d,
                     const wm_use *u, unsigned nu, int rank, uint32_t *node)
 {
@@ -348,7 +437,9 @@ static int add_node(weft_mpi_graph *g, const char *fn, const wm_node_desc *d,
     r = choose_rank(g, u, nu, rank);
     if ((rc = track(g, u, nu, r, WEFT_READ)) < 0)
         goto broken;
-    if (mpi->rank == r && (rc = add_local(g, d, &local)) < 0)
+    if (mpi->rank == r && ((rc = touch_uses(g, u, nu, 1)) < 0 ||
+                           (rc = add_local(g, d, &local)) < 0 ||
+                           (rc = touch_uses(g, u, nu, 0)) < 0))
         goto broken;
     if ((rc = track(g, u, nu, r, WEFT_WRITE)) < 0)
         goto broken;
@@ -560,6 +651,33 @@ unsigned weft_mpi_graph_transfer_count(const weft_mpi_graph *g)
     return g ? g->ntransfers : 0;
 }
 
+/*
+ * A receive is early where no touch of this rank before it shares a byte
+ * with it and no node of this rank writes any of its bytes: between the
+ * launch's start and its task, nothing of this rank reads or writes them
+ * (every later node that touches them follows the task), and no device of
+ * this rank holds bytes of them that weft could write back to the host
+ * copy (a node's write on a device would leave such bytes, for the next
+ * launch too).
+ */
+static void mark_early(weft_mpi_graph *g)
+{
+    for (unsigned i = 0; i < g->neps; i++) {
+        wm_endpoint *ep = g->eps[i];
+
+        if (ep->send)
+            continue;
+        ep->early = 1;
+        for (unsigned k = 0; ep->early && k < g->ntouch; k++) {
+            const wm_touch *t = &g->touch[k];
+
+            if (t->reg == ep->reg && (t->seq < ep->seq || t->wrote) &&
+                wm_overlap(&t->at, &ep->at))
+                ep->early = 0;
+        }
+    }
+}
+
 int wm_graph_close(weft_mpi_graph *g)
 {
     int rc;
@@ -569,5 +687,6 @@ int wm_graph_close(weft_mpi_graph *g)
             g->broken = 1;
             return rc;
         }
+    mark_early(g);
     return 0;
 }

@@ -35,7 +35,9 @@ struct weft_mpi {
     int rank, size;
     wm_reg **regs;
     unsigned nregs, cap;
-    unsigned graphs; /* live weft_mpi graphs */
+    unsigned graphs;       /* live weft_mpi graphs */
+    weft_mpi_exec **execs; /* the live executable graphs */
+    unsigned nexecs, xcap;
 };
 
 /*
@@ -74,21 +76,61 @@ typedef struct wm_track {
 
 /*
  * One end of a transfer on this rank: the send or the receive host task's
- * user data. Its request and staging belong to the graph's live exec.
+ * user data. Its requests and staging belong to the graph's live exec.
  * Heap-allocated: the local graph holds its address.
+ *
+ * The bytes move between the host copies, with no packing: one element of
+ * type (count 1: a 2-D block as an hvector of its rows; count size of
+ * MPI_BYTE: a range), at host, the host copy's address of the region's
+ * first byte, which a host task is given and which stays the same for the
+ * buffer's life (weft.h, host tasks). host is learnt when the endpoint's
+ * task first runs, and direct (a persistent request on host) made then.
+ *
+ * A send's task starts direct and returns; the bytes stay read until the
+ * send completes: before a later node of this rank writes any of them, a
+ * completion task (waiting for direct) is added (graph.c, settle_open),
+ * and every send completes at the end of the launch. A send below
+ * WM_DIRECT_MIN bytes (packed) is copied into staging instead, sent from
+ * there (req), and needs no completion task.
+ *
+ * A receive is started when the launch starts: directly into the host copy
+ * where early (no earlier node of this rank in the graph touches its bytes,
+ * and none writes them, so nothing reads or writes them until its task
+ * runs: graph.c, wm_graph_close) and host is known (the second launch on),
+ * else into staging, which its task copies into the host copy.
  */
 typedef struct wm_endpoint {
     weft_mpi_graph *g;
+    wm_reg *reg;
     int send; /* 1: a send to peer, 0: a receive from peer */
     int peer, tag;
     weft_node node; /* its host task in the local graph */
-    wm_region at;   /* the bytes moved, packed row after row */
+    wm_region at;   /* the bytes moved */
     size_t size;    /* at.rows * at.row_bytes */
-    void *staging;
-    MPI_Request req;
-    MPI_Request fill; /* an empty message in place of a send not made */
+    unsigned seq;   /* its place among this rank's touches (graph.c) */
+    int early;      /* a receive that may be posted into the host copy */
+    int packed;     /* a send below WM_DIRECT_MIN: copied into staging */
+    int count;
+    MPI_Datatype type;
+    void *host;         /* NULL until learnt */
+    MPI_Request direct; /* on host: MPI_REQUEST_NULL until made */
+    void *staging;      /* receives and packed sends */
+    MPI_Request req;    /* on staging */
+    MPI_Request fill;   /* an empty message in place of a send not made */
+    int posted_direct;  /* this launch: the receive is direct */
     int done; /* this launch: the send started, the receive's bytes came */
 } wm_endpoint;
+
+/*
+ * Bytes a node or transfer of this rank touches (graph.c), in the order
+ * they were added (seq), for the receives' early test at close.
+ */
+typedef struct wm_touch {
+    wm_reg *reg;
+    wm_region at;
+    unsigned seq;
+    int wrote; /* a node's write (not a receive's) */
+} wm_touch;
 
 /* A status host task of the program's, wrapped to broadcast its failure. */
 typedef struct wm_wrap {
@@ -121,6 +163,14 @@ struct weft_mpi_graph {
     weft_node last_recv;
     weft_node *since;
     unsigned nsince, scap;
+    /*
+     * This rank's touches, and its sends whose bytes no completion task
+     * guards yet (open): a later write of them here waits for the send.
+     */
+    wm_touch *touch;
+    unsigned ntouch, thcap, seq;
+    wm_endpoint **open;
+    unsigned nopen, ocap;
     weft_mpi_exec *exec; /* the live exec, or NULL */
 };
 
@@ -147,7 +197,41 @@ struct weft_mpi_exec {
     atomic_int ctrl_sent;
     int in_flight;
     int failed; /* a launch failed: the error it returned */
+    /*
+     * The progress thread, where a transfer moves WM_PROGRESS_MIN bytes or
+     * more (MPI moves bytes only inside MPI calls, and a large message
+     * needs both ranks' calls, fragment after fragment): from a launch's
+     * start to its end it calls MPI_Iprobe on comm for probe_tag (a tag no
+     * message has), yielding between calls, so that transfers move while
+     * this rank's threads do other work. pstate, under plock: 0 idle, 1
+     * polling, 2 quit.
+     */
+    pthread_t progress;
+    int has_progress, probe_tag;
+    /*
+     * Held around every MPI call of this exec that may move a message's
+     * bytes (tests, waits by testing, starts, the progress thread's
+     * probes): MPI writes or reads a message's memory inside whichever
+     * thread's call makes progress, and a thread that sees a request
+     * complete then takes this lock after that call released it, so what
+     * MPI did happens before what the thread does next (ThreadSanitizer
+     * sees it too). Taken inside ctrl_lock; nothing is taken under it.
+     */
+    pthread_mutex_t mpi_lock;
+    pthread_mutex_t plock;
+    pthread_cond_t pcond;
+    int pstate;
 };
+
+/*
+ * Sends below this size are copied into staging by their task and sent
+ * from there (req): a copy that costs less than the completion task that a
+ * later write of the bytes would need.
+ */
+#define WM_DIRECT_MIN ((size_t)64 << 10)
+
+/* The size from which a transfer gets the progress thread (exec.c). */
+#define WM_PROGRESS_MIN ((size_t)256 << 10)
 
 /* Record the detail of an error and return err. */
 int wm_error(int err, const char *fmt, ...)
@@ -177,6 +261,10 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
 /* Send this rank's control messages (once per launch): code, an error. */
 void wm_abort(weft_mpi_exec *e, int code);
 int wm_recv_task(void *const *ptrs, void *user);
-void wm_send_task(void *const *ptrs, void *user);
+int wm_send_task(void *const *ptrs, void *user);
+/* A completion task: waits for its send (user: the endpoint). */
+int wm_sent_task(void *const *ptrs, void *user);
+/* Whether a and b share a byte (track.c). */
+int wm_overlap(const wm_region *a, const wm_region *b);
 
 #endif

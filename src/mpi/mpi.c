@@ -78,6 +78,7 @@ int weft_mpi_destroy(weft_mpi *mpi)
                         mpi->graphs, mpi->nregs);
     MPI_Comm_free(&mpi->comm);
     free(mpi->regs);
+    free(mpi->execs);
     free(mpi);
     return 0;
 }

@@ -56,7 +56,7 @@ static int row_hits(const wm_region *b, size_t x, size_t w)
 }
 
 /* Whether a and b share a byte. */
-static int overlap(const wm_region *a, const wm_region *b)
+int wm_overlap(const wm_region *a, const wm_region *b)
 {
     if (end_of(a) <= b->origin || end_of(b) <= a->origin)
         return 0;
@@ -287,7 +287,7 @@ static int cover_range(weft_mpi_graph *g, wm_track *t, size_t lo, size_t hi,
          i++) {
         wm_region *p = &t->p[i].at;
 
-        if (!overlap(p, &want))
+        if (!wm_overlap(p, &want))
             continue;
         if (p->rows > 1 && (rc = explode(g, t, i)) < 0)
             return rc;
@@ -420,7 +420,7 @@ static int access_region(weft_mpi_graph *g, wm_track *t, wm_region at, int r,
 
         for (unsigned i = first_near(t, at.origin);
              i < t->n && t->p[i].at.origin < end_of(&at); i++)
-            if (overlap(&t->p[i].at, &at)) {
+            if (wm_overlap(&t->p[i].at, &at)) {
                 hits++;
                 hit = i;
             }

@@ -33,6 +33,12 @@ if has chol; then
     echo "=== bench/mpi_cholesky.sh cuda n ${N:-32768} tile ${TILE:-2048}"
     timeout 580 bench/mpi_cholesky.sh --build $b --driver cuda --n ${N:-32768} \
         --tile ${TILE:-2048} --reps 5 2>&1 | tail -12
+    echo "=== the same, ranks bound to one core each (Open MPI's default)"
+    MPIEXEC_FLAGS="--bind-to core" timeout 580 bench/mpi_cholesky.sh --build $b \
+        --driver cuda --n ${N:-32768} --tile ${TILE:-2048} --reps 5 2>&1 | tail -3
+    echo "=== the same, Open MPI's single-copy transport off (copy in, copy out)"
+    OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 580 bench/mpi_cholesky.sh \
+        --build $b --driver cuda --n ${N:-32768} --tile ${TILE:-2048} --reps 5 2>&1 | tail -3
     echo "=== mpi_cholesky 2 ranks, --once"
     timeout 300 mpiexec $root -np 2 $b/examples/mpi_cholesky --driver cuda \
         --n ${N:-32768} --tile ${TILE:-2048} --once 2>&1 | tail -8
@@ -41,6 +47,10 @@ if has metg; then
     echo "=== mpi_metg, 2 ranks, one host worker each"
     WEFT_DEVICES=host WEFT_HOST_WORKERS=1 WEFT_HOST_THREADS=1 timeout 300 \
         mpiexec $root -np 2 --bind-to core $b/bench/mpi_metg 2>&1 | tail -40
+    echo "=== mpi_metg, 2 ranks of 2 cores (the worker beside weft's other threads)"
+    WEFT_DEVICES=host WEFT_HOST_WORKERS=1 WEFT_HOST_THREADS=1 timeout 300 \
+        mpiexec $root -np 2 --map-by slot:PE=2 --bind-to core $b/bench/mpi_metg 2>&1 |
+        grep metg_50
 fi
 if has trace; then
     echo "=== merged trace of mpi_cholesky, 2 ranks, n 8192 tile 2048"

@@ -15,6 +15,11 @@
  *                      launch, then a node added to its local graph
  *                      directly: every rank's wait fails, nothing hangs,
  *                      and a new graph then runs
+ *   test_mpi direct    transfers between host copies: a send's bytes
+ *                      written on its rank right after it (a completion
+ *                      task between), receives posted into the host copy
+ *                      (early) and not, over three launches, then a
+ *                      launch of another graph on the same buffer
  *   test_mpi bad       bad input to every weft_mpi function
  *   test_mpi serialized  MPI initialised at MPI_THREAD_SERIALIZED:
  *                      weft_mpi_create refuses it
@@ -29,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int me, nranks;
 
@@ -742,6 +748,159 @@ static void owners_test(weft_runtime *rt, weft_mpi *mpi)
     OK(weft_buffer_destroy(b));
 }
 
+/* ---- transfers between host copies --------------------------------------- */
+
+enum { DN = 1 << 18 }; /* 1 MiB of uint32_t: the send takes a while */
+
+typedef struct dcheck {
+    unsigned launch, bad, base;
+} dcheck;
+
+static void d_add(void *const *ptrs, void *user)
+{
+    uint32_t *x = ptrs[0], add = *(const uint32_t *)user;
+
+    for (unsigned k = 0; k < DN; k++)
+        x[k] += add;
+}
+
+/* X as sent after launch l's first add: k + base + 1001 (l - 1) + 1 */
+static void d_check(void *const *ptrs, void *user)
+{
+    const uint32_t *x = ptrs[0];
+    dcheck *c = user;
+
+    c->launch++;
+    for (unsigned k = 0; k < DN; k++)
+        if (x[k] != k + c->base + 1001u * (c->launch - 1) + 1)
+            c->bad++;
+}
+
+/* X is k + base */
+static void d_check_base(void *const *ptrs, void *user)
+{
+    const uint32_t *x = ptrs[0];
+    dcheck *c = user;
+
+    c->launch++;
+    for (unsigned k = 0; k < DN; k++)
+        if (x[k] != k + c->base)
+            c->bad++;
+}
+
+/* The number of "early":true in this rank's transfers file. */
+static unsigned early_receives(weft_mpi_exec *e)
+{
+    char path[256], text[4096];
+    const char *tmp = getenv("TMPDIR"), *p = text;
+    unsigned n = 0;
+    size_t len;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/weft_test_mpi_%d_%d.json",
+             tmp ? tmp : "/tmp", (int)getpid(), me);
+    OK(weft_mpi_exec_write_transfers(e, path));
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    remove(path);
+    text[len] = 0;
+    while ((p = strstr(p, "\"early\":true")) != NULL) {
+        n++;
+        p++;
+    }
+    return n;
+}
+
+/*
+ * X (rank 0's): X += 1 on rank 0, read on the last rank, X += 1000 on rank
+ * 0 while the send may still be reading it; Y (rank 0's): Y += 1 on the
+ * last rank, back to rank 0. Three launches.
+ */
+static void direct_test(weft_runtime *rt, weft_mpi *mpi)
+{
+    static uint32_t x0[DN], got[DN];
+    const uint32_t one = 1, many = 1000;
+    int last = nranks - 1;
+    weft_buffer *x, *y;
+    weft_mpi_graph *g, *g2;
+    weft_mpi_exec *e, *e2;
+    weft_access_desc acc;
+    dcheck c = {0, 0, 0}, c2 = {0, 0, 0};
+
+    for (unsigned k = 0; k < DN; k++)
+        x0[k] = k;
+    OK(weft_buffer_create(rt, sizeof x0, &x));
+    OK(weft_buffer_create(rt, 64 * sizeof(uint32_t), &y));
+    OK(weft_buffer_write(x, 0, x0, sizeof x0));
+    OK(weft_buffer_write(y, 0, x0, 64 * sizeof(uint32_t)));
+    OK(weft_mpi_buffer_register(mpi, x, 0));
+    OK(weft_mpi_buffer_register(mpi, y, 0));
+    OK(weft_mpi_graph_create(mpi, &g));
+    acc = weft_access_range(x, 0, WEFT_WHOLE, WEFT_READ_WRITE);
+    OK(weft_mpi_graph_add_host(g, d_add, (void *)&one, &acc, 1, WEFT_MPI_AUTO,
+                               NULL));
+    acc.mode = WEFT_READ;
+    OK(weft_mpi_graph_add_host(g, d_check, &c, &acc, 1, last, NULL));
+    acc.mode = WEFT_READ_WRITE;
+    OK(weft_mpi_graph_add_host(g, d_add, (void *)&many, &acc, 1, WEFT_MPI_AUTO,
+                               NULL));
+    /* rank 0: add, send, the send's completion, add */
+    if (me == 0 && nranks > 1)
+        CHECK(weft_graph_node_count(weft_mpi_graph_local(g)) == 4);
+    acc = weft_access_range(y, 0, 64 * sizeof(uint32_t), WEFT_READ_WRITE);
+    OK(weft_mpi_graph_add_host(g, add_one, NULL, &acc, 1, last, NULL));
+    OK(weft_mpi_graph_instantiate(g, NULL, &e));
+    /* the last rank's receive of X is early; of Y (written there) not, nor
+     * rank 0's of Y coming back (rank 0 sent it) */
+    CHECK(early_receives(e) == (nranks > 1 && me == last ? 1u : 0u));
+    /*
+     * Another graph on X (X += 1, read on the last rank), launched once
+     * (its receive learns the host copy), then e three times, then it
+     * again: its receive, early, goes into the host copy from its launch's
+     * start, so that launch waits for e's last.
+     */
+    OK(weft_mpi_graph_create(mpi, &g2));
+    acc = weft_access_range(x, 0, WEFT_WHOLE, WEFT_READ_WRITE);
+    OK(weft_mpi_graph_add_host(g2, d_add, (void *)&one, &acc, 1, 0, NULL));
+    acc.mode = WEFT_READ;
+    OK(weft_mpi_graph_add_host(g2, d_check_base, &c2, &acc, 1, last, NULL));
+    OK(weft_mpi_graph_instantiate(g2, NULL, &e2));
+    c2.base = 1;
+    OK(weft_mpi_exec_launch(e2));
+    OK(weft_mpi_exec_wait(e2));
+    c.base = 1;
+    for (int l = 0; l < 3; l++)
+        OK(weft_mpi_exec_launch(e));
+    c2.base = 1 + 3 * 1001u + 1;
+    OK(weft_mpi_exec_launch(e2));
+    OK(weft_mpi_exec_wait(e2));
+    OK(weft_mpi_exec_wait(e));
+    OK(weft_mpi_exec_destroy(e2));
+    OK(weft_mpi_graph_destroy(g2));
+    if (me == last) {
+        CHECK(c.launch == 3);
+        CHECK(c.bad == 0);
+        CHECK(c2.launch == 2);
+        CHECK(c2.bad == 0);
+    }
+    if (me == 0) {
+        OK(weft_buffer_read(x, 0, got, sizeof got));
+        for (unsigned k = 0; k < DN; k++)
+            CHECK(got[k] == k + 3 * 1001u + 2);
+        OK(weft_buffer_read(y, 0, got, 64 * sizeof(uint32_t)));
+        for (unsigned k = 0; k < 64; k++)
+            CHECK(got[k] == k + (k < 16 ? 3u : 0u));
+    }
+    OK(weft_mpi_exec_destroy(e));
+    OK(weft_mpi_graph_destroy(g));
+    OK(weft_mpi_buffer_unregister(mpi, x));
+    OK(weft_mpi_buffer_unregister(mpi, y));
+    OK(weft_buffer_destroy(x));
+    OK(weft_buffer_destroy(y));
+}
+
 /* ---- a rank whose node fails --------------------------------------------- */
 
 static int launch_no;
@@ -1181,6 +1340,8 @@ int main(int argc, char **argv)
                        nranks, transfers);
         } else if (len == 6 && strncmp(m, "owners", len) == 0) {
             owners_test(rt, mpi);
+        } else if (len == 6 && strncmp(m, "direct", len) == 0) {
+            direct_test(rt, mpi);
         } else if (len == 4 && strncmp(m, "fail", len) == 0) {
             fail_test(rt, mpi);
         } else if (len == 3 && strncmp(m, "bad", len) == 0) {
