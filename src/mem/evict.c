@@ -232,26 +232,27 @@ int weft__block_alloc(weft_runtime *rt, unsigned d, size_t size, weft__lanes *l,
     char why[512];
     uint64_t limit;
     size_t align, want;
-    long rc;
+    long went;
+    int rc;
 
     if ((rc = weft__runtime_pool(rt, d, &pool)) < 0)
-        return (int)rc;
+        return rc;
     weft__pool_get_limit(pool, &limit, &align);
     want = WEFT__MAX(size, (size_t)(limit / WEFT__EVICT_AHEAD));
     for (;;) {
         rc = weft__pool_alloc(pool, size, blk);
         if (rc != WEFT_EDEVMEM)
-            return (int)rc;
+            return rc;
         weft__strlcpy(why, weft_last_error(), sizeof why);
         if (weft__pool_trim(pool) > 0) {
             rc = weft__pool_alloc(pool, size, blk);
             if (rc != WEFT_EDEVMEM)
-                return (int)rc;
+                return rc;
         }
-        rc = weft__evict_some(rt, d, want, 0, l);
-        if (rc < 0)
-            return (int)rc;
-        if (rc == 0)
+        went = weft__evict_some(rt, d, want, 0, l);
+        if (went < 0)
+            return (int)went;
+        if (went == 0)
             return weft__error(WEFT_EDEVMEM,
                                "%zu bytes on %s: nothing more can be evicted "
                                "(%s)",
