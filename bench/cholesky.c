@@ -555,7 +555,7 @@ int main(int argc, char **argv)
         double base = 0, flops = (double)n * (double)n * (double)n / 3.0;
         struct {
             size_t dev, b;
-            const char *la;
+            const char *sfx;
             double gflops;
         } rate[16 * 16 * 2 * 2];
 
@@ -589,17 +589,17 @@ int main(int argc, char **argv)
             }
             for (int x = 0; x < ndevs * nlas * nmaps; x++) {
                 size_t k = devs[x / (nlas * nmaps)];
-                int cyc = maps[x % nmaps];
-                const char *la = las[(x / nmaps) % nlas]
-                                     ? (cyc ? "_cyc" : "")
-                                     : (cyc ? "_nola_cyc" : "_nola");
+                int cyc = maps[x % nmaps], ahead = las[(x / nmaps) % nlas] != 0;
+                /* the figures' suffix: the configuration off the defaults */
+                const char *sfx =
+                    ahead ? (cyc ? "_cyc" : "") : (cyc ? "_nola_cyc" : "_nola");
                 chol_result r;
                 double res;
 
                 if (k < 1 || k > m.ndev_all)
                     continue;
                 chol_use(&m, (unsigned)k);
-                m.no_lookahead = las[(x / nmaps) % nlas] == 0;
+                m.no_lookahead = !ahead;
                 m.cyclic = cyc;
                 bench_progress("weft");
                 memset(&r, 0, sizeof r);
@@ -612,16 +612,16 @@ int main(int argc, char **argv)
                     bench_die("n %zu, tile %zu, %zu devices: residual %.3g", n,
                               b, k, res);
                 snprintf(name, sizeof name, "weft_%zudev_n%zu_b%zu%s", k, n, b,
-                         la);
+                         sfx);
                 bench_figure(name, flops / r.steady * 1e-9, "GFLOP/s");
                 snprintf(name, sizeof name, "weft_%zudev_n%zu_b%zu%s_first", k,
-                         n, b, la);
+                         n, b, sfx);
                 bench_figure(name, flops / r.first * 1e-9, "GFLOP/s");
-                if (!*la)
+                if (!*sfx)
                     bytes_figures(&m, &r, k, n, b);
                 rate[nrates].dev = k;
                 rate[nrates].b = b;
-                rate[nrates].la = la;
+                rate[nrates].sfx = sfx;
                 rate[nrates++].gflops = flops / r.steady * 1e-9;
             }
             m.no_lookahead = 0;
@@ -645,17 +645,17 @@ int main(int argc, char **argv)
             bench_note("%s: skipped (%s)", name, skip);
         for (size_t r = 0; base > 0 && r < nrates; r++) {
             snprintf(name, sizeof name, "ratio_weft_%zudev_n%zu_b%zu%s",
-                     rate[r].dev, n, rate[r].b, rate[r].la);
+                     rate[r].dev, n, rate[r].b, rate[r].sfx);
             bench_figure(name, rate[r].gflops / base, "x");
         }
         /* k devices against one, for the same tile and priorities */
         for (size_t r = 0; r < nrates; r++)
             for (size_t o = 0; rate[r].dev > 1 && o < nrates; o++) {
                 if (rate[o].dev != 1 || rate[o].b != rate[r].b ||
-                    strcmp(rate[o].la, rate[r].la))
+                    strcmp(rate[o].sfx, rate[r].sfx))
                     continue;
                 snprintf(name, sizeof name, "scaling_weft_%zudev_n%zu_b%zu%s",
-                         rate[r].dev, n, rate[r].b, rate[r].la);
+                         rate[r].dev, n, rate[r].b, rate[r].sfx);
                 bench_figure(name, rate[r].gflops / rate[o].gflops, "x");
             }
         /* cuSOLVER's own multi-GPU factorisation on as many GPUs */
@@ -677,7 +677,7 @@ int main(int argc, char **argv)
                 if (rate[r].dev != devs[d])
                     continue;
                 snprintf(name, sizeof name, "ratio_mg_weft_%zudev_n%zu_b%zu%s",
-                         rate[r].dev, n, rate[r].b, rate[r].la);
+                         rate[r].dev, n, rate[r].b, rate[r].sfx);
                 bench_figure(name, rate[r].gflops / mgr, "x");
             }
         }
