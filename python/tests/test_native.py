@@ -299,7 +299,8 @@ def test_event_wait_holds_the_graph(rt, kernels):
     g = rt.graph()
     g.wait_event(drv, ev, weft.rw(b))
     g.kernel(kernels.kernel("twice"), 64, b, np.uint32(64))
-    e = g.instantiate()
+    # the event belongs to device 0's context: the nodes run there
+    e = g.instantiate(device=rt.devices[0])
     e.launch()
     if drv == "opencl":
         # held until the program sets its event
@@ -337,7 +338,8 @@ def test_event_record_after_the_work(rt, kernels):
     g = rt.graph()
     g.kernel(kernels.kernel("twice"), 64, b, np.uint32(64))
     g.record_event(drv, ev, weft.read(b))
-    e = g.instantiate()
+    # the event belongs to device 0's context: the nodes run there
+    e = g.instantiate(device=rt.devices[0])
     e.run()
     if drv == "opencl":
         # weft sets it from the driver's callback once the work is done,
