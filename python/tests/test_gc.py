@@ -112,3 +112,33 @@ def test_drop_everything_in_a_cycle():
     del rt, b, g, holder
     gc.collect()
     assert h.ptr is None
+
+
+_COLLECTED_UNDER_LOCK = """
+import gc, weft
+rt = weft.Runtime()
+b = rt.zeros(8)
+h = b._h
+holder = {"b": b}
+holder["self"] = holder         # only the collector frees it
+del b, holder
+with weft._lock:                # as inside _Handle.__init__'s count update
+    gc.collect()                # runs Buffer.__del__ on this thread
+assert h.ptr is not None        # deferred, not waited for
+weft._drain()                   # the next call into the module
+assert h.ptr is None
+rt.close()
+print("ok")
+"""
+
+
+def test_collected_while_the_lock_is_held():
+    # The collector may finalize a weft object inside any allocation, also
+    # one made while this thread holds the package's (not reentrant) lock;
+    # the finalizer must defer, not wait for the lock. A subprocess: the
+    # regression is a hang, which fails here by the timeout.
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _COLLECTED_UNDER_LOCK],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -360,14 +360,31 @@ def _release(h):
 
 
 def _drain():
-    """Run the releases deferred from callback threads."""
+    """Run the releases deferred from callback threads and finalizers."""
     if not _deferred or getattr(_tls, "in_callback", 0):
         return
     with _lock:
         items = _deferred[:]
-        del _deferred[:]
+        # finalizers append without the lock: keep what came after the copy
+        del _deferred[:len(items)]
     for h in items:
         _release(h)
+
+
+def _release_collected(h):
+    """Release h from a finalizer (__del__).
+
+    The garbage collector runs finalizers inside whatever allocation
+    triggers it, also one that this thread makes while it holds _lock,
+    which is not reentrant: a finalizer never waits for the lock. It
+    defers the release (list.append is atomic under the GIL) and runs the
+    deferred ones at once when the lock is free, else at the next call
+    into this module.
+    """
+    _deferred.append(h)
+    if _lock.acquire(blocking=False):
+        _lock.release()
+        _drain()
 
 
 @atexit.register
@@ -411,7 +428,10 @@ class _Owner:
 
     def __del__(self):
         try:
-            self.close()
+            if self._h is not None and not self._closed:
+                self._closed = True
+                self._p = None
+                _release_collected(self._h)
         except Exception:
             pass
 
@@ -709,7 +729,7 @@ class _PinnedBlock:
     def __del__(self):
         try:
             _L.weft_host_free(self.rt.ptr, self.ptr)
-            _release(self.rt)
+            _release_collected(self.rt)
         except Exception:
             pass
 

@@ -87,8 +87,10 @@ fi
 "$py" -c "import weft; r = weft.Runtime(); print('devices:', r.devices)"
 
 if "$py" -c "import pytest" 2>/dev/null; then
+    # a test still running after 60 s prints every thread's Python stack
     step pytest 600 "$py" -m pytest -q -rs -p no:cacheprovider \
-        -o console_output_style=classic "$src/python/tests"
+        -o console_output_style=classic -o faulthandler_timeout=60 \
+        "$src/python/tests"
 else
     note pytest "skipped: $py has no pytest (Debian/Ubuntu: python3-pytest)"
 fi
