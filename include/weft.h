@@ -1113,6 +1113,25 @@ WEFT_API int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn,
 WEFT_API int weft_graph_add_host_status(weft_graph *g, weft_host_status_fn *fn,
                                         void *user, const weft_access_desc *acc,
                                         unsigned nacc, weft_node *node);
+/* A poll task's return while what it waits for has not happened yet. */
+#define WEFT_HOST_AGAIN 1
+/*
+ * A host task that waits for something outside the graph (a message, a
+ * device's or another library's event) without holding a thread: fn
+ * returns 0 once the node's work is done, WEFT_HOST_AGAIN while it is not
+ * yet, and anything else to fail the node as a status task does. After
+ * WEFT_HOST_AGAIN, weft calls fn again later, on whichever host worker is
+ * free, and runs other ready work meanwhile, so that fn must not block:
+ * it tests and returns. Idle workers call pending poll tasks in turn
+ * instead of sleeping, so a poll keeps at most one core busy while
+ * nothing else is ready. The bytes of its accesses belong to the node
+ * from its first call to its last. With no host workers
+ * (WEFT_HOST_WORKERS=0) the issuing thread calls fn until it is done.
+ * Errors of the call as weft_graph_add_host's.
+ */
+WEFT_API int weft_graph_add_host_poll(weft_graph *g, weft_host_status_fn *fn,
+                                      void *user, const weft_access_desc *acc,
+                                      unsigned nacc, weft_node *node);
 /* A node that does nothing: a join point for explicit edges. */
 WEFT_API int weft_graph_add_empty(weft_graph *g, weft_node *node);
 

@@ -111,6 +111,8 @@ typedef struct weft__node {
             weft_host_task_fn *fn;       /* one of fn and status */
             weft_host_status_fn *status; /* non-zero fails the node */
             void *user;
+            /* 1: status is a poll function (WEFT_HOST_AGAIN: call again) */
+            unsigned char poll;
         } host;
         struct {
             uint32_t arg;   /* a BYTES argument: nimpl weft__native_impl */

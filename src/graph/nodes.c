@@ -230,10 +230,10 @@ static weft__access weft__access_desc_make(const weft_access_desc *d)
                                    d->mode);
 }
 
-/* A host task of either kind (fn or status set, not both). */
+/* A host task of any kind (fn or status set, not both; poll: status polls). */
 static int weft__add_host(weft_graph *g, const char *name,
                           weft_host_task_fn *fn, weft_host_status_fn *status,
-                          void *user, const weft_access_desc *acc,
+                          int poll, void *user, const weft_access_desc *acc,
                           unsigned nacc, weft_node *node)
 {
     weft__access stack_acc[WEFT__STACK_ACC], *a = stack_acc;
@@ -255,6 +255,7 @@ static int weft__add_host(weft_graph *g, const char *name,
         a[i] = weft__access_desc_make(&acc[i]);
     p.u.host.fn = fn;
     p.u.host.status = status;
+    p.u.host.poll = (unsigned char)poll;
     p.u.host.user = user;
     rc = weft__add_node(g, &p, a, nacc, NULL, 0, 0, node);
     if (a != stack_acc)
@@ -266,15 +267,23 @@ int weft_graph_add_host(weft_graph *g, weft_host_task_fn *fn, void *user,
                         const weft_access_desc *acc, unsigned nacc,
                         weft_node *node)
 {
-    return weft__add_host(g, "weft_graph_add_host", fn, NULL, user, acc, nacc,
-                          node);
+    return weft__add_host(g, "weft_graph_add_host", fn, NULL, 0, user, acc,
+                          nacc, node);
 }
 
 int weft_graph_add_host_status(weft_graph *g, weft_host_status_fn *fn,
                                void *user, const weft_access_desc *acc,
                                unsigned nacc, weft_node *node)
 {
-    return weft__add_host(g, "weft_graph_add_host_status", NULL, fn, user, acc,
+    return weft__add_host(g, "weft_graph_add_host_status", NULL, fn, 0, user,
+                          acc, nacc, node);
+}
+
+int weft_graph_add_host_poll(weft_graph *g, weft_host_status_fn *fn, void *user,
+                             const weft_access_desc *acc, unsigned nacc,
+                             weft_node *node)
+{
+    return weft__add_host(g, "weft_graph_add_host_poll", NULL, fn, 1, user, acc,
                           nacc, node);
 }
 

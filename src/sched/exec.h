@@ -315,10 +315,11 @@ typedef struct weft__host_job {
     uint32_t node;
     int rc;
     weft__plan_ticket ticket;
-    void **ptrs;     /* the node's accesses in the host copy */
-    uint64_t t0, t1; /* the host clock around the function */
-    int worker;      /* the worker that ran it */
-    uint64_t *seen;  /* per device: what its worker had seen at the end */
+    void **ptrs;      /* the node's accesses in the host copy */
+    uint64_t t0, t1;  /* the host clock around the function */
+    int worker;       /* the worker that ran it */
+    unsigned polling; /* a poll task between its calls (its worker's) */
+    uint64_t *seen;   /* per device: what its worker had seen at the end */
     struct weft__host_job *next;
     /*
      * A native node whose call runs on a thread of its driver

@@ -9,6 +9,7 @@
 #include "hostwork.h"
 #include "placing.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,9 +393,13 @@ static int weft__run_native(weft_exec *e, uint32_t i)
     return rc;
 }
 
+/* weft__call_host's "a poll task's work is not done yet". */
+enum { WEFT__HOST_AGAIN = 1 };
+
 /*
- * Call a host task's function: 0, or for a status task's non-zero return
- * WEFT_EIO with the detail set (the caller names the node).
+ * Call a host task's function once: 0, WEFT__HOST_AGAIN for a poll task
+ * that is not done, or for a status (or poll) task's other non-zero
+ * return WEFT_EIO with the detail set (the caller names the node).
  */
 static int weft__call_host(const weft__node *nd, void *const *ptrs)
 {
@@ -405,8 +410,20 @@ static int weft__call_host(const weft__node *nd, void *const *ptrs)
         return 0;
     }
     ret = nd->u.host.status(ptrs, nd->u.host.user);
+    if (ret == WEFT_HOST_AGAIN && nd->u.host.poll)
+        return WEFT__HOST_AGAIN;
     return ret == 0 ? 0
                     : weft__error(WEFT_EIO, "the host task returned %d", ret);
+}
+
+/* On the issuing thread (no host workers): a poll task is called until done. */
+static int weft__call_host_sync(const weft__node *nd, void *const *ptrs)
+{
+    int rc;
+
+    while ((rc = weft__call_host(nd, ptrs)) == WEFT__HOST_AGAIN)
+        sched_yield();
+    return rc;
 }
 
 /* Host access to every range of a map or host node. */
@@ -438,7 +455,7 @@ static int weft__run_host(weft_exec *e, const weft__node *nd)
     if (nd->kind == WEFT__NODE_MAP)
         nd->u.map.fn(e->ptrs[0], acc[0].size, nd->u.map.user);
     else
-        rc = weft__call_host(nd, e->ptrs);
+        rc = weft__call_host_sync(nd, e->ptrs);
     /* Written also after a failure: the function may have written them. */
     for (uint32_t a = 0; a < nd->nacc; a++)
         if (acc[a].mode & WEFT_WRITE)
@@ -461,19 +478,27 @@ static void weft__host_job_run(weft__host_task *task)
     int rc = 0;
     unsigned resume;
 
-    for (unsigned k = 0; k < j->ticket.nev && rc == 0; k++)
+    /* A poll task called again: its ticket was waited for before. */
+    for (unsigned k = 0; !j->polling && k < j->ticket.nev && rc == 0; k++)
         rc = weft__drv_event_sync(j->ticket.ev[k]);
     j->worker = weft__hostwork_self;
-    j->t0 = weft__now_ns();
+    if (!j->polling)
+        j->t0 = weft__now_ns();
     if (rc < 0) {
         weft__strlcpy(j->msg, weft_last_error(), sizeof j->msg);
         weft_clear_error();
     } else if (nd->kind == WEFT__NODE_MAP) {
         nd->u.map.fn(j->ptrs[0], acc[0].size, nd->u.map.user);
-    } else if ((rc = weft__call_host(nd, j->ptrs)) < 0) {
+    } else if ((rc = weft__call_host(nd, j->ptrs)) == WEFT__HOST_AGAIN) {
+        /* Not done: called again in turn, this worker free meanwhile. */
+        j->polling = 1;
+        weft__hostwork_repoll(weft__hostwork_get(e->rt), &j->task);
+        return;
+    } else if (rc < 0) {
         weft__strlcpy(j->msg, weft_last_error(), sizeof j->msg);
         weft_clear_error();
     }
+    j->polling = 0;
     j->t1 = weft__now_ns();
     j->rc = rc;
     /* Release: the bytes written above, for whoever reads the count. */

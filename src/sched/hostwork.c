@@ -53,6 +53,14 @@ struct weft__hostwork {
     unsigned ndevices;
     weft__host_worker *workers;
     unsigned nworkers; /* started */
+    /*
+     * Poll tasks that said "not yet" (weft__hostwork_repoll): a FIFO
+     * through the tasks' next, under poll_lock; npolls (atomic) is what
+     * idle workers look at before they take the lock.
+     */
+    pthread_mutex_t poll_lock;
+    weft__host_task *poll_head, *poll_tail;
+    unsigned npolls;
 };
 
 /* The next task of group g, else of any group; NULL if none. */
@@ -77,6 +85,45 @@ static int weft__queued(weft__hostwork *hw)
     return 0;
 }
 
+/* Whether a poll task waits for its next call (a hint). */
+static int weft__polls(weft__hostwork *hw)
+{
+    return __atomic_load_n(&hw->npolls, __ATOMIC_RELAXED) != 0;
+}
+
+/* The oldest poll task; NULL if none. */
+static weft__host_task *weft__take_poll(weft__hostwork *hw)
+{
+    weft__host_task *t;
+
+    if (!weft__polls(hw))
+        return NULL;
+    pthread_mutex_lock(&hw->poll_lock);
+    if ((t = hw->poll_head)) {
+        hw->poll_head = t->next;
+        if (!hw->poll_head)
+            hw->poll_tail = NULL;
+        __atomic_sub_fetch(&hw->npolls, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&hw->poll_lock);
+    return t;
+}
+
+/*
+ * A task of the rings (group g's first), else a poll task; NULL if none.
+ * Before a poll task's next call the core is yielded, for whatever
+ * thread (of this process or another) the poll waits for.
+ */
+static weft__host_task *weft__take_any(weft__hostwork *hw, unsigned g)
+{
+    weft__host_task *t = weft__take(hw, g);
+
+    if (t || !weft__polls(hw))
+        return t;
+    sched_yield();
+    return weft__take_poll(hw);
+}
+
 /* A sleeper up, if there is one. */
 static void weft__wake_one(weft__hostwork *hw)
 {
@@ -86,13 +133,15 @@ static void weft__wake_one(weft__hostwork *hw)
 }
 
 /*
- * A worker that took a task: if more wait and no worker is awake to take
- * them, one more is woken (so that a burst of submits, which wake nobody
- * while a worker polls, still spreads over the pool).
+ * A worker that took a task: if more wait (poll tasks too) and no worker
+ * is awake to take them, one more is woken (so that a burst of submits,
+ * which wake nobody while a worker polls, still spreads over the pool,
+ * and a poll task is called again while this worker runs something else).
  */
 static void weft__wake_more(weft__hostwork *hw)
 {
-    if (weft__queued(hw) && !__atomic_load_n(&hw->pollers, __ATOMIC_SEQ_CST) &&
+    if ((weft__queued(hw) || weft__polls(hw)) &&
+        !__atomic_load_n(&hw->pollers, __ATOMIC_SEQ_CST) &&
         __atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST))
         weft__wake_one(hw);
 }
@@ -106,7 +155,8 @@ static void weft__wake_more(weft__hostwork *hw)
  * A submit wakes nobody while a worker polls (pollers, read the same way
  * after the push): a poller stops counting itself only before a last look
  * at the rings (or once it has a task, after which it looks again), so it
- * sees the push.
+ * sees the push. Poll tasks come after the rings' tasks, and a worker
+ * about to sleep takes one instead: while one waits, a worker stays up.
  */
 static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
 {
@@ -117,11 +167,11 @@ static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
          weft__now_ns() - t0 < (uint64_t)WEFT__HOST_SPIN_NS;) {
         for (unsigned k = 0; k < 16; k++)
             weft__cpu_pause();
-        if (weft__queued(hw))
+        if (weft__queued(hw) || weft__polls(hw))
             break;
     }
     for (unsigned i = 0; i < WEFT__HOST_POLLS; i++) {
-        if ((t = weft__take(hw, g))) {
+        if ((t = weft__take_any(hw, g))) {
             __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
             weft__wake_more(hw);
             return t;
@@ -134,10 +184,10 @@ static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
     }
     __atomic_add_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
     __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-    t = weft__take(hw, g);
+    t = weft__take_any(hw, g);
     if (!t) {
         pthread_mutex_lock(&hw->lock);
-        while (!(t = weft__take(hw, g)) &&
+        while (!(t = weft__take(hw, g)) && !(t = weft__take_poll(hw)) &&
                !__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
             pthread_cond_wait(&hw->work, &hw->lock);
         pthread_mutex_unlock(&hw->lock);
@@ -179,6 +229,7 @@ static void weft__hostwork_free(weft__hostwork *hw)
     }
     pthread_cond_destroy(&hw->work);
     pthread_mutex_destroy(&hw->lock);
+    pthread_mutex_destroy(&hw->poll_lock);
     weft__free(hw->groups);
     weft__free(hw->dev_group);
     weft__free(hw->workers);
@@ -210,6 +261,7 @@ static int weft__hostwork_make(weft_runtime *rt, weft__hostwork **out)
         return WEFT_ENOMEM;
     pthread_mutex_init(&hw->lock, NULL);
     pthread_cond_init(&hw->work, NULL);
+    pthread_mutex_init(&hw->poll_lock, NULL);
     hw->topology = rt->topology;
     hw->ndevices = nd;
     /* Group 0 is the unbound one: devices with no locality, and any. */
@@ -325,6 +377,20 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
     if (!__atomic_fetch_add(&hw->pollers, 0, __ATOMIC_SEQ_CST) &&
         __atomic_fetch_add(&hw->sleepers, 0, __ATOMIC_SEQ_CST))
         weft__wake_one(hw);
+}
+
+void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t)
+{
+    t->next = NULL;
+    pthread_mutex_lock(&hw->poll_lock);
+    if (hw->poll_tail)
+        hw->poll_tail->next = t;
+    else
+        hw->poll_head = t;
+    hw->poll_tail = t;
+    __atomic_add_fetch(&hw->npolls, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&hw->poll_lock);
+    /* Called from a worker, which looks for work next: no wake-up. */
 }
 
 unsigned weft__hostwork_workers(const weft__hostwork *hw)

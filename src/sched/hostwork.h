@@ -48,6 +48,12 @@ weft__hostwork *weft__hostwork_get(weft_runtime *rt);
  * calling thread.
  */
 void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t);
+/*
+ * On a worker: queue poll task t (its last call said "not yet") for its
+ * next call. Poll tasks run after the rings' tasks, in turn; a worker
+ * with nothing else to do calls them instead of sleeping.
+ */
+void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t);
 /* The pool's workers. */
 unsigned weft__hostwork_workers(const weft__hostwork *hw);
 /* On a worker: its index in the pool (traces name its track); else -1. */

@@ -1054,6 +1054,17 @@ static void test_add_node_bad_input(void **state)
     expect(weft_graph_add_host_status(fx.g, host_status, NULL, acc, 2, &node),
            WEFT_ERANGE, "weft_graph_add_host_status",
            "(host): access 1: range [0, 0 + 257)");
+    expect(weft_graph_add_host_poll(NULL, host_status, NULL, acc, 2, &node),
+           WEFT_EINVAL, "weft_graph_add_host_poll: graph is NULL");
+    expect(weft_graph_add_host_poll(fx.g, NULL, NULL, acc, 2, &node),
+           WEFT_EINVAL,
+           "weft_graph_add_host_poll: the node being added (host): fn is "
+           "NULL");
+    expect(weft_graph_add_host_poll(fx.g, host_status, NULL, NULL, 2, &node),
+           WEFT_EINVAL, "(host): 2 accesses but the array is NULL");
+    expect(weft_graph_add_host_poll(fx.g, host_status, NULL, acc, 2, &node),
+           WEFT_ERANGE, "weft_graph_add_host_poll",
+           "(host): access 1: range [0, 0 + 257)");
     expect(weft_graph_add_empty(NULL, &node), WEFT_EINVAL,
            "weft_graph_add_empty: graph is NULL");
     assert_int_equal(node, 77);
@@ -2134,6 +2145,7 @@ static const struct {
     {"weft_graph_add_map", "test_add_node_bad_input"},
     {"weft_graph_add_host", "test_add_node_bad_input"},
     {"weft_graph_add_host_status", "test_add_node_bad_input"},
+    {"weft_graph_add_host_poll", "test_add_node_bad_input"},
     {"weft_graph_add_empty", "test_add_node_bad_input"},
     {"weft_graph_add_native", "test_native_bad_input"},
     {"weft_native_driver", "test_native_bad_input"},
