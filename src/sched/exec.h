@@ -229,6 +229,15 @@ struct weft_exec {
      * counts down.
      */
     uint32_t *fast_roots, fast_nroots, fast_chunk;
+    /*
+     * What a launch claims, per root the nodes touch (made with the
+     * tasks, weft__fast_prepare): the union of the bytes read and of
+     * those written, so that a launch checks and marks a few regions per
+     * root, not every access. fast_claims is NULL where a union grew past
+     * WEFT__FAST_CLAIM_MAX regions: the claim goes access by access then.
+     */
+    struct weft__fast_union *fast_claims;
+    uint32_t fast_nclaims;
     struct weft__fast_task *fast_runners;
     unsigned fast_nrunners;
     /* Lines of their own: every worker changes them (e is so aligned). */
@@ -386,6 +395,8 @@ void weft__exec_advance(weft_exec *e);
 int weft__exec_fast(weft_exec *e, int shared);
 /* The end of a launch that went so (exec.c). */
 void weft__exec_fast_end(weft_exec *e);
+/* Free fast_claims (instantiate's clean-up, destroy's). */
+void weft__exec_fast_free_claims(weft_exec *e);
 /*
  * Each access's buffer referenced (sign 1) or released (-1) by e, one
  * atomic change per run of accesses to the same buffer.

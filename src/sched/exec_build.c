@@ -236,6 +236,7 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->fast_succs);
     weft__free(e->fast_roots);
     weft__free(e->fast_runners);
+    weft__exec_fast_free_claims(e);
     weft__free(e->jobs);
     weft__plan_destroy(e->plan);
     for (size_t i = 0; e->fences && i < (size_t)e->nroots * e->rt->ndevices;

@@ -1191,6 +1191,165 @@ static void weft__fast_run(weft__host_task *t);
 static void weft__fast_roots_run(weft__host_task *t);
 
 /*
+ * One root's part of a fast launch's claim: the bytes its nodes read and
+ * those they write, each a set of disjoint ranges in address order (h ==
+ * 1, merged where they touch) followed by the slices of blocks as they
+ * are; updates: what marking the writes costs the tracker (reserve).
+ */
+typedef struct weft__fast_union {
+    uint32_t root;
+    weft__region *rd, *wr;
+    uint32_t nrd, nwr, nrd_ranges, nwr_ranges, rd_cap, wr_cap;
+    uint64_t updates;
+} weft__fast_union;
+
+/* Past this many regions a root's union is not kept (claimed per access). */
+enum { WEFT__FAST_CLAIM_MAX = 4096 };
+
+/*
+ * Add range [lo, hi) to the sorted disjoint ranges v[0, *nr) (followed by
+ * *n - *nr block slices), merging those it touches; -1 past the limit or
+ * without memory. A program's accesses come mostly in address order or
+ * repeat recent ones: the last range is tried before a binary search.
+ */
+static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
+                                 uint32_t *cap, size_t lo, size_t hi)
+{
+    uint32_t a = 0, b = *nr, k;
+
+    if (*nr && (*v)[*nr - 1].off <= lo) {
+        a = *nr - 1; /* at or after the last range */
+    } else {
+        while (a < b) { /* the first range that ends at or after lo */
+            uint32_t m = a + (b - a) / 2;
+
+            if ((*v)[m].off + (*v)[m].w < lo)
+                a = m + 1;
+            else
+                b = m;
+        }
+    }
+    if (a < *nr && (*v)[a].off + (*v)[a].w < lo)
+        a++;
+    /* ranges [a, k) touch [lo, hi): one range replaces them */
+    for (k = a; k < *nr && (*v)[k].off <= hi; k++) {
+        lo = WEFT__MIN(lo, (*v)[k].off);
+        hi = WEFT__MAX(hi, (*v)[k].off + (*v)[k].w);
+    }
+    if (k == a) { /* none: insert one */
+        if (*n >= WEFT__FAST_CLAIM_MAX)
+            return -1;
+        if (*n == *cap) {
+            uint32_t c = *cap ? 2 * *cap : 8;
+            weft__region *nv = weft__realloc(*v, c * sizeof *nv);
+
+            if (!nv)
+                return -1;
+            *v = nv;
+            *cap = c;
+        }
+        memmove(*v + a + 1, *v + a, (*n - a) * sizeof **v);
+        (*n)++;
+        (*nr)++;
+        k = a + 1;
+    } else if (k > a + 1) { /* several merge into [a] */
+        memmove(*v + a + 1, *v + k, (*n - k) * sizeof **v);
+        *n -= k - a - 1;
+        *nr -= k - a - 1;
+    }
+    (*v)[a] = weft__region_range(lo, hi - lo);
+    return 0;
+}
+
+/* Append a block's slice after the ranges; -1 past the limit. */
+static int weft__claim_add_block(weft__region **v, uint32_t *n, uint32_t *cap,
+                                 const weft__region *r)
+{
+    if (*n >= WEFT__FAST_CLAIM_MAX)
+        return -1;
+    if (*n == *cap) {
+        uint32_t c = *cap ? 2 * *cap : 8;
+        weft__region *nv = weft__realloc(*v, c * sizeof *nv);
+
+        if (!nv)
+            return -1;
+        *v = nv;
+        *cap = c;
+    }
+    (*v)[(*n)++] = *r;
+    return 0;
+}
+
+void weft__exec_fast_free_claims(weft_exec *e)
+{
+    for (uint32_t c = 0; e->fast_claims && c < e->fast_nclaims; c++) {
+        weft__free(e->fast_claims[c].rd);
+        weft__free(e->fast_claims[c].wr);
+    }
+    weft__free(e->fast_claims);
+    e->fast_claims = NULL;
+    e->fast_nclaims = 0;
+}
+
+/*
+ * The per-root unions of e's accesses (fast_claims), and the host address
+ * of each access (fast_ptrs: a host copy does not move for its buffer's
+ * life). Without them (too many regions, no memory) launches claim access
+ * by access.
+ */
+static void weft__fast_claims_make(weft_exec *e)
+{
+    uint32_t *slot = weft__malloc(((size_t)e->nroots + 1) * sizeof *slot);
+    weft__fast_union *cl = weft__calloc((size_t)e->nroots + 1, sizeof *cl);
+    uint32_t n = 0;
+    int ok = slot && cl;
+
+    for (uint32_t r = 0; ok && r < e->nroots; r++)
+        slot[r] = UINT32_MAX;
+    for (uint32_t a = 0; ok && a < e->nacc; a++) {
+        const weft__access *acc = &e->acc[a];
+        weft__fast_union *c;
+
+        e->fast_ptrs[a] =
+            weft__buffer_host(acc->buf->root, weft__acc_origin(acc));
+        if (slot[acc->root] == UINT32_MAX) {
+            slot[acc->root] = n;
+            cl[n++].root = acc->root;
+        }
+        c = &cl[slot[acc->root]];
+        for (size_t sl = 0; ok && sl < acc->slices; sl++) {
+            weft__region r = weft__access_slice(acc, sl);
+
+            if (r.h == 1) {
+                if (acc->mode & WEFT_READ)
+                    ok = weft__claim_add_range(&c->rd, &c->nrd, &c->nrd_ranges,
+                                               &c->rd_cap, r.off,
+                                               r.off + r.w) == 0;
+                if (ok && (acc->mode & WEFT_WRITE))
+                    ok = weft__claim_add_range(&c->wr, &c->nwr, &c->nwr_ranges,
+                                               &c->wr_cap, r.off,
+                                               r.off + r.w) == 0;
+            } else {
+                if (acc->mode & WEFT_READ)
+                    ok = weft__claim_add_block(&c->rd, &c->nrd, &c->rd_cap,
+                                               &r) == 0;
+                if (ok && (acc->mode & WEFT_WRITE))
+                    ok = weft__claim_add_block(&c->wr, &c->nwr, &c->wr_cap,
+                                               &r) == 0;
+            }
+        }
+    }
+    for (uint32_t k = 0; ok && k < n; k++)
+        for (uint32_t w = 0; w < cl[k].nwr; w++)
+            cl[k].updates += cl[k].wr[w].h;
+    weft__free(slot);
+    e->fast_claims = cl;
+    e->fast_nclaims = n;
+    if (!ok)
+        weft__exec_fast_free_claims(e);
+}
+
+/*
  * Whether e's nodes allow it (host tasks, maps and empty nodes, at least
  * one, and host workers), with the per-node state made on first use; 0 if
  * not (or no memory: the issue does it then).
@@ -1254,6 +1413,7 @@ static int weft__fast_prepare(weft_exec *e)
         e->fast_runners[r].e = e;
         e->fast_runners[r].node = WEFT__NONE;
     }
+    weft__fast_claims_make(e);
     e->fast = 1;
     return 1;
 }
@@ -1290,10 +1450,54 @@ static int weft__acc_cut(const weft__access *a)
     return rc;
 }
 
+/*
+ * weft__fast_claim by the roots' unions: per root, room for the marks,
+ * the tracker cut at what is written, what is read valid on the host;
+ * then (all of them so) the writes marked, one host writer per root.
+ */
+static int weft__fast_claim_roots(weft_exec *e)
+{
+    int ok = 1;
+
+    for (uint32_t k = 0; k < e->fast_nclaims && ok; k++) {
+        const weft__fast_union *c = &e->fast_claims[k];
+        weft_buffer *root = e->roots[c->root];
+
+        weft__buffer_lock(root);
+        ok = root->mapped_by == NULL && c->updates <= UINT_MAX &&
+             weft__buffer_reserve(root, (unsigned)c->updates) == 0;
+        for (uint32_t w = 0; w < c->nwr && ok; w++)
+            ok = weft__buffer_cut_region(root, &c->wr[w]) == 0;
+        for (uint32_t r = 0; r < c->nrd && ok; r++)
+            ok = weft__buffer_is_valid_region(root, WEFT__HOST, &c->rd[r]);
+        weft__buffer_unlock(root);
+    }
+    if (!ok) {
+        weft_clear_error();
+        return 0;
+    }
+    for (uint32_t k = 0; k < e->fast_nclaims; k++) {
+        const weft__fast_union *c = &e->fast_claims[k];
+        weft_buffer *root = e->roots[c->root];
+
+        if (!c->nwr)
+            continue;
+        weft__buffer_lock(root);
+        for (uint32_t w = 0; w < c->nwr; w++)
+            weft__buffer_written_region(root, WEFT__HOST, &c->wr[w]);
+        __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
+        weft__buffer_unlock(root);
+    }
+    return 1;
+}
+
 static int weft__fast_claim(weft_exec *e)
 {
     uint64_t updates = 0;
     int ok = 1;
+
+    if (e->fast_claims)
+        return weft__fast_claim_roots(e);
 
     for (uint32_t a = 0; a < e->nacc; a++)
         updates += weft__acc_updates(&e->acc[a]);
@@ -1383,10 +1587,18 @@ static int weft__fast_done(weft_exec *e, uint32_t n)
     if (__atomic_sub_fetch(&e->fast_remaining, n, __ATOMIC_ACQ_REL))
         return 0;
     /* The last: every write is done and visible here. */
-    for (uint32_t a = 0; a < e->nacc; a++)
-        if (e->acc[a].mode & WEFT_WRITE)
-            __atomic_sub_fetch(&e->acc[a].buf->root->host_writers, 1,
-                               __ATOMIC_RELEASE);
+    if (e->fast_claims) {
+        for (uint32_t k = 0; k < e->fast_nclaims; k++)
+            if (e->fast_claims[k].nwr)
+                __atomic_sub_fetch(
+                    &e->roots[e->fast_claims[k].root]->host_writers, 1,
+                    __ATOMIC_RELEASE);
+    } else {
+        for (uint32_t a = 0; a < e->nacc; a++)
+            if (e->acc[a].mode & WEFT_WRITE)
+                __atomic_sub_fetch(&e->acc[a].buf->root->host_writers, 1,
+                                   __ATOMIC_RELEASE);
+    }
     weft__exec_fast_end(e);
     return 1;
 }

@@ -230,14 +230,82 @@ static void test_host_only_graph(void **state)
                 fail_msg("launch %d: cell %u is %u, not %u", launch, c, got[c],
                          want[c]);
     }
-    /* Every launch but the fourth went with no issue (weft__exec_fast). */
+    /* Every launch but the fourth went with no issue (weft__exec_fast),
+     * claiming each root's union of ranges. */
     pthread_mutex_lock(&e->lock);
     assert_int_equal(e->fast_launches, 5);
+    assert_non_null(e->fast_claims);
     pthread_mutex_unlock(&e->lock);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
     check(weft_buffer_destroy(b));
     check(weft_buffer_destroy(cb));
+}
+
+/*
+ * Host tasks on more disjoint ranges of one buffer than a claim keeps as
+ * a union (WEFT__FAST_CLAIM_MAX): launches still go with no issue,
+ * claiming access by access, and after a device wrote some of the ranges
+ * the launch is issued (the host copy of those is stale) and right.
+ */
+enum { SPREAD = 5000 };
+
+static void test_host_only_many_ranges(void **state)
+{
+    static uint32_t want[2 * SPREAD], got[2 * SPREAD];
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, sizeof got, &b));
+    for (unsigned i = 0; i < 2 * SPREAD; i++)
+        want[i] = i;
+    check(weft_buffer_write(b, 0, want, sizeof want));
+    check(weft_graph_create(devs.rt, &g));
+    /* every other cell: SPREAD ranges that do not touch */
+    for (unsigned i = 0; i < SPREAD; i++) {
+        weft_access_desc a[] = {
+            weft_access_range(b, (size_t)2 * i * 4, 4, WEFT_READ_WRITE)};
+
+        check(weft_graph_add_host(g, task_inc, NULL, a, 1, NULL));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int launch = 1; launch <= 3; launch++) {
+        if (launch == 3) {
+            /* a device advances cell 0 first */
+            weft_graph *kg;
+            weft_exec *ke;
+            weft_arg k[] = {weft_arg_buffer(b, 0, 4, WEFT_READ_WRITE),
+                            weft_arg_u32(5), weft_arg_i64(1)};
+
+            check(weft_graph_create(devs.rt, &kg));
+            check(weft_graph_add_kernel(kg, k_advance, weft_dims1(1), k, 3,
+                                        NULL));
+            check(weft_graph_instantiate(kg, NULL, &ke));
+            check(weft_exec_launch(ke));
+            check(weft_exec_wait(ke));
+            check(weft_exec_destroy(ke));
+            check(weft_graph_destroy(kg));
+            want[0] = wt_advance_value(want[0], 5);
+        }
+        for (unsigned i = 0; i < SPREAD; i++)
+            want[2 * i]++;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        check(weft_buffer_read(b, 0, got, sizeof got));
+        for (unsigned i = 0; i < 2 * SPREAD; i++)
+            if (got[i] != want[i])
+                fail_msg("launch %d: cell %u is %u, not %u", launch, i, got[i],
+                         want[i]);
+    }
+    pthread_mutex_lock(&e->lock);
+    assert_int_equal(e->fast_launches, 2);
+    assert_null(e->fast_claims); /* claimed access by access */
+    pthread_mutex_unlock(&e->lock);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
 }
 
 /* Two maps of one launch, on different buffers: each waits for the other. */
@@ -654,6 +722,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_graphs_in_flight),
         cmocka_unit_test(test_graph_made_while_host_node_runs),
         cmocka_unit_test(test_host_only_graph),
+        cmocka_unit_test(test_host_only_many_ranges),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
