@@ -794,7 +794,12 @@ class Kernel:
         """The kernel's name."""
         self._params = False   # not asked yet
         self._packers = {}     # signatures that passed -> packer or None
-        self._pack = _miss     # the last signature's packer
+        # Graph.kernel's batching (see _batcher): the signatures weft
+        # accepted -> batcher or None; the last one's; the grids weft
+        # accepted -> the first 32 bytes of a weft_kernel_node.
+        self._batchers = {}
+        self._add = _miss_add
+        self._hdrs = {}
 
     def _ptr(self):
         self.module._ptr()
@@ -1358,10 +1363,6 @@ _MISS = object()   # a packer's answer to arguments of other types
 _NARGS = 8         # a graph's weft_arg array holds at least as many
 
 
-def _miss(mem, args, users):
-    return _MISS
-
-
 def _packer(sig):
     """The packing function of the argument types sig, or None."""
     # fmt/vals: every argument; rfmt/rvals: the same where every region
@@ -1425,6 +1426,132 @@ def _packer(sig):
     ns.update(("T%d" % i, t) for i, t in enumerate(sig))
     exec("\n".join(src), ns)
     return ns["pack"]
+
+
+# Graph.kernel's batch: the kernel nodes of a graph wait in a
+# weft_kernel_node array (_PEND_NODES of them), their arguments in another
+# (_PEND_BYTES), and are added by one weft_graph_add_kernels call before
+# anything else uses the graph (Graph._flush). A node joins it only where everything that
+# weft_graph_add_kernel checks is known to hold (see _batcher), so that the
+# batch fails only for want of memory and every other error is raised by
+# the Graph.kernel call that caused it, by the direct path.
+_PEND_NODES = 128
+_PEND_BYTES = 16384
+_HDR = struct.Struct("=Q6I")   # weft_kernel_node's kernel and dims
+_NODE = struct.Struct("=32sQI4x")   # weft_kernel_node: those, args, nargs
+assert (ctypes.sizeof(_lib.KernelNode) == 48 and _lib.KernelNode.args.offset == 32
+        and _lib.KernelNode.nargs.offset == 40)
+
+
+def _miss_add(g, grid, args):
+    return _MISS
+
+
+def _int_grid(grid):
+    """True for a tuple of 1 to 3 ints (as a grid, exactly)."""
+    return type(grid) is tuple and 0 < len(grid) <= 3 and all(type(x) is int for x in grid)
+
+
+def _batcher(kernel, sig):
+    """The batching function of kernel's argument types sig, or None.
+
+    add(g, grid, args) returns _MISS unless args have the types sig and,
+    for this node, weft_graph_add_kernel's checks hold: weft accepted this
+    signature and grid for kernel before (its parameters, the grid's
+    dims), kernel's module is used by g already (the same runtime), the
+    ranges are inside their buffers, the buffers are open and of g's
+    runtime, an access mode is one of the three and local memory has
+    bytes. Then it appends the node to g's batch, counts the new buffers
+    that g uses and returns the node's index.
+    """
+    n = len(sig)
+    rec = 72 * n
+    if rec > _PEND_BYTES:
+        return None
+    fmt, vals, lines, handles = ["="], [], [], []
+    for i, t in enumerate(sig):
+        if t in _REGION_OF:
+            lines += ["r%d = %s" % (i, _REGION_OF[t] % i),
+                      "b%d = r%d.buffer" % (i, i),
+                      "p%d = b%d._p" % (i, i),
+                      "if p%d is None or r%d.rows:" % (i, i),
+                      "    return MISS",
+                      "o%d = r%d.offset" % (i, i),
+                      "s%d = r%d.size" % (i, i),
+                      "left = b%d.size - o%d" % (i, i),
+                      "if left < 0 or (s%d > left and s%d != WHOLE):" % (i, i),
+                      "    return MISS",
+                      "h%d = b%d._h" % (i, i),
+                      "if h%d not in users:" % i,
+                      "    if b%d.runtime is not g.runtime:" % i,
+                      "        return MISS",
+                      "    new = [h%d] if new is None else new + [h%d]" % (i, i)]
+            if t is Access:
+                lines += ["m%d = a%d.mode" % (i, i),
+                          "if not 0 < m%d < 4:" % i,
+                          "    return MISS"]
+                mode = "m%d" % i
+            else:
+                mode = "3"
+            fmt.append("iiQQQ40x")
+            vals.append("1, %s, p%d, o%d, s%d" % (mode, i, i, i))
+            handles.append(i)
+        elif t is Local:
+            lines += ["l%d = a%d.nbytes" % (i, i),
+                      "if not l%d > 0:" % i,
+                      "    return MISS"]
+            fmt.append(_PACK_FORMATS[Local][0])
+            vals.append("9, 0, l%d" % i)
+        elif t in _PACK_FORMATS:
+            f, v = _PACK_FORMATS[t]
+            fmt.append(f)
+            vals.append(v % i)
+        else:
+            return None
+    src = ["def add(g, grid, args):",
+           "    try:"]
+    if n:
+        src.append("        %s, = args" % ", ".join("a%d" % i for i in range(n)))
+    else:
+        src += ["        if args:", "            return MISS"]
+    src += ["        hdr = H[grid]",
+            "    except (ValueError, KeyError, TypeError):",
+            "        return MISS"]
+    if n:
+        src += ["    if %s:" % " or ".join("type(a%d) is not T%d" % (i, i) for i in range(n)),
+                "        return MISS"]
+    src += ["    if type(grid) is not int and not int_grid(grid):",
+            "        return MISS",
+            "    users = g._users",
+            "    if MH not in users or M._p is None or g._p is None:",
+            "        return MISS",
+            "    new = None"]
+    src += ["    " + x for x in lines]
+    src += ["    node = g._next",
+            "    if node is None:",
+            "        node = g._sync()",
+            "    o = g._poff",
+            "    i = g._pn",
+            "    if o > %d or i == %d:" % (_PEND_BYTES - rec, _PEND_NODES),
+            "        g._flush()",
+            "        node = g._next",
+            "        o = i = 0"]
+    if n:
+        src.append("    pack_args(g._amem, o, %s)" % ", ".join(vals))
+    src += ["    pack_node(g._pmem, 48 * i, hdr, g._abase + o, %d)" % n,
+            "    g._poff = o + %d" % rec,
+            "    g._pn = i + 1",
+            "    g._next = node + 1",
+            "    g._knodes[node] = K",
+            "    if new is not None:",
+            "        g._use(new)",
+            "    return node"]
+    ns = {"pack_args": struct.Struct("".join(fmt)).pack_into, "MISS": _MISS,
+          "pack_node": _NODE.pack_into, "WHOLE": WHOLE, "H": kernel._hdrs, "K": kernel, "M": kernel.module,
+          "MH": kernel.module._h, "int_grid": _int_grid}
+    ns.update(("T%d" % i, t) for i, t in enumerate(sig))
+    exec("\n".join(src), ns)
+    return ns["add"]
 
 
 def _fill_arg(a, v, where, buffers, keep):
@@ -1620,6 +1747,18 @@ class Graph(_Owner):
         self._cp = _c_void_p(handle.ptr)
         self._dims = {}                 # int grid -> weft_dims (group None)
         self._knodes = {}               # kernel node -> Kernel (set_arg's check)
+        # The batch of kernel nodes not added yet (_batcher, _flush): _pn
+        # weft_kernel_nodes in _pend, their arguments in _pargs' first
+        # _poff bytes. _next: the index the next node gets (None: ask
+        # weft; never while nodes wait).
+        self._pend = (_lib.KernelNode * _PEND_NODES)()
+        self._pmem = memoryview(self._pend).cast("B")
+        self._pargs = (ctypes.c_char * _PEND_BYTES)()
+        self._amem = memoryview(self._pargs).cast("B")
+        self._abase = _addressof(self._pargs)
+        self._poff = 0
+        self._pn = 0
+        self._next = 0
 
     def _use(self, handles):
         new = [h for h in handles if h not in self._users]
@@ -1630,8 +1769,40 @@ class Graph(_Owner):
                     self._users.add(h)
                     self._h.parents.append(h)
 
-    def _added(self):
-        return self._node.value
+    def _ptr(self):
+        # Whatever uses the C graph sees the nodes of the batch first.
+        if self._closed:
+            raise destroyed("graph")
+        if self._pn:
+            self._flush()
+        self._next = None
+        return self._h.ptr
+
+    def _flush(self):
+        """Add the batch's kernel nodes to the C graph."""
+        n = self._pn
+        if not n:
+            return
+        self._pn = self._poff = 0
+        added = ctypes.c_uint()
+        rc = _L.weft_graph_add_kernels(self._cp, self._pend, n, _byref(added))
+        if rc:
+            # Only out of memory: the nodes from the one that failed on
+            # were not added (their indices were returned).
+            first = self._next - n + added.value
+            for i in range(first, self._next):
+                self._knodes.pop(i, None)
+            self._next = None
+            err = from_last(rc)
+            err.message += (" (Graph.kernel's nodes %d to %d were not added)"
+                            % (first, first + n - added.value - 1))
+            err.args = ("%s: %s" % (err.name, err.message),)
+            raise err
+
+    def _sync(self):
+        # The index the next node gets, from weft (no node waits).
+        self._next = _L.weft_graph_node_count(self._cp)
+        return self._next
 
     def kernel(self, kernel, grid, *args, group=None):
         """Add a kernel node: kernel over grid (an int or a tuple of up to 3).
@@ -1643,34 +1814,25 @@ class Graph(_Owner):
         bytes for a struct passed by value. group: items per group (None:
         weft chooses). weft checks the arguments against the kernel's
         parameters where it knows them (BadArguments names the argument).
+        Returns the node's index.
+
+        Nodes whose checks are known to pass (a signature of argument types
+        and a grid that weft accepted for this kernel before, ranges inside
+        their buffers) are gathered and added to weft together before the
+        graph is used otherwise, so that an error in the arguments is
+        raised by this call, and only running out of memory is raised by
+        the call that adds the gathered nodes (e.g. instantiate).
         """
-        if self._p is None:
-            raise destroyed("graph")
-        mod = kernel.module
-        if mod._p is None:
-            raise destroyed("module")
-        users = self._users
-        try:
-            new = kernel._pack(self._argmem, args, users)
-        except struct.error as e:
-            raise OverflowError("Graph.kernel(%s): %s (an offset, a size or a "
-                                "scalar out of its C type's range)"
-                                % (kernel.name, e)) from None
-        if new is _MISS or group is not None:
-            return self._kernel(kernel, grid, args, group)
-        d = self._dims.get(grid)
-        if d is None:
-            d = self._dims_of(grid, None)
-        rc = _add_kernel(self._cp, kernel._kcp, d, self._args, len(args), self._node_ref)
-        if rc:
-            raise from_last(rc)
-        if new is not None:
-            self._use(new)
-        if mod._h not in users:
-            self._use([mod._h])
-        node = self._node.value
-        self._knodes[node] = kernel
-        return node
+        if group is None:
+            try:
+                node = kernel._add(self, grid, args)
+            except struct.error as e:
+                raise OverflowError("Graph.kernel(%s): %s (an offset, a size or a "
+                                    "scalar out of its C type's range)"
+                                    % (kernel.name, e)) from None
+            if node is not _MISS:
+                return node
+        return self._kernel(kernel, grid, args, group)
 
     def _dims_of(self, grid, group):
         d = _dims(grid, group)
@@ -1679,8 +1841,15 @@ class Graph(_Owner):
         return d
 
     def _kernel(self, kernel, grid, args, group):
-        # Graph.kernel for a signature without a packer yet: check it,
-        # make its packer, or pack argument by argument.
+        # Graph.kernel's direct path: check the arguments (the first time
+        # for a signature of types), pack them, add the node by
+        # weft_graph_add_kernel after the batch; then let the batch take
+        # this signature and grid.
+        if self._p is None:
+            raise destroyed("graph")
+        mod = kernel.module
+        if mod._p is None:
+            raise destroyed("module")
         sig = tuple(map(type, args))
         if sig not in kernel._packers:
             kernel._check(args, "Graph.kernel")
@@ -1691,28 +1860,45 @@ class Graph(_Owner):
             self._args = (_lib.Arg * n)()
             self._argmem = memoryview(self._args).cast("B")
         pack = kernel._packers.get(sig)
-        if pack is not None and group is None and pack is not kernel._pack:
-            kernel._pack = pack
-            return self.kernel(kernel, grid, *args)
         arr = self._args
-        new = []
-        for i, v in enumerate(args):
+        new = None
+        if pack is not None:
             try:
-                h = _ARG_SETTERS.get(type(v), _set_other)(arr[i], v, self._keep)
-            except _ArgError as e:
-                raise TypeError("Graph.kernel(%s): argument %d: %s"
-                                % (kernel.name, i, e)) from None
-            if h is not None and h not in self._users:
-                new.append(h)
+                new = pack(self._argmem, args, self._users)
+            except struct.error as e:
+                raise OverflowError("Graph.kernel(%s): %s (an offset, a size or a "
+                                    "scalar out of its C type's range)"
+                                    % (kernel.name, e)) from None
+        if pack is None or new is _MISS:
+            new = []
+            for i, v in enumerate(args):
+                try:
+                    h = _ARG_SETTERS.get(type(v), _set_other)(arr[i], v, self._keep)
+                except _ArgError as e:
+                    raise TypeError("Graph.kernel(%s): argument %d: %s"
+                                    % (kernel.name, i, e)) from None
+                if h is not None and h not in self._users:
+                    new.append(h)
         d = self._dims.get(grid) if group is None else None
         if d is None:
             d = self._dims_of(grid, group)
+        if self._pn:
+            self._flush()
         rc = _add_kernel(self._cp, kernel._kcp, d, arr, n, self._node_ref)
         if rc:
             raise from_last(rc)
-        self._use(new + [kernel.module._h])
+        self._use((new or []) + [mod._h])
         node = self._node.value
+        self._next = node + 1
         self._knodes[node] = kernel
+        if group is None and pack is not None:
+            add = kernel._batchers.get(sig, _MISS)
+            if add is _MISS:
+                add = kernel._batchers[sig] = _batcher(kernel, sig)
+            if add is not None:
+                kernel._add = add
+                if (type(grid) is int or _int_grid(grid)) and grid not in kernel._hdrs:
+                    kernel._hdrs[grid] = _HDR.pack(kernel._kptr, *d.items, *d.group)
         return node
 
     def write(self, dst, src, offset=None):
@@ -1762,6 +1948,8 @@ class Graph(_Owner):
         if bp is None:
             b._ptr()
         off = r.offset if offset is None else r.offset + offset
+        if self._pn:
+            self._flush()
         rc = add(self._cp, bp, off, _address(a), a.nbytes, self._node_ref)
         if rc:
             raise from_last(rc)
@@ -1769,7 +1957,9 @@ class Graph(_Owner):
         h = b._h
         if h not in self._users:
             self._use([h])
-        return self._node.value
+        node = self._node.value
+        self._next = node + 1
+        return node
 
     def copy(self, dst, src, size=None):
         """Add a buffer-to-buffer copy node (Buffers or Regions; blocks alike).
