@@ -725,6 +725,12 @@ class Module(_Owner):
         self._own(handle)
         self._kernels = {}
 
+    def close(self):
+        """Release this object: weft destroys it once nothing uses it."""
+        for k in self._kernels.values():
+            k._add = _miss_add     # Graph.kernel takes the direct path
+        _Owner.close(self)
+
     @property
     def name(self):
         """The module's name ("portable", or that of its first variant)."""
@@ -795,8 +801,9 @@ class Kernel:
         self._params = False   # not asked yet
         self._packers = {}     # signatures that passed -> packer or None
         # Graph.kernel's batching (see _batcher): the signatures weft
-        # accepted -> batcher or None; the last one's; the grids weft
-        # accepted -> the first 32 bytes of a weft_kernel_node.
+        # accepted -> batcher or None; the last one's; per number of
+        # arguments, the grids weft accepted -> a weft_kernel_node's bytes
+        # past args.
         self._batchers = {}
         self._add = _miss_add
         self._hdrs = {}
@@ -1428,19 +1435,21 @@ def _packer(sig):
     return ns["pack"]
 
 
-# Graph.kernel's batch: the kernel nodes of a graph wait in a
-# weft_kernel_node array (_PEND_NODES of them), their arguments in another
-# (_PEND_BYTES), and are added by one weft_graph_add_kernels call before
-# anything else uses the graph (Graph._flush). A node joins it only where everything that
+# Graph.kernel's batch: the kernel nodes of a graph wait in slots of _SLOT
+# bytes (a weft_kernel_node, its args pointer to the slot's weft_arg array
+# written once, then the arguments), _PEND_NODES of them, and are added by
+# one weft_graph_add_kernels call (its stride _SLOT) before anything else
+# uses the graph (Graph._flush). A node joins it only where everything that
 # weft_graph_add_kernel checks is known to hold (see _batcher), so that the
 # batch fails only for want of memory and every other error is raised by
 # the Graph.kernel call that caused it, by the direct path.
-_PEND_NODES = 128
-_PEND_BYTES = 16384
-_HDR = struct.Struct("=Q6I")   # weft_kernel_node's kernel and dims
-_NODE = struct.Struct("=32sQI4x")   # weft_kernel_node: those, args, nargs
-assert (ctypes.sizeof(_lib.KernelNode) == 48 and _lib.KernelNode.args.offset == 32
-        and _lib.KernelNode.nargs.offset == 40)
+_PEND_NODES = 64
+_SLOT_ARGS = 8
+_SLOT = 48 + 72 * _SLOT_ARGS
+_HDR = struct.Struct("=I4xQ6I")   # weft_kernel_node past args: nargs, kernel, dims
+assert (ctypes.sizeof(_lib.KernelNode) == 48 and _lib.KernelNode.args.offset == 0
+        and _lib.KernelNode.nargs.offset == 8 and _lib.KernelNode.dims.offset == 24)
+_SLOT_PTRS = struct.Struct("=" + "Q%dx" % (_SLOT - 8) * _PEND_NODES)
 
 
 def _miss_add(g, grid, args):
@@ -1465,10 +1474,9 @@ def _batcher(kernel, sig):
     that g uses and returns the node's index.
     """
     n = len(sig)
-    rec = 72 * n
-    if rec > _PEND_BYTES:
+    if n > _SLOT_ARGS:
         return None
-    fmt, vals, lines, handles = ["="], [], [], []
+    fmt, vals, lines, handles = ["=40s"], ["hdr"], [], []
     for i, t in enumerate(sig):
         if t in _REGION_OF:
             lines += ["r%d = %s" % (i, _REGION_OF[t] % i),
@@ -1520,34 +1528,31 @@ def _batcher(kernel, sig):
     if n:
         src += ["    if %s:" % " or ".join("type(a%d) is not T%d" % (i, i) for i in range(n)),
                 "        return MISS"]
+    # A closed graph's users are none; a closed module's kernels have
+    # _add _miss_add.
     src += ["    if type(grid) is not int and not int_grid(grid):",
             "        return MISS",
             "    users = g._users",
-            "    if MH not in users or M._p is None or g._p is None:",
+            "    if MH not in users:",
             "        return MISS",
             "    new = None"]
     src += ["    " + x for x in lines]
-    src += ["    node = g._next",
+    src += ["    i = g._pn",
+            "    if i == %d:" % _PEND_NODES,
+            "        g._room()",
+            "        i = 0",
+            "    node = g._nbase",
             "    if node is None:",
             "        node = g._sync()",
-            "    o = g._poff",
-            "    i = g._pn",
-            "    if o > %d or i == %d:" % (_PEND_BYTES - rec, _PEND_NODES),
-            "        g._flush()",
-            "        node = g._next",
-            "        o = i = 0"]
-    if n:
-        src.append("    pack_args(g._amem, o, %s)" % ", ".join(vals))
-    src += ["    pack_node(g._pmem, 48 * i, hdr, g._abase + o, %d)" % n,
-            "    g._poff = o + %d" % rec,
+            "    pack_into(g._pmem, i * %d + 8, %s)" % (_SLOT, ", ".join(vals)),
             "    g._pn = i + 1",
-            "    g._next = node + 1",
+            "    node += i",
             "    g._knodes[node] = K",
             "    if new is not None:",
             "        g._use(new)",
             "    return node"]
-    ns = {"pack_args": struct.Struct("".join(fmt)).pack_into, "MISS": _MISS,
-          "pack_node": _NODE.pack_into, "WHOLE": WHOLE, "H": kernel._hdrs, "K": kernel, "M": kernel.module,
+    ns = {"pack_into": struct.Struct("".join(fmt)).pack_into, "MISS": _MISS,
+          "WHOLE": WHOLE, "H": kernel._hdrs.setdefault(n, {}), "K": kernel,
           "MH": kernel.module._h, "int_grid": _int_grid}
     ns.update(("T%d" % i, t) for i, t in enumerate(sig))
     exec("\n".join(src), ns)
@@ -1748,17 +1753,12 @@ class Graph(_Owner):
         self._dims = {}                 # int grid -> weft_dims (group None)
         self._knodes = {}               # kernel node -> Kernel (set_arg's check)
         # The batch of kernel nodes not added yet (_batcher, _flush): _pn
-        # weft_kernel_nodes in _pend, their arguments in _pargs' first
-        # _poff bytes. _next: the index the next node gets (None: ask
-        # weft; never while nodes wait).
-        self._pend = (_lib.KernelNode * _PEND_NODES)()
-        self._pmem = memoryview(self._pend).cast("B")
-        self._pargs = (ctypes.c_char * _PEND_BYTES)()
-        self._amem = memoryview(self._pargs).cast("B")
-        self._abase = _addressof(self._pargs)
-        self._poff = 0
-        self._pn = 0
-        self._next = 0
+        # slots of _pend (made by the first node: _pn full till then).
+        # _nbase: the index of its first node, which is the graph's next
+        # (None: ask weft; never while nodes wait).
+        self._pend = None
+        self._pn = _PEND_NODES
+        self._nbase = 0
 
     def _use(self, handles):
         new = [h for h in handles if h not in self._users]
@@ -1775,24 +1775,41 @@ class Graph(_Owner):
             raise destroyed("graph")
         if self._pn:
             self._flush()
-        self._next = None
+        self._nbase = None
         return self._h.ptr
+
+    def close(self):
+        """Release this object: weft destroys it once nothing uses it."""
+        self._users = frozenset()   # no node joins the batch
+        _Owner.close(self)
+
+    def _room(self):
+        # A slot for the batch's next node.
+        if self._pend is not None:
+            self._flush()
+            return
+        self._pend = (ctypes.c_char * (_SLOT * _PEND_NODES))()
+        self._pmem = memoryview(self._pend).cast("B")
+        base = _addressof(self._pend)
+        _SLOT_PTRS.pack_into(self._pmem, 0, *range(base + 48, base + _SLOT * _PEND_NODES, _SLOT))
+        self._pn = 0
 
     def _flush(self):
         """Add the batch's kernel nodes to the C graph."""
         n = self._pn
-        if not n:
+        if not n or self._pend is None:
             return
-        self._pn = self._poff = 0
+        self._pn = 0
         added = ctypes.c_uint()
-        rc = _L.weft_graph_add_kernels(self._cp, self._pend, n, _byref(added))
+        rc = _L.weft_graph_add_kernels(self._cp, self._pend, n, _SLOT, _byref(added))
+        first = self._nbase + added.value
+        self._nbase += n
         if rc:
             # Only out of memory: the nodes from the one that failed on
             # were not added (their indices were returned).
-            first = self._next - n + added.value
-            for i in range(first, self._next):
+            for i in range(first, self._nbase):
                 self._knodes.pop(i, None)
-            self._next = None
+            self._nbase = None
             err = from_last(rc)
             err.message += (" (Graph.kernel's nodes %d to %d were not added)"
                             % (first, first + n - added.value - 1))
@@ -1801,8 +1818,8 @@ class Graph(_Owner):
 
     def _sync(self):
         # The index the next node gets, from weft (no node waits).
-        self._next = _L.weft_graph_node_count(self._cp)
-        return self._next
+        self._nbase = _L.weft_graph_node_count(self._cp)
+        return self._nbase
 
     def kernel(self, kernel, grid, *args, group=None):
         """Add a kernel node: kernel over grid (an int or a tuple of up to 3).
@@ -1889,7 +1906,7 @@ class Graph(_Owner):
             raise from_last(rc)
         self._use((new or []) + [mod._h])
         node = self._node.value
-        self._next = node + 1
+        self._nbase = node + 1
         self._knodes[node] = kernel
         if group is None and pack is not None:
             add = kernel._batchers.get(sig, _MISS)
@@ -1897,8 +1914,9 @@ class Graph(_Owner):
                 add = kernel._batchers[sig] = _batcher(kernel, sig)
             if add is not None:
                 kernel._add = add
-                if (type(grid) is int or _int_grid(grid)) and grid not in kernel._hdrs:
-                    kernel._hdrs[grid] = _HDR.pack(kernel._kptr, *d.items, *d.group)
+                hdrs = kernel._hdrs[n]
+                if (type(grid) is int or _int_grid(grid)) and grid not in hdrs:
+                    hdrs[grid] = _HDR.pack(n, kernel._kptr, *d.items, *d.group)
         return node
 
     def write(self, dst, src, offset=None):
@@ -1958,7 +1976,7 @@ class Graph(_Owner):
         if h not in self._users:
             self._use([h])
         node = self._node.value
-        self._next = node + 1
+        self._nbase = node + 1
         return node
 
     def copy(self, dst, src, size=None):

@@ -506,13 +506,14 @@ int weft_graph_add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
 }
 
 int weft_graph_add_kernels(weft_graph *g, const weft_kernel_node *nodes,
-                           unsigned n, unsigned *added)
+                           unsigned n, size_t stride, unsigned *added)
 {
     static const char fn[] = "weft_graph_add_kernels";
+    const weft_kernel_node *d = nodes;
     char where[64];
-    unsigned nbuf = 0, i;
+    unsigned nbuf = 0, i, at = 0;
     size_t nbytes = 0;
-    int rc;
+    int rc = 0;
 
     if (added)
         *added = 0;
@@ -521,35 +522,41 @@ int weft_graph_add_kernels(weft_graph *g, const weft_kernel_node *nodes,
     if (n && !nodes)
         return weft__error(WEFT_EINVAL, "%s: %u nodes but the array is NULL",
                            fn, n);
+    if (stride == 0)
+        stride = sizeof *nodes;
+    if (stride < sizeof *nodes || stride % _Alignof(weft_kernel_node))
+        return weft__error(WEFT_EINVAL,
+                           "%s: stride %zu is below the %zu bytes of a "
+                           "weft_kernel_node or no multiple of its alignment "
+                           "%zu",
+                           fn, stride, sizeof *nodes,
+                           (size_t) _Alignof(weft_kernel_node));
+#define NODE(i) ((const weft_kernel_node *)((const char *)nodes + (i)*stride))
     /* Every node checked first: a refused one leaves the graph as it was. */
-    for (i = 0; i < n; i++) {
-        const weft_kernel_node *d = &nodes[i];
-
+    for (i = 0; i < n && rc == 0; i++) {
+        d = NODE(i);
+        at = i;
         if (!d->kernel)
             return weft__error(WEFT_EINVAL, "%s: nodes[%u]: kernel is NULL", fn,
                                i);
         rc = weft__kernel_check(g, d->kernel, d->dims, d->args, d->nargs,
                                 &nbytes, &nbuf);
-        if (rc < 0)
-            break;
     }
     /* Then added in order; only WEFT_ENOMEM stops that part-way. */
-    if (rc == 0)
-        for (i = 0; i < n; i++) {
-            const weft_kernel_node *d = &nodes[i];
-
-            weft__args_count(d->args, d->nargs, &nbytes, &nbuf);
-            rc = weft__kernel_add(g, d->kernel, d->dims, d->args, d->nargs,
-                                  nbytes, nbuf, NULL);
-            if (rc < 0)
-                break;
-            if (added)
-                *added = i + 1;
-        }
+    for (i = 0; i < n && rc == 0; i++) {
+        d = NODE(i);
+        at = i;
+        weft__args_count(d->args, d->nargs, &nbytes, &nbuf);
+        rc = weft__kernel_add(g, d->kernel, d->dims, d->args, d->nargs, nbytes,
+                              nbuf, NULL);
+        if (rc == 0 && added)
+            *added = i + 1;
+    }
+#undef NODE
     if (rc == 0)
         return 0;
-    snprintf(where, sizeof where, "%s: nodes[%u]", fn, i);
-    return weft__add_error(where, WEFT__NODE_KERNEL, nodes[i].kernel, rc);
+    snprintf(where, sizeof where, "%s: nodes[%u]", fn, at);
+    return weft__add_error(where, WEFT__NODE_KERNEL, d->kernel, rc);
 }
 
 /* A node with one buffer access (called what) and no arguments. */

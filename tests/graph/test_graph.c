@@ -944,8 +944,8 @@ static void batch_nodes(weft_buffer *b, weft_buffer *c, weft_kernel_node *nodes,
             a[1] = weft_arg_u32(3);
             a[2] = weft_arg_i64(8);
         }
-        nodes[i] = (weft_kernel_node){i % 2 ? k_scale : k_advance,
-                                      weft_dims1(8 + i), a, 3};
+        nodes[i] = (weft_kernel_node){a, 3, i % 2 ? k_scale : k_advance,
+                                      weft_dims1(8 + i)};
     }
 }
 
@@ -986,27 +986,52 @@ static void test_add_kernels(void **state)
 
     /* One call, or several, give the graph of the single adds. */
     assert_int_equal(weft_graph_create(rt, &g), 0);
-    assert_int_equal(weft_graph_add_kernels(g, nodes, NBATCH, &added), 0);
+    assert_int_equal(weft_graph_add_kernels(g, nodes, NBATCH, 0, &added), 0);
     assert_int_equal(added, NBATCH);
     got = dot_of(g);
     assert_string_equal(got, full);
     free(got);
     weft_graph_destroy(g);
     assert_int_equal(weft_graph_create(rt, &g), 0);
-    assert_int_equal(weft_graph_add_kernels(g, nodes, 5, NULL), 0);
-    assert_int_equal(weft_graph_add_kernels(g, nodes + 5, 0, &added), 0);
+    assert_int_equal(weft_graph_add_kernels(g, nodes, 5, 0, NULL), 0);
+    assert_int_equal(weft_graph_add_kernels(g, nodes + 5, 0, 0, &added), 0);
     assert_int_equal(added, 0);
     assert_int_equal(weft_graph_add_kernel(g, nodes[5].kernel, nodes[5].dims,
                                            nodes[5].args, nodes[5].nargs, NULL),
                      0);
-    assert_int_equal(weft_graph_add_kernels(g, nodes + 6, NBATCH - 6, NULL), 0);
+    assert_int_equal(weft_graph_add_kernels(g, nodes + 6, NBATCH - 6, 0, NULL),
+                     0);
     got = dot_of(g);
     assert_string_equal(got, full);
     free(got);
 
+    /* Each node's arguments after it: a stride of the slot. */
+    {
+        static struct {
+            weft_kernel_node node;
+            weft_arg args[3];
+        } slots[NBATCH];
+        weft_graph *h;
+
+        for (unsigned i = 0; i < NBATCH; i++) {
+            slots[i].node = nodes[i];
+            memcpy(slots[i].args, nodes[i].args, sizeof slots[i].args);
+            slots[i].node.args = slots[i].args;
+        }
+        assert_int_equal(weft_graph_create(rt, &h), 0);
+        assert_int_equal(weft_graph_add_kernels(h, &slots[0].node, NBATCH,
+                                                sizeof slots[0], &added),
+                         0);
+        assert_int_equal(added, NBATCH);
+        got = dot_of(h);
+        assert_string_equal(got, full);
+        free(got);
+        weft_graph_destroy(h);
+    }
+
     /* A refused node adds none, whatever its place. */
     args[3 * 30 + 2] = weft_arg_u32(8);
-    assert_int_equal(weft_graph_add_kernels(g, nodes, NBATCH, &added),
+    assert_int_equal(weft_graph_add_kernels(g, nodes, NBATCH, 0, &added),
                      WEFT_EARGS);
     assert_int_equal(added, 0);
     assert_non_null(strstr(weft_last_error(),
@@ -1025,7 +1050,7 @@ static void test_add_kernels(void **state)
 
         assert_int_equal(weft_graph_create(rt, &g), 0);
         weft__fault_arm(n, "malloc");
-        rc = weft_graph_add_kernels(g, nodes, NBATCH, &added);
+        rc = weft_graph_add_kernels(g, nodes, NBATCH, 0, &added);
         fired = weft__fault_fired();
         weft__fault_disarm();
         if (!fired) {
@@ -1044,7 +1069,8 @@ static void test_add_kernels(void **state)
         free(got);
         free(want);
         assert_int_equal(
-            weft_graph_add_kernels(g, nodes + added, NBATCH - added, NULL), 0);
+            weft_graph_add_kernels(g, nodes + added, NBATCH - added, 0, NULL),
+            0);
         got = dot_of(g);
         assert_string_equal(got, full);
         free(got);
