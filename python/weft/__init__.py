@@ -1452,6 +1452,18 @@ assert (ctypes.sizeof(_lib.KernelNode) == 48 and _lib.KernelNode.args.offset == 
 _SLOT_PTRS = struct.Struct("=" + "Q%dx" % (_SLOT - 8) * _PEND_NODES)
 
 
+# The weft_arg of a scalar past its type: the type code, its size, the
+# value's struct format.
+_SCALAR_PARTS = {
+    np.int32: (2, 4, "i"), np.uint32: (3, 4, "I"), np.int64: (4, 8, "q"),
+    np.uint64: (5, 8, "Q"), np.float32: (6, 4, "f"), np.float64: (7, 8, "d"),
+}
+
+
+def _i32(v):
+    return struct.pack("=i", v)
+
+
 def _miss_add(g, grid, args):
     return _MISS
 
@@ -1476,7 +1488,10 @@ def _batcher(kernel, sig):
     n = len(sig)
     if n > _SLOT_ARGS:
         return None
-    fmt, vals, lines, handles = ["=40s"], ["hdr"], [], []
+    # The bytes past a node's args pointer: (struct format, value) pieces,
+    # bytes for those that never change (joined, so that pack_into has
+    # fewer values to convert).
+    parts, lines = [("40s", "hdr")], []
     for i, t in enumerate(sig):
         if t in _REGION_OF:
             lines += ["r%d = %s" % (i, _REGION_OF[t] % i),
@@ -1487,35 +1502,50 @@ def _batcher(kernel, sig):
                       "o%d = r%d.offset" % (i, i),
                       "s%d = r%d.size" % (i, i),
                       "left = b%d.size - o%d" % (i, i),
-                      "if left < 0 or (s%d > left and s%d != WHOLE):" % (i, i),
+                      "if not 0 <= s%d <= left and (s%d != WHOLE or left < 0):" % (i, i),
                       "    return MISS",
                       "h%d = b%d._h" % (i, i),
                       "if h%d not in users:" % i,
                       "    if b%d.runtime is not g.runtime:" % i,
                       "        return MISS",
                       "    new = [h%d] if new is None else new + [h%d]" % (i, i)]
+            parts.append(_i32(1))
             if t is Access:
                 lines += ["m%d = a%d.mode" % (i, i),
                           "if not 0 < m%d < 4:" % i,
                           "    return MISS"]
-                mode = "m%d" % i
+                parts.append(("i", "m%d" % i))
             else:
-                mode = "3"
-            fmt.append("iiQQQ40x")
-            vals.append("1, %s, p%d, o%d, s%d" % (mode, i, i, i))
-            handles.append(i)
+                parts.append(_i32(3))
+            parts += [("Q", "p%d" % i), ("Q", "o%d" % i), ("Q", "s%d" % i), bytes(40)]
         elif t is Local:
             lines += ["l%d = a%d.nbytes" % (i, i),
                       "if not l%d > 0:" % i,
                       "    return MISS"]
-            fmt.append(_PACK_FORMATS[Local][0])
-            vals.append("9, 0, l%d" % i)
-        elif t in _PACK_FORMATS:
-            f, v = _PACK_FORMATS[t]
-            fmt.append(f)
-            vals.append(v % i)
+            parts += [_i32(9) + bytes(20), ("Q", "l%d" % i), bytes(40)]
+        elif t in _SCALAR_PARTS:
+            code, size, f = _SCALAR_PARTS[t]
+            parts += [_i32(code) + bytes(20) + struct.pack("=Q", size), (f, "a%d" % i),
+                      bytes(40 - struct.calcsize(f))]
         else:
             return None
+    fmt, vals, const, consts = ["@"], [], b"", {}
+    for x in parts + [None]:
+        if type(x) is bytes:
+            const += x
+            continue
+        if const and not any(const):
+            fmt.append("%dx" % len(const))
+        elif const:
+            fmt.append("%ds" % len(const))
+            vals.append("C%d" % len(consts))
+            consts["C%d" % len(consts)] = const
+        const = b""
+        if x is not None:
+            fmt.append(x[0])
+            vals.append(x[1])
+    packer = struct.Struct("".join(fmt))
+    assert packer.size == 40 + 72 * n, (sig, fmt)
     src = ["def add(g, grid, args):",
            "    try:"]
     if n:
@@ -1551,10 +1581,11 @@ def _batcher(kernel, sig):
             "    if new is not None:",
             "        g._use(new)",
             "    return node"]
-    ns = {"pack_into": struct.Struct("".join(fmt)).pack_into, "MISS": _MISS,
+    ns = {"pack_into": packer.pack_into, "MISS": _MISS,
           "WHOLE": WHOLE, "H": kernel._hdrs.setdefault(n, {}), "K": kernel,
           "MH": kernel.module._h, "int_grid": _int_grid}
     ns.update(("T%d" % i, t) for i, t in enumerate(sig))
+    ns.update(consts)
     exec("\n".join(src), ns)
     return ns["add"]
 
