@@ -1044,6 +1044,39 @@ WEFT_API int weft_graph_add_kernel(weft_graph *g, weft_kernel *k,
                                    weft_dims dims, const weft_arg *args,
                                    unsigned nargs, weft_node *node);
 /*
+ * One node of weft_graph_add_kernels: weft_graph_add_kernel's arguments
+ * (the arguments first, so that a binding that lays each node's arguments
+ * after it writes the rest in one run).
+ */
+typedef struct weft_kernel_node {
+    const weft_arg *args;
+    unsigned nargs;
+    weft_kernel *kernel;
+    weft_dims dims;
+} weft_kernel_node;
+/*
+ * Add n kernel nodes, the first at nodes, as n calls of
+ * weft_graph_add_kernel would: the same nodes, indices, dependencies and
+ * checks, for one call's cost (language bindings, which pay for each
+ * foreign call, gather their nodes into one). stride: the bytes from one
+ * node's weft_kernel_node to the next's (0: sizeof(weft_kernel_node); more
+ * leaves room between them, e.g. for each node's arguments); a multiple
+ * of the struct's alignment. added (may be NULL) receives the number of
+ * nodes added; they are the graph's last ones. Every node is checked
+ * before any is added: one that weft_graph_add_kernel would refuse fails
+ * the call with that function's code and message, naming the function and
+ * the node's position ("weft_graph_add_kernels: nodes[2]: the node being
+ * added (kernel saxpy): argument 1 ..."), and the graph is as it was
+ * (*added 0). Only running out of memory (WEFT_ENOMEM) stops the call
+ * part-way: the nodes before the one being added stay (*added of them),
+ * each node being added whole or not at all. WEFT_EINVAL for a NULL graph,
+ * nodes NULL with n above 0, or a stride below the struct's size or off
+ * its alignment; n 0 adds nothing.
+ */
+WEFT_API int weft_graph_add_kernels(weft_graph *g,
+                                    const weft_kernel_node *nodes, unsigned n,
+                                    size_t stride, unsigned *added);
+/*
  * Transfers. write: size bytes of host memory src into dst at offset (src
  * is read when the node runs, so it must stay valid and unchanged until the
  * launch completes); read: from src at offset into host memory dst; copy:

@@ -326,3 +326,115 @@ def test_kernel_argument_out_of_range_is_refused(rt, kernels):
     with pytest.raises(OverflowError, match="add_u32"):
         g.kernel(k, 32, v.range(0, 2 ** 70), np.uint32(1), np.int64(32))
     assert g.node_count == 1
+
+
+def test_kernel_nodes_gathered_behave_as_added_one_by_one(rt, kernels):
+    # Graph.kernel gathers the nodes whose checks are known to pass and
+    # adds them together before the graph is used otherwise: the indices,
+    # edges and results are those of nodes added one by one, across
+    # batches, other node kinds and graphs built side by side.
+    k = kernels.kernel("add_u32")
+    n, m = 32 * 100, 32      # 100 ranges of 128 bytes (OpenCL's alignment)
+    v, w = rt.zeros(n, np.uint32), rt.zeros(n, np.uint32)
+    host = np.zeros(n, np.uint32)
+    g, h = rt.graph(), rt.graph()
+    direct = rt.graph()
+    want = np.zeros(n, np.uint32)
+    for i in range(300):
+        j = (i * 7) % 100
+        r = v[j * m:(j + 1) * m]
+        assert g.kernel(k, m, r, np.uint32(i % 5 + 1), np.int64(m)) == i + i // 50
+        assert h.kernel(k, m, w[j * m:(j + 1) * m], np.uint32(1), np.int64(m)) == i
+        assert direct._kernel(k, m, (r, np.uint32(i % 5 + 1), np.int64(m)), None) \
+            == i + i // 50
+        want[j * m:(j + 1) * m] += i % 5 + 1
+        if i % 50 == 49:      # another kind of node: the batch goes first
+            assert g.empty() == i + 1 + i // 50
+            assert direct.empty() == i + 1 + i // 50
+    assert g.node_count == 306 and h.node_count == 300
+    assert g.dot() == direct.dot()
+    g.read(v, host)
+    g.instantiate().run()
+    np.testing.assert_array_equal(host, want)
+    h.instantiate().run()
+    np.testing.assert_array_equal(w.read(), np.full(n, 3, np.uint32))
+
+
+def test_gathered_kernel_nodes_raise_at_the_call(rt, kernels):
+    # Once a signature and grid were accepted, a node that weft would refuse
+    # is still refused by its own Graph.kernel call, with weft's message, and
+    # the nodes gathered before it are added.
+    k = kernels.kernel("add_u32")
+    v = rt.zeros(64, np.uint32)
+    g = rt.graph()
+    for i in range(3):
+        assert g.kernel(k, 32, v[0:32], np.uint32(1), np.int64(32)) == i
+    with pytest.raises(weft.OutOfRange, match="argument 0: range"):
+        g.kernel(k, 32, v.range(128, 256), np.uint32(1), np.int64(32))
+    with pytest.raises(weft.OutOfRange, match="argument 0: offset 260"):
+        g.kernel(k, 32, v.range(260, 0), np.uint32(1), np.int64(32))
+    with pytest.raises(weft.InvalidArgument, match="empty grid"):
+        g.kernel(k, 0, v[0:32], np.uint32(1), np.int64(32))
+    with pytest.raises(TypeError):
+        g.kernel(k, 33.0, v[0:32], np.uint32(1), np.int64(32))
+    with pytest.raises(OverflowError, match="add_u32"):
+        g.kernel(k, 32, v.range(2 ** 70, 0), np.uint32(1), np.int64(32))
+    with pytest.raises(OverflowError, match="add_u32"):
+        g.kernel(k, 32, v.range(-8, 8), np.uint32(1), np.int64(32))
+    other = weft.Runtime()
+    try:
+        with pytest.raises(weft.InvalidArgument, match="another runtime"):
+            g.kernel(k, 32, other.zeros(64, np.uint32)[0:32], np.uint32(1), np.int64(32))
+    finally:
+        other.close()
+    assert g.node_count == 3
+    # A range to the end (WHOLE), an access mode, a 2-D grid.
+    assert g.kernel(k, 32, v.range(128, weft.WHOLE), np.uint32(1), np.int64(32)) == 3
+    assert g.kernel(k, 32, weft.read(v[0:32]), np.uint32(1), np.int64(32)) == 4
+    assert g.kernel(k, 32, weft.read(v[0:32]), np.uint32(1), np.int64(32)) == 5
+    acc = weft.read(v[0:32])
+    acc.mode = 9
+    with pytest.raises(weft.InvalidArgument, match="unknown access mode 9"):
+        g.kernel(k, 32, acc, np.uint32(1), np.int64(32))
+    assert g.kernel(k, (32, 1), v[32:64], np.uint32(1), np.int64(32)) == 6
+    assert g.kernel(k, (32, 1), v[32:64], np.uint32(1), np.int64(32)) == 7
+    with pytest.raises(TypeError):
+        g.kernel(k, (32.0, 1), v[32:64], np.uint32(1), np.int64(32))
+    assert g.node_count == 8
+    # Closed objects: the buffer, then the graph, then the module.
+    b = rt.zeros(64, np.uint32)
+    assert g.kernel(k, 32, b[0:32], np.uint32(1), np.int64(32)) == 8
+    b.close()
+    with pytest.raises(weft.Destroyed, match="buffer"):
+        g.kernel(k, 32, b[0:32], np.uint32(1), np.int64(32))
+    e = g.instantiate()
+    e.run()
+    assert g.kernel(k, 32, v[0:32], np.uint32(1), np.int64(32)) == 9
+    g.close()
+    with pytest.raises(weft.Destroyed, match="graph"):
+        g.kernel(k, 32, v[0:32], np.uint32(1), np.int64(32))
+    mod = rt.module(PORTABLE)
+    k2 = mod.kernel("add_u32")
+    g2 = rt.graph()
+    assert g2.kernel(k2, 32, v[0:32], np.uint32(1), np.int64(32)) == 0
+    assert g2.kernel(k2, 32, v[0:32], np.uint32(1), np.int64(32)) == 1
+    mod.close()
+    with pytest.raises(weft.Destroyed, match="module"):
+        g2.kernel(k2, 32, v[0:32], np.uint32(1), np.int64(32))
+    assert g2.node_count == 2
+    g2.instantiate().run()
+    e.close()
+
+
+def test_set_arg_checks_a_gathered_node(rt, kernels):
+    k = kernels.kernel("add_u32")
+    v = rt.zeros(32, np.uint32)
+    g = rt.graph()
+    nodes = [g.kernel(k, 32, v, np.uint32(1), np.int64(32)) for _ in range(3)]
+    e = g.instantiate()
+    if k.params is not None and k.params[1].type == weft.ParamType.U32:
+        with pytest.raises(weft.BadArguments, match="add_u32"):
+            e.set_arg(nodes[2], 1, np.float32(2))
+    e.set_arg(nodes[2], 1, np.uint32(5))
+    e.run()
+    np.testing.assert_array_equal(v.read(), np.full(32, 7, np.uint32))

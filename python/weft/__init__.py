@@ -745,6 +745,12 @@ class Module(_Owner):
         self._own(handle)
         self._kernels = {}
 
+    def close(self):
+        """Release this object: weft destroys it once nothing uses it."""
+        for k in self._kernels.values():
+            k._add = _miss_add     # Graph.kernel takes the direct path
+        _Owner.close(self)
+
     @property
     def name(self):
         """The module's name ("portable", or that of its first variant)."""
@@ -814,7 +820,13 @@ class Kernel:
         """The kernel's name."""
         self._params = False   # not asked yet
         self._packers = {}     # signatures that passed -> packer or None
-        self._pack = _miss     # the last signature's packer
+        # Graph.kernel's batching (see _batcher): the signatures weft
+        # accepted -> batcher or None; the last one's; per number of
+        # arguments, the grids weft accepted -> a weft_kernel_node's bytes
+        # past args.
+        self._batchers = {}
+        self._add = _miss_add
+        self._hdrs = {}
 
     def _ptr(self):
         self.module._ptr()
@@ -1378,10 +1390,6 @@ _MISS = object()   # a packer's answer to arguments of other types
 _NARGS = 8         # a graph's weft_arg array holds at least as many
 
 
-def _miss(mem, args, users):
-    return _MISS
-
-
 def _packer(sig):
     """The packing function of the argument types sig, or None."""
     # fmt/vals: every argument; rfmt/rvals: the same where every region
@@ -1445,6 +1453,161 @@ def _packer(sig):
     ns.update(("T%d" % i, t) for i, t in enumerate(sig))
     exec("\n".join(src), ns)
     return ns["pack"]
+
+
+# Graph.kernel's batch: the kernel nodes of a graph wait in slots of _SLOT
+# bytes (a weft_kernel_node, its args pointer to the slot's weft_arg array
+# written once, then the arguments), _PEND_NODES of them, and are added by
+# one weft_graph_add_kernels call (its stride _SLOT) before anything else
+# uses the graph (Graph._flush). A node joins it only where everything that
+# weft_graph_add_kernel checks is known to hold (see _batcher), so that the
+# batch fails only for want of memory and every other error is raised by
+# the Graph.kernel call that caused it, by the direct path.
+_PEND_NODES = 64
+_SLOT_ARGS = 8
+_SLOT = 48 + 72 * _SLOT_ARGS
+_HDR = struct.Struct("=I4xQ6I")   # weft_kernel_node past args: nargs, kernel, dims
+assert (ctypes.sizeof(_lib.KernelNode) == 48 and _lib.KernelNode.args.offset == 0
+        and _lib.KernelNode.nargs.offset == 8 and _lib.KernelNode.dims.offset == 24)
+_SLOT_PTRS = struct.Struct("=" + "Q%dx" % (_SLOT - 8) * _PEND_NODES)
+
+
+# The weft_arg of a scalar past its type: the type code, its size, the
+# value's struct format.
+_SCALAR_PARTS = {
+    np.int32: (2, 4, "i"), np.uint32: (3, 4, "I"), np.int64: (4, 8, "q"),
+    np.uint64: (5, 8, "Q"), np.float32: (6, 4, "f"), np.float64: (7, 8, "d"),
+}
+
+
+def _i32(v):
+    return struct.pack("=i", v)
+
+
+def _miss_add(g, grid, args):
+    return _MISS
+
+
+def _int_grid(grid):
+    """True for a tuple of 1 to 3 ints (as a grid, exactly)."""
+    return type(grid) is tuple and 0 < len(grid) <= 3 and all(type(x) is int for x in grid)
+
+
+def _batcher(kernel, sig):
+    """The batching function of kernel's argument types sig, or None.
+
+    add(g, grid, args) returns _MISS unless args have the types sig and,
+    for this node, weft_graph_add_kernel's checks hold: weft accepted this
+    signature and grid for kernel before (its parameters, the grid's
+    dims), kernel's module is used by g already (the same runtime), the
+    ranges are inside their buffers, the buffers are open and of g's
+    runtime, an access mode is one of the three and local memory has
+    bytes. Then it appends the node to g's batch, counts the new buffers
+    that g uses and returns the node's index.
+    """
+    n = len(sig)
+    if n > _SLOT_ARGS:
+        return None
+    # The bytes past a node's args pointer: (struct format, value) pieces,
+    # bytes for those that never change (joined, so that pack_into has
+    # fewer values to convert).
+    parts, lines = [("40s", "hdr")], []
+    for i, t in enumerate(sig):
+        if t in _REGION_OF:
+            lines += ["r%d = %s" % (i, _REGION_OF[t] % i),
+                      "b%d = r%d.buffer" % (i, i),
+                      "p%d = b%d._p" % (i, i),
+                      "if p%d is None or r%d.rows:" % (i, i),
+                      "    return MISS",
+                      "o%d = r%d.offset" % (i, i),
+                      "s%d = r%d.size" % (i, i),
+                      "left = b%d.size - o%d" % (i, i),
+                      "if not 0 <= s%d <= left and (s%d != WHOLE or left < 0):" % (i, i),
+                      "    return MISS",
+                      "h%d = b%d._h" % (i, i),
+                      "if h%d not in users:" % i,
+                      "    if b%d.runtime is not g.runtime:" % i,
+                      "        return MISS",
+                      "    new = [h%d] if new is None else new + [h%d]" % (i, i)]
+            parts.append(_i32(1))
+            if t is Access:
+                lines += ["m%d = a%d.mode" % (i, i),
+                          "if not 0 < m%d < 4:" % i,
+                          "    return MISS"]
+                parts.append(("i", "m%d" % i))
+            else:
+                parts.append(_i32(3))
+            parts += [("Q", "p%d" % i), ("Q", "o%d" % i), ("Q", "s%d" % i), bytes(40)]
+        elif t is Local:
+            lines += ["l%d = a%d.nbytes" % (i, i),
+                      "if not l%d > 0:" % i,
+                      "    return MISS"]
+            parts += [_i32(9) + bytes(20), ("Q", "l%d" % i), bytes(40)]
+        elif t in _SCALAR_PARTS:
+            code, size, f = _SCALAR_PARTS[t]
+            parts += [_i32(code) + bytes(20) + struct.pack("=Q", size), (f, "a%d" % i),
+                      bytes(40 - struct.calcsize(f))]
+        else:
+            return None
+    fmt, vals, const, consts = ["@"], [], b"", {}
+    for x in parts + [None]:
+        if type(x) is bytes:
+            const += x
+            continue
+        if const and not any(const):
+            fmt.append("%dx" % len(const))
+        elif const:
+            fmt.append("%ds" % len(const))
+            vals.append("C%d" % len(consts))
+            consts["C%d" % len(consts)] = const
+        const = b""
+        if x is not None:
+            fmt.append(x[0])
+            vals.append(x[1])
+    packer = struct.Struct("".join(fmt))
+    assert packer.size == 40 + 72 * n, (sig, fmt)
+    src = ["def add(g, grid, args):",
+           "    try:"]
+    if n:
+        src.append("        %s, = args" % ", ".join("a%d" % i for i in range(n)))
+    else:
+        src += ["        if args:", "            return MISS"]
+    src += ["        hdr = H[grid]",
+            "    except (ValueError, KeyError, TypeError):",
+            "        return MISS"]
+    if n:
+        src += ["    if %s:" % " or ".join("type(a%d) is not T%d" % (i, i) for i in range(n)),
+                "        return MISS"]
+    # A closed graph's users are none; a closed module's kernels have
+    # _add _miss_add.
+    src += ["    if type(grid) is not int and not int_grid(grid):",
+            "        return MISS",
+            "    users = g._users",
+            "    if MH not in users:",
+            "        return MISS",
+            "    new = None"]
+    src += ["    " + x for x in lines]
+    src += ["    i = g._pn",
+            "    if i == %d:" % _PEND_NODES,
+            "        g._room()",
+            "        i = 0",
+            "    node = g._nbase",
+            "    if node is None:",
+            "        node = g._sync()",
+            "    pack_into(g._pmem, i * %d + 8, %s)" % (_SLOT, ", ".join(vals)),
+            "    g._pn = i + 1",
+            "    node += i",
+            "    g._knodes[node] = K",
+            "    if new is not None:",
+            "        g._use(new)",
+            "    return node"]
+    ns = {"pack_into": packer.pack_into, "MISS": _MISS,
+          "WHOLE": WHOLE, "H": kernel._hdrs.setdefault(n, {}), "K": kernel,
+          "MH": kernel.module._h, "int_grid": _int_grid}
+    ns.update(("T%d" % i, t) for i, t in enumerate(sig))
+    ns.update(consts)
+    exec("\n".join(src), ns)
+    return ns["add"]
 
 
 def _fill_arg(a, v, where, buffers, keep):
@@ -1640,6 +1803,13 @@ class Graph(_Owner):
         self._cp = _c_void_p(handle.ptr)
         self._dims = {}                 # int grid -> weft_dims (group None)
         self._knodes = {}               # kernel node -> Kernel (set_arg's check)
+        # The batch of kernel nodes not added yet (_batcher, _flush): _pn
+        # slots of _pend (made by the first node: _pn full till then).
+        # _nbase: the index of its first node, which is the graph's next
+        # (None: ask weft; never while nodes wait).
+        self._pend = None
+        self._pn = _PEND_NODES
+        self._nbase = 0
 
     def _use(self, handles):
         new = [h for h in handles if h not in self._users]
@@ -1650,8 +1820,57 @@ class Graph(_Owner):
                     self._users.add(h)
                     self._h.parents.append(h)
 
-    def _added(self):
-        return self._node.value
+    def _ptr(self):
+        # Whatever uses the C graph sees the nodes of the batch first.
+        if self._closed:
+            raise destroyed("graph")
+        if self._pn:
+            self._flush()
+        self._nbase = None
+        return self._h.ptr
+
+    def close(self):
+        """Release this object: weft destroys it once nothing uses it."""
+        self._users = frozenset()   # no node joins the batch
+        _Owner.close(self)
+
+    def _room(self):
+        # A slot for the batch's next node.
+        if self._pend is not None:
+            self._flush()
+            return
+        self._pend = (ctypes.c_char * (_SLOT * _PEND_NODES))()
+        self._pmem = memoryview(self._pend).cast("B")
+        base = _addressof(self._pend)
+        _SLOT_PTRS.pack_into(self._pmem, 0, *range(base + 48, base + _SLOT * _PEND_NODES, _SLOT))
+        self._pn = 0
+
+    def _flush(self):
+        """Add the batch's kernel nodes to the C graph."""
+        n = self._pn
+        if not n or self._pend is None:
+            return
+        self._pn = 0
+        added = ctypes.c_uint()
+        rc = _L.weft_graph_add_kernels(self._cp, self._pend, n, _SLOT, _byref(added))
+        first = self._nbase + added.value
+        self._nbase += n
+        if rc:
+            # Only out of memory: the nodes from the one that failed on
+            # were not added (their indices were returned).
+            for i in range(first, self._nbase):
+                self._knodes.pop(i, None)
+            self._nbase = None
+            err = from_last(rc)
+            err.message += (" (Graph.kernel's nodes %d to %d were not added)"
+                            % (first, first + n - added.value - 1))
+            err.args = ("%s: %s" % (err.name, err.message),)
+            raise err
+
+    def _sync(self):
+        # The index the next node gets, from weft (no node waits).
+        self._nbase = _L.weft_graph_node_count(self._cp)
+        return self._nbase
 
     def kernel(self, kernel, grid, *args, group=None):
         """Add a kernel node: kernel over grid (an int or a tuple of up to 3).
@@ -1663,34 +1882,25 @@ class Graph(_Owner):
         bytes for a struct passed by value. group: items per group (None:
         weft chooses). weft checks the arguments against the kernel's
         parameters where it knows them (BadArguments names the argument).
+        Returns the node's index.
+
+        Nodes whose checks are known to pass (a signature of argument types
+        and a grid that weft accepted for this kernel before, ranges inside
+        their buffers) are gathered and added to weft together before the
+        graph is used otherwise, so that an error in the arguments is
+        raised by this call, and only running out of memory is raised by
+        the call that adds the gathered nodes (e.g. instantiate).
         """
-        if self._p is None:
-            raise destroyed("graph")
-        mod = kernel.module
-        if mod._p is None:
-            raise destroyed("module")
-        users = self._users
-        try:
-            new = kernel._pack(self._argmem, args, users)
-        except struct.error as e:
-            raise OverflowError("Graph.kernel(%s): %s (an offset, a size or a "
-                                "scalar out of its C type's range)"
-                                % (kernel.name, e)) from None
-        if new is _MISS or group is not None:
-            return self._kernel(kernel, grid, args, group)
-        d = self._dims.get(grid)
-        if d is None:
-            d = self._dims_of(grid, None)
-        rc = _add_kernel(self._cp, kernel._kcp, d, self._args, len(args), self._node_ref)
-        if rc:
-            raise from_last(rc)
-        if new is not None:
-            self._use(new)
-        if mod._h not in users:
-            self._use([mod._h])
-        node = self._node.value
-        self._knodes[node] = kernel
-        return node
+        if group is None:
+            try:
+                node = kernel._add(self, grid, args)
+            except struct.error as e:
+                raise OverflowError("Graph.kernel(%s): %s (an offset, a size or a "
+                                    "scalar out of its C type's range)"
+                                    % (kernel.name, e)) from None
+            if node is not _MISS:
+                return node
+        return self._kernel(kernel, grid, args, group)
 
     def _dims_of(self, grid, group):
         d = _dims(grid, group)
@@ -1699,8 +1909,15 @@ class Graph(_Owner):
         return d
 
     def _kernel(self, kernel, grid, args, group):
-        # Graph.kernel for a signature without a packer yet: check it,
-        # make its packer, or pack argument by argument.
+        # Graph.kernel's direct path: check the arguments (the first time
+        # for a signature of types), pack them, add the node by
+        # weft_graph_add_kernel after the batch; then let the batch take
+        # this signature and grid.
+        if self._p is None:
+            raise destroyed("graph")
+        mod = kernel.module
+        if mod._p is None:
+            raise destroyed("module")
         sig = tuple(map(type, args))
         if sig not in kernel._packers:
             kernel._check(args, "Graph.kernel")
@@ -1711,28 +1928,46 @@ class Graph(_Owner):
             self._args = (_lib.Arg * n)()
             self._argmem = memoryview(self._args).cast("B")
         pack = kernel._packers.get(sig)
-        if pack is not None and group is None and pack is not kernel._pack:
-            kernel._pack = pack
-            return self.kernel(kernel, grid, *args)
         arr = self._args
-        new = []
-        for i, v in enumerate(args):
+        new = None
+        if pack is not None:
             try:
-                h = _ARG_SETTERS.get(type(v), _set_other)(arr[i], v, self._keep)
-            except _ArgError as e:
-                raise TypeError("Graph.kernel(%s): argument %d: %s"
-                                % (kernel.name, i, e)) from None
-            if h is not None and h not in self._users:
-                new.append(h)
+                new = pack(self._argmem, args, self._users)
+            except struct.error as e:
+                raise OverflowError("Graph.kernel(%s): %s (an offset, a size or a "
+                                    "scalar out of its C type's range)"
+                                    % (kernel.name, e)) from None
+        if pack is None or new is _MISS:
+            new = []
+            for i, v in enumerate(args):
+                try:
+                    h = _ARG_SETTERS.get(type(v), _set_other)(arr[i], v, self._keep)
+                except _ArgError as e:
+                    raise TypeError("Graph.kernel(%s): argument %d: %s"
+                                    % (kernel.name, i, e)) from None
+                if h is not None and h not in self._users:
+                    new.append(h)
         d = self._dims.get(grid) if group is None else None
         if d is None:
             d = self._dims_of(grid, group)
+        if self._pn:
+            self._flush()
         rc = _add_kernel(self._cp, kernel._kcp, d, arr, n, self._node_ref)
         if rc:
             raise from_last(rc)
-        self._use(new + [kernel.module._h])
+        self._use((new or []) + [mod._h])
         node = self._node.value
+        self._nbase = node + 1
         self._knodes[node] = kernel
+        if group is None and pack is not None:
+            add = kernel._batchers.get(sig, _MISS)
+            if add is _MISS:
+                add = kernel._batchers[sig] = _batcher(kernel, sig)
+            if add is not None:
+                kernel._add = add
+                hdrs = kernel._hdrs[n]
+                if (type(grid) is int or _int_grid(grid)) and grid not in hdrs:
+                    hdrs[grid] = _HDR.pack(n, kernel._kptr, *d.items, *d.group)
         return node
 
     def write(self, dst, src, offset=None):
@@ -1782,6 +2017,8 @@ class Graph(_Owner):
         if bp is None:
             b._ptr()
         off = r.offset if offset is None else r.offset + offset
+        if self._pn:
+            self._flush()
         rc = add(self._cp, bp, off, _address(a), a.nbytes, self._node_ref)
         if rc:
             raise from_last(rc)
@@ -1789,7 +2026,9 @@ class Graph(_Owner):
         h = b._h
         if h not in self._users:
             self._use([h])
-        return self._node.value
+        node = self._node.value
+        self._nbase = node + 1
+        return node
 
     def copy(self, dst, src, size=None):
         """Add a buffer-to-buffer copy node (Buffers or Regions; blocks alike).

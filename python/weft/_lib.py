@@ -207,6 +207,17 @@ class Dims(ctypes.Structure):
     _fields_ = [("items", c_uint32 * 3), ("group", c_uint32 * 3)]
 
 
+class KernelNode(ctypes.Structure):
+    """weft_kernel_node."""
+
+    _fields_ = [
+        ("args", P(Arg)),
+        ("nargs", c_uint),
+        ("kernel", c_void_p),
+        ("dims", Dims),
+    ]
+
+
 class Block(ctypes.Structure):
     """weft_block."""
 
@@ -340,6 +351,8 @@ _SIGNATURES = {
     "weft_graph_destroy": (c_int, [c_void_p]),
     "weft_graph_add_kernel": (c_int, [c_void_p, c_void_p, Dims, P(Arg), c_uint,
                                       P(c_uint32)]),
+    "weft_graph_add_kernels": (c_int, [c_void_p, c_void_p, c_uint, c_size_t,
+                                       P(c_uint)]),
     "weft_graph_add_write": (c_int, [c_void_p, c_void_p, c_size_t, c_void_p,
                                      c_size_t, P(c_uint32)]),
     "weft_graph_add_read": (c_int, [c_void_p, c_void_p, c_size_t, c_void_p,

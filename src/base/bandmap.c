@@ -31,6 +31,14 @@ static size_t weft__find(const weft__bandmap *m, size_t off)
 {
     size_t lo = 0, hi = m->n;
 
+    /*
+     * A map filled in address order (a loop over a buffer's chunks) is
+     * mostly asked about its last two entries: tried first.
+     */
+    if (m->e[hi - 1].lo <= off)
+        lo = hi - 1;
+    else if (hi > 2 && m->e[hi - 2].lo <= off)
+        lo = hi - 2;
     /* e[lo].lo <= off < e[hi].lo (e[n].lo = size) */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;

@@ -180,6 +180,19 @@ static int weft__args_basic(const weft_arg *args, unsigned nargs,
     return 0;
 }
 
+/* The bytes and buffers of arguments that weft__args_basic accepted. */
+static void weft__args_count(const weft_arg *args, unsigned nargs,
+                             size_t *nbytes, unsigned *nbuffers)
+{
+    *nbytes = 0;
+    *nbuffers = 0;
+    for (unsigned i = 0; i < nargs; i++)
+        if (args[i].type == WEFT_PARAM_BUFFER)
+            ++*nbuffers;
+        else if (args[i].type == WEFT_PARAM_BYTES)
+            *nbytes += args[i].size;
+}
+
 /*
  * The arguments against an implementation's parameter list, by the rules
  * of the driver layer's launch check: buffer-ness, local-ness, sizes, and
@@ -442,26 +455,21 @@ static int weft__kernel_check(const weft_graph *g, const weft_kernel *k,
     return weft__args_match(k, weft__known_impl(g, k), args, nargs);
 }
 
-int weft_graph_add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
-                          const weft_arg *args, unsigned nargs, weft_node *node)
+/*
+ * Add the kernel node of k (checked by weft__kernel_check, which counted
+ * nbytes and nbuf); the errors of weft__add_node (WEFT_ENOMEM).
+ */
+static int weft__kernel_add(weft_graph *g, weft_kernel *k, weft_dims dims,
+                            const weft_arg *args, unsigned nargs, size_t nbytes,
+                            unsigned nbuf, weft_node *node)
 {
-    static const char fn[] = "weft_graph_add_kernel";
     weft__access stack_acc[WEFT__STACK_ACC], *acc = stack_acc;
     weft__node proto;
-    unsigned nbuf = 0, j = 0;
-    size_t nbytes = 0;
+    unsigned j = 0;
     int rc;
 
-    if ((rc = weft__check_graph(g, fn)) < 0)
-        return rc;
-    if (!k)
-        return weft__error(WEFT_EINVAL, "%s: kernel is NULL", fn);
-    rc = weft__kernel_check(g, k, dims, args, nargs, &nbytes, &nbuf);
-    if (rc < 0)
-        return weft__add_error(fn, WEFT__NODE_KERNEL, k, rc);
     if (nbuf > WEFT__STACK_ACC && !(acc = weft__malloc(nbuf * sizeof *acc)))
-        return weft__add_error(fn, WEFT__NODE_KERNEL, k,
-                               weft__error(WEFT_ENOMEM, "out of memory"));
+        return weft__error(WEFT_ENOMEM, "out of memory");
     for (unsigned i = 0; i < nargs; i++)
         if (args[i].type == WEFT_PARAM_BUFFER)
             acc[j++] = weft__access_block_make(
@@ -472,10 +480,83 @@ int weft_graph_add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
     proto.kind = WEFT__NODE_KERNEL;
     proto.u.kernel.k = k;
     proto.u.kernel.dims = dims;
-    rc = weft__add_node(g, &proto, acc, nbuf, args, nargs, nbytes, node);
+    rc =
+        weft__add_node(g, &proto, j ? acc : NULL, j, args, nargs, nbytes, node);
     if (acc != stack_acc)
         weft__free(acc);
+    return rc;
+}
+
+int weft_graph_add_kernel(weft_graph *g, weft_kernel *k, weft_dims dims,
+                          const weft_arg *args, unsigned nargs, weft_node *node)
+{
+    static const char fn[] = "weft_graph_add_kernel";
+    unsigned nbuf = 0;
+    size_t nbytes = 0;
+    int rc;
+
+    if ((rc = weft__check_graph(g, fn)) < 0)
+        return rc;
+    if (!k)
+        return weft__error(WEFT_EINVAL, "%s: kernel is NULL", fn);
+    rc = weft__kernel_check(g, k, dims, args, nargs, &nbytes, &nbuf);
+    if (rc == 0)
+        rc = weft__kernel_add(g, k, dims, args, nargs, nbytes, nbuf, node);
     return rc < 0 ? weft__add_error(fn, WEFT__NODE_KERNEL, k, rc) : 0;
+}
+
+int weft_graph_add_kernels(weft_graph *g, const weft_kernel_node *nodes,
+                           unsigned n, size_t stride, unsigned *added)
+{
+    static const char fn[] = "weft_graph_add_kernels";
+    const weft_kernel_node *d = nodes;
+    char where[64];
+    unsigned nbuf = 0, i, at = 0;
+    size_t nbytes = 0;
+    int rc = 0;
+
+    if (added)
+        *added = 0;
+    if ((rc = weft__check_graph(g, fn)) < 0)
+        return rc;
+    if (n && !nodes)
+        return weft__error(WEFT_EINVAL, "%s: %u nodes but the array is NULL",
+                           fn, n);
+    if (stride == 0)
+        stride = sizeof *nodes;
+    if (stride < sizeof *nodes || stride % _Alignof(weft_kernel_node))
+        return weft__error(WEFT_EINVAL,
+                           "%s: stride %zu is below the %zu bytes of a "
+                           "weft_kernel_node or no multiple of its alignment "
+                           "%zu",
+                           fn, stride, sizeof *nodes,
+                           (size_t) _Alignof(weft_kernel_node));
+#define NODE(i) ((const weft_kernel_node *)((const char *)nodes + (i)*stride))
+    /* Every node checked first: a refused one leaves the graph as it was. */
+    for (i = 0; i < n && rc == 0; i++) {
+        d = NODE(i);
+        at = i;
+        if (!d->kernel)
+            return weft__error(WEFT_EINVAL, "%s: nodes[%u]: kernel is NULL", fn,
+                               i);
+        rc = weft__kernel_check(g, d->kernel, d->dims, d->args, d->nargs,
+                                &nbytes, &nbuf);
+    }
+    /* Then added in order; only WEFT_ENOMEM stops that part-way. */
+    for (i = 0; i < n && rc == 0; i++) {
+        d = NODE(i);
+        at = i;
+        weft__args_count(d->args, d->nargs, &nbytes, &nbuf);
+        rc = weft__kernel_add(g, d->kernel, d->dims, d->args, d->nargs, nbytes,
+                              nbuf, NULL);
+        if (rc == 0 && added)
+            *added = i + 1;
+    }
+#undef NODE
+    if (rc == 0)
+        return 0;
+    snprintf(where, sizeof where, "%s: nodes[%u]", fn, at);
+    return weft__add_error(where, WEFT__NODE_KERNEL, d->kernel, rc);
 }
 
 /* A node with one buffer access (called what) and no arguments. */

@@ -918,6 +918,80 @@ static void test_add_kernel_bad_input(void **state)
 #undef RESET
 }
 
+/*
+ * weft_graph_add_kernels: a refused node (each of add_kernel's checks)
+ * fails the call naming its position and adds none of the nodes; valid
+ * ones are added in order.
+ */
+static void test_add_kernels_bad_input(void **state)
+{
+    weft_arg a[3] = {advance_args(fx.x), weft_arg_u32(K), weft_arg_i64(N)};
+    weft_arg bad[3] = {advance_args(fx.x), weft_arg_u32(K), weft_arg_i64(N)};
+    weft_kernel_node nodes[3] = {
+        {a, 3, k_advance, weft_dims1(N)},
+        {a, 3, k_advance, weft_dims1(N)},
+        {a, 3, k_advance, weft_dims1(N)},
+    };
+    unsigned added = 77;
+
+    (void)state;
+    expect(weft_graph_add_kernels(NULL, nodes, 3, 0, &added), WEFT_EINVAL,
+           "weft_graph_add_kernels: graph is NULL");
+    assert_int_equal(added, 0);
+    added = 77;
+    expect(weft_graph_add_kernels(fx.g, NULL, 3, 0, &added), WEFT_EINVAL,
+           "weft_graph_add_kernels: 3 nodes but the array is NULL");
+    assert_int_equal(added, 0);
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, sizeof nodes[0] - 8, &added),
+           WEFT_EINVAL,
+           "weft_graph_add_kernels: stride 40 is below the 48 "
+           "bytes of a weft_kernel_node");
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, sizeof nodes[0] + 4, &added),
+           WEFT_EINVAL, "stride 52", "no multiple of its alignment 8");
+    nodes[1].kernel = NULL;
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, 0, &added), WEFT_EINVAL,
+           "weft_graph_add_kernels: nodes[1]: kernel is NULL");
+    nodes[1].kernel = k_advance_b;
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, 0, &added), WEFT_EINVAL,
+           "weft_graph_add_kernels: nodes[1]: the node being added (kernel "
+           "advance): the kernel belongs to another runtime");
+    nodes[1].kernel = k_advance;
+    nodes[2].dims = weft_dims2(N, 0);
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, 0, &added), WEFT_EINVAL,
+           "nodes[2]: the node being added (kernel advance): dims: empty "
+           "grid of 64x0x1 items");
+    nodes[2].dims = weft_dims1(N);
+    nodes[2].args = NULL;
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, 0, NULL), WEFT_EINVAL,
+           "nodes[2]", "3 arguments but the array is NULL");
+    nodes[2].args = bad;
+    nodes[2].nargs = 2;
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, 0, NULL), WEFT_EARGS,
+           "nodes[2]", "2 arguments given, kernel advance takes 3");
+    nodes[2].nargs = 3;
+    bad[0].offset = 4;
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, 0, NULL), WEFT_ERANGE,
+           "weft_graph_add_kernels: nodes[2]: the node being added (kernel "
+           "advance): argument 0: range [4, 4 + 256)");
+    bad[0] = advance_args(fx.xb);
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, 0, NULL), WEFT_EINVAL,
+           "nodes[2]", "argument 0: the buffer belongs to another runtime");
+    bad[0] = advance_args(fx.x);
+    bad[1] = weft_arg_local(0);
+    expect(weft_graph_add_kernels(fx.g, nodes, 3, 0, &added), WEFT_EARGS,
+           "nodes[2]", "argument 1: local scratch of 0 bytes");
+    assert_int_equal(added, 0);
+    graph_works(); /* none of the nodes was added */
+
+    /* n 0 adds nothing; valid nodes are the graph's next ones. */
+    check(weft_graph_add_kernels(fx.g, NULL, 0, 0, &added));
+    assert_int_equal(added, 0);
+    bad[1] = weft_arg_u32(K);
+    check(weft_graph_add_kernels(fx.g, nodes, 3, 0, &added));
+    assert_int_equal(added, 3);
+    assert_int_equal(weft_graph_node_count(fx.g), 5);
+}
+
 static void host_task(void *const *ptrs, void *user)
 {
     (void)ptrs;
@@ -2134,6 +2208,7 @@ static const struct {
     {"weft_graph_edge_count", "test_graph_bad_input"},
     {"weft_graph_write_dot", "test_graph_bad_input"},
     {"weft_graph_add_kernel", "test_add_kernel_bad_input"},
+    {"weft_graph_add_kernels", "test_add_kernels_bad_input"},
     {"weft_graph_add_write", "test_add_node_bad_input"},
     {"weft_graph_add_read", "test_add_node_bad_input"},
     {"weft_graph_add_copy", "test_add_node_bad_input"},
@@ -2285,6 +2360,7 @@ int main(int argc, char **argv)
         CASE(test_devmem_bad_input),
         CASE(test_graph_bad_input),
         CASE(test_add_kernel_bad_input),
+        CASE(test_add_kernels_bad_input),
         CASE(test_add_node_bad_input),
         CASE(test_add_block_bad_input),
         CASE(test_other_runtime),

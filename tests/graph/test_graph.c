@@ -2,7 +2,8 @@
  * Graph building: dependency inference (RAW, WAR, WAW per byte range),
  * reduction of implied edges, explicit edges, validation at add and at
  * instantiate with errors that name the node, DOT output, a failing add
- * that changes nothing, and the cost of building and instantiating.
+ * that changes nothing, nodes added together (weft_graph_add_kernels),
+ * and the cost of building and instantiating.
  */
 #include "wt_test.h"
 
@@ -914,6 +915,173 @@ static void test_add_failures(void **state)
     weft_buffer_destroy(c);
 }
 
+/* ---- nodes added together ---------------------------------------------- */
+
+enum { NBATCH = 48 };
+
+/*
+ * NBATCH kernel nodes over b (256 bytes) and c: ranges that overlap in
+ * turn, a block every 7th, scale and advance alternating. args: room for
+ * NBATCH * 3.
+ */
+static void batch_nodes(weft_buffer *b, weft_buffer *c, weft_kernel_node *nodes,
+                        weft_arg *args)
+{
+    for (unsigned i = 0; i < NBATCH; i++) {
+        weft_arg *a = &args[3 * i];
+        weft_buffer *x = i % 5 == 4 ? c : b;
+
+        if (i % 7 == 6)
+            a[0] = weft_arg_block(x, weft_block2((i % 4) * 4, 4, 4, 16),
+                                  WEFT_READ_WRITE);
+        else
+            a[0] = weft_arg_buffer(x, (i % 6) * 32, 32 + (i % 3) * 32,
+                                   i % 3 ? WEFT_READ_WRITE : WEFT_READ);
+        if (i % 2) {
+            a[1] = weft_arg_f32(2.0f);
+            a[2] = weft_arg_i64(8);
+        } else {
+            a[1] = weft_arg_u32(3);
+            a[2] = weft_arg_i64(8);
+        }
+        nodes[i] = (weft_kernel_node){a, 3, i % 2 ? k_scale : k_advance,
+                                      weft_dims1(8 + i)};
+    }
+}
+
+/* The DOT of a graph of nodes [0, n) added one by one. */
+static char *dot_of_singles(const weft_kernel_node *nodes, unsigned n)
+{
+    weft_graph *g;
+    char *s;
+
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    for (unsigned i = 0; i < n; i++) {
+        weft_node node;
+
+        assert_int_equal(weft_graph_add_kernel(g, nodes[i].kernel,
+                                               nodes[i].dims, nodes[i].args,
+                                               nodes[i].nargs, &node),
+                         0);
+        assert_int_equal(node, i);
+    }
+    s = dot_of(g);
+    weft_graph_destroy(g);
+    return s;
+}
+
+static void test_add_kernels(void **state)
+{
+    weft_buffer *b = mkbuf(256), *c = mkbuf(256);
+    static weft_arg args[3 * NBATCH];
+    weft_kernel_node nodes[NBATCH];
+    char *full, *got, *want;
+    unsigned added;
+    weft_graph *g;
+    long n;
+
+    (void)state;
+    batch_nodes(b, c, nodes, args);
+    full = dot_of_singles(nodes, NBATCH);
+
+    /* One call, or several, give the graph of the single adds. */
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    assert_int_equal(weft_graph_add_kernels(g, nodes, NBATCH, 0, &added), 0);
+    assert_int_equal(added, NBATCH);
+    got = dot_of(g);
+    assert_string_equal(got, full);
+    free(got);
+    weft_graph_destroy(g);
+    assert_int_equal(weft_graph_create(rt, &g), 0);
+    assert_int_equal(weft_graph_add_kernels(g, nodes, 5, 0, NULL), 0);
+    assert_int_equal(weft_graph_add_kernels(g, nodes + 5, 0, 0, &added), 0);
+    assert_int_equal(added, 0);
+    assert_int_equal(weft_graph_add_kernel(g, nodes[5].kernel, nodes[5].dims,
+                                           nodes[5].args, nodes[5].nargs, NULL),
+                     0);
+    assert_int_equal(weft_graph_add_kernels(g, nodes + 6, NBATCH - 6, 0, NULL),
+                     0);
+    got = dot_of(g);
+    assert_string_equal(got, full);
+    free(got);
+
+    /* Each node's arguments after it: a stride of the slot. */
+    {
+        static struct {
+            weft_kernel_node node;
+            weft_arg args[3];
+        } slots[NBATCH];
+        weft_graph *h;
+
+        for (unsigned i = 0; i < NBATCH; i++) {
+            slots[i].node = nodes[i];
+            memcpy(slots[i].args, nodes[i].args, sizeof slots[i].args);
+            slots[i].node.args = slots[i].args;
+        }
+        assert_int_equal(weft_graph_create(rt, &h), 0);
+        assert_int_equal(weft_graph_add_kernels(h, &slots[0].node, NBATCH,
+                                                sizeof slots[0], &added),
+                         0);
+        assert_int_equal(added, NBATCH);
+        got = dot_of(h);
+        assert_string_equal(got, full);
+        free(got);
+        weft_graph_destroy(h);
+    }
+
+    /* A refused node adds none, whatever its place. */
+    args[3 * 30 + 2] = weft_arg_u32(8);
+    assert_int_equal(weft_graph_add_kernels(g, nodes, NBATCH, 0, &added),
+                     WEFT_EARGS);
+    assert_int_equal(added, 0);
+    assert_non_null(strstr(weft_last_error(),
+                           "weft_graph_add_kernels: nodes[30]: the node being "
+                           "added (kernel advance): argument 2"));
+    assert_int_equal(weft_graph_node_count(g), NBATCH);
+    args[3 * 30 + 2] = weft_arg_i64(8);
+    weft_graph_destroy(g);
+
+    /*
+     * Out of memory at each allocation in turn: the nodes before the one
+     * being added stay, each whole, and adding the rest gives the graph.
+     */
+    for (n = 1;; n++) {
+        int rc, fired;
+
+        assert_int_equal(weft_graph_create(rt, &g), 0);
+        weft__fault_arm(n, "malloc");
+        rc = weft_graph_add_kernels(g, nodes, NBATCH, 0, &added);
+        fired = weft__fault_fired();
+        weft__fault_disarm();
+        if (!fired) {
+            assert_int_equal(rc, 0);
+            weft_graph_destroy(g);
+            break;
+        }
+        assert_int_equal(rc, WEFT_ENOMEM);
+        assert_true(added < NBATCH);
+        assert_int_equal(weft_graph_node_count(g), added);
+        assert_non_null(strstr(weft_last_error(), "weft_graph_add_kernels: "
+                                                  "nodes["));
+        got = dot_of(g);
+        want = dot_of_singles(nodes, added);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+        assert_int_equal(
+            weft_graph_add_kernels(g, nodes + added, NBATCH - added, 0, NULL),
+            0);
+        got = dot_of(g);
+        assert_string_equal(got, full);
+        free(got);
+        weft_graph_destroy(g);
+    }
+    assert_true(n > 5);
+    free(full);
+    weft_buffer_destroy(b);
+    weft_buffer_destroy(c);
+}
+
 /* ---- cost -------------------------------------------------------------- */
 
 static double build_ns_per_node(int shape, unsigned nodes, unsigned *edges)
@@ -1005,6 +1173,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_instantiate_errors),
         cmocka_unit_test(test_device_errors),
         cmocka_unit_test(test_add_failures),
+        cmocka_unit_test(test_add_kernels),
         cmocka_unit_test(test_build_cost),
     };
 
