@@ -872,9 +872,12 @@ typedef struct weft_ipc_handle {
 } weft_ipc_handle;
 
 /*
- * Make [offset, offset + size) of buf valid on dev (waiting as
+ * Hold [offset, offset + size) of buf in device memory of dev (waiting as
  * weft_buffer_device_address does) and export it: *out is a handle that
- * weft_ipc_open takes in another process. The extent of device memory
+ * weft_ipc_open takes in another process. mode says what that process
+ * does: with WEFT_READ in it the range is made valid on dev first; with
+ * WEFT_WRITE alone only room is made (its bytes there are whatever weft
+ * left: the other process writes them). The extent of device memory
  * holding the range stays where it is until the export is released
  * (weft_buffer_export_release): eviction leaves it, and a node whose range
  * would need that extent moved or widened fails with WEFT_EBUSY. What
@@ -883,13 +886,13 @@ typedef struct weft_ipc_handle {
  * (weft_buffer_mark_device_written, or a node that writes the range on
  * dev). Each export is released once; weft_buffer_destroy is WEFT_EBUSY
  * while one is not. WEFT_EINVAL for a NULL argument, a device of another
- * runtime or a size of 0; WEFT_ERANGE for a range outside buf; WEFT_EBUSY
- * if buf is mapped; WEFT_EDEVMEM if the range does not fit on dev;
- * WEFT_ENOTSUP where dev's driver cannot share memory (host, sim,
+ * runtime, a size of 0 or an unknown mode; WEFT_ERANGE for a range outside
+ * buf; WEFT_EBUSY if buf is mapped; WEFT_EDEVMEM if the range does not fit
+ * on dev; WEFT_ENOTSUP where dev's driver cannot share memory (host, sim,
  * OpenCL); the driver's error (naming the call) where it refuses.
  */
 WEFT_API int weft_buffer_export(weft_buffer *buf, const weft_device *dev,
-                                size_t offset, size_t size,
+                                size_t offset, size_t size, weft_access mode,
                                 weft_ipc_handle *out);
 /*
  * Release one export of [offset, offset + size) of buf on dev (the range

@@ -828,7 +828,7 @@ static int weft__ipc_driver(weft_buffer *buf, unsigned d, const char *fn)
 }
 
 int weft_buffer_export(weft_buffer *buf, const weft_device *dev, size_t offset,
-                       size_t size, weft_ipc_handle *out)
+                       size_t size, weft_access mode, weft_ipc_handle *out)
 {
     static const char fn[] = "weft_buffer_export";
     unsigned char drv[WEFT__IPC_DRV_SIZE];
@@ -843,12 +843,14 @@ int weft_buffer_export(weft_buffer *buf, const weft_device *dev, size_t offset,
 
     if (!out)
         return weft__error(WEFT_EINVAL, "%s: result is NULL", fn);
+    if (mode < WEFT_READ || mode > WEFT_READ_WRITE)
+        return weft__error(WEFT_EINVAL, "%s: unknown mode %d", fn, (int)mode);
     if (buf && (rc = weft__device_index(buf->rt, dev, &d, fn)) < 0)
-        return rc;
-    if (buf && (rc = weft__ipc_driver(buf, d, fn)) < 0)
         return rc;
     if (buf && size == 0)
         return weft__error(WEFT_EINVAL, "%s: size is 0", fn);
+    if (buf && (rc = weft__ipc_driver(buf, d, fn)) < 0)
+        return rc;
     if ((rc = weft__helper_begin(buf, offset, &size, fn)) < 0)
         return rc;
     root = buf->root;
@@ -861,7 +863,7 @@ int weft_buffer_export(weft_buffer *buf, const weft_device *dev, size_t offset,
         rc = weft__buffer_hold(&span, 1, d, &l);
     if (rc == WEFT__NO_ROOM)
         rc = WEFT_EDEVMEM;
-    if (rc == 0)
+    if (rc == 0 && (mode & WEFT_READ))
         rc = weft__buffer_make_valid(root, d, at, size, &l);
     if (rc == 0)
         rc = weft__buffer_ipc_hold(root, d, at, size, 1, &mem, &moff);
@@ -890,10 +892,10 @@ int weft_buffer_export_release(weft_buffer *buf, const weft_device *dev,
 
     if (buf && (rc = weft__device_index(buf->rt, dev, &d, fn)) < 0)
         return rc;
-    if (buf && (rc = weft__ipc_driver(buf, d, fn)) < 0)
-        return rc;
     if (buf && size == 0)
         return weft__error(WEFT_EINVAL, "%s: size is 0", fn);
+    if (buf && (rc = weft__ipc_driver(buf, d, fn)) < 0)
+        return rc;
     if ((rc = weft__helper_begin(buf, offset, &size, fn)) < 0)
         return rc;
     weft__lanes_init(&l, buf->rt);

@@ -160,6 +160,11 @@ int wm_send_task(void *const *ptrs, void *user)
 {
     wm_endpoint *ep = user;
 
+    if (ep->dev) { /* its native node copied the bytes out, or IPC did */
+        ep->done = 1;
+        start(ep->g->exec, &ep->req);
+        return 0;
+    }
     if (ep->packed) {
         for (size_t r = 0; r < ep->at.rows; r++)
             memcpy((char *)ep->staging + r * ep->at.row_bytes,
@@ -197,8 +202,10 @@ int wm_recv_task(void *const *ptrs, void *user)
         return 1;
     ep->done = 1;
     MPI_Get_count(&st, MPI_BYTE, &n);
-    if ((size_t)n != ep->size || aborted(e))
+    if ((size_t)n != (ep->ipc ? sizeof ep->ipc_msg : ep->size) || aborted(e))
         return 1; /* the sender's node failed or was canceled */
+    if (ep->dev)  /* its native node copies staging in, or IPC brought it */
+        return 0;
     if (ep->posted_direct)
         return ptrs[0] != ep->host; /* (weft.h: host copies do not move) */
     for (size_t r = 0; r < ep->at.rows; r++)
@@ -275,6 +282,7 @@ static void exec_free(weft_mpi_exec *e)
     pthread_mutex_destroy(&e->mpi_lock);
     pthread_cond_destroy(&e->pcond);
     free_requests(e);
+    wm_ipc_release(e);
     for (int r = 0; e->ctrl_recv && r < g->mpi->size; r++)
         if (e->ctrl_recv[r] != MPI_REQUEST_NULL)
             MPI_Request_free(&e->ctrl_recv[r]);
@@ -284,6 +292,8 @@ static void exec_free(weft_mpi_exec *e)
         MPI_Comm_free(&e->comm);
     pthread_mutex_destroy(&e->ctrl_lock);
     free(e->staging);
+    if (e->pinned)
+        weft_host_free(g->mpi->rt, e->pinned);
     free(e->ctrl_recv);
     free(e->ctrl_send);
     free(e->ctrl_msg);
@@ -304,7 +314,7 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
 {
     static const char fn[] = "weft_mpi_graph_instantiate";
     weft_mpi_graph *g = e->g;
-    size_t total = 0, off = 0, size;
+    size_t total = 0, pinned = 0, off = 0, poff = 0, size;
     int *ub = NULL, flag = 0, rc;
 
     if (g->mpi->nexecs == g->mpi->xcap) {
@@ -327,9 +337,14 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
                             "%s: a transfer of %zu bytes: weft_mpi moves at "
                             "most INT_MAX bytes at once",
                             fn, g->eps[i]->size);
-        if (!g->eps[i]->send || g->eps[i]->packed)
+        if (g->eps[i]->dev)
+            pinned += (g->eps[i]->size + 63) & ~(size_t)63;
+        else if (!g->eps[i]->send || g->eps[i]->packed)
             total += (g->eps[i]->size + 63) & ~(size_t)63;
     }
+    /* device endpoints copy between the device and staging: pinned */
+    if (pinned && (rc = weft_host_alloc(g->mpi->rt, pinned, &e->pinned)) < 0)
+        return wm_weft_error(rc, fn);
     e->staging = malloc(total ? total : 1);
     size = (size_t)g->mpi->size;
     e->ctrl_recv = malloc(size * sizeof *e->ctrl_recv);
@@ -365,10 +380,15 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
             }
             ep->count = 1;
         }
-        if (ep->send && !ep->packed)
+        if (ep->send && !ep->packed && !ep->dev)
             continue;
-        ep->staging = (char *)e->staging + off;
-        off += (ep->size + 63) & ~(size_t)63;
+        if (ep->dev) {
+            ep->staging = (char *)e->pinned + poff;
+            poff += (ep->size + 63) & ~(size_t)63;
+        } else {
+            ep->staging = (char *)e->staging + off;
+            off += (ep->size + 63) & ~(size_t)63;
+        }
         rc = ep->send ? MPI_Ssend_init(ep->staging, (int)ep->size, MPI_BYTE,
                                        ep->peer, ep->tag, e->comm, &ep->req)
                       : MPI_Recv_init(ep->staging, (int)ep->size, MPI_BYTE,
@@ -478,9 +498,9 @@ static int end_launch(weft_mpi_exec *e, int rc)
         wm_endpoint *ep = g->eps[i];
 
         if (ep->send)
-            wait_req(e, !ep->done    ? &ep->fill
-                        : ep->packed ? &ep->req
-                                     : &ep->direct);
+            wait_req(e, !ep->done               ? &ep->fill
+                        : ep->packed || ep->dev ? &ep->req
+                                                : &ep->direct);
         else if (!ep->done)
             wait_req(e, ep->posted_direct ? &ep->direct : &ep->req);
     }
@@ -560,6 +580,18 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
         return wm_error(WEFT_ESTATE,
                         "weft_mpi_exec_launch: a launch of e failed: "
                         "destroy it");
+    /*
+     * After the first launch, device extents hold what the graph touches:
+     * the receivers of device endpoints export theirs (every rank takes
+     * part). From then on, no rank starts a launch before every other
+     * rank has (the barrier): a sender writes a receiver's device memory
+     * only once the receiver is in the same launch.
+     */
+    if (!e->ipc_setup && e->launches > 0 && (rc = wm_ipc_setup(e)) < 0)
+        return rc;
+    if (e->ipc_any && MPI_Barrier(e->comm) != MPI_SUCCESS)
+        return wm_error(WEFT_EIO, "weft_mpi_exec_launch: MPI_Barrier failed");
+    e->launches++;
     atomic_store(&e->aborted, 0);
     atomic_store(&e->ctrl_sent, 0);
     e->my_code = 0;
@@ -606,15 +638,21 @@ int weft_mpi_exec_write_transfers(const weft_mpi_exec *e, const char *path)
 
         fprintf(f,
                 "%s\n{\"tag\":%d,\"dir\":\"%s\",\"peer\":%d,\"node\":%u,"
-                "\"bytes\":%zu,\"early\":%s}",
+                "\"bytes\":%zu,\"early\":%s,\"ipc\":%s}",
                 i ? "," : "", ep->tag, ep->send ? "send" : "recv", ep->peer,
-                (unsigned)ep->node, ep->size, ep->early ? "true" : "false");
+                (unsigned)ep->node, ep->size, ep->early ? "true" : "false",
+                ep->ipc ? "true" : "false");
     }
     fputs("\n]}\n", f);
     bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return wm_error(WEFT_EIO, "%s: writing %s failed", fn, path);
     return 0;
+}
+
+unsigned weft_mpi_exec_ipc_transfers(const weft_mpi_exec *e)
+{
+    return e ? e->nipc : 0;
 }
 
 weft_exec *weft_mpi_exec_local(weft_mpi_exec *e)

@@ -622,15 +622,19 @@ static void test_ipc_bad_input(void **state)
     (void)state;
     fill_pattern(fx.x, 6);
     memset(&h, 0, sizeof h);
-    expect(weft_buffer_export(fx.x, d, 0, 4, NULL), WEFT_EINVAL,
+    expect(weft_buffer_export(fx.x, d, 0, 4, WEFT_READ, NULL), WEFT_EINVAL,
            "weft_buffer_export", "result is NULL");
-    expect(weft_buffer_export(NULL, d, 0, 4, &h), WEFT_EINVAL,
+    expect(weft_buffer_export(NULL, d, 0, 4, WEFT_READ, &h), WEFT_EINVAL,
            "buffer is NULL");
-    expect(weft_buffer_export(fx.x, NULL, 0, 4, &h), WEFT_EINVAL,
+    expect(weft_buffer_export(fx.x, NULL, 0, 4, WEFT_READ, &h), WEFT_EINVAL,
            "device is NULL");
-    expect(weft_buffer_export(fx.x, other, 0, 4, &h), WEFT_EINVAL,
+    expect(weft_buffer_export(fx.x, other, 0, 4, WEFT_READ, &h), WEFT_EINVAL,
            "not a device");
-    expect(weft_buffer_export(fx.x, d, 0, 4, &h), WEFT_ENOTSUP,
+    expect(weft_buffer_export(fx.x, d, 0, 4, (weft_access)9, &h), WEFT_EINVAL,
+           "unknown mode 9");
+    expect(weft_buffer_export(fx.x, d, 0, 0, WEFT_WRITE, &h), WEFT_EINVAL,
+           "size is 0");
+    expect(weft_buffer_export(fx.x, d, 0, 4, WEFT_READ, &h), WEFT_ENOTSUP,
            "weft_buffer_export", "shares no memory between processes");
     expect(weft_buffer_export_release(NULL, d, 0, 4), WEFT_EINVAL,
            "weft_buffer_export_release", "buffer is NULL");
