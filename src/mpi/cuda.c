@@ -207,6 +207,22 @@ int wm_ipc_setup(weft_mpi_exec *e)
     req = calloc(n ? n : 1, sizeof *req);
     if (!offer || !req)
         rc = wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
+    /*
+     * Room for every span first, each export released at once: a span
+     * that needs an extent widened gets it now, so that the exports below
+     * find each span inside one extent (an export holds its extent where
+     * it is: a later one that needed it widened would fail).
+     */
+    for (unsigned i = 0; rc == 0 && i < g->neps; i++) {
+        wm_endpoint *ep = g->eps[i];
+        weft_ipc_handle h;
+
+        if (ep->dev && !ep->send && ep->ipc_first &&
+            weft_buffer_export(ep->reg->buf, mpi->gpu, ep->at.origin,
+                               wm_span(&ep->at), WEFT_WRITE, &h) == 0)
+            weft_buffer_export_release(ep->reg->buf, mpi->gpu, ep->at.origin,
+                                       wm_span(&ep->at));
+    }
     /* receivers offer (an export where they may), senders hear */
     for (unsigned i = 0; rc == 0 && i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
