@@ -75,7 +75,7 @@
  * node on each rank's CUDA device beside the host task. The first launch
  * copies the bytes out of the sender's device into pinned staging, sends
  * them and copies them into the receiver's device, with no host copy
- * involved. At the second launch's start (collectively) each such receive
+ * involved. At its end (weft_mpi_exec_wait, collective) each such receive
  * that no earlier node or transfer of its rank touches exports its range
  * on its device (weft_buffer_export) and its sender maps it
  * (weft_ipc_open): from then on the sender copies the bytes straight into
@@ -307,8 +307,9 @@ WEFT_API int weft_mpi_exec_write_transfers(const weft_mpi_exec *e,
                                            const char *path);
 /*
  * This rank's ends of e's transfers that move device to device by CUDA
- * IPC (see above): 0 until the second launch has started, and wherever
- * IPC is off or cannot serve. 0 for a NULL e.
+ * IPC (see above): 0 until the first launch that succeeded has ended
+ * (its weft_mpi_exec_wait), and wherever IPC is off or cannot serve. 0
+ * for a NULL e.
  */
 WEFT_API unsigned weft_mpi_exec_ipc_transfers(const weft_mpi_exec *e);
 /* This rank's executable graph; owned by e. */

@@ -12,8 +12,8 @@
  * The first launch moves the bytes through pinned staging: the sender's
  * node copies the device's bytes out, its task sends them; the
  * receiver's task receives them, its node copies them in. That launch
- * leaves the receiver's device extents as the graph uses them. At the
- * second launch, before anything else (wm_ipc_setup, collective), every
+ * leaves the receiver's device extents as the graph uses them. At its end
+ * (wm_ipc_setup, from the collective weft_mpi_exec_wait), every
  * receive that no earlier touch of its rank shares a byte with exports
  * its range on its GPU (weft_buffer_export: the extent stays put until
  * released) and offers the handle; the sender opens it (weft_ipc_open)
@@ -185,55 +185,70 @@ int wm_copy_in(const weft_native_ctx *ctx, void *user)
 }
 
 /* What a receiver offers its sender, then (ok alone) the sender's answer. */
-typedef struct wm_offer {
+struct wm_offer {
     int ok;
     weft_ipc_handle h;
-} wm_offer;
+};
+
+int wm_ipc_alloc(weft_mpi_exec *e)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < e->g->neps; i++)
+        n += e->g->eps[i]->dev;
+    e->ipc_offer = calloc(n ? n : 1, sizeof *e->ipc_offer);
+    e->ipc_req = calloc(n ? n : 1, sizeof *e->ipc_req);
+    return e->ipc_offer && e->ipc_req ? 0 : WEFT_ENOMEM;
+}
+
+/* Export at, held in device memory of this rank's GPU, for a writer. */
+static int export(wm_endpoint *ep, weft_ipc_handle *h)
+{
+    return weft_buffer_export(ep->reg->buf, ep->g->mpi->gpu, ep->at.origin,
+                              wm_span(&ep->at), WEFT_WRITE, h);
+}
+
+static void unexport(wm_endpoint *ep)
+{
+    weft_buffer_export_release(ep->reg->buf, ep->g->mpi->gpu, ep->at.origin,
+                               wm_span(&ep->at));
+}
 
 int wm_ipc_setup(weft_mpi_exec *e)
 {
-    static const char fn[] = "weft_mpi_exec_launch";
+    static const char fn[] = "weft_mpi_exec_wait";
     weft_mpi_graph *g = e->g;
     weft_mpi *mpi = g->mpi;
-    unsigned n = 0, k = 0;
-    MPI_Request *req;
-    wm_offer *offer;
-    int any = 0, rc = 0;
+    struct wm_offer *offer = e->ipc_offer;
+    MPI_Request *req = e->ipc_req;
+    unsigned n = 0, k;
+    int mine[2], all[2], rc = 0;
 
     e->ipc_setup = 1;
     for (unsigned i = 0; i < g->neps; i++)
         n += g->eps[i]->dev;
-    offer = calloc(n ? n : 1, sizeof *offer);
-    req = calloc(n ? n : 1, sizeof *req);
-    if (!offer || !req)
-        rc = wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
     /*
      * Room for every span first, each export released at once: a span
      * that needs an extent widened gets it now, so that the exports below
      * find each span inside one extent (an export holds its extent where
      * it is: a later one that needed it widened would fail).
      */
-    for (unsigned i = 0; rc == 0 && i < g->neps; i++) {
+    for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
         weft_ipc_handle h;
 
-        if (ep->dev && !ep->send && ep->ipc_first &&
-            weft_buffer_export(ep->reg->buf, mpi->gpu, ep->at.origin,
-                               wm_span(&ep->at), WEFT_WRITE, &h) == 0)
-            weft_buffer_export_release(ep->reg->buf, mpi->gpu, ep->at.origin,
-                                       wm_span(&ep->at));
+        if (ep->dev && !ep->send && ep->ipc_first && export(ep, &h) == 0)
+            unexport(ep);
     }
     /* receivers offer (an export where they may), senders hear */
-    for (unsigned i = 0; rc == 0 && i < g->neps; i++) {
+    k = 0;
+    for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
         if (!ep->dev)
             continue;
         if (!ep->send) {
-            offer[k].ok = ep->ipc_first &&
-                          weft_buffer_export(ep->reg->buf, mpi->gpu,
-                                             ep->at.origin, wm_span(&ep->at),
-                                             WEFT_WRITE, &offer[k].h) == 0;
+            offer[k].ok = ep->ipc_first && export(ep, &offer[k].h) == 0;
             ep->exported = offer[k].ok;
             MPI_Isend(&offer[k], (int)sizeof *offer, MPI_BYTE, ep->peer,
                       ep->tag, e->comm, &req[k]);
@@ -243,11 +258,10 @@ int wm_ipc_setup(weft_mpi_exec *e)
         }
         k++;
     }
-    if (rc == 0)
-        MPI_Waitall((int)n, req, MPI_STATUSES_IGNORE);
+    MPI_Waitall((int)n, req, MPI_STATUSES_IGNORE);
     /* senders open what they were offered and answer */
     k = 0;
-    for (unsigned i = 0; rc == 0 && i < g->neps; i++) {
+    for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
         if (!ep->dev)
@@ -264,19 +278,17 @@ int wm_ipc_setup(weft_mpi_exec *e)
         }
         k++;
     }
-    if (rc == 0)
-        MPI_Waitall((int)n, req, MPI_STATUSES_IGNORE);
+    MPI_Waitall((int)n, req, MPI_STATUSES_IGNORE);
     /* agreed: an IPC endpoint's req carries the int that says it is done */
     k = 0;
-    for (unsigned i = 0; rc == 0 && i < g->neps; i++) {
+    for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
         if (!ep->dev)
             continue;
         ep->ipc = offer[k++].ok;
         if (!ep->ipc && ep->exported) {
-            weft_buffer_export_release(ep->reg->buf, mpi->gpu, ep->at.origin,
-                                       wm_span(&ep->at));
+            unexport(ep);
             ep->exported = 0;
         }
         if (!ep->ipc)
@@ -293,10 +305,24 @@ int wm_ipc_setup(weft_mpi_exec *e)
             rc = wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
         }
     }
-    free(offer);
-    free(req);
-    any = e->nipc > 0;
-    MPI_Allreduce(&any, &e->ipc_any, 1, MPI_INT, MPI_LOR, e->comm);
+    /* every device endpoint of this rank by IPC: staging is not needed */
+    if (rc == 0 && e->pinned && e->nipc == n) {
+        weft_host_free(mpi->rt, e->pinned);
+        e->pinned = NULL;
+        for (unsigned i = 0; i < g->neps; i++)
+            if (g->eps[i]->dev)
+                g->eps[i]->staging = NULL;
+    }
+    /* whether any rank moves by IPC, and whether any failed */
+    mine[0] = e->nipc > 0;
+    mine[1] = rc < 0;
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, e->comm);
+    e->ipc_any = all[0];
+    if (all[1] && rc == 0)
+        rc = wm_error(WEFT_EIO,
+                      "%s: another rank failed to set up CUDA IPC for the "
+                      "next launches",
+                      fn);
     if (rc < 0)
         e->failed = rc;
     return rc;

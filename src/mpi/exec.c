@@ -294,6 +294,8 @@ static void exec_free(weft_mpi_exec *e)
     free(e->staging);
     if (e->pinned)
         weft_host_free(g->mpi->rt, e->pinned);
+    free(e->ipc_offer);
+    free(e->ipc_req);
     free(e->ctrl_recv);
     free(e->ctrl_send);
     free(e->ctrl_msg);
@@ -396,6 +398,8 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
         if (rc != MPI_SUCCESS)
             return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
     }
+    if (wm_ipc_alloc(e) < 0)
+        return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
     e->probe_tag = 1 + (int)g->ntransfers;
     for (unsigned i = 0; i < g->neps && !e->has_progress; i++) {
         if (g->eps[i]->size < WM_PROGRESS_MIN)
@@ -522,6 +526,13 @@ static int end_launch(weft_mpi_exec *e, int rc)
                 first = r;
         }
     }
+    /*
+     * The first launch left the device extents as the graph uses them:
+     * the receivers of device endpoints export theirs now (every rank
+     * takes part, as every rank waits).
+     */
+    if (nfailed == 0 && !e->ipc_setup)
+        return wm_ipc_setup(e);
     if (nfailed == 0)
         return 0;
     if (e->my_code != 0) {
@@ -581,17 +592,13 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
                         "weft_mpi_exec_launch: a launch of e failed: "
                         "destroy it");
     /*
-     * After the first launch, device extents hold what the graph touches:
-     * the receivers of device endpoints export theirs (every rank takes
-     * part). From then on, no rank starts a launch before every other
-     * rank has (the barrier): a sender writes a receiver's device memory
-     * only once the receiver is in the same launch.
+     * Once device endpoints move by IPC (from the first launch's end), no
+     * rank starts a launch before every other rank has: a sender writes a
+     * receiver's device memory only once the receiver is in the same
+     * launch.
      */
-    if (!e->ipc_setup && e->launches > 0 && (rc = wm_ipc_setup(e)) < 0)
-        return rc;
     if (e->ipc_any && MPI_Barrier(e->comm) != MPI_SUCCESS)
         return wm_error(WEFT_EIO, "weft_mpi_exec_launch: MPI_Barrier failed");
-    e->launches++;
     atomic_store(&e->aborted, 0);
     atomic_store(&e->ctrl_sent, 0);
     e->my_code = 0;

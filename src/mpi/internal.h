@@ -259,15 +259,18 @@ struct weft_mpi_exec {
     int pstate;
     /*
      * CUDA IPC (cuda.c): pinned, the staging of the device endpoints
-     * (weft_host_alloc); launches, those started; ipc_setup, whether
-     * wm_ipc_setup ran (once, at the second launch); nipc, this rank's
+     * (weft_host_alloc; freed where all of them move by IPC); ipc_setup,
+     * whether wm_ipc_setup ran (once, at the end of the first launch that
+     * succeeded), with its messages and requests (ipc_offer, ipc_req: one
+     * per device endpoint, made at instantiate); nipc, this rank's
      * endpoints moving by IPC; ipc_any, whether any rank has one (then
      * each launch starts with a barrier, so that no rank writes another's
      * device memory before that rank's launch has started).
      */
     void *pinned;
-    unsigned launches;
     int ipc_setup;
+    struct wm_offer *ipc_offer;
+    MPI_Request *ipc_req;
     unsigned nipc;
     int ipc_any;
 };
@@ -322,9 +325,12 @@ int wm_ipc_pair(const weft_mpi *mpi, int a, int b);
 /* The native nodes' functions (user: the endpoint). */
 int wm_copy_out(const weft_native_ctx *ctx, void *user);
 int wm_copy_in(const weft_native_ctx *ctx, void *user);
+/* ipc_offer and ipc_req for e's device endpoints (exec_setup). */
+int wm_ipc_alloc(weft_mpi_exec *e);
 /*
  * Collective, between launches: receivers export, senders open, both
- * agree endpoint by endpoint; then ipc endpoints' req carry ipc_msg.
+ * agree endpoint by endpoint; then ipc endpoints' req carry ipc_msg. A
+ * failure on any rank is every rank's (it fails e).
  */
 int wm_ipc_setup(weft_mpi_exec *e);
 /* Release what wm_ipc_setup took (exports, mappings). */

@@ -965,7 +965,8 @@ static int has_cuda(weft_runtime *rt)
  * adds 1 to tile (0, 0) of A (a block) and to Y (a range, then 1000 more
  * after the send), the last rank checks both, four launches. Both
  * transfers move through staging at the first launch and by IPC from the
- * second (weft_mpi_exec_ipc_transfers); WEFT_MPI_IPC=0: never.
+ * second (weft_mpi_exec_ipc_transfers, from the first launch's wait on);
+ * WEFT_MPI_IPC=0: never.
  */
 static void ipc_test(weft_runtime *rt, weft_mpi *mpi)
 {
@@ -1008,7 +1009,7 @@ static void ipc_test(weft_runtime *rt, weft_mpi *mpi)
     for (int l = 0; l < 4; l++) {
         OK(weft_mpi_exec_launch(e));
         OK(weft_mpi_exec_wait(e));
-        CHECK(weft_mpi_exec_ipc_transfers(e) == (l == 0 ? 0u : want));
+        CHECK(weft_mpi_exec_ipc_transfers(e) == want); /* from the 1st */
     }
     if (me == last) {
         CHECK(ca.launch == 4 && ca.bad == 0);
@@ -1375,7 +1376,7 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
     CHECK(weft_mpi_graph_destroy(g) == WEFT_EBUSY);
     CHECK(weft_mpi_exec_local(NULL) == NULL);
     CHECK(weft_mpi_exec_ipc_transfers(NULL) == 0);
-    CHECK(weft_mpi_exec_ipc_transfers(e) == 0); /* none before launch 2 */
+    CHECK(weft_mpi_exec_ipc_transfers(e) == 0); /* none before a launch */
     CHECK(weft_mpi_exec_write_transfers(NULL, "x.json") == WEFT_EINVAL);
     CHECK(weft_mpi_exec_write_transfers(e, NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_exec_write_transfers(e, "/nonexistent/dir/x.json") ==
