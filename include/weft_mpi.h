@@ -69,9 +69,10 @@
  * stager, and directly where the host copy is pinned (a buffer that wraps
  * weft_host_alloc memory). No CUDA-aware MPI in this version.
  *
- * Except between two ranks of one machine (MPI_COMM_TYPE_SHARED) that
- * both have a CUDA device (each rank's runtime's first one) and
- * WEFT_MPI_IPC on (the default): there a transfer's two ends are a native
+ * Except between two ranks of one machine (MPI_COMM_TYPE_SHARED) whose
+ * runtimes have exactly one CUDA device each (one GPU a rank; devices of
+ * other drivers do not count), with WEFT_MPI_IPC on (the default): there
+ * a transfer's two ends are a native
  * node on each rank's CUDA device beside the host task. The first launch
  * copies the bytes out of the sender's device into pinned staging, sends
  * them and copies them into the receiver's device, with no host copy

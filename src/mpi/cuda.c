@@ -3,7 +3,7 @@
  *
  * weft_mpi_create learns each rank's machine (MPI_Comm_split_type,
  * MPI_COMM_TYPE_SHARED) and whether the rank can take part: WEFT_MPI_IPC
- * on, a CUDA device in its runtime, and libcuda's cuMemcpy2DAsync, which
+ * on, one CUDA device in its runtime, and libcuda's cuMemcpy2DAsync, which
  * weft_mpi calls from its native nodes (it knows weft only as a program
  * does, and such a program calls CUDA itself). A transfer between two
  * such ranks of one machine has device endpoints (graph.c): a native node
@@ -66,21 +66,28 @@ static int ipc_wanted(void)
     return 1;
 }
 
-/* The runtime's first CUDA device and libcuda's copy: 1, else 0. */
+/*
+ * The runtime's CUDA device, where it has exactly one, and libcuda's copy:
+ * 1, else 0. One: every node of the rank on a CUDA device then runs
+ * there, launch after launch, so that the ranges the first launch used
+ * are those of the next ones, inside the extents it left, and none needs
+ * an exported extent widened (weft_buffer_export).
+ */
 static int cuda_find(weft_mpi *mpi)
 {
     const char *lib = getenv("WEFT_CUDA_LIBRARY");
+    unsigned n = 0;
 
     for (unsigned i = 0; i < weft_runtime_device_count(mpi->rt); i++) {
         const weft_device *d = weft_runtime_device(mpi->rt, i);
         weft_device_info info = {.size = sizeof info};
 
         if (weft_device_get_info(d, &info) == 0 &&
-            !strcmp(info.driver, "cuda")) {
+            !strcmp(info.driver, "cuda") && n++ == 0)
             mpi->gpu = d;
-            break;
-        }
     }
+    if (n != 1)
+        mpi->gpu = NULL;
     if (!mpi->gpu)
         return 0;
     mpi->cuda = dlopen(lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

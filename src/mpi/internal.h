@@ -41,10 +41,10 @@ struct weft_mpi {
     /*
      * Device to device between ranks of one machine (cuda.c): per rank,
      * its machine (the lowest rank of comm on it) and whether it moves
-     * tiles by CUDA IPC (WEFT_MPI_IPC on, a CUDA device, libcuda's copy
-     * loaded), alike on every rank (made at weft_mpi_create). gpu: this
-     * rank's CUDA device (its runtime's first), where its ends of such
-     * transfers run; cuda: libcuda, opened by weft_mpi (NULL: none).
+     * tiles by CUDA IPC (WEFT_MPI_IPC on, exactly one CUDA device,
+     * libcuda's copy loaded), alike on every rank (made at
+     * weft_mpi_create). gpu: this rank's CUDA device, where its ends of
+     * such transfers run; cuda: libcuda, opened by weft_mpi (NULL: none).
      */
     int *machine;
     unsigned char *ipc_ok;

@@ -37,8 +37,10 @@ if has ipc; then
     # with IPC's count (its CTest cases run host and sim only)
     timeout 300 ctest --test-dir $b -R "^ipc_|mpi_ipc_" --timeout 150 \
         --output-on-failure 2>&1 | grep -E "Test #|tests passed|Failed|rank|child" | tail -20
-    echo "=== test_mpi ipc, 2 ranks, verbose"
-    WEFT_DEVICES=cuda timeout 120 mpiexec $root -np 2 $b/tests/mpi/test_mpi ipc 2>&1 | tail -6
+    echo "=== test_mpi ipc and random, 2 ranks, rank r on GPU r"
+    timeout 200 mpiexec $root -np 2 sh -c \
+        'WEFT_DEVICES=cuda:$OMPI_COMM_WORLD_RANK exec '$b'/tests/mpi/test_mpi ipc,random --seeds 10' \
+        2>&1 | tail -6
     echo "=== mpi_cholesky 2 ranks, n 8192 tile 2048, IPC on, then off"
     timeout 300 mpiexec $root -np 2 --bind-to none $b/examples/mpi_cholesky \
         --driver cuda --n 8192 --tile 2048 --reps 3 2>&1 | grep -E "IPC|weft_mpi:|residual|ok"

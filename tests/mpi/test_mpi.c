@@ -20,7 +20,7 @@
  *                      task between), receives posted into the host copy
  *                      (early) and not, over three launches, then a
  *                      launch of another graph on the same buffer
- *   test_mpi ipc       (WEFT_DEVICES=cuda, ranks of one machine) a tile
+ *   test_mpi ipc       (one CUDA device a rank, ranks of one machine) a tile
  *                      and a range read on another rank, four launches:
  *                      right every launch, and device to device by CUDA
  *                      IPC from the second (none with WEFT_MPI_IPC=0);
@@ -947,17 +947,19 @@ static void i_check_range(void *const *ptrs, void *user)
             ck->bad++;
 }
 
-/* 1 if rt has a CUDA device. */
+/* 1 if rt has one CUDA device (weft_mpi's condition for IPC). */
 static int has_cuda(weft_runtime *rt)
 {
+    unsigned n = 0;
+
     for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
         weft_device_info info = {.size = sizeof info};
 
         if (weft_device_get_info(weft_runtime_device(rt, i), &info) == 0 &&
             strcmp(info.driver, "cuda") == 0)
-            return 1;
+            n++;
     }
-    return 0;
+    return n == 1;
 }
 
 /*
@@ -1486,7 +1488,8 @@ int main(int argc, char **argv)
         } else if (len == 3 && strncmp(m, "ipc", len) == 0) {
             if (!has_cuda(rt)) {
                 if (me == 0)
-                    printf("skipped: no CUDA device (WEFT_DEVICES=cuda)\n");
+                    printf("skipped: not one CUDA device a rank "
+                           "(WEFT_DEVICES=cuda:N)\n");
                 OK(weft_mpi_destroy(mpi));
                 OK(weft_module_destroy(mod));
                 OK(weft_runtime_destroy(rt));
