@@ -320,6 +320,10 @@ int wm_ipc_setup(weft_mpi_exec *e)
             if (g->eps[i]->dev)
                 g->eps[i]->staging = NULL;
     }
+    e->ipc_small = 1;
+    for (unsigned i = 0; i < g->neps; i++)
+        if (g->eps[i]->size >= WM_PROGRESS_MIN && !g->eps[i]->ipc)
+            e->ipc_small = 0;
     /* whether any rank moves by IPC, and whether any failed */
     mine[0] = e->nipc > 0;
     mine[1] = rc < 0;

@@ -243,7 +243,8 @@ static void *progress_main(void *arg)
 /* The progress thread polls (1), stops (0) or ends (2). */
 static void progress_set(weft_mpi_exec *e, int state)
 {
-    if (!e->has_progress)
+    /* (polling is for large messages: none left where IPC took them) */
+    if (!e->has_progress || (state == 1 && e->ipc_small))
         return;
     pthread_mutex_lock(&e->plock);
     e->pstate = state;

@@ -273,6 +273,7 @@ struct weft_mpi_exec {
     MPI_Request *ipc_req;
     unsigned nipc;
     int ipc_any;
+    int ipc_small; /* every message of WM_PROGRESS_MIN or more went IPC */
 };
 
 /*
