@@ -124,6 +124,9 @@ int wm_ipc_init(weft_mpi *mpi)
         mpi->ipc_ok[r] = (unsigned char)all[2 * r + 1];
     }
     free(all);
+    for (int a = 0; a < mpi->size; a++)
+        for (int b = a + 1; b < mpi->size; b++)
+            mpi->ipc_pairs |= wm_ipc_pair(mpi, a, b);
     return 0;
 }
 

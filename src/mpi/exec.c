@@ -532,7 +532,7 @@ static int end_launch(weft_mpi_exec *e, int rc)
      * the receivers of device endpoints export theirs now (every rank
      * takes part, as every rank waits).
      */
-    if (nfailed == 0 && !e->ipc_setup)
+    if (nfailed == 0 && !e->ipc_setup && mpi->ipc_pairs)
         return wm_ipc_setup(e);
     if (nfailed == 0)
         return 0;

@@ -48,6 +48,7 @@ struct weft_mpi {
      */
     int *machine;
     unsigned char *ipc_ok;
+    int ipc_pairs; /* some two ranks are a pair (wm_ipc_pair) */
     const weft_device *gpu;
     void *cuda;
     void *memcpy2d; /* cuMemcpy2DAsync_v2 */
