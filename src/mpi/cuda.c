@@ -123,10 +123,12 @@ int wm_ipc_init(weft_mpi *mpi)
         mpi->machine[r] = all[2 * r];
         mpi->ipc_ok[r] = (unsigned char)all[2 * r + 1];
     }
+    /* all[m]: the ranks that may pair on machine m (its lowest rank) */
+    memset(all, 0, (size_t)mpi->size * sizeof *all);
+    for (int r = 0; r < mpi->size; r++)
+        if (mpi->ipc_ok[r] && ++all[mpi->machine[r]] == 2)
+            mpi->ipc_pairs = 1;
     free(all);
-    for (int a = 0; a < mpi->size; a++)
-        for (int b = a + 1; b < mpi->size; b++)
-            mpi->ipc_pairs |= wm_ipc_pair(mpi, a, b);
     return 0;
 }
 
