@@ -858,6 +858,75 @@ WEFT_API int weft_buffer_mark_device_written(weft_buffer *buf,
                                              const weft_device *dev,
                                              size_t offset, size_t size);
 
+/*
+ * Device memory shared between processes of one machine (CUDA IPC; every
+ * other driver answers WEFT_ENOTSUP). One process exports a range of a
+ * buffer on a device; another process opens the handle and gets a device
+ * address through which its own device work (a native node, code of the
+ * program's) reads and writes those bytes, over NVLink or PCIe.
+ */
+#define WEFT_IPC_HANDLE_SIZE 96
+/* An exported range: plain bytes, to send to another process as they are. */
+typedef struct weft_ipc_handle {
+    unsigned char bytes[WEFT_IPC_HANDLE_SIZE];
+} weft_ipc_handle;
+
+/*
+ * Hold [offset, offset + size) of buf in device memory of dev (waiting as
+ * weft_buffer_device_address does) and export it: *out is a handle that
+ * weft_ipc_open takes in another process. mode says what that process
+ * does: with WEFT_READ in it the range is made valid on dev first; with
+ * WEFT_WRITE alone only room is made (its bytes there are whatever weft
+ * left: the other process writes them). The extent of device memory
+ * holding the range stays where it is until the export is released
+ * (weft_buffer_export_release): eviction leaves it, and a node whose range
+ * would need that extent moved or widened fails with WEFT_EBUSY. What
+ * another process writes through the handle is the program's to order
+ * (nothing of weft's may read or write the range meanwhile) and to declare
+ * (weft_buffer_mark_device_written, or a node that writes the range on
+ * dev). Each export is released once; weft_buffer_destroy is WEFT_EBUSY
+ * while one is not. WEFT_EINVAL for a NULL argument, a device of another
+ * runtime, a size of 0 or an unknown mode; WEFT_ERANGE for a range outside
+ * buf; WEFT_EBUSY if buf is mapped; WEFT_EDEVMEM if the range does not fit
+ * on dev; WEFT_ENOTSUP where dev's driver cannot share memory (host, sim,
+ * OpenCL); the driver's error (naming the call) where it refuses.
+ */
+WEFT_API int weft_buffer_export(weft_buffer *buf, const weft_device *dev,
+                                size_t offset, size_t size, weft_access mode,
+                                weft_ipc_handle *out);
+/*
+ * Release one export of [offset, offset + size) of buf on dev (the range
+ * of a weft_buffer_export call): its extent may move again once no export
+ * holds it. WEFT_ESTATE where no export holds that range there;
+ * WEFT_ENOTSUP, WEFT_EINVAL and WEFT_ERANGE as weft_buffer_export.
+ */
+WEFT_API int weft_buffer_export_release(weft_buffer *buf,
+                                        const weft_device *dev, size_t offset,
+                                        size_t size);
+/*
+ * Map the range of handle h (exported by another process of this machine)
+ * into dev's address space, in weft's context for dev (peer access between
+ * the two devices is enabled as needed): *address is the device address
+ * of its first byte there (a CUdeviceptr), valid until weft_ipc_close.
+ * Opening a handle of the same allocation twice is counted; each open is
+ * closed once. The runtime counts every open mapping as a live object.
+ * Thread safe. WEFT_EINVAL for a NULL argument, a device of another
+ * runtime, or a handle that is not one of weft_buffer_export's or that
+ * this process exported; WEFT_ENOTSUP where dev's driver cannot share
+ * memory; the driver's error where it cannot map the handle (the
+ * exporting process has released it or exited, or the devices cannot
+ * reach each other).
+ */
+WEFT_API int weft_ipc_open(weft_runtime *rt, const weft_device *dev,
+                           const weft_ipc_handle *h, uint64_t *address);
+/*
+ * Unmap an address that weft_ipc_open returned for dev. Work that uses it
+ * must be complete. WEFT_EINVAL for a NULL runtime, a device of another
+ * runtime, or an address that no open mapping of dev has.
+ */
+WEFT_API int weft_ipc_close(weft_runtime *rt, const weft_device *dev,
+                            uint64_t address);
+
 /* ------------------------------------------------------------------------ */
 /* Graphs                                                                   */
 /* ------------------------------------------------------------------------ */

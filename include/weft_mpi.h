@@ -67,8 +67,27 @@
  * host copy, which weft then moves to the device that reads it. weft
  * copies between a device and pageable host memory through its pinned
  * stager, and directly where the host copy is pinned (a buffer that wraps
- * weft_host_alloc memory). No CUDA-aware MPI and no CUDA IPC in this
- * version.
+ * weft_host_alloc memory). No CUDA-aware MPI in this version.
+ *
+ * Except between two ranks of one machine (MPI_COMM_TYPE_SHARED) whose
+ * runtimes have exactly one CUDA device each (one GPU a rank; devices of
+ * other drivers do not count), with WEFT_MPI_IPC on (the default): there
+ * a transfer's two ends are a native
+ * node on each rank's CUDA device beside the host task. The first launch
+ * copies the bytes out of the sender's device into pinned staging, sends
+ * them and copies them into the receiver's device, with no host copy
+ * involved. At its end (weft_mpi_exec_wait, collective) each such receive
+ * that no earlier node or transfer of its rank touches exports its range
+ * on its device (weft_buffer_export) and its sender maps it
+ * (weft_ipc_open): from then on the sender copies the bytes straight into
+ * the receiver's device memory and sends a 4-byte message once the copy is
+ * done, and every launch starts with a barrier of the ranks (a sender
+ * writes another rank's device memory only once that rank's launch has
+ * started). The exports hold the receivers' device extents in place until
+ * the executable graph is destroyed, which releases them: a buffer with an
+ * exported range cannot be destroyed before (WEFT_EBUSY).
+ * weft_mpi_exec_ipc_transfers says how many of this rank's transfer ends
+ * go that way.
  *
  * Failures: a host task added with weft_mpi_graph_add_host_status that
  * fails tells every other rank at once (a control message); a receive task
@@ -275,16 +294,25 @@ WEFT_API int weft_mpi_exec_wait(weft_mpi_exec *e);
  * transfer as an arrow from its send to its receive):
  *
  *   {"rank":R,"size":N,"transfers":[{"tag":T,"dir":"send"|"recv",
- *    "peer":P,"node":LOCAL,"bytes":B,"early":true|false},...]}
+ *    "peer":P,"node":LOCAL,"bytes":B,"early":true|false,
+ *    "ipc":true|false},...]}
  *
  * node is the transfer's host task in this rank's weft graph (the "node"
  * of its slices in this rank's trace); early: a receive posted into the
- * host copy when a launch starts, from the second launch on (see above).
+ * host copy when a launch starts, from the second launch on; ipc: the
+ * bytes move device to device by CUDA IPC (see above).
  * WEFT_EINVAL for NULL arguments; WEFT_EIO where the file cannot be
  * written.
  */
 WEFT_API int weft_mpi_exec_write_transfers(const weft_mpi_exec *e,
                                            const char *path);
+/*
+ * This rank's ends of e's transfers that move device to device by CUDA
+ * IPC (see above): 0 until the first launch that succeeded has ended
+ * (its weft_mpi_exec_wait), and wherever IPC is off or cannot serve. 0
+ * for a NULL e.
+ */
+WEFT_API unsigned weft_mpi_exec_ipc_transfers(const weft_mpi_exec *e);
 /* This rank's executable graph; owned by e. */
 WEFT_API weft_exec *weft_mpi_exec_local(weft_mpi_exec *e);
 /* Wait for e (collective where a launch is in flight), then destroy it. */

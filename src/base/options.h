@@ -81,6 +81,10 @@
     X(ENGINE_THREADS, UINT, 1, 1024, NULL, NULL,                               \
       "threads that run launches, shared by every executable graph; "          \
       "default: max(4, cores, 2 x devices)")                                   \
+    X(MPI_IPC, BOOL, 0, 0, NULL, "1",                                          \
+      "libweft_mpi: a transfer between two ranks of one machine whose data "   \
+      "is on CUDA GPUs moves device to device (CUDA IPC); 0: through host "    \
+      "memory and MPI")                                                        \
     X(TRACE, PATH, 0, 0, "a file name", NULL,                                  \
       "write a Chrome trace / Perfetto JSON of what ran to this file when "    \
       "the runtime is destroyed (weft_runtime_options.trace_file)")            \

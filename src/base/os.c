@@ -160,3 +160,8 @@ int weft__cache_dir(char *buf, size_t size)
         return WEFT_ENOTFOUND;
     return w > 0 && (size_t)w < size ? 0 : WEFT_ENOTFOUND;
 }
+
+unsigned weft__os_pid(void)
+{
+    return (unsigned)getpid();
+}

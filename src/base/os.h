@@ -80,6 +80,9 @@ int weft__dir_make(const char *path);
 int weft__cache_dir(char *buf, size_t size);
 
 /* A hint to the core that the caller spins (waits for another thread). */
+/* This process's id. */
+unsigned weft__os_pid(void);
+
 static inline void weft__cpu_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -310,6 +310,55 @@ int weft__drv_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
     return rc;
 }
 
+int weft__drv_has_ipc(const weft__device *dev)
+{
+    return dev && dev->drv->ipc_export && dev->drv->ipc_open &&
+           dev->drv->ipc_close;
+}
+
+static int weft__no_ipc(const weft__driver *drv)
+{
+    return weft__error(WEFT_ENOTSUP,
+                       "the %s driver has no memory shared between processes "
+                       "(IPC)",
+                       drv->name);
+}
+
+int weft__drv_ipc_export(weft__mem *m, size_t off, unsigned char *handle,
+                         size_t *base_off)
+{
+    if (!m || !handle || !base_off)
+        return weft__error(WEFT_EINVAL, "ipc_export: an argument is NULL");
+    if (!m->drv->ipc_export)
+        return weft__no_ipc(m->drv);
+    if (m->kind != WEFT__MEM_DEVICE || off >= m->size)
+        return weft__error(WEFT_EINVAL,
+                           "ipc_export: byte %zu of %zu bytes of kind %d", off,
+                           m->size, (int)m->kind);
+    WEFT__INJECT(m->drv, "ipc_export", WEFT_EDRIVER);
+    return m->drv->ipc_export(m, off, handle, base_off);
+}
+
+int weft__drv_ipc_open(weft__context *ctx, const unsigned char *handle,
+                       uint64_t *ptr)
+{
+    if (!ctx || !handle || !ptr)
+        return weft__error(WEFT_EINVAL, "ipc_open: an argument is NULL");
+    if (!ctx->drv->ipc_open)
+        return weft__no_ipc(ctx->drv);
+    WEFT__INJECT(ctx->drv, "ipc_open", WEFT_EDRIVER);
+    return ctx->drv->ipc_open(ctx, handle, ptr);
+}
+
+int weft__drv_ipc_close(weft__context *ctx, uint64_t ptr)
+{
+    if (!ctx)
+        return weft__error(WEFT_EINVAL, "ipc_close: context is NULL");
+    if (!ctx->drv->ipc_close)
+        return weft__no_ipc(ctx->drv);
+    return ctx->drv->ipc_close(ctx, ptr);
+}
+
 int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size)
 {
     if (!ctx || !ptr || !size || !ctx->drv->host_is_pinned)

@@ -418,6 +418,19 @@ struct weft__driver {
      * it weft treats host memory it did not pin itself as pageable.
      */
     int (*host_is_pinned)(weft__context *ctx, const void *ptr, size_t size);
+    /*
+     * Optional, together (CUDA IPC): ipc_export writes into handle the
+     * WEFT__IPC_DRV_SIZE-byte handle of the allocation holding byte off of
+     * m (DEVICE memory), and in *base_off that byte's offset from the
+     * allocation's first byte; ipc_open maps a handle that another process
+     * exported into ctx's device (*ptr: the allocation's first byte there);
+     * ipc_close unmaps a pointer that ipc_open returned.
+     */
+    int (*ipc_export)(weft__mem *m, size_t off, unsigned char *handle,
+                      size_t *base_off);
+    int (*ipc_open)(weft__context *ctx, const unsigned char *handle,
+                    uint64_t *ptr);
+    int (*ipc_close)(weft__context *ctx, uint64_t ptr);
 
     int (*copy_h2d)(weft__queue *q, weft__mem *dst, size_t dst_off,
                     const void *src, size_t size);
@@ -637,6 +650,18 @@ int weft__drv_mem_free(weft__mem *mem);
 /* The table's mem_wrap (WEFT_ENOTSUP without); *mem is borrowed. */
 int weft__drv_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
                        size_t size, weft__mem **mem, size_t *moff);
+/* The bytes of a driver's IPC handle (a CUipcMemHandle's). */
+#define WEFT__IPC_DRV_SIZE 64
+/*
+ * The table's ipc_export, ipc_open and ipc_close (WEFT_ENOTSUP, naming the
+ * driver, without them); weft__drv_has_ipc: whether dev's driver has them.
+ */
+int weft__drv_has_ipc(const weft__device *dev);
+int weft__drv_ipc_export(weft__mem *m, size_t off, unsigned char *handle,
+                         size_t *base_off);
+int weft__drv_ipc_open(weft__context *ctx, const unsigned char *handle,
+                       uint64_t *ptr);
+int weft__drv_ipc_close(weft__context *ctx, uint64_t ptr);
 /* 1 if the driver says ptr..ptr+size is pinned for ctx's device, else 0. */
 int weft__drv_host_is_pinned(weft__context *ctx, const void *ptr, size_t size);
 /* The table's host_seen and host_join; 0 and nothing where it has none. */

@@ -4,6 +4,7 @@
  * the lock protocol.
  */
 #include "buffer.h"
+#include "../base/os.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -486,6 +487,12 @@ int weft_buffer_destroy(weft_buffer *buf)
                          what, __atomic_load_n(&buf->graphs, __ATOMIC_ACQUIRE));
     else if (root->mapped_by == buf)
         rc = weft__error(WEFT_EBUSY, "weft_buffer_destroy: %s is mapped", what);
+    else if (buf == root && root->ipc_exports > 0)
+        rc = weft__error(WEFT_EBUSY,
+                         "weft_buffer_destroy: %s has %ld ranges exported to "
+                         "other processes (weft_buffer_export); release them "
+                         "first",
+                         what, root->ipc_exports);
     if (rc < 0 || buf != root) {
         if (rc == 0)
             buf->parent->views--;
@@ -804,5 +811,95 @@ int weft_buffer_mark_device_written(weft_buffer *buf, const weft_device *dev,
         rc = weft__buffer_reserve(root, 1);
     if (rc == 0)
         weft__buffer_written(root, d, at, size);
+    return weft__helper_end(buf, &l, rc, fn);
+}
+
+/* WEFT_ENOTSUP where dev's driver shares no memory between processes. */
+static int weft__ipc_driver(weft_buffer *buf, unsigned d, const char *fn)
+{
+    const weft__device *dev = buf->rt->devices[d];
+
+    if (!weft__drv_has_ipc(dev))
+        return weft__error(WEFT_ENOTSUP,
+                           "%s: %s (the %s driver) shares no memory between "
+                           "processes",
+                           fn, dev->name, dev->drv->name);
+    return 0;
+}
+
+int weft_buffer_export(weft_buffer *buf, const weft_device *dev, size_t offset,
+                       size_t size, weft_access mode, weft_ipc_handle *out)
+{
+    static const char fn[] = "weft_buffer_export";
+    unsigned char drv[WEFT__IPC_DRV_SIZE];
+    weft__ipc_wire w;
+    weft_buffer *root;
+    weft__span span;
+    weft__lanes l;
+    weft__mem *mem;
+    size_t at, moff, boff;
+    unsigned d = 0;
+    int rc;
+
+    if (!out)
+        return weft__error(WEFT_EINVAL, "%s: result is NULL", fn);
+    if (mode < WEFT_READ || mode > WEFT_READ_WRITE)
+        return weft__error(WEFT_EINVAL, "%s: unknown mode %d", fn, (int)mode);
+    if (buf && (rc = weft__device_index(buf->rt, dev, &d, fn)) < 0)
+        return rc;
+    if (buf && size == 0)
+        return weft__error(WEFT_EINVAL, "%s: size is 0", fn);
+    if (buf && (rc = weft__ipc_driver(buf, d, fn)) < 0)
+        return rc;
+    if ((rc = weft__helper_begin(buf, offset, &size, fn)) < 0)
+        return rc;
+    root = buf->root;
+    at = buf->offset + offset;
+    weft__lanes_init(&l, buf->rt);
+    span = (weft__span){root, at, size};
+    if (root->mapped_by)
+        rc = weft__error(WEFT_EBUSY, "%s: the buffer is mapped", fn);
+    else
+        rc = weft__buffer_hold(&span, 1, d, &l);
+    if (rc == WEFT__NO_ROOM)
+        rc = WEFT_EDEVMEM;
+    if (rc == 0 && (mode & WEFT_READ))
+        rc = weft__buffer_make_valid(root, d, at, size, &l);
+    if (rc == 0)
+        rc = weft__buffer_ipc_hold(root, d, at, size, 1, &mem, &moff);
+    if (rc == 0 && (rc = weft__drv_ipc_export(mem, moff, drv, &boff)) < 0)
+        weft__buffer_ipc_hold(root, d, at, size, -1, NULL, NULL);
+    if (rc == 0) {
+        memset(&w, 0, sizeof w);
+        w.magic = WEFT__IPC_MAGIC;
+        w.pid = weft__os_pid();
+        w.offset = boff;
+        w.size = size;
+        memcpy(w.drv, drv, sizeof drv);
+        memset(out, 0, sizeof *out);
+        memcpy(out->bytes, &w, sizeof w);
+    }
+    return weft__helper_end(buf, &l, rc, fn);
+}
+
+int weft_buffer_export_release(weft_buffer *buf, const weft_device *dev,
+                               size_t offset, size_t size)
+{
+    static const char fn[] = "weft_buffer_export_release";
+    weft__lanes l;
+    unsigned d = 0;
+    int rc;
+
+    if (buf && (rc = weft__device_index(buf->rt, dev, &d, fn)) < 0)
+        return rc;
+    if (buf && size == 0)
+        return weft__error(WEFT_EINVAL, "%s: size is 0", fn);
+    if (buf && (rc = weft__ipc_driver(buf, d, fn)) < 0)
+        return rc;
+    if ((rc = weft__helper_begin(buf, offset, &size, fn)) < 0)
+        return rc;
+    weft__lanes_init(&l, buf->rt);
+    rc = weft__buffer_ipc_hold(buf->root, d, buf->offset + offset, size, -1,
+                               NULL, NULL);
     return weft__helper_end(buf, &l, rc, fn);
 }

@@ -55,6 +55,10 @@ struct weft__extent {
     /* Its address was handed to the program (weft_buffer_device_address):
      * not evicted until a launch uses the root again (root->lock). */
     unsigned exported;
+    /* Exports for other processes (weft_buffer_export) holding it: while
+     * above 0 it is neither evicted nor absorbed into a wider extent
+     * (root->lock; eviction reads it atomically). */
+    unsigned ipc;
     unsigned long made; /* root->epoch when made (== : by the holder) */
     uint64_t last_use;  /* rt->tick when last pinned */
     weft__extent *dprev, *dnext;
@@ -112,6 +116,7 @@ struct weft_buffer {
     unsigned owned;      /* host was allocated by weft */
     unsigned host_block; /* host lies in a weft_host_alloc block, held */
     unsigned exported;   /* some extent is exported (see weft__extent) */
+    long ipc_exports;    /* weft_buffer_export's not released (root->lock) */
     long inflight;       /* launches queued or running that use the root */
     weft_buffer *mapped_by;
     void *map_ptr;
@@ -349,6 +354,30 @@ int weft__buffer_device_find(weft_buffer *root, unsigned device, size_t off,
  */
 void weft__buffer_export(weft_buffer *root, unsigned device, size_t off,
                          size_t size);
+/*
+ * Exports for other processes (weft_buffer_export): the extent of device
+ * holding [off, off + size) gains (delta 1) or loses (-1) one, and *mem,
+ * *moff (may be NULL) say where the range's first byte is. WEFT_ESTATE
+ * where no extent holds the range, or (delta -1) none of its exports.
+ */
+int weft__buffer_ipc_hold(weft_buffer *root, unsigned device, size_t off,
+                          size_t size, int delta, weft__mem **mem,
+                          size_t *moff);
+/*
+ * What a weft_ipc_handle holds: the driver's handle of the allocation, the
+ * offset of the range's first byte in it and the range's size, and the
+ * exporting process (weft_ipc_open refuses a handle of its own process,
+ * which CUDA cannot map).
+ */
+#define WEFT__IPC_MAGIC 0x77667431u /* "wft1" */
+typedef struct weft__ipc_wire {
+    uint32_t magic;
+    uint32_t pid;
+    uint64_t offset, size;
+    unsigned char drv[WEFT__IPC_DRV_SIZE];
+} weft__ipc_wire;
+_Static_assert(sizeof(weft__ipc_wire) <= WEFT_IPC_HANDLE_SIZE,
+               "weft_ipc_handle holds weft__ipc_wire");
 /* The host address of byte off of the root's host copy. */
 void *weft__buffer_host(weft_buffer *root, size_t off);
 /*

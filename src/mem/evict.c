@@ -117,8 +117,10 @@ static int weft__evict_one(weft_runtime *rt, unsigned d, int force,
 
             root = x->root;
             held = weft__buffer_held(root);
-            /* The program holds its address (an export): it stays. */
-            if (__atomic_load_n(&x->exported, __ATOMIC_RELAXED))
+            /* The program holds its address (an export, for this process
+             * or another): it stays. */
+            if (__atomic_load_n(&x->exported, __ATOMIC_RELAXED) ||
+                __atomic_load_n(&x->ipc, __ATOMIC_RELAXED))
                 continue;
             if (held ? !force && x->pin == root->epoch
                      : !weft__buffer_trylock(root))

@@ -60,6 +60,8 @@ struct weft_runtime {
      * atomic, read without it. */
     struct weft__host_block *host_blocks;
     long nhost_blocks;
+    /* weft_ipc_open's mappings (ipc.c), under lock. */
+    struct weft__ipc_map *ipc_maps;
 
     weft__devmem *devmem;      /* ndevices entries */
     unsigned char *peer;       /* ndevices^2: [a * n + b] a can copy to b */

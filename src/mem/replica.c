@@ -193,6 +193,26 @@ void weft__buffer_export(weft_buffer *root, unsigned device, size_t off,
     root->exported = 1;
 }
 
+int weft__buffer_ipc_hold(weft_buffer *root, unsigned device, size_t off,
+                          size_t size, int delta, weft__mem **mem, size_t *moff)
+{
+    weft__extent *x = root->replicas && root->size
+                          ? weft__extent_covering(root, device, off, size)
+                          : NULL;
+
+    if (!x || (delta < 0 && x->ipc == 0))
+        return weft__error(WEFT_ESTATE,
+                           "no export of [%zu, %zu + %zu) is held on %s", off,
+                           off, size, root->rt->devices[device]->name);
+    __atomic_store_n(&x->ipc, x->ipc + (unsigned)delta, __ATOMIC_RELAXED);
+    root->ipc_exports += delta;
+    if (mem)
+        *mem = x->blk.mem;
+    if (moff)
+        *moff = x->blk.offset + (off - x->lo);
+    return 0;
+}
+
 static void weft__dev_link(weft_runtime *rt, weft__extent *x)
 {
     weft__devmem *dm = &rt->devmem[x->device];
@@ -734,6 +754,15 @@ int weft__extent_ensure(weft_buffer *root, unsigned d, size_t off, size_t size,
      * eviction keeps their bytes for the copy below.
      */
     i0 = weft__extent_span(r, lo, hi, &i1);
+    for (i = i0; i < i1; i++)
+        if (r->extents[i]->ipc)
+            return weft__error(
+                WEFT_EBUSY,
+                "[%zu, %zu + %zu) on %s needs the extent [%zu, %zu) moved into "
+                "a wider one, but another process may write it (an export, "
+                "weft_buffer_export, holds it there)",
+                off, off, size, rt->devices[d]->name, r->extents[i]->lo,
+                r->extents[i]->hi);
     for (i = i0; i < i1; i++)
         r->extents[i]->pin = root->epoch;
     if (i1 > i0) {

@@ -160,6 +160,11 @@ int wm_send_task(void *const *ptrs, void *user)
 {
     wm_endpoint *ep = user;
 
+    if (ep->dev) { /* its native node copied the bytes out, or IPC did */
+        ep->done = 1;
+        start(ep->g->exec, &ep->req);
+        return 0;
+    }
     if (ep->packed) {
         for (size_t r = 0; r < ep->at.rows; r++)
             memcpy((char *)ep->staging + r * ep->at.row_bytes,
@@ -197,8 +202,10 @@ int wm_recv_task(void *const *ptrs, void *user)
         return 1;
     ep->done = 1;
     MPI_Get_count(&st, MPI_BYTE, &n);
-    if ((size_t)n != ep->size || aborted(e))
+    if ((size_t)n != (ep->ipc ? sizeof ep->ipc_msg : ep->size) || aborted(e))
         return 1; /* the sender's node failed or was canceled */
+    if (ep->dev)  /* its native node copies staging in, or IPC brought it */
+        return 0;
     if (ep->posted_direct)
         return ptrs[0] != ep->host; /* (weft.h: host copies do not move) */
     for (size_t r = 0; r < ep->at.rows; r++)
@@ -236,7 +243,8 @@ static void *progress_main(void *arg)
 /* The progress thread polls (1), stops (0) or ends (2). */
 static void progress_set(weft_mpi_exec *e, int state)
 {
-    if (!e->has_progress)
+    /* (polling is for large messages: none left where IPC took them) */
+    if (!e->has_progress || (state == 1 && e->ipc_small))
         return;
     pthread_mutex_lock(&e->plock);
     e->pstate = state;
@@ -275,6 +283,7 @@ static void exec_free(weft_mpi_exec *e)
     pthread_mutex_destroy(&e->mpi_lock);
     pthread_cond_destroy(&e->pcond);
     free_requests(e);
+    wm_ipc_release(e);
     for (int r = 0; e->ctrl_recv && r < g->mpi->size; r++)
         if (e->ctrl_recv[r] != MPI_REQUEST_NULL)
             MPI_Request_free(&e->ctrl_recv[r]);
@@ -284,6 +293,10 @@ static void exec_free(weft_mpi_exec *e)
         MPI_Comm_free(&e->comm);
     pthread_mutex_destroy(&e->ctrl_lock);
     free(e->staging);
+    if (e->pinned)
+        weft_host_free(g->mpi->rt, e->pinned);
+    free(e->ipc_offer);
+    free(e->ipc_req);
     free(e->ctrl_recv);
     free(e->ctrl_send);
     free(e->ctrl_msg);
@@ -304,7 +317,7 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
 {
     static const char fn[] = "weft_mpi_graph_instantiate";
     weft_mpi_graph *g = e->g;
-    size_t total = 0, off = 0, size;
+    size_t total = 0, pinned = 0, off = 0, poff = 0, size;
     int *ub = NULL, flag = 0, rc;
 
     if (g->mpi->nexecs == g->mpi->xcap) {
@@ -327,9 +340,14 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
                             "%s: a transfer of %zu bytes: weft_mpi moves at "
                             "most INT_MAX bytes at once",
                             fn, g->eps[i]->size);
-        if (!g->eps[i]->send || g->eps[i]->packed)
+        if (g->eps[i]->dev)
+            pinned += (g->eps[i]->size + 63) & ~(size_t)63;
+        else if (!g->eps[i]->send || g->eps[i]->packed)
             total += (g->eps[i]->size + 63) & ~(size_t)63;
     }
+    /* device endpoints copy between the device and staging: pinned */
+    if (pinned && (rc = weft_host_alloc(g->mpi->rt, pinned, &e->pinned)) < 0)
+        return wm_weft_error(rc, fn);
     e->staging = malloc(total ? total : 1);
     size = (size_t)g->mpi->size;
     e->ctrl_recv = malloc(size * sizeof *e->ctrl_recv);
@@ -365,10 +383,15 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
             }
             ep->count = 1;
         }
-        if (ep->send && !ep->packed)
+        if (ep->send && !ep->packed && !ep->dev)
             continue;
-        ep->staging = (char *)e->staging + off;
-        off += (ep->size + 63) & ~(size_t)63;
+        if (ep->dev) {
+            ep->staging = (char *)e->pinned + poff;
+            poff += (ep->size + 63) & ~(size_t)63;
+        } else {
+            ep->staging = (char *)e->staging + off;
+            off += (ep->size + 63) & ~(size_t)63;
+        }
         rc = ep->send ? MPI_Ssend_init(ep->staging, (int)ep->size, MPI_BYTE,
                                        ep->peer, ep->tag, e->comm, &ep->req)
                       : MPI_Recv_init(ep->staging, (int)ep->size, MPI_BYTE,
@@ -376,6 +399,8 @@ static int exec_setup(weft_mpi_exec *e, const weft_exec_options *opts)
         if (rc != MPI_SUCCESS)
             return wm_error(WEFT_EIO, "%s: MPI could not make a request", fn);
     }
+    if (wm_ipc_alloc(e) < 0)
+        return wm_error(WEFT_ENOMEM, "%s: out of memory", fn);
     e->probe_tag = 1 + (int)g->ntransfers;
     for (unsigned i = 0; i < g->neps && !e->has_progress; i++) {
         if (g->eps[i]->size < WM_PROGRESS_MIN)
@@ -478,9 +503,9 @@ static int end_launch(weft_mpi_exec *e, int rc)
         wm_endpoint *ep = g->eps[i];
 
         if (ep->send)
-            wait_req(e, !ep->done    ? &ep->fill
-                        : ep->packed ? &ep->req
-                                     : &ep->direct);
+            wait_req(e, !ep->done               ? &ep->fill
+                        : ep->packed || ep->dev ? &ep->req
+                                                : &ep->direct);
         else if (!ep->done)
             wait_req(e, ep->posted_direct ? &ep->direct : &ep->req);
     }
@@ -502,6 +527,13 @@ static int end_launch(weft_mpi_exec *e, int rc)
                 first = r;
         }
     }
+    /*
+     * The first launch left the device extents as the graph uses them:
+     * the receivers of device endpoints export theirs now (every rank
+     * takes part, as every rank waits).
+     */
+    if (nfailed == 0 && !e->ipc_setup && mpi->ipc_pairs)
+        return wm_ipc_setup(e);
     if (nfailed == 0)
         return 0;
     if (e->my_code != 0) {
@@ -560,6 +592,14 @@ int weft_mpi_exec_launch(weft_mpi_exec *e)
         return wm_error(WEFT_ESTATE,
                         "weft_mpi_exec_launch: a launch of e failed: "
                         "destroy it");
+    /*
+     * Once device endpoints move by IPC (from the first launch's end), no
+     * rank starts a launch before every other rank has: a sender writes a
+     * receiver's device memory only once the receiver is in the same
+     * launch.
+     */
+    if (e->ipc_any && MPI_Barrier(e->comm) != MPI_SUCCESS)
+        return wm_error(WEFT_EIO, "weft_mpi_exec_launch: MPI_Barrier failed");
     atomic_store(&e->aborted, 0);
     atomic_store(&e->ctrl_sent, 0);
     e->my_code = 0;
@@ -606,15 +646,21 @@ int weft_mpi_exec_write_transfers(const weft_mpi_exec *e, const char *path)
 
         fprintf(f,
                 "%s\n{\"tag\":%d,\"dir\":\"%s\",\"peer\":%d,\"node\":%u,"
-                "\"bytes\":%zu,\"early\":%s}",
+                "\"bytes\":%zu,\"early\":%s,\"ipc\":%s}",
                 i ? "," : "", ep->tag, ep->send ? "send" : "recv", ep->peer,
-                (unsigned)ep->node, ep->size, ep->early ? "true" : "false");
+                (unsigned)ep->node, ep->size, ep->early ? "true" : "false",
+                ep->ipc ? "true" : "false");
     }
     fputs("\n]}\n", f);
     bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return wm_error(WEFT_EIO, "%s: writing %s failed", fn, path);
     return 0;
+}
+
+unsigned weft_mpi_exec_ipc_transfers(const weft_mpi_exec *e)
+{
+    return e ? e->nipc : 0;
 }
 
 weft_exec *weft_mpi_exec_local(weft_mpi_exec *e)

@@ -146,6 +146,23 @@ static int settle_open(weft_mpi_graph *g, wm_reg *reg, wm_region at)
     return rc;
 }
 
+/*
+ * The native node of a device endpoint (acc: its access, on the bytes
+ * moved), on this rank's GPU. Not capturable: what it enqueues changes
+ * at the second launch (wm_ipc_setup).
+ */
+static int add_copy_node(weft_mpi_graph *g, wm_endpoint *ep, weft_native_fn *fn,
+                         const weft_access_desc *acc)
+{
+    weft_native_impl impl = {"cuda", (weft_device_type)0, fn};
+    int rc;
+
+    rc = weft_graph_add_native(g->local, &impl, 1, acc, 1, ep, &ep->copy_node);
+    if (rc == 0)
+        rc = weft_graph_set_device(g->local, ep->copy_node, g->mpi->gpu);
+    return rc;
+}
+
 int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
                     int to)
 {
@@ -170,22 +187,42 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
     ep->tag = tag;
     ep->at = at;
     ep->size = at.rows * at.row_bytes;
-    ep->packed = ep->send && ep->size < WM_DIRECT_MIN;
+    ep->dev = wm_ipc_pair(mpi, from, to);
+    ep->packed = ep->send && !ep->dev && ep->size < WM_DIRECT_MIN;
     ep->req = ep->direct = ep->fill = MPI_REQUEST_NULL;
     ep->type = MPI_DATATYPE_NULL;
     acc = access_of(reg, at, ep->send ? WEFT_READ : WEFT_WRITE);
-    if (ep->send) {
+    if (!ep->send && ep->dev) {
+        /* the condition to export it: no earlier touch of this rank */
+        ep->ipc_first = 1;
+        for (unsigned k = 0; k < g->ntouch; k++)
+            if (g->touch[k].reg == reg && wm_overlap(&g->touch[k].at, &at))
+                ep->ipc_first = 0;
+    }
+    if (ep->send && ep->dev) {
+        rc = add_copy_node(g, ep, wm_copy_out, &acc);
+        if (rc == 0)
+            rc = weft_graph_add_host_status(g->local, wm_send_task, ep, NULL, 0,
+                                            &n);
+        if (rc == 0)
+            rc = weft_graph_add_edge(g->local, ep->copy_node, n);
+    } else if (ep->send) {
         rc =
             weft_graph_add_host_status(g->local, wm_send_task, ep, &acc, 1, &n);
     } else {
         rc = settle_open(g, reg, at);
         if (rc == 0)
-            rc = weft_graph_add_host_status(g->local, wm_recv_task, ep, &acc, 1,
-                                            &n);
+            rc = weft_graph_add_host_status(g->local, wm_recv_task, ep,
+                                            ep->dev ? NULL : &acc,
+                                            ep->dev ? 0 : 1, &n);
         if (rc == 0 && g->have_recv)
             rc = weft_graph_add_edge(g->local, g->last_recv, n);
         for (unsigned i = 0; rc == 0 && i < g->nsince; i++)
             rc = weft_graph_add_edge(g->local, g->since[i], n);
+        if (rc == 0 && ep->dev)
+            rc = add_copy_node(g, ep, wm_copy_in, &acc);
+        if (rc == 0 && ep->dev)
+            rc = weft_graph_add_edge(g->local, n, ep->copy_node);
         if (rc == 0) {
             g->have_recv = 1;
             g->last_recv = n;
@@ -196,7 +233,7 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
         rc = note_touch(g, reg, at, 0, &ep->seq);
     if (rc == 0 && ep->send)
         rc = note_send(g, n);
-    if (rc == 0 && ep->send && !ep->packed &&
+    if (rc == 0 && ep->send && !ep->packed && !ep->dev &&
         grow((void **)&g->open, &g->ocap, g->nopen + 1, sizeof *g->open))
         rc = WEFT_ENOMEM;
     if (rc < 0) {
@@ -204,7 +241,9 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
         return rc;
     }
     ep->node = n;
-    if (ep->send && !ep->packed)
+    /* a device send reads the bytes on the device, and its native node
+     * has them copied out before anything after it writes them */
+    if (ep->send && !ep->packed && !ep->dev)
         g->open[g->nopen++] = ep;
     g->eps[g->neps++] = ep;
     return 0;
@@ -665,7 +704,7 @@ static void mark_early(weft_mpi_graph *g)
     for (unsigned i = 0; i < g->neps; i++) {
         wm_endpoint *ep = g->eps[i];
 
-        if (ep->send)
+        if (ep->send || ep->dev)
             continue;
         ep->early = 1;
         for (unsigned k = 0; ep->early && k < g->ntouch; k++) {

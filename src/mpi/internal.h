@@ -38,6 +38,20 @@ struct weft_mpi {
     unsigned graphs;       /* live weft_mpi graphs */
     weft_mpi_exec **execs; /* the live executable graphs */
     unsigned nexecs, xcap;
+    /*
+     * Device to device between ranks of one machine (cuda.c): per rank,
+     * its machine (the lowest rank of comm on it) and whether it moves
+     * tiles by CUDA IPC (WEFT_MPI_IPC on, exactly one CUDA device,
+     * libcuda's copy loaded), alike on every rank (made at
+     * weft_mpi_create). gpu: this rank's CUDA device, where its ends of
+     * such transfers run; cuda: libcuda, opened by weft_mpi (NULL: none).
+     */
+    int *machine;
+    unsigned char *ipc_ok;
+    int ipc_pairs; /* some two ranks are a pair (wm_ipc_pair) */
+    const weft_device *gpu;
+    void *cuda;
+    void *memcpy2d; /* cuMemcpy2DAsync_v2 */
 };
 
 /*
@@ -119,6 +133,29 @@ typedef struct wm_endpoint {
     MPI_Request fill;   /* an empty message in place of a send not made */
     int posted_direct;  /* this launch: the receive is direct */
     int done; /* this launch: the send started, the receive's bytes came */
+    /*
+     * A transfer between two ranks of one machine that move tiles by CUDA
+     * IPC (wm_ipc_pair): both ends are a native node on the rank's GPU
+     * (copy_node) beside the host task (node). A send: the native node
+     * copies the bytes out (into staging, or into the receiver's device
+     * memory where ipc), then the task starts req. A receive: the task
+     * waits for req, then the native node copies staging into the device
+     * (or, where ipc, does nothing: the bytes are there). Until the first
+     * launch has ended, and for good where the receiver cannot export its
+     * device memory, staging is pinned memory (weft_host_alloc) and req
+     * moves the bytes; from the second launch on (wm_ipc_setup) an ipc
+     * endpoint's req moves one int (ipc_msg) saying that the copy is done.
+     * ipc_first: a receive that no earlier touch of its rank shares a byte
+     * with (so nothing of its rank reads or writes its bytes between a
+     * launch's start and its task), the condition to export it.
+     */
+    int dev;
+    int ipc_first;
+    int ipc;             /* from wm_ipc_setup on: the bytes move by IPC */
+    int exported;        /* a receive: its device range is exported */
+    uint64_t peer_addr;  /* a send: the receiver's first byte, mapped */
+    weft_node copy_node; /* the native node */
+    int ipc_msg;
 } wm_endpoint;
 
 /*
@@ -221,6 +258,23 @@ struct weft_mpi_exec {
     pthread_mutex_t plock;
     pthread_cond_t pcond;
     int pstate;
+    /*
+     * CUDA IPC (cuda.c): pinned, the staging of the device endpoints
+     * (weft_host_alloc; freed where all of them move by IPC); ipc_setup,
+     * whether wm_ipc_setup ran (once, at the end of the first launch that
+     * succeeded), with its messages and requests (ipc_offer, ipc_req: one
+     * per device endpoint, made at instantiate); nipc, this rank's
+     * endpoints moving by IPC; ipc_any, whether any rank has one (then
+     * each launch starts with a barrier, so that no rank writes another's
+     * device memory before that rank's launch has started).
+     */
+    void *pinned;
+    int ipc_setup;
+    struct wm_offer *ipc_offer;
+    MPI_Request *ipc_req;
+    unsigned nipc;
+    int ipc_any;
+    int ipc_small; /* every message of WM_PROGRESS_MIN or more went IPC */
 };
 
 /*
@@ -264,6 +318,27 @@ int wm_recv_task(void *const *ptrs, void *user);
 int wm_send_task(void *const *ptrs, void *user);
 /* A completion task: waits for its send (user: the endpoint). */
 int wm_sent_task(void *const *ptrs, void *user);
+/* cuda.c: device to device between ranks of one machine. */
+/* Learn the machines of the ranks and which move tiles by IPC (collective). */
+int wm_ipc_init(weft_mpi *mpi);
+void wm_ipc_fini(weft_mpi *mpi);
+/* Whether a transfer from rank a to rank b has device endpoints. */
+int wm_ipc_pair(const weft_mpi *mpi, int a, int b);
+/* The native nodes' functions (user: the endpoint). */
+int wm_copy_out(const weft_native_ctx *ctx, void *user);
+int wm_copy_in(const weft_native_ctx *ctx, void *user);
+/* ipc_offer and ipc_req for e's device endpoints (exec_setup). */
+int wm_ipc_alloc(weft_mpi_exec *e);
+/*
+ * Collective, between launches: receivers export, senders open, both
+ * agree endpoint by endpoint; then ipc endpoints' req carry ipc_msg. A
+ * failure on any rank is every rank's (it fails e).
+ */
+int wm_ipc_setup(weft_mpi_exec *e);
+/* Release what wm_ipc_setup took (exports, mappings). */
+void wm_ipc_release(weft_mpi_exec *e);
+/* The bytes from at's first byte to one past its last. */
+size_t wm_span(const wm_region *at);
 /* Whether a and b share a byte (track.c). */
 int wm_overlap(const wm_region *a, const wm_region *b);
 

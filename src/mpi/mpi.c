@@ -63,6 +63,12 @@ int weft_mpi_create(weft_runtime *rt, MPI_Comm comm, weft_mpi **mpi)
     MPI_Comm_rank(m->comm, &m->rank);
     MPI_Comm_size(m->comm, &m->size);
     m->rt = rt;
+    if (wm_ipc_init(m) < 0) {
+        wm_ipc_fini(m);
+        MPI_Comm_free(&m->comm);
+        free(m);
+        return wm_error(WEFT_ENOMEM, "weft_mpi_create: out of memory");
+    }
     *mpi = m;
     return 0;
 }
@@ -77,6 +83,7 @@ int weft_mpi_destroy(weft_mpi *mpi)
                         "registered buffer(s) live",
                         mpi->graphs, mpi->nregs);
     MPI_Comm_free(&mpi->comm);
+    wm_ipc_fini(mpi);
     free(mpi->regs);
     free(mpi->execs);
     free(mpi);

@@ -608,6 +608,63 @@ static void test_devmem_bad_input(void **state)
     graph_works();
 }
 
+/*
+ * Memory shared between processes: bad arguments first, then WEFT_ENOTSUP
+ * on every driver this test runs on (host, sim, OpenCL); nothing changes.
+ */
+static void test_ipc_bad_input(void **state)
+{
+    const weft_device *d = weft_runtime_device(rt, 0);
+    const weft_device *other = weft_runtime_device(rt_b, 0);
+    weft_ipc_handle h;
+    uint64_t addr = 0;
+
+    (void)state;
+    fill_pattern(fx.x, 6);
+    memset(&h, 0, sizeof h);
+    expect(weft_buffer_export(fx.x, d, 0, 4, WEFT_READ, NULL), WEFT_EINVAL,
+           "weft_buffer_export", "result is NULL");
+    expect(weft_buffer_export(NULL, d, 0, 4, WEFT_READ, &h), WEFT_EINVAL,
+           "buffer is NULL");
+    expect(weft_buffer_export(fx.x, NULL, 0, 4, WEFT_READ, &h), WEFT_EINVAL,
+           "device is NULL");
+    expect(weft_buffer_export(fx.x, other, 0, 4, WEFT_READ, &h), WEFT_EINVAL,
+           "not a device");
+    expect(weft_buffer_export(fx.x, d, 0, 4, (weft_access)9, &h), WEFT_EINVAL,
+           "unknown mode 9");
+    expect(weft_buffer_export(fx.x, d, 0, 0, WEFT_WRITE, &h), WEFT_EINVAL,
+           "size is 0");
+    expect(weft_buffer_export(fx.x, d, 0, 4, WEFT_READ, &h), WEFT_ENOTSUP,
+           "weft_buffer_export", "shares no memory between processes");
+    expect(weft_buffer_export_release(NULL, d, 0, 4), WEFT_EINVAL,
+           "weft_buffer_export_release", "buffer is NULL");
+    expect(weft_buffer_export_release(fx.x, NULL, 0, 4), WEFT_EINVAL,
+           "device is NULL");
+    expect(weft_buffer_export_release(fx.x, other, 0, 4), WEFT_EINVAL,
+           "not a device");
+    expect(weft_buffer_export_release(fx.x, d, 0, 4), WEFT_ENOTSUP,
+           "shares no memory between processes");
+
+    expect(weft_ipc_open(NULL, d, &h, &addr), WEFT_EINVAL, "weft_ipc_open",
+           "runtime is NULL");
+    expect(weft_ipc_open(rt, d, NULL, &addr), WEFT_EINVAL, "handle is NULL");
+    expect(weft_ipc_open(rt, d, &h, NULL), WEFT_EINVAL, "address is NULL");
+    expect(weft_ipc_open(rt, NULL, &h, &addr), WEFT_EINVAL, "device is NULL");
+    expect(weft_ipc_open(rt, other, &h, &addr), WEFT_EINVAL, "not a device");
+    expect(weft_ipc_open(rt, d, &h, &addr), WEFT_ENOTSUP,
+           "shares no memory between processes");
+    assert_int_equal(addr, 0);
+    expect(weft_ipc_close(NULL, d, 1), WEFT_EINVAL, "weft_ipc_close",
+           "runtime is NULL");
+    expect(weft_ipc_close(rt, NULL, 1), WEFT_EINVAL, "device is NULL");
+    expect(weft_ipc_close(rt, other, 1), WEFT_EINVAL, "not a device");
+    expect(weft_ipc_close(rt, d, 1), WEFT_EINVAL,
+           "no address that weft_ipc_open returned");
+    /* None of it touched x. */
+    buffer_holds(fx.x, 6);
+    graph_works();
+}
+
 /* Every (offset, size) of the synchronous helpers, by one rule (weft.h). */
 static void test_buffer_ranges(void **state)
 {
@@ -2202,6 +2259,10 @@ static const struct {
     {"weft_buffer_device_address", "test_devmem_bad_input"},
     {"weft_buffer_mark_device_written", "test_devmem_bad_input"},
     {"weft_device_native", "test_devmem_bad_input"},
+    {"weft_buffer_export", "test_ipc_bad_input"},
+    {"weft_buffer_export_release", "test_ipc_bad_input"},
+    {"weft_ipc_open", "test_ipc_bad_input"},
+    {"weft_ipc_close", "test_ipc_bad_input"},
     {"weft_graph_create", "test_graph_bad_input"},
     {"weft_graph_destroy", "test_graph_bad_input"},
     {"weft_graph_node_count", "test_graph_bad_input"},
@@ -2358,6 +2419,7 @@ int main(int argc, char **argv)
         CASE(test_buffer_bad_input),
         CASE(test_buffer_ranges),
         CASE(test_devmem_bad_input),
+        CASE(test_ipc_bad_input),
         CASE(test_graph_bad_input),
         CASE(test_add_kernel_bad_input),
         CASE(test_add_kernels_bad_input),

@@ -5,10 +5,11 @@
 # (bench/mpi_cholesky.sh), metg's stencil across ranks against plain MPI,
 # and a merged trace of the Cholesky on 2 ranks. From the root:
 #     source .devkit/setup.sh && tests/gpu/mpi_20.sh OUTDIR [STAGES]
-# STAGES (default "build test chol metg trace") picks the parts to run;
+# STAGES (default "build test ipc chol metg trace") picks the parts to run
+# (ipc: CUDA IPC's tests, and the Cholesky with it on and off);
 # N and TILE (default 32768 and 2048) the Cholesky's size.
 set -u
-out=$1 stages=${2:-"build test chol metg trace"}
+out=$1 stages=${2:-"build test ipc chol metg trace"}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 b=build-gpu
@@ -29,10 +30,31 @@ if has test; then
     timeout 300 ctest --test-dir $b -R "mpi_|cholesky" --timeout 150 --output-on-failure 2>&1 |
         grep -E "tests passed|Failed|Timeout|Not Run" | tail -20
 fi
+if has ipc; then
+    # CUDA IPC: export, map, read and write in a forked child (ipc_cuda);
+    # weft_mpi's device endpoints, 2 ranks on CUDA, IPC on and off
+    # (mpi_ipc_cuda_np2, mpi_ipc_cuda_off_np2); the Cholesky on 2 ranks
+    # with IPC's count (its CTest cases run host and sim only)
+    timeout 300 ctest --test-dir $b -R "^ipc_|mpi_ipc_" --timeout 150 \
+        --output-on-failure 2>&1 | grep -E "Test #|tests passed|Failed|rank|child" | tail -20
+    echo "=== test_mpi ipc and random, 2 ranks, rank r on GPU r"
+    timeout 200 mpiexec $root -np 2 sh -c \
+        'WEFT_DEVICES=cuda:$OMPI_COMM_WORLD_RANK exec '$b'/tests/mpi/test_mpi ipc,random --seeds 10' \
+        2>&1 | tail -6
+    echo "=== mpi_cholesky 2 ranks, n 8192 tile 2048, IPC on, then off"
+    timeout 300 mpiexec $root -np 2 --bind-to none $b/examples/mpi_cholesky \
+        --driver cuda --n 8192 --tile 2048 --reps 3 2>&1 | grep -E "IPC|weft_mpi:|residual|ok"
+    WEFT_MPI_IPC=0 timeout 300 mpiexec $root -np 2 --bind-to none -x WEFT_MPI_IPC \
+        $b/examples/mpi_cholesky --driver cuda --n 8192 --tile 2048 --reps 3 2>&1 |
+        grep -E "IPC|weft_mpi:|residual|ok"
+fi
 if has chol; then
     echo "=== bench/mpi_cholesky.sh cuda n ${N:-32768} tile ${TILE:-2048}"
     timeout 580 bench/mpi_cholesky.sh --build $b --driver cuda --n ${N:-32768} \
         --tile ${TILE:-2048} --reps 5 2>&1 | tail -12
+    echo "=== the same, CUDA IPC off (WEFT_MPI_IPC=0: tiles through host memory and MPI)"
+    WEFT_MPI_IPC=0 MPIEXEC_FLAGS="-x WEFT_MPI_IPC" timeout 580 bench/mpi_cholesky.sh \
+        --build $b --driver cuda --n ${N:-32768} --tile ${TILE:-2048} --reps 5 2>&1 | tail -4
     echo "=== the same, ranks bound to one core each (Open MPI's default)"
     MPIEXEC_FLAGS="--bind-to core" timeout 580 bench/mpi_cholesky.sh --build $b \
         --driver cuda --n ${N:-32768} --tile ${TILE:-2048} --reps 5 2>&1 | tail -3

@@ -254,6 +254,19 @@ typedef struct CUDA_MEMCPY3D {
     size_t Depth;
 } CUDA_MEMCPY3D;
 
+/* CUDA IPC (legacy: memory of cuMemAlloc). */
+#define CU_IPC_HANDLE_SIZE                 64
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+typedef struct CUipcMemHandle {
+    char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
+typedef CUresult weft__cu_IpcGetMemHandle_fn(CUipcMemHandle *h, CUdeviceptr p);
+typedef CUresult weft__cu_IpcOpenMemHandle_fn(CUdeviceptr *p, CUipcMemHandle h,
+                                              unsigned flags);
+typedef CUresult weft__cu_IpcCloseMemHandle_fn(CUdeviceptr p);
+typedef CUresult weft__cu_MemGetAddressRange_fn(CUdeviceptr *base, size_t *size,
+                                                CUdeviceptr p);
+
 typedef CUresult weft__cu_Memcpy2DAsync_fn(const CUDA_MEMCPY2D *p, CUstream s);
 typedef CUresult weft__cu_Memcpy3DAsync_fn(const CUDA_MEMCPY3D *p, CUstream s);
 typedef CUresult weft__cu_MemsetD8Async_fn(CUdeviceptr dst, unsigned char v,
@@ -373,7 +386,11 @@ typedef CUresult weft__cu_GraphExecUpdate_fn(CUgraphExec exec, CUgraph graph,
     X(GraphDestroy, 0, "cuGraphDestroy", NULL)                                 \
     X(GraphExecUpdate, 0, "cuGraphExecUpdate_v2", NULL)                        \
     X(EventRecordWithFlags, 0, "cuEventRecordWithFlags", NULL)                 \
-    X(StreamGetCtx, 0, "cuStreamGetCtx", NULL)
+    X(StreamGetCtx, 0, "cuStreamGetCtx", NULL)                                 \
+    X(MemGetAddressRange, 0, "cuMemGetAddressRange_v2", NULL)                  \
+    X(IpcGetMemHandle, 0, "cuIpcGetMemHandle", NULL)                           \
+    X(IpcOpenMemHandle, 0, "cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle")      \
+    X(IpcCloseMemHandle, 0, "cuIpcCloseMemHandle", NULL)
 
 typedef struct weft__cuda_api {
     void *lib; /* dlopen handle; NULL until loaded */

@@ -150,6 +150,89 @@ int weft__cuda_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
     return 0;
 }
 
+/* ---- memory shared between processes (legacy CUDA IPC) ----------------- */
+
+static int cuda_no_ipc(void)
+{
+    return weft__error(WEFT_ENOTSUP,
+                       "cuda: this libcuda lacks the IPC entry points "
+                       "(cuIpcGetMemHandle, cuIpcOpenMemHandle, "
+                       "cuIpcCloseMemHandle, cuMemGetAddressRange)");
+}
+
+/*
+ * The handle is of the allocation that holds the byte (cuMemAlloc's, of
+ * which weft's pool hands out pieces): cuIpcGetMemHandle takes only an
+ * allocation's first byte, which cuMemGetAddressRange gives.
+ */
+int weft__cuda_ipc_export(weft__mem *m, size_t off, unsigned char *handle,
+                          size_t *base_off)
+{
+    CUdeviceptr p = cuda_mm(m)->ptr + off, base = 0;
+    CUipcMemHandle h;
+    size_t range = 0;
+    CUresult res;
+    int rc;
+
+    if (!weft__cu.IpcGetMemHandle || !weft__cu.MemGetAddressRange)
+        return cuda_no_ipc();
+    if ((rc = weft__cuda_enter(m->ctx)) < 0)
+        return rc;
+    res = weft__cu.MemGetAddressRange(&base, &range, p);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuMemGetAddressRange: %#llx on GPU %d",
+                               (unsigned long long)p,
+                               cuda_ctx(m->ctx)->ordinal);
+    memset(&h, 0, sizeof h);
+    res = weft__cu.IpcGetMemHandle(&h, base);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0,
+                               "cuIpcGetMemHandle: the allocation of %zu bytes "
+                               "at %#llx on GPU %d",
+                               range, (unsigned long long)base,
+                               cuda_ctx(m->ctx)->ordinal);
+    memcpy(handle, h.reserved, CU_IPC_HANDLE_SIZE);
+    *base_off = (size_t)(p - base);
+    return 0;
+}
+
+int weft__cuda_ipc_open(weft__context *ctx, const unsigned char *handle,
+                        uint64_t *ptr)
+{
+    CUipcMemHandle h;
+    CUdeviceptr p = 0;
+    CUresult res;
+    int rc;
+
+    if (!weft__cu.IpcOpenMemHandle || !weft__cu.IpcCloseMemHandle)
+        return cuda_no_ipc();
+    if ((rc = weft__cuda_enter(ctx)) < 0)
+        return rc;
+    memcpy(h.reserved, handle, CU_IPC_HANDLE_SIZE);
+    res = weft__cu.IpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuIpcOpenMemHandle on GPU %d",
+                               cuda_ctx(ctx)->ordinal);
+    *ptr = p;
+    return 0;
+}
+
+int weft__cuda_ipc_close(weft__context *ctx, uint64_t ptr)
+{
+    CUresult res;
+    int rc;
+
+    if (!weft__cu.IpcCloseMemHandle)
+        return cuda_no_ipc();
+    if ((rc = weft__cuda_enter(ctx)) < 0)
+        return rc;
+    res = weft__cu.IpcCloseMemHandle((CUdeviceptr)ptr);
+    if (res != CUDA_SUCCESS)
+        return weft__cuda_fail(res, 0, "cuIpcCloseMemHandle: %#llx on GPU %d",
+                               (unsigned long long)ptr, cuda_ctx(ctx)->ordinal);
+    return 0;
+}
+
 void weft__cuda_mem_free(weft__mem *mem)
 {
     cuda_mem *m = cuda_mm(mem);

@@ -156,6 +156,11 @@ void weft__cuda_mem_free(weft__mem *mem);
 int weft__cuda_mem_wrap(weft__context *ctx, uint64_t handle, size_t off,
                         size_t size, weft__mem **out, size_t *moff);
 int weft__cuda_host_is_pinned(weft__context *ctx, const void *p, size_t size);
+int weft__cuda_ipc_export(weft__mem *m, size_t off, unsigned char *handle,
+                          size_t *base_off);
+int weft__cuda_ipc_open(weft__context *ctx, const unsigned char *handle,
+                        uint64_t *ptr);
+int weft__cuda_ipc_close(weft__context *ctx, uint64_t ptr);
 int weft__cuda_copy_h2d(weft__queue *q, weft__mem *dst, size_t dst_off,
                         const void *src, size_t size);
 int weft__cuda_copy_d2h(weft__queue *q, void *dst, weft__mem *src,
