@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -115,25 +114,16 @@ void wm_abort(weft_mpi_exec *e, int code)
     ctrl_send(e, code);
 }
 
-/* Wait for req (a host task's): 0 once complete, 1 once the launch aborted. */
-static int await(weft_mpi_exec *e, MPI_Request *req, MPI_Status *st)
+/*
+ * A poll task's look at req: 0 once it completed, WEFT_HOST_AGAIN while
+ * it has not (weft calls the task again, its worker free meanwhile),
+ * WM_TASK_FAILED once the launch aborted.
+ */
+static int poll_req(weft_mpi_exec *e, MPI_Request *req, MPI_Status *st)
 {
-    unsigned spins = 0;
-
-    for (;;) {
-        if (test(e, req, st))
-            return 0;
-        if (aborted(e))
-            return 1;
-        /* yield at first; past that, let the other ranks' threads run */
-        if (++spins < 1000) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, 20000};
-
-            nanosleep(&ts, NULL);
-        }
-    }
+    if (test(e, req, st))
+        return 0;
+    return aborted(e) ? WM_TASK_FAILED : WEFT_HOST_AGAIN;
 }
 
 /* The endpoint's persistent request on its host copy at host. */
@@ -176,7 +166,7 @@ int wm_send_task(void *const *ptrs, void *user)
     if ((ep->direct == MPI_REQUEST_NULL || ep->host != ptrs[0]) &&
         make_direct(ep, ptrs[0]) < 0) {
         wm_abort(ep->g->exec, WEFT_EIO);
-        return 1;
+        return WM_TASK_FAILED;
     }
     ep->done = 1;
     start(ep->g->exec, &ep->direct);
@@ -188,7 +178,7 @@ int wm_sent_task(void *const *ptrs, void *user)
     wm_endpoint *ep = user;
 
     (void)ptrs;
-    return await(ep->g->exec, &ep->direct, MPI_STATUS_IGNORE);
+    return poll_req(ep->g->exec, &ep->direct, MPI_STATUS_IGNORE);
 }
 
 int wm_recv_task(void *const *ptrs, void *user)
@@ -196,18 +186,18 @@ int wm_recv_task(void *const *ptrs, void *user)
     wm_endpoint *ep = user;
     weft_mpi_exec *e = ep->g->exec;
     MPI_Status st;
-    int n = 0;
+    int n = 0, rc;
 
-    if (await(e, ep->posted_direct ? &ep->direct : &ep->req, &st))
-        return 1;
+    if ((rc = poll_req(e, ep->posted_direct ? &ep->direct : &ep->req, &st)))
+        return rc;
     ep->done = 1;
     MPI_Get_count(&st, MPI_BYTE, &n);
     if ((size_t)n != (ep->ipc ? sizeof ep->ipc_msg : ep->size) || aborted(e))
-        return 1; /* the sender's node failed or was canceled */
-    if (ep->dev)  /* its native node copies staging in, or IPC brought it */
+        return WM_TASK_FAILED; /* the sender's node failed or was canceled */
+    if (ep->dev) /* its native node copies staging in, or IPC brought it */
         return 0;
-    if (ep->posted_direct)
-        return ptrs[0] != ep->host; /* (weft.h: host copies do not move) */
+    if (ep->posted_direct) /* (weft.h: host copies do not move) */
+        return ptrs[0] != ep->host ? WM_TASK_FAILED : 0;
     for (size_t r = 0; r < ep->at.rows; r++)
         memcpy((char *)ptrs[0] + r * ep->at.pitch,
                (char *)ep->staging + r * ep->at.row_bytes, ep->at.row_bytes);

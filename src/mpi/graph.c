@@ -133,8 +133,8 @@ static int settle_open(weft_mpi_graph *g, wm_reg *reg, wm_region at)
             weft_access_desc acc = access_of(reg, ep->at, WEFT_READ);
             weft_node n;
 
-            rc = weft_graph_add_host_status(g->local, wm_sent_task, ep, &acc, 1,
-                                            &n);
+            rc = weft_graph_add_host_poll(g->local, wm_sent_task, ep, &acc, 1,
+                                          &n);
             if (rc == 0)
                 rc = weft_graph_add_edge(g->local, ep->node, n);
             if (rc == 0)
@@ -212,9 +212,9 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
     } else {
         rc = settle_open(g, reg, at);
         if (rc == 0)
-            rc = weft_graph_add_host_status(g->local, wm_recv_task, ep,
-                                            ep->dev ? NULL : &acc,
-                                            ep->dev ? 0 : 1, &n);
+            rc = weft_graph_add_host_poll(g->local, wm_recv_task, ep,
+                                          ep->dev ? NULL : &acc,
+                                          ep->dev ? 0 : 1, &n);
         if (rc == 0 && g->have_recv)
             rc = weft_graph_add_edge(g->local, g->last_recv, n);
         for (unsigned i = 0; rc == 0 && i < g->nsince; i++)

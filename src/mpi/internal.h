@@ -314,9 +314,16 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
                     int to);
 /* Send this rank's control messages (once per launch): code, an error. */
 void wm_abort(weft_mpi_exec *e, int code);
+/* What the transfer tasks return when they fail the node. */
+enum { WM_TASK_FAILED = -1 };
+/*
+ * The transfer tasks (user: the endpoint). The send is a status task; the
+ * receive and the completion of a send (waiting for it: wm_sent_task) are
+ * poll tasks (weft_graph_add_host_poll), which hold no worker while their
+ * message is on its way.
+ */
 int wm_recv_task(void *const *ptrs, void *user);
 int wm_send_task(void *const *ptrs, void *user);
-/* A completion task: waits for its send (user: the endpoint). */
 int wm_sent_task(void *const *ptrs, void *user);
 /* cuda.c: device to device between ranks of one machine. */
 /* Learn the machines of the ranks and which move tiles by IPC (collective). */
