@@ -48,6 +48,15 @@ if has ipc; then
         $b/examples/mpi_cholesky --driver cuda --n 8192 --tile 2048 --reps 3 2>&1 |
         grep -E "IPC|weft_mpi:|residual|ok"
 fi
+if has cholab; then
+    # only the comparison of CUDA IPC on and off, in one script
+    echo "=== bench/mpi_cholesky.sh cuda n ${N:-32768} tile ${TILE:-2048}, IPC on"
+    timeout 280 bench/mpi_cholesky.sh --build $b --driver cuda --n ${N:-32768} \
+        --tile ${TILE:-2048} --reps 5 2>&1 | tail -8
+    echo "=== the same, CUDA IPC off (WEFT_MPI_IPC=0)"
+    WEFT_MPI_IPC=0 MPIEXEC_FLAGS="-x WEFT_MPI_IPC" timeout 280 bench/mpi_cholesky.sh \
+        --build $b --driver cuda --n ${N:-32768} --tile ${TILE:-2048} --reps 5 2>&1 | tail -4
+fi
 if has chol; then
     echo "=== bench/mpi_cholesky.sh cuda n ${N:-32768} tile ${TILE:-2048}"
     timeout 580 bench/mpi_cholesky.sh --build $b --driver cuda --n ${N:-32768} \
