@@ -6,7 +6,8 @@
 # and a merged trace of the Cholesky on 2 ranks. From the root:
 #     source .devkit/setup.sh && tests/gpu/mpi_20.sh OUTDIR [STAGES]
 # STAGES (default "build test ipc chol metg trace") picks the parts to run
-# (ipc: CUDA IPC's tests, and the Cholesky with it on and off);
+# (ipc: CUDA IPC's tests, and the Cholesky with it on and off; cholab:
+# only bench/mpi_cholesky.sh with IPC on, then off);
 # N and TILE (default 32768 and 2048) the Cholesky's size.
 set -u
 out=$1 stages=${2:-"build test ipc chol metg trace"}
