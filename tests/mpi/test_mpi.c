@@ -973,7 +973,7 @@ static int has_cuda(weft_runtime *rt)
 static void ipc_test(weft_runtime *rt, weft_mpi *mpi)
 {
     static uint32_t a0[IN * IN], y0[DN];
-    const uint32_t many = 1000;
+    const uint32_t one = 1, many = 1000;
     const char *env = getenv("WEFT_MPI_IPC");
     int last = nranks - 1,
         off = env && (!strcmp(env, "0") || !strcasecmp(env, "off"));
@@ -1001,8 +1001,9 @@ static void ipc_test(weft_runtime *rt, weft_mpi *mpi)
     acc.mode = WEFT_READ;
     OK(weft_mpi_graph_add_host(g, i_check, &ca, &acc, 1, last, NULL));
     acc = weft_access_range(y, 0, WEFT_WHOLE, WEFT_READ_WRITE);
-    OK(weft_mpi_graph_add_host(g, d_add, (void *)&(const uint32_t){1}, &acc, 1,
-                               0, NULL));
+    /* a named constant: the task reads it at every launch (a compound
+     * literal inside OK() would end with the macro's block) */
+    OK(weft_mpi_graph_add_host(g, d_add, (void *)&one, &acc, 1, 0, NULL));
     acc.mode = WEFT_READ;
     OK(weft_mpi_graph_add_host(g, i_check_range, &cy, &acc, 1, last, NULL));
     acc.mode = WEFT_READ_WRITE;
