@@ -1206,6 +1206,23 @@ typedef struct weft__fast_union {
 /* Past this many regions a root's union is not kept (claimed per access). */
 enum { WEFT__FAST_CLAIM_MAX = 4096 };
 
+/* Room for one more region in v[0, *n); -1 past the limit or no memory. */
+static int weft__claim_room(weft__region **v, uint32_t n, uint32_t *cap)
+{
+    if (n >= WEFT__FAST_CLAIM_MAX)
+        return -1;
+    if (n == *cap) {
+        uint32_t c = *cap ? 2 * *cap : 8;
+        weft__region *nv = weft__realloc(*v, c * sizeof *nv);
+
+        if (!nv)
+            return -1;
+        *v = nv;
+        *cap = c;
+    }
+    return 0;
+}
+
 /*
  * Add range [lo, hi) to the sorted disjoint ranges v[0, *nr) (followed by
  * *n - *nr block slices), merging those it touches; -1 past the limit or
@@ -1237,17 +1254,8 @@ static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
         hi = WEFT__MAX(hi, (*v)[k].off + (*v)[k].w);
     }
     if (k == a) { /* none: insert one */
-        if (*n >= WEFT__FAST_CLAIM_MAX)
+        if (weft__claim_room(v, *n, cap) < 0)
             return -1;
-        if (*n == *cap) {
-            uint32_t c = *cap ? 2 * *cap : 8;
-            weft__region *nv = weft__realloc(*v, c * sizeof *nv);
-
-            if (!nv)
-                return -1;
-            *v = nv;
-            *cap = c;
-        }
         memmove(*v + a + 1, *v + a, (*n - a) * sizeof **v);
         (*n)++;
         (*nr)++;
@@ -1265,17 +1273,8 @@ static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
 static int weft__claim_add_block(weft__region **v, uint32_t *n, uint32_t *cap,
                                  const weft__region *r)
 {
-    if (*n >= WEFT__FAST_CLAIM_MAX)
+    if (weft__claim_room(v, *n, cap) < 0)
         return -1;
-    if (*n == *cap) {
-        uint32_t c = *cap ? 2 * *cap : 8;
-        weft__region *nv = weft__realloc(*v, c * sizeof *nv);
-
-        if (!nv)
-            return -1;
-        *v = nv;
-        *cap = c;
-    }
     (*v)[(*n)++] = *r;
     return 0;
 }
