@@ -20,10 +20,12 @@
  * figures are computed at the end against that peak. For each sweep point
  * and variant, the best of R launches: efficiency = FLOPs / wall / peak,
  * granularity = wall x cores / tasks (us). METG(50%) is where efficiency
- * crosses 50% going down the sweep: between the last point at or above 50%
- * and the first below it, interpolated linearly in efficiency against
- * log(granularity).
- * Where even the largest tasks stay below 50% the figure is the largest
+ * crosses 50% for the last time going down the sweep: between the last
+ * point at or above 50% and the one after it, interpolated linearly in
+ * efficiency against log(granularity) (a larger size that fell below 50%
+ * between sizes above it was disturbed by other work, which can only lower
+ * a point: a note names how many).
+ * Where no task size reaches 50% the figure is the largest
  * granularity measured, marked "never 50%"; where no point fell below, the
  * smallest, marked "upper bound". Beside them, at the largest tasks, the
  * cores a launch kept busy (the process's CPU time over the wall time;
@@ -1047,28 +1049,38 @@ static point point_of(const sweep *sw, const sweep_point *sp, variant v)
 }
 
 /*
- * METG(50%): down the sweep (largest tasks first), the first point below
- * 50% and the one before it bound the crossing; between them efficiency
- * is taken as linear in log(granularity). *unit says when no point
- * bounds it from below or above.
+ * METG(50%): down the sweep (largest tasks first), the last point at or
+ * above 50% and the one after it bound the crossing; between them
+ * efficiency is taken as linear in log(granularity). Other work on the
+ * machine can only lower a point, so a point below 50% above that one is
+ * a disturbance, not the crossing: *dips counts them (the caller says
+ * so). *unit says when no point bounds it from below or above.
  */
-static double metg_of(const point *pts, int n, const char **unit)
+static double metg_of(const point *pts, int n, const char **unit, int *dips)
 {
+    int last = -1;
+
     *unit = "us";
-    if (pts[0].eff < 0.5) {
+    *dips = 0;
+    for (int k = 0; k < n; k++)
+        if (pts[k].eff >= 0.5)
+            last = k;
+    for (int k = 0; k < last; k++)
+        *dips += pts[k].eff < 0.5;
+    if (last < 0) {
         *unit = "us (never 50%)";
         return pts[0].gran_us;
     }
-    for (int k = 1; k < n; k++)
-        if (pts[k].eff < 0.5) {
-            const point *a = &pts[k - 1], *b = &pts[k];
-            double f = (a->eff - 0.5) / (a->eff - b->eff);
+    if (last == n - 1) {
+        *unit = "us (upper bound)";
+        return pts[n - 1].gran_us;
+    }
+    {
+        const point *a = &pts[last], *b = &pts[last + 1];
+        double f = (a->eff - 0.5) / (a->eff - b->eff);
 
-            return exp(log(a->gran_us) +
-                       f * (log(b->gran_us) - log(a->gran_us)));
-        }
-    *unit = "us (upper bound)";
-    return pts[n - 1].gran_us;
+        return exp(log(a->gran_us) + f * (log(b->gran_us) - log(a->gran_us)));
+    }
 }
 
 /* "10ms", "625us" */
@@ -1236,10 +1248,16 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
     for (int v = 0; v < NVARIANTS; v++) {
         const char *unit;
         double m;
+        int dips;
 
         if (!(sw->variants & 1 << v))
             continue;
-        m = metg_of(pts[v], npts, &unit);
+        m = metg_of(pts[v], npts, &unit, &dips);
+        if (dips)
+            bench_note("%s %s: %d larger task size(s) fell below 50%% between "
+                       "sizes above it (other work on the machine); the "
+                       "crossing is the last one",
+                       pattern_names[kind], variant_names[v], dips);
         snprintf(name, sizeof name, "metg %s %s", pattern_names[kind],
                  variant_names[v]);
         bench_figure(name, m, unit);
