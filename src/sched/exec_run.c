@@ -1200,6 +1200,7 @@ typedef struct weft__fast_union {
     uint32_t root;
     weft__region *rd, *wr;
     uint32_t nrd, nwr, nrd_ranges, nwr_ranges, rd_cap, wr_cap;
+    uint32_t rd_hint, wr_hint; /* the range the last add fell in */
     uint64_t updates;
 } weft__fast_union;
 
@@ -1227,13 +1228,20 @@ static int weft__claim_room(weft__region **v, uint32_t n, uint32_t *cap)
  * Add range [lo, hi) to the sorted disjoint ranges v[0, *nr) (followed by
  * *n - *nr block slices), merging those it touches; -1 past the limit or
  * without memory. A program's accesses come mostly in address order or
- * repeat recent ones: the last range is tried before a binary search.
+ * repeat recent ones: the range the last add fell in (*hint) and the one
+ * after it are tried first, then the last range, then a binary search.
  */
 static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
-                                 uint32_t *cap, size_t lo, size_t hi)
+                                 uint32_t *cap, uint32_t *hint, size_t lo,
+                                 size_t hi)
 {
     uint32_t a = 0, b = *nr, k;
 
+    for (k = *hint; k < *nr && k < *hint + 2; k++)
+        if ((*v)[k].off <= lo && hi <= (*v)[k].off + (*v)[k].w) {
+            *hint = k; /* inside one already */
+            return 0;
+        }
     if (*nr && (*v)[*nr - 1].off <= lo) {
         a = *nr - 1; /* at or after the last range */
     } else {
@@ -1266,6 +1274,7 @@ static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
         *nr -= k - a - 1;
     }
     (*v)[a] = weft__region_range(lo, hi - lo);
+    *hint = a;
     return 0;
 }
 
@@ -1322,11 +1331,11 @@ static void weft__fast_claims_make(weft_exec *e)
             if (r.h == 1) {
                 if (acc->mode & WEFT_READ)
                     ok = weft__claim_add_range(&c->rd, &c->nrd, &c->nrd_ranges,
-                                               &c->rd_cap, r.off,
+                                               &c->rd_cap, &c->rd_hint, r.off,
                                                r.off + r.w) == 0;
                 if (ok && (acc->mode & WEFT_WRITE))
                     ok = weft__claim_add_range(&c->wr, &c->nwr, &c->nwr_ranges,
-                                               &c->wr_cap, r.off,
+                                               &c->wr_cap, &c->wr_hint, r.off,
                                                r.off + r.w) == 0;
             } else {
                 if (acc->mode & WEFT_READ)
