@@ -10,7 +10,14 @@
  *                instead of kernel nodes of a host-driver module: they run
  *                on weft's host workers and never as native graphs. Issue
  *                16's target: a relaunch at most 0.1 us/task
- *                ("host tasks relaunch / 0.1 us").
+ *                ("host tasks relaunch / 0.1 us");
+ *   host nearest host tasks in rows of NEAR_W, each writing its cell and
+ *                reading the cells i - 2 .. i + 2 of the row before (metg's
+ *                nearest pattern, cells in a ring of two rows): its
+ *                instantiate and first launch are what a first launch of
+ *                metg pays on one thread before the workers share the work,
+ *                so that on P cores they add about P times as much to its
+ *                granularity.
  * For each shape, per node: instantiate (building the graph is not timed),
  * the first launch of the executable graph (weft_exec_launch +
  * weft_exec_wait; a fresh buffer each time, filled on the host before, so
@@ -111,9 +118,16 @@ static void expect_calls(const char *what, unsigned long before)
 
 /* ---- weft -------------------------------------------------------------- */
 
-typedef enum shape { INDEPENDENT, CHAINED, HOST_TASKS, NSHAPES } shape;
+typedef enum shape {
+    INDEPENDENT,
+    CHAINED,
+    HOST_TASKS,
+    HOST_NEAREST,
+    NSHAPES
+} shape;
 static const char *const shape_names[NSHAPES] = {"independent", "chained",
-                                                 "host tasks"};
+                                                 "host tasks", "host nearest"};
+enum { NEAR_W = 32 }; /* host nearest: cells a row */
 
 static void empty_task(void *const *ptrs, void *user)
 {
@@ -126,13 +140,27 @@ static void empty_task(void *const *ptrs, void *user)
 static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
                   weft_buffer **buf, weft_graph **g)
 {
+    size_t size = (size_t)(nodes > 2 * NEAR_W ? nodes : 2 * NEAR_W) * slice;
     uint32_t zero = 0;
 
-    bench_check(weft_buffer_create(rt, (size_t)nodes * slice, buf));
-    bench_check(
-        weft_buffer_fill(*buf, 0, (size_t)nodes * slice, &zero, sizeof zero));
+    bench_check(weft_buffer_create(rt, size, buf));
+    bench_check(weft_buffer_fill(*buf, 0, size, &zero, sizeof zero));
     bench_check(weft_graph_create(rt, g));
-    for (uint32_t i = 0; i < nodes; i++) {
+    for (uint32_t i = 0; s == HOST_NEAREST && i < nodes; i++) {
+        uint32_t t = i / NEAR_W, c = i % NEAR_W;
+        weft_access_desc acc[6];
+        unsigned n = 0;
+
+        acc[n++] = (weft_access_desc)weft_access_range(
+            *buf, ((size_t)(t % 2) * NEAR_W + c) * slice, slice, WEFT_WRITE);
+        for (int d = -2; t > 0 && d <= 2; d++)
+            if ((int)c + d >= 0 && (int)c + d < NEAR_W)
+                acc[n++] = (weft_access_desc)weft_access_range(
+                    *buf, ((size_t)((t - 1) % 2) * NEAR_W + c + d) * slice,
+                    slice, WEFT_READ);
+        bench_check(weft_graph_add_host(*g, empty_task, NULL, acc, n, NULL));
+    }
+    for (uint32_t i = 0; s != HOST_NEAREST && i < nodes; i++) {
         size_t off = s == CHAINED ? 0 : (size_t)i * slice;
         weft_arg arg = weft_arg_buffer(*buf, off, slice, WEFT_READ_WRITE);
         weft_access_desc acc =
@@ -145,7 +173,8 @@ static void build(weft_runtime *rt, weft_kernel *k, shape s, size_t slice,
             bench_check(
                 weft_graph_add_kernel(*g, k, weft_dims1(1), &arg, 1, NULL));
     }
-    if (weft_graph_edge_count(*g) != (s == CHAINED ? nodes - 1 : 0))
+    if (s != HOST_NEAREST &&
+        weft_graph_edge_count(*g) != (s == CHAINED ? nodes - 1 : 0))
         bench_die("%s: %u edges", shape_names[s], weft_graph_edge_count(*g));
 }
 

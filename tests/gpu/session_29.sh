@@ -22,7 +22,7 @@ echo "=== mpi_metg, 2 ranks, one host worker each"
 WEFT_DEVICES=host WEFT_HOST_WORKERS=1 WEFT_HOST_THREADS=1 timeout 120 \
     mpiexec $root -np 2 --bind-to core $b/bench/mpi_metg 2>&1 | grep -E "metg_50"
 echo "=== task_overhead"
-timeout 60 $b/bench/task_overhead --reps 9 2>&1 | tail -4
+timeout 60 $b/bench/task_overhead --reps 9 2>&1 | grep -E "host tasks relaunch|host nearest (instantiate|first|relaunch:)"
 echo "=== metg, every core"
 timeout ${METG_S:-200} $b/bench/metg --patterns stencil,nearest \
     --variants relaunch,first,openmp --max-us 10000 --min-us 2 --reps 3 2>&1 |
