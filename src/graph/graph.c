@@ -79,6 +79,63 @@ int weft_graph_create(weft_runtime *rt, weft_graph **out)
     return 0;
 }
 
+/* (Instantiates of one graph may run at once: the share is made once.) */
+weft__graph_share *weft__graph_share_take(weft_graph *g)
+{
+    weft__graph_share *s = __atomic_load_n(&g->share, __ATOMIC_ACQUIRE);
+
+    if (!s) {
+        weft__graph_share *none = NULL;
+
+        if (!(s = weft__malloc(sizeof *s)))
+            return NULL;
+        s->refs = 1; /* the graph's */
+        s->nodes = g->nodes;
+        s->acc = g->acc;
+        if (!__atomic_compare_exchange_n(&g->share, &none, s, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            weft__free(s);
+            s = none;
+        }
+    }
+    __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+    return s;
+}
+
+void weft__graph_share_drop(weft__graph_share *s)
+{
+    if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL))
+        return;
+    weft__free(s->nodes);
+    weft__free(s->acc);
+    weft__free(s);
+}
+
+int weft__graph_unshare(weft_graph *g)
+{
+    weft__node *nodes;
+    weft__access *acc;
+
+    if (!g->share)
+        return 0;
+    nodes = weft__malloc((g->cap_nodes ? g->cap_nodes : 1) * sizeof *nodes);
+    acc = weft__malloc((g->cap_acc ? g->cap_acc : 1) * sizeof *acc);
+    if (!nodes || !acc) {
+        weft__free(nodes);
+        weft__free(acc);
+        return weft__error(WEFT_ENOMEM, "graph: out of memory");
+    }
+    if (g->nnodes)
+        memcpy(nodes, g->nodes, (size_t)g->nnodes * sizeof *nodes);
+    if (g->nacc)
+        memcpy(acc, g->acc, (size_t)g->nacc * sizeof *acc);
+    g->nodes = nodes;
+    g->acc = acc;
+    weft__graph_share_drop(g->share);
+    g->share = NULL;
+    return 0;
+}
+
 int weft_graph_destroy(weft_graph *g)
 {
     if (!g)
@@ -91,9 +148,13 @@ int weft_graph_destroy(weft_graph *g)
         weft__buffer_graph_ref(g->acc[i].buf, -1);
     for (uint32_t i = 0; i < g->nroots; i++)
         weft__bandmap_fini(&g->roots[i].deps);
-    weft__free(g->nodes);
+    if (g->share) {
+        weft__graph_share_drop(g->share); /* executable graphs read them */
+    } else {
+        weft__free(g->nodes);
+        weft__free(g->acc);
+    }
     weft__free(g->marks);
-    weft__free(g->acc);
     weft__free(g->args);
     weft__free(g->bytes);
     weft__free(g->edges);
@@ -794,7 +855,8 @@ int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to)
                            "runs before node %u (through node %u)",
                            from, to, to, from, via);
     if ((rc = weft__grow(&g->xedges, &g->cap_xedges, g->nxedges + 1,
-                         sizeof *g->xedges)) < 0)
+                         sizeof *g->xedges)) < 0 ||
+        (rc = weft__graph_unshare(g)) < 0)
         return rc;
     g->xedges[g->nxedges] =
         (weft__edge){from, to, WEFT__EXPLICIT, WEFT__NONE, t->xin, 0, 0};
@@ -805,7 +867,7 @@ int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to)
 int weft_graph_set_native_capture(weft_graph *g, weft_node node, int on)
 {
     static const char fn[] = "weft_graph_set_native_capture";
-    weft__node *n;
+    const weft__node *n;
     int rc;
 
     if ((rc = weft__check_graph(g, fn)) < 0)
@@ -822,7 +884,9 @@ int weft_graph_set_native_capture(weft_graph *g, weft_node node, int on)
     if (on != 0 && on != 1)
         return weft__node_error(WEFT_EINVAL, g->nodes, node,
                                 "%s: on is %d (0 or 1)", fn, on);
-    n->u.native.capture = (uint32_t)on;
+    if ((rc = weft__graph_unshare(g)) < 0)
+        return rc;
+    g->nodes[node].u.native.capture = (uint32_t)on;
     return 0;
 }
 
@@ -842,6 +906,8 @@ int weft_graph_set_priority(weft_graph *g, weft_node node,
         return weft__node_error(WEFT_EINVAL, g->nodes, node,
                                 "priority %d is none of weft_priority",
                                 (int)priority);
+    if ((rc = weft__graph_unshare(g)) < 0)
+        return rc;
     g->nodes[node].priority = (uint32_t)priority;
     return 0;
 }
@@ -849,7 +915,7 @@ int weft_graph_set_priority(weft_graph *g, weft_node node,
 int weft_graph_set_device(weft_graph *g, weft_node node, const weft_device *dev)
 {
     const weft__device *d = weft__device_of(dev);
-    weft__node *n;
+    const weft__node *n;
     int rc;
 
     if ((rc = weft__check_graph(g, "weft_graph_set_device")) < 0)
@@ -875,6 +941,8 @@ int weft_graph_set_device(weft_graph *g, weft_node node, const weft_device *dev)
                                 n->kind == WEFT__NODE_KERNEL ? "kernel"
                                                              : "native node",
                                 d->props.index, d->name);
-    n->device = (int32_t)d->props.index;
+    if ((rc = weft__graph_unshare(g)) < 0)
+        return rc;
+    g->nodes[node].device = (int32_t)d->props.index;
     return 0;
 }

@@ -179,8 +179,22 @@ typedef struct weft__mark {
     uint32_t cand_slot, raw_root;
 } weft__mark;
 
+/*
+ * A graph's node and access arrays as executable graphs share them
+ * (weft__graph_share_take): refs (atomic) counts the graph, while they are
+ * still its own, and each executable graph holding them. Nothing writes
+ * them while shared: the graph copies them before it changes a node or
+ * adds one (weft__graph_unshare), and the last to drop frees them.
+ */
+typedef struct weft__graph_share {
+    unsigned refs;
+    weft__node *nodes;
+    weft__access *acc;
+} weft__graph_share;
+
 struct weft_graph {
     weft_runtime *rt;
+    weft__graph_share *share; /* NULL: nodes and acc are the graph's alone */
 
     weft__node *nodes;
     weft__mark *marks;
@@ -307,6 +321,18 @@ int weft__args_match(const weft_kernel *k, const weft__kernel *impl,
  * pointer. WEFT_ERANGE or WEFT_EINVAL naming the node.
  */
 int weft__graph_check(const weft_graph *g);
+/*
+ * The graph's node and access arrays for an executable graph to read for
+ * its life (no copy); NULL without memory. weft__graph_share_drop gives
+ * them back.
+ */
+weft__graph_share *weft__graph_share_take(weft_graph *g);
+void weft__graph_share_drop(weft__graph_share *s);
+/*
+ * Before anything changes g's nodes or accesses: its own copies of them
+ * where executable graphs share them. WEFT_ENOMEM (nothing changed) or 0.
+ */
+int weft__graph_unshare(weft_graph *g);
 /*
  * Predecessors of every node (inferred and explicit) as CSR arrays:
  * preds[first[i], first[i + 1]). The caller frees both (weft__free).

@@ -261,7 +261,9 @@ static int weft__node_room(weft_graph *g, uint32_t n, uint32_t nacc,
     if (n >= UINT32_MAX - 1 || nacc > UINT32_MAX - g->nacc ||
         nargs > UINT32_MAX - g->nargs)
         return weft__error(WEFT_ENOMEM, "graph: too many nodes");
-    if ((rc = weft__grow(&g->nodes, &g->cap_nodes, n + 1, sizeof *g->nodes)) <
+    /* (executable graphs that share the arrays keep the old ones) */
+    if ((rc = weft__graph_unshare(g)) < 0 ||
+        (rc = weft__grow(&g->nodes, &g->cap_nodes, n + 1, sizeof *g->nodes)) <
             0 ||
         (rc = weft__grow(&g->marks, &g->cap_marks, n + 1, sizeof *g->marks)) <
             0 ||

@@ -138,10 +138,16 @@ struct weft_exec {
     int priority;          /* weft_exec_options.priority */
     int scope;             /* placement's weft_place_scope, not DEFAULT */
 
-    weft__node *nodes;
+    /*
+     * The graph's nodes and accesses: its arrays themselves where share is
+     * set (read only: the graph copies them before it changes them), else
+     * copies of them.
+     */
+    const weft__node *nodes;
     uint32_t nnodes;
-    weft__access *acc;
+    const weft__access *acc;
     uint32_t nacc;
+    weft__graph_share *share;
     weft_arg *args;
     unsigned char *bytes;
     weft__raw *raws;      /* per node: the writers it reads from (graph.h) */

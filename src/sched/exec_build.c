@@ -249,8 +249,12 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->launch_seen);
     weft__free(e->node_times);
     weft__lanes_release(&e->lanes);
-    weft__free(e->nodes);
-    weft__free(e->acc);
+    if (e->share) {
+        weft__graph_share_drop(e->share);
+    } else {
+        weft__free((void *)e->nodes);
+        weft__free((void *)e->acc);
+    }
     weft__free(e->args);
     weft__free(e->bytes);
     weft__free(e->raws);
@@ -440,8 +444,11 @@ static int weft__exec_place(weft_exec *e, const weft_graph *g,
     return 0;
 }
 
-/* The copies of the graph an executable graph keeps, and its scratch. */
-static int weft__exec_copy(weft_exec *e, const weft_graph *g)
+/*
+ * What an executable graph keeps of the graph (its nodes and accesses
+ * shared, not copied, where the graph has both), and its scratch.
+ */
+static int weft__exec_copy(weft_exec *e, weft_graph *g)
 {
     uint32_t maxargs = 1, maxacc = 1;
 
@@ -452,8 +459,13 @@ static int weft__exec_copy(weft_exec *e, const weft_graph *g)
             maxargs = WEFT__MAX(maxargs, nd->u.kernel.nargs);
         maxacc = WEFT__MAX(maxacc, nd->nacc);
     }
-    e->nodes = weft__dup(g->nodes, (size_t)g->nnodes * sizeof *g->nodes);
-    e->acc = weft__dup(g->acc, (size_t)g->nacc * sizeof *g->acc);
+    if (g->nodes && g->acc && (e->share = weft__graph_share_take(g))) {
+        e->nodes = e->share->nodes;
+        e->acc = e->share->acc;
+    } else {
+        e->nodes = weft__dup(g->nodes, (size_t)g->nnodes * sizeof *g->nodes);
+        e->acc = weft__dup(g->acc, (size_t)g->nacc * sizeof *g->acc);
+    }
     e->args = weft__dup(g->args, (size_t)g->nargs * sizeof *g->args);
     e->bytes = weft__dup(g->bytes, g->nbytes);
     e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);

@@ -194,6 +194,71 @@ static void test_node_kinds(void **state)
  * A chain of advance kernels shows the order; the second launch runs on
  * the first's result and moves nothing to the device again.
  */
+/*
+ * An executable graph reads the graph's node and access arrays without a
+ * copy until the graph changes: nodes added, an edge, a priority and a
+ * device set after instantiate leave the executable graphs made before as
+ * they were, whether the graph or they are destroyed first.
+ */
+enum { CH = 64 };
+
+static void run_and_read(weft_exec *e, weft_buffer *b, uint32_t *got)
+{
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_buffer_read(b, 0, got, CH * 4));
+}
+
+static void test_graph_changes_after_instantiate(void **state)
+{
+    uint32_t got[CH], zero[CH] = {0};
+    weft_arg inc[] = {weft_arg_buffer(NULL, 0, CH * 4, WEFT_READ_WRITE),
+                      weft_arg_i64(CH)};
+    weft_exec *e1, *e2, *e3;
+    weft_node n0, n1;
+    weft_buffer *b;
+    weft_graph *g;
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, CH * 4, &b));
+    inc[0] = weft_arg_buffer(b, 0, CH * 4, WEFT_READ_WRITE);
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_kernel(g, k_addone, weft_dims1(CH), inc, 2, &n0));
+    check(weft_graph_instantiate(g, NULL, &e1)); /* one node */
+    check(weft_graph_instantiate(g, NULL, &e2)); /* the same arrays */
+    /* the graph changes: e1 and e2 keep one node each */
+    check(weft_graph_add_kernel(g, k_addone, weft_dims1(CH), inc, 2, &n1));
+    for (int k = 0; k < 1000; k++) /* the arrays grow: moved, were they
+                                      not copied first (ASan would see) */
+        check(weft_graph_add_empty(g, NULL));
+    check(weft_graph_set_priority(g, n0, WEFT_PRIORITY_HIGH));
+    check(weft_graph_set_device(g, n1, weft_runtime_device(devs.rt, 0)));
+    check(weft_graph_instantiate(g, NULL, &e3)); /* three nodes */
+    check(weft_graph_add_kernel(g, k_addone, weft_dims1(CH), inc, 2, NULL));
+    check(weft_buffer_write(b, 0, zero, sizeof zero));
+    run_and_read(e1, b, got);
+    for (unsigned i = 0; i < CH; i++)
+        assert_int_equal(got[i], 1);
+    run_and_read(e3, b, got);
+    for (unsigned i = 0; i < CH; i++)
+        assert_int_equal(got[i], 3);
+    /* the graph goes first: the executable graphs still hold its arrays */
+    check(weft_graph_destroy(g));
+    run_and_read(e2, b, got);
+    for (unsigned i = 0; i < CH; i++)
+        assert_int_equal(got[i], 4);
+    check(weft_exec_destroy(e1));
+    run_and_read(e3, b, got);
+    for (unsigned i = 0; i < CH; i++)
+        assert_int_equal(got[i], 6);
+    check(weft_exec_destroy(e3));
+    run_and_read(e2, b, got);
+    for (unsigned i = 0; i < CH; i++)
+        assert_int_equal(got[i], 7);
+    check(weft_exec_destroy(e2));
+    check(weft_buffer_destroy(b));
+}
+
 static void test_relaunch_keeps_copies(void **state)
 {
     enum { M = 1024 };
@@ -1247,6 +1312,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_node_kinds),
+        cmocka_unit_test(test_graph_changes_after_instantiate),
         cmocka_unit_test(test_relaunch_keeps_copies),
         cmocka_unit_test(test_native_relaunch),
         cmocka_unit_test(test_relaunch_changes),
