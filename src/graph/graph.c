@@ -118,6 +118,12 @@ int weft__graph_unshare(weft_graph *g)
 
     if (!g->share)
         return 0;
+    /* No executable graph holds them any more: they are the graph's. */
+    if (__atomic_load_n(&g->share->refs, __ATOMIC_ACQUIRE) == 1) {
+        weft__free(g->share);
+        g->share = NULL;
+        return 0;
+    }
     nodes = weft__malloc((g->cap_nodes ? g->cap_nodes : 1) * sizeof *nodes);
     acc = weft__malloc((g->cap_acc ? g->cap_acc : 1) * sizeof *acc);
     if (!nodes || !acc) {
@@ -858,8 +864,9 @@ int weft_graph_add_edge(weft_graph *g, weft_node from, weft_node to)
                          sizeof *g->xedges)) < 0 ||
         (rc = weft__graph_unshare(g)) < 0)
         return rc;
-    g->xedges[g->nxedges] =
-        (weft__edge){from, to, WEFT__EXPLICIT, WEFT__NONE, t->xin, 0, 0};
+    /* (t may have gone with the shared arrays: g->nodes from here) */
+    g->xedges[g->nxedges] = (weft__edge){
+        from, to, WEFT__EXPLICIT, WEFT__NONE, g->nodes[to].xin, 0, 0};
     g->nodes[to].xin = g->nxedges++;
     return 0;
 }
