@@ -401,6 +401,19 @@ void weft__exec_advance(weft_exec *e);
 int weft__exec_fast(weft_exec *e, int shared);
 /* The end of a launch that went so (exec.c). */
 void weft__exec_fast_end(weft_exec *e);
+
+/* The root's first byte of access a. */
+static inline size_t weft__acc_origin(const weft__access *a)
+{
+    return a->buf->offset + a->offset;
+}
+/* Tracker updates that weft__acc_written of a makes (for reserve). */
+static inline uint64_t weft__acc_updates(const weft__access *a)
+{
+    return (uint64_t)a->rows * a->slices;
+}
+/* Access a written in copy where (ok), or its bytes there unknown. */
+void weft__acc_written(const weft__access *a, unsigned where, int ok);
 /* Free fast_claims (instantiate's clean-up, destroy's). */
 void weft__exec_fast_free_claims(weft_exec *e);
 /*

@@ -1,0 +1,523 @@
+/*
+ * Launches with no issue (sched/exec.h, weft__exec_fast): host tasks,
+ * maps and empty nodes whose ranges are valid on the host, claimed per
+ * root and run by the host workers, each starting the nodes its node made
+ * ready.
+ */
+#include "exec.h"
+
+#include "hostwork.h"
+
+#include <limits.h>
+#include <string.h>
+
+/*
+ * A node's task and its launch count (pending, atomic: predecessors not
+ * finished), a cache line each: the workers that finish a node's
+ * predecessors count it down at about the same time as their neighbours'
+ * successors, which would otherwise share lines.
+ */
+typedef struct weft__fast_task {
+    _Alignas(WEFT__CACHE_LINE) weft__host_task task;
+    weft_exec *e;
+    uint32_t node;
+    uint32_t pending;
+} weft__fast_task;
+
+static void weft__fast_run(weft__host_task *t);
+static void weft__fast_roots_run(weft__host_task *t);
+
+/*
+ * One root's part of a fast launch's claim: the bytes its nodes read and
+ * those they write, each a set of disjoint ranges in address order (h ==
+ * 1, merged where they touch) followed by the slices of blocks as they
+ * are; updates: what marking the writes costs the tracker (reserve).
+ */
+typedef struct weft__fast_union {
+    uint32_t root;
+    weft__region *rd, *wr;
+    uint32_t nrd, nwr, nrd_ranges, nwr_ranges, rd_cap, wr_cap;
+    uint32_t rd_hint, wr_hint; /* the range the last add fell in */
+    uint64_t updates;
+} weft__fast_union;
+
+/* Past this many regions a root's union is not kept (claimed per access). */
+enum { WEFT__FAST_CLAIM_MAX = 4096 };
+
+/* Room for one more region in v[0, *n); -1 past the limit or no memory. */
+static int weft__claim_room(weft__region **v, uint32_t n, uint32_t *cap)
+{
+    if (n >= WEFT__FAST_CLAIM_MAX)
+        return -1;
+    if (n == *cap) {
+        uint32_t c = *cap ? 2 * *cap : 8;
+        weft__region *nv = weft__realloc(*v, c * sizeof *nv);
+
+        if (!nv)
+            return -1;
+        *v = nv;
+        *cap = c;
+    }
+    return 0;
+}
+
+/*
+ * Add range [lo, hi) to the sorted disjoint ranges v[0, *nr) (followed by
+ * *n - *nr block slices), merging those it touches; -1 past the limit or
+ * without memory. A program's accesses come mostly in address order or
+ * repeat recent ones: the range the last add fell in (*hint) and the one
+ * after it are tried first, then the last range, then a binary search.
+ */
+static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
+                                 uint32_t *cap, uint32_t *hint, size_t lo,
+                                 size_t hi)
+{
+    uint32_t a = 0, b = *nr, k;
+
+    for (k = *hint; k < *nr && k < *hint + 2; k++)
+        if ((*v)[k].off <= lo && hi <= (*v)[k].off + (*v)[k].w) {
+            *hint = k; /* inside one already */
+            return 0;
+        }
+    if (*nr && (*v)[*nr - 1].off <= lo) {
+        a = *nr - 1; /* at or after the last range */
+    } else {
+        while (a < b) { /* the first range that ends at or after lo */
+            uint32_t m = a + (b - a) / 2;
+
+            if ((*v)[m].off + (*v)[m].w < lo)
+                a = m + 1;
+            else
+                b = m;
+        }
+    }
+    if (a < *nr && (*v)[a].off + (*v)[a].w < lo)
+        a++;
+    /* ranges [a, k) touch [lo, hi): one range replaces them */
+    for (k = a; k < *nr && (*v)[k].off <= hi; k++) {
+        lo = WEFT__MIN(lo, (*v)[k].off);
+        hi = WEFT__MAX(hi, (*v)[k].off + (*v)[k].w);
+    }
+    if (k == a) { /* none: insert one */
+        if (weft__claim_room(v, *n, cap) < 0)
+            return -1;
+        memmove(*v + a + 1, *v + a, (*n - a) * sizeof **v);
+        (*n)++;
+        (*nr)++;
+        k = a + 1;
+    } else if (k > a + 1) { /* several merge into [a] */
+        memmove(*v + a + 1, *v + k, (*n - k) * sizeof **v);
+        *n -= k - a - 1;
+        *nr -= k - a - 1;
+    }
+    (*v)[a] = weft__region_range(lo, hi - lo);
+    *hint = a;
+    return 0;
+}
+
+/* Append a block's slice after the ranges; -1 past the limit. */
+static int weft__claim_add_block(weft__region **v, uint32_t *n, uint32_t *cap,
+                                 const weft__region *r)
+{
+    if (weft__claim_room(v, *n, cap) < 0)
+        return -1;
+    (*v)[(*n)++] = *r;
+    return 0;
+}
+
+void weft__exec_fast_free_claims(weft_exec *e)
+{
+    for (uint32_t c = 0; e->fast_claims && c < e->fast_nclaims; c++) {
+        weft__free(e->fast_claims[c].rd);
+        weft__free(e->fast_claims[c].wr);
+    }
+    weft__free(e->fast_claims);
+    e->fast_claims = NULL;
+    e->fast_nclaims = 0;
+}
+
+/*
+ * The per-root unions of e's accesses (fast_claims), and the host address
+ * of each access (fast_ptrs: a host copy does not move for its buffer's
+ * life). Without them (too many regions, no memory) launches claim access
+ * by access.
+ */
+static void weft__fast_claims_make(weft_exec *e)
+{
+    uint32_t *slot = weft__malloc(((size_t)e->nroots + 1) * sizeof *slot);
+    weft__fast_union *cl = weft__calloc((size_t)e->nroots + 1, sizeof *cl);
+    uint32_t n = 0;
+    int ok = slot && cl;
+
+    for (uint32_t r = 0; ok && r < e->nroots; r++)
+        slot[r] = UINT32_MAX;
+    for (uint32_t a = 0; ok && a < e->nacc; a++) {
+        const weft__access *acc = &e->acc[a];
+        weft__fast_union *c;
+
+        e->fast_ptrs[a] =
+            weft__buffer_host(acc->buf->root, weft__acc_origin(acc));
+        if (slot[acc->root] == UINT32_MAX) {
+            slot[acc->root] = n;
+            cl[n++].root = acc->root;
+        }
+        c = &cl[slot[acc->root]];
+        for (size_t sl = 0; ok && sl < acc->slices; sl++) {
+            weft__region r = weft__access_slice(acc, sl);
+
+            if (r.h == 1) {
+                if (acc->mode & WEFT_READ)
+                    ok = weft__claim_add_range(&c->rd, &c->nrd, &c->nrd_ranges,
+                                               &c->rd_cap, &c->rd_hint, r.off,
+                                               r.off + r.w) == 0;
+                if (ok && (acc->mode & WEFT_WRITE))
+                    ok = weft__claim_add_range(&c->wr, &c->nwr, &c->nwr_ranges,
+                                               &c->wr_cap, &c->wr_hint, r.off,
+                                               r.off + r.w) == 0;
+            } else {
+                if (acc->mode & WEFT_READ)
+                    ok = weft__claim_add_block(&c->rd, &c->nrd, &c->rd_cap,
+                                               &r) == 0;
+                if (ok && (acc->mode & WEFT_WRITE))
+                    ok = weft__claim_add_block(&c->wr, &c->nwr, &c->wr_cap,
+                                               &r) == 0;
+            }
+        }
+    }
+    for (uint32_t k = 0; ok && k < n; k++)
+        for (uint32_t w = 0; w < cl[k].nwr; w++)
+            cl[k].updates += cl[k].wr[w].h;
+    weft__free(slot);
+    e->fast_claims = cl;
+    e->fast_nclaims = n;
+    if (!ok)
+        weft__exec_fast_free_claims(e);
+}
+
+/*
+ * Whether e's nodes allow it (host tasks, maps and empty nodes, at least
+ * one, and host workers), with the per-node state made on first use; 0 if
+ * not (or no memory: the issue does it then).
+ */
+static int weft__fast_prepare(weft_exec *e)
+{
+    uint32_t n = e->nnodes;
+    unsigned *count;
+    weft__hostwork *hw;
+
+    if (e->fast)
+        return e->fast > 0;
+    e->fast = -1;
+    if (n == 0 || !weft__hostwork_get(e->rt))
+        return 0;
+    /* Host tasks that may fail need the issue's cancellation. */
+    for (uint32_t i = 0; i < n; i++)
+        if ((e->nodes[i].kind != WEFT__NODE_HOST &&
+             e->nodes[i].kind != WEFT__NODE_MAP &&
+             e->nodes[i].kind != WEFT__NODE_EMPTY) ||
+            (e->nodes[i].kind == WEFT__NODE_HOST && e->nodes[i].u.host.status))
+            return 0;
+    hw = weft__hostwork_get(e->rt);
+    count = weft__calloc(n, sizeof *count);
+    e->fast_tasks =
+        weft__calloc_aligned(n, sizeof *e->fast_tasks, WEFT__CACHE_LINE);
+    e->fast_roots = weft__calloc(n, sizeof *e->fast_roots);
+    e->fast_nrunners = weft__hostwork_workers(hw);
+    e->fast_runners = weft__calloc_aligned(
+        e->fast_nrunners + 1, sizeof *e->fast_runners, WEFT__CACHE_LINE);
+    e->fast_ptrs = weft__calloc((size_t)e->nacc + 1, sizeof *e->fast_ptrs);
+    e->fast_succ_first = weft__calloc((size_t)n + 1, sizeof *count);
+    e->fast_succs =
+        weft__calloc((size_t)e->pred_first[n] + 1, sizeof *e->fast_succs);
+    if (!count || !e->fast_tasks || !e->fast_ptrs || !e->fast_succ_first ||
+        !e->fast_succs || !e->fast_roots || !e->fast_runners) {
+        weft__free(count);
+        weft_clear_error();
+        return 0;
+    }
+    weft__lists_reverse(n, e->pred_first, e->preds, e->fast_succ_first,
+                        e->fast_succs, count);
+    weft__free(count);
+    /* Roots in the issue order: urgent ones (priorities) are claimed first. */
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = e->order[k];
+
+        e->fast_tasks[i].task.run = weft__fast_run;
+        e->fast_tasks[i].e = e;
+        e->fast_tasks[i].node = i;
+        if (e->pred_first[i + 1] == e->pred_first[i])
+            e->fast_roots[e->fast_nroots++] = i;
+    }
+    /* A DAG has a root; a few chunks per runner, to even the load out. */
+    weft__assert(e->fast_nroots > 0);
+    e->fast_nrunners = WEFT__MIN(e->fast_nrunners, e->fast_nroots);
+    e->fast_chunk =
+        WEFT__MAX(1u, WEFT__MIN(64u, e->fast_nroots / (e->fast_nrunners * 8)));
+    for (unsigned r = 0; r < e->fast_nrunners; r++) {
+        e->fast_runners[r].task.run = weft__fast_roots_run;
+        e->fast_runners[r].e = e;
+        e->fast_runners[r].node = WEFT__NONE;
+    }
+    weft__fast_claims_make(e);
+    e->fast = 1;
+    return 1;
+}
+
+/*
+ * Under the launch's start, with no root lock held: each root locked in
+ * turn, every range read valid on the host and room for the tracker's
+ * updates, then (all of them so) what the nodes write marked written on
+ * the host, as a handed-over host node's is, and the host addresses
+ * taken. 0 if some range is not valid there (nothing changed).
+ */
+/* Whether the host copy holds every byte of access a (root locked). */
+static int weft__acc_valid_host(const weft__access *a)
+{
+    for (size_t s = 0; s < a->slices; s++) {
+        weft__region r = weft__access_slice(a, s);
+
+        if (!weft__buffer_is_valid_region(a->buf->root, WEFT__HOST, &r))
+            return 0;
+    }
+    return 1;
+}
+
+/* Cut the tracker at each slice of a written access (root locked). */
+static int weft__acc_cut(const weft__access *a)
+{
+    int rc = 0;
+
+    for (size_t s = 0; s < a->slices && rc == 0; s++) {
+        weft__region r = weft__access_slice(a, s);
+
+        rc = weft__buffer_cut_region(a->buf->root, &r);
+    }
+    return rc;
+}
+
+/*
+ * weft__fast_claim by the roots' unions: per root, room for the marks,
+ * the tracker cut at what is written, what is read valid on the host;
+ * then (all of them so) the writes marked, one host writer per root.
+ */
+static int weft__fast_claim_roots(weft_exec *e)
+{
+    int ok = 1;
+
+    for (uint32_t k = 0; k < e->fast_nclaims && ok; k++) {
+        const weft__fast_union *c = &e->fast_claims[k];
+        weft_buffer *root = e->roots[c->root];
+
+        weft__buffer_lock(root);
+        ok = root->mapped_by == NULL && c->updates <= UINT_MAX &&
+             weft__buffer_reserve(root, (unsigned)c->updates) == 0;
+        for (uint32_t w = 0; w < c->nwr && ok; w++)
+            ok = weft__buffer_cut_region(root, &c->wr[w]) == 0;
+        for (uint32_t r = 0; r < c->nrd && ok; r++)
+            ok = weft__buffer_is_valid_region(root, WEFT__HOST, &c->rd[r]);
+        weft__buffer_unlock(root);
+    }
+    if (!ok) {
+        weft_clear_error();
+        return 0;
+    }
+    for (uint32_t k = 0; k < e->fast_nclaims; k++) {
+        const weft__fast_union *c = &e->fast_claims[k];
+        weft_buffer *root = e->roots[c->root];
+
+        if (!c->nwr)
+            continue;
+        weft__buffer_lock(root);
+        for (uint32_t w = 0; w < c->nwr; w++)
+            weft__buffer_written_region(root, WEFT__HOST, &c->wr[w]);
+        __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
+        weft__buffer_unlock(root);
+    }
+    return 1;
+}
+
+static int weft__fast_claim(weft_exec *e)
+{
+    uint64_t updates = 0;
+    int ok = 1;
+
+    if (e->fast_claims)
+        return weft__fast_claim_roots(e);
+
+    for (uint32_t a = 0; a < e->nacc; a++)
+        updates += weft__acc_updates(&e->acc[a]);
+    ok = updates <= UINT_MAX;
+    for (uint32_t r = 0; r < e->nroots && ok; r++) {
+        weft_buffer *root = e->roots[r];
+
+        weft__buffer_lock(root);
+        ok = root->mapped_by == NULL &&
+             weft__buffer_reserve(root, (unsigned)updates) == 0;
+        weft__buffer_unlock(root);
+    }
+    for (uint32_t a = 0; a < e->nacc && ok; a++) {
+        weft_buffer *root = e->acc[a].buf->root;
+
+        weft__buffer_lock(root);
+        /* the later marks of what it writes cannot fail then */
+        if (e->acc[a].mode & WEFT_WRITE)
+            ok = weft__acc_cut(&e->acc[a]) == 0;
+        if (ok && (e->acc[a].mode & WEFT_READ))
+            ok = weft__acc_valid_host(&e->acc[a]);
+        weft__buffer_unlock(root);
+    }
+    if (!ok) {
+        weft_clear_error();
+        return 0;
+    }
+    for (uint32_t a = 0; a < e->nacc; a++) {
+        weft_buffer *root = e->acc[a].buf->root;
+
+        weft__buffer_lock(root);
+        if (e->acc[a].mode & WEFT_WRITE) {
+            weft__acc_written(&e->acc[a], WEFT__HOST, 1);
+            __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
+        }
+        e->fast_ptrs[a] = weft__buffer_host(root, weft__acc_origin(&e->acc[a]));
+        weft__buffer_unlock(root);
+    }
+    return 1;
+}
+
+int weft__exec_fast(weft_exec *e, int shared)
+{
+    weft__hostwork *hw;
+    weft__fast_task *runners;
+    unsigned nrunners;
+
+    if (shared || e->run.timed || !weft__fast_prepare(e) ||
+        !weft__fast_claim(e))
+        return 0;
+    hw = weft__hostwork_get(e->rt);
+    weft__debug("sched", "a launch of %u host nodes with no issue", e->nnodes);
+    weft__lanes_host_effect(&e->lanes);
+    __atomic_store_n(&e->fast_remaining, e->nnodes + e->fast_nrunners,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&e->fast_next_root, 0, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        __atomic_store_n(&e->fast_tasks[i].pending,
+                         e->pred_first[i + 1] - e->pred_first[i],
+                         __ATOMIC_RELAXED);
+    weft__exec_leave(e);
+    /*
+     * The runners go to the workers (the submits publish the state above);
+     * the engine thread returns. The pending counts must all be set
+     * before the first root runs: its successors count down from them.
+     * Once the last runner is submitted the launch may end: e is not read
+     * again.
+     */
+    runners = e->fast_runners;
+    nrunners = e->fast_nrunners;
+    for (unsigned r = 0; r < nrunners; r++)
+        weft__hostwork_submit(hw, -1, &runners[r].task);
+    return 1;
+}
+
+/*
+ * On a host worker: node t's function, then its successors counted down:
+ * those it made ready go to the workers but the first, which this worker
+ * runs next. Counting remaining down is the last look at e but for the
+ * worker that takes it to zero, which ends the launch. The workers only
+ * read what the host had seen when the launch started (weft__exec_take):
+ * a host-only launch moves no device's order; the last one hands it on.
+ */
+/* n of the launch's count done; the one that ends it ends the launch. */
+static int weft__fast_done(weft_exec *e, uint32_t n)
+{
+    if (__atomic_sub_fetch(&e->fast_remaining, n, __ATOMIC_ACQ_REL))
+        return 0;
+    /* The last: every write is done and visible here. */
+    if (e->fast_claims) {
+        for (uint32_t k = 0; k < e->fast_nclaims; k++)
+            if (e->fast_claims[k].nwr)
+                __atomic_sub_fetch(
+                    &e->roots[e->fast_claims[k].root]->host_writers, 1,
+                    __ATOMIC_RELEASE);
+    } else {
+        for (uint32_t a = 0; a < e->nacc; a++)
+            if (e->acc[a].mode & WEFT_WRITE)
+                __atomic_sub_fetch(&e->acc[a].buf->root->host_writers, 1,
+                                   __ATOMIC_RELEASE);
+    }
+    weft__exec_fast_end(e);
+    return 1;
+}
+
+/*
+ * Node i and the successors it makes ready, one after another (the others
+ * go to the workers); how many nodes it ran. Those are counted off
+ * remaining by the caller, once for the whole chain (a count every worker
+ * changes is a contended line): the launch cannot end before, so e stays
+ * valid to here.
+ */
+static uint32_t weft__fast_chain(weft_exec *e, uint32_t i);
+
+static void weft__fast_run(weft__host_task *t)
+{
+    weft__fast_task *ft = (weft__fast_task *)(void *)t;
+    weft_exec *e = ft->e;
+
+    weft__exec_take(e);
+    weft__fast_done(e, weft__fast_chain(e, ft->node));
+}
+
+/*
+ * A runner: roots claimed a chunk at a time until none is left, then the
+ * runner's own count with its chains' (so that no runner looks at e after
+ * the end).
+ */
+static void weft__fast_roots_run(weft__host_task *t)
+{
+    weft_exec *e = ((weft__fast_task *)(void *)t)->e;
+    uint32_t n = e->fast_nroots, chunk = e->fast_chunk, ran = 1;
+
+    weft__exec_take(e);
+    for (;;) {
+        uint32_t k =
+            __atomic_fetch_add(&e->fast_next_root, chunk, __ATOMIC_RELAXED);
+
+        if (k >= n)
+            break;
+        for (uint32_t j = k; j < n && j < k + chunk; j++)
+            ran += weft__fast_chain(e, e->fast_roots[j]);
+    }
+    weft__fast_done(e, ran);
+}
+
+static uint32_t weft__fast_chain(weft_exec *e, uint32_t i)
+{
+    weft__hostwork *hw = weft__hostwork_get(e->rt);
+    uint32_t ran = 0;
+
+    for (;;) {
+        const weft__node *nd = &e->nodes[i];
+        void **ptrs = &e->fast_ptrs[nd->acc_first];
+        uint32_t next = WEFT__NONE;
+
+        if (nd->kind == WEFT__NODE_HOST)
+            nd->u.host.fn(ptrs, nd->u.host.user);
+        else if (nd->kind == WEFT__NODE_MAP)
+            nd->u.map.fn(ptrs[0], e->acc[nd->acc_first].size, nd->u.map.user);
+        ran++;
+        for (uint32_t k = e->fast_succ_first[i]; k < e->fast_succ_first[i + 1];
+             k++) {
+            uint32_t s = e->fast_succs[k];
+
+            if (__atomic_sub_fetch(&e->fast_tasks[s].pending, 1,
+                                   __ATOMIC_ACQ_REL))
+                continue;
+            if (next == WEFT__NONE)
+                next = s;
+            else
+                weft__hostwork_submit(hw, -1, &e->fast_tasks[s].task);
+        }
+        if (next == WEFT__NONE)
+            return ran;
+        i = next;
+    }
+}
