@@ -738,6 +738,28 @@ int weft_buffer_invalidate(weft_buffer *buf, size_t offset, size_t size)
     return weft__helper_end(buf, &l, rc, "weft_buffer_invalidate");
 }
 
+/*
+ * [at, at + size) of root held on device d (and made valid there, where
+ * valid), for a program's call: WEFT_EBUSY while the buffer is mapped,
+ * WEFT_EDEVMEM where it does not fit.
+ */
+static int weft__device_range(weft_buffer *root, unsigned d, size_t at,
+                              size_t size, int valid, weft__lanes *l,
+                              const char *fn)
+{
+    weft__span span = {root, at, size};
+    int rc;
+
+    if (root->mapped_by)
+        return weft__error(WEFT_EBUSY, "%s: the buffer is mapped", fn);
+    rc = weft__buffer_hold(&span, 1, d, l);
+    if (rc == WEFT__NO_ROOM) /* hold said why; nothing here waits for it */
+        return WEFT_EDEVMEM;
+    if (rc == 0 && valid)
+        rc = weft__buffer_make_valid(root, d, at, size, l);
+    return rc;
+}
+
 int weft_buffer_device_address(weft_buffer *buf, const weft_device *dev,
                                size_t offset, size_t size,
                                weft_device_address *out)
@@ -745,7 +767,6 @@ int weft_buffer_device_address(weft_buffer *buf, const weft_device *dev,
     static const char fn[] = "weft_buffer_device_address";
     weft__native_mem nm;
     weft_buffer *root;
-    weft__span span;
     weft__lanes l;
     weft__mem *mem;
     size_t at, moff;
@@ -761,15 +782,7 @@ int weft_buffer_device_address(weft_buffer *buf, const weft_device *dev,
     root = buf->root;
     at = buf->offset + offset;
     weft__lanes_init(&l, buf->rt);
-    span = (weft__span){root, at, size};
-    if (root->mapped_by)
-        rc = weft__error(WEFT_EBUSY, "%s: the buffer is mapped", fn);
-    else
-        rc = weft__buffer_hold(&span, 1, d, &l);
-    if (rc == WEFT__NO_ROOM) /* hold said why; nothing here waits for it */
-        rc = WEFT_EDEVMEM;
-    if (rc == 0)
-        rc = weft__buffer_make_valid(root, d, at, size, &l);
+    rc = weft__device_range(root, d, at, size, 1, &l, fn);
     if (rc == 0) {
         weft__buffer_device_ptr(root, d, at, &mem, &moff);
         weft__drv_native_mem(mem, moff, &nm);
@@ -834,7 +847,6 @@ int weft_buffer_export(weft_buffer *buf, const weft_device *dev, size_t offset,
     unsigned char drv[WEFT__IPC_DRV_SIZE];
     weft__ipc_wire w;
     weft_buffer *root;
-    weft__span span;
     weft__lanes l;
     weft__mem *mem;
     size_t at, moff, boff;
@@ -856,15 +868,7 @@ int weft_buffer_export(weft_buffer *buf, const weft_device *dev, size_t offset,
     root = buf->root;
     at = buf->offset + offset;
     weft__lanes_init(&l, buf->rt);
-    span = (weft__span){root, at, size};
-    if (root->mapped_by)
-        rc = weft__error(WEFT_EBUSY, "%s: the buffer is mapped", fn);
-    else
-        rc = weft__buffer_hold(&span, 1, d, &l);
-    if (rc == WEFT__NO_ROOM)
-        rc = WEFT_EDEVMEM;
-    if (rc == 0 && (mode & WEFT_READ))
-        rc = weft__buffer_make_valid(root, d, at, size, &l);
+    rc = weft__device_range(root, d, at, size, (mode & WEFT_READ) != 0, &l, fn);
     if (rc == 0)
         rc = weft__buffer_ipc_hold(root, d, at, size, 1, &mem, &moff);
     if (rc == 0 && (rc = weft__drv_ipc_export(mem, moff, drv, &boff)) < 0)
