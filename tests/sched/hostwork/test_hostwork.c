@@ -128,6 +128,23 @@ static void map_twice(void *ptr, size_t size, void *user)
     *(uint32_t *)ptr *= 2;
 }
 
+/* One device kernel advances the uint32 at off of b k times, and ends. */
+static void advance_on_device(weft_buffer *b, size_t off, uint32_t k)
+{
+    weft_arg a[] = {weft_arg_buffer(b, off, 4, WEFT_READ_WRITE),
+                    weft_arg_u32(k), weft_arg_i64(1)};
+    weft_graph *g;
+    weft_exec *e;
+
+    check(weft_graph_create(devs.rt, &g));
+    check(weft_graph_add_kernel(g, k_advance, weft_dims1(1), a, 3, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+}
+
 /*
  * A graph of host tasks, maps and empty nodes alone (weft__exec_fast: no
  * issue, the workers start what each node made ready): a diamond, a chain
@@ -194,19 +211,7 @@ static void test_host_only_graph(void **state)
         if (launch == 4) {
             /* A device kernel advances cb first: the host's copy of it is
              * stale, and this launch must bring it back. */
-            weft_graph *kg;
-            weft_exec *ke;
-            weft_arg k[] = {weft_arg_buffer(cb, 0, 4, WEFT_READ_WRITE),
-                            weft_arg_u32(5), weft_arg_i64(1)};
-
-            check(weft_graph_create(devs.rt, &kg));
-            check(weft_graph_add_kernel(kg, k_advance, weft_dims1(1), k, 3,
-                                        NULL));
-            check(weft_graph_instantiate(kg, NULL, &ke));
-            check(weft_exec_launch(ke));
-            check(weft_exec_wait(ke));
-            check(weft_exec_destroy(ke));
-            check(weft_graph_destroy(kg));
+            advance_on_device(cb, 0, 5);
             want[4] = wt_advance_value(want[4], 5);
         }
         want[0] = 1;
@@ -274,19 +279,7 @@ static void test_host_only_many_ranges(void **state)
     for (int launch = 1; launch <= 3; launch++) {
         if (launch == 3) {
             /* a device advances cell 0 first */
-            weft_graph *kg;
-            weft_exec *ke;
-            weft_arg k[] = {weft_arg_buffer(b, 0, 4, WEFT_READ_WRITE),
-                            weft_arg_u32(5), weft_arg_i64(1)};
-
-            check(weft_graph_create(devs.rt, &kg));
-            check(weft_graph_add_kernel(kg, k_advance, weft_dims1(1), k, 3,
-                                        NULL));
-            check(weft_graph_instantiate(kg, NULL, &ke));
-            check(weft_exec_launch(ke));
-            check(weft_exec_wait(ke));
-            check(weft_exec_destroy(ke));
-            check(weft_graph_destroy(kg));
+            advance_on_device(b, 0, 5);
             want[0] = wt_advance_value(want[0], 5);
         }
         for (unsigned i = 0; i < SPREAD; i++)
