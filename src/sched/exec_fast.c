@@ -137,10 +137,10 @@ void weft__exec_fast_free_claims(weft_exec *e)
 }
 
 /*
- * The per-root unions of e's accesses (fast_claims), and the host address
- * of each access (fast_ptrs: a host copy does not move for its buffer's
- * life). Without them (too many regions, no memory) launches claim access
- * by access.
+ * The host address of each access, once (fast_ptrs: a host copy does not
+ * move for its buffer's life), and the per-root unions of the accesses
+ * (fast_claims). Without unions (too many regions, no memory) launches
+ * claim access by access.
  */
 static void weft__fast_claims_make(weft_exec *e)
 {
@@ -149,14 +149,15 @@ static void weft__fast_claims_make(weft_exec *e)
     uint32_t n = 0;
     int ok = slot && cl;
 
+    for (uint32_t a = 0; a < e->nacc; a++)
+        e->fast_ptrs[a] = weft__buffer_host(e->acc[a].buf->root,
+                                            weft__acc_origin(&e->acc[a]));
     for (uint32_t r = 0; ok && r < e->nroots; r++)
         slot[r] = UINT32_MAX;
     for (uint32_t a = 0; ok && a < e->nacc; a++) {
         const weft__access *acc = &e->acc[a];
         weft__fast_union *c;
 
-        e->fast_ptrs[a] =
-            weft__buffer_host(acc->buf->root, weft__acc_origin(acc));
         if (slot[acc->root] == UINT32_MAX) {
             slot[acc->root] = n;
             cl[n++].root = acc->root;
@@ -373,12 +374,11 @@ static int weft__fast_claim(weft_exec *e)
     for (uint32_t a = 0; a < e->nacc; a++) {
         weft_buffer *root = e->acc[a].buf->root;
 
+        if (!(e->acc[a].mode & WEFT_WRITE))
+            continue;
         weft__buffer_lock(root);
-        if (e->acc[a].mode & WEFT_WRITE) {
-            weft__acc_written(&e->acc[a], WEFT__HOST, 1);
-            __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
-        }
-        e->fast_ptrs[a] = weft__buffer_host(root, weft__acc_origin(&e->acc[a]));
+        weft__acc_written(&e->acc[a], WEFT__HOST, 1);
+        __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
         weft__buffer_unlock(root);
     }
     return 1;
