@@ -150,8 +150,8 @@ int weft_graph_destroy(weft_graph *g)
     for (uint32_t i = 0; i < g->nnodes; i++)
         if (g->nodes[i].kind == WEFT__NODE_KERNEL)
             weft__kernel_ref(&g->nodes[i].u.kernel.k->graph_nodes, -1);
-    for (uint32_t i = 0; i < g->nacc; i++)
-        weft__buffer_graph_ref(g->acc[i].buf, -1);
+    for (uint32_t i = 0; i < g->nruns; i++)
+        weft__buffer_graph_ref(g->runs[i].buf, -(long)g->runs[i].n);
     for (uint32_t i = 0; i < g->nroots; i++)
         weft__bandmap_fini(&g->roots[i].deps);
     if (g->share) {
@@ -161,6 +161,7 @@ int weft_graph_destroy(weft_graph *g)
         weft__free(g->acc);
     }
     weft__free(g->marks);
+    weft__free(g->runs);
     weft__free(g->args);
     weft__free(g->bytes);
     weft__free(g->edges);

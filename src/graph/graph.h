@@ -77,6 +77,12 @@ typedef struct weft__access {
     size_t rows, slices, row_pitch, slice_pitch;
 } weft__access;
 
+/* Accesses in a row that name one buffer (weft_graph's runs). */
+typedef struct weft__acc_run {
+    weft_buffer *buf;
+    uint64_t n;
+} weft__acc_run;
+
 typedef struct weft__node {
     weft__node_kind kind;
     uint32_t acc_first, nacc; /* accesses[acc_first, +nacc) */
@@ -204,6 +210,16 @@ struct weft_graph {
     weft__access *acc;
     uint32_t nacc;
     size_t cap_acc;
+    /*
+     * The accesses as runs of one buffer each, in order (their counts sum
+     * to nacc): what references the accesses hold on their buffers, one
+     * atomic change per run, without a pass over the accesses.
+     */
+    weft__acc_run *runs;
+    uint32_t nruns;
+    size_t cap_runs;
+    /* The most accesses, and kernel arguments, of one node */
+    uint32_t max_node_acc, max_node_args;
     weft_arg *args; /* BYTES values: value.u64 is an offset in bytes[] */
     uint32_t nargs;
     size_t cap_args;

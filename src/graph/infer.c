@@ -269,6 +269,8 @@ static int weft__node_room(weft_graph *g, uint32_t n, uint32_t nacc,
             0 ||
         (rc = weft__grow(&g->acc, &g->cap_acc, g->nacc + nacc,
                          sizeof *g->acc)) < 0 ||
+        (rc = weft__grow(&g->runs, &g->cap_runs, (size_t)g->nruns + nacc,
+                         sizeof *g->runs)) < 0 ||
         (rc = weft__grow(&g->args, &g->cap_args, g->nargs + nargs,
                          sizeof *g->args)) < 0 ||
         (rc = weft__grow_bytes(g, nbytes)) < 0)
@@ -425,8 +427,15 @@ static void weft__node_commit(weft_graph *g, const weft__node *proto,
     } else if (nd->kind == WEFT__NODE_NATIVE) {
         nd->u.native.arg = g->nargs;
     }
-    for (uint32_t i = 0; i < nacc; i++)
-        weft__buffer_graph_ref(g->acc[g->nacc + i].buf, 1);
+    for (uint32_t i = 0; i < nacc; i++) {
+        weft_buffer *b = g->acc[g->nacc + i].buf;
+
+        if (g->nruns && g->runs[g->nruns - 1].buf == b)
+            g->runs[g->nruns - 1].n++;
+        else
+            g->runs[g->nruns++] = (weft__acc_run){b, 1};
+        weft__buffer_graph_ref(b, 1);
+    }
     /* The candidates are in decreasing order; keep edges increasing. */
     for (uint32_t i = 0; i < g->ncands; i++) {
         weft__edge *e = &g->edges[g->nedges + i];
@@ -435,6 +444,9 @@ static void weft__node_commit(weft_graph *g, const weft__node *proto,
         e->to = n;
     }
     g->nedges += g->ncands;
+    g->max_node_acc = WEFT__MAX(g->max_node_acc, nacc);
+    if (nd->kind == WEFT__NODE_KERNEL)
+        g->max_node_args = WEFT__MAX(g->max_node_args, nargs);
     g->nacc += nacc;
     g->nargs += nargs;
     g->nnodes = n + 1;

@@ -848,11 +848,8 @@ static void weft__exec_job(weft__engine_job *job)
 
 void weft__exec_acc_refs(weft_exec *e, long sign)
 {
-    for (uint32_t i = 0, j; i < e->nacc; i = j) {
-        for (j = i + 1; j < e->nacc && e->acc[j].buf == e->acc[i].buf; j++)
-            ;
-        weft__buffer_exec_ref(e->acc[i].buf, sign * (long)(j - i));
-    }
+    for (uint32_t i = 0; i < e->nruns; i++)
+        weft__buffer_exec_ref(e->runs[i].buf, sign * (long)e->runs[i].n);
 }
 
 void weft__exec_fast_end(weft_exec *e)

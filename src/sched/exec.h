@@ -147,6 +147,8 @@ struct weft_exec {
     uint32_t nnodes;
     const weft__access *acc;
     uint32_t nacc;
+    weft__acc_run *runs; /* the accesses' runs of one buffer (graph.h) */
+    uint32_t nruns;
     weft__graph_share *share;
     weft_arg *args;
     unsigned char *bytes;
@@ -222,12 +224,13 @@ struct weft_exec {
      * fast: 0 not known yet, -1 never, 1 the graph's nodes allow it. Per
      * node: its task and pending count, a cache line each; per
      * access its host address; remaining (atomic) nodes not finished;
-     * successors as lists (built on first use).
+     * successors: the plan's lists (weft__plan_succs), taken at each
+     * launch.
      */
     int fast;
     struct weft__fast_task *fast_tasks;
     void **fast_ptrs;
-    uint32_t *fast_succ_first, *fast_succs;
+    const uint32_t *fast_succ_first, *fast_succs;
     /*
      * The roots, which runners (fast_runners, one per worker at most) claim
      * in chunks from fast_next_root rather than each going through the

@@ -232,8 +232,6 @@ void weft__exec_free(weft_exec *e)
     weft__exec_free_jobs(e);
     weft__free(e->fast_tasks);
     weft__free(e->fast_ptrs);
-    weft__free(e->fast_succ_first);
-    weft__free(e->fast_succs);
     weft__free(e->fast_roots);
     weft__free(e->fast_runners);
     weft__exec_fast_free_claims(e);
@@ -258,6 +256,7 @@ void weft__exec_free(weft_exec *e)
     weft__free(e->args);
     weft__free(e->bytes);
     weft__free(e->raws);
+    weft__free(e->runs);
     weft__free(e->ncall);
     weft__free(e->order);
     weft__free(e->pred_first);
@@ -450,15 +449,9 @@ static int weft__exec_place(weft_exec *e, const weft_graph *g,
  */
 static int weft__exec_copy(weft_exec *e, weft_graph *g)
 {
-    uint32_t maxargs = 1, maxacc = 1;
+    uint32_t maxargs = WEFT__MAX(1u, g->max_node_args);
+    uint32_t maxacc = WEFT__MAX(1u, g->max_node_acc);
 
-    for (uint32_t i = 0; i < g->nnodes; i++) {
-        const weft__node *nd = &g->nodes[i];
-
-        if (nd->kind == WEFT__NODE_KERNEL)
-            maxargs = WEFT__MAX(maxargs, nd->u.kernel.nargs);
-        maxacc = WEFT__MAX(maxacc, nd->nacc);
-    }
     if (g->nodes && g->acc && (e->share = weft__graph_share_take(g))) {
         e->nodes = e->share->nodes;
         e->acc = e->share->acc;
@@ -469,6 +462,8 @@ static int weft__exec_copy(weft_exec *e, weft_graph *g)
     e->args = weft__dup(g->args, (size_t)g->nargs * sizeof *g->args);
     e->bytes = weft__dup(g->bytes, g->nbytes);
     e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
+    e->runs = weft__dup(g->runs, (size_t)g->nruns * sizeof *g->runs);
+    e->nruns = g->nruns;
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
     e->arg_at = weft__calloc((size_t)g->nargs + 1, sizeof *e->arg_at);
     e->spans = weft__malloc(WEFT__MAX(maxargs, maxacc) * sizeof *e->spans);
@@ -484,7 +479,7 @@ static int weft__exec_copy(weft_exec *e, weft_graph *g)
     e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
-    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws ||
+    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws || !e->runs ||
         !e->kargs || !e->arg_at || !e->spans || !e->ncall || !e->ptrs ||
         !e->state || !e->write_dev || !e->jobs || !e->copies || !e->fences ||
         !e->run.seen || !e->launch_seen)
