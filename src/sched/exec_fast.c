@@ -7,6 +7,7 @@
 #include "exec.h"
 
 #include "hostwork.h"
+#include "plan.h"
 
 #include <limits.h>
 #include <string.h>
@@ -149,15 +150,17 @@ static void weft__fast_claims_make(weft_exec *e)
     uint32_t n = 0;
     int ok = slot && cl;
 
-    for (uint32_t a = 0; a < e->nacc; a++)
-        e->fast_ptrs[a] = weft__buffer_host(e->acc[a].buf->root,
-                                            weft__acc_origin(&e->acc[a]));
     for (uint32_t r = 0; ok && r < e->nroots; r++)
         slot[r] = UINT32_MAX;
-    for (uint32_t a = 0; ok && a < e->nacc; a++) {
+    /* One pass over the accesses: a pass costs its memory traffic. */
+    for (uint32_t a = 0; a < e->nacc; a++) {
         const weft__access *acc = &e->acc[a];
         weft__fast_union *c;
 
+        e->fast_ptrs[a] =
+            weft__buffer_host(acc->buf->root, weft__acc_origin(acc));
+        if (!ok)
+            continue;
         if (slot[acc->root] == UINT32_MAX) {
             slot[acc->root] = n;
             cl[n++].root = acc->root;
@@ -203,13 +206,12 @@ static void weft__fast_claims_make(weft_exec *e)
 static int weft__fast_prepare(weft_exec *e)
 {
     uint32_t n = e->nnodes;
-    unsigned *count;
     weft__hostwork *hw;
 
     if (e->fast)
         return e->fast > 0;
     e->fast = -1;
-    if (n == 0 || !weft__hostwork_get(e->rt))
+    if (n == 0 || !(hw = weft__hostwork_get(e->rt)))
         return 0;
     /* Host tasks that may fail need the issue's cancellation. */
     for (uint32_t i = 0; i < n; i++)
@@ -218,35 +220,31 @@ static int weft__fast_prepare(weft_exec *e)
              e->nodes[i].kind != WEFT__NODE_EMPTY) ||
             (e->nodes[i].kind == WEFT__NODE_HOST && e->nodes[i].u.host.status))
             return 0;
-    hw = weft__hostwork_get(e->rt);
-    count = weft__calloc(n, sizeof *count);
     e->fast_tasks =
         weft__calloc_aligned(n, sizeof *e->fast_tasks, WEFT__CACHE_LINE);
-    e->fast_roots = weft__calloc(n, sizeof *e->fast_roots);
+    e->fast_roots = weft__malloc((size_t)n * sizeof *e->fast_roots);
     e->fast_nrunners = weft__hostwork_workers(hw);
     e->fast_runners = weft__calloc_aligned(
         e->fast_nrunners + 1, sizeof *e->fast_runners, WEFT__CACHE_LINE);
-    e->fast_ptrs = weft__calloc((size_t)e->nacc + 1, sizeof *e->fast_ptrs);
-    e->fast_succ_first = weft__calloc((size_t)n + 1, sizeof *count);
-    e->fast_succs =
-        weft__calloc((size_t)e->pred_first[n] + 1, sizeof *e->fast_succs);
-    if (!count || !e->fast_tasks || !e->fast_ptrs || !e->fast_succ_first ||
-        !e->fast_succs || !e->fast_roots || !e->fast_runners) {
-        weft__free(count);
+    e->fast_ptrs = weft__malloc(((size_t)e->nacc + 1) * sizeof *e->fast_ptrs);
+    if (!e->fast_tasks || !e->fast_ptrs || !e->fast_roots || !e->fast_runners) {
         weft_clear_error();
         return 0;
     }
-    weft__lists_reverse(n, e->pred_first, e->preds, e->fast_succ_first,
-                        e->fast_succs, count);
-    weft__free(count);
-    /* Roots in the issue order: urgent ones (priorities) are claimed first. */
+    /*
+     * Roots in the issue order: urgent ones (priorities) are claimed first.
+     * A task's pending count starts at its predecessors; each launch's run
+     * of the node sets it back so (weft__fast_chain), for the next.
+     */
     for (uint32_t k = 0; k < n; k++) {
-        uint32_t i = e->order[k];
+        uint32_t i = e->order[k], np = e->pred_first[i + 1] - e->pred_first[i];
 
         e->fast_tasks[i].task.run = weft__fast_run;
+        e->fast_tasks[i].task.next = NULL;
         e->fast_tasks[i].e = e;
         e->fast_tasks[i].node = i;
-        if (e->pred_first[i + 1] == e->pred_first[i])
+        e->fast_tasks[i].pending = np;
+        if (np == 0)
             e->fast_roots[e->fast_nroots++] = i;
     }
     /* A DAG has a root; a few chunks per runner, to even the load out. */
@@ -399,15 +397,14 @@ int weft__exec_fast(weft_exec *e, int shared)
     __atomic_store_n(&e->fast_remaining, e->nnodes + e->fast_nrunners,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&e->fast_next_root, 0, __ATOMIC_RELAXED);
-    for (uint32_t i = 0; i < e->nnodes; i++)
-        __atomic_store_n(&e->fast_tasks[i].pending,
-                         e->pred_first[i + 1] - e->pred_first[i],
-                         __ATOMIC_RELAXED);
+    /* The plan's, which a re-placement between launches may replace. */
+    weft__plan_succs(e->plan, &e->fast_succ_first, &e->fast_succs);
     weft__exec_leave(e);
     /*
      * The runners go to the workers (the submits publish the state above);
-     * the engine thread returns. The pending counts must all be set
-     * before the first root runs: its successors count down from them.
+     * the engine thread returns. The pending counts are as the previous
+     * launch's runs of the nodes left them (or prepare): each at its
+     * predecessors, which the end of that launch made visible here.
      * Once the last runner is submitted the launch may end: e is not read
      * again.
      */
@@ -497,8 +494,15 @@ static uint32_t weft__fast_chain(weft_exec *e, uint32_t i)
     for (;;) {
         const weft__node *nd = &e->nodes[i];
         void **ptrs = &e->fast_ptrs[nd->acc_first];
-        uint32_t next = WEFT__NONE;
+        uint32_t next = WEFT__NONE, np = e->pred_first[i + 1] - e->pred_first[i];
 
+        /*
+         * Every predecessor has counted i down: nothing else touches its
+         * count in this launch, which is set back for the next one here
+         * (no pass over every node at each launch).
+         */
+        if (np)
+            __atomic_store_n(&e->fast_tasks[i].pending, np, __ATOMIC_RELAXED);
         if (nd->kind == WEFT__NODE_HOST)
             nd->u.host.fn(ptrs, nd->u.host.user);
         else if (nd->kind == WEFT__NODE_MAP)

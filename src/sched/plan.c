@@ -686,6 +686,13 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     return 0;
 }
 
+void weft__plan_succs(const weft__plan *p, const uint32_t **first,
+                      const uint32_t **succs)
+{
+    *first = p->succ_first;
+    *succs = p->succs;
+}
+
 void weft__plan_destroy(weft__plan *p)
 {
     if (!p)

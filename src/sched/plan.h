@@ -231,6 +231,13 @@ uint32_t weft__plan_node_final(const weft__plan *p, uint32_t i);
 unsigned weft__plan_edge_kind(const weft__plan *p, uint32_t e);
 void weft__plan_node_copies(const weft__plan *p, uint32_t i, uint64_t bytes[3],
                             uint32_t copies[3]);
+/*
+ * The successors of every node as CSR lists, succs[first[i], first[i + 1]),
+ * each in increasing order (the reverse of the preds the plan was made
+ * with); the plan's own, valid while it lives.
+ */
+void weft__plan_succs(const weft__plan *p, const uint32_t **first,
+                      const uint32_t **succs);
 /* The lowered lane of node i: device * WEFT__LANE_SLOTS + slot, or
  * UINT32_MAX for nodes that run on the host. */
 uint32_t weft__plan_node_lane(const weft__plan *p, uint32_t i);
