@@ -417,6 +417,19 @@ static inline uint64_t weft__acc_updates(const weft__access *a)
 }
 /* Access a written in copy where (ok), or its bytes there unknown. */
 void weft__acc_written(const weft__access *a, unsigned where, int ok);
+/*
+ * One root's part of a fast launch's claim: the bytes its nodes read and
+ * those they write, each a set of disjoint ranges in address order (h ==
+ * 1, merged where they touch) followed by the slices of blocks as they
+ * are; updates: what marking the writes costs the tracker (reserve).
+ */
+typedef struct weft__fast_union {
+    uint32_t root;
+    weft__region *rd, *wr;
+    uint32_t nrd, nwr, nrd_ranges, nwr_ranges, rd_cap, wr_cap;
+    uint32_t rd_hint, wr_hint; /* the range the last add fell in */
+    uint64_t updates;
+} weft__fast_union;
 /* Free fast_claims (instantiate's clean-up, destroy's). */
 void weft__exec_fast_free_claims(weft_exec *e);
 /*

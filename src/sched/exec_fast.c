@@ -28,19 +28,6 @@ typedef struct weft__fast_task {
 static void weft__fast_run(weft__host_task *t);
 static void weft__fast_roots_run(weft__host_task *t);
 
-/*
- * One root's part of a fast launch's claim: the bytes its nodes read and
- * those they write, each a set of disjoint ranges in address order (h ==
- * 1, merged where they touch) followed by the slices of blocks as they
- * are; updates: what marking the writes costs the tracker (reserve).
- */
-typedef struct weft__fast_union {
-    uint32_t root;
-    weft__region *rd, *wr;
-    uint32_t nrd, nwr, nrd_ranges, nwr_ranges, rd_cap, wr_cap;
-    uint32_t rd_hint, wr_hint; /* the range the last add fell in */
-    uint64_t updates;
-} weft__fast_union;
 
 /* Past this many regions a root's union is not kept (claimed per access). */
 enum { WEFT__FAST_CLAIM_MAX = 4096 };
@@ -126,100 +113,215 @@ static int weft__claim_add_block(weft__region **v, uint32_t *n, uint32_t *cap,
     return 0;
 }
 
+/*
+ * A share of a launch's preparation (weft__fast_prepare): nodes [lo, hi)
+ * by index with their accesses (contiguous: a node's follow the
+ * previous node's), each node's task and pending count, each access's
+ * host address (fast_ptrs: a host copy does not move for its buffer's
+ * life) and the share's own per-root unions of the accesses (cl, ncl;
+ * slot: root -> its union). Large graphs are cut in shares that the host
+ * workers prepare side by side; the unions are merged after.
+ */
+typedef struct weft__fast_part {
+    uint32_t lo, hi;
+    uint32_t *slot;
+    weft__fast_union *cl;
+    uint32_t ncl;
+    int ok;   /* unions within WEFT__FAST_CLAIM_MAX, memory */
+    int fast; /* every node a host task, map or empty node */
+} weft__fast_part;
+
+/* Accesses a share holds at least; at most this many roots for shares. */
+enum { WEFT__FAST_PART_ACC = 8192, WEFT__FAST_PART_ROOTS = 1024 };
+
+typedef struct weft__fast_parts {
+    weft_exec *e;
+    weft__fast_part *v;
+} weft__fast_parts;
+
+static void weft__fast_union_free(weft__fast_union *cl, uint32_t n)
+{
+    for (uint32_t c = 0; cl && c < n; c++) {
+        weft__free(cl[c].rd);
+        weft__free(cl[c].wr);
+    }
+    weft__free(cl);
+}
+
 void weft__exec_fast_free_claims(weft_exec *e)
 {
-    for (uint32_t c = 0; e->fast_claims && c < e->fast_nclaims; c++) {
-        weft__free(e->fast_claims[c].rd);
-        weft__free(e->fast_claims[c].wr);
-    }
-    weft__free(e->fast_claims);
+    weft__fast_union_free(e->fast_claims, e->fast_nclaims);
     e->fast_claims = NULL;
     e->fast_nclaims = 0;
 }
 
-/*
- * The host address of each access, once (fast_ptrs: a host copy does not
- * move for its buffer's life), and the per-root unions of the accesses
- * (fast_claims). Without unions (too many regions, no memory) launches
- * claim access by access.
- */
-static void weft__fast_claims_make(weft_exec *e)
+/* Access acc's slices into union c; 0, or -1 past the limit or memory. */
+static int weft__union_add_access(weft__fast_union *c,
+                                  const weft__access *acc)
 {
-    uint32_t *slot = weft__malloc(((size_t)e->nroots + 1) * sizeof *slot);
-    weft__fast_union *cl = weft__calloc((size_t)e->nroots + 1, sizeof *cl);
-    uint32_t n = 0;
-    int ok = slot && cl;
+    int ok = 1;
 
-    for (uint32_t r = 0; ok && r < e->nroots; r++)
-        slot[r] = UINT32_MAX;
+    for (size_t sl = 0; ok && sl < acc->slices; sl++) {
+        weft__region r = weft__access_slice(acc, sl);
+
+        if (r.h == 1) {
+            if (acc->mode & WEFT_READ)
+                ok = weft__claim_add_range(&c->rd, &c->nrd, &c->nrd_ranges,
+                                           &c->rd_cap, &c->rd_hint, r.off,
+                                           r.off + r.w) == 0;
+            if (ok && (acc->mode & WEFT_WRITE))
+                ok = weft__claim_add_range(&c->wr, &c->nwr, &c->nwr_ranges,
+                                           &c->wr_cap, &c->wr_hint, r.off,
+                                           r.off + r.w) == 0;
+        } else {
+            if (acc->mode & WEFT_READ)
+                ok = weft__claim_add_block(&c->rd, &c->nrd, &c->rd_cap, &r) ==
+                     0;
+            if (ok && (acc->mode & WEFT_WRITE))
+                ok = weft__claim_add_block(&c->wr, &c->nwr, &c->wr_cap, &r) ==
+                     0;
+        }
+    }
+    return ok ? 0 : -1;
+}
+
+/* Union u's regions into c (both of one root); 0, or -1 as above. */
+static int weft__union_merge(weft__fast_union *c, const weft__fast_union *u)
+{
+    int ok = 1;
+
+    for (uint32_t k = 0; ok && k < u->nrd; k++)
+        ok = k < u->nrd_ranges
+                 ? weft__claim_add_range(&c->rd, &c->nrd, &c->nrd_ranges,
+                                         &c->rd_cap, &c->rd_hint, u->rd[k].off,
+                                         u->rd[k].off + u->rd[k].w) == 0
+                 : weft__claim_add_block(&c->rd, &c->nrd, &c->rd_cap,
+                                         &u->rd[k]) == 0;
+    for (uint32_t k = 0; ok && k < u->nwr; k++)
+        ok = k < u->nwr_ranges
+                 ? weft__claim_add_range(&c->wr, &c->nwr, &c->nwr_ranges,
+                                         &c->wr_cap, &c->wr_hint, u->wr[k].off,
+                                         u->wr[k].off + u->wr[k].w) == 0
+                 : weft__claim_add_block(&c->wr, &c->nwr, &c->wr_cap,
+                                         &u->wr[k]) == 0;
+    return ok ? 0 : -1;
+}
+
+/* Share k: its nodes' tasks, its accesses' addresses, its unions. */
+static void weft__fast_part_run(void *ctx, unsigned k)
+{
+    weft__fast_parts *ps = ctx;
+    weft_exec *e = ps->e;
+    weft__fast_part *pt = &ps->v[k];
+    uint32_t a0 = e->nodes[pt->lo].acc_first;
+    uint32_t a1 = pt->hi < e->nnodes ? e->nodes[pt->hi].acc_first : e->nacc;
+
+    pt->fast = 1;
+    for (uint32_t i = pt->lo; i < pt->hi; i++) {
+        const weft__node *nd = &e->nodes[i];
+
+        if ((nd->kind != WEFT__NODE_HOST && nd->kind != WEFT__NODE_MAP &&
+             nd->kind != WEFT__NODE_EMPTY) ||
+            (nd->kind == WEFT__NODE_HOST && nd->u.host.status)) {
+            pt->fast = 0; /* host tasks that may fail need the issue */
+            return;
+        }
+        e->fast_tasks[i].task.run = weft__fast_run;
+        e->fast_tasks[i].task.next = NULL;
+        e->fast_tasks[i].e = e;
+        e->fast_tasks[i].node = i;
+        e->fast_tasks[i].pending = e->pred_first[i + 1] - e->pred_first[i];
+    }
+    pt->slot = weft__malloc(((size_t)e->nroots + 1) * sizeof *pt->slot);
+    pt->cl = weft__calloc((size_t)e->nroots + 1, sizeof *pt->cl);
+    pt->ok = pt->slot && pt->cl;
+    for (uint32_t r = 0; pt->ok && r < e->nroots; r++)
+        pt->slot[r] = UINT32_MAX;
     /* One pass over the accesses: a pass costs its memory traffic. */
-    for (uint32_t a = 0; a < e->nacc; a++) {
+    for (uint32_t a = a0; a < a1; a++) {
         const weft__access *acc = &e->acc[a];
-        weft__fast_union *c;
 
         e->fast_ptrs[a] =
             weft__buffer_host(acc->buf->root, weft__acc_origin(acc));
-        if (!ok)
+        if (!pt->ok)
             continue;
-        if (slot[acc->root] == UINT32_MAX) {
-            slot[acc->root] = n;
-            cl[n++].root = acc->root;
+        if (pt->slot[acc->root] == UINT32_MAX) {
+            pt->slot[acc->root] = pt->ncl;
+            pt->cl[pt->ncl++].root = acc->root;
         }
-        c = &cl[slot[acc->root]];
-        for (size_t sl = 0; ok && sl < acc->slices; sl++) {
-            weft__region r = weft__access_slice(acc, sl);
+        pt->ok = weft__union_add_access(&pt->cl[pt->slot[acc->root]], acc) == 0;
+    }
+}
 
-            if (r.h == 1) {
-                if (acc->mode & WEFT_READ)
-                    ok = weft__claim_add_range(&c->rd, &c->nrd, &c->nrd_ranges,
-                                               &c->rd_cap, &c->rd_hint, r.off,
-                                               r.off + r.w) == 0;
-                if (ok && (acc->mode & WEFT_WRITE))
-                    ok = weft__claim_add_range(&c->wr, &c->nwr, &c->nwr_ranges,
-                                               &c->wr_cap, &c->wr_hint, r.off,
-                                               r.off + r.w) == 0;
-            } else {
-                if (acc->mode & WEFT_READ)
-                    ok = weft__claim_add_block(&c->rd, &c->nrd, &c->rd_cap,
-                                               &r) == 0;
-                if (ok && (acc->mode & WEFT_WRITE))
-                    ok = weft__claim_add_block(&c->wr, &c->nwr, &c->wr_cap,
-                                               &r) == 0;
+/*
+ * The shares' unions as the launch's claims (fast_claims), one per root;
+ * none where a union grew past the limit or memory ran out: launches
+ * claim access by access then.
+ */
+static void weft__fast_claims_merge(weft_exec *e, weft__fast_part *v,
+                                    unsigned np)
+{
+    weft__fast_union *cl;
+    uint32_t *slot, n = 0;
+    int ok = 1;
+
+    for (unsigned k = 0; k < np; k++)
+        ok = ok && v[k].ok;
+    if (ok && np == 1) { /* one share: its unions */
+        cl = v[0].cl;
+        n = v[0].ncl;
+        v[0].cl = NULL;
+    } else {
+        slot = ok ? v[0].slot : NULL; /* reused: share 0 is merged first */
+        cl = ok ? weft__calloc((size_t)e->nroots + 1, sizeof *cl) : NULL;
+        ok = cl != NULL;
+        for (uint32_t r = 0; ok && r < e->nroots; r++)
+            slot[r] = UINT32_MAX;
+        for (unsigned k = 0; ok && k < np; k++)
+            for (uint32_t c = 0; ok && c < v[k].ncl; c++) {
+                const weft__fast_union *u = &v[k].cl[c];
+
+                if (slot[u->root] == UINT32_MAX) {
+                    slot[u->root] = n;
+                    cl[n++].root = u->root;
+                }
+                ok = weft__union_merge(&cl[slot[u->root]], u) == 0;
             }
-        }
     }
     for (uint32_t k = 0; ok && k < n; k++)
         for (uint32_t w = 0; w < cl[k].nwr; w++)
             cl[k].updates += cl[k].wr[w].h;
-    weft__free(slot);
+    if (!ok) {
+        weft__fast_union_free(cl, n);
+        cl = NULL;
+        n = 0;
+        weft_clear_error();
+    }
     e->fast_claims = cl;
     e->fast_nclaims = n;
-    if (!ok)
-        weft__exec_fast_free_claims(e);
 }
 
 /*
  * Whether e's nodes allow it (host tasks, maps and empty nodes, at least
  * one, and host workers), with the per-node state made on first use; 0 if
- * not (or no memory: the issue does it then).
+ * not (or no memory: the issue does it then). A graph of many accesses is
+ * prepared by the host workers side by side, in shares of at least
+ * WEFT__FAST_PART_ACC accesses, where it names few roots (each share has
+ * a slot per root).
  */
 static int weft__fast_prepare(weft_exec *e)
 {
     uint32_t n = e->nnodes;
     weft__hostwork *hw;
+    weft__fast_parts ps = {e, NULL};
+    unsigned np = 1;
+    int fast = 1;
 
     if (e->fast)
         return e->fast > 0;
     e->fast = -1;
     if (n == 0 || !(hw = weft__hostwork_get(e->rt)))
         return 0;
-    /* Host tasks that may fail need the issue's cancellation. */
-    for (uint32_t i = 0; i < n; i++)
-        if ((e->nodes[i].kind != WEFT__NODE_HOST &&
-             e->nodes[i].kind != WEFT__NODE_MAP &&
-             e->nodes[i].kind != WEFT__NODE_EMPTY) ||
-            (e->nodes[i].kind == WEFT__NODE_HOST && e->nodes[i].u.host.status))
-            return 0;
     e->fast_tasks =
         weft__calloc_aligned(n, sizeof *e->fast_tasks, WEFT__CACHE_LINE);
     e->fast_roots = weft__malloc((size_t)n * sizeof *e->fast_roots);
@@ -227,24 +329,42 @@ static int weft__fast_prepare(weft_exec *e)
     e->fast_runners = weft__calloc_aligned(
         e->fast_nrunners + 1, sizeof *e->fast_runners, WEFT__CACHE_LINE);
     e->fast_ptrs = weft__malloc(((size_t)e->nacc + 1) * sizeof *e->fast_ptrs);
-    if (!e->fast_tasks || !e->fast_ptrs || !e->fast_roots || !e->fast_runners) {
+    if (e->nroots <= WEFT__FAST_PART_ROOTS)
+        np = WEFT__MAX(1u, WEFT__MIN(weft__hostwork_workers(hw) + 1,
+                                     e->nacc / WEFT__FAST_PART_ACC));
+    np = WEFT__MIN(np, n);
+    ps.v = weft__calloc(np, sizeof *ps.v);
+    if (!e->fast_tasks || !e->fast_ptrs || !e->fast_roots ||
+        !e->fast_runners || !ps.v) {
+        weft__free(ps.v);
         weft_clear_error();
         return 0;
     }
-    /*
-     * Roots in the issue order: urgent ones (priorities) are claimed first.
-     * A task's pending count starts at its predecessors; each launch's run
-     * of the node sets it back so (weft__fast_chain), for the next.
-     */
+    /* Shares of about as many nodes each (their accesses follow). */
+    for (unsigned k = 0; k < np; k++) {
+        ps.v[k].lo = (uint32_t)((uint64_t)n * k / np);
+        ps.v[k].hi = (uint32_t)((uint64_t)n * (k + 1) / np);
+    }
+    if (np > 1)
+        weft__hostwork_for(hw, np, weft__fast_part_run, &ps);
+    else
+        weft__fast_part_run(&ps, 0);
+    for (unsigned k = 0; k < np; k++)
+        fast = fast && ps.v[k].fast;
+    if (fast)
+        weft__fast_claims_merge(e, ps.v, np);
+    for (unsigned k = 0; k < np; k++) {
+        weft__free(ps.v[k].slot);
+        weft__fast_union_free(ps.v[k].cl, ps.v[k].ncl);
+    }
+    weft__free(ps.v);
+    if (!fast)
+        return 0;
+    /* Roots in the issue order: urgent ones (priorities) are claimed first. */
     for (uint32_t k = 0; k < n; k++) {
-        uint32_t i = e->order[k], np = e->pred_first[i + 1] - e->pred_first[i];
+        uint32_t i = e->order[k];
 
-        e->fast_tasks[i].task.run = weft__fast_run;
-        e->fast_tasks[i].task.next = NULL;
-        e->fast_tasks[i].e = e;
-        e->fast_tasks[i].node = i;
-        e->fast_tasks[i].pending = np;
-        if (np == 0)
+        if (e->pred_first[i + 1] == e->pred_first[i])
             e->fast_roots[e->fast_nroots++] = i;
     }
     /* A DAG has a root; a few chunks per runner, to even the load out. */
@@ -257,7 +377,6 @@ static int weft__fast_prepare(weft_exec *e)
         e->fast_runners[r].e = e;
         e->fast_runners[r].node = WEFT__NONE;
     }
-    weft__fast_claims_make(e);
     e->fast = 1;
     return 1;
 }

@@ -398,6 +398,92 @@ unsigned weft__hostwork_workers(const weft__hostwork *hw)
     return hw->nworkers;
 }
 
+/*
+ * A weft__hostwork_for: the calls are claimed through next; done counts
+ * those returned, which the caller waits for. Each helper task holds a
+ * reference (refs, with the caller's), so that one that starts after the
+ * caller has returned still finds the job; the last reference frees it.
+ */
+typedef struct weft__for_job {
+    void (*fn)(void *ctx, unsigned k);
+    void *ctx;
+    unsigned n;
+    _Alignas(WEFT__CACHE_LINE) unsigned next;
+    _Alignas(WEFT__CACHE_LINE) unsigned done;
+    unsigned refs;
+    struct weft__for_helper *tasks; /* the helpers' */
+} weft__for_job;
+
+typedef struct weft__for_helper {
+    weft__host_task task;
+    weft__for_job *job;
+} weft__for_helper;
+
+static void weft__for_drop(weft__for_job *j)
+{
+    if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL))
+        return;
+    weft__free(j->tasks);
+    weft__free(j);
+}
+
+/* Calls claimed one at a time until none is left. */
+static void weft__for_work(weft__for_job *j)
+{
+    for (;;) {
+        unsigned k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+
+        if (k >= j->n)
+            return;
+        j->fn(j->ctx, k);
+        __atomic_add_fetch(&j->done, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void weft__for_task(weft__host_task *t)
+{
+    weft__for_job *j = ((weft__for_helper *)(void *)t)->job;
+
+    weft__for_work(j);
+    weft__for_drop(j);
+}
+
+void weft__hostwork_for(weft__hostwork *hw, unsigned n,
+                        void (*fn)(void *ctx, unsigned k), void *ctx)
+{
+    /* On a worker, every call here: waiting for the pool could wait on
+     * this very worker. */
+    unsigned helpers = weft__hostwork_self >= 0
+                           ? 0
+                           : WEFT__MIN(hw->nworkers, n ? n - 1 : 0);
+    weft__for_job *j;
+
+    j = helpers ? weft__calloc_aligned(1, sizeof *j, WEFT__CACHE_LINE) : NULL;
+    if (j && !(j->tasks = weft__calloc(helpers, sizeof *j->tasks))) {
+        weft__free(j);
+        j = NULL;
+    }
+    if (!j) {
+        for (unsigned k = 0; k < n; k++)
+            fn(ctx, k);
+        return;
+    }
+    j->fn = fn;
+    j->ctx = ctx;
+    j->n = n;
+    j->refs = helpers + 1;
+    for (unsigned h = 0; h < helpers; h++) {
+        j->tasks[h].task.run = weft__for_task;
+        j->tasks[h].job = j;
+        weft__hostwork_submit(hw, -1, &j->tasks[h].task);
+    }
+    weft__for_work(j);
+    /* The calls others claimed: short ones, by workers that run. */
+    while (__atomic_load_n(&j->done, __ATOMIC_ACQUIRE) < n)
+        weft__cpu_pause();
+    weft__for_drop(j);
+}
+
 void weft__hostwork_destroy(weft_runtime *rt)
 {
     weft__sched *s = rt->sched;

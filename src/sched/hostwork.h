@@ -56,6 +56,16 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t);
 void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t);
 /* The pool's workers. */
 unsigned weft__hostwork_workers(const weft__hostwork *hw);
+/*
+ * fn(ctx, k) for every k in [0, n), spread over the pool's workers with
+ * the calling thread taking its share; returns once every call has
+ * returned. Workers that are busy elsewhere simply come late (the caller
+ * may run every call itself), and those that come after the last call
+ * find nothing to do. On a worker (which would wait for its own pool),
+ * or without memory, the caller runs them all.
+ */
+void weft__hostwork_for(weft__hostwork *hw, unsigned n,
+                        void (*fn)(void *ctx, unsigned k), void *ctx);
 /* On a worker: its index in the pool (traces name its track); else -1. */
 extern _Thread_local int weft__hostwork_self;
 /* Stop and join the workers (the runtime's destroy; nothing queued). */

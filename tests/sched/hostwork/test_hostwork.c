@@ -301,6 +301,220 @@ static void test_host_only_many_ranges(void **state)
     check(weft_buffer_destroy(b));
 }
 
+/*
+ * A host-only graph large enough that the host workers prepare its first
+ * fast launch side by side, in shares (weft__fast_prepare): rows of
+ * cells, each task the sum of three cells of the row before (a ring of
+ * two rows), every fifth row also adding a 2 x 2 block of a second
+ * buffer into a cell of it; relaunched, every result is the sequential
+ * one, every launch goes with no issue, and the shares' unions merged
+ * into one claim per root. A second graph of 6,000 disjoint ranges, each
+ * share's union within WEFT__FAST_CLAIM_MAX but their merge not, claims
+ * access by access; a third whose last node may fail goes through the
+ * issue. Both are right too.
+ */
+enum { SH_W = 64, SH_T = 120, SH_BW = 8 };
+
+static void task_sum3(void *const *ptrs, void *user)
+{
+    (void)user;
+    *(uint32_t *)ptrs[3] = *(const uint32_t *)ptrs[0] +
+                           *(const uint32_t *)ptrs[1] +
+                           *(const uint32_t *)ptrs[2] + 1;
+}
+
+/* ptrs[0]: a 2 x 2 block of rows SH_BW cells apart; ptrs[1]: the sum's. */
+static void task_block(void *const *ptrs, void *user)
+{
+    const uint32_t *q = ptrs[0];
+
+    (void)user;
+    *(uint32_t *)ptrs[1] += q[0] + q[1] + q[SH_BW] + q[SH_BW + 1];
+}
+
+static int status_ok(void *const *ptrs, void *user)
+{
+    (void)user;
+    *(uint32_t *)ptrs[0] += 1;
+    return 0;
+}
+
+static void host_shares_graph(weft_buffer *b, weft_buffer *m, weft_graph *g,
+                              int may_fail)
+{
+    for (unsigned t = 1; t < SH_T; t++) {
+        for (unsigned c = 0; c < SH_W; c++) {
+            size_t prev = (size_t)((t - 1) % 2) * SH_W, cur = (t % 2) * SH_W;
+            weft_access_desc a[4];
+
+            for (int d = -1; d <= 1; d++)
+                a[d + 1] = weft_access_range(
+                    b, (prev + (c + SH_W + d) % SH_W) * 4, 4, WEFT_READ);
+            a[3] = weft_access_range(b, (cur + c) * 4, 4, WEFT_WRITE);
+            check(weft_graph_add_host(g, task_sum3, NULL, a, 4, NULL));
+        }
+        if (t % 5 == 0) {
+            weft_access_desc a[] = {
+                weft_access_block(m, weft_block2((t % SH_BW) * 4, 8, 2,
+                                                 SH_BW * 4),
+                                  WEFT_READ),
+                weft_access_range(m, (size_t)(2 * SH_BW + t % SH_BW) * 4, 4,
+                                  WEFT_READ_WRITE)};
+
+            check(weft_graph_add_host(g, task_block, NULL, a, 2, NULL));
+        }
+    }
+    if (may_fail) {
+        weft_access_desc a[] = {weft_access_range(m, 0, 4, WEFT_READ_WRITE)};
+
+        check(weft_graph_add_host_status(g, status_ok, NULL, a, 1, NULL));
+    }
+}
+
+/* The sequential result of one launch of host_shares_graph. */
+static void host_shares_want(uint32_t *rows, uint32_t *m, int may_fail)
+{
+    for (unsigned t = 1; t < SH_T; t++) {
+        uint32_t *prev = rows + ((t - 1) % 2) * SH_W, *cur = rows + (t % 2) * SH_W;
+
+        for (unsigned c = 0; c < SH_W; c++)
+            cur[c] = prev[(c + SH_W - 1) % SH_W] + prev[c] +
+                     prev[(c + 1) % SH_W] + 1;
+        if (t % 5 == 0) {
+            const uint32_t *q = m + t % SH_BW;
+
+            m[2 * SH_BW + t % SH_BW] += q[0] + q[1] + q[SH_BW] + q[SH_BW + 1];
+        }
+    }
+    if (may_fail)
+        m[0] += 1;
+}
+
+static void test_host_only_shares(void **state)
+{
+    static uint32_t rows[2 * SH_W], mw[3 * SH_BW], got[3 * SH_BW + 2 * SH_W];
+    weft_buffer *b, *m;
+
+    (void)state;
+    for (int may_fail = 0; may_fail <= 1; may_fail++) {
+        weft_graph *g;
+        weft_exec *e;
+
+        for (unsigned i = 0; i < 2 * SH_W; i++)
+            rows[i] = i;
+        for (unsigned i = 0; i < 3 * SH_BW; i++)
+            mw[i] = 7 * i;
+        check(weft_buffer_create(devs.rt, sizeof rows, &b));
+        check(weft_buffer_create(devs.rt, sizeof mw, &m));
+        check(weft_buffer_write(b, 0, rows, sizeof rows));
+        check(weft_buffer_write(m, 0, mw, sizeof mw));
+        check(weft_graph_create(devs.rt, &g));
+        host_shares_graph(b, m, g, may_fail);
+        /* more accesses than two shares hold */
+        assert_true(4u * SH_W * (SH_T - 1) > 2u * 8192);
+        check(weft_graph_instantiate(g, NULL, &e));
+        for (int launch = 1; launch <= 3; launch++) {
+            host_shares_want(rows, mw, may_fail);
+            check(weft_exec_launch(e));
+            check(weft_exec_wait(e));
+            check(weft_buffer_read(b, 0, got, sizeof rows));
+            check(weft_buffer_read(m, 0, got + 2 * SH_W, sizeof mw));
+            for (unsigned i = 0; i < 2 * SH_W; i++)
+                if (got[i] != rows[i])
+                    fail_msg("launch %d: cell %u is %u, not %u", launch, i,
+                             got[i], rows[i]);
+            for (unsigned i = 0; i < 3 * SH_BW; i++)
+                if (got[2 * SH_W + i] != mw[i])
+                    fail_msg("launch %d: block cell %u is %u, not %u", launch,
+                             i, got[2 * SH_W + i], mw[i]);
+        }
+        pthread_mutex_lock(&e->lock);
+        if (may_fail) {
+            assert_int_equal(e->fast_launches, 0);
+        } else {
+            assert_int_equal(e->fast_launches, 3);
+            /*
+             * One claim per root, every share's union merged into it: b's
+             * two rows one range read and written; m's 2 x 2 blocks read,
+             * one slice each (every share's: a share lost loses some).
+             */
+            assert_non_null(e->fast_claims);
+            assert_int_equal(e->fast_nclaims, 2);
+            for (uint32_t k = 0; k < e->fast_nclaims; k++) {
+                const weft__fast_union *u = &e->fast_claims[k];
+
+                if (e->roots[u->root] == b) {
+                    assert_int_equal(u->nrd, 1);
+                    assert_int_equal(u->nwr, 1);
+                    assert_int_equal(u->rd[0].off, 0);
+                    assert_int_equal(u->rd[0].w, sizeof rows);
+                    assert_int_equal(u->wr[0].w, sizeof rows);
+                } else {
+                    assert_ptr_equal(e->roots[u->root], m);
+                    assert_int_equal(u->nrd - u->nrd_ranges, (SH_T - 1) / 5);
+                }
+            }
+        }
+        pthread_mutex_unlock(&e->lock);
+        check(weft_exec_destroy(e));
+        check(weft_graph_destroy(g));
+        check(weft_buffer_destroy(b));
+        check(weft_buffer_destroy(m));
+    }
+}
+
+/* 6,000 disjoint ranges, each of three accesses: shares within the limit,
+ * their merge past it. */
+enum { SH_SPREAD = 6000 };
+
+static void test_host_only_shares_past_limit(void **state)
+{
+    static uint32_t want[2 * SH_SPREAD], got[2 * SH_SPREAD];
+    static const uint32_t consts[2] = {3, 4};
+    static const unsigned two = 2;
+    weft_buffer *b, *c;
+    weft_graph *g;
+    weft_exec *e;
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, sizeof got, &b));
+    check(weft_buffer_create(devs.rt, sizeof consts, &c));
+    for (unsigned i = 0; i < 2 * SH_SPREAD; i++)
+        want[i] = i;
+    check(weft_buffer_write(b, 0, want, sizeof want));
+    check(weft_buffer_write(c, 0, consts, sizeof consts));
+    check(weft_graph_create(devs.rt, &g));
+    for (unsigned i = 0; i < SH_SPREAD; i++) {
+        weft_access_desc a[] = {
+            weft_access_range(c, 0, 4, WEFT_READ),
+            weft_access_range(c, 4, 4, WEFT_READ),
+            weft_access_range(b, (size_t)2 * i * 4, 4, WEFT_WRITE)};
+
+        check(weft_graph_add_host(g, task_sum, (void *)&two, a, 3, NULL));
+    }
+    assert_true(3u * SH_SPREAD > 2u * 8192 && SH_SPREAD / 2 < 4096);
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int launch = 1; launch <= 2; launch++) {
+        for (unsigned i = 0; i < SH_SPREAD; i++)
+            want[2 * i] = consts[0] + consts[1] + 1;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        check(weft_buffer_read(b, 0, got, sizeof got));
+        for (unsigned i = 0; i < 2 * SH_SPREAD; i++)
+            if (got[i] != want[i])
+                fail_msg("launch %d: cell %u is %u, not %u", launch, i, got[i],
+                         want[i]);
+    }
+    pthread_mutex_lock(&e->lock);
+    assert_int_equal(e->fast_launches, 2);
+    assert_null(e->fast_claims); /* claimed access by access */
+    pthread_mutex_unlock(&e->lock);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+    check(weft_buffer_destroy(c));
+}
+
 /* Two maps of one launch, on different buffers: each waits for the other. */
 static void test_two_host_nodes_overlap(void **state)
 {
@@ -716,6 +930,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_graph_made_while_host_node_runs),
         cmocka_unit_test(test_host_only_graph),
         cmocka_unit_test(test_host_only_many_ranges),
+        cmocka_unit_test(test_host_only_shares),
+        cmocka_unit_test(test_host_only_shares_past_limit),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
