@@ -220,6 +220,13 @@ struct weft_graph {
     size_t cap_runs;
     /* The most accesses, and kernel arguments, of one node */
     uint32_t max_node_acc, max_node_args;
+    /*
+     * Nodes other than host tasks without a status, maps and empty nodes:
+     * with none, every launch may go with no issue (sched/exec_fast.c),
+     * and instantiate leaves the issue's own state for a launch that
+     * needs it.
+     */
+    uint32_t nissued;
     weft_arg *args; /* BYTES values: value.u64 is an offset in bytes[] */
     uint32_t nargs;
     size_t cap_args;

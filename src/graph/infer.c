@@ -445,6 +445,9 @@ static void weft__node_commit(weft_graph *g, const weft__node *proto,
     }
     g->nedges += g->ncands;
     g->max_node_acc = WEFT__MAX(g->max_node_acc, nacc);
+    if ((nd->kind != WEFT__NODE_HOST || nd->u.host.status) &&
+        nd->kind != WEFT__NODE_MAP && nd->kind != WEFT__NODE_EMPTY)
+        g->nissued++;
     if (nd->kind == WEFT__NODE_KERNEL)
         g->max_node_args = WEFT__MAX(g->max_node_args, nargs);
     g->nacc += nacc;

@@ -822,8 +822,8 @@ static void weft__exec_job(weft__engine_job *job)
         !run->timed && !shared && weft__plan_native_able(e->plan) &&
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
     weft_clear_error();
-    if (run->have_snap && e->steady_ok && weft__plan_native_matched(e->plan) &&
-        weft__snap_is_steady(e)) {
+    if (run->have_snap && e->steady_ok && e->issue_state &&
+        weft__plan_native_matched(e->plan) && weft__snap_is_steady(e)) {
         int rc = weft__replay(e, run->t0, run->msg, sizeof run->msg);
 
         e->ahead = 0;
@@ -843,6 +843,13 @@ static void weft__exec_job(weft__engine_job *job)
     memset(e->state, WEFT__NODE_PENDING, e->nnodes);
     if (weft__exec_fast(e, shared))
         return;
+    /* A graph that never needed the issue so far: its state now. */
+    if ((after = weft__exec_issue_state(e)) < 0) {
+        memset(e->state, WEFT__NODE_CANCELED, e->nnodes);
+        weft__launch_error(&run->first, after, run->msg, sizeof run->msg);
+        weft__launch_done(e, weft__launch_finish(e), run->msg);
+        return;
+    }
     weft__exec_advance(e);
 }
 

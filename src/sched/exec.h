@@ -162,6 +162,7 @@ struct weft_exec {
      * the next launch) the root is used again; eviction keeps the near. */
     uint32_t *lock_next;
     uint32_t *root_first; /* nroots: a root's first use in the order */
+    int issue_state;      /* the four above made (weft__exec_issue_state) */
     weft_buffer **roots;
     uint32_t nroots;
 
@@ -360,6 +361,14 @@ void weft__exec_free_jobs(weft_exec *e);
  * of the first kernel that follows it by an edge.
  */
 void weft__exec_build_write_dev(weft_exec *e, const unsigned *node_dev);
+/*
+ * What only issued launches read: each node's roots to lock in order
+ * (lock_first, locks), their next uses (lock_next, root_first) and
+ * write_dev. Instantiate makes it unless every node may go with no issue
+ * (weft_graph's nissued); then the first launch that is issued makes it.
+ * 0 or WEFT_ENOMEM.
+ */
+int weft__exec_issue_state(weft_exec *e);
 /*
  * Issue node i (exec_run.c): 0, a weft error, or WEFT__HANDED_OVER when a
  * host worker runs it. Where the node's device memory is held by other

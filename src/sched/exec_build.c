@@ -357,6 +357,19 @@ static int weft__build_next_use(weft_exec *e)
     return 0;
 }
 
+int weft__exec_issue_state(weft_exec *e)
+{
+    int rc;
+
+    if (e->issue_state)
+        return 0;
+    if ((rc = weft__build_locks(e)) < 0 || (rc = weft__build_next_use(e)) < 0)
+        return rc;
+    weft__exec_build_write_dev(e, e->node_dev);
+    e->issue_state = 1;
+    return 0;
+}
+
 /* The caller's options over the defaults, checked. */
 static int weft__exec_options(const weft_exec_options *opts,
                               weft_exec_options *o)
@@ -542,9 +555,8 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->device = dev;
     if ((rc = weft__exec_copy(e, g)) < 0)
         goto fail;
-    if ((rc = weft__build_locks(e)) < 0 || (rc = weft__build_next_use(e)) < 0)
+    if (g->nissued && (rc = weft__exec_issue_state(e)) < 0)
         goto fail;
-    weft__exec_build_write_dev(e, e->node_dev);
     if ((rc = weft__plan_create(e->rt, e->nodes, e->nnodes, e->node_dev,
                                 e->order, e->pred_first, e->preds, e->raws,
                                 e->roots, e->native, &e->plan)) < 0)

@@ -131,8 +131,16 @@ typedef struct weft__fast_part {
     int fast; /* every node a host task, map or empty node */
 } weft__fast_part;
 
-/* Accesses a share holds at least; at most this many roots for shares. */
-enum { WEFT__FAST_PART_ACC = 8192, WEFT__FAST_PART_ROOTS = 1024 };
+/*
+ * Accesses a share holds at least; at most this many roots, and at least
+ * this many workers, for shares (on fewer the workers and the launching
+ * thread share the cores: no gain, measured on 2).
+ */
+enum {
+    WEFT__FAST_PART_ACC = 8192,
+    WEFT__FAST_PART_ROOTS = 1024,
+    WEFT__FAST_PART_WORKERS = 4
+};
 
 typedef struct weft__fast_parts {
     weft_exec *e;
@@ -329,7 +337,8 @@ static int weft__fast_prepare(weft_exec *e)
     e->fast_runners = weft__calloc_aligned(
         e->fast_nrunners + 1, sizeof *e->fast_runners, WEFT__CACHE_LINE);
     e->fast_ptrs = weft__malloc(((size_t)e->nacc + 1) * sizeof *e->fast_ptrs);
-    if (e->nroots <= WEFT__FAST_PART_ROOTS)
+    if (e->nroots <= WEFT__FAST_PART_ROOTS &&
+        weft__hostwork_workers(hw) >= WEFT__FAST_PART_WORKERS)
         np = WEFT__MAX(1u, WEFT__MIN(weft__hostwork_workers(hw) + 1,
                                      e->nacc / WEFT__FAST_PART_ACC));
     np = WEFT__MIN(np, n);
