@@ -165,6 +165,8 @@ int weft_graph_destroy(weft_graph *g)
     weft__free(g->args);
     weft__free(g->bytes);
     weft__free(g->edges);
+    weft__free(g->edge_from);
+    weft__free(g->in_first);
     weft__free(g->xedges);
     weft__free(g->roots);
     weft__map_fini(&g->root_index);

@@ -236,6 +236,14 @@ struct weft_graph {
     weft__edge *edges; /* inferred, grouped by target */
     uint32_t nedges;
     size_t cap_edges;
+    /*
+     * The same compact: each inferred edge's source (edges[k].from) and
+     * each node's first in-edge (nodes[i].in_first, nnodes of them): the
+     * predecessor lists of a graph with no explicit edge, which
+     * instantiate copies (weft__graph_preds).
+     */
+    uint32_t *edge_from, *in_first;
+    size_t cap_edge_from, cap_in_first;
     weft__edge *xedges; /* explicit, in the order added */
     uint32_t nxedges;
     size_t cap_xedges;

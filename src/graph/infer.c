@@ -301,7 +301,12 @@ static int weft__commit_room(weft_graph *g, uint64_t nreads)
                          WEFT__REDUCE_BUDGET * g->ncands + 1,
                          sizeof *g->stack)) < 0 ||
         (rc = weft__grow(&g->edges, &g->cap_edges, g->nedges + g->ncands,
-                         sizeof *g->edges)) < 0)
+                         sizeof *g->edges)) < 0 ||
+        (rc = weft__grow(&g->edge_from, &g->cap_edge_from,
+                         (size_t)g->nedges + g->ncands,
+                         sizeof *g->edge_from)) < 0 ||
+        (rc = weft__grow(&g->in_first, &g->cap_in_first,
+                         (size_t)g->nnodes + 1, sizeof *g->in_first)) < 0)
         return rc;
     return 0;
 }
@@ -442,7 +447,9 @@ static void weft__node_commit(weft_graph *g, const weft__node *proto,
 
         *e = g->cands[g->ncands - 1 - i];
         e->to = n;
+        g->edge_from[g->nedges + i] = e->from;
     }
+    g->in_first[n] = g->nedges;
     g->nedges += g->ncands;
     g->max_node_acc = WEFT__MAX(g->max_node_acc, nacc);
     if ((nd->kind != WEFT__NODE_HOST || nd->u.host.status) &&

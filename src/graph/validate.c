@@ -55,7 +55,15 @@ int weft__graph_preds(const weft_graph *g, uint32_t **first, uint32_t **preds)
         weft__free(p);
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     }
-    for (uint32_t i = 0; i < n; i++) {
+    if (g->nxedges == 0) {
+        /* inferred edges alone: the compact copies are the lists */
+        if (n)
+            memcpy(f, g->in_first, (size_t)n * sizeof *f);
+        if (g->nedges)
+            memcpy(p, g->edge_from, (size_t)g->nedges * sizeof *p);
+        k = g->nedges;
+    }
+    for (uint32_t i = 0; i < n && g->nxedges; i++) {
         const weft__node *nd = &g->nodes[i];
 
         f[i] = k;
