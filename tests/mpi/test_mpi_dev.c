@@ -232,6 +232,8 @@ void aware_test(weft_runtime *rt, weft_mpi *mpi)
     int *want = calloc((size_t)nranks, sizeof *want), lib = library_aware();
 
     CHECK(want != NULL && (saved || !was));
+    /* the shim loaded says what a CUDA-aware MPI says */
+    CHECK(shim_messages() < 0 || lib == 1);
     for (int r = 0; r < nranks; r++)
         want[r] = r % 2;
     for (unsigned w = 0; w < 4; w++)
