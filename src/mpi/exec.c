@@ -520,8 +520,9 @@ static int end_launch(weft_mpi_exec *e, int rc)
     }
     /*
      * The first launch left the device extents as the graph uses them:
-     * the receivers of device endpoints export theirs now (every rank
-     * takes part, as every rank waits).
+     * the receivers of device endpoints export theirs now, and both ends
+     * of a CUDA-aware pair hold theirs (every rank takes part, as every
+     * rank waits).
      */
     if (nfailed == 0 && !e->ipc_setup && (mpi->ipc_pairs || mpi->aware_pairs))
         return wm_ipc_setup(e);

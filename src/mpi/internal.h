@@ -290,7 +290,8 @@ struct weft_mpi_exec {
     int pstate;
     /*
      * CUDA IPC (cuda.c): pinned, the staging of the device endpoints
-     * (weft_host_alloc; freed where all of them move by IPC); ipc_setup,
+     * (weft_host_alloc; freed where all of them move by IPC or
+     * through a CUDA-aware MPI); ipc_setup,
      * whether wm_ipc_setup ran (once, at the end of the first launch that
      * succeeded), with its messages and requests (ipc_offer, ipc_req: one
      * per device endpoint, made at instantiate); nipc, this rank's

@@ -59,8 +59,9 @@ if has aware; then
     # MPI would, so these check behaviour and counts, not speed.
     shim=$PWD/$b/tests/mpi/libweft_cuda_aware_shim.so
     ls -la "$shim"
-    timeout 400 ctest --test-dir $b -R "mpi_aware" --timeout 180 --output-on-failure 2>&1 |
-        grep -E "Test #|tests passed|Failed|check failed|shim:|device ends|WRONG" | tail -30
+    timeout 400 ctest --test-dir $b -R "mpi_aware|mpi_shim" --timeout 180 -V 2>&1 |
+        grep -E "Test +#|tests passed|Failed|check failed|shim:|device ends|CUDA-aware|residual|WRONG" |
+        tail -40
     echo "=== test_mpi aware,blocks,random: 2 ranks, rank r on GPU r, IPC off, the shim"
     WEFT_MPI_IPC=0 timeout 200 mpiexec $root -np 2 -x WEFT_MPI_IPC sh -c \
         'WEFT_DEVICES=cuda:$OMPI_COMM_WORLD_RANK LD_PRELOAD='"$shim"' exec '$b'/tests/mpi/test_mpi aware,blocks,random --seeds 10' \
