@@ -1196,7 +1196,7 @@ int main(int argc, char **argv)
     }
 
     /*
-     * WT_ORACLE_SCALE (the thread-sanitizer build sets 0.35): that share of
+     * WT_ORACLE_SCALE (the thread-sanitizer build sets 0.25): that share of
      * the graphs, and of the native launches required, so that the slow
      * build keeps to its time.
      */
