@@ -163,6 +163,7 @@ struct weft_exec {
     uint32_t *lock_next;
     uint32_t *root_first; /* nroots: a root's first use in the order */
     int issue_state;      /* the four above made (weft__exec_issue_state) */
+    int host_only; /* every node may go with no issue (graph's nissued 0) */
     weft_buffer **roots;
     uint32_t nroots;
 

@@ -555,7 +555,8 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     e->device = dev;
     if ((rc = weft__exec_copy(e, g)) < 0)
         goto fail;
-    if (g->nissued && (rc = weft__exec_issue_state(e)) < 0)
+    e->host_only = g->nissued == 0;
+    if (!e->host_only && (rc = weft__exec_issue_state(e)) < 0)
         goto fail;
     if ((rc = weft__plan_create(e->rt, e->nodes, e->nnodes, e->node_dev,
                                 e->order, e->pred_first, e->preds, e->raws,

@@ -127,8 +127,7 @@ typedef struct weft__fast_part {
     uint32_t *slot;
     weft__fast_union *cl;
     uint32_t ncl;
-    int ok;   /* unions within WEFT__FAST_CLAIM_MAX, memory */
-    int fast; /* every node a host task, map or empty node */
+    int ok; /* unions within WEFT__FAST_CLAIM_MAX, memory */
 } weft__fast_part;
 
 /*
@@ -224,16 +223,7 @@ static void weft__fast_part_run(void *ctx, unsigned k)
     uint32_t a0 = e->nodes[pt->lo].acc_first;
     uint32_t a1 = pt->hi < e->nnodes ? e->nodes[pt->hi].acc_first : e->nacc;
 
-    pt->fast = 1;
     for (uint32_t i = pt->lo; i < pt->hi; i++) {
-        const weft__node *nd = &e->nodes[i];
-
-        if ((nd->kind != WEFT__NODE_HOST && nd->kind != WEFT__NODE_MAP &&
-             nd->kind != WEFT__NODE_EMPTY) ||
-            (nd->kind == WEFT__NODE_HOST && nd->u.host.status)) {
-            pt->fast = 0; /* host tasks that may fail need the issue */
-            return;
-        }
         e->fast_tasks[i].task.run = weft__fast_run;
         e->fast_tasks[i].task.next = NULL;
         e->fast_tasks[i].e = e;
@@ -323,12 +313,12 @@ static int weft__fast_prepare(weft_exec *e)
     weft__hostwork *hw;
     weft__fast_parts ps = {e, NULL};
     unsigned np = 1;
-    int fast = 1;
 
     if (e->fast)
         return e->fast > 0;
     e->fast = -1;
-    if (n == 0 || !(hw = weft__hostwork_get(e->rt)))
+    /* Host tasks that may fail (and device nodes) need the issue. */
+    if (n == 0 || !e->host_only || !(hw = weft__hostwork_get(e->rt)))
         return 0;
     e->fast_tasks =
         weft__calloc_aligned(n, sizeof *e->fast_tasks, WEFT__CACHE_LINE);
@@ -358,17 +348,12 @@ static int weft__fast_prepare(weft_exec *e)
         weft__hostwork_for(hw, np, weft__fast_part_run, &ps);
     else
         weft__fast_part_run(&ps, 0);
-    for (unsigned k = 0; k < np; k++)
-        fast = fast && ps.v[k].fast;
-    if (fast)
-        weft__fast_claims_merge(e, ps.v, np);
+    weft__fast_claims_merge(e, ps.v, np);
     for (unsigned k = 0; k < np; k++) {
         weft__free(ps.v[k].slot);
         weft__fast_union_free(ps.v[k].cl, ps.v[k].ncl);
     }
     weft__free(ps.v);
-    if (!fast)
-        return 0;
     /* Roots in the issue order: urgent ones (priorities) are claimed first. */
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = e->order[k];
