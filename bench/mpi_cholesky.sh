@@ -18,8 +18,8 @@
 # Output, one line each:
 #
 # (and the size, the transfers a launch, and those of them that go device
-# to device by CUDA IPC from the second launch on: WEFT_MPI_IPC=0 turns
-# that off, for a comparison)
+# to device from the second launch on, by CUDA IPC, WEFT_MPI_IPC=0 turning
+# that off for a comparison, and through a CUDA-aware MPI)
 #
 #   cholesky_1rank_2dev: 61234.5 GFLOP/s
 #   mpi_cholesky_2rank_1dev: 58000.1 GFLOP/s
@@ -61,6 +61,7 @@ echo "n: $n elements"
 echo "tile: $tile elements"
 echo "transfers_per_launch: $(echo "$two" | sed -n 's/^transfers per launch: //p') transfers"
 echo "ipc_transfers_per_launch: $(echo "$two" | sed -n 's/^transfers by CUDA IPC: \([0-9]*\).*/\1/p') transfers"
+echo "aware_transfers_per_launch: $(echo "$two" | sed -n 's/^transfers through CUDA-aware MPI: \([0-9]*\).*/\1/p') transfers"
 echo "cholesky_1rank_2dev: $g1 GFLOP/s"
 echo "mpi_cholesky_2rank_1dev: $g2 GFLOP/s"
 echo "ratio_2rank_over_1rank: $(awk -v a="$g2" -v b="$g1" 'BEGIN { printf "%.3f", a / b }') x"

@@ -424,7 +424,9 @@ int main(int argc, char **argv)
     {
         weft_exec_stats st = {.size = sizeof st};
 
-        unsigned ipc = weft_mpi_exec_ipc_transfers(e), all = 0;
+        unsigned ends[2] = {weft_mpi_exec_ipc_transfers(e),
+                            weft_mpi_exec_aware_transfers(e)},
+                 all[2] = {0, 0};
 
         if (weft_exec_get_stats(weft_mpi_exec_local(e), &st) == 0 && me == 0)
             printf("rank 0 replayed: %llu of %llu launches (%llu as native "
@@ -433,11 +435,13 @@ int main(int argc, char **argv)
                    (unsigned long long)st.launches,
                    (unsigned long long)st.native_launches);
         /* each transfer has two ends: a send and a receive */
-        MPI_Reduce(&ipc, &all, 1, MPI_UNSIGNED, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(ends, all, 2, MPI_UNSIGNED, MPI_SUM, 0, MPI_COMM_WORLD);
         if (me == 0)
             printf("transfers by CUDA IPC: %u of %u a launch (from the "
-                   "second)\n",
-                   all / 2, weft_mpi_graph_transfer_count(g));
+                   "second)\ntransfers through CUDA-aware MPI: %u of %u a "
+                   "launch (from the second)\n",
+                   all[0] / 2, weft_mpi_graph_transfer_count(g), all[1] / 2,
+                   weft_mpi_graph_transfer_count(g));
     }
     if (m.cuda && chol_gpu_info(&m.tl) != 0) {
         fprintf(stderr, "rank %d: cusolverDnDpotrf: devInfo %d\n", me,

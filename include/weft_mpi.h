@@ -67,7 +67,8 @@
  * host copy, which weft then moves to the device that reads it. weft
  * copies between a device and pageable host memory through its pinned
  * stager, and directly where the host copy is pinned (a buffer that wraps
- * weft_host_alloc memory). No CUDA-aware MPI in this version.
+ * weft_host_alloc memory). Except between ranks with one CUDA device
+ * each, by CUDA IPC or through a CUDA-aware MPI (below).
  *
  * Except between two ranks of one machine (MPI_COMM_TYPE_SHARED) whose
  * runtimes have exactly one CUDA device each (one GPU a rank; devices of
@@ -88,6 +89,28 @@
  * exported range cannot be destroyed before (WEFT_EBUSY).
  * weft_mpi_exec_ipc_transfers says how many of this rank's transfer ends
  * go that way.
+ *
+ * CUDA-aware MPI: between two ranks that are not such an IPC pair (other
+ * machines, or WEFT_MPI_IPC=0) whose runtimes have exactly one CUDA device
+ * each and whose MPI moves CUDA device memory itself, a transfer has the
+ * same device endpoints and the same first launch (through pinned
+ * staging). At its end (weft_mpi_exec_wait, collective) each such receive
+ * that no earlier node or transfer of its rank touches holds its range on
+ * its device (weft_buffer_export), as does its sender, and from then on
+ * the persistent requests name the two device ranges (a block: an MPI
+ * hvector type with the buffer's pitch): MPI moves the bytes from device
+ * memory to device memory, with no host copy and no staging. The send
+ * starts once the device work that wrote its bytes is done; a later node
+ * of the sending rank that writes them waits for the send to complete.
+ * A rank's MPI counts as CUDA-aware where WEFT_MPI_CUDA_AWARE says so (1,
+ * on, yes, true; 0, off, no or false: never), else (auto, the default)
+ * where the MPI library loaded says so at run time
+ * (MPIX_Query_cuda_support(), declared in Open MPI's <mpi-ext.h>, or
+ * looked up at run time where the header lacks it). The ranks learn each
+ * other's at weft_mpi_create (weft_mpi_cuda_aware). The exports last
+ * until the executable graph is destroyed, as IPC's do.
+ * weft_mpi_exec_aware_transfers says how many of this rank's transfer
+ * ends go that way.
  *
  * Failures: a host task added with weft_mpi_graph_add_host_status that
  * fails tells every other rank at once (a control message); a receive task
@@ -156,6 +179,14 @@ WEFT_API int weft_mpi_destroy(weft_mpi *mpi);
 /* This rank, and the number of ranks, in mpi's communicator. */
 WEFT_API int weft_mpi_rank(const weft_mpi *mpi);
 WEFT_API int weft_mpi_size(const weft_mpi *mpi);
+/*
+ * 1 where rank's MPI moves CUDA device memory itself, as that rank
+ * learnt at weft_mpi_create (WEFT_MPI_CUDA_AWARE, else the library's
+ * MPIX_Query_cuda_support()), else 0; whether its transfers go device to
+ * device through MPI depends on its devices too (see above). WEFT_EINVAL
+ * for a NULL mpi, WEFT_ERANGE for a rank outside [0, size).
+ */
+WEFT_API int weft_mpi_cuda_aware(const weft_mpi *mpi, int rank);
 
 /*
  * Collective. Register buf (a buffer of mpi's runtime, the same size on
@@ -295,12 +326,13 @@ WEFT_API int weft_mpi_exec_wait(weft_mpi_exec *e);
  *
  *   {"rank":R,"size":N,"transfers":[{"tag":T,"dir":"send"|"recv",
  *    "peer":P,"node":LOCAL,"bytes":B,"early":true|false,
- *    "ipc":true|false},...]}
+ *    "ipc":true|false,"aware":true|false},...]}
  *
  * node is the transfer's host task in this rank's weft graph (the "node"
  * of its slices in this rank's trace); early: a receive posted into the
  * host copy when a launch starts, from the second launch on; ipc: the
- * bytes move device to device by CUDA IPC (see above).
+ * bytes move device to device by CUDA IPC; aware: device to device
+ * through a CUDA-aware MPI (see above).
  * WEFT_EINVAL for NULL arguments; WEFT_EIO where the file cannot be
  * written.
  */
@@ -313,6 +345,13 @@ WEFT_API int weft_mpi_exec_write_transfers(const weft_mpi_exec *e,
  * for a NULL e.
  */
 WEFT_API unsigned weft_mpi_exec_ipc_transfers(const weft_mpi_exec *e);
+/*
+ * This rank's ends of e's transfers that move device to device through a
+ * CUDA-aware MPI (see above): 0 until the first launch that succeeded has
+ * ended, and wherever the pair's MPI is not CUDA-aware, IPC serves it, or
+ * a rank lacks one CUDA device. 0 for a NULL e.
+ */
+WEFT_API unsigned weft_mpi_exec_aware_transfers(const weft_mpi_exec *e);
 /* This rank's executable graph; owned by e. */
 WEFT_API weft_exec *weft_mpi_exec_local(weft_mpi_exec *e);
 /* Wait for e (collective where a launch is in flight), then destroy it. */

@@ -85,6 +85,11 @@
       "libweft_mpi: a transfer between two ranks of one machine whose data "   \
       "is on CUDA GPUs moves device to device (CUDA IPC); 0: through host "    \
       "memory and MPI")                                                        \
+    X(MPI_CUDA_AWARE, ENUM, 0, 0, "auto|1|0|on|off|yes|no|true|false", "auto", \
+      "libweft_mpi: whether MPI moves bytes to and from CUDA device memory "   \
+      "itself; auto: what MPI says (MPIX_Query_cuda_support); a transfer "     \
+      "between two ranks that both are, each with one CUDA device and not "    \
+      "moving by CUDA IPC, goes device to device through MPI")                 \
     X(TRACE, PATH, 0, 0, "a file name", NULL,                                  \
       "write a Chrome trace / Perfetto JSON of what ran to this file when "    \
       "the runtime is destroyed (weft_runtime_options.trace_file)")            \

@@ -177,8 +177,9 @@ int wm_sent_task(void *const *ptrs, void *user)
 {
     wm_endpoint *ep = user;
 
-    (void)ptrs;
-    return poll_req(ep->g->exec, &ep->direct, MPI_STATUS_IGNORE);
+    (void)ptrs; /* a device send's (aware) request is req */
+    return poll_req(ep->g->exec, ep->dev ? &ep->req : &ep->direct,
+                    MPI_STATUS_IGNORE);
 }
 
 int wm_recv_task(void *const *ptrs, void *user)
@@ -519,10 +520,11 @@ static int end_launch(weft_mpi_exec *e, int rc)
     }
     /*
      * The first launch left the device extents as the graph uses them:
-     * the receivers of device endpoints export theirs now (every rank
-     * takes part, as every rank waits).
+     * the receivers of device endpoints export theirs now, and both ends
+     * of a CUDA-aware pair hold theirs (every rank takes part, as every
+     * rank waits).
      */
-    if (nfailed == 0 && !e->ipc_setup && mpi->ipc_pairs)
+    if (nfailed == 0 && !e->ipc_setup && (mpi->ipc_pairs || mpi->aware_pairs))
         return wm_ipc_setup(e);
     if (nfailed == 0)
         return 0;
@@ -636,10 +638,10 @@ int weft_mpi_exec_write_transfers(const weft_mpi_exec *e, const char *path)
 
         fprintf(f,
                 "%s\n{\"tag\":%d,\"dir\":\"%s\",\"peer\":%d,\"node\":%u,"
-                "\"bytes\":%zu,\"early\":%s,\"ipc\":%s}",
+                "\"bytes\":%zu,\"early\":%s,\"ipc\":%s,\"aware\":%s}",
                 i ? "," : "", ep->tag, ep->send ? "send" : "recv", ep->peer,
                 (unsigned)ep->node, ep->size, ep->early ? "true" : "false",
-                ep->ipc ? "true" : "false");
+                ep->ipc ? "true" : "false", ep->cuda_mpi ? "true" : "false");
     }
     fputs("\n]}\n", f);
     bad = ferror(f);
@@ -651,6 +653,11 @@ int weft_mpi_exec_write_transfers(const weft_mpi_exec *e, const char *path)
 unsigned weft_mpi_exec_ipc_transfers(const weft_mpi_exec *e)
 {
     return e ? e->nipc : 0;
+}
+
+unsigned weft_mpi_exec_aware_transfers(const weft_mpi_exec *e)
+{
+    return e ? e->naware : 0;
 }
 
 weft_exec *weft_mpi_exec_local(weft_mpi_exec *e)

@@ -79,6 +79,7 @@ int weft_mpi_graph_destroy(weft_mpi_graph *g)
     free(g->since);
     free(g->touch);
     free(g->open);
+    free(g->pending);
     g->mpi->graphs--;
     free(g);
     return 0;
@@ -119,7 +120,12 @@ static int note_touch(weft_mpi_graph *g, wm_reg *reg, wm_region at, int wrote,
 /*
  * The next node of this rank writes at of reg: each open send of any of
  * its bytes gets a completion task first (reading the send's bytes, after
- * the send's task), which the writer then follows (write after read).
+ * the send's task), which the writer then follows (write after read), as
+ * does every later writer of those bytes, by weft's own inference. A
+ * device send's (aware) task reads nothing on the host, where its bytes
+ * are not, so weft infers nothing from it: the send stays open, and this
+ * writer and every later one of any of its bytes get an edge from its one
+ * completion task (pending).
  */
 static int settle_open(weft_mpi_graph *g, wm_reg *reg, wm_region at)
 {
@@ -129,20 +135,52 @@ static int settle_open(weft_mpi_graph *g, wm_reg *reg, wm_region at)
     for (unsigned i = 0; i < g->nopen; i++) {
         wm_endpoint *ep = g->open[i];
 
+        if (rc == 0 && ep->dev && ep->has_settled && ep->reg == reg &&
+            wm_overlap(&ep->at, &at)) {
+            unsigned p = 0;
+
+            while (p < g->npending && g->pending[p] != ep->settled)
+                p++; /* (a node may write its bytes through two uses) */
+            if (p == g->npending &&
+                (rc = grow((void **)&g->pending, &g->pcap, g->npending + 1,
+                           sizeof *g->pending)) == 0)
+                g->pending[g->npending++] = ep->settled;
+            g->open[k++] = ep;
+            continue;
+        }
         if (rc == 0 && ep->reg == reg && wm_overlap(&ep->at, &at)) {
             weft_access_desc acc = access_of(reg, ep->at, WEFT_READ);
             weft_node n;
 
-            rc = weft_graph_add_host_poll(g->local, wm_sent_task, ep, &acc, 1,
-                                          &n);
+            rc = weft_graph_add_host_poll(g->local, wm_sent_task, ep,
+                                          ep->dev ? NULL : &acc, !ep->dev, &n);
             if (rc == 0)
                 rc = weft_graph_add_edge(g->local, ep->node, n);
+            if (rc == 0 && ep->dev &&
+                (rc = grow((void **)&g->pending, &g->pcap, g->npending + 1,
+                           sizeof *g->pending)) == 0) {
+                g->pending[g->npending++] = n;
+                ep->settled = n;
+                ep->has_settled = 1;
+                g->open[k++] = ep; /* later writers follow n too */
+            }
             if (rc == 0)
                 continue;
         }
         g->open[k++] = ep;
     }
     g->nopen = k;
+    return rc;
+}
+
+/* Node n (just added) follows the completion tasks settle_open left. */
+static int follow_pending(weft_mpi_graph *g, weft_node n)
+{
+    int rc = 0;
+
+    for (unsigned i = 0; rc == 0 && i < g->npending; i++)
+        rc = weft_graph_add_edge(g->local, g->pending[i], n);
+    g->npending = 0;
     return rc;
 }
 
@@ -187,7 +225,8 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
     ep->tag = tag;
     ep->at = at;
     ep->size = at.rows * at.row_bytes;
-    ep->dev = wm_ipc_pair(mpi, from, to);
+    ep->aware = wm_aware_pair(mpi, from, to);
+    ep->dev = ep->aware || wm_ipc_pair(mpi, from, to);
     ep->packed = ep->send && !ep->dev && ep->size < WM_DIRECT_MIN;
     ep->req = ep->direct = ep->fill = MPI_REQUEST_NULL;
     ep->type = MPI_DATATYPE_NULL;
@@ -215,6 +254,8 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
             rc = weft_graph_add_host_poll(g->local, wm_recv_task, ep,
                                           ep->dev ? NULL : &acc,
                                           ep->dev ? 0 : 1, &n);
+        if (rc == 0)
+            rc = follow_pending(g, n);
         if (rc == 0 && g->have_recv)
             rc = weft_graph_add_edge(g->local, g->last_recv, n);
         for (unsigned i = 0; rc == 0 && i < g->nsince; i++)
@@ -233,7 +274,7 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
         rc = note_touch(g, reg, at, 0, &ep->seq);
     if (rc == 0 && ep->send)
         rc = note_send(g, n);
-    if (rc == 0 && ep->send && !ep->packed && !ep->dev &&
+    if (rc == 0 && ep->send && !ep->packed && (!ep->dev || ep->aware) &&
         grow((void **)&g->open, &g->ocap, g->nopen + 1, sizeof *g->open))
         rc = WEFT_ENOMEM;
     if (rc < 0) {
@@ -241,9 +282,10 @@ int wm_add_transfer(weft_mpi_graph *g, wm_reg *reg, wm_region at, int from,
         return rc;
     }
     ep->node = n;
-    /* a device send reads the bytes on the device, and its native node
-     * has them copied out before anything after it writes them */
-    if (ep->send && !ep->packed && !ep->dev)
+    /* an IPC pair's send has its native node copy the bytes out before
+     * anything after it writes them; a CUDA-aware MPI reads them on the
+     * device until the send completes */
+    if (ep->send && !ep->packed && (!ep->dev || ep->aware))
         g->open[g->nopen++] = ep;
     g->eps[g->neps++] = ep;
     return 0;
@@ -478,6 +520,7 @@ static int add_node(weft_mpi_graph *g, const char *fn, const wm_node_desc *d,
         goto broken;
     if (mpi->rank == r && ((rc = touch_uses(g, u, nu, 1)) < 0 ||
                            (rc = add_local(g, d, &local)) < 0 ||
+                           (rc = follow_pending(g, local)) < 0 ||
                            (rc = touch_uses(g, u, nu, 0)) < 0))
         goto broken;
     if ((rc = track(g, u, nu, r, WEFT_WRITE)) < 0)

@@ -49,6 +49,15 @@ struct weft_mpi {
     int *machine;
     unsigned char *ipc_ok;
     int ipc_pairs; /* some two ranks are a pair (wm_ipc_pair) */
+    /*
+     * CUDA-aware MPI (cuda.c), per rank, alike on every rank: WM_AWARE_MPI,
+     * its MPI moves bytes to and from CUDA device memory itself
+     * (WEFT_MPI_CUDA_AWARE, else MPIX_Query_cuda_support); WM_AWARE_GPU,
+     * it has gpu and libcuda's copy (the condition of IPC's too).
+     * aware_pairs: some two ranks are a pair (wm_aware_pair).
+     */
+    unsigned char *aware;
+    int aware_pairs;
     const weft_device *gpu;
     void *cuda;
     void *memcpy2d; /* cuMemcpy2DAsync_v2 */
@@ -151,8 +160,29 @@ typedef struct wm_endpoint {
      */
     int dev;
     int ipc_first;
-    int ipc;             /* from wm_ipc_setup on: the bytes move by IPC */
-    int exported;        /* a receive: its device range is exported */
+    int ipc;      /* from wm_ipc_setup on: the bytes move by IPC */
+    int exported; /* its device range is exported (held in place) */
+    /*
+     * A device endpoint of a CUDA-aware pair (wm_aware_pair; aware): the
+     * same native nodes and the same first launch. At wm_ipc_setup, where
+     * the receive is ipc_first, both ends hold their range on their GPU
+     * (weft_buffer_export: the sender's READ, the receiver's WRITE) at
+     * dev_addr, and req is re-made there (cuda_mpi): MPI reads and writes
+     * the device memory, and the native nodes enqueue nothing (they check
+     * that weft gives them dev_addr). The send is open as a host send is
+     * (graph.c): MPI reads the device range until the send completes, so
+     * a later write of it on this rank follows a completion task.
+     */
+    int aware;
+    int cuda_mpi;
+    /*
+     * A device send's completion task (settle_open), made for the first
+     * later writer of its bytes and followed by every later one: it reads
+     * nothing weft sees, so weft orders no writer after it by itself.
+     */
+    weft_node settled;
+    int has_settled;
+    uint64_t dev_addr;
     uint64_t peer_addr;  /* a send: the receiver's first byte, mapped */
     weft_node copy_node; /* the native node */
     int ipc_msg;
@@ -208,6 +238,13 @@ struct weft_mpi_graph {
     unsigned ntouch, thcap, seq;
     wm_endpoint **open;
     unsigned nopen, ocap;
+    /*
+     * Completion tasks of device sends (aware) made for the node being
+     * added (settle_open): they have no access (the bytes are on the
+     * device), so the node gets an edge from each (follow_pending).
+     */
+    weft_node *pending;
+    unsigned npending, pcap;
     weft_mpi_exec *exec; /* the live exec, or NULL */
 };
 
@@ -260,7 +297,8 @@ struct weft_mpi_exec {
     int pstate;
     /*
      * CUDA IPC (cuda.c): pinned, the staging of the device endpoints
-     * (weft_host_alloc; freed where all of them move by IPC); ipc_setup,
+     * (weft_host_alloc; freed where all of them move by IPC or
+     * through a CUDA-aware MPI); ipc_setup,
      * whether wm_ipc_setup ran (once, at the end of the first launch that
      * succeeded), with its messages and requests (ipc_offer, ipc_req: one
      * per device endpoint, made at instantiate); nipc, this rank's
@@ -273,6 +311,7 @@ struct weft_mpi_exec {
     struct wm_offer *ipc_offer;
     MPI_Request *ipc_req;
     unsigned nipc;
+    unsigned naware; /* this rank's endpoints moving through CUDA-aware MPI */
     int ipc_any;
     int ipc_small; /* every message of WM_PROGRESS_MIN or more went IPC */
 };
@@ -283,6 +322,9 @@ struct weft_mpi_exec {
  * later write of the bytes would need.
  */
 #define WM_DIRECT_MIN ((size_t)64 << 10)
+
+/* weft_mpi.aware's bits. */
+enum { WM_AWARE_MPI = 1, WM_AWARE_GPU = 2 };
 
 /* The size from which a transfer gets the progress thread (exec.c). */
 #define WM_PROGRESS_MIN ((size_t)256 << 10)
@@ -331,6 +373,12 @@ int wm_ipc_init(weft_mpi *mpi);
 void wm_ipc_fini(weft_mpi *mpi);
 /* Whether a transfer from rank a to rank b has device endpoints. */
 int wm_ipc_pair(const weft_mpi *mpi, int a, int b);
+/*
+ * Whether a transfer from rank a to rank b has device endpoints that move
+ * through a CUDA-aware MPI: both ranks' MPI is CUDA-aware and each has
+ * one CUDA device, and they are not an IPC pair (IPC is preferred).
+ */
+int wm_aware_pair(const weft_mpi *mpi, int a, int b);
 /* The native nodes' functions (user: the endpoint). */
 int wm_copy_out(const weft_native_ctx *ctx, void *user);
 int wm_copy_in(const weft_native_ctx *ctx, void *user);

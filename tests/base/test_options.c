@@ -138,6 +138,10 @@ static void bad_values_are_refused_naming_the_variable(void **state)
             "one of single, round-robin, locality or heft");
     refused("WEFT_EXEC_ORDER", "reverse", "earliest or latest");
     refused("WEFT_LOG", "loud", NULL);
+    /* (libweft_mpi reads it itself; the runtime refuses what it would not) */
+    refused("WEFT_MPI_CUDA_AWARE", "maybe", "one of auto, 1, 0, on, off");
+    assert_int_equal(load_with("WEFT_MPI_CUDA_AWARE", "AUTO"), 0);
+    assert_int_equal(load_with("WEFT_MPI_CUDA_AWARE", "off"), 0);
     refused("WEFT_DEVICE_MEM_LIMIT", "lots", "a size in bytes");
     refused("WEFT_DEVICE_MEM_LIMIT", "-64M", NULL);
     refused("WEFT_DEVICE_MEM_LIMIT", "64Q", NULL);

@@ -7,7 +7,11 @@
 #     source .devkit/setup.sh && tests/gpu/mpi_20.sh OUTDIR [STAGES]
 # STAGES (default "build test ipc chol metg trace") picks the parts to run
 # (ipc: CUDA IPC's tests, and the Cholesky with it on and off; cholab:
-# only bench/mpi_cholesky.sh with IPC on, then off);
+# only bench/mpi_cholesky.sh with IPC on, then off; aware: transfers
+# through a CUDA-aware MPI, which tests/mpi/cuda_aware_shim.c stands in
+# for, IPC off: its CTest cases, test_mpi and the Cholesky with the counts
+# of transfer ends that went device to device through MPI and of the
+# messages the shim saw on device memory);
 # N and TILE (default 32768 and 2048) the Cholesky's size.
 set -u
 out=$1 stages=${2:-"build test ipc chol metg trace"}
@@ -48,6 +52,29 @@ if has ipc; then
     WEFT_MPI_IPC=0 timeout 300 mpiexec $root -np 2 --bind-to none -x WEFT_MPI_IPC \
         $b/examples/mpi_cholesky --driver cuda --n 8192 --tile 2048 --reps 3 2>&1 |
         grep -E "IPC|weft_mpi:|residual|ok"
+fi
+if has aware; then
+    # Open MPI here is not CUDA-aware: the shim (LD_PRELOAD into the ranks)
+    # says it is and stages device memory through host memory as such an
+    # MPI would, so these check behaviour and counts, not speed.
+    shim=$PWD/$b/tests/mpi/libweft_cuda_aware_shim.so
+    ls -la "$shim"
+    timeout 400 ctest --test-dir $b -R "mpi_aware|mpi_shim" --timeout 180 -V 2>&1 |
+        grep -E "Test +#|tests passed|Failed|check failed|shim:|device ends|CUDA-aware|residual|WRONG" |
+        tail -40
+    echo "=== test_mpi aware,blocks,random: 2 ranks, rank r on GPU r, IPC off, the shim"
+    WEFT_MPI_IPC=0 timeout 200 mpiexec $root -np 2 -x WEFT_MPI_IPC sh -c \
+        'WEFT_DEVICES=cuda:$OMPI_COMM_WORLD_RANK LD_PRELOAD='"$shim"' exec '$b'/tests/mpi/test_mpi aware,blocks,random --seeds 10' \
+        2>&1 | tail -10
+    echo "=== mpi_cholesky 2 ranks, n 8192 tile 2048, IPC off, the shim"
+    WEFT_MPI_IPC=0 timeout 300 mpiexec $root -np 2 --bind-to none -x WEFT_MPI_IPC \
+        -x LD_PRELOAD="$shim" $b/examples/mpi_cholesky --driver cuda --n 8192 --tile 2048 \
+        --reps 3 2>&1 | grep -E "IPC|CUDA-aware|weft_mpi:|residual|ok|shim|WRONG"
+    echo "=== the same, the shim loaded but WEFT_MPI_CUDA_AWARE=0 (through pinned staging)"
+    WEFT_MPI_IPC=0 WEFT_MPI_CUDA_AWARE=0 timeout 300 mpiexec $root -np 2 --bind-to none \
+        -x WEFT_MPI_IPC -x WEFT_MPI_CUDA_AWARE -x LD_PRELOAD="$shim" $b/examples/mpi_cholesky \
+        --driver cuda --n 8192 --tile 2048 --reps 3 2>&1 |
+        grep -E "IPC|CUDA-aware|weft_mpi:|residual|ok|shim|WRONG"
 fi
 if has cholab; then
     # only the comparison of CUDA IPC on and off, in one script

@@ -23,9 +23,13 @@
  *   test_mpi ipc       (one CUDA device a rank, ranks of one machine) a tile
  *                      and a range read on another rank, four launches:
  *                      right every launch, and device to device by CUDA
- *                      IPC from the second (none with WEFT_MPI_IPC=0,
- *                      nor without one CUDA device a rank: the same
- *                      graph through host memory)
+ *                      IPC from the second (with WEFT_MPI_IPC=0, through
+ *                      MPI where every rank's is CUDA-aware; neither
+ *                      without one CUDA device a rank: the same graph
+ *                      through host memory); test_mpi_dev.c
+ *   test_mpi aware     the CUDA-aware flags weft_mpi_create exchanges
+ *                      (WEFT_MPI_CUDA_AWARE set per rank, then auto),
+ *                      then the ipc mode; test_mpi_dev.c
  *   test_mpi bad       bad input to every weft_mpi function
  *   test_mpi serialized  MPI initialised at MPI_THREAD_SERIALIZED:
  *                      weft_mpi_create refuses it
@@ -34,7 +38,7 @@
  * A failed check prints the rank and the line and aborts every rank
  * (MPI_Abort); a passing rank prints "rank R: ok".
  */
-#include <weft_mpi.h>
+#include "test_mpi.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -43,19 +47,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-static int me, nranks;
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s (%s / %s)\n",    \
-                    me, __FILE__, __LINE__, #cond, weft_mpi_last_error(),      \
-                    weft_last_error());                                        \
-            fflush(stderr);                                                    \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                      \
-        }                                                                      \
-    } while (0)
-#define OK(call) CHECK((call) == 0)
+int me, nranks;
 
 /* ---- the random graphs --------------------------------------------------- */
 
@@ -757,13 +749,7 @@ static void owners_test(weft_runtime *rt, weft_mpi *mpi)
 
 /* ---- transfers between host copies --------------------------------------- */
 
-enum { DN = 1 << 18 }; /* 1 MiB of uint32_t: the send takes a while */
-
-typedef struct dcheck {
-    unsigned launch, bad, base;
-} dcheck;
-
-static void d_add(void *const *ptrs, void *user)
+void d_add(void *const *ptrs, void *user)
 {
     uint32_t *x = ptrs[0], add = *(const uint32_t *)user;
 
@@ -906,135 +892,6 @@ static void direct_test(weft_runtime *rt, weft_mpi *mpi)
     OK(weft_mpi_buffer_unregister(mpi, y));
     OK(weft_buffer_destroy(x));
     OK(weft_buffer_destroy(y));
-}
-
-/* ---- device to device between ranks of one machine (CUDA IPC) ----------- */
-
-enum { IN = 256, IT = 64 }; /* a matrix of IN x IN uint32, tiles IT x IT */
-
-/* Tile (0, 0) += 1 (a block: rows IN elements apart). */
-static void i_add(void *const *ptrs, void *user)
-{
-    uint32_t *t = ptrs[0];
-
-    (void)user;
-    for (unsigned r = 0; r < IT; r++)
-        for (unsigned c = 0; c < IT; c++)
-            t[r * IN + c]++;
-}
-
-/* After launch l, tile (0, 0) holds r * IN + c + l. */
-static void i_check(void *const *ptrs, void *user)
-{
-    const uint32_t *t = ptrs[0];
-    dcheck *ck = user;
-
-    ck->launch++;
-    for (unsigned r = 0; r < IT; r++)
-        for (unsigned c = 0; c < IT; c++)
-            if (t[r * IN + c] != r * IN + c + ck->launch)
-                ck->bad++;
-}
-
-/* Y after launch l: k + 1001 l (Y += 1 and Y += 1000 on rank 0). */
-static void i_check_range(void *const *ptrs, void *user)
-{
-    const uint32_t *y = ptrs[0];
-    dcheck *ck = user;
-
-    ck->launch++;
-    for (unsigned k = 0; k < DN; k++)
-        if (y[k] != k + 1001u * (ck->launch - 1) + 1)
-            ck->bad++;
-}
-
-/* 1 if rt has one CUDA device (weft_mpi's condition for IPC). */
-static int has_cuda(weft_runtime *rt)
-{
-    unsigned n = 0;
-
-    for (unsigned i = 0; i < weft_runtime_device_count(rt); i++) {
-        weft_device_info info = {.size = sizeof info};
-
-        if (weft_device_get_info(weft_runtime_device(rt, i), &info) == 0 &&
-            strcmp(info.driver, "cuda") == 0)
-            n++;
-    }
-    return n == 1;
-}
-
-/*
- * Ranks of one machine with a CUDA device each (WEFT_DEVICES=cuda): rank 0
- * adds 1 to tile (0, 0) of A (a block) and to Y (a range, then 1000 more
- * after the send), the last rank checks both, four launches. Both
- * transfers move through staging at the first launch and by IPC from the
- * second (weft_mpi_exec_ipc_transfers, from the first launch's wait on);
- * WEFT_MPI_IPC=0: never.
- */
-static void ipc_test(weft_runtime *rt, weft_mpi *mpi)
-{
-    static uint32_t a0[IN * IN], y0[DN];
-    const uint32_t one = 1, many = 1000;
-    const char *env = getenv("WEFT_MPI_IPC");
-    int last = nranks - 1,
-        off = env && (!strcmp(env, "0") || !strcasecmp(env, "off"));
-    weft_buffer *a, *y;
-    weft_mpi_graph *g;
-    weft_mpi_exec *e;
-    weft_access_desc acc;
-    dcheck ca = {0, 0, 0}, cy = {0, 0, 0};
-    unsigned want =
-        has_cuda(rt) && nranks > 1 && !off && (me == 0 || me == last) ? 2u : 0u;
-
-    for (unsigned k = 0; k < IN * IN; k++)
-        a0[k] = k;
-    for (unsigned k = 0; k < DN; k++)
-        y0[k] = k;
-    OK(weft_buffer_create(rt, sizeof a0, &a));
-    OK(weft_buffer_create(rt, sizeof y0, &y));
-    OK(weft_buffer_write(a, 0, a0, sizeof a0));
-    OK(weft_buffer_write(y, 0, y0, sizeof y0));
-    OK(weft_mpi_buffer_register(mpi, a, 0));
-    OK(weft_mpi_buffer_register(mpi, y, 0));
-    OK(weft_mpi_graph_create(mpi, &g));
-    acc = weft_access_block(a, weft_block2(0, IT * 4, IT, IN * 4),
-                            WEFT_READ_WRITE);
-    OK(weft_mpi_graph_add_host(g, i_add, NULL, &acc, 1, 0, NULL));
-    acc.mode = WEFT_READ;
-    OK(weft_mpi_graph_add_host(g, i_check, &ca, &acc, 1, last, NULL));
-    acc = weft_access_range(y, 0, WEFT_WHOLE, WEFT_READ_WRITE);
-    /* a named constant: the task reads it at every launch (a compound
-     * literal inside OK() would end with the macro's block) */
-    OK(weft_mpi_graph_add_host(g, d_add, (void *)&one, &acc, 1, 0, NULL));
-    acc.mode = WEFT_READ;
-    OK(weft_mpi_graph_add_host(g, i_check_range, &cy, &acc, 1, last, NULL));
-    acc.mode = WEFT_READ_WRITE;
-    OK(weft_mpi_graph_add_host(g, d_add, (void *)&many, &acc, 1, 0, NULL));
-    OK(weft_mpi_graph_instantiate(g, NULL, &e));
-    for (int l = 0; l < 4; l++) {
-        OK(weft_mpi_exec_launch(e));
-        OK(weft_mpi_exec_wait(e));
-        CHECK(weft_mpi_exec_ipc_transfers(e) == want); /* from the 1st */
-    }
-    if (me == last) {
-        CHECK(ca.launch == 4 && ca.bad == 0);
-        CHECK(cy.launch == 4 && cy.bad == 0);
-    }
-    OK(weft_mpi_exec_destroy(e));
-    OK(weft_mpi_graph_destroy(g));
-    if (me == 0) {
-        static uint32_t got[IN * IN];
-
-        OK(weft_buffer_read(a, 0, got, sizeof got));
-        for (unsigned k = 0; k < IN * IN; k++)
-            CHECK(got[k] == k + (k % IN < IT && k / IN < IT ? 4u : 0u));
-    }
-    OK(weft_mpi_buffer_unregister(mpi, a));
-    OK(weft_mpi_buffer_unregister(mpi, y));
-    OK(weft_buffer_destroy(a)); /* the exec released its exports */
-    OK(weft_buffer_destroy(y));
-    if (me == 0)
-        printf("ipc: %u transfer ends by IPC on rank 0\n", want);
 }
 
 /* ---- a rank whose node fails --------------------------------------------- */
@@ -1224,6 +1081,11 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
     CHECK(weft_mpi_rank(NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_size(NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_rank(mpi) == me && weft_mpi_size(mpi) == nranks);
+    CHECK(weft_mpi_cuda_aware(NULL, 0) == WEFT_EINVAL);
+    CHECK(weft_mpi_cuda_aware(mpi, -1) == WEFT_ERANGE);
+    CHECK(weft_mpi_cuda_aware(mpi, nranks) == WEFT_ERANGE);
+    CHECK(weft_mpi_cuda_aware(mpi, me) == 0 ||
+          weft_mpi_cuda_aware(mpi, me) == 1);
     CHECK(weft_mpi_block_cyclic(3, 5, 2, 2) == 3);
     CHECK(weft_mpi_block_cyclic(2, 4, 2, 3) == 1);
 
@@ -1382,6 +1244,8 @@ static void bad_test(weft_runtime *rt, weft_mpi *mpi, weft_kernel *mix)
     CHECK(weft_mpi_exec_local(NULL) == NULL);
     CHECK(weft_mpi_exec_ipc_transfers(NULL) == 0);
     CHECK(weft_mpi_exec_ipc_transfers(e) == 0); /* none before a launch */
+    CHECK(weft_mpi_exec_aware_transfers(NULL) == 0);
+    CHECK(weft_mpi_exec_aware_transfers(e) == 0);
     CHECK(weft_mpi_exec_write_transfers(NULL, "x.json") == WEFT_EINVAL);
     CHECK(weft_mpi_exec_write_transfers(e, NULL) == WEFT_EINVAL);
     CHECK(weft_mpi_exec_write_transfers(e, "/nonexistent/dir/x.json") ==
@@ -1489,7 +1353,9 @@ int main(int argc, char **argv)
         } else if (len == 4 && strncmp(m, "fail", len) == 0) {
             fail_test(rt, mpi);
         } else if (len == 3 && strncmp(m, "ipc", len) == 0) {
-            ipc_test(rt, mpi);
+            dev_test(rt, mpi);
+        } else if (len == 5 && strncmp(m, "aware", len) == 0) {
+            aware_test(rt, mpi);
         } else if (len == 3 && strncmp(m, "bad", len) == 0) {
             bad_test(rt, mpi, mix);
         } else {

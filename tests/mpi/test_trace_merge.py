@@ -53,6 +53,7 @@ def main(argv):
         assert s["pid"] != f["pid"], s  # from one rank to the other
         assert s["args"]["from"] + 1 == s["pid"]
         assert s["args"]["to"] + 1 == f["pid"]
+        assert s["args"]["via"] == "mpi", s  # host devices: host copies
         # the receive ends after the send started (one host's clock)
         assert f["ts"] >= s["ts"] - 1.0, (s, f)
     slices = [e for e in ev if e.get("ph") == "X"]
