@@ -69,6 +69,7 @@ static struct {
     int (*push)(void *ctx);
     int (*pop)(void **ctx);
     int (*copy2d)(const shim_copy2d *p);
+    int (*sync)(void *stream);
     int ok;
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -85,8 +86,9 @@ static void cu_load(void)
     *(void **)&cu.push = dlsym(lib, "cuCtxPushCurrent_v2");
     *(void **)&cu.pop = dlsym(lib, "cuCtxPopCurrent_v2");
     *(void **)&cu.copy2d = dlsym(lib, "cuMemcpy2D_v2");
+    *(void **)&cu.sync = dlsym(lib, "cuStreamSynchronize");
     cu.ok = cu.init && cu.attribute && cu.push && cu.pop && cu.copy2d &&
-            cu.init(0) == 0;
+            cu.sync && cu.init(0) == 0;
 }
 
 static void die(const char *what)
@@ -299,6 +301,14 @@ static void copy(shim_req *s, int to_device)
             die(to_device ? "cuMemcpy2D into the device failed"
                           : "cuMemcpy2D out of the device failed");
     }
+    /*
+     * A copy from pageable host memory into the device returns once the
+     * bytes are staged, before they land (CUDA's synchronous copies): a
+     * CUDA-aware MPI completes a receive only once the device holds them,
+     * so wait for the copies' stream (the context's NULL stream).
+     */
+    if (to_device && cu.sync(NULL) != 0)
+        die("cuStreamSynchronize after the copy into the device failed");
     cu.pop(&old);
 }
 
