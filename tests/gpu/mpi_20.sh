@@ -11,7 +11,10 @@
 # through a CUDA-aware MPI, which tests/mpi/cuda_aware_shim.c stands in
 # for, IPC off: its CTest cases, test_mpi and the Cholesky with the counts
 # of transfer ends that went device to device through MPI and of the
-# messages the shim saw on device memory);
+# messages the shim saw on device memory; aware1: the same with both ranks
+# on GPU 0, test_mpi's blocks, random and owners graphs, 40 seeds each;
+# SHIM, where set, is the shim library these two stages load, MODES the
+# modes of aware1);
 # N and TILE (default 32768 and 2048) the Cholesky's size.
 set -u
 out=$1 stages=${2:-"build test ipc chol metg trace"}
@@ -57,7 +60,7 @@ if has aware; then
     # Open MPI here is not CUDA-aware: the shim (LD_PRELOAD into the ranks)
     # says it is and stages device memory through host memory as such an
     # MPI would, so these check behaviour and counts, not speed.
-    shim=$PWD/$b/tests/mpi/libweft_cuda_aware_shim.so
+    shim=${SHIM:-$PWD/$b/tests/mpi/libweft_cuda_aware_shim.so}
     ls -la "$shim"
     timeout 400 ctest --test-dir $b -R "mpi_aware|mpi_shim" --timeout 180 -V 2>&1 |
         grep -E "Test +#|tests passed|Failed|check failed|shim:|device ends|CUDA-aware|residual|WRONG" |
@@ -75,6 +78,14 @@ if has aware; then
         -x WEFT_MPI_IPC -x WEFT_MPI_CUDA_AWARE -x LD_PRELOAD="$shim" $b/examples/mpi_cholesky \
         --driver cuda --n 8192 --tile 2048 --reps 3 2>&1 |
         grep -E "IPC|CUDA-aware|weft_mpi:|residual|ok|shim|WRONG"
+fi
+if has aware1; then
+    shim=${SHIM:-$PWD/$b/tests/mpi/libweft_cuda_aware_shim.so}
+    for mode in ${MODES:-blocks random owners}; do
+        echo "=== test_mpi $mode --seeds 40: 2 ranks both on GPU 0, IPC off, $(basename "$shim")"
+        WEFT_MPI_IPC=0 timeout 200 mpiexec $root -np 2 -x WEFT_MPI_IPC -x WEFT_DEVICES=cuda:0 \
+            -x LD_PRELOAD="$shim" $b/tests/mpi/test_mpi $mode --seeds 40 2>&1 | tail -4
+    done
 fi
 if has cholab; then
     # only the comparison of CUDA IPC on and off, in one script
