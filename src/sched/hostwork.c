@@ -1,6 +1,7 @@
 /* The host workers: hostwork.h has the model. */
 #include "hostwork.h"
 
+#include "../base/deque.h"
 #include "../base/os.h"
 #include "../base/ring.h"
 
@@ -13,6 +14,8 @@ enum { WEFT__MAX_HOST_WORKERS = 64 };
 
 /* Tasks a group's ring holds; a submit that finds it full yields. */
 enum { WEFT__HOST_RING = 1024 };
+/* Tasks a worker's own deque holds; past them its submits go to a ring. */
+enum { WEFT__HOST_DEQUE = 256 };
 /*
  * An idle worker spins on the rings (reads only, while they are empty)
  * for WEFT__HOST_SPIN_NS, which a hand-off between workers of a
@@ -34,6 +37,12 @@ typedef struct weft__host_group {
 } weft__host_group;
 
 typedef struct weft__host_worker {
+    /*
+     * What this worker submits while it runs a task (the successors it
+     * makes ready): it pops them itself, newest first, and idle workers
+     * steal them, oldest first.
+     */
+    weft__deque own;
     weft__hostwork *pool;
     unsigned group;
     pthread_t tid;
@@ -53,6 +62,8 @@ struct weft__hostwork {
     unsigned ndevices;
     weft__host_worker *workers;
     unsigned nworkers; /* started */
+    /* With their deques, before any started (what workers look at). */
+    unsigned nworkers_made;
     /*
      * Poll tasks that said "not yet" (weft__hostwork_repoll): a FIFO
      * through the tasks' next, under poll_lock; npolls (atomic) is what
@@ -63,24 +74,44 @@ struct weft__hostwork {
     unsigned npolls;
 };
 
-/* The next task of group g, else of any group; NULL if none. */
-static weft__host_task *weft__take(weft__hostwork *hw, unsigned g)
-{
-    for (unsigned k = 0; k < hw->ngroups; k++) {
-        weft__host_task *t =
-            weft__ring_pop(&hw->groups[(g + k) % hw->ngroups].tasks);
+/* The calling thread's worker in its pool (NULL: not a worker). */
+static _Thread_local weft__host_worker *weft__self_worker;
 
-        if (t)
+/*
+ * The next task for worker w: its own deque's newest, else group g's
+ * ring, else any group's, else one stolen from another worker (the
+ * workers after w first); NULL if none.
+ */
+static weft__host_task *weft__take(weft__hostwork *hw, weft__host_worker *w,
+                                   unsigned g)
+{
+    weft__host_task *t;
+
+    if ((t = weft__deque_pop(&w->own)))
+        return t;
+    for (unsigned k = 0; k < hw->ngroups; k++)
+        if ((t = weft__ring_pop(&hw->groups[(g + k) % hw->ngroups].tasks)))
             return t;
+    for (unsigned k = 1, i = (unsigned)(w - hw->workers); k < hw->nworkers_made;
+         k++) {
+        weft__host_worker *v = &hw->workers[(i + k) % hw->nworkers_made];
+
+        /* (a lost race for v's top: v is looked at once more) */
+        while (weft__deque_nonempty_hint(&v->own))
+            if ((t = weft__deque_steal(&v->own)))
+                return t;
     }
     return NULL;
 }
 
-/* Whether some ring holds a task (a hint: reads only). */
+/* Whether some ring or worker's deque holds a task (a hint: reads only). */
 static int weft__queued(weft__hostwork *hw)
 {
     for (unsigned k = 0; k < hw->ngroups; k++)
         if (weft__ring_count_hint(&hw->groups[k].tasks))
+            return 1;
+    for (unsigned i = 0; i < hw->nworkers_made; i++)
+        if (weft__deque_nonempty_hint(&hw->workers[i].own))
             return 1;
     return 0;
 }
@@ -114,9 +145,10 @@ static weft__host_task *weft__take_poll(weft__hostwork *hw)
  * Before a poll task's next call the core is yielded, for whatever
  * thread (of this process or another) the poll waits for.
  */
-static weft__host_task *weft__take_any(weft__hostwork *hw, unsigned g)
+static weft__host_task *weft__take_any(weft__hostwork *hw, weft__host_worker *w,
+                                       unsigned g)
 {
-    weft__host_task *t = weft__take(hw, g);
+    weft__host_task *t = weft__take(hw, w, g);
 
     if (t || !weft__polls(hw))
         return t;
@@ -158,10 +190,14 @@ static void weft__wake_more(weft__hostwork *hw)
  * sees the push. Poll tasks come after the rings' tasks, and a worker
  * about to sleep takes one instead: while one waits, a worker stays up.
  */
-static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
+static weft__host_task *weft__next(weft__hostwork *hw, weft__host_worker *w)
 {
+    unsigned g = w->group;
     weft__host_task *t;
 
+    /* (its own newest first, with no look at anything shared) */
+    if ((t = weft__deque_pop(&w->own)))
+        return t;
     __atomic_add_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
     for (uint64_t t0 = weft__now_ns();
          weft__now_ns() - t0 < (uint64_t)WEFT__HOST_SPIN_NS;) {
@@ -171,7 +207,7 @@ static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
             break;
     }
     for (unsigned i = 0; i < WEFT__HOST_POLLS; i++) {
-        if ((t = weft__take_any(hw, g))) {
+        if ((t = weft__take_any(hw, w, g))) {
             __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
             weft__wake_more(hw);
             return t;
@@ -184,10 +220,10 @@ static weft__host_task *weft__next(weft__hostwork *hw, unsigned g)
     }
     __atomic_add_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
     __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-    t = weft__take_any(hw, g);
+    t = weft__take_any(hw, w, g);
     if (!t) {
         pthread_mutex_lock(&hw->lock);
-        while (!(t = weft__take(hw, g)) && !(t = weft__take_poll(hw)) &&
+        while (!(t = weft__take(hw, w, g)) && !(t = weft__take_poll(hw)) &&
                !__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
             pthread_cond_wait(&hw->work, &hw->lock);
         pthread_mutex_unlock(&hw->lock);
@@ -207,8 +243,9 @@ static void *weft__host_worker_main(void *arg)
     hwloc_bitmap_t set = hw->groups[w->group].cpuset;
 
     weft__hostwork_self = (int)(w - hw->workers);
+    weft__self_worker = w;
     weft__thread_bind(hw->topology, set);
-    for (weft__host_task *t; (t = weft__next(hw, w->group));)
+    for (weft__host_task *t; (t = weft__next(hw, w));)
         t->run(t);
     return NULL;
 }
@@ -221,6 +258,9 @@ static void weft__hostwork_free(weft__hostwork *hw)
     pthread_mutex_unlock(&hw->lock);
     for (unsigned i = 0; i < hw->nworkers; i++)
         pthread_join(hw->workers[i].tid, NULL);
+    /* Every worker's deque made (all, before any worker started). */
+    for (unsigned i = 0; hw->workers && i < hw->nworkers_made; i++)
+        weft__deque_fini(&hw->workers[i].own);
     /* Every group made (ndevices + 1 of them), used or not. */
     for (unsigned g = 0; hw->groups && g <= hw->ndevices; g++) {
         if (hw->groups[g].cpuset)
@@ -300,6 +340,12 @@ static int weft__hostwork_make(weft_runtime *rt, weft__hostwork **out)
      * Workers round the bound groups (the unbound one serves the rest by
      * taking from every queue); with no bound group, all unbound.
      */
+    for (; hw->nworkers_made < n; hw->nworkers_made++)
+        if (weft__deque_init(&hw->workers[hw->nworkers_made].own,
+                             WEFT__HOST_DEQUE) < 0) {
+            weft__hostwork_free(hw);
+            return WEFT_ENOMEM;
+        }
     for (unsigned i = 0; i < n; i++) {
         weft__host_worker *w = &hw->workers[i];
         int err;
@@ -349,14 +395,39 @@ weft__hostwork *weft__hostwork_get(weft_runtime *rt)
     return hw;
 }
 
+/*
+ * After a push: a sleeper up if no worker polls. A read-modify-write of
+ * sleepers, not a plain load: it is ordered with a sleeping worker's own
+ * (the total order of sleepers' changes), so either this sees the worker,
+ * or the worker, after it, sees the push.
+ */
+static void weft__submitted(weft__hostwork *hw)
+{
+    if (!__atomic_fetch_add(&hw->pollers, 0, __ATOMIC_SEQ_CST) &&
+        __atomic_fetch_add(&hw->sleepers, 0, __ATOMIC_SEQ_CST))
+        weft__wake_one(hw);
+}
+
 void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
 {
-    weft__host_group *g =
-        &hw->groups[device >= 0 && (unsigned)device < hw->ndevices
-                        ? hw->dev_group[device]
-                        : 0];
+    unsigned gi = device >= 0 && (unsigned)device < hw->ndevices
+                      ? (unsigned)hw->dev_group[device]
+                      : 0;
+    weft__host_group *g = &hw->groups[gi];
+    weft__host_worker *self = weft__self_worker;
 
     t->next = NULL;
+    /*
+     * A worker of this pool keeps what it submits (for any device, or for
+     * its own group's), unless its deque is full: no line that every
+     * worker writes is touched, and it runs the task next unless an idle
+     * worker steals it first.
+     */
+    if (self && self->pool == hw && (gi == 0 || gi == self->group) &&
+        weft__deque_push(&self->own, t)) {
+        weft__submitted(hw);
+        return;
+    }
     /*
      * Full: the workers are taking from it; wait for room. A worker that
      * submits (it carries a launch on, exec.h) runs the task itself
@@ -369,14 +440,7 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
         }
         sched_yield();
     }
-    /*
-     * A read-modify-write of sleepers, not a plain load: it is ordered with
-     * a sleeping worker's own (the total order of sleepers' changes), so
-     * either this sees the worker, or the worker, after it, sees the push.
-     */
-    if (!__atomic_fetch_add(&hw->pollers, 0, __ATOMIC_SEQ_CST) &&
-        __atomic_fetch_add(&hw->sleepers, 0, __ATOMIC_SEQ_CST))
-        weft__wake_one(hw);
+    weft__submitted(hw);
 }
 
 void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t)
@@ -453,9 +517,8 @@ void weft__hostwork_for(weft__hostwork *hw, unsigned n,
 {
     /* On a worker, every call here: waiting for the pool could wait on
      * this very worker. */
-    unsigned helpers = weft__hostwork_self >= 0
-                           ? 0
-                           : WEFT__MIN(hw->nworkers, n ? n - 1 : 0);
+    unsigned helpers =
+        weft__hostwork_self >= 0 ? 0 : WEFT__MIN(hw->nworkers, n ? n - 1 : 0);
     weft__for_job *j;
 
     j = helpers ? weft__calloc_aligned(1, sizeof *j, WEFT__CACHE_LINE) : NULL;

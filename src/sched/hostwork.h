@@ -17,10 +17,14 @@
  *
  * No lock on the way in or out: each group's tasks are a lock-free ring
  * (src/base/ring.h) that submits push to and workers pop from, any group
- * when their own is empty. A worker with nothing to do spins on them (reads
- * only) a few microseconds, then polls them yielding its core a while, then
- * sleeps on the pool's condition; the pool's mutex is taken only to sleep
- * and to wake a sleeper (a submit that sees one).
+ * when their own is empty. A worker's own submits (the successors it makes
+ * ready, for any device or its own group's) go to its own work-stealing
+ * deque (src/base/deque.h) instead: it takes the newest of them first,
+ * before the rings, and a worker that finds the rings empty steals the
+ * oldest of another's. A worker with nothing to do spins on the rings and
+ * deques (reads only) a few microseconds, then polls them yielding its
+ * core a while, then sleeps on the pool's condition; the pool's mutex is
+ * taken only to sleep and to wake a sleeper (a submit that sees one).
  */
 #ifndef WEFT_SCHED_HOSTWORK_H
 #define WEFT_SCHED_HOSTWORK_H

@@ -2,9 +2,11 @@
 #include "wt_test.h"
 
 #include "base/base.h"
+#include "base/deque.h"
 #include "base/ring.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 static void every_code_has_a_name_and_message(void **state)
@@ -281,6 +283,129 @@ static void ring_mpmc(void **state)
     weft__ring_fini(&run.r);
 }
 
+/* ---- the work-stealing deque ------------------------------------------- */
+
+enum { DEQUE_ITEMS = 300000, DEQUE_THIEVES = 3 };
+
+typedef struct deque_run {
+    weft__deque d;
+    uintptr_t *items; /* DEQUE_ITEMS values, each pushed once */
+    unsigned *taken;  /* per item: how many times it came out */
+    uint64_t sum;     /* of the values taken, by anyone */
+    unsigned ntaken;  /* items taken so far */
+    unsigned stolen;  /* of which by thieves */
+} deque_run;
+
+/* What came out: its value as its owner wrote it, counted once. */
+static void deque_took(deque_run *run, uintptr_t *v, uint64_t *sum)
+{
+    size_t i = (size_t)(v - run->items);
+
+    assert_true(i < DEQUE_ITEMS);
+    assert_true(*v == i + 1);
+    __atomic_add_fetch(&run->taken[i], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&run->ntaken, 1, __ATOMIC_RELAXED);
+    *sum += *v;
+}
+
+static void *deque_thief(void *arg)
+{
+    deque_run *run = arg;
+    uint64_t sum = 0;
+    unsigned n = 0;
+
+    while (__atomic_load_n(&run->ntaken, __ATOMIC_RELAXED) < DEQUE_ITEMS) {
+        uintptr_t *v = weft__deque_steal(&run->d);
+
+        if (v) {
+            deque_took(run, v, &sum);
+            n++;
+        }
+    }
+    __atomic_add_fetch(&run->sum, sum, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&run->stolen, n, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+/*
+ * The deque: full and empty said as such, the owner's end last in first
+ * out and the thieves' first in first out; then an owner that pushes
+ * every item (bursts of up to 11 into 8 cells, wrapping the array many
+ * times) and pops about one in three itself, against three thieves: every
+ * item comes out exactly once, with the value its owner wrote before the
+ * push, and the last ones race owner and thieves for a deque of one.
+ */
+static void deque_owner_and_thieves(void **state)
+{
+    deque_run run;
+    pthread_t t[DEQUE_THIEVES];
+    uint64_t sum = 0;
+    int x[5];
+
+    (void)state;
+    memset(&run, 0, sizeof run);
+    assert_int_equal(weft__deque_init(&run.d, 4), 0);
+    assert_null(weft__deque_pop(&run.d));
+    assert_null(weft__deque_steal(&run.d));
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(weft__deque_push(&run.d, &x[i]), 1);
+    assert_int_equal(weft__deque_push(&run.d, &x[4]), 0);
+    assert_true(weft__deque_nonempty_hint(&run.d));
+    assert_ptr_equal(weft__deque_pop(&run.d), &x[3]);
+    assert_ptr_equal(weft__deque_steal(&run.d), &x[0]);
+    assert_int_equal(weft__deque_push(&run.d, &x[4]), 1); /* room again */
+    assert_ptr_equal(weft__deque_steal(&run.d), &x[1]);
+    assert_ptr_equal(weft__deque_pop(&run.d), &x[4]);
+    assert_ptr_equal(weft__deque_pop(&run.d), &x[2]);
+    assert_null(weft__deque_pop(&run.d));
+    assert_null(weft__deque_steal(&run.d));
+    assert_false(weft__deque_nonempty_hint(&run.d));
+    weft__deque_fini(&run.d);
+
+    assert_int_equal(weft__deque_init(&run.d, 8), 0);
+    run.items = weft__calloc(DEQUE_ITEMS, sizeof *run.items);
+    run.taken = weft__calloc(DEQUE_ITEMS, sizeof *run.taken);
+    assert_non_null(run.items);
+    assert_non_null(run.taken);
+    for (unsigned i = 0; i < DEQUE_THIEVES; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, deque_thief, &run), 0);
+    for (unsigned i = 0; i < DEQUE_ITEMS;) {
+        unsigned burst = 1 + i % 11;
+
+        for (unsigned k = 0; k < burst && i < DEQUE_ITEMS; k++, i++) {
+            run.items[i] = i + 1; /* published by the push */
+            while (!weft__deque_push(&run.d, &run.items[i])) {
+                uintptr_t *v = weft__deque_pop(&run.d);
+
+                if (v)
+                    deque_took(&run, v, &sum);
+            }
+        }
+        if (i % 3 == 0) {
+            uintptr_t *v = weft__deque_pop(&run.d);
+
+            if (v)
+                deque_took(&run, v, &sum);
+        }
+        if (i % 64 == 0) /* (the thieves' turn, on a machine of few cores) */
+            sched_yield();
+    }
+    for (uintptr_t *v; (v = weft__deque_pop(&run.d));)
+        deque_took(&run, v, &sum);
+    for (unsigned i = 0; i < DEQUE_THIEVES; i++)
+        pthread_join(t[i], NULL);
+    __atomic_add_fetch(&run.sum, sum, __ATOMIC_RELAXED);
+    assert_int_equal(run.ntaken, DEQUE_ITEMS);
+    for (unsigned i = 0; i < DEQUE_ITEMS; i++)
+        assert_int_equal(run.taken[i], 1);
+    assert_true(run.sum == (uint64_t)DEQUE_ITEMS * (DEQUE_ITEMS + 1) / 2);
+    print_message("deque: %u of %u items stolen\n", run.stolen, DEQUE_ITEMS);
+    assert_null(weft__deque_pop(&run.d));
+    weft__free(run.items);
+    weft__free(run.taken);
+    weft__deque_fini(&run.d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +416,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(parse_sizes_and_rates),
         cmocka_unit_test(fault_fires_once_at_the_nth_match),
         cmocka_unit_test(ring_mpmc),
+        cmocka_unit_test(deque_owner_and_thieves),
     };
     return wt_run_group(argc, argv, tests, NULL, NULL);
 }
