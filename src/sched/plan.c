@@ -285,7 +285,8 @@ int weft__plan_ready(weft__plan *p, weft__lane *l)
 
     if (rc < 0 || l->full == p->stepno)
         return rc;
-    l->mark = l->full = p->stepno;
+    weft__lane_mark(p, l);
+    l->full = p->stepno;
     for (uint32_t e = p->pred_first[p->node];
          e < p->pred_first[p->node + 1] && rc == 0; e++)
         rc = weft__plan_after_edge(p, l, e);
@@ -313,7 +314,7 @@ static int weft__ready_source(weft__plan *p, weft__lane *l,
 
     if (rc < 0 || l->full == p->stepno)
         return rc;
-    l->mark = p->stepno;
+    weft__lane_mark(p, l);
     for (uint32_t k = 0; !p->src_host && k < nd->nraw && rc == 0; k++) {
         const weft__raw *w = &p->raws[nd->raw_first + k];
 
@@ -327,11 +328,11 @@ static int weft__ready_source(weft__plan *p, weft__lane *l,
 static int weft__known_by_other(const weft__plan *p, const weft__lane *f,
                                 unsigned i)
 {
-    for (unsigned j = 0; j < p->host; j++) {
+    for (unsigned k = 0; k < p->nused; k++) {
+        unsigned j = p->used[k];
         const weft__lane *v = &p->lanes[j];
 
-        if (j != i && v != f && v->mark == p->stepno && v->q &&
-            v->vc[i] >= p->lanes[i].seq)
+        if (j != i && v != f && v->q && v->vc[i] >= p->lanes[i].seq)
             return 1;
     }
     return 0;
@@ -348,10 +349,11 @@ int weft__plan_join(weft__plan *p, weft__lane *f)
     int rc = 0;
 
     for (int pass = 0; pass < 2; pass++)
-        for (unsigned i = 0; i < p->host && rc == 0; i++) {
+        for (unsigned k = 0; k < p->nused && rc == 0; k++) {
+            unsigned i = p->used[k];
             weft__lane *u = &p->lanes[i];
 
-            if (u == f || u->mark != p->stepno || !u->q ||
+            if (u == f || i >= p->host || !u->q ||
                 weft__known_by_other(p, f, i) != pass)
                 continue;
             rc = weft__order_after(p, f, u, u->seq, u->vc, NULL, NULL);
@@ -395,12 +397,16 @@ static int weft__hook_queue(void *set, unsigned device, weft__queue_role role,
     return 0;
 }
 
+static void weft__pend_prune(weft__plan *p, weft__pend_list *pl);
+
 static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
                              unsigned where, size_t off, size_t len)
 {
     weft__plan *p = set;
     weft__lane *l = weft__lane_of(p, q);
+    weft__pend_list *pl;
     weft__pending *pd;
+    size_t at;
     size_t bytes = p->moved && p->moved < len ? p->moved : len;
 
     weft__assert(l);
@@ -420,27 +426,96 @@ static int weft__hook_issued(void *set, weft__queue *q, weft_buffer *root,
     }
     if (!root || !len)
         return 0;
-    if (p->npending == p->cap_pending) {
-        size_t cap = p->cap_pending ? 2 * p->cap_pending : 16;
+    pl = &p->pend[weft__pend_bucket(root, where)];
+    if (pl->n == pl->cap) {
+        size_t cap = pl->cap ? 2 * pl->cap : 16;
 
-        pd = weft__realloc(p->pending, cap * sizeof *pd);
+        pd = weft__realloc(pl->v, cap * sizeof *pd);
         if (!pd) {
             /* The copy is queued; with no room to remember it, wait. */
             weft_clear_error();
             return weft__plan_host_sync_lane(p, l);
         }
-        p->pending = pd;
-        p->cap_pending = cap;
+        pl->v = pd;
+        pl->cap = cap;
     }
-    pd = &p->pending[p->npending++];
+    /* In order of off: at the end, as a first launch's copies mostly go. */
+    at = pl->n;
+    if (at && pl->v[at - 1].off > off) {
+        size_t lo = 0;
+
+        while (lo < at) {
+            size_t mid = lo + (at - lo) / 2;
+
+            if (pl->v[mid].off > off)
+                at = mid;
+            else
+                lo = mid + 1;
+        }
+    }
+    memmove(&pl->v[at + 1], &pl->v[at], (pl->n - at) * sizeof *pl->v);
+    pl->n++;
+    pd = &pl->v[at];
     pd->root = root;
     pd->where = where;
     pd->off = off;
     pd->len = len;
     pd->lane = weft__lane_index(p, l);
     pd->seq = l->seq;
-    p->pend_count[weft__pend_bucket(root, where)]++;
+    if (len > pl->maxlen)
+        pl->maxlen = len;
+    weft__pend_prune(p, pl);
     return 0;
+}
+
+/* Drop what the host lane knows complete, once pl has doubled since. */
+static void weft__pend_prune(weft__plan *p, weft__pend_list *pl)
+{
+    const weft__lane *h = weft__host_lane(p);
+    size_t k = 0;
+
+    if (pl->n < 2 * pl->kept + 16)
+        return;
+    for (size_t i = 0; i < pl->n; i++)
+        if (h->vc[pl->v[i].lane] < pl->v[i].seq)
+            pl->v[k++] = pl->v[i];
+    pl->n = pl->kept = k;
+}
+
+const weft__pending *weft__pend_first(weft__plan *p, const weft_buffer *root,
+                                      unsigned where, size_t off, size_t len,
+                                      const weft__pending *after)
+{
+    weft__pend_list *pl = &p->pend[weft__pend_bucket(root, where)];
+    const weft__lane *h = weft__host_lane(p);
+    size_t i;
+
+    if (!pl->n)
+        return NULL;
+    if (after) {
+        i = (size_t)(after - pl->v) + 1;
+    } else {
+        /* the first whose off + maxlen passes off: those before end first */
+        size_t lo = 0, hi = pl->n;
+
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+
+            if (pl->v[mid].off + pl->maxlen > off)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        i = lo;
+    }
+    for (; i < pl->n && pl->v[i].off < off + len; i++) {
+        const weft__pending *pd = &pl->v[i];
+
+        if (pd->root == root && pd->where == where && off < pd->off + pd->len &&
+            h->vc[pd->lane] < pd->seq)
+            return pd;
+    }
+    return NULL;
 }
 
 int weft__plan_hook_after(void *set, weft__queue *q, weft_buffer *root,
@@ -448,29 +523,16 @@ int weft__plan_hook_after(void *set, weft__queue *q, weft_buffer *root,
 {
     weft__plan *p = set;
     weft__lane *l = q ? weft__lane_of(p, q) : weft__host_lane(p);
-    weft__lane *h = weft__host_lane(p);
-    size_t k = 0;
     int rc = 0;
 
     weft__assert(l);
-    if (!p->pend_count[weft__pend_bucket(root, where)])
-        return 0;
-    for (size_t i = 0; i < p->npending && rc == 0; i++) {
-        weft__pending *pd = &p->pending[i];
-        weft__lane *x = &p->lanes[pd->lane];
-
-        if (pd->root == root && pd->where == where && pd->off < off + len &&
-            off < pd->off + pd->len)
-            rc = weft__order_after(p, l, x, pd->seq, NULL, NULL, NULL);
-    }
-    /* Forget what the host now knows complete. */
-    for (size_t i = 0; i < p->npending; i++)
-        if (h->vc[p->pending[i].lane] < p->pending[i].seq)
-            p->pending[k++] = p->pending[i];
-        else
-            p->pend_count[weft__pend_bucket(p->pending[i].root,
-                                            p->pending[i].where)]--;
-    p->npending = k;
+    /* (what the host knows complete needs no order: it is done) */
+    for (const weft__pending *pd =
+             weft__pend_first(p, root, where, off, len, NULL);
+         pd && rc == 0; pd = weft__pend_first(p, root, where, off, len, pd))
+        rc = weft__order_after(p, l, &p->lanes[pd->lane], pd->seq, NULL, NULL,
+                               NULL);
+    weft__pend_prune(p, &p->pend[weft__pend_bucket(root, where)]);
     return rc;
 }
 
@@ -607,6 +669,7 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     p->last_lane = WEFT__NO_LANE;
     nl = p->nlanes;
     p->lanes = weft__calloc(nl, sizeof *p->lanes);
+    p->used = weft__malloc(nl * sizeof *p->used);
     p->vcs = weft__calloc(nl * nl, sizeof *p->vcs);
     p->pools = weft__calloc((size_t)p->ndev + 1, sizeof *p->pools);
     p->succ_first = weft__calloc((size_t)n + 2, sizeof *p->succ_first);
@@ -635,9 +698,10 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
 
         p->id = __atomic_fetch_add(&ids, 1, __ATOMIC_RELAXED);
     }
-    if (!p->lanes || !p->vcs || !p->pools || !p->succ_first || !p->succs ||
-        !p->plan_lane || !p->stamps || !p->stamp_vc || !p->edge_kind ||
-        !p->xfer || !p->tpools || !p->origin || !p->origin_ns || !p->tracks) {
+    if (!p->lanes || !p->used || !p->vcs || !p->pools || !p->succ_first ||
+        !p->succs || !p->plan_lane || !p->stamps || !p->stamp_vc ||
+        !p->edge_kind || !p->xfer || !p->tpools || !p->origin ||
+        !p->origin_ns || !p->tracks) {
         weft__plan_destroy(p);
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     }
@@ -723,6 +787,7 @@ void weft__plan_destroy(weft__plan *p)
     weft__free(p->tracks);
     weft__free(p->pools);
     weft__free(p->lanes);
+    weft__free(p->used);
     weft__free(p->vcs);
     weft__free(p->succ_first);
     weft__free(p->succs);
@@ -731,7 +796,8 @@ void weft__plan_destroy(weft__plan *p)
     weft__free(p->stamp_vc);
     weft__free(p->edge_kind);
     weft__free(p->xfer);
-    weft__free(p->pending);
+    for (unsigned b = 0; b < WEFT__PEND_BUCKETS; b++)
+        weft__free(p->pend[b].v);
     weft__free(p);
 }
 

@@ -65,6 +65,20 @@ typedef struct weft__pending {
 
 enum { WEFT__PEND_BUCKETS = 64 };
 
+/*
+ * The pending copies of one hash bucket of (root, where), sorted by off,
+ * so that a lookup of a range visits only those that may overlap it (a
+ * first launch queues a copy per node, often all into one buffer).
+ * maxlen bounds every len in v (since the last launch), so the entries
+ * that may reach off start at the first with off > off - maxlen. Entries
+ * the host lane knows complete are dropped when n doubles past kept, the
+ * count the last such pass left, and are skipped by lookups meanwhile.
+ */
+typedef struct weft__pend_list {
+    weft__pending *v;
+    size_t n, cap, kept, maxlen;
+} weft__pend_list;
+
 static inline unsigned weft__pend_bucket(const weft_buffer *root,
                                          unsigned where)
 {
@@ -102,11 +116,8 @@ struct weft__plan {
     weft__stamp *stamps;
     uint64_t *stamp_vc; /* n * nlanes */
 
-    weft__pending *pending;
-    size_t npending, cap_pending;
-    /* Pending entries per hash of (root, where): a lookup for a pair
-     * with none skips the scan (first launches queue a copy per node). */
-    uint32_t pend_count[WEFT__PEND_BUCKETS];
+    /* Pending copies per hash of (root, where) (weft__pend_list). */
+    weft__pend_list pend[WEFT__PEND_BUCKETS];
 
     /* What the last launch did, for DOT and traces. */
     unsigned char *edge_kind; /* pred_first[n]: see weft__plan_edge_kind */
@@ -170,6 +181,10 @@ struct weft__plan {
 
     /* The step in progress. */
     uint64_t stepno;
+    /* The lanes it marked (mark == stepno), in order of index: what the
+     * step's passes over its lanes visit, not every lane of the plan. */
+    uint32_t *used;
+    unsigned nused;
     uint32_t node;
     uint32_t last_lane; /* the lane last handed out, or NO */
 
@@ -177,6 +192,20 @@ struct weft__plan {
 };
 
 /* ---- shared by the plan's files ------------------------------------------ */
+
+/* Mark lane l used by the step (its index into p->used, in order). */
+static inline void weft__lane_mark(weft__plan *p, weft__lane *l)
+{
+    uint32_t i = (uint32_t)(l - p->lanes), k;
+
+    if (l->mark == p->stepno)
+        return;
+    l->mark = p->stepno;
+    for (k = p->nused; k > 0 && p->used[k - 1] > i; k--)
+        p->used[k] = p->used[k - 1];
+    p->used[k] = i;
+    p->nused++;
+}
 
 static inline void weft__vc_merge(weft__plan *p, uint64_t *to,
                                   const uint64_t *from)
@@ -222,6 +251,14 @@ int weft__plan_ready(weft__plan *p, weft__lane *l);
 /* Lane f after the step's work on every other lane it used. */
 int weft__plan_join(weft__plan *p, weft__lane *f);
 /* The after hook of weft__plan_hooks (set: the plan). */
+/*
+ * The pending copies into [off, off + len) of root's copy `where` that the
+ * host lane does not know complete, in order of off: the first after
+ * `after` (NULL: the first of all), or NULL.
+ */
+const weft__pending *weft__pend_first(weft__plan *p, const weft_buffer *root,
+                                      unsigned where, size_t off, size_t len,
+                                      const weft__pending *after);
 int weft__plan_hook_after(void *set, weft__queue *q, weft_buffer *root,
                           unsigned where, size_t off, size_t len);
 

@@ -264,8 +264,8 @@ int weft__plan_drain(weft__plan *p)
         p->stamps[i].held = NULL;
     if (!p->tickets)
         p->held = 0;
-    p->npending = 0;
-    memset(p->pend_count, 0, sizeof p->pend_count);
+    for (unsigned b = 0; b < WEFT__PEND_BUCKETS; b++)
+        p->pend[b].n = p->pend[b].kept = p->pend[b].maxlen = 0;
     return first < 0 ? weft__error(first, "%s", msg) : 0;
 }
 
@@ -299,6 +299,7 @@ void weft__plan_step_begin(weft__plan *p, uint32_t node)
         st->held = NULL;
     }
     p->stepno++;
+    p->nused = 0;
     p->node = node;
     p->counts.steps++;
 }
@@ -356,10 +357,13 @@ int weft__plan_step_end(weft__plan *p)
     if (p->last_lane != WEFT__NO_LANE &&
         p->lanes[p->last_lane].mark == p->stepno)
         f = &p->lanes[p->last_lane];
-    for (unsigned i = 0; i < p->host; i++)
-        if (p->lanes[i].mark == p->stepno && p->lanes[i].q &&
+    for (unsigned k = 0; k < p->nused; k++) {
+        unsigned i = p->used[k];
+
+        if (i < p->host && p->lanes[i].q &&
             p->lanes[i].slot < WEFT__COMPUTE_LANES)
             f = &p->lanes[i];
+    }
     if (!f) {
         /* A host step: done, and after its predecessors (host_wait). */
         weft__lane_bump(h, p->host);
@@ -434,10 +438,12 @@ int weft__plan_host_end(weft__plan *p, int rc)
     if (rc < 0)
         return rc;
     /* The step's own copies (into the host copy) are waited for too. */
-    for (unsigned i = 0; i < p->host; i++)
-        if (p->lanes[i].mark == p->stepno && p->lanes[i].q &&
-            h->vc[i] < p->lanes[i].seq)
+    for (unsigned k = 0; k < p->nused; k++) {
+        unsigned i = p->used[k];
+
+        if (i < p->host && p->lanes[i].q && h->vc[i] < p->lanes[i].seq)
             t->up[i] = UINT64_MAX;
+    }
     for (unsigned i = 0; i < p->host; i++)
         any |= t->up[i] > h->vc[i];
     /*
@@ -505,22 +511,17 @@ static void weft__memcpy_fn(void *user)
 int weft__plan_host_copy(weft__plan *p, weft_buffer *root, size_t off,
                          void *dst, size_t size, weft__plan_memcpy *arg)
 {
-    weft__lane *h = weft__host_lane(p), *f = NULL;
+    weft__lane *f = NULL;
     int rc;
 
-    for (unsigned i = 0; size && i < p->host; i++)
-        if (p->lanes[i].mark == p->stepno && p->lanes[i].q)
-            f = &p->lanes[i];
-    for (size_t i = 0;
-         size && !f && p->pend_count[weft__pend_bucket(root, WEFT__HOST)] &&
-         i < p->npending;
-         i++) {
-        weft__pending *pd = &p->pending[i];
+    for (unsigned k = 0; size && k < p->nused; k++)
+        if (p->used[k] < p->host && p->lanes[p->used[k]].q)
+            f = &p->lanes[p->used[k]];
+    if (size && !f) {
+        const weft__pending *pd =
+            weft__pend_first(p, root, WEFT__HOST, off, size, NULL);
 
-        if (pd->root == root && pd->where == WEFT__HOST &&
-            pd->off < off + size && off < pd->off + pd->len &&
-            h->vc[pd->lane] < pd->seq)
-            f = &p->lanes[pd->lane];
+        f = pd ? &p->lanes[pd->lane] : NULL;
     }
     if (!f) {
         /* Now, by the host: so after the node's predecessors, as a host
