@@ -29,6 +29,8 @@
  * libcuda is opened at run time (WEFT_CUDA_LIBRARY, else libcuda.so.1),
  * as weft does: without it no pointer is device memory.
  */
+#include "cu_copy2d.h"
+
 #include <dlfcn.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -46,22 +48,7 @@ enum {
     CU_MEMORYTYPE_DEVICE = 2,
 };
 
-/* cuMemcpy2D_v2's argument, as the CUDA Driver API lays it out. */
-typedef struct shim_copy2d {
-    size_t src_x, src_y;
-    int src_type;
-    const void *src_host;
-    uint64_t src_device;
-    void *src_array;
-    size_t src_pitch;
-    size_t dst_x, dst_y;
-    int dst_type;
-    void *dst_host;
-    uint64_t dst_device;
-    void *dst_array;
-    size_t dst_pitch;
-    size_t width, height;
-} shim_copy2d;
+typedef wt_cu_copy2d shim_copy2d;
 
 static struct {
     int (*init)(unsigned flags);

@@ -5,27 +5,14 @@
  * inside its own copies, so that any code reading or writing it directly,
  * as MPI would where the shim failed to stage it, crashes.
  */
+#include "cu_copy2d.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 
-/* As in cuda_aware_shim.c: cuMemcpy2D_v2's argument. */
-typedef struct fake_copy2d {
-    size_t src_x, src_y;
-    int src_type;
-    const void *src_host;
-    uint64_t src_device;
-    void *src_array;
-    size_t src_pitch;
-    size_t dst_x, dst_y;
-    int dst_type;
-    void *dst_host;
-    uint64_t dst_device;
-    void *dst_array;
-    size_t dst_pitch;
-    size_t width, height;
-} fake_copy2d;
+typedef wt_cu_copy2d fake_copy2d;
 
 enum { CONTEXT = 1, MEMORY_TYPE = 2, HOST = 1, DEVICE = 2, BAD = 1 };
 enum { MAX_BLOCKS = 64 };

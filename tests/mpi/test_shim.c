@@ -11,6 +11,8 @@
  *   mpiexec -np 2 env LD_PRELOAD=libweft_cuda_aware_shim.so \
  *       WEFT_CUDA_LIBRARY=libweft_fake_cuda.so test_shim
  */
+#include "cu_copy2d.h"
+
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -32,21 +34,7 @@ static int me;
 
 int MPIX_Query_cuda_support(void);
 
-typedef struct fake_copy2d {
-    size_t src_x, src_y;
-    int src_type;
-    const void *src_host;
-    uint64_t src_device;
-    void *src_array;
-    size_t src_pitch;
-    size_t dst_x, dst_y;
-    int dst_type;
-    void *dst_host;
-    uint64_t dst_device;
-    void *dst_array;
-    size_t dst_pitch;
-    size_t width, height;
-} fake_copy2d;
+typedef wt_cu_copy2d fake_copy2d;
 
 static void *(*dev_alloc)(size_t size);
 static int (*copy2d)(const fake_copy2d *p);
