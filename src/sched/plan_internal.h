@@ -210,9 +210,17 @@ static inline void weft__lane_mark(weft__plan *p, weft__lane *l)
 static inline void weft__vc_merge(weft__plan *p, uint64_t *to,
                                   const uint64_t *from)
 {
+    /* (no branch, no condition on the store: the loop vectorises) */
     for (unsigned i = 0; i < p->nlanes; i++)
-        if (from[i] > to[i])
-            to[i] = from[i];
+        to[i] = from[i] > to[i] ? from[i] : to[i];
+}
+
+/* to = the later of a and b, lane by lane. */
+static inline void weft__vc_max(weft__plan *p, uint64_t *to, const uint64_t *a,
+                                const uint64_t *b)
+{
+    for (unsigned i = 0; i < p->nlanes; i++)
+        to[i] = a[i] > b[i] ? a[i] : b[i];
 }
 
 static inline weft__lane *weft__host_lane(weft__plan *p)

@@ -379,9 +379,9 @@ int weft__plan_step_end(weft__plan *p)
     f->nodes++;
     st->lane = fi;
     st->ev = NULL;
-    memcpy(svc, f->vc, p->nlanes * sizeof *svc);
-    /* What the host step part did is done: it counts as known. */
-    weft__vc_merge(p, svc, h->vc);
+    /* f's clock, and what the host step part did is done: it counts as
+     * known. */
+    weft__vc_max(p, svc, f->vc, h->vc);
     if (rc == 0 && weft__needs_event(p, p->node, fi) &&
         weft__plan_record(p, f, &st->ev) < 0) {
         weft_clear_error();
