@@ -179,11 +179,13 @@ static void weft__wake_more(weft__hostwork *hw)
 }
 
 /*
- * The next task for worker w: from the rings, polling a while, then
- * asleep until a submit wakes it; NULL once the pool stops. Sleeping is
- * announced (sleepers) before the last look at the rings, and a submit
- * looks at sleepers after its push, both by read-modify-writes of it: one
- * of the two sees the other, so no task is left with every worker asleep.
+ * The next task for worker w: its own deque's, else from the rings and
+ * the other deques (weft__take; "the rings" below means both), polling a
+ * while, then asleep until a submit wakes it; NULL once the pool stops.
+ * Sleeping is announced (sleepers) before the last look at the rings, and
+ * a submit looks at sleepers after its push, both by read-modify-writes of
+ * it: one of the two sees the other, so no task is left with every worker
+ * asleep.
  * A submit wakes nobody while a worker polls (pollers, read the same way
  * after the push): a poller stops counting itself only before a last look
  * at the rings (or once it has a task, after which it looks again), so it
@@ -336,16 +338,17 @@ static int weft__hostwork_make(weft_runtime *rt, weft__hostwork **out)
         }
         hw->dev_group[d] = (int)g;
     }
-    /*
-     * Workers round the bound groups (the unbound one serves the rest by
-     * taking from every queue); with no bound group, all unbound.
-     */
+    /* Every worker's deque before any worker starts (they steal from all). */
     for (; hw->nworkers_made < n; hw->nworkers_made++)
         if (weft__deque_init(&hw->workers[hw->nworkers_made].own,
                              WEFT__HOST_DEQUE) < 0) {
             weft__hostwork_free(hw);
             return WEFT_ENOMEM;
         }
+    /*
+     * Workers round the bound groups (the unbound one serves the rest by
+     * taking from every queue); with no bound group, all unbound.
+     */
     for (unsigned i = 0; i < n; i++) {
         weft__host_worker *w = &hw->workers[i];
         int err;

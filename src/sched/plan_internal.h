@@ -258,7 +258,6 @@ int weft__plan_after_edge(weft__plan *p, weft__lane *l, uint32_t e);
 int weft__plan_ready(weft__plan *p, weft__lane *l);
 /* Lane f after the step's work on every other lane it used. */
 int weft__plan_join(weft__plan *p, weft__lane *f);
-/* The after hook of weft__plan_hooks (set: the plan). */
 /*
  * The pending copies into [off, off + len) of root's copy `where` that the
  * host lane does not know complete, in order of off: the first after
@@ -267,6 +266,7 @@ int weft__plan_join(weft__plan *p, weft__lane *f);
 const weft__pending *weft__pend_first(weft__plan *p, const weft_buffer *root,
                                       unsigned where, size_t off, size_t len,
                                       const weft__pending *after);
+/* The after hook of weft__plan_hooks (set: the plan). */
 int weft__plan_hook_after(void *set, weft__queue *q, weft_buffer *root,
                           unsigned where, size_t off, size_t len);
 

@@ -1196,9 +1196,9 @@ int main(int argc, char **argv)
     }
 
     /*
-     * WT_ORACLE_SCALE (the thread-sanitizer build sets 0.25): that share of
-     * the graphs, and of the native launches required, so that the slow
-     * build keeps to its time.
+     * WT_ORACLE_SCALE (the thread-sanitizer build sets 0.25, the
+     * address-sanitizer build 0.5): that share of the graphs, and of the
+     * native launches required, so that the slow builds keep to their time.
      */
     if (getenv("WT_ORACLE_SCALE")) {
         double k = strtod(getenv("WT_ORACLE_SCALE"), NULL);
