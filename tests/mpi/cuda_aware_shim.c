@@ -29,7 +29,7 @@
  * libcuda is opened at run time (WEFT_CUDA_LIBRARY, else libcuda.so.1),
  * as weft does: without it no pointer is device memory.
  */
-#include "cu_copy2d.h"
+#include "drivers/cuda/cuda_api.h"
 
 #include <dlfcn.h>
 #include <mpi.h>
@@ -41,21 +41,12 @@
 
 /* ---- libcuda ------------------------------------------------------------ */
 
-enum {
-    CU_POINTER_ATTRIBUTE_CONTEXT = 1,
-    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
-    CU_MEMORYTYPE_HOST = 1,
-    CU_MEMORYTYPE_DEVICE = 2,
-};
-
-typedef wt_cu_copy2d shim_copy2d;
-
 static struct {
     int (*init)(unsigned flags);
     int (*attribute)(void *data, int attribute, uint64_t ptr);
     int (*push)(void *ctx);
     int (*pop)(void **ctx);
-    int (*copy2d)(const shim_copy2d *p);
+    int (*copy2d)(const CUDA_MEMCPY2D *p);
     int (*sync)(void *stream);
     int ok;
 } cu;
@@ -262,27 +253,27 @@ static void copy(shim_req *s, int to_device)
         cu.push(ctx) != 0)
         die("cannot make the device memory's context current");
     for (size_t i = 0; i < l->n; i += uniform ? l->n : 1) {
-        shim_copy2d p;
+        CUDA_MEMCPY2D p;
         char *host = s->mem + (l->run[i].off - s->lo);
         uint64_t dev = s->device + (uint64_t)l->run[i].off;
 
         memset(&p, 0, sizeof p);
-        p.width = l->run[i].len;
-        p.height = uniform ? l->n : 1;
+        p.WidthInBytes = l->run[i].len;
+        p.Height = uniform ? l->n : 1;
         if (to_device) {
-            p.src_type = CU_MEMORYTYPE_HOST;
-            p.src_host = host;
-            p.src_pitch = uniform && stride ? stride : p.width;
-            p.dst_type = CU_MEMORYTYPE_DEVICE;
-            p.dst_device = dev;
-            p.dst_pitch = p.src_pitch;
+            p.srcMemoryType = CU_MEMORYTYPE_HOST;
+            p.srcHost = host;
+            p.srcPitch = uniform && stride ? stride : p.WidthInBytes;
+            p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+            p.dstDevice = dev;
+            p.dstPitch = p.srcPitch;
         } else {
-            p.src_type = CU_MEMORYTYPE_DEVICE;
-            p.src_device = dev;
-            p.src_pitch = uniform && stride ? stride : p.width;
-            p.dst_type = CU_MEMORYTYPE_HOST;
-            p.dst_host = host;
-            p.dst_pitch = p.src_pitch;
+            p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+            p.srcDevice = dev;
+            p.srcPitch = uniform && stride ? stride : p.WidthInBytes;
+            p.dstMemoryType = CU_MEMORYTYPE_HOST;
+            p.dstHost = host;
+            p.dstPitch = p.srcPitch;
         }
         if (cu.copy2d(&p) != 0)
             die(to_device ? "cuMemcpy2D into the device failed"

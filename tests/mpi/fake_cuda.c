@@ -5,16 +5,13 @@
  * inside its own copies, so that any code reading or writing it directly,
  * as MPI would where the shim failed to stage it, crashes.
  */
-#include "cu_copy2d.h"
+#include "drivers/cuda/cuda_api.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 
-typedef wt_cu_copy2d fake_copy2d;
-
-enum { CONTEXT = 1, MEMORY_TYPE = 2, HOST = 1, DEVICE = 2, BAD = 1 };
 enum { MAX_BLOCKS = 64 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -29,7 +26,7 @@ int cuInit(unsigned flags);
 int cuPointerGetAttribute(void *data, int attribute, uint64_t ptr);
 int cuCtxPushCurrent_v2(void *ctx);
 int cuCtxPopCurrent_v2(void **ctx);
-int cuMemcpy2D_v2(const fake_copy2d *p);
+int cuMemcpy2D_v2(const CUDA_MEMCPY2D *p);
 int cuStreamSynchronize(void *stream);
 void *fake_device_alloc(size_t size);
 unsigned long fake_device_copies(void);
@@ -51,7 +48,7 @@ static int block_of(uint64_t p, size_t size)
 
 int cuInit(unsigned flags)
 {
-    return flags == 0 ? 0 : BAD;
+    return flags == 0 ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
 int cuPointerGetAttribute(void *data, int attribute, uint64_t ptr)
@@ -62,19 +59,20 @@ int cuPointerGetAttribute(void *data, int attribute, uint64_t ptr)
     b = block_of(ptr, 1);
     pthread_mutex_unlock(&lock);
     if (b < 0)
-        return BAD; /* as CUDA says of memory it does not know */
-    if (attribute == MEMORY_TYPE)
-        *(unsigned *)data = DEVICE;
-    else if (attribute == CONTEXT)
+        return CUDA_ERROR_INVALID_VALUE; /* as CUDA says of memory it does not
+                                            know */
+    if (attribute == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+        *(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+    else if (attribute == CU_POINTER_ATTRIBUTE_CONTEXT)
         *(void **)data = &fake_context;
     else
-        return BAD;
+        return CUDA_ERROR_INVALID_VALUE;
     return 0;
 }
 
 int cuCtxPushCurrent_v2(void *ctx)
 {
-    return ctx == &fake_context ? 0 : BAD;
+    return ctx == &fake_context ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
 int cuCtxPopCurrent_v2(void **ctx)
@@ -87,34 +85,39 @@ int cuCtxPopCurrent_v2(void **ctx)
 /* Copies here are done when they return: nothing to wait for. */
 int cuStreamSynchronize(void *stream)
 {
-    return stream == NULL ? 0 : BAD;
+    return stream == NULL ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Rows of the copy, each side checked: device rows inside one block. */
-int cuMemcpy2D_v2(const fake_copy2d *p)
+int cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
 {
     int b = -1, rc = 0;
-    uint64_t dev = p->src_type == DEVICE ? p->src_device : p->dst_device;
-    size_t pitch = p->src_type == DEVICE ? p->src_pitch : p->dst_pitch;
+    uint64_t dev =
+        p->srcMemoryType == CU_MEMORYTYPE_DEVICE ? p->srcDevice : p->dstDevice;
+    size_t pitch =
+        p->srcMemoryType == CU_MEMORYTYPE_DEVICE ? p->srcPitch : p->dstPitch;
 
-    if ((p->src_type == DEVICE) == (p->dst_type == DEVICE) ||
-        p->src_pitch < p->width || p->dst_pitch < p->width || !p->height)
-        return BAD;
+    if ((p->srcMemoryType == CU_MEMORYTYPE_DEVICE) ==
+            (p->dstMemoryType == CU_MEMORYTYPE_DEVICE) ||
+        p->srcPitch < p->WidthInBytes || p->dstPitch < p->WidthInBytes ||
+        !p->Height)
+        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
-    b = block_of(dev, (p->height - 1) * pitch + p->width);
+    b = block_of(dev, (p->Height - 1) * pitch + p->WidthInBytes);
     if (b < 0) {
         pthread_mutex_unlock(&lock);
-        return BAD;
+        return CUDA_ERROR_INVALID_VALUE;
     }
     mprotect(blocks[b].p, blocks[b].size, PROT_READ | PROT_WRITE);
-    for (size_t r = 0; r < p->height; r++) {
-        const char *src = p->src_type == DEVICE
-                              ? (const char *)(uintptr_t)p->src_device
-                              : (const char *)p->src_host;
-        char *dst = p->dst_type == DEVICE ? (char *)(uintptr_t)p->dst_device
-                                          : (char *)p->dst_host;
+    for (size_t r = 0; r < p->Height; r++) {
+        const char *src = p->srcMemoryType == CU_MEMORYTYPE_DEVICE
+                              ? (const char *)(uintptr_t)p->srcDevice
+                              : (const char *)p->srcHost;
+        char *dst = p->dstMemoryType == CU_MEMORYTYPE_DEVICE
+                        ? (char *)(uintptr_t)p->dstDevice
+                        : (char *)p->dstHost;
 
-        memcpy(dst + r * p->dst_pitch, src + r * p->src_pitch, p->width);
+        memcpy(dst + r * p->dstPitch, src + r * p->srcPitch, p->WidthInBytes);
     }
     mprotect(blocks[b].p, blocks[b].size, PROT_NONE);
     copies++;

@@ -11,7 +11,7 @@
  *   mpiexec -np 2 env LD_PRELOAD=libweft_cuda_aware_shim.so \
  *       WEFT_CUDA_LIBRARY=libweft_fake_cuda.so test_shim
  */
-#include "cu_copy2d.h"
+#include "drivers/cuda/cuda_api.h"
 
 #include <dlfcn.h>
 #include <mpi.h>
@@ -34,25 +34,23 @@ static int me;
 
 int MPIX_Query_cuda_support(void);
 
-typedef wt_cu_copy2d fake_copy2d;
-
 static void *(*dev_alloc)(size_t size);
-static int (*copy2d)(const fake_copy2d *p);
+static int (*copy2d)(const CUDA_MEMCPY2D *p);
 static long (*shim_messages)(void);
 
 /* size bytes between device memory and host memory (to_device: h -> d). */
 static void dev_copy(void *d, void *h, size_t size, int to_device)
 {
-    fake_copy2d p;
+    CUDA_MEMCPY2D p;
 
     memset(&p, 0, sizeof p);
-    p.width = p.src_pitch = p.dst_pitch = size;
-    p.height = 1;
-    p.src_type = to_device ? 1 : 2;
-    p.dst_type = to_device ? 2 : 1;
-    p.src_host = h;
-    p.dst_host = h;
-    p.src_device = p.dst_device = (uint64_t)(uintptr_t)d;
+    p.WidthInBytes = p.srcPitch = p.dstPitch = size;
+    p.Height = 1;
+    p.srcMemoryType = to_device ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    p.dstMemoryType = to_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    p.srcHost = h;
+    p.dstHost = h;
+    p.srcDevice = p.dstDevice = (uint64_t)(uintptr_t)d;
     CHECK(copy2d(&p) == 0);
 }
 
