@@ -5,7 +5,8 @@
  * node's successors see what it wrote (write-only over bytes a device
  * wrote last included); device work is issued while a host node runs; a
  * failed node cancels the host nodes after it only; several executable
- * graphs launched at once from several threads all end right.
+ * graphs launched at once from several threads all end right; a
+ * successor a worker keeps for itself is taken by another worker.
  *
  * Nothing here measures time: two nodes prove that they overlap by each
  * waiting, with a generous limit, until the other has started.
@@ -355,8 +356,8 @@ static void host_shares_graph(weft_buffer *b, weft_buffer *m, weft_graph *g,
         }
         if (t % 5 == 0) {
             weft_access_desc a[] = {
-                weft_access_block(m, weft_block2((t % SH_BW) * 4, 8, 2,
-                                                 SH_BW * 4),
+                weft_access_block(m,
+                                  weft_block2((t % SH_BW) * 4, 8, 2, SH_BW * 4),
                                   WEFT_READ),
                 weft_access_range(m, (size_t)(2 * SH_BW + t % SH_BW) * 4, 4,
                                   WEFT_READ_WRITE)};
@@ -375,7 +376,8 @@ static void host_shares_graph(weft_buffer *b, weft_buffer *m, weft_graph *g,
 static void host_shares_want(uint32_t *rows, uint32_t *m, int may_fail)
 {
     for (unsigned t = 1; t < SH_T; t++) {
-        uint32_t *prev = rows + ((t - 1) % 2) * SH_W, *cur = rows + (t % 2) * SH_W;
+        uint32_t *prev = rows + ((t - 1) % 2) * SH_W,
+                 *cur = rows + (t % 2) * SH_W;
 
         for (unsigned c = 0; c < SH_W; c++)
             cur[c] = prev[(c + SH_W - 1) % SH_W] + prev[c] +
@@ -461,6 +463,62 @@ static void test_host_only_shares(void **state)
         check(weft_buffer_destroy(b));
         check(weft_buffer_destroy(m));
     }
+}
+
+/* A host task that meets the other party (user: the party). */
+static void task_meet(void *const *ptrs, void *user)
+{
+    party *p = user;
+
+    p->first = *(const uint32_t *)ptrs[0];
+    p->met = meet_wait(p->me, p->others);
+}
+
+/*
+ * Successors a worker makes ready are open to the other workers: A, then
+ * B and C, which both read A's cell and wait for each other. The worker
+ * that ran A runs one of them next and keeps the other (its own deque);
+ * only another worker taking that one lets the two meet, launch after
+ * launch, all with no issue.
+ */
+static void test_host_only_successors_spread(void **state)
+{
+    static const uint32_t zero[3];
+    party pb = {1, 2, 0, 0}, pc = {2, 1, 0, 0};
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+    weft_access_desc a, bc[2];
+
+    (void)state;
+    check(weft_buffer_create(devs.rt, sizeof zero, &b));
+    check(weft_buffer_write(b, 0, zero, sizeof zero));
+    check(weft_graph_create(devs.rt, &g));
+    a = weft_access_range(b, 0, 4, WEFT_READ_WRITE);
+    check(weft_graph_add_host(g, task_inc, NULL, &a, 1, NULL));
+    bc[0] = weft_access_range(b, 0, 4, WEFT_READ);
+    bc[1] = weft_access_range(b, 4, 4, WEFT_WRITE);
+    check(weft_graph_add_host(g, task_meet, &pb, bc, 2, NULL));
+    bc[1] = weft_access_range(b, 8, 4, WEFT_WRITE);
+    check(weft_graph_add_host(g, task_meet, &pc, bc, 2, NULL));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (uint32_t launch = 1; launch <= 3; launch++) {
+        meet_reset();
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        if (!pb.met || !pc.met)
+            fail_msg("launch %u: B and C did not run at the same time "
+                     "(B met %d, C met %d)",
+                     launch, pb.met, pc.met);
+        assert_int_equal(pb.first, launch); /* after A */
+        assert_int_equal(pc.first, launch);
+    }
+    pthread_mutex_lock(&e->lock);
+    assert_int_equal(e->fast_launches, 3);
+    pthread_mutex_unlock(&e->lock);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
 }
 
 /* 6,000 disjoint ranges, each of three accesses: shares within the limit,
@@ -932,6 +990,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_host_only_many_ranges),
         cmocka_unit_test(test_host_only_shares),
         cmocka_unit_test(test_host_only_shares_past_limit),
+        cmocka_unit_test(test_host_only_successors_spread),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
