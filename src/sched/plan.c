@@ -73,9 +73,27 @@ static int weft__lane_open(weft__plan *p, weft__lane *ln)
     return 0;
 }
 
+/*
+ * The lane of (device, slot). A device's lanes lie side by side from
+ * lane_base[device]: its normal compute lanes, the high lane, then h2d,
+ * d2h and peer, so that a GPU has 6 and a CPU device of P compute units
+ * P + 4, not WEFT__LANE_SLOTS each: the clocks and stamps are nlanes wide.
+ */
+static unsigned weft__lane_slot_index(const weft__plan *p, unsigned device,
+                                      unsigned slot)
+{
+    unsigned nc = p->lane_base[device + 1] - p->lane_base[device] - 4;
+
+    if (slot < nc)
+        return p->lane_base[device] + slot;
+    if (slot < WEFT__COMPUTE_LANES) /* the high lane */
+        return p->lane_base[device] + nc;
+    return p->lane_base[device] + nc + 1 + (slot - WEFT__COMPUTE_LANES);
+}
+
 static weft__lane *weft__lane_at(weft__plan *p, unsigned device, unsigned slot)
 {
-    return &p->lanes[device * WEFT__LANE_SLOTS + slot];
+    return &p->lanes[weft__lane_slot_index(p, device, slot)];
 }
 
 /* The lane of a queue of this plan (the one last handed out, usually). */
@@ -373,7 +391,7 @@ static int weft__hook_queue(void *set, unsigned device, weft__queue_role role,
     int rc;
 
     if (p->node < p->n && p->plan_lane[p->node] != WEFT__NO_LANE)
-        compute = p->plan_lane[p->node] % WEFT__LANE_SLOTS;
+        compute = p->lanes[p->plan_lane[p->node]].slot;
     l = weft__lane_at(p, device, weft__slot(p, device, role, compute));
     /*
      * The step's own work on a compute lane follows its transfers: joined
@@ -613,17 +631,17 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
              slot == WEFT__NO_LANE && e < p->pred_first[i + 1]; e++) {
             uint32_t j = preds[e], pl = p->plan_lane[j];
 
-            if (pl == WEFT__NO_LANE || pl / WEFT__LANE_SLOTS != d)
+            if (pl == WEFT__NO_LANE || p->lanes[pl].device != d)
                 continue;
-            if (last[d * WEFT__COMPUTE_LANES + pl % WEFT__LANE_SLOTS] == j &&
-                pl % WEFT__LANE_SLOTS != WEFT__HIGH_LANE)
-                slot = pl % WEFT__LANE_SLOTS;
+            if (last[d * WEFT__COMPUTE_LANES + p->lanes[pl].slot] == j &&
+                p->lanes[pl].slot != WEFT__HIGH_LANE)
+                slot = p->lanes[pl].slot;
             break;
         }
         if (slot == WEFT__NO_LANE)
             slot = rr[d]++ % lanes[d];
         last[d * WEFT__COMPUTE_LANES + slot] = i;
-        p->plan_lane[i] = d * WEFT__LANE_SLOTS + slot;
+        p->plan_lane[i] = weft__lane_slot_index(p, d, slot);
     }
     /* Successors, for the decision to record an event after a node. */
     for (uint32_t e = 0; e < p->pred_first[n]; e++)
@@ -656,7 +674,16 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     p->rt = rt;
     p->ndev = rt->ndevices;
-    p->host = p->ndev * WEFT__LANE_SLOTS;
+    p->lane_base = weft__malloc(((size_t)p->ndev + 1) * sizeof *p->lane_base);
+    if (!p->lane_base) {
+        weft__free(p);
+        return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
+    }
+    p->lane_base[0] = 0;
+    for (unsigned d = 0; d < p->ndev; d++)
+        p->lane_base[d + 1] = p->lane_base[d] + 4 +
+                              weft__plan_compute_lanes(rt->devices[d]);
+    p->host = p->lane_base[p->ndev];
     p->nlanes = p->host + 1;
     p->n = n;
     p->nodes = nodes;
@@ -709,9 +736,21 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
         p->tracks[i] = UINT32_MAX;
         p->lanes[i].last_top = UINT32_MAX;
         p->lanes[i].vc = &p->vcs[(size_t)i * nl];
-        p->lanes[i].device = i / WEFT__LANE_SLOTS;
-        p->lanes[i].slot = i % WEFT__LANE_SLOTS;
     }
+    for (unsigned d = 0; d < p->ndev; d++) {
+        unsigned nc = p->lane_base[d + 1] - p->lane_base[d] - 4;
+
+        for (unsigned i = p->lane_base[d]; i < p->lane_base[d + 1]; i++) {
+            unsigned k = i - p->lane_base[d];
+
+            p->lanes[i].device = d;
+            p->lanes[i].slot = k < nc    ? k
+                               : k == nc ? WEFT__HIGH_LANE
+                                         : WEFT__COMPUTE_LANES + (k - nc - 1);
+        }
+    }
+    p->lanes[p->host].device = p->ndev;
+    p->lanes[p->host].slot = WEFT__LANE_SLOTS;
     for (uint32_t i = 0; i < n; i++)
         p->stamps[i].lane = WEFT__NO_LANE;
     if ((rc = weft__lower(p, order, preds)) < 0) {
@@ -787,6 +826,7 @@ void weft__plan_destroy(weft__plan *p)
     weft__free(p->tracks);
     weft__free(p->pools);
     weft__free(p->lanes);
+    weft__free(p->lane_base);
     weft__free(p->used);
     weft__free(p->vcs);
     weft__free(p->succ_first);

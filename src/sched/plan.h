@@ -10,7 +10,10 @@
  * of the executable graph. A device with one copy engine (or none) copies
  * on one lane for every direction; with two, D2H and peer copies share
  * one. One more lane stands for the host thread that issues the plan (it
- * has no queue).
+ * has no queue). A device's lanes lie side by side in the plan (a GPU has
+ * 6, a CPU device of P compute units P + 4), so that the vector clocks
+ * below, nlanes wide, hold only lanes that exist; readers outside the
+ * plan name a lane device * WEFT__LANE_SLOTS + slot.
  *
  * Lowering, at instantiate: every kernel and device copy node gets a
  * compute lane of its device: a node of high priority the high lane, any

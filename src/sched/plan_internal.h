@@ -104,6 +104,7 @@ struct weft__plan {
     weft_runtime *rt;
     unsigned ndev, nlanes, host; /* host: the host lane's index */
     weft__lane *lanes;
+    unsigned *lane_base; /* ndev + 1: device d's lanes from lane_base[d] */
     uint64_t *vcs; /* nlanes * nlanes, the lanes' clocks */
     weft__event_pool *pools;
 

@@ -126,9 +126,18 @@ int weft__plan_native_replay(weft__plan *p)
 
 /* ---- what the last launch did, the drain, steps ------------------------- */
 
+/* A lane's index as the plan's readers know it: device *
+ * WEFT__LANE_SLOTS + slot (plan.h), whatever the lanes' own layout. */
+static uint32_t weft__lane_named(const weft__plan *p, uint32_t l)
+{
+    if (l == WEFT__NO_LANE || l == p->host)
+        return l == p->host ? p->ndev * WEFT__LANE_SLOTS : l;
+    return p->lanes[l].device * WEFT__LANE_SLOTS + p->lanes[l].slot;
+}
+
 uint32_t weft__plan_node_final(const weft__plan *p, uint32_t i)
 {
-    return i < p->n ? p->stamps[i].lane : WEFT__NO_LANE;
+    return weft__lane_named(p, i < p->n ? p->stamps[i].lane : WEFT__NO_LANE);
 }
 
 unsigned weft__plan_edge_kind(const weft__plan *p, uint32_t e)
@@ -194,7 +203,7 @@ const char *weft__plan_slot_name(unsigned slot)
 
 uint32_t weft__plan_node_lane(const weft__plan *p, uint32_t i)
 {
-    return i < p->n ? p->plan_lane[i] : WEFT__NO_LANE;
+    return weft__lane_named(p, i < p->n ? p->plan_lane[i] : WEFT__NO_LANE);
 }
 
 /*
