@@ -46,7 +46,7 @@ void bench_usage(void)
 {
     fprintf(stderr, "%s: usage: %s [--json]", bench_name, bench_name);
     for (size_t i = 0; i < bench_nopts; i++)
-        if (bench_opts[i].kind == BENCH_OFF)
+        if (bench_opts[i].kind == BENCH_OFF || bench_opts[i].kind == BENCH_ON)
             fprintf(stderr, " [%s]", bench_opts[i].name);
         else
             fprintf(stderr, " [%s %s]", bench_opts[i].name, bench_opts[i].meta);
@@ -126,8 +126,8 @@ void bench_options(int argc, char **argv, const char *name,
                 o = &opts[k];
         if (!o)
             bench_usage();
-        if (o->kind == BENCH_OFF) {
-            *(int *)o->value = 0;
+        if (o->kind == BENCH_OFF || o->kind == BENCH_ON) {
+            *(int *)o->value = o->kind == BENCH_ON;
             continue;
         }
         if (i + 1 >= argc || bench_parse(o, argv[++i]) < 0)

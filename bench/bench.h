@@ -24,6 +24,7 @@ typedef enum bench_kind {
     BENCH_DOUBLE,   /* double */
     BENCH_STRING,   /* const char *: the argument itself */
     BENCH_OFF,      /* int: set to 0; the option takes no value */
+    BENCH_ON,       /* int: set to 1; the option takes no value */
 } bench_kind;
 
 typedef struct bench_option {

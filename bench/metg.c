@@ -32,6 +32,12 @@
  * OpenMP's idle threads spin for a while, which counts too) and the tasks
  * it ran at once on average (each task's start and end recorded: the
  * runtime's parallelism, which other work on the machine does not lower).
+ * With --latency every sweep point records them, and each point's note
+ * adds, per variant, the hand-off latency (a task's start less the end of
+ * its last input's task, over the tasks of steps 1 on: the median and the
+ * 90th percentile) and the mean task time, against the kernel's time on
+ * one plain thread: whether a launch's loss is the runtime's hand-offs or
+ * tasks that ran slower than alone (other work, shared caches).
  *
  * Data: each point writes 16 bytes per step (a cell: its key, a function
  * of (launch, step, point), and a sum over its inputs' keys and the
@@ -67,7 +73,7 @@
  *     metg [--json] [--width W] [--steps T] [--reps R] [--min-us G]
  *          [--max-us G] [--patterns trivial,stencil,nearest,random]
  *          [--variants first,relaunch,kernels,openmp,starpu] [--quick]
- *          [--corrupt STEP]
+ *          [--corrupt STEP] [--latency]
  * --quick: a short sweep (1 ms to 0.1 ms, 20 steps, 1 rep) for CI.
  * --corrupt STEP: point 0 of step STEP writes a wrong cell (the bench must
  * then fail, naming it).
@@ -605,6 +611,9 @@ typedef struct span {
     double wall, cpu; /* seconds */
     double in_flight;
     double setup; /* of wall: the instantiate's (first launches) */
+    /* With probe: hand-off latency (median, 90th percentile) and mean
+     * task time, us (tasks_latency). */
+    double lat50, lat90, task_us;
 } span;
 
 static double cpu_now(void)
@@ -618,17 +627,69 @@ static double cpu_now(void)
 
 static span span_start(void)
 {
-    span s = {(double)bench_now_ns() / 1e9, cpu_now(), 0, 0};
+    span s = {(double)bench_now_ns() / 1e9, cpu_now(), 0, 0, 0, 0, 0};
 
     return s;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/*
+ * With probe: over the tasks of steps 1 on, the time from the end of the
+ * last of a task's inputs' tasks to its start (the hand-off: what the
+ * runtime took to see it ready and start it), its median and 90th
+ * percentile, and the mean task time, into s (us).
+ */
+static void tasks_latency(span *s)
+{
+    const pattern *p = cur.p;
+    uint32_t w = p->width;
+    size_t n = 0, all = (size_t)cur.steps * w;
+    int64_t *lat;
+    double busy = 0;
+
+    if (!cur.probe || cur.steps < 2)
+        return;
+    lat = malloc(all * sizeof *lat);
+    if (!lat)
+        bench_die("out of memory");
+    for (size_t k = 0; k < all; k++)
+        busy += (double)(cur.ended[k] - cur.started[k]);
+    for (uint32_t t = 1; t < cur.steps; t++)
+        for (uint32_t i = 0; i < w; i++) {
+            const task *tk = &p->tasks[(size_t)t * w + i];
+            uint64_t ready = 0;
+
+            if (!tk->ndeps)
+                continue;
+            for (uint32_t d = 0; d < tk->ndeps; d++) {
+                uint64_t e = cur.ended[(size_t)(t - 1) * w + tk->deps[d]];
+
+                ready = e > ready ? e : ready;
+            }
+            lat[n++] = (int64_t)(cur.started[(size_t)t * w + i] - ready);
+        }
+    s->task_us = busy / (double)all / 1e3;
+    if (n) {
+        qsort(lat, n, sizeof *lat, cmp_i64);
+        s->lat50 = (double)lat[n / 2] / 1e3;
+        s->lat90 = (double)lat[n * 9 / 10] / 1e3;
+    }
+    free(lat);
 }
 
 static span span_since(span s0)
 {
     span s = {(double)bench_now_ns() / 1e9 - s0.wall, cpu_now() - s0.cpu, 0,
-              0};
+              0, 0, 0, 0};
 
     s.in_flight = tasks_in_flight();
+    tasks_latency(&s);
 
     return s;
 }
@@ -1017,6 +1078,7 @@ typedef struct sweep {
 
 static unsigned cores;
 static double peak_flops, ns_per_iter;
+static int latency; /* --latency: probe every sweep point */
 static long peak_iters; /* per thread, for about 0.3 s (--quick: 0.05 s) */
 
 /*
@@ -1161,7 +1223,7 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
         peak_sample(peak_iters / 3, 1);
         cur.iters = sp->iters;
         cur.steps = sp->steps;
-        cur.probe = npts == 0;
+        cur.probe = npts == 0 || latency;
         cur.result_bits = double_bits(kernel(sp->iters));
         format_us(at, sizeof at, g);
         snprintf(progress, sizeof progress, "%s %s", pattern_names[kind], at);
@@ -1246,6 +1308,11 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
                              " | %s %.1f us %.2f (%.2f cores",
                              variant_words[v], pts[v][k].gran_us, pts[v][k].eff,
                              sp->best[v].cpu / sp->best[v].wall);
+            if (len < (int)sizeof line && sp->best[v].task_us > 0)
+                len += snprintf(line + len, sizeof line - (size_t)len,
+                                "; hand-off %.2f / %.2f us, task %.2f us",
+                                sp->best[v].lat50, sp->best[v].lat90,
+                                sp->best[v].task_us);
             if (len < (int)sizeof line && sp->best[v].setup > 0)
                 len += snprintf(line + len, sizeof line - (size_t)len,
                                 "; instantiate %.2f of %.2f ms",
@@ -1339,6 +1406,7 @@ int main(int argc, char **argv)
         {"--variants", BENCH_STRING, &variants, "first,relaunch,...,starpu"},
         {"--quick", BENCH_OFF, &full, ""},
         {"--corrupt", BENCH_INT, &cur.corrupt_step, "STEP"},
+        {"--latency", BENCH_ON, &latency, ""},
     };
 
     BENCH_OPTIONS(argc, argv, "metg", options);
