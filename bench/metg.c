@@ -34,8 +34,8 @@
  * runtime's parallelism, which other work on the machine does not lower).
  * With --latency every sweep point records them, and each point's note
  * adds, per variant, the hand-off latency (a task's start less the end of
- * its last input's task, over the tasks of steps 1 on: the median and the
- * 90th percentile) and the mean task time, against the kernel's time on
+ * its last input's task, over the tasks of steps 1 on: the median, the
+ * 90th and 99th percentiles and the mean) and the mean task time, against the kernel's time on
  * one plain thread: whether a launch's loss is the runtime's hand-offs or
  * tasks that ran slower than alone (other work, shared caches).
  *
@@ -613,7 +613,7 @@ typedef struct span {
     double setup; /* of wall: the instantiate's (first launches) */
     /* With probe: hand-off latency (median, 90th percentile) and mean
      * task time, us (tasks_latency). */
-    double lat50, lat90, task_us;
+    double lat50, lat90, lat99, lat_mean, task_us;
 } span;
 
 static double cpu_now(void)
@@ -627,7 +627,7 @@ static double cpu_now(void)
 
 static span span_start(void)
 {
-    span s = {(double)bench_now_ns() / 1e9, cpu_now(), 0, 0, 0, 0, 0};
+    span s = {(double)bench_now_ns() / 1e9, cpu_now(), 0, 0, 0, 0, 0, 0, 0};
 
     return s;
 }
@@ -651,7 +651,7 @@ static void tasks_latency(span *s)
     uint32_t w = p->width;
     size_t n = 0, all = (size_t)cur.steps * w;
     int64_t *lat;
-    double busy = 0;
+    double busy = 0, sum = 0;
 
     if (!cur.probe || cur.steps < 2)
         return;
@@ -672,13 +672,16 @@ static void tasks_latency(span *s)
 
                 ready = e > ready ? e : ready;
             }
-            lat[n++] = (int64_t)(cur.started[(size_t)t * w + i] - ready);
+            lat[n] = (int64_t)(cur.started[(size_t)t * w + i] - ready);
+            sum += (double)lat[n++];
         }
     s->task_us = busy / (double)all / 1e3;
     if (n) {
         qsort(lat, n, sizeof *lat, cmp_i64);
         s->lat50 = (double)lat[n / 2] / 1e3;
         s->lat90 = (double)lat[n * 9 / 10] / 1e3;
+        s->lat99 = (double)lat[n * 99 / 100] / 1e3;
+        s->lat_mean = sum / (double)n / 1e3;
     }
     free(lat);
 }
@@ -686,7 +689,7 @@ static void tasks_latency(span *s)
 static span span_since(span s0)
 {
     span s = {(double)bench_now_ns() / 1e9 - s0.wall, cpu_now() - s0.cpu, 0,
-              0, 0, 0, 0};
+              0, 0, 0, 0, 0, 0};
 
     s.in_flight = tasks_in_flight();
     tasks_latency(&s);
@@ -1290,7 +1293,7 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
 
     for (int k = 0; k < npts; k++) {
         const sweep_point *sp = &sw->pts[kind][k];
-        char line[512];
+        char line[1024];
         int len;
 
         format_us(at, sizeof at, sp->g_us);
@@ -1310,8 +1313,10 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
                              sp->best[v].cpu / sp->best[v].wall);
             if (len < (int)sizeof line && sp->best[v].task_us > 0)
                 len += snprintf(line + len, sizeof line - (size_t)len,
-                                "; hand-off %.2f / %.2f us, task %.2f us",
+                                "; hand-off %.2f / %.2f / %.2f us, mean %.2f, "
+                                "task %.2f us",
                                 sp->best[v].lat50, sp->best[v].lat90,
+                                sp->best[v].lat99, sp->best[v].lat_mean,
                                 sp->best[v].task_us);
             if (len < (int)sizeof line && sp->best[v].setup > 0)
                 len += snprintf(line + len, sizeof line - (size_t)len,
