@@ -89,6 +89,7 @@ typedef struct weft__exec_run {
     uint64_t t0;
     int timed, have_snap, first;
     uint32_t next;
+    int busy; /* told the host workers it runs (weft__hostwork_busy) */
     unsigned long effects0;
     weft__stat_sink sink;
     /* Per runtime device: what the thread that last carried the launch had
@@ -164,6 +165,7 @@ struct weft_exec {
     uint32_t *root_first; /* nroots: a root's first use in the order */
     int issue_state;      /* the four above made (weft__exec_issue_state) */
     int host_only; /* every node may go with no issue (graph's nissued 0) */
+    int host_tasks; /* some node runs on the host workers (host, map) */
     weft_buffer **roots;
     uint32_t nroots;
 

@@ -556,6 +556,9 @@ int weft_graph_instantiate(weft_graph *g, const weft_exec_options *opts,
     if ((rc = weft__exec_copy(e, g)) < 0)
         goto fail;
     e->host_only = g->nissued == 0;
+    for (uint32_t i = 0; i < e->nnodes && !e->host_tasks; i++)
+        e->host_tasks = e->nodes[i].kind == WEFT__NODE_HOST ||
+                        e->nodes[i].kind == WEFT__NODE_MAP;
     if (!e->host_only && (rc = weft__exec_issue_state(e)) < 0)
         goto fail;
     if ((rc = weft__plan_create(e->rt, e->nodes, e->nnodes, e->node_dev,

@@ -29,6 +29,20 @@ enum { WEFT__HOST_DEQUE = 256 };
 #ifndef WEFT__HOST_POLLS
 #define WEFT__HOST_POLLS 200
 #endif
+/*
+ * While a launch with host tasks runs (weft__hostwork_busy), an idle
+ * worker polls on for up to WEFT__HOST_IDLE_NS since its last task before
+ * it sleeps: a task of that launch becomes ready within about a task's
+ * time, and a worker woken from sleep comes late (a futex wake, and in a
+ * virtual machine an idle virtual CPU to be scheduled again: 80 us on
+ * average, up to milliseconds, were measured on the GPU machine's 32
+ * cores, bench/metg --latency), where a polling one takes it within a
+ * microsecond or two. Between launches the workers sleep after the
+ * polls above.
+ */
+#ifndef WEFT__HOST_IDLE_NS
+#define WEFT__HOST_IDLE_NS 20000000
+#endif
 
 /* Workers near one set of cores (NULL: unbound) and the tasks for them. */
 typedef struct weft__host_group {
@@ -56,6 +70,8 @@ struct weft__hostwork {
     unsigned stop;     /* atomic */
     unsigned sleepers; /* workers asleep or about to be (atomic) */
     unsigned pollers;  /* workers awake and looking for a task (atomic) */
+    unsigned busy;     /* launches with host tasks running (atomic) */
+    unsigned busy_gen; /* busy's rises from 0 (changed under lock) */
     weft__host_group *groups;
     unsigned ngroups;
     int *dev_group; /* per device: its group */
@@ -181,7 +197,8 @@ static void weft__wake_more(weft__hostwork *hw)
 /*
  * The next task for worker w: its own deque's, else from the rings and
  * the other deques (weft__take; "the rings" below means both), polling a
- * while, then asleep until a submit wakes it; NULL once the pool stops.
+ * while (longer while a launch with host tasks runs), then asleep until a
+ * submit or a launch's start wakes it; NULL once the pool stops.
  * Sleeping is announced (sleepers) before the last look at the rings, and
  * a submit looks at sleepers after its push, both by read-modify-writes of
  * it: one of the two sees the other, so no task is left with every worker
@@ -200,40 +217,58 @@ static weft__host_task *weft__next(weft__hostwork *hw, weft__host_worker *w)
     /* (its own newest first, with no look at anything shared) */
     if ((t = weft__deque_pop(&w->own)))
         return t;
-    __atomic_add_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-    for (uint64_t t0 = weft__now_ns();
-         weft__now_ns() - t0 < (uint64_t)WEFT__HOST_SPIN_NS;) {
-        for (unsigned k = 0; k < 16; k++)
-            weft__cpu_pause();
-        if (weft__queued(hw) || weft__polls(hw))
-            break;
-    }
-    for (unsigned i = 0; i < WEFT__HOST_POLLS; i++) {
-        if ((t = weft__take_any(hw, w, g))) {
-            __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        unsigned gen = __atomic_load_n(&hw->busy_gen, __ATOMIC_ACQUIRE);
+
+        __atomic_add_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
+        for (uint64_t t0 = weft__now_ns();
+             weft__now_ns() - t0 < (uint64_t)WEFT__HOST_SPIN_NS;) {
+            for (unsigned k = 0; k < 16; k++)
+                weft__cpu_pause();
+            if (weft__queued(hw) || weft__polls(hw))
+                break;
+        }
+        for (uint64_t i = 0, t0 = 0;; i++) {
+            if (i >= WEFT__HOST_POLLS) {
+                /* Past the polls: on while a launch runs, for a while. */
+                uint64_t now = weft__now_ns();
+
+                if (!__atomic_load_n(&hw->busy, __ATOMIC_RELAXED))
+                    break;
+                if (!t0)
+                    t0 = now;
+                else if (now - t0 >= (uint64_t)WEFT__HOST_IDLE_NS)
+                    break;
+            }
+            if ((t = weft__take_any(hw, w, g))) {
+                __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
+                weft__wake_more(hw);
+                return t;
+            }
+            if (__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE)) {
+                __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
+                return NULL;
+            }
+            sched_yield();
+        }
+        __atomic_add_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
+        __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
+        t = weft__take_any(hw, w, g);
+        if (!t) {
+            /* Up for a task, the stop, or a launch's start (busy_gen). */
+            pthread_mutex_lock(&hw->lock);
+            while (!(t = weft__take(hw, w, g)) && !(t = weft__take_poll(hw)) &&
+                   !__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE) &&
+                   __atomic_load_n(&hw->busy_gen, __ATOMIC_RELAXED) == gen)
+                pthread_cond_wait(&hw->work, &hw->lock);
+            pthread_mutex_unlock(&hw->lock);
+        }
+        __atomic_sub_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
+        if (t)
             weft__wake_more(hw);
+        if (t || __atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
             return t;
-        }
-        if (__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE)) {
-            __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-            return NULL;
-        }
-        sched_yield();
     }
-    __atomic_add_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
-    __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-    t = weft__take_any(hw, w, g);
-    if (!t) {
-        pthread_mutex_lock(&hw->lock);
-        while (!(t = weft__take(hw, w, g)) && !(t = weft__take_poll(hw)) &&
-               !__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
-            pthread_cond_wait(&hw->work, &hw->lock);
-        pthread_mutex_unlock(&hw->lock);
-    }
-    __atomic_sub_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
-    if (t)
-        weft__wake_more(hw);
-    return t;
 }
 
 _Thread_local int weft__hostwork_self = -1;
@@ -444,6 +479,22 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
         sched_yield();
     }
     weft__submitted(hw);
+}
+
+void weft__hostwork_busy(weft__hostwork *hw, int delta)
+{
+    if (__atomic_fetch_add(&hw->busy, (unsigned)delta, __ATOMIC_SEQ_CST) ||
+        delta < 0 || !__atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST))
+        return;
+    /*
+     * The first: every sleeper up at once, to poll for the launch's tasks,
+     * not one by one as they come. (A worker that went to sleep after the
+     * look at sleepers above is woken by the tasks, as between launches.)
+     */
+    pthread_mutex_lock(&hw->lock);
+    __atomic_add_fetch(&hw->busy_gen, 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&hw->work);
+    pthread_mutex_unlock(&hw->lock);
 }
 
 void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t)

@@ -58,6 +58,13 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t);
  * with nothing else to do calls them instead of sleeping.
  */
 void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t);
+/*
+ * A launch with host tasks starts (delta 1) or ends (-1). While one runs,
+ * idle workers poll for its tasks rather than sleep (up to
+ * WEFT__HOST_IDLE_NS each, hostwork.c); the first start wakes every
+ * sleeping worker at once.
+ */
+void weft__hostwork_busy(weft__hostwork *hw, int delta);
 /* The pool's workers. */
 unsigned weft__hostwork_workers(const weft__hostwork *hw);
 /*

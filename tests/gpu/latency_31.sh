@@ -5,7 +5,8 @@
 # _old/ (`git archive REV | tar -x -C _old`), alternated (lanes); bench/metg
 # --latency on every core: hand-off latency and task time at each task size
 # (latency), also for compile-time variants of src/sched/hostwork.c named
-# in VARIANTS, each built apart (e.g. "spin50=-DWEFT__HOST_SPIN_NS=50000").
+# in VARIANTS, each built apart (e.g. "spin50=-DWEFT__HOST_SPIN_NS=50000"),
+# and for older trees unpacked in the folders TREES names (e.g. "_old").
 # From the root:
 #     source .devkit/setup.sh && tests/gpu/latency_31.sh OUTDIR [STAGES]
 set -u
@@ -47,6 +48,12 @@ if has latency; then
             cmake --build build-v-$name -j 16 --target metg >/dev/null 2>&1 ||
             echo "$name: build failed"
         builds="$builds build-v-$name"
+    done
+    for t in ${TREES:-}; do
+        (cmake -S $t -B build$t -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_BUILD_TESTS=OFF \
+            -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_TOOLS=OFF -DWEFT_MPI=OFF >/dev/null &&
+            cmake --build build$t -j 16 --target metg >/dev/null) || echo "$t: build failed"
+        builds="build$t $builds"
     done
     for r in $(seq "${ROUNDS:-1}"); do
         for b in $builds; do
