@@ -4,7 +4,7 @@
  * top (first in, first out), without a lock. The owner's push is a plain
  * store and a release store; its pop a sequentially consistent store and
  * load, and a compare-and-swap only when one pointer is left (it may race
- * a thief for it); a steal is two sequentially consistent loads and a
+ * a thief for it), with no store at all when the deque is empty; a steal is two sequentially consistent loads and a
  * compare-and-swap. (The scheme is Chase and Lev's, 2005, with a fixed
  * array: the owner's push reports full instead of growing it.)
  *
@@ -76,6 +76,14 @@ static inline void *weft__deque_pop(weft__deque *d)
     int64_t b = __atomic_load_n(&d->bottom, __ATOMIC_RELAXED) - 1;
     int64_t t;
     void *v;
+
+    /*
+     * Empty as the owner sees it (top only grows, and only the owner moves
+     * bottom): nothing written, so that an idle owner's looks do not take
+     * the line of bottom from the thieves that read it.
+     */
+    if (b < __atomic_load_n(&d->top, __ATOMIC_RELAXED))
+        return NULL;
 
     __atomic_store_n(&d->bottom, b, __ATOMIC_SEQ_CST);
     t = __atomic_load_n(&d->top, __ATOMIC_SEQ_CST);

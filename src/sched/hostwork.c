@@ -188,9 +188,10 @@ static void weft__wake_one(weft__hostwork *hw)
  */
 static void weft__wake_more(weft__hostwork *hw)
 {
-    if ((weft__queued(hw) || weft__polls(hw)) &&
+    /* (the look at every deque last: while a launch runs, seldom needed) */
+    if (__atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST) &&
         !__atomic_load_n(&hw->pollers, __ATOMIC_SEQ_CST) &&
-        __atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST))
+        (weft__queued(hw) || weft__polls(hw)))
         weft__wake_one(hw);
 }
 
@@ -434,16 +435,28 @@ weft__hostwork *weft__hostwork_get(weft_runtime *rt)
 }
 
 /*
- * After a push: a sleeper up if no worker polls. A read-modify-write of
- * sleepers, not a plain load: it is ordered with a sleeping worker's own
- * (the total order of sleepers' changes), so either this sees the worker,
- * or the worker, after it, sees the push.
+ * After a push: a sleeper up if no worker polls. A sequentially consistent
+ * fence between the push and the loads of pollers and sleepers: it is
+ * ordered with a sleeping worker's read-modify-write of sleepers (and a
+ * poller's of pollers) before its last look, so either this sees the
+ * worker, or the worker, after it, sees the push. (Read-modify-writes
+ * here would do the same, but take the line every idle worker changes
+ * for every push.)
  */
 static void weft__submitted(weft__hostwork *hw)
 {
+#if defined(__SANITIZE_THREAD__)
+    /* The thread sanitizer does not model fences: the same order by the
+     * read-modify-writes. */
     if (!__atomic_fetch_add(&hw->pollers, 0, __ATOMIC_SEQ_CST) &&
         __atomic_fetch_add(&hw->sleepers, 0, __ATOMIC_SEQ_CST))
         weft__wake_one(hw);
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&hw->pollers, __ATOMIC_RELAXED) &&
+        __atomic_load_n(&hw->sleepers, __ATOMIC_RELAXED))
+        weft__wake_one(hw);
+#endif
 }
 
 void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
