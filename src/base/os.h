@@ -92,19 +92,4 @@ static inline void weft__cpu_pause(void)
 #endif
 }
 
-/*
- * A hint to fetch p's line to be written: several such lines, which other
- * cores hold, come in side by side rather than one after another behind
- * each locked instruction. (x86's prefetchw, a no-op where the core lacks
- * it; elsewhere the compiler's prefetch for writing.)
- */
-static inline void weft__prefetch_write(const void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, 1, 3);
-#endif
-}
-
 #endif /* WEFT_BASE_OS_H */

@@ -4,7 +4,6 @@
  * root and run by the host workers, each starting the nodes its node made
  * ready.
  */
-#include "../base/os.h"
 #include "exec.h"
 
 #include "hostwork.h"
@@ -622,11 +621,6 @@ static uint32_t weft__fast_chain(weft_exec *e, uint32_t i)
         else if (nd->kind == WEFT__NODE_MAP)
             nd->u.map.fn(ptrs[0], e->acc[nd->acc_first].size, nd->u.map.user);
         ran++;
-        /* The successors' counts, which their other predecessors' workers
-         * change, fetched together before the decrements wait for each. */
-        for (uint32_t k = e->fast_succ_first[i] + 1;
-             k < e->fast_succ_first[i + 1]; k++)
-            weft__prefetch_write(&e->fast_tasks[e->fast_succs[k]].pending);
         for (uint32_t k = e->fast_succ_first[i]; k < e->fast_succ_first[i + 1];
              k++) {
             uint32_t s = e->fast_succs[k];
