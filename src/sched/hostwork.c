@@ -34,10 +34,10 @@ enum { WEFT__HOST_DEQUE = 256 };
  * worker polls on for up to WEFT__HOST_IDLE_NS since its last task before
  * it sleeps: a task of that launch becomes ready within about a task's
  * time, and a worker woken from sleep comes late (a futex wake, and in a
- * virtual machine an idle virtual CPU to be scheduled again: 80 us on
- * average, up to milliseconds, were measured on the GPU machine's 32
- * cores, bench/metg --latency), where a polling one takes it within a
- * microsecond or two. Between launches the workers sleep after the
+ * virtual machine an idle virtual CPU to be scheduled again: with 1 ms
+ * tasks on the GPU machine's 32 cores a ready task waited 54-70 us on
+ * average and up to 2 ms, bench/metg --latency), where a polling one
+ * takes it within a microsecond or two. Between launches the workers sleep after the
  * polls above.
  */
 #ifndef WEFT__HOST_IDLE_NS
