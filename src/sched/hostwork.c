@@ -72,6 +72,7 @@ struct weft__hostwork {
     unsigned pollers;  /* workers awake and looking for a task (atomic) */
     unsigned busy;     /* launches with host tasks running (atomic) */
     unsigned busy_gen; /* busy's rises from 0 (changed under lock) */
+    unsigned launch_wakes; /* sleepers woken by a rise (atomic; tests) */
     weft__host_group *groups;
     unsigned ngroups;
     int *dev_group; /* per device: its group */
@@ -269,6 +270,7 @@ static weft__host_task *weft__next(weft__hostwork *hw, weft__host_worker *w)
             weft__wake_more(hw);
         if (t || __atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
             return t;
+        __atomic_add_fetch(&hw->launch_wakes, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -508,6 +510,13 @@ void weft__hostwork_busy(weft__hostwork *hw, int delta)
     __atomic_add_fetch(&hw->busy_gen, 1, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&hw->work);
     pthread_mutex_unlock(&hw->lock);
+}
+
+void weft__hostwork_counts(weft__hostwork *hw, unsigned *sleepers,
+                           unsigned *launch_wakes)
+{
+    *sleepers = __atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST);
+    *launch_wakes = __atomic_load_n(&hw->launch_wakes, __ATOMIC_RELAXED);
 }
 
 void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t)

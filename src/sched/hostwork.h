@@ -65,6 +65,12 @@ void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t);
  * sleeping worker at once.
  */
 void weft__hostwork_busy(weft__hostwork *hw, int delta);
+/*
+ * For tests: the workers asleep now, and how many times a sleeping worker
+ * was woken by a launch's start (not by a task) so far.
+ */
+void weft__hostwork_counts(weft__hostwork *hw, unsigned *sleepers,
+                           unsigned *launch_wakes);
 /* The pool's workers. */
 unsigned weft__hostwork_workers(const weft__hostwork *hw);
 /*

@@ -6,7 +6,8 @@
  * wrote last included); device work is issued while a host node runs; a
  * failed node cancels the host nodes after it only; several executable
  * graphs launched at once from several threads all end right; a
- * successor a worker keeps for itself is taken by another worker.
+ * successor a worker keeps for itself is taken by another worker; a
+ * launch's start wakes every sleeping worker.
  *
  * Nothing here measures time: two nodes prove that they overlap by each
  * waiting, with a generous limit, until the other has started.
@@ -521,6 +522,68 @@ static void test_host_only_successors_spread(void **state)
     check(weft_buffer_destroy(b));
 }
 
+/* Up to 10 s for the pool's counts to say what want() asks; 0 if never. */
+static int counts_reach(weft__hostwork *hw, unsigned n, unsigned w0,
+                        int (*want)(unsigned sleepers, unsigned wakes,
+                                    unsigned n))
+{
+    for (int i = 0; i < 10000; i++) {
+        unsigned sl, wk;
+
+        weft__hostwork_counts(hw, &sl, &wk);
+        if (want(sl, wk - w0, n))
+            return 1;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return 0;
+}
+
+static int all_asleep(unsigned sleepers, unsigned wakes, unsigned n)
+{
+    (void)wakes;
+    return sleepers == n;
+}
+
+static int all_woken(unsigned sleepers, unsigned wakes, unsigned n)
+{
+    (void)sleepers;
+    return wakes >= n;
+}
+
+/*
+ * The start of a launch with host tasks wakes every sleeping worker at
+ * once (to poll for its tasks), not one by one as tasks come: with every
+ * worker asleep and no task queued, weft__hostwork_busy wakes them all.
+ */
+static void test_launch_start_wakes_sleepers(void **state)
+{
+    weft__hostwork *hw = weft__hostwork_get(devs.rt);
+    unsigned n, sl, w0;
+
+    (void)state;
+    if (!hw)
+        skip();
+    n = weft__hostwork_workers(hw);
+    if (!counts_reach(hw, n, 0, all_asleep)) {
+        weft__hostwork_counts(hw, &sl, &w0);
+        fail_msg("%u of %u workers asleep after 10 s with nothing to do", sl,
+                 n);
+    }
+    weft__hostwork_counts(hw, &sl, &w0);
+    weft__hostwork_busy(hw, 1);
+    if (!counts_reach(hw, n, w0, all_woken)) {
+        unsigned wk;
+
+        weft__hostwork_counts(hw, &sl, &wk);
+        weft__hostwork_busy(hw, -1);
+        fail_msg("a launch's start woke %u of %u sleeping workers in 10 s",
+                 wk - w0, n);
+    }
+    weft__hostwork_busy(hw, -1);
+    /* With no launch running they sleep again. */
+    assert_true(counts_reach(hw, n, 0, all_asleep));
+}
+
 /* 6,000 disjoint ranges, each of three accesses: shares within the limit,
  * their merge past it. */
 enum { SH_SPREAD = 6000 };
@@ -991,6 +1054,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_host_only_shares),
         cmocka_unit_test(test_host_only_shares_past_limit),
         cmocka_unit_test(test_host_only_successors_spread),
+        cmocka_unit_test(test_launch_start_wakes_sleepers),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);
