@@ -35,9 +35,9 @@
  * With --latency every sweep point records them, and each point's note
  * adds, per variant, the hand-off latency (a task's start less the end of
  * its last input's task, over the tasks of steps 1 on: the median, the
- * 90th and 99th percentiles and the mean) and the mean task time, against the kernel's time on
- * one plain thread: whether a launch's loss is the runtime's hand-offs or
- * tasks that ran slower than alone (other work, shared caches).
+ * 90th and 99th percentiles and the mean) and the mean task time, against the
+ * kernel's time on one plain thread: whether a launch's loss is the runtime's
+ * hand-offs or tasks that ran slower than alone (other work, shared caches).
  *
  * Data: each point writes 16 bytes per step (a cell: its key, a function
  * of (launch, step, point), and a sum over its inputs' keys and the
@@ -627,7 +627,7 @@ static double cpu_now(void)
 
 static span span_start(void)
 {
-    span s = {(double)bench_now_ns() / 1e9, cpu_now(), 0, 0, 0, 0, 0, 0, 0};
+    span s = {.wall = (double)bench_now_ns() / 1e9, .cpu = cpu_now()};
 
     return s;
 }
@@ -688,8 +688,8 @@ static void tasks_latency(span *s)
 
 static span span_since(span s0)
 {
-    span s = {(double)bench_now_ns() / 1e9 - s0.wall, cpu_now() - s0.cpu, 0,
-              0, 0, 0, 0, 0, 0};
+    span s = {.wall = (double)bench_now_ns() / 1e9 - s0.wall,
+              .cpu = cpu_now() - s0.cpu};
 
     s.in_flight = tasks_in_flight();
     tasks_latency(&s);
@@ -1081,7 +1081,7 @@ typedef struct sweep {
 
 static unsigned cores;
 static double peak_flops, ns_per_iter;
-static int latency; /* --latency: probe every sweep point */
+static int latency;     /* --latency: probe every sweep point */
 static long peak_iters; /* per thread, for about 0.3 s (--quick: 0.05 s) */
 
 /*
@@ -1308,8 +1308,8 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
             if (len < (int)sizeof line)
                 len +=
                     snprintf(line + len, sizeof line - (size_t)len,
-                             " | %s %.1f us %.2f (%.2f cores",
-                             variant_words[v], pts[v][k].gran_us, pts[v][k].eff,
+                             " | %s %.1f us %.2f (%.2f cores", variant_words[v],
+                             pts[v][k].gran_us, pts[v][k].eff,
                              sp->best[v].cpu / sp->best[v].wall);
             if (len < (int)sizeof line && sp->best[v].task_us > 0)
                 len += snprintf(line + len, sizeof line - (size_t)len,
@@ -1319,10 +1319,10 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
                                 sp->best[v].lat99, sp->best[v].lat_mean,
                                 sp->best[v].task_us);
             if (len < (int)sizeof line && sp->best[v].setup > 0)
-                len += snprintf(line + len, sizeof line - (size_t)len,
-                                "; instantiate %.2f of %.2f ms",
-                                sp->best[v].setup * 1e3,
-                                sp->best[v].wall * 1e3);
+                len +=
+                    snprintf(line + len, sizeof line - (size_t)len,
+                             "; instantiate %.2f of %.2f ms",
+                             sp->best[v].setup * 1e3, sp->best[v].wall * 1e3);
             if (len < (int)sizeof line)
                 len += snprintf(line + len, sizeof line - (size_t)len, ")");
         }

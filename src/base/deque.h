@@ -4,9 +4,10 @@
  * top (first in, first out), without a lock. The owner's push is a plain
  * store and a release store; its pop a sequentially consistent store and
  * load, and a compare-and-swap only when one pointer is left (it may race
- * a thief for it), with no store at all when the deque is empty; a steal is two sequentially consistent loads and a
- * compare-and-swap. (The scheme is Chase and Lev's, 2005, with a fixed
- * array: the owner's push reports full instead of growing it.)
+ * a thief for it), with no store at all when the deque is empty; a steal is two
+ * sequentially consistent loads and a compare-and-swap. (The scheme is Chase
+ * and Lev's, 2005, with a fixed array: the owner's push reports full instead of
+ * growing it.)
  *
  * Every access of the indices and the cells is a C11 atomic, and the
  * orderings that the scheme needs between them are those of sequentially

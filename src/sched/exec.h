@@ -164,7 +164,7 @@ struct weft_exec {
     uint32_t *lock_next;
     uint32_t *root_first; /* nroots: a root's first use in the order */
     int issue_state;      /* the four above made (weft__exec_issue_state) */
-    int host_only; /* every node may go with no issue (graph's nissued 0) */
+    int host_only;  /* every node may go with no issue (graph's nissued 0) */
     int host_tasks; /* some node runs on the host workers (host, map) */
     weft_buffer **roots;
     uint32_t nroots;

@@ -37,8 +37,8 @@ enum { WEFT__HOST_DEQUE = 256 };
  * virtual machine an idle virtual CPU to be scheduled again: with 1 ms
  * tasks on the GPU machine's 32 cores a ready task waited 54-70 us on
  * average and up to 2 ms, bench/metg --latency), where a polling one
- * takes it within a microsecond or two. Between launches the workers sleep after the
- * polls above.
+ * takes it within a microsecond or two. Between launches the workers sleep
+ * after the polls above.
  */
 #ifndef WEFT__HOST_IDLE_NS
 #define WEFT__HOST_IDLE_NS 20000000
@@ -67,11 +67,11 @@ struct weft__hostwork {
     /* Only for sleeping and waking: the rings need no lock. */
     pthread_mutex_t lock;
     pthread_cond_t work;
-    unsigned stop;     /* atomic */
-    unsigned sleepers; /* workers asleep or about to be (atomic) */
-    unsigned pollers;  /* workers awake and looking for a task (atomic) */
-    unsigned busy;     /* launches with host tasks running (atomic) */
-    unsigned busy_gen; /* busy's rises from 0 (changed under lock) */
+    unsigned stop;         /* atomic */
+    unsigned sleepers;     /* workers asleep or about to be (atomic) */
+    unsigned pollers;      /* workers awake and looking for a task (atomic) */
+    unsigned busy;         /* launches with host tasks running (atomic) */
+    unsigned busy_gen;     /* busy's rises from 0 (changed under lock) */
     unsigned launch_wakes; /* sleepers woken by a rise (atomic; tests) */
     weft__host_group *groups;
     unsigned ngroups;

@@ -681,8 +681,8 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     }
     p->lane_base[0] = 0;
     for (unsigned d = 0; d < p->ndev; d++)
-        p->lane_base[d + 1] = p->lane_base[d] + 4 +
-                              weft__plan_compute_lanes(rt->devices[d]);
+        p->lane_base[d + 1] =
+            p->lane_base[d] + 4 + weft__plan_compute_lanes(rt->devices[d]);
     p->host = p->lane_base[p->ndev];
     p->nlanes = p->host + 1;
     p->n = n;

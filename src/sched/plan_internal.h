@@ -105,7 +105,7 @@ struct weft__plan {
     unsigned ndev, nlanes, host; /* host: the host lane's index */
     weft__lane *lanes;
     unsigned *lane_base; /* ndev + 1: device d's lanes from lane_base[d] */
-    uint64_t *vcs; /* nlanes * nlanes, the lanes' clocks */
+    uint64_t *vcs;       /* nlanes * nlanes, the lanes' clocks */
     weft__event_pool *pools;
 
     uint32_t n;
