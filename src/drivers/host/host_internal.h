@@ -320,9 +320,11 @@ typedef struct weft__host_platform {
  *
  * Watching. An owner whose FIFO is empty pauses, then yields the core,
  * watching the FIFO for up to WEFT__HOST_SPIN_NS before giving the queue
- * up (a queue kept busy costs no lock and no system call per op),
- * unless other queues wait on the runnable list, which it then serves
- * first.
+ * up (a queue kept busy costs no lock and no system call per op). When
+ * other queues wait on the runnable list it wakes a sleeping runner for
+ * each and watches on, so that runners stay with the queues they ran
+ * (independent kernels spread over many queues cost no post per op);
+ * with no sleeper to wake, it serves them first.
  *
  * Stop. queue_release pushes stop (the queue's last op) and waits under
  * lock for stopped; the owner that takes it sets stopped under lock and

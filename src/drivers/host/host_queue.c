@@ -374,6 +374,26 @@ static void runners_append(weft__host_runners *r, weft__host_queue *hq)
     __atomic_add_fetch(&r->nrunnable, 1, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * For an owner watching its empty FIFO while queues wait on the list: a
+ * sleeping runner woken for each waiting queue that none is coming for
+ * yet; whether every one has a runner coming (then the owner keeps its
+ * queue), or none waits any more.
+ */
+static int runners_hand_on(weft__host_runners *r)
+{
+    int covered;
+
+    pthread_mutex_lock(&r->lock);
+    while (r->first && r->wakeups < r->nrunnable && r->nsleeping > r->wakeups) {
+        r->wakeups++;
+        pthread_cond_signal(&r->wake);
+    }
+    covered = !r->first || r->wakeups >= r->nrunnable;
+    pthread_mutex_unlock(&r->lock);
+    return covered;
+}
+
 /* hq (active, no runner's) becomes runnable. Any thread. */
 static void runners_post(weft__host_runners *r, weft__host_queue *hq)
 {
@@ -474,7 +494,7 @@ static int quantum_over(unsigned *ran, uint64_t *since)
 static weft__host_queue *queue_run(weft__host_runners *r, weft__host_queue *hq)
 {
     int looking = 1;
-    unsigned idle = 0, ran = 0;
+    unsigned idle = 0, ran = 0, handing = 0;
     uint64_t until = 0, since = 0;
 
     for (;;) {
@@ -490,6 +510,7 @@ static weft__host_queue *queue_run(weft__host_runners *r, weft__host_queue *hq)
             looking = 0;
             idle = 0;
             until = 0;
+            handing = 0;
             if (op->kind == WEFT__HOST_OP_STOP) {
                 look_begin(r);
                 queue_stopped(hq);
@@ -512,11 +533,20 @@ static weft__host_queue *queue_run(weft__host_runners *r, weft__host_queue *hq)
             }
             continue;
         }
-        /* Others wait: serve them rather than watch an empty FIFO. */
-        if (__atomic_load_n(&r->nrunnable, __ATOMIC_SEQ_CST)) {
-            if (!looking)
-                look_begin(r);
-            return queue_release(hq) ? NULL : hq;
+        /*
+         * Others wait: a sleeping runner is woken for each while this one
+         * watches on (looked at again every WEFT__HOST_PAUSES turns), so
+         * that a runner stays with the queue it ran; with none asleep to
+         * come, they are served rather than an empty FIFO watched.
+         */
+        if (__atomic_load_n(&r->nrunnable, __ATOMIC_SEQ_CST) &&
+            (handing == 0 || ++handing > WEFT__HOST_PAUSES)) {
+            handing = 1;
+            if (!runners_hand_on(r)) {
+                if (!looking)
+                    look_begin(r);
+                return queue_release(hq) ? NULL : hq;
+            }
         }
         if (idle < WEFT__HOST_PAUSES) {
             idle++;
