@@ -255,6 +255,15 @@ static weft__host_task *weft__next(weft__hostwork *hw, weft__host_worker *w)
         }
         __atomic_add_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
         __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
+#if !defined(__SANITIZE_THREAD__)
+        /*
+         * The last look's reads of the deques (relaxed hints) after the
+         * changes above, as a submit's fence orders its push before its
+         * reads of them: x86's locked instructions order them anyway, a
+         * store-release (Arm) does not.
+         */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
         t = weft__take_any(hw, w, g);
         if (!t) {
             /* Up for a task, the stop, or a launch's start (busy_gen). */
