@@ -535,7 +535,7 @@ static void weft__launch_done(weft_exec *e, int rc, const char *msg)
     for (uint32_t r = 0; r < e->nroots; r++)
         weft__buffer_launch_end(e->roots[r], &e->lanes);
     weft__exec_running(e->rt, -1);
-    if (e->host_tasks && e->run.busy)
+    if (e->run.busy)
         weft__hostwork_busy(weft__hostwork_get(e->rt), -1);
     e->run.busy = 0;
     weft__exec_leave(e); /* for the thread that starts the next launch */
@@ -795,9 +795,12 @@ static void weft__exec_job(weft__engine_job *job)
         weft__strlcpy(run->msg, weft_last_error(), sizeof run->msg);
     weft__exec_running(e->rt, 1);
     /* Idle host workers poll for this launch's tasks (hostwork.h). */
-    if (e->host_tasks && weft__hostwork_get(e->rt)) {
-        weft__hostwork_busy(weft__hostwork_get(e->rt), 1);
-        run->busy = 1;
+    if (e->host_tasks) {
+        weft__hostwork *hw = weft__hostwork_get(e->rt);
+
+        if (hw)
+            weft__hostwork_busy(hw, 1);
+        run->busy = hw != NULL;
     }
     if (after < 0) {
         weft__launch_done(e, after, run->msg);

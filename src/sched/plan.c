@@ -73,6 +73,15 @@ static int weft__lane_open(weft__plan *p, weft__lane *ln)
     return 0;
 }
 
+/* A device's lanes besides its normal compute lanes: high, h2d, d2h, peer. */
+enum { WEFT__LANE_EXTRA = WEFT__LANE_SLOTS - WEFT__HIGH_LANE };
+
+/* The normal compute lanes of device d in p. */
+static unsigned weft__dev_compute(const weft__plan *p, unsigned d)
+{
+    return p->lane_base[d + 1] - p->lane_base[d] - WEFT__LANE_EXTRA;
+}
+
 /*
  * The lane of (device, slot). A device's lanes lie side by side from
  * lane_base[device]: its normal compute lanes, the high lane, then h2d,
@@ -82,7 +91,7 @@ static int weft__lane_open(weft__plan *p, weft__lane *ln)
 static unsigned weft__lane_slot_index(const weft__plan *p, unsigned device,
                                       unsigned slot)
 {
-    unsigned nc = p->lane_base[device + 1] - p->lane_base[device] - 4;
+    unsigned nc = weft__dev_compute(p, device);
 
     if (slot < nc)
         return p->lane_base[device] + slot;
@@ -681,8 +690,8 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
     }
     p->lane_base[0] = 0;
     for (unsigned d = 0; d < p->ndev; d++)
-        p->lane_base[d + 1] =
-            p->lane_base[d] + 4 + weft__plan_compute_lanes(rt->devices[d]);
+        p->lane_base[d + 1] = p->lane_base[d] + WEFT__LANE_EXTRA +
+                              weft__plan_compute_lanes(rt->devices[d]);
     p->host = p->lane_base[p->ndev];
     p->nlanes = p->host + 1;
     p->n = n;
@@ -737,18 +746,14 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
         p->lanes[i].last_top = UINT32_MAX;
         p->lanes[i].vc = &p->vcs[(size_t)i * nl];
     }
-    for (unsigned d = 0; d < p->ndev; d++) {
-        unsigned nc = p->lane_base[d + 1] - p->lane_base[d] - 4;
+    for (unsigned d = 0; d < p->ndev; d++)
+        for (unsigned slot = 0; slot < WEFT__LANE_SLOTS; slot++)
+            if (slot < weft__dev_compute(p, d) || slot >= WEFT__HIGH_LANE) {
+                weft__lane *l = weft__lane_at(p, d, slot);
 
-        for (unsigned i = p->lane_base[d]; i < p->lane_base[d + 1]; i++) {
-            unsigned k = i - p->lane_base[d];
-
-            p->lanes[i].device = d;
-            p->lanes[i].slot = k < nc    ? k
-                               : k == nc ? WEFT__HIGH_LANE
-                                         : WEFT__COMPUTE_LANES + (k - nc - 1);
-        }
-    }
+                l->device = d;
+                l->slot = slot;
+            }
     p->lanes[p->host].device = p->ndev;
     p->lanes[p->host].slot = WEFT__LANE_SLOTS;
     for (uint32_t i = 0; i < n; i++)

@@ -208,20 +208,19 @@ static inline void weft__lane_mark(weft__plan *p, weft__lane *l)
     p->nused++;
 }
 
-static inline void weft__vc_merge(weft__plan *p, uint64_t *to,
-                                  const uint64_t *from)
-{
-    /* (no branch, no condition on the store: the loop vectorises) */
-    for (unsigned i = 0; i < p->nlanes; i++)
-        to[i] = from[i] > to[i] ? from[i] : to[i];
-}
-
-/* to = the later of a and b, lane by lane. */
+/* to = the later of a and b, lane by lane (to may be a or b). */
 static inline void weft__vc_max(weft__plan *p, uint64_t *to, const uint64_t *a,
                                 const uint64_t *b)
 {
+    /* (no branch, no condition on the store: the loop vectorises) */
     for (unsigned i = 0; i < p->nlanes; i++)
         to[i] = a[i] > b[i] ? a[i] : b[i];
+}
+
+static inline void weft__vc_merge(weft__plan *p, uint64_t *to,
+                                  const uint64_t *from)
+{
+    weft__vc_max(p, to, to, from);
 }
 
 static inline weft__lane *weft__host_lane(weft__plan *p)

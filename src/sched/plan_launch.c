@@ -130,8 +130,10 @@ int weft__plan_native_replay(weft__plan *p)
  * WEFT__LANE_SLOTS + slot (plan.h), whatever the lanes' own layout. */
 static uint32_t weft__lane_named(const weft__plan *p, uint32_t l)
 {
-    if (l == WEFT__NO_LANE || l == p->host)
-        return l == p->host ? p->ndev * WEFT__LANE_SLOTS : l;
+    if (l == WEFT__NO_LANE)
+        return l;
+    if (l == p->host)
+        return p->ndev * WEFT__LANE_SLOTS;
     return p->lanes[l].device * WEFT__LANE_SLOTS + p->lanes[l].slot;
 }
 
