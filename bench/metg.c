@@ -611,8 +611,8 @@ typedef struct span {
     double wall, cpu; /* seconds */
     double in_flight;
     double setup; /* of wall: the instantiate's (first launches) */
-    /* With probe: hand-off latency (median, 90th percentile) and mean
-     * task time, us (tasks_latency). */
+    /* With probe: hand-off latency (median, 90th and 99th percentiles,
+     * mean) and mean task time, us (tasks_latency). */
     double lat50, lat90, lat99, lat_mean, task_us;
 } span;
 
@@ -642,8 +642,8 @@ static int cmp_i64(const void *a, const void *b)
 /*
  * With probe: over the tasks of steps 1 on, the time from the end of the
  * last of a task's inputs' tasks to its start (the hand-off: what the
- * runtime took to see it ready and start it), its median and 90th
- * percentile, and the mean task time, into s (us).
+ * runtime took to see it ready and start it), its median, 90th and 99th
+ * percentiles and mean, and the mean task time, into s (us).
  */
 static void tasks_latency(span *s)
 {

@@ -260,20 +260,17 @@ static void copy(shim_req *s, int to_device)
         memset(&p, 0, sizeof p);
         p.WidthInBytes = l->run[i].len;
         p.Height = uniform ? l->n : 1;
+        p.srcPitch = p.dstPitch = uniform && stride ? stride : p.WidthInBytes;
         if (to_device) {
             p.srcMemoryType = CU_MEMORYTYPE_HOST;
             p.srcHost = host;
-            p.srcPitch = uniform && stride ? stride : p.WidthInBytes;
             p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
             p.dstDevice = dev;
-            p.dstPitch = p.srcPitch;
         } else {
             p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
             p.srcDevice = dev;
-            p.srcPitch = uniform && stride ? stride : p.WidthInBytes;
             p.dstMemoryType = CU_MEMORYTYPE_HOST;
             p.dstHost = host;
-            p.dstPitch = p.srcPitch;
         }
         if (cu.copy2d(&p) != 0)
             die(to_device ? "cuMemcpy2D into the device failed"
