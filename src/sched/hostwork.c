@@ -2,6 +2,7 @@
 #include "hostwork.h"
 
 #include "../base/deque.h"
+#include "../base/idle.h"
 #include "../base/os.h"
 #include "../base/ring.h"
 
@@ -17,32 +18,10 @@ enum { WEFT__HOST_RING = 1024 };
 /* Tasks a worker's own deque holds; past them its submits go to a ring. */
 enum { WEFT__HOST_DEQUE = 256 };
 /*
- * An idle worker spins on the rings (reads only, while they are empty)
- * for WEFT__HOST_SPIN_NS, which a hand-off between workers of a
- * fine-grained launch costs no system call, then polls them yielding the
- * core WEFT__HOST_POLLS times, then sleeps. Both may be set at compile
- * time (tests/gpu/host_spin.sh compares settings on one machine).
+ * An idle worker looks, polls and sleeps as base/idle.h says: while a
+ * launch with host tasks runs (weft__hostwork_busy) it polls on rather
+ * than sleep.
  */
-#ifndef WEFT__HOST_SPIN_NS
-#define WEFT__HOST_SPIN_NS 4000
-#endif
-#ifndef WEFT__HOST_POLLS
-#define WEFT__HOST_POLLS 200
-#endif
-/*
- * While a launch with host tasks runs (weft__hostwork_busy), an idle
- * worker polls on for up to WEFT__HOST_IDLE_NS since its last task before
- * it sleeps: a task of that launch becomes ready within about a task's
- * time, and a worker woken from sleep comes late (a futex wake, and in a
- * virtual machine an idle virtual CPU to be scheduled again: with 1 ms
- * tasks on the GPU machine's 32 cores a ready task waited 54-70 us on
- * average and up to 2 ms, bench/metg --latency), where a polling one
- * takes it within a microsecond or two. Between launches the workers sleep
- * after the polls above.
- */
-#ifndef WEFT__HOST_IDLE_NS
-#define WEFT__HOST_IDLE_NS 20000000
-#endif
 
 /* Workers near one set of cores (NULL: unbound) and the tasks for them. */
 typedef struct weft__host_group {
@@ -65,14 +44,7 @@ typedef struct weft__host_worker {
 struct weft__hostwork {
     hwloc_topology_t topology;
     /* Only for sleeping and waking: the rings need no lock. */
-    pthread_mutex_t lock;
-    pthread_cond_t work;
-    unsigned stop;         /* atomic */
-    unsigned sleepers;     /* workers asleep or about to be (atomic) */
-    unsigned pollers;      /* workers awake and looking for a task (atomic) */
-    unsigned busy;         /* launches with host tasks running (atomic) */
-    unsigned busy_gen;     /* busy's rises from 0 (changed under lock) */
-    unsigned launch_wakes; /* sleepers woken by a rise (atomic; tests) */
+    weft__idle idle;
     weft__host_group *groups;
     unsigned ngroups;
     int *dev_group; /* per device: its group */
@@ -173,114 +145,45 @@ static weft__host_task *weft__take_any(weft__hostwork *hw, weft__host_worker *w,
     return weft__take_poll(hw);
 }
 
-/* A sleeper up, if there is one. */
-static void weft__wake_one(weft__hostwork *hw)
+/* Idle looks: any task (locked: none that yields first). */
+static void *weft__idle_take(void *ctx, int locked)
 {
-    pthread_mutex_lock(&hw->lock);
-    pthread_cond_signal(&hw->work);
-    pthread_mutex_unlock(&hw->lock);
+    weft__host_worker *w = ctx;
+    weft__hostwork *hw = w->pool;
+    weft__host_task *t;
+
+    if (!locked)
+        return weft__take_any(hw, w, w->group);
+    if ((t = weft__take(hw, w, w->group)))
+        return t;
+    return weft__take_poll(hw);
 }
 
-/*
- * A worker that took a task: if more wait (poll tasks too) and no worker
- * is awake to take them, one more is woken (so that a burst of submits,
- * which wake nobody while a worker polls, still spreads over the pool,
- * and a poll task is called again while this worker runs something else).
- */
-static void weft__wake_more(weft__hostwork *hw)
+static int weft__idle_pending(void *ctx)
 {
-    /* (the look at every deque last: while a launch runs, seldom needed) */
-    if (__atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST) &&
-        !__atomic_load_n(&hw->pollers, __ATOMIC_SEQ_CST) &&
-        (weft__queued(hw) || weft__polls(hw)))
-        weft__wake_one(hw);
+    weft__hostwork *hw = ((weft__host_worker *)ctx)->pool;
+
+    return weft__queued(hw) || weft__polls(hw);
 }
+
+static const weft__idle_ops weft__worker_idle = {weft__idle_take,
+                                                 weft__idle_pending};
 
 /*
  * The next task for worker w: its own deque's, else from the rings and
- * the other deques (weft__take; "the rings" below means both), polling a
- * while (longer while a launch with host tasks runs), then asleep until a
- * submit or a launch's start wakes it; NULL once the pool stops.
- * Sleeping is announced (sleepers) before the last look at the rings, and
- * a submit looks at sleepers after its push, both by read-modify-writes of
- * it: one of the two sees the other, so no task is left with every worker
- * asleep.
- * A submit wakes nobody while a worker polls (pollers, read the same way
- * after the push): a poller stops counting itself only before a last look
- * at the rings (or once it has a task, after which it looks again), so it
- * sees the push. Poll tasks come after the rings' tasks, and a worker
- * about to sleep takes one instead: while one waits, a worker stays up.
+ * the other deques (weft__take), looking, polling and sleeping as
+ * base/idle.h says; NULL once the pool stops. Poll tasks come after the
+ * rings' tasks, and a worker about to sleep takes one instead: while one
+ * waits, a worker stays up.
  */
 static weft__host_task *weft__next(weft__hostwork *hw, weft__host_worker *w)
 {
-    unsigned g = w->group;
     weft__host_task *t;
 
     /* (its own newest first, with no look at anything shared) */
     if ((t = weft__deque_pop(&w->own)))
         return t;
-    for (;;) {
-        unsigned gen = __atomic_load_n(&hw->busy_gen, __ATOMIC_ACQUIRE);
-
-        __atomic_add_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-        for (uint64_t t0 = weft__now_ns();
-             weft__now_ns() - t0 < (uint64_t)WEFT__HOST_SPIN_NS;) {
-            for (unsigned k = 0; k < 16; k++)
-                weft__cpu_pause();
-            if (weft__queued(hw) || weft__polls(hw))
-                break;
-        }
-        for (uint64_t i = 0, t0 = 0;; i++) {
-            if (i >= WEFT__HOST_POLLS) {
-                /* Past the polls: on while a launch runs, for a while. */
-                uint64_t now = weft__now_ns();
-
-                if (!__atomic_load_n(&hw->busy, __ATOMIC_RELAXED))
-                    break;
-                if (!t0)
-                    t0 = now;
-                else if (now - t0 >= (uint64_t)WEFT__HOST_IDLE_NS)
-                    break;
-            }
-            if ((t = weft__take_any(hw, w, g))) {
-                __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-                weft__wake_more(hw);
-                return t;
-            }
-            if (__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE)) {
-                __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-                return NULL;
-            }
-            sched_yield();
-        }
-        __atomic_add_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
-        __atomic_sub_fetch(&hw->pollers, 1, __ATOMIC_SEQ_CST);
-#if !defined(__SANITIZE_THREAD__)
-        /*
-         * The last look's reads of the deques (relaxed hints) after the
-         * changes above, as a submit's fence orders its push before its
-         * reads of them: x86's locked instructions order them anyway, a
-         * store-release (Arm) does not.
-         */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-        t = weft__take_any(hw, w, g);
-        if (!t) {
-            /* Up for a task, the stop, or a launch's start (busy_gen). */
-            pthread_mutex_lock(&hw->lock);
-            while (!(t = weft__take(hw, w, g)) && !(t = weft__take_poll(hw)) &&
-                   !__atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE) &&
-                   __atomic_load_n(&hw->busy_gen, __ATOMIC_RELAXED) == gen)
-                pthread_cond_wait(&hw->work, &hw->lock);
-            pthread_mutex_unlock(&hw->lock);
-        }
-        __atomic_sub_fetch(&hw->sleepers, 1, __ATOMIC_SEQ_CST);
-        if (t)
-            weft__wake_more(hw);
-        if (t || __atomic_load_n(&hw->stop, __ATOMIC_ACQUIRE))
-            return t;
-        __atomic_add_fetch(&hw->launch_wakes, 1, __ATOMIC_RELAXED);
-    }
+    return weft__idle_wait(&hw->idle, &weft__worker_idle, w);
 }
 
 _Thread_local int weft__hostwork_self = -1;
@@ -301,10 +204,7 @@ static void *weft__host_worker_main(void *arg)
 
 static void weft__hostwork_free(weft__hostwork *hw)
 {
-    pthread_mutex_lock(&hw->lock);
-    __atomic_store_n(&hw->stop, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&hw->work);
-    pthread_mutex_unlock(&hw->lock);
+    weft__idle_stop(&hw->idle);
     for (unsigned i = 0; i < hw->nworkers; i++)
         pthread_join(hw->workers[i].tid, NULL);
     /* Every worker's deque made (all, before any worker started). */
@@ -316,8 +216,7 @@ static void weft__hostwork_free(weft__hostwork *hw)
             hwloc_bitmap_free(hw->groups[g].cpuset);
         weft__ring_fini(&hw->groups[g].tasks);
     }
-    pthread_cond_destroy(&hw->work);
-    pthread_mutex_destroy(&hw->lock);
+    weft__idle_fini(&hw->idle);
     pthread_mutex_destroy(&hw->poll_lock);
     weft__free(hw->groups);
     weft__free(hw->dev_group);
@@ -348,8 +247,10 @@ static int weft__hostwork_make(weft_runtime *rt, weft__hostwork **out)
     hw = weft__calloc(1, sizeof *hw);
     if (!hw)
         return WEFT_ENOMEM;
-    pthread_mutex_init(&hw->lock, NULL);
-    pthread_cond_init(&hw->work, NULL);
+    if (weft__idle_init(&hw->idle) < 0) {
+        weft__free(hw);
+        return WEFT_ENOMEM;
+    }
     pthread_mutex_init(&hw->poll_lock, NULL);
     hw->topology = rt->topology;
     hw->ndevices = nd;
@@ -445,31 +346,6 @@ weft__hostwork *weft__hostwork_get(weft_runtime *rt)
     return hw;
 }
 
-/*
- * After a push: a sleeper up if no worker polls. A sequentially consistent
- * fence between the push and the loads of pollers and sleepers: it is
- * ordered with a sleeping worker's read-modify-write of sleepers (and a
- * poller's of pollers) before its last look, so either this sees the
- * worker, or the worker, after it, sees the push. (Read-modify-writes
- * here would do the same, but take the line every idle worker changes
- * for every push.)
- */
-static void weft__submitted(weft__hostwork *hw)
-{
-#if defined(__SANITIZE_THREAD__)
-    /* The thread sanitizer does not model fences: the same order by the
-     * read-modify-writes. */
-    if (!__atomic_fetch_add(&hw->pollers, 0, __ATOMIC_SEQ_CST) &&
-        __atomic_fetch_add(&hw->sleepers, 0, __ATOMIC_SEQ_CST))
-        weft__wake_one(hw);
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&hw->pollers, __ATOMIC_RELAXED) &&
-        __atomic_load_n(&hw->sleepers, __ATOMIC_RELAXED))
-        weft__wake_one(hw);
-#endif
-}
-
 void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
 {
     unsigned gi = device >= 0 && (unsigned)device < hw->ndevices
@@ -487,7 +363,7 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
      */
     if (self && self->pool == hw && (gi == 0 || gi == self->group) &&
         weft__deque_push(&self->own, t)) {
-        weft__submitted(hw);
+        weft__idle_submitted(&hw->idle);
         return;
     }
     /*
@@ -502,30 +378,18 @@ void weft__hostwork_submit(weft__hostwork *hw, int device, weft__host_task *t)
         }
         sched_yield();
     }
-    weft__submitted(hw);
+    weft__idle_submitted(&hw->idle);
 }
 
 void weft__hostwork_busy(weft__hostwork *hw, int delta)
 {
-    if (__atomic_fetch_add(&hw->busy, (unsigned)delta, __ATOMIC_SEQ_CST) ||
-        delta < 0 || !__atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST))
-        return;
-    /*
-     * The first: every sleeper up at once, to poll for the launch's tasks,
-     * not one by one as they come. (A worker that went to sleep after the
-     * look at sleepers above is woken by the tasks, as between launches.)
-     */
-    pthread_mutex_lock(&hw->lock);
-    __atomic_add_fetch(&hw->busy_gen, 1, __ATOMIC_RELAXED);
-    pthread_cond_broadcast(&hw->work);
-    pthread_mutex_unlock(&hw->lock);
+    weft__idle_busy(&hw->idle, delta);
 }
 
 void weft__hostwork_counts(weft__hostwork *hw, unsigned *sleepers,
                            unsigned *launch_wakes)
 {
-    *sleepers = __atomic_load_n(&hw->sleepers, __ATOMIC_SEQ_CST);
-    *launch_wakes = __atomic_load_n(&hw->launch_wakes, __ATOMIC_RELAXED);
+    weft__idle_counts(&hw->idle, sleepers, launch_wakes);
 }
 
 void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t)

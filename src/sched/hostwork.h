@@ -61,7 +61,7 @@ void weft__hostwork_repoll(weft__hostwork *hw, weft__host_task *t);
 /*
  * A launch with host tasks starts (delta 1) or ends (-1). While one runs,
  * idle workers poll for its tasks rather than sleep (up to
- * WEFT__HOST_IDLE_NS each, hostwork.c); the first start wakes every
+ * WEFT__IDLE_BUSY_NS each, base/idle.h); the first start wakes every
  * sleeping worker at once.
  */
 void weft__hostwork_busy(weft__hostwork *hw, int delta);

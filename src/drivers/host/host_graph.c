@@ -69,18 +69,28 @@ typedef struct weft__host_graph {
     /* Node i's successors: succs[succ_first[i] .. succ_first[i + 1]). */
     uint32_t *succ_first, *succs;
     /*
-     * A launch's state (weft__host_graph_run). Shared: pending (per node,
-     * its predecessors not finished), link and stack (nodes made ready by
-     * other threads, pushed there), remaining (nodes not finished), all
-     * atomic. The runner's own: ready[rhead .. rtail) (to start), blocked
-     * (external waits whose record has not run). nstarted (atomic):
-     * nodes started, by the runner or by whoever made a kernel ready.
+     * A launch's state (weft__host_graph_run). Read by every thread:
+     * pending (per node, its predecessors not finished; atomic) and link
+     * (the stack's links). The runner's own, on lines of their own:
+     * ready[rhead .. rtail) (to start), blocked (external waits whose
+     * record has not run).
      */
     unsigned *pending;
     uint32_t *link, *ready, *blocked;
+    char pad0[64];
+    /*
+     * Written by every thread of a launch, a line of its own. count
+     * (atomic): the nodes not finished << 32 | those in flight (started,
+     * by the runner or by whoever made a kernel ready, and not finished):
+     * a node's finish and the start of the successor its thread runs next
+     * are one add. stack (atomic): nodes made ready by other threads for
+     * the runner, linked through link.
+     */
+    uint64_t count;
     uint32_t stack;
-    size_t rhead, rtail, nblocked, nstarted;
-    size_t remaining;
+    char pad1[64];
+    size_t rhead, rtail, nblocked;
+    char pad2[64];
     unsigned joined;  /* pool threads inside its launches' jobs; pool lock */
     unsigned next;    /* external nodes: each has a slot in a launch */
     unsigned running; /* atomic: a launch enqueued and not finished */
@@ -265,6 +275,10 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
     cap_queue *cq = capture_queue(c, hq);
     size_t need = cq->pend.n + 1;
 
+    /* Nodes and edges are named by 32 bits (NO_NODE is none); a launch
+     * counts its nodes in 32 (weft__host_graph_run). */
+    if (!c->broken && (g->n + 1 >= NO_NODE || g->ndeps + need >= NO_NODE))
+        c->broken = "too many nodes or edges for a host graph (2^32 - 2)";
     if (!c->broken && (room((void **)&g->nodes, &g->cap, g->n, sizeof op) < 0 ||
                        room((void **)&g->dep_first, &g->cap_first, g->n + 1,
                             sizeof *g->dep_first) < 0))
@@ -676,8 +690,15 @@ int weft__host_graph_launch(void *graph, weft__queue *q)
 static pthread_mutex_t graph_wait_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t graph_wait_cond = PTHREAD_COND_INITIALIZER;
 static unsigned graph_waiters; /* atomic; threads asleep on the cond */
-/* atomic: nodes finished, of every graph (a runner waits for it to move) */
-static unsigned graph_finished;
+
+/* One node not finished, in a graph's count. */
+#define COUNT_ONE_LEFT ((uint64_t)1 << 32)
+
+/* Nodes of g's launch not finished. */
+static uint32_t graph_left(weft__host_graph *g)
+{
+    return (uint32_t)(__atomic_load_n(&g->count, __ATOMIC_SEQ_CST) >> 32);
+}
 
 enum { GRAPH_SPINS = 64 };
 
@@ -727,9 +748,9 @@ static void node_push(weft__host_graph *g, uint32_t s)
  * Node i of g finished: its successors' pending counted down. Those that
  * reach zero start from here: a kernel of one group comes back for the
  * caller to run next (the first; others are posted), larger kernels are
- * posted, other operations go to the runner (node_push). Counting
- * remaining down is the last touch of g: once it is zero the launch may
- * end and g go (a pool thread may still be in here, past it).
+ * posted, other operations go to the runner (node_push). The add to
+ * count for its finish is the last touch of g: once no node is left the
+ * launch may end and g go (a pool thread may still be in here, past it).
  */
 static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
 {
@@ -746,15 +767,18 @@ static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
             node_push(g, s);
             continue;
         }
-        __atomic_add_fetch(&g->nstarted, 1, __ATOMIC_SEQ_CST);
         job = node_job(g, s);
-        if (job->total == 1 && !next)
+        if (job->total == 1 && !next) {
             next = job;
-        else
-            weft__host_pool_post(pool, job);
+            continue;
+        }
+        /* In flight before another thread can finish it. */
+        __atomic_add_fetch(&g->count, 1, __ATOMIC_SEQ_CST);
+        weft__host_pool_post(pool, job);
     }
-    __atomic_sub_fetch(&g->remaining, 1, __ATOMIC_SEQ_CST);
-    __atomic_add_fetch(&graph_finished, 1, __ATOMIC_SEQ_CST);
+    /* Its finish, and next's start (nobody else can finish next). */
+    __atomic_add_fetch(&g->count, (next ? 1 : 0) - COUNT_ONE_LEFT - 1,
+                       __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&graph_waiters, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&graph_wait_lock);
         pthread_cond_broadcast(&graph_wait_cond);
@@ -781,16 +805,26 @@ static void graph_take_ready(weft__host_graph *g)
 }
 
 /*
- * Until a node finishes after the count `seen` (of graph_finished): work
- * on the pool's open kernels, then yield, then sleep.
+ * Until a node of g finishes (its nodes left move from `seen`): work on
+ * the pool's open jobs, else poll, yielding the core, for up to
+ * WEFT__IDLE_BUSY_NS (a launch runs: its nodes come within about a node's
+ * time, as they do for the pool's helpers), then sleep.
  */
-static void graph_progress(weft__host_pool *pool, unsigned seen)
+static void graph_progress(weft__host_pool *pool, weft__host_graph *g,
+                           uint32_t seen)
 {
-    for (unsigned spins = 0;
-         __atomic_load_n(&graph_finished, __ATOMIC_SEQ_CST) == seen;) {
+    uint64_t t0 = 0;
+
+    for (unsigned spins = 0; graph_left(g) == seen;) {
         if (weft__host_pool_help(pool))
             return;
         if (spins++ < GRAPH_SPINS) {
+            sched_yield();
+            continue;
+        }
+        if (!t0) {
+            t0 = weft__now_ns();
+        } else if (weft__now_ns() - t0 < (uint64_t)WEFT__IDLE_BUSY_NS) {
             sched_yield();
             continue;
         }
@@ -800,11 +834,12 @@ static void graph_progress(weft__host_pool *pool, unsigned seen)
             continue;
         pthread_mutex_lock(&graph_wait_lock);
         __atomic_add_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&graph_finished, __ATOMIC_SEQ_CST) == seen)
+        if (graph_left(g) == seen)
             pthread_cond_wait(&graph_wait_cond, &graph_wait_lock);
         __atomic_sub_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&graph_wait_lock);
         spins = 0;
+        t0 = 0;
     }
 }
 
@@ -860,21 +895,18 @@ static void graph_hand_off(weft__host_pool *pool, weft__host_job *job)
         weft__host_pool_run_here(job);
 }
 
-/* Nothing started is unfinished (remaining read first: whoever starts a
- * node counts it before it counts its own finish). */
+/* Nothing started is unfinished (whoever starts a node counts it before
+ * it counts its own finish, or in the same add). */
 static int graph_idle(weft__host_graph *g)
 {
-    size_t left = __atomic_load_n(&g->remaining, __ATOMIC_SEQ_CST);
-
-    return __atomic_load_n(&g->nstarted, __ATOMIC_SEQ_CST) == g->n - left;
+    return (uint32_t)__atomic_load_n(&g->count, __ATOMIC_SEQ_CST) == 0;
 }
 
 static void graph_launch_begin(weft__host_graph *g)
 {
     g->rhead = g->rtail = g->nblocked = 0;
-    __atomic_store_n(&g->nstarted, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g->stack, NO_NODE, __ATOMIC_RELAXED);
-    __atomic_store_n(&g->remaining, g->n, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->count, (uint64_t)g->n << 32, __ATOMIC_RELAXED);
     for (size_t i = 0; i < g->n; i++) {
         uint32_t nd = g->dep_first[i + 1] - g->dep_first[i];
 
@@ -898,9 +930,11 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
     if (!op->u.graph.begun) { /* not a resume after a park */
         op->u.graph.begun = 1;
         graph_launch_begin(g);
+        /* Until its end (parks included), idle helpers poll for it. */
+        weft__host_pool_busy(pool, 1);
     }
     for (;;) {
-        unsigned seen = __atomic_load_n(&graph_finished, __ATOMIC_SEQ_CST);
+        uint32_t seen = graph_left(g);
         weft__host_job *held = NULL;
         int started = 0;
 
@@ -913,7 +947,7 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
                 continue;
             }
             started = 1;
-            __atomic_add_fetch(&g->nstarted, 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&g->count, 1, __ATOMIC_SEQ_CST);
             switch (node_start(hq, g, sig, i)) {
             case 1: {
                 weft__host_job *next = node_finish(g, i);
@@ -950,7 +984,7 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
         }
         if (started)
             continue;
-        if (__atomic_load_n(&g->remaining, __ATOMIC_SEQ_CST) == 0)
+        if (graph_left(g) == 0)
             break;
         /* External waits whose record has run since go on. */
         for (size_t b = 0; b < g->nblocked;)
@@ -972,10 +1006,11 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
                 return 1;
             continue; /* raised meanwhile */
         }
-        graph_progress(pool, seen);
+        graph_progress(pool, g, seen);
     }
     /* No pool thread inside one of its kernels any more. */
     weft__host_pool_reap(pool, g, &g->joined);
+    weft__host_pool_busy(pool, -1);
     /* Its native nodes' first failure is the queue's (for its next sync). */
     if (__atomic_load_n(&g->failed.code, __ATOMIC_ACQUIRE)) {
         if (!__atomic_exchange_n(&hq->failed.claimed, 1, __ATOMIC_ACQ_REL)) {

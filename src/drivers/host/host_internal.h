@@ -12,7 +12,8 @@
  * - host_queue.lock: syncs and the queue's stop (the FIFO itself is
  *   lock-free, and so is a busy queue's scheduling: see weft__host_queue).
  * - host_runners.lock: the runnable list, the runners' sleep and start.
- * - host_pool.lock: the pool's list of open launches and their counts.
+ * - host_pool.idle.lock: the pool's list of open launches and their
+ *   counts, and its idle helpers' sleep.
  * - the signal lock (host_queue.c): every signal's state, its parked
  *   queues, and every event's current signal pointer.
  * - the capture lock (host_graph.c): every capture, and the cap pointers
@@ -28,6 +29,8 @@
 
 #include "../driver.h"
 #include "../hostcc.h"
+#include "../../base/deque.h"
+#include "../../base/idle.h"
 #include "../../base/ring.h"
 
 #include <pthread.h>
@@ -93,22 +96,41 @@ typedef struct weft__host_job {
     uint32_t node; /* the owner's, for done */
 } weft__host_job;
 
-typedef struct weft__host_pool {
-    pthread_mutex_t lock;
-    pthread_cond_t work; /* helpers wait here for an open job or stop */
-    pthread_cond_t idle; /* owners wait here for active to drop to 0 */
+struct weft__host_pool;
+
+/* A helper thread of a pool. */
+typedef struct weft__host_helper {
     /*
-     * Posted jobs of one group, which one thread runs whole: taken from a
-     * lock-free ring, with no slot and no count (whoever takes one touches
-     * it no more once its done has stamped it). sleepers: helpers asleep,
-     * or about to be, on work (atomic).
+     * The jobs of one group it made ready (a done's successors): it pops
+     * them itself, newest first, and idle threads steal them, oldest first.
+     */
+    weft__deque own;
+    struct weft__host_pool *pool;
+    /* A job of the list its idle look joined, and its slot there. */
+    weft__host_job *shared;
+    unsigned slot;
+    pthread_t tid;
+} weft__host_helper;
+
+typedef struct weft__host_pool {
+    /*
+     * Idle helpers (base/idle.h); its lock is the pool lock too: the list
+     * of jobs and their counts. drained: owners wait on it for a job's
+     * (or their graph's) helpers to leave.
+     */
+    weft__idle idle;
+    pthread_cond_t drained;
+    /*
+     * Posted jobs of one group from threads other than helpers, which one
+     * thread runs whole: taken from a lock-free ring, with no slot and no
+     * count (whoever takes one touches it no more once its done has
+     * stamped it).
      */
     weft__ring single;
-    unsigned sleepers;
     weft__host_job *jobs;
-    unsigned stopping;
-    unsigned nhelpers;
-    pthread_t *helpers;
+    unsigned nhelpers;      /* started */
+    unsigned nhelpers_made; /* with their deques */
+    weft__host_helper *helpers;
 } weft__host_pool;
 
 typedef struct weft__host_context {
@@ -423,8 +445,9 @@ void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job);
  */
 void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job);
 int weft__host_pool_help(weft__host_pool *pool);
-/* Post job (its done set) of one group if the pool's ring has room: 1 if
- * it did, 0 if not (the caller runs it, weft__host_pool_run_here). */
+/* Post job (its done set) of one group if the pool has room (on a helper,
+ * its own deque, else the ring): 1 if it did, 0 if not (the caller runs
+ * it, weft__host_pool_run_here). */
 int weft__host_pool_offer(weft__host_pool *pool, weft__host_job *job);
 /* Run a job of one group that would have been posted, here. */
 void weft__host_pool_run_here(weft__host_job *job);
@@ -432,6 +455,11 @@ void weft__host_pool_reap(weft__host_pool *pool, const void *owner,
                           const unsigned *joined);
 /* Whether a job is open for another thread (a hint: no lock). */
 int weft__host_pool_open(weft__host_pool *pool);
+/*
+ * A native graph's launch starts (delta 1) or ends (-1): while one runs,
+ * idle helpers poll for its jobs rather than sleep (base/idle.h).
+ */
+void weft__host_pool_busy(weft__host_pool *pool, int delta);
 int weft__host_launch(weft__queue *q, weft__kernel *k, const weft__grid *grid,
                       const weft__karg *args, unsigned nargs);
 

@@ -8,13 +8,17 @@
  * A native graph's launch posts its kernels and native calls (jobs of one
  * group whose group calls the native function) instead
  * (weft__host_pool_post) and goes on: whoever runs a posted job's last
- * group calls its done. A
- * posted job of one group goes through a lock-free ring, taken whole by
- * one thread with no lock at all; helpers poll the ring and the list a
- * while before they sleep.
+ * group calls its done. A posted job of one group is taken whole by one
+ * thread with no lock at all: a helper keeps those it makes ready (the
+ * successors a done hands out) in its own work-stealing deque
+ * (base/deque.h), newest first, and idle threads steal the oldest; other
+ * threads' go through a lock-free ring. Idle helpers look, poll and sleep
+ * as base/idle.h says, polling on while a native graph's launch runs
+ * (weft__host_pool_busy).
  */
 #include "host_internal.h"
 
+#include "../../base/deque.h"
 #include "../../base/os.h"
 
 #include <sched.h>
@@ -148,7 +152,7 @@ static void job_leave(weft__host_pool *pool, weft__host_job *job)
     if (job->joined && --*job->joined == 0)
         idle = 1;
     if (idle)
-        pthread_cond_broadcast(&pool->idle);
+        pthread_cond_broadcast(&pool->drained);
 }
 
 void weft__host_pool_run_here(weft__host_job *job)
@@ -157,70 +161,114 @@ void weft__host_pool_run_here(weft__host_job *job)
     single_run(job);
 }
 
-/* Polls of the ring and the list before an idle helper sleeps. */
-enum { POOL_POLLS = 100 };
+/* Single jobs a helper's deque holds; past them its offers go to the ring. */
+enum { POOL_DEQUE = 256 };
+
+/* The calling thread's helper (NULL: not a helper of any pool). */
+static _Thread_local weft__host_helper *pool_self;
 
 /*
- * Under the pool lock, with job found by job_find: join it, run groups of
- * it until none is left, leave it; the lock is released on return.
+ * A posted job of one group for any thread: the ring's, else the oldest of
+ * a helper's deque (those after index `after` first; nhelpers_made: none is
+ * skipped); NULL if none.
  */
-static void job_share(weft__host_pool *pool, weft__host_job *job)
+static weft__host_job *single_take(weft__host_pool *pool, unsigned after)
 {
-    unsigned slot = job_join(job);
+    weft__host_job *job;
+    /* (every helper's deque is made before any helper starts) */
+    unsigned n = pool->nhelpers_made;
 
-    pthread_mutex_unlock(&pool->lock);
+    if ((job = weft__ring_pop(&pool->single)))
+        return job;
+    for (unsigned k = 1; k <= n; k++) {
+        weft__host_helper *v = &pool->helpers[(after + k) % n];
+
+        if (v == pool_self)
+            continue;
+        /* (a lost race for v's top: v is looked at once more) */
+        while (weft__deque_nonempty_hint(&v->own))
+            if ((job = weft__deque_steal(&v->own)))
+                return job;
+    }
+    return NULL;
+}
+
+/* Whether a job of one group seems to wait (a hint: reads only). */
+static int single_queued(weft__host_pool *pool)
+{
+    if (weft__ring_count_hint(&pool->single))
+        return 1;
+    for (unsigned i = 0; i < pool->nhelpers_made; i++)
+        if (weft__deque_nonempty_hint(&pool->helpers[i].own))
+            return 1;
+    return 0;
+}
+
+/*
+ * A helper's idle look: its own deque's newest, a job of one group from
+ * the ring or another helper, else an open job of the list, joined (the
+ * helper's shared and slot say so).
+ */
+static void *helper_take(void *ctx, int locked)
+{
+    weft__host_helper *h = ctx;
+    weft__host_pool *pool = h->pool;
+    weft__host_job *job;
+
+    if ((job = weft__deque_pop(&h->own)) ||
+        (job = single_take(pool, (unsigned)(h - pool->helpers))))
+        return job;
+    if (!__atomic_load_n(&pool->jobs, __ATOMIC_RELAXED))
+        return NULL;
+    if (!locked)
+        pthread_mutex_lock(&pool->idle.lock);
+    if ((job = job_find(pool))) {
+        h->slot = job_join(job);
+        h->shared = job;
+    }
+    if (!locked)
+        pthread_mutex_unlock(&pool->idle.lock);
+    return job;
+}
+
+static int helper_pending(void *ctx)
+{
+    weft__host_pool *pool = ((weft__host_helper *)ctx)->pool;
+
+    return single_queued(pool) ||
+           __atomic_load_n(&pool->jobs, __ATOMIC_RELAXED) != NULL;
+}
+
+static const weft__idle_ops helper_idle = {helper_take, helper_pending};
+
+/* Under the pool lock: job joined (slot); run groups of it, leave it. */
+static void job_share(weft__host_pool *pool, weft__host_job *job, unsigned slot)
+{
+    pthread_mutex_unlock(&pool->idle.lock);
     job_work(job, slot);
-    pthread_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->idle.lock);
     job_leave(pool, job);
-    pthread_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->idle.lock);
 }
 
 static void *helper_main(void *arg)
 {
-    weft__host_pool *pool = arg;
-    unsigned polls = 0;
+    weft__host_helper *h = arg;
+    weft__host_pool *pool = h->pool;
 
+    pool_self = h;
     for (;;) {
-        weft__host_job *job = NULL, *one;
+        weft__host_job *job = weft__deque_pop(&h->own);
 
-        if ((one = weft__ring_pop(&pool->single))) {
-            single_run(one);
-            polls = 0;
+        if (!job && !(job = weft__idle_wait(&pool->idle, &helper_idle, h)))
+            break; /* stopped */
+        if (job != h->shared) {
+            single_run(job);
             continue;
         }
-        if (!__atomic_load_n(&pool->jobs, __ATOMIC_RELAXED) &&
-            polls++ < POOL_POLLS &&
-            !__atomic_load_n(&pool->stopping, __ATOMIC_RELAXED)) {
-            sched_yield();
-            continue;
-        }
-        polls = 0;
-        pthread_mutex_lock(&pool->lock);
-        one = NULL;
-        while (!pool->stopping && !(job = job_find(pool))) {
-            /*
-             * Asleep only after a last look at the ring: a post after
-             * that look sees sleepers (both are read-modify-writes or
-             * sequentially consistent) and wakes one under the lock.
-             */
-            __atomic_add_fetch(&pool->sleepers, 1, __ATOMIC_SEQ_CST);
-            one = weft__ring_pop(&pool->single);
-            if (!one)
-                pthread_cond_wait(&pool->work, &pool->lock);
-            __atomic_sub_fetch(&pool->sleepers, 1, __ATOMIC_SEQ_CST);
-            if (one)
-                break;
-        }
-        if (one) {
-            pthread_mutex_unlock(&pool->lock);
-            single_run(one);
-            continue;
-        }
-        if (pool->stopping) {
-            pthread_mutex_unlock(&pool->lock);
-            break;
-        }
-        job_share(pool, job);
+        h->shared = NULL;
+        pthread_mutex_lock(&pool->idle.lock);
+        job_share(pool, job, h->slot);
     }
     return NULL;
 }
@@ -233,73 +281,81 @@ void weft__host_pool_post(weft__host_pool *pool, weft__host_job *job)
     job->next = NULL;
     if (job->total == 1 && weft__host_pool_offer(pool, job))
         return;
-    pthread_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->idle.lock);
     for (p = &pool->jobs; *p; p = &(*p)->next)
         ;
     link_set(p, job);
-    if (pool->nhelpers && job->total > job->chunk)
-        pthread_cond_broadcast(&pool->work);
-    else if (pool->nhelpers)
-        pthread_cond_signal(&pool->work);
-    pthread_mutex_unlock(&pool->lock);
+    if (pool->nhelpers)
+        weft__idle_wake_locked(&pool->idle, job->total > job->chunk);
+    pthread_mutex_unlock(&pool->idle.lock);
 }
 
 int weft__host_pool_offer(weft__host_pool *pool, weft__host_job *job)
 {
+    weft__host_helper *self = pool_self;
+
     weft__assert(job->done && job->total == 1);
-    if (!weft__ring_push(&pool->single, job))
+    /* A helper keeps what it makes ready: no line every thread writes. */
+    if (!(self && self->pool == pool && weft__deque_push(&self->own, job)) &&
+        !weft__ring_push(&pool->single, job))
         return 0;
-    if (__atomic_fetch_add(&pool->sleepers, 0, __ATOMIC_SEQ_CST)) {
-        pthread_mutex_lock(&pool->lock);
-        pthread_cond_signal(&pool->work);
-        pthread_mutex_unlock(&pool->lock);
-    }
+    weft__idle_submitted(&pool->idle);
     return 1;
+}
+
+void weft__host_pool_busy(weft__host_pool *pool, int delta)
+{
+    weft__idle_busy(&pool->idle, delta);
 }
 
 int weft__host_pool_help(weft__host_pool *pool)
 {
     weft__host_job *job;
+    unsigned slot;
 
-    if ((job = weft__ring_pop(&pool->single))) {
+    if ((job = single_take(pool, pool->nhelpers_made))) {
         single_run(job);
         return 1;
     }
     if (!__atomic_load_n(&pool->jobs, __ATOMIC_RELAXED))
         return 0;
-    pthread_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->idle.lock);
     if (!(job = job_find(pool))) {
-        pthread_mutex_unlock(&pool->lock);
+        pthread_mutex_unlock(&pool->idle.lock);
         return 0;
     }
-    job_share(pool, job);
+    slot = job_join(job);
+    job_share(pool, job, slot);
     return 1;
 }
 
 void weft__host_pool_reap(weft__host_pool *pool, const void *owner,
                           const unsigned *joined)
 {
-    pthread_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->idle.lock);
     for (weft__host_job **p = &pool->jobs; *p;)
         if ((*p)->done && (*p)->owner == owner)
             link_set(p, (*p)->next);
         else
             p = &(*p)->next;
     while (*joined)
-        pthread_cond_wait(&pool->idle, &pool->lock);
-    pthread_mutex_unlock(&pool->lock);
+        pthread_cond_wait(&pool->drained, &pool->idle.lock);
+    pthread_mutex_unlock(&pool->idle.lock);
 }
 
 int weft__host_pool_open(weft__host_pool *pool)
 {
     int open = 0;
 
-    if (__atomic_load_n(&pool->single.tail, __ATOMIC_SEQ_CST) !=
-        __atomic_load_n(&pool->single.head, __ATOMIC_SEQ_CST))
+#if !defined(__SANITIZE_THREAD__)
+    /* The hints' reads after the caller's announcement that it sleeps. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+    if (single_queued(pool))
         return 1;
-    pthread_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->idle.lock);
     open = job_find(pool) != NULL;
-    pthread_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->idle.lock);
     return open;
 }
 
@@ -313,46 +369,54 @@ void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job)
         job_groups(job, 0, 0, job->total);
         return;
     }
-    pthread_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->idle.lock);
     for (p = &pool->jobs; *p; p = &(*p)->next)
         ;
     job->next = NULL;
     link_set(p, job);
-    pthread_cond_broadcast(&pool->work);
-    pthread_mutex_unlock(&pool->lock);
+    weft__idle_wake_locked(&pool->idle, 1);
+    pthread_mutex_unlock(&pool->idle.lock);
 
     job_work(job, 0);
 
     /* Every group is claimed; wait for the helpers still running some. */
-    pthread_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->idle.lock);
     for (p = &pool->jobs; *p != job; p = &(*p)->next)
         ;
     link_set(p, job->next);
     while (job->active)
-        pthread_cond_wait(&pool->idle, &pool->lock);
-    pthread_mutex_unlock(&pool->lock);
+        pthread_cond_wait(&pool->drained, &pool->idle.lock);
+    pthread_mutex_unlock(&pool->idle.lock);
+}
+
+/* The helpers stopped (those started), then everything else made. */
+static void pool_free(weft__host_pool *pool, unsigned made)
+{
+    weft__idle_stop(&pool->idle);
+    for (unsigned i = 0; i < pool->nhelpers; i++)
+        pthread_join(pool->helpers[i].tid, NULL);
+    for (unsigned i = 0; i < made; i++) {
+        weft__assert(!weft__deque_pop(&pool->helpers[i].own));
+        weft__deque_fini(&pool->helpers[i].own);
+    }
+    weft__free(pool->helpers);
+    weft__assert(!weft__ring_pop(&pool->single));
+    weft__ring_fini(&pool->single);
+    pthread_cond_destroy(&pool->drained);
+    weft__idle_fini(&pool->idle);
 }
 
 void weft__host_pool_stop(weft__host_pool *pool)
 {
-    pthread_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->idle.lock);
     weft__assert(pool->jobs == NULL);
-    __atomic_store_n(&pool->stopping, 1, __ATOMIC_RELAXED);
-    pthread_cond_broadcast(&pool->work);
-    pthread_mutex_unlock(&pool->lock);
-    for (unsigned i = 0; i < pool->nhelpers; i++)
-        pthread_join(pool->helpers[i], NULL);
-    weft__free(pool->helpers);
-    weft__assert(!weft__ring_pop(&pool->single));
-    weft__ring_fini(&pool->single);
-    pthread_cond_destroy(&pool->idle);
-    pthread_cond_destroy(&pool->work);
-    pthread_mutex_destroy(&pool->lock);
+    pthread_mutex_unlock(&pool->idle.lock);
+    pool_free(pool, pool->nhelpers_made);
 }
 
 int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
 {
-    int rc, stage = 0;
+    int rc;
 
     memset(pool, 0, sizeof *pool);
     if (nhelpers) {
@@ -366,31 +430,35 @@ int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
         weft__free(pool->helpers);
         return weft__error(WEFT_ENOMEM, "host: no memory for a pool's ring");
     }
-    rc = pthread_mutex_init(&pool->lock, NULL);
-    if (rc == 0) {
-        stage = 1;
-        rc = pthread_cond_init(&pool->work, NULL);
+    if (weft__idle_init(&pool->idle) < 0) {
+        weft__ring_fini(&pool->single);
+        weft__free(pool->helpers);
+        return weft__error(WEFT_ENOMEM, "host: no memory for a pool's lock");
     }
-    if (rc == 0) {
-        stage = 2;
-        rc = pthread_cond_init(&pool->idle, NULL);
-    }
-    if (rc != 0) {
-        if (stage >= 2)
-            pthread_cond_destroy(&pool->work);
-        if (stage >= 1)
-            pthread_mutex_destroy(&pool->lock);
+    if ((rc = pthread_cond_init(&pool->drained, NULL)) != 0) {
+        weft__idle_fini(&pool->idle);
         weft__ring_fini(&pool->single);
         weft__free(pool->helpers);
         return weft__host_os_error(WEFT_ENOMEM, rc,
                                    "setting up a thread pool's lock");
     }
+    /* Every helper's deque before any helper starts (they steal from all). */
+    for (; pool->nhelpers_made < nhelpers; pool->nhelpers_made++) {
+        weft__host_helper *h = &pool->helpers[pool->nhelpers_made];
+
+        h->pool = pool;
+        if (weft__deque_init(&h->own, POOL_DEQUE) < 0) {
+            pool_free(pool, pool->nhelpers_made);
+            return weft__error(WEFT_ENOMEM,
+                               "host: no memory for a pool thread's deque");
+        }
+    }
     while (pool->nhelpers < nhelpers) {
-        rc =
-            weft__thread_start(&pool->helpers[pool->nhelpers], "weft-host-pool",
-                               "host.pthread_create", helper_main, pool);
+        rc = weft__thread_start(&pool->helpers[pool->nhelpers].tid,
+                                "weft-host-pool", "host.pthread_create",
+                                helper_main, &pool->helpers[pool->nhelpers]);
         if (rc != 0) {
-            weft__host_pool_stop(pool); /* joins those started */
+            pool_free(pool, pool->nhelpers_made); /* joins those started */
             return weft__host_os_error(WEFT_ENOMEM, rc,
                                        "starting a pool thread");
         }
