@@ -58,6 +58,15 @@
 
 enum { NO_NODE = UINT32_MAX };
 
+/*
+ * A node's predecessors not finished in a launch, a cache line each: the
+ * threads that finish its predecessors count it down while others count
+ * down their neighbours' (a node's successors are often another's too).
+ */
+struct node_pending {
+    _Alignas(WEFT__CACHE_LINE) unsigned n; /* atomic */
+};
+
 typedef struct weft__host_graph {
     weft__context *ctx;
     weft__host_op **nodes; /* capture order; the graph's (weft__free) */
@@ -75,7 +84,7 @@ typedef struct weft__host_graph {
      * ready[rhead .. rtail) (to start), blocked (external waits whose
      * record has not run).
      */
-    unsigned *pending;
+    struct node_pending *pending;
     uint32_t *link, *ready, *blocked;
     char pad0[64];
     /*
@@ -501,16 +510,17 @@ static int graph_prepare(weft__host_graph *g)
 
     g->succ_first = weft__calloc(n + 1, sizeof *g->succ_first);
     g->succs = weft__calloc(g->ndeps ? g->ndeps : 1, sizeof *g->succs);
-    g->pending = weft__calloc(n, sizeof *g->pending);
+    g->pending =
+        weft__calloc_aligned(n ? n : 1, sizeof *g->pending, WEFT__CACHE_LINE);
     g->link = weft__calloc(n, sizeof *g->link);
     g->ready = weft__calloc(n, sizeof *g->ready);
     g->blocked = weft__calloc(n, sizeof *g->blocked);
+    /* (scratch for the reverse; ready is not used before a launch) */
     if (!g->succ_first || !g->succs || !g->pending || !g->link || !g->ready ||
         !g->blocked)
         return -1;
-    /* pending: scratch here, a launch's counts later */
     weft__lists_reverse((uint32_t)n, g->dep_first, g->deps, g->succ_first,
-                        g->succs, g->pending);
+                        g->succs, g->ready);
     return 0;
 }
 
@@ -761,7 +771,7 @@ static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
         uint32_t s = g->succs[k];
         weft__host_job *job;
 
-        if (__atomic_sub_fetch(&g->pending[s], 1, __ATOMIC_ACQ_REL) != 0)
+        if (__atomic_sub_fetch(&g->pending[s].n, 1, __ATOMIC_ACQ_REL) != 0)
             continue;
         if (!node_is_job(g->nodes[s])) {
             node_push(g, s);
@@ -913,7 +923,7 @@ static void graph_launch_begin(weft__host_graph *g)
         if (g->nodes[i]->kind == WEFT__HOST_OP_NATIVE)
             g->nodes[i]->u.job.failed = &g->failed;
 
-        __atomic_store_n(&g->pending[i], nd, __ATOMIC_RELAXED);
+        __atomic_store_n(&g->pending[i].n, nd, __ATOMIC_RELAXED);
         if (nd == 0)
             g->ready[g->rtail++] = (uint32_t)i;
     }
