@@ -767,6 +767,14 @@ static void weft_kernels(weft_side *ws, weft_graph *g, int reps, span *again)
         launch_check(NULL);
     }
     weft_check_cells(ws, cur.p);
+    /* Relaunches that did not run as a host native graph are op by op,
+     * through the device's queues: say so, they are slower. */
+    weft_exec_stats st = {.size = sizeof st};
+    bench_check(weft_exec_get_stats(e, &st));
+    if (st.native_launches < (uint64_t)reps)
+        bench_note("%s: %llu of %llu launches ran as a native graph", cur.what,
+                   (unsigned long long)st.native_launches,
+                   (unsigned long long)st.launches);
     bench_check(weft_exec_destroy(e));
 }
 

@@ -596,16 +596,15 @@ static int weft__is_device_node(const weft__node *nd)
 
 static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
 {
-    uint32_t n = p->n, *pos, *last, *rr;
+    uint32_t n = p->n, *pos, *last;
     unsigned *lanes = NULL;
     int rc = 0;
 
     pos = weft__malloc(((size_t)n + 1) * sizeof *pos);
     last = weft__malloc(((size_t)p->ndev * WEFT__COMPUTE_LANES + 1) *
                         sizeof *last);
-    rr = weft__calloc((size_t)p->ndev + 1, sizeof *rr);
     lanes = weft__calloc((size_t)p->ndev + 1, sizeof *lanes);
-    if (!pos || !last || !rr || !lanes) {
+    if (!pos || !last || !lanes) {
         rc = weft__error(WEFT_ENOMEM, "instantiate: out of memory");
         goto out;
     }
@@ -635,7 +634,11 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
             continue;
         if (p->nodes[i].priority == WEFT_PRIORITY_HIGH)
             slot = WEFT__HIGH_LANE;
-        /* Continue the chain of the latest predecessor on this device. */
+        /*
+         * Continue the chain of a predecessor on this device (the latest
+         * first) whose lane it ends: the lane's order is then an edge the
+         * graph has anyway.
+         */
         for (uint32_t e = p->pred_first[i];
              slot == WEFT__NO_LANE && e < p->pred_first[i + 1]; e++) {
             uint32_t j = preds[e], pl = p->plan_lane[j];
@@ -645,10 +648,24 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
             if (last[d * WEFT__COMPUTE_LANES + p->lanes[pl].slot] == j &&
                 p->lanes[pl].slot != WEFT__HIGH_LANE)
                 slot = p->lanes[pl].slot;
-            break;
         }
-        if (slot == WEFT__NO_LANE)
-            slot = rr[d]++ % lanes[d];
+        /*
+         * Else the lane whose last node came earliest (an empty one
+         * first): the lane's order is an edge the graph lacks, and its
+         * oldest end is the one most likely finished when this node is
+         * ready. (Round robin could put it behind a node as new as itself:
+         * on a CPU device, whose queues' order a native graph keeps, that
+         * serialised independent tasks of one step.)
+         */
+        if (slot == WEFT__NO_LANE) {
+            const uint32_t *tail = &last[d * WEFT__COMPUTE_LANES];
+
+            slot = 0;
+            for (unsigned s = 0; s < lanes[d] && tail[slot] != WEFT__NO_LANE;
+                 s++)
+                if (tail[s] == WEFT__NO_LANE || pos[tail[s]] < pos[tail[slot]])
+                    slot = s;
+        }
         last[d * WEFT__COMPUTE_LANES + slot] = i;
         p->plan_lane[i] = weft__lane_slot_index(p, d, slot);
     }
@@ -664,7 +681,6 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
 out:
     weft__free(pos);
     weft__free(last);
-    weft__free(rr);
     weft__free(lanes);
     return rc;
 }
