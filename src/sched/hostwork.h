@@ -23,7 +23,8 @@
  * before the rings, and a worker that finds the rings empty steals the
  * oldest of another's. A worker with nothing to do spins on the rings and
  * deques (reads only) a few microseconds, then polls them yielding its
- * core a while, then sleeps on the pool's condition; the pool's mutex is
+ * core a while, then sleeps on the pool's condition (src/base/idle.h, the
+ * policy the host driver's kernel helpers follow too); the pool's mutex is
  * taken only to sleep and to wake a sleeper (a submit that sees one).
  */
 #ifndef WEFT_SCHED_HOSTWORK_H

@@ -1,15 +1,15 @@
 #!/bin/bash
 # A/B of the host workers' idle policy on every core: bench/metg built with
-# compile-time variants of src/sched/hostwork.c (spin time, polls), run
+# compile-time variants of src/base/idle.h (spin time, polls), run
 # alternately in one script. From the root, after the devkit:
 #     tests/gpu/host_spin.sh [ROUNDS]
 set -u
 rounds=${1:-1}
 declare -A flags=(
     [base]=""
-    [spin50]="-DWEFT__HOST_SPIN_NS=50000"
-    [spin200]="-DWEFT__HOST_SPIN_NS=200000"
-    [polls2k]="-DWEFT__HOST_POLLS=2000"
+    [spin50]="-DWEFT__IDLE_SPIN_NS=50000"
+    [spin200]="-DWEFT__IDLE_SPIN_NS=200000"
+    [polls2k]="-DWEFT__IDLE_POLLS=2000"
 )
 names=${VARIANTS:-"base spin50 spin200 polls2k"}
 for v in $names; do

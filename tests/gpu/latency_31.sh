@@ -4,8 +4,8 @@
 # (cuda); bench/task_overhead's op-by-op launches against an older tree in
 # _old/ (`git archive REV | tar -x -C _old`), alternated (lanes); bench/metg
 # --latency on every core: hand-off latency and task time at each task size
-# (latency), also for compile-time variants of src/sched/hostwork.c named
-# in VARIANTS, each built apart (e.g. "spin50=-DWEFT__HOST_SPIN_NS=50000"),
+# (latency), also for compile-time variants of src/base/idle.h named
+# in VARIANTS, each built apart (e.g. "spin50=-DWEFT__IDLE_SPIN_NS=50000"),
 # and for older trees unpacked in the folders TREES names (e.g. "_old").
 # From the root:
 #     source .devkit/setup.sh && tests/gpu/latency_31.sh OUTDIR [STAGES]
