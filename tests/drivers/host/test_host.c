@@ -1491,6 +1491,85 @@ static void graph_runs_unordered_kernels_side_by_side(void **state)
     OK(weft__drv_module_destroy(mod));
 }
 
+/*
+ * What a pool thread makes ready while it runs on is taken by others: k0's
+ * finish makes A (which blocks on a gate) and B (which opens it, then C
+ * opens the gate the runner's kernel k1 waits on) ready at once. The
+ * thread that finished k0 runs A next and keeps B in its own deque: only a
+ * thread that steals B lets the launch end. (The runner holds k1, the last
+ * root, so a helper runs k0.)
+ */
+static void graph_steals_what_a_thread_made_ready(void **state)
+{
+    fixture *f = *state;
+    const weft__driver *drv = &weft__driver_host;
+    weft__module *mod = module_load(f->ctx[0]);
+    weft__kernel *wait, *open, *adv;
+    weft__queue *q[4];
+    weft__event *fork, *after0, *join[3];
+    weft__mem *x;
+    uint32_t hx[GN];
+    void *g = NULL;
+    gate g1, g2;
+    uint64_t a1 = (uint64_t)(uintptr_t)&g1, a2 = (uint64_t)(uintptr_t)&g2;
+    weft__karg arg1 = arg_val(WEFT_PARAM_U64, &a1, sizeof a1);
+    weft__karg arg2 = arg_val(WEFT_PARAM_U64, &a2, sizeof a2);
+    weft__grid one = grid1(1, 1);
+
+    OK(weft__drv_kernel_get(mod, "wait_gate", &wait));
+    OK(weft__drv_kernel_get(mod, "open_gate", &open));
+    OK(weft__drv_kernel_get(mod, "advance", &adv));
+    for (int i = 0; i < 4; i++)
+        OK(weft__drv_queue_create(f->ctx[0], NULL, &q[i]));
+    OK(weft__drv_event_create(f->ctx[0], 0, &fork));
+    OK(weft__drv_event_create(f->ctx[0], 0, &after0));
+    for (int i = 0; i < 3; i++)
+        OK(weft__drv_event_create(f->ctx[0], 0, &join[i]));
+    OK(weft__drv_mem_alloc(f->ctx[0], sizeof hx, &x));
+    fill_index(hx, 10);
+    OK(weft__drv_copy_h2d(q[0], x, 0, hx, sizeof hx));
+    OK(weft__drv_queue_sync(q[0]));
+
+    OK(drv->graph_begin(q[0]));
+    OK(weft__drv_event_record(fork, q[0]));
+    for (int i = 1; i < 4; i++)
+        OK(weft__drv_queue_wait_event(q[i], fork));
+    launch_advance(q[0], adv, x, 3); /* k0 */
+    OK(weft__drv_event_record(after0, q[0]));
+    OK(weft__drv_queue_wait_event(q[1], after0));
+    OK(weft__drv_queue_wait_event(q[2], after0));
+    OK(weft__drv_launch(q[1], wait, &one, &arg1, 1)); /* A */
+    OK(weft__drv_launch(q[2], open, &one, &arg1, 1)); /* B */
+    OK(weft__drv_launch(q[2], open, &one, &arg2, 1)); /* C */
+    OK(weft__drv_launch(q[3], wait, &one, &arg2, 1)); /* k1 */
+    for (int i = 0; i < 3; i++) {
+        OK(weft__drv_event_record(join[i], q[i + 1]));
+        OK(weft__drv_queue_wait_event(q[0], join[i]));
+    }
+    OK(weft__drv_copy_d2h(q[0], hx, x, 0, sizeof hx));
+    OK(drv->graph_end(q[0], NULL, &g, NULL));
+
+    for (int r = 1; r <= 20; r++) {
+        gate_init(&g1);
+        gate_init(&g2);
+        OK(drv->graph_launch(g, q[0]));
+        OK(weft__drv_queue_sync(q[0]));
+        gate_fini(&g1);
+        gate_fini(&g2);
+        for (uint32_t i = 0; i < GN; i += 7)
+            assert_int_equal(hx[i], advanced(10, i, 3, r));
+    }
+    drv->graph_destroy(g);
+    OK(weft__drv_event_destroy(fork));
+    OK(weft__drv_event_destroy(after0));
+    for (int i = 0; i < 3; i++)
+        OK(weft__drv_event_destroy(join[i]));
+    OK(weft__drv_mem_free(x));
+    for (int i = 0; i < 4; i++)
+        OK(weft__drv_queue_destroy(q[i]));
+    OK(weft__drv_module_destroy(mod));
+}
+
 /* A capture with an old graph updates it in place: same handle, new
  * arguments. */
 static void graph_updates_in_place(void **state)
@@ -2039,6 +2118,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(bad_sizes_are_refused),
         cmocka_unit_test(graph_captures_two_queues_and_replays),
         cmocka_unit_test(graph_runs_unordered_kernels_side_by_side),
+        cmocka_unit_test(graph_steals_what_a_thread_made_ready),
         cmocka_unit_test(graph_updates_in_place),
         cmocka_unit_test(graph_external_events_join_devices),
         cmocka_unit_test(graph_capture_refuses_what_crosses_it),
