@@ -241,13 +241,26 @@ static struct launch_state {
     long iters;
     uint64_t result_bits; /* kernel(iters), computed once by main */
     cell *expect;         /* [steps][width] */
-    uint32_t *done;       /* [width][steps]: the epoch of the last run */
+    /* What each task writes besides its cell: [steps][width]. */
+    struct mark *marks;
     /* With probe set (the largest tasks only, where two clock reads per
-     * task cost nothing), each task's start and end, ns: [steps][width]. */
+     * task cost nothing, or every size with --latency), each task's start
+     * and end go to its mark. */
     int probe;
-    uint64_t *started, *ended;
     int corrupt_step;
 } cur = {.corrupt_step = -1};
+
+/*
+ * A task's own line: the epoch of its last run, and with probe its start
+ * and end (ns). A line each, so that the bench's bookkeeping shares no
+ * line between tasks that run at once on different cores (which tasks
+ * those are depends on the pattern: with trivial's, the same point's
+ * tasks of nearby steps).
+ */
+struct mark {
+    _Alignas(64) uint64_t started, ended;
+    uint32_t epoch;
+};
 
 static uint64_t key_of(uint32_t epoch, uint32_t t, uint32_t i)
 {
@@ -333,10 +346,12 @@ static void task_run(const task *tk, cell *out, const cell *const *in)
     out->sum = mix(sum ^ double_bits(r));
     if ((int)tk->t == cur.corrupt_step && tk->i == 0)
         out->sum ^= 1;
-    cur.done[(size_t)tk->i * cur.p->steps + tk->t] = cur.epoch;
+    struct mark *m = &cur.marks[(size_t)tk->t * w + tk->i];
+
+    m->epoch = cur.epoch;
     if (cur.probe) {
-        cur.started[(size_t)tk->t * w + tk->i] = t0;
-        cur.ended[(size_t)tk->t * w + tk->i] = bench_now_ns();
+        m->started = t0;
+        m->ended = bench_now_ns();
     }
 }
 
@@ -355,9 +370,11 @@ static double tasks_in_flight(void)
     if (!cur.probe)
         return 0;
     for (size_t k = 0; k < n; k++) {
-        sum += (double)(cur.ended[k] - cur.started[k]);
-        lo = cur.started[k] < lo ? cur.started[k] : lo;
-        hi = cur.ended[k] > hi ? cur.ended[k] : hi;
+        const struct mark *m = &cur.marks[k];
+
+        sum += (double)(m->ended - m->started);
+        lo = m->started < lo ? m->started : lo;
+        hi = m->ended > hi ? m->ended : hi;
     }
     return hi > lo ? sum / (double)(hi - lo) : 0;
 }
@@ -375,7 +392,7 @@ static void launch_check(const unsigned char *cells)
 
     for (uint32_t i = 0; i < w; i++)
         for (uint32_t t = 0; t < cur.steps; t++)
-            if (cur.done[(size_t)i * p->steps + t] != cur.epoch) {
+            if (cur.marks[(size_t)t * w + i].epoch != cur.epoch) {
                 fail_once();
                 fprintf(stderr,
                         "metg: %s: validation failed: task (step %u, point "
@@ -659,7 +676,7 @@ static void tasks_latency(span *s)
     if (!lat)
         bench_die("out of memory");
     for (size_t k = 0; k < all; k++)
-        busy += (double)(cur.ended[k] - cur.started[k]);
+        busy += (double)(cur.marks[k].ended - cur.marks[k].started);
     for (uint32_t t = 1; t < cur.steps; t++)
         for (uint32_t i = 0; i < w; i++) {
             const task *tk = &p->tasks[(size_t)t * w + i];
@@ -668,11 +685,11 @@ static void tasks_latency(span *s)
             if (!tk->ndeps)
                 continue;
             for (uint32_t d = 0; d < tk->ndeps; d++) {
-                uint64_t e = cur.ended[(size_t)(t - 1) * w + tk->deps[d]];
+                uint64_t e = cur.marks[(size_t)(t - 1) * w + tk->deps[d]].ended;
 
                 ready = e > ready ? e : ready;
             }
-            lat[n] = (int64_t)(cur.started[(size_t)t * w + i] - ready);
+            lat[n] = (int64_t)(cur.marks[(size_t)t * w + i].started - ready);
             sum += (double)lat[n++];
         }
     s->task_us = busy / (double)all / 1e3;
@@ -1202,10 +1219,11 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     pattern_make(&p, kind, sw->width, sw->steps);
     cur.p = &p;
     cur.expect = calloc((size_t)p.steps * p.width, sizeof *cur.expect);
-    cur.done = calloc((size_t)p.steps * p.width, sizeof *cur.done);
-    cur.started = calloc((size_t)p.steps * p.width, sizeof *cur.started);
-    cur.ended = calloc((size_t)p.steps * p.width, sizeof *cur.ended);
-    if (!cur.expect || !cur.done || !cur.started || !cur.ended)
+    cur.marks =
+        aligned_alloc(64, (size_t)p.steps * p.width * sizeof *cur.marks);
+    if (cur.marks)
+        memset(cur.marks, 0, (size_t)p.steps * p.width * sizeof *cur.marks);
+    if (!cur.expect || !cur.marks)
         bench_die("out of memory");
     weft_cells(ws, &p);
 #ifdef _OPENMP
@@ -1281,9 +1299,7 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
 #endif
     weft_cells_free(ws);
     free(cur.expect);
-    free(cur.done);
-    free(cur.started);
-    free(cur.ended);
+    free(cur.marks);
     free(p.tasks);
     cur.p = NULL;
 }
