@@ -335,6 +335,9 @@ int weft__buffer_cut_region(weft_buffer *root, const weft__region *r);
 /* 1 if copy `where` holds the current bytes of every byte of r. */
 int weft__buffer_is_valid_region(const weft_buffer *root, unsigned where,
                                  const weft__region *r);
+/* 1 if copy `where` holds every byte of range r and no other copy any. */
+int weft__buffer_held_alone_region(const weft_buffer *root, unsigned where,
+                                   const weft__region *r);
 /*
  * The device memory holding byte off of the root on device, which
  * make_valid or prepare readied: *mem and *moff for a kernel argument.

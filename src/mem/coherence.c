@@ -521,6 +521,28 @@ uint64_t weft__coherence_holders(const weft__coherence *c, size_t off,
     return mask;
 }
 
+static int weft__coh_or(const weft__region *g, uint64_t v, void *user)
+{
+    (void)g;
+    *(uint64_t *)user |= v;
+    return 0;
+}
+
+int weft__coherence_held_alone(const weft__coherence *c, unsigned m, size_t off,
+                               size_t len)
+{
+    weft__region g = weft__region_range(off, len);
+    uint64_t any = 0;
+
+    if (!c || !c->map.e || m >= c->nmem || !len || off > c->size ||
+        len > c->size - off)
+        return 0;
+    /* Every band's holders are exactly m (a band held by none is not). */
+    weft__bandmap_visit(&c->map, &g, weft__coh_or, &any);
+    return any == (uint64_t)1 << m &&
+           weft__coherence_holders(c, off, len) == (uint64_t)1 << m;
+}
+
 int weft__coherence_is_valid(const weft__coherence *c, unsigned m, size_t off,
                              size_t len)
 {

@@ -197,6 +197,13 @@ uint64_t weft__coherence_holders(const weft__coherence *c, size_t off,
                                  size_t len);
 
 /*
+ * 1 if m holds every byte of [off, off + len) and no other memory any: 0
+ * for a bad range, or len 0.
+ */
+int weft__coherence_held_alone(const weft__coherence *c, unsigned m, size_t off,
+                               size_t len);
+
+/*
  * The ranges of [off, off + len) for which m holds the only valid copy:
  * what evicting m would have to write back. Adjacent ranges are merged;
  * runs in cells of a band come as blocks (rows > 1). The list is

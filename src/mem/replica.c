@@ -1284,6 +1284,13 @@ int weft__buffer_is_valid_region(const weft_buffer *root, unsigned where,
                                            r);
 }
 
+int weft__buffer_held_alone_region(const weft_buffer *root, unsigned where,
+                                   const weft__region *r)
+{
+    return r->h == 1 && weft__coherence_held_alone(
+                            &root->coh, weft__mem_index(where), r->off, r->w);
+}
+
 void weft__buffer_written(weft_buffer *root, unsigned where, size_t off,
                           size_t size)
 {

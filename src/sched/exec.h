@@ -246,8 +246,9 @@ struct weft_exec {
      * What a launch claims, per root the nodes touch (made with the
      * tasks, weft__fast_prepare): the union of the bytes read and of
      * those written, so that a launch checks and marks a few regions per
-     * root, not every access. fast_claims is NULL where a union grew past
-     * WEFT__FAST_CLAIM_MAX regions: the claim goes access by access then.
+     * root, not every access; past WEFT__FAST_CLAIM_MAX regions a side
+     * is its hull instead (exec_fast.c). fast_claims is NULL where memory
+     * ran out: the claim goes access by access then.
      */
     struct weft__fast_union *fast_claims;
     uint32_t fast_nclaims;
@@ -440,6 +441,9 @@ typedef struct weft__fast_union {
     weft__region *rd, *wr;
     uint32_t nrd, nwr, nrd_ranges, nwr_ranges, rd_cap, wr_cap;
     uint32_t rd_hint, wr_hint; /* the range the last add fell in */
+    /* 1: the side is one range around its accesses (past a limit of
+     * regions, exec_fast.c), not their union */
+    unsigned rd_hull, wr_hull;
     uint64_t updates;
 } weft__fast_union;
 /* Free fast_claims (instantiate's clean-up, destroy's). */

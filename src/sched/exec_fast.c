@@ -28,15 +28,17 @@ typedef struct weft__fast_task {
 static void weft__fast_run(weft__host_task *t);
 static void weft__fast_roots_run(weft__host_task *t);
 
-
-/* Past this many regions a root's union is not kept (claimed per access). */
+/*
+ * Past this many regions a side (reads, writes) of a root's union becomes
+ * its hull: one range from its first byte to its last (weft__side_add).
+ */
 enum { WEFT__FAST_CLAIM_MAX = 4096 };
 
-/* Room for one more region in v[0, *n); -1 past the limit or no memory. */
+/* Room for one more region in v[0, *n); -2 past the limit, -1 no memory. */
 static int weft__claim_room(weft__region **v, uint32_t n, uint32_t *cap)
 {
     if (n >= WEFT__FAST_CLAIM_MAX)
-        return -1;
+        return -2;
     if (n == *cap) {
         uint32_t c = *cap ? 2 * *cap : 8;
         weft__region *nv = weft__realloc(*v, c * sizeof *nv);
@@ -51,7 +53,7 @@ static int weft__claim_room(weft__region **v, uint32_t n, uint32_t *cap)
 
 /*
  * Add range [lo, hi) to the sorted disjoint ranges v[0, *nr) (followed by
- * *n - *nr block slices), merging those it touches; -1 past the limit or
+ * *n - *nr block slices), merging those it touches; -2 past the limit, -1
  * without memory. A program's accesses come mostly in address order or
  * repeat recent ones: the range the last add fell in (*hint) and the one
  * after it are tried first, then the last range, then a binary search.
@@ -87,8 +89,10 @@ static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
         hi = WEFT__MAX(hi, (*v)[k].off + (*v)[k].w);
     }
     if (k == a) { /* none: insert one */
-        if (weft__claim_room(v, *n, cap) < 0)
-            return -1;
+        int rc = weft__claim_room(v, *n, cap);
+
+        if (rc < 0)
+            return rc;
         memmove(*v + a + 1, *v + a, (*n - a) * sizeof **v);
         (*n)++;
         (*nr)++;
@@ -103,14 +107,74 @@ static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
     return 0;
 }
 
-/* Append a block's slice after the ranges; -1 past the limit. */
+/* Append a block's slice after the ranges; -2 past the limit, -1. */
 static int weft__claim_add_block(weft__region **v, uint32_t *n, uint32_t *cap,
                                  const weft__region *r)
 {
-    if (weft__claim_room(v, *n, cap) < 0)
-        return -1;
+    int rc = weft__claim_room(v, *n, cap);
+
+    if (rc < 0)
+        return rc;
     (*v)[(*n)++] = *r;
     return 0;
+}
+
+/* One side of a union: its regions, or (hull) the one range around them. */
+typedef struct weft__union_side {
+    weft__region **v;
+    uint32_t *n, *nr, *cap, *hint;
+    unsigned *hull;
+} weft__union_side;
+
+/* The side becomes the range from its first byte to r's or its last. */
+static void weft__side_to_hull(weft__union_side *sd, const weft__region *r)
+{
+    size_t lo = r->off, hi = weft__region_end(r);
+
+    for (uint32_t k = 0; k < *sd->n; k++) {
+        lo = WEFT__MIN(lo, (*sd->v)[k].off);
+        hi = WEFT__MAX(hi, weft__region_end(&(*sd->v)[k]));
+    }
+    (*sd->v)[0] = weft__region_range(lo, hi - lo); /* (at least one) */
+    *sd->n = *sd->nr = 1;
+    *sd->hint = 0;
+    *sd->hull = 1;
+}
+
+/*
+ * r into the side; 0, or -1 without memory. Past WEFT__FAST_CLAIM_MAX
+ * regions (a launch of many small scattered writes) the side becomes its
+ * hull, which a launch claims whole where the host can stand for all of
+ * it (weft__fast_claim_roots).
+ */
+static int weft__side_add(weft__union_side *sd, const weft__region *r)
+{
+    int rc;
+
+    if (*sd->hull) {
+        weft__side_to_hull(sd, r);
+        return 0;
+    }
+    rc = r->h == 1 ? weft__claim_add_range(sd->v, sd->n, sd->nr, sd->cap,
+                                           sd->hint, r->off, r->off + r->w)
+                   : weft__claim_add_block(sd->v, sd->n, sd->cap, r);
+    if (rc == -2) {
+        weft__side_to_hull(sd, r);
+        rc = 0;
+    }
+    return rc;
+}
+
+static weft__union_side weft__side_rd(weft__fast_union *c)
+{
+    return (weft__union_side){&c->rd,     &c->nrd,     &c->nrd_ranges,
+                              &c->rd_cap, &c->rd_hint, &c->rd_hull};
+}
+
+static weft__union_side weft__side_wr(weft__fast_union *c)
+{
+    return (weft__union_side){&c->wr,     &c->nwr,     &c->nwr_ranges,
+                              &c->wr_cap, &c->wr_hint, &c->wr_hull};
 }
 
 /*
@@ -127,7 +191,7 @@ typedef struct weft__fast_part {
     uint32_t *slot;
     weft__fast_union *cl;
     uint32_t ncl;
-    int ok; /* unions within WEFT__FAST_CLAIM_MAX, memory */
+    int ok; /* memory for the unions */
 } weft__fast_part;
 
 /*
@@ -162,56 +226,44 @@ void weft__exec_fast_free_claims(weft_exec *e)
     e->fast_nclaims = 0;
 }
 
-/* Access acc's slices into union c; 0, or -1 past the limit or memory. */
-static int weft__union_add_access(weft__fast_union *c,
-                                  const weft__access *acc)
+/* Access acc's slices into union c; 0, or -1 without memory. */
+static int weft__union_add_access(weft__fast_union *c, const weft__access *acc)
 {
+    weft__union_side rd = weft__side_rd(c), wr = weft__side_wr(c);
     int ok = 1;
 
     for (size_t sl = 0; ok && sl < acc->slices; sl++) {
         weft__region r = weft__access_slice(acc, sl);
 
-        if (r.h == 1) {
-            if (acc->mode & WEFT_READ)
-                ok = weft__claim_add_range(&c->rd, &c->nrd, &c->nrd_ranges,
-                                           &c->rd_cap, &c->rd_hint, r.off,
-                                           r.off + r.w) == 0;
-            if (ok && (acc->mode & WEFT_WRITE))
-                ok = weft__claim_add_range(&c->wr, &c->nwr, &c->nwr_ranges,
-                                           &c->wr_cap, &c->wr_hint, r.off,
-                                           r.off + r.w) == 0;
-        } else {
-            if (acc->mode & WEFT_READ)
-                ok = weft__claim_add_block(&c->rd, &c->nrd, &c->rd_cap, &r) ==
-                     0;
-            if (ok && (acc->mode & WEFT_WRITE))
-                ok = weft__claim_add_block(&c->wr, &c->nwr, &c->wr_cap, &r) ==
-                     0;
-        }
+        if (acc->mode & WEFT_READ)
+            ok = weft__side_add(&rd, &r) == 0;
+        if (ok && (acc->mode & WEFT_WRITE))
+            ok = weft__side_add(&wr, &r) == 0;
     }
     return ok ? 0 : -1;
 }
 
-/* Union u's regions into c (both of one root); 0, or -1 as above. */
-static int weft__union_merge(weft__fast_union *c, const weft__fast_union *u)
+/* One side of u into c's (both of one root); a hull makes a hull. */
+static int weft__side_merge(weft__union_side *to, weft__union_side *from)
 {
     int ok = 1;
 
-    for (uint32_t k = 0; ok && k < u->nrd; k++)
-        ok = k < u->nrd_ranges
-                 ? weft__claim_add_range(&c->rd, &c->nrd, &c->nrd_ranges,
-                                         &c->rd_cap, &c->rd_hint, u->rd[k].off,
-                                         u->rd[k].off + u->rd[k].w) == 0
-                 : weft__claim_add_block(&c->rd, &c->nrd, &c->rd_cap,
-                                         &u->rd[k]) == 0;
-    for (uint32_t k = 0; ok && k < u->nwr; k++)
-        ok = k < u->nwr_ranges
-                 ? weft__claim_add_range(&c->wr, &c->nwr, &c->nwr_ranges,
-                                         &c->wr_cap, &c->wr_hint, u->wr[k].off,
-                                         u->wr[k].off + u->wr[k].w) == 0
-                 : weft__claim_add_block(&c->wr, &c->nwr, &c->wr_cap,
-                                         &u->wr[k]) == 0;
+    for (uint32_t k = 0; ok && k < *from->n; k++)
+        ok = weft__side_add(to, &(*from->v)[k]) == 0;
+    if (ok && *from->hull && !*to->hull)
+        weft__side_to_hull(to, &(*from->v)[0]);
     return ok ? 0 : -1;
+}
+
+/* Union u's regions into c (both of one root); 0, or -1 without memory. */
+static int weft__union_merge(weft__fast_union *c, weft__fast_union *u)
+{
+    weft__union_side crd = weft__side_rd(c), cwr = weft__side_wr(c);
+    weft__union_side urd = weft__side_rd(u), uwr = weft__side_wr(u);
+
+    if (weft__side_merge(&crd, &urd) < 0 || weft__side_merge(&cwr, &uwr) < 0)
+        return -1;
+    return 0;
 }
 
 /* Share k: its nodes' tasks, its accesses' addresses, its unions. */
@@ -253,8 +305,7 @@ static void weft__fast_part_run(void *ctx, unsigned k)
 
 /*
  * The shares' unions as the launch's claims (fast_claims), one per root;
- * none where a union grew past the limit or memory ran out: launches
- * claim access by access then.
+ * none where memory ran out: launches claim access by access then.
  */
 static void weft__fast_claims_merge(weft_exec *e, weft__fast_part *v,
                                     unsigned np)
@@ -277,7 +328,7 @@ static void weft__fast_claims_merge(weft_exec *e, weft__fast_part *v,
             slot[r] = UINT32_MAX;
         for (unsigned k = 0; ok && k < np; k++)
             for (uint32_t c = 0; ok && c < v[k].ncl; c++) {
-                const weft__fast_union *u = &v[k].cl[c];
+                weft__fast_union *u = &v[k].cl[c];
 
                 if (slot[u->root] == UINT32_MAX) {
                     slot[u->root] = n;
@@ -333,8 +384,8 @@ static int weft__fast_prepare(weft_exec *e)
                                      e->nacc / WEFT__FAST_PART_ACC));
     np = WEFT__MIN(np, n);
     ps.v = weft__calloc(np, sizeof *ps.v);
-    if (!e->fast_tasks || !e->fast_ptrs || !e->fast_roots ||
-        !e->fast_runners || !ps.v) {
+    if (!e->fast_tasks || !e->fast_ptrs || !e->fast_roots || !e->fast_runners ||
+        !ps.v) {
         weft__free(ps.v);
         weft_clear_error();
         return 0;
@@ -412,9 +463,13 @@ static int weft__acc_cut(const weft__access *a)
  * the tracker cut at what is written, what is read valid on the host;
  * then (all of them so) the writes marked, one host writer per root.
  */
+/*
+ * The claims of fast_claims: 1 if made, 0 if the launch must be issued,
+ * -1 if a hull was refused (the claim may go access by access).
+ */
 static int weft__fast_claim_roots(weft_exec *e)
 {
-    int ok = 1;
+    int ok = 1, hull = 1; /* hull: no hull refused */
 
     for (uint32_t k = 0; k < e->fast_nclaims && ok; k++) {
         const weft__fast_union *c = &e->fast_claims[k];
@@ -423,15 +478,27 @@ static int weft__fast_claim_roots(weft_exec *e)
         weft__buffer_lock(root);
         ok = root->mapped_by == NULL && c->updates <= UINT_MAX &&
              weft__buffer_reserve(root, (unsigned)c->updates) == 0;
+        /*
+         * A hull of writes is marked written whole: right only where the
+         * host holds all of it alone already (the bytes between the
+         * writes then keep their state). Else, and where a hull of reads
+         * is not all valid on the host, the claim goes access by access.
+         */
+        if (ok && c->wr_hull)
+            ok = hull =
+                weft__buffer_held_alone_region(root, WEFT__HOST, &c->wr[0]);
         for (uint32_t w = 0; w < c->nwr && ok; w++)
             ok = weft__buffer_cut_region(root, &c->wr[w]) == 0;
         for (uint32_t r = 0; r < c->nrd && ok; r++)
-            ok = weft__buffer_is_valid_region(root, WEFT__HOST, &c->rd[r]);
+            if (!weft__buffer_is_valid_region(root, WEFT__HOST, &c->rd[r])) {
+                ok = 0;
+                hull = !c->rd_hull;
+            }
         weft__buffer_unlock(root);
     }
     if (!ok) {
         weft_clear_error();
-        return 0;
+        return hull ? 0 : -1; /* -1: a hull refused */
     }
     for (uint32_t k = 0; k < e->fast_nclaims; k++) {
         const weft__fast_union *c = &e->fast_claims[k];
@@ -453,8 +520,13 @@ static int weft__fast_claim(weft_exec *e)
     uint64_t updates = 0;
     int ok = 1;
 
-    if (e->fast_claims)
-        return weft__fast_claim_roots(e);
+    if (e->fast_claims) {
+        int rc = weft__fast_claim_roots(e);
+
+        if (rc >= 0)
+            return rc;
+        /* a hull the host cannot stand for: access by access */
+    }
 
     for (uint32_t a = 0; a < e->nacc; a++)
         updates += weft__acc_updates(&e->acc[a]);
@@ -607,7 +679,8 @@ static uint32_t weft__fast_chain(weft_exec *e, uint32_t i)
     for (;;) {
         const weft__node *nd = &e->nodes[i];
         void **ptrs = &e->fast_ptrs[nd->acc_first];
-        uint32_t next = WEFT__NONE, np = e->pred_first[i + 1] - e->pred_first[i];
+        uint32_t next = WEFT__NONE,
+                 np = e->pred_first[i + 1] - e->pred_first[i];
 
         /*
          * Every predecessor has counted i down: nothing else touches its

@@ -552,6 +552,36 @@ static void read_only_input_crosses_once(void **state)
     weft__coherence_fini(&c);
 }
 
+/* held_alone: every byte of the range on m and no byte anywhere else. */
+static void held_alone_means_no_other_copy(void **state)
+{
+    weft__coherence c;
+    (void)state;
+
+    assert_int_equal(weft__coherence_init(&c, 1 << 16, 3, 1u << HOST), 0);
+    assert_true(weft__coherence_held_alone(&c, HOST, 0, 1 << 16));
+    assert_false(weft__coherence_held_alone(&c, GPU1, 0, 1 << 16));
+    /* a GPU copy of [4096, 8192): the host no longer holds it alone */
+    assert_int_equal(weft__coherence_mark_valid(&c, GPU1, 4096, 4096), 0);
+    assert_false(weft__coherence_held_alone(&c, HOST, 0, 1 << 16));
+    assert_false(weft__coherence_held_alone(&c, HOST, 8000, 100));
+    assert_true(weft__coherence_held_alone(&c, HOST, 0, 4096));
+    assert_true(weft__coherence_held_alone(&c, HOST, 8192, 1000));
+    /* the GPU writes [4096, 4200): the host lacks those bytes */
+    assert_int_equal(weft__coherence_write(&c, GPU1, 4096, 104), 0);
+    assert_false(weft__coherence_held_alone(&c, HOST, 4000, 200));
+    assert_true(weft__coherence_held_alone(&c, GPU1, 4096, 104));
+    assert_false(weft__coherence_held_alone(&c, GPU1, 4096, 105));
+    /* the host writes it all back: alone again */
+    assert_int_equal(weft__coherence_write(&c, HOST, 0, 1 << 16), 0);
+    assert_true(weft__coherence_held_alone(&c, HOST, 0, 1 << 16));
+    /* bad ranges and memories */
+    assert_false(weft__coherence_held_alone(&c, HOST, 0, 0));
+    assert_false(weft__coherence_held_alone(&c, HOST, 1 << 16, 1));
+    assert_false(weft__coherence_held_alone(&c, 3, 0, 1));
+    weft__coherence_fini(&c);
+}
+
 static void peer_preferred_when_cheaper(void **state)
 {
     weft__coherence c;
@@ -925,6 +955,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(read_only_input_crosses_once),
+        cmocka_unit_test(held_alone_means_no_other_copy),
         cmocka_unit_test(peer_preferred_when_cheaper),
         cmocka_unit_test(partial_write_moves_only_written_part),
         cmocka_unit_test(adjacent_reads_of_one_source_merge),

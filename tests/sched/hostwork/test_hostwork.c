@@ -252,8 +252,10 @@ static void test_host_only_graph(void **state)
 /*
  * Host tasks on more disjoint ranges of one buffer than a claim keeps as
  * a union (WEFT__FAST_CLAIM_MAX): launches still go with no issue,
- * claiming access by access, and after a device wrote some of the ranges
- * the launch is issued (the host copy of those is stale) and right.
+ * claiming the hull of the ranges (the host holds all of it alone); after
+ * a device wrote some of the ranges the launch is issued (the host copy
+ * of those is stale) and right, and the launch after it, the host alone
+ * again, goes with no issue.
  */
 enum { SPREAD = 5000 };
 
@@ -278,7 +280,7 @@ static void test_host_only_many_ranges(void **state)
         check(weft_graph_add_host(g, task_inc, NULL, a, 1, NULL));
     }
     check(weft_graph_instantiate(g, NULL, &e));
-    for (int launch = 1; launch <= 3; launch++) {
+    for (int launch = 1; launch <= 4; launch++) {
         if (launch == 3) {
             /* a device advances cell 0 first */
             advance_on_device(b, 0, 5);
@@ -295,8 +297,14 @@ static void test_host_only_many_ranges(void **state)
                          want[i]);
     }
     pthread_mutex_lock(&e->lock);
-    assert_int_equal(e->fast_launches, 2);
-    assert_null(e->fast_claims); /* claimed access by access */
+    assert_int_equal(e->fast_launches, 3);
+    /* one claim: each side the hull of the cells */
+    assert_non_null(e->fast_claims);
+    assert_int_equal(e->fast_nclaims, 1);
+    assert_true(e->fast_claims[0].rd_hull && e->fast_claims[0].wr_hull);
+    assert_int_equal(e->fast_claims[0].nwr, 1);
+    assert_int_equal(e->fast_claims[0].wr[0].off, 0);
+    assert_int_equal(e->fast_claims[0].wr[0].w, (2 * SPREAD - 1) * 4);
     pthread_mutex_unlock(&e->lock);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
@@ -628,7 +636,19 @@ static void test_host_only_shares_past_limit(void **state)
     }
     pthread_mutex_lock(&e->lock);
     assert_int_equal(e->fast_launches, 2);
-    assert_null(e->fast_claims); /* claimed access by access */
+    /* b's writes past the limit once merged: their hull; c's reads exact */
+    assert_non_null(e->fast_claims);
+    for (uint32_t k = 0; k < e->fast_nclaims; k++) {
+        const weft__fast_union *u = &e->fast_claims[k];
+
+        if (e->roots[u->root] == b) {
+            assert_true(u->wr_hull);
+            assert_int_equal(u->wr[0].w, (2 * SH_SPREAD - 1) * 4);
+        } else {
+            assert_false(u->rd_hull);
+            assert_int_equal(u->nrd, 1);
+        }
+    }
     pthread_mutex_unlock(&e->lock);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
