@@ -17,12 +17,14 @@
  *
  * Lowering, at instantiate: every kernel and device copy node gets a
  * compute lane of its device: a node of high priority the high lane, any
- * other a normal one. A normal node that continues the chain of the
- * latest same-device predecessor whose normal lane it would follow
- * directly keeps that lane; any other takes the next normal lane
- * round-robin, so that independent kernels overlap and a chain costs no
- * event. Predecessor lists are sorted latest first, so that waiting for
- * the latest one makes the older ones implied.
+ * other a normal one. A normal node that can continue the chain of a
+ * same-device predecessor (the latest first) whose normal lane it would
+ * follow directly keeps that lane; any other takes the normal lane whose
+ * last node came earliest (an empty one first), so that independent
+ * kernels overlap, a chain costs no event, and the order of a lane (an
+ * edge of a native graph) rarely holds a node behind one of its own step.
+ * Predecessor lists are sorted latest first, so that waiting for the
+ * latest one makes the older ones implied.
  *
  * Issue, on the executor's worker, one node (a step) at a time in the
  * graph's order: the transfers the coherence tracker asks for go to the

@@ -453,7 +453,11 @@ int weft__host_pool_offer(weft__host_pool *pool, weft__host_job *job);
 void weft__host_pool_run_here(weft__host_job *job);
 void weft__host_pool_reap(weft__host_pool *pool, const void *owner,
                           const unsigned *joined);
-/* Whether a job is open for another thread (a hint: no lock). */
+/*
+ * Whether a job is open for another thread: a hint for one of one group
+ * (the ring and the helpers' deques, read with no lock), the list's under
+ * the pool lock.
+ */
 int weft__host_pool_open(weft__host_pool *pool);
 /*
  * A native graph's launch starts (delta 1) or ends (-1): while one runs,

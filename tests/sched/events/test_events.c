@@ -11,10 +11,11 @@
  * buffer whole and are ordered by explicit edges: no bytes move, so every
  * event and wait comes from an edge. Each kernel is placed by hand. The
  * lowering rules (src/sched/plan.h) the derivations use:
- *  - a kernel that follows directly the latest predecessor on its device
- *    (nothing else was put on that lane since) keeps that lane; any other
- *    kernel takes the next compute lane of its device, round-robin, so
- *    independent kernels of one device are on different lanes;
+ *  - a kernel that follows directly a predecessor on its device (nothing
+ *    else was put on that lane since; the latest such first) keeps that
+ *    lane; any other kernel takes the compute lane of its device whose
+ *    last node came earliest (an empty one first), so independent kernels
+ *    of one device are on different lanes;
  *  - an edge costs nothing if both ends are on one lane, or if the
  *    waiting lane already waited for something after the predecessor
  *    (the edge is implied); else one wait, on the predecessor's event;
