@@ -9,12 +9,10 @@
 
 int weft__idle_init(weft__idle *id)
 {
-    int rc;
-
     memset(id, 0, sizeof *id);
-    if ((rc = pthread_mutex_init(&id->lock, NULL)) != 0)
+    if (pthread_mutex_init(&id->lock, NULL) != 0)
         return WEFT_ENOMEM;
-    if ((rc = pthread_cond_init(&id->work, NULL)) != 0) {
+    if (pthread_cond_init(&id->work, NULL) != 0) {
         pthread_mutex_destroy(&id->lock);
         return WEFT_ENOMEM;
     }

@@ -521,10 +521,18 @@ uint64_t weft__coherence_holders(const weft__coherence *c, size_t off,
     return mask;
 }
 
-static int weft__coh_or(const weft__region *g, uint64_t v, void *user)
+/* The memories that hold some band of a region, and those that hold all. */
+typedef struct weft__coh_span {
+    uint64_t any, all;
+} weft__coh_span;
+
+static int weft__coh_any_all(const weft__region *g, uint64_t v, void *user)
 {
+    weft__coh_span *sp = user;
+
     (void)g;
-    *(uint64_t *)user |= v;
+    sp->any |= v;
+    sp->all &= v;
     return 0;
 }
 
@@ -532,15 +540,13 @@ int weft__coherence_held_alone(const weft__coherence *c, unsigned m, size_t off,
                                size_t len)
 {
     weft__region g = weft__region_range(off, len);
-    uint64_t any = 0;
+    weft__coh_span sp = {0, ~(uint64_t)0};
 
     if (!c || !c->map.e || m >= c->nmem || !len || off > c->size ||
         len > c->size - off)
         return 0;
-    /* Every band's holders are exactly m (a band held by none is not). */
-    weft__bandmap_visit(&c->map, &g, weft__coh_or, &any);
-    return any == (uint64_t)1 << m &&
-           weft__coherence_holders(c, off, len) == (uint64_t)1 << m;
+    weft__bandmap_visit(&c->map, &g, weft__coh_any_all, &sp);
+    return sp.any == (uint64_t)1 << m && sp.all == sp.any;
 }
 
 int weft__coherence_is_valid(const weft__coherence *c, unsigned m, size_t off,

@@ -436,14 +436,21 @@ void weft__acc_written(const weft__access *a, unsigned where, int ok);
  * 1, merged where they touch) followed by the slices of blocks as they
  * are; updates: what marking the writes costs the tracker (reserve).
  */
+/*
+ * One side of a root's claim (what its nodes read, or what they write):
+ * sorted disjoint ranges v[0, nranges), then block slices up to n; or,
+ * past a limit of regions (hull set, exec_fast.c), the one range around
+ * them all.
+ */
+typedef struct weft__fast_side {
+    weft__region *v;
+    uint32_t n, nranges, cap;
+    uint32_t hint; /* the range the last add fell in */
+    unsigned hull;
+} weft__fast_side;
 typedef struct weft__fast_union {
     uint32_t root;
-    weft__region *rd, *wr;
-    uint32_t nrd, nwr, nrd_ranges, nwr_ranges, rd_cap, wr_cap;
-    uint32_t rd_hint, wr_hint; /* the range the last add fell in */
-    /* 1: the side is one range around its accesses (past a limit of
-     * regions, exec_fast.c), not their union */
-    unsigned rd_hull, wr_hull;
+    weft__fast_side rd, wr;
     uint64_t updates;
 } weft__fast_union;
 /* Free fast_claims (instantiate's clean-up, destroy's). */

@@ -34,111 +34,102 @@ static void weft__fast_roots_run(weft__host_task *t);
  */
 enum { WEFT__FAST_CLAIM_MAX = 4096 };
 
-/* Room for one more region in v[0, *n); -2 past the limit, -1 no memory. */
-static int weft__claim_room(weft__region **v, uint32_t n, uint32_t *cap)
+/* Room for one more region in sd; -2 past the limit, -1 no memory. */
+static int weft__claim_room(weft__fast_side *sd)
 {
-    if (n >= WEFT__FAST_CLAIM_MAX)
+    if (sd->n >= WEFT__FAST_CLAIM_MAX)
         return -2;
-    if (n == *cap) {
-        uint32_t c = *cap ? 2 * *cap : 8;
-        weft__region *nv = weft__realloc(*v, c * sizeof *nv);
+    if (sd->n == sd->cap) {
+        uint32_t c = sd->cap ? 2 * sd->cap : 8;
+        weft__region *nv = weft__realloc(sd->v, c * sizeof *nv);
 
         if (!nv)
             return -1;
-        *v = nv;
-        *cap = c;
+        sd->v = nv;
+        sd->cap = c;
     }
     return 0;
 }
 
 /*
- * Add range [lo, hi) to the sorted disjoint ranges v[0, *nr) (followed by
- * *n - *nr block slices), merging those it touches; -2 past the limit, -1
- * without memory. A program's accesses come mostly in address order or
- * repeat recent ones: the range the last add fell in (*hint) and the one
- * after it are tried first, then the last range, then a binary search.
+ * Add range [lo, hi) to sd's sorted disjoint ranges (followed by its
+ * block slices), merging those it touches; -2 past the limit, -1 without
+ * memory. A program's accesses come mostly in address order or repeat
+ * recent ones: the range the last add fell in (hint) and the one after it
+ * are tried first, then the last range, then a binary search.
  */
-static int weft__claim_add_range(weft__region **v, uint32_t *n, uint32_t *nr,
-                                 uint32_t *cap, uint32_t *hint, size_t lo,
-                                 size_t hi)
+static int weft__claim_add_range(weft__fast_side *sd, size_t lo, size_t hi)
 {
-    uint32_t a = 0, b = *nr, k;
+    weft__region *v = sd->v;
+    uint32_t a = 0, b = sd->nranges, nr = sd->nranges, k;
 
-    for (k = *hint; k < *nr && k < *hint + 2; k++)
-        if ((*v)[k].off <= lo && hi <= (*v)[k].off + (*v)[k].w) {
-            *hint = k; /* inside one already */
+    for (k = sd->hint; k < nr && k < sd->hint + 2; k++)
+        if (v[k].off <= lo && hi <= v[k].off + v[k].w) {
+            sd->hint = k; /* inside one already */
             return 0;
         }
-    if (*nr && (*v)[*nr - 1].off <= lo) {
-        a = *nr - 1; /* at or after the last range */
+    if (nr && v[nr - 1].off <= lo) {
+        a = nr - 1; /* at or after the last range */
     } else {
         while (a < b) { /* the first range that ends at or after lo */
             uint32_t m = a + (b - a) / 2;
 
-            if ((*v)[m].off + (*v)[m].w < lo)
+            if (v[m].off + v[m].w < lo)
                 a = m + 1;
             else
                 b = m;
         }
     }
-    if (a < *nr && (*v)[a].off + (*v)[a].w < lo)
+    if (a < nr && v[a].off + v[a].w < lo)
         a++;
     /* ranges [a, k) touch [lo, hi): one range replaces them */
-    for (k = a; k < *nr && (*v)[k].off <= hi; k++) {
-        lo = WEFT__MIN(lo, (*v)[k].off);
-        hi = WEFT__MAX(hi, (*v)[k].off + (*v)[k].w);
+    for (k = a; k < nr && v[k].off <= hi; k++) {
+        lo = WEFT__MIN(lo, v[k].off);
+        hi = WEFT__MAX(hi, v[k].off + v[k].w);
     }
     if (k == a) { /* none: insert one */
-        int rc = weft__claim_room(v, *n, cap);
+        int rc = weft__claim_room(sd);
 
         if (rc < 0)
             return rc;
-        memmove(*v + a + 1, *v + a, (*n - a) * sizeof **v);
-        (*n)++;
-        (*nr)++;
-        k = a + 1;
+        v = sd->v;
+        memmove(v + a + 1, v + a, (sd->n - a) * sizeof *v);
+        sd->n++;
+        sd->nranges++;
     } else if (k > a + 1) { /* several merge into [a] */
-        memmove(*v + a + 1, *v + k, (*n - k) * sizeof **v);
-        *n -= k - a - 1;
-        *nr -= k - a - 1;
+        memmove(v + a + 1, v + k, (sd->n - k) * sizeof *v);
+        sd->n -= k - a - 1;
+        sd->nranges -= k - a - 1;
     }
-    (*v)[a] = weft__region_range(lo, hi - lo);
-    *hint = a;
+    v[a] = weft__region_range(lo, hi - lo);
+    sd->hint = a;
     return 0;
 }
 
 /* Append a block's slice after the ranges; -2 past the limit, -1. */
-static int weft__claim_add_block(weft__region **v, uint32_t *n, uint32_t *cap,
-                                 const weft__region *r)
+static int weft__claim_add_block(weft__fast_side *sd, const weft__region *r)
 {
-    int rc = weft__claim_room(v, *n, cap);
+    int rc = weft__claim_room(sd);
 
     if (rc < 0)
         return rc;
-    (*v)[(*n)++] = *r;
+    sd->v[sd->n++] = *r;
     return 0;
 }
 
-/* One side of a union: its regions, or (hull) the one range around them. */
-typedef struct weft__union_side {
-    weft__region **v;
-    uint32_t *n, *nr, *cap, *hint;
-    unsigned *hull;
-} weft__union_side;
-
 /* The side becomes the range from its first byte to r's or its last. */
-static void weft__side_to_hull(weft__union_side *sd, const weft__region *r)
+static void weft__side_to_hull(weft__fast_side *sd, const weft__region *r)
 {
     size_t lo = r->off, hi = weft__region_end(r);
 
-    for (uint32_t k = 0; k < *sd->n; k++) {
-        lo = WEFT__MIN(lo, (*sd->v)[k].off);
-        hi = WEFT__MAX(hi, weft__region_end(&(*sd->v)[k]));
+    for (uint32_t k = 0; k < sd->n; k++) {
+        lo = WEFT__MIN(lo, sd->v[k].off);
+        hi = WEFT__MAX(hi, weft__region_end(&sd->v[k]));
     }
-    (*sd->v)[0] = weft__region_range(lo, hi - lo); /* (at least one) */
-    *sd->n = *sd->nr = 1;
-    *sd->hint = 0;
-    *sd->hull = 1;
+    sd->v[0] = weft__region_range(lo, hi - lo); /* (at least one) */
+    sd->n = sd->nranges = 1;
+    sd->hint = 0;
+    sd->hull = 1;
 }
 
 /*
@@ -147,34 +138,21 @@ static void weft__side_to_hull(weft__union_side *sd, const weft__region *r)
  * hull, which a launch claims whole where the host can stand for all of
  * it (weft__fast_claim_roots).
  */
-static int weft__side_add(weft__union_side *sd, const weft__region *r)
+static int weft__side_add(weft__fast_side *sd, const weft__region *r)
 {
     int rc;
 
-    if (*sd->hull) {
+    if (sd->hull) {
         weft__side_to_hull(sd, r);
         return 0;
     }
-    rc = r->h == 1 ? weft__claim_add_range(sd->v, sd->n, sd->nr, sd->cap,
-                                           sd->hint, r->off, r->off + r->w)
-                   : weft__claim_add_block(sd->v, sd->n, sd->cap, r);
+    rc = r->h == 1 ? weft__claim_add_range(sd, r->off, r->off + r->w)
+                   : weft__claim_add_block(sd, r);
     if (rc == -2) {
         weft__side_to_hull(sd, r);
         rc = 0;
     }
     return rc;
-}
-
-static weft__union_side weft__side_rd(weft__fast_union *c)
-{
-    return (weft__union_side){&c->rd,     &c->nrd,     &c->nrd_ranges,
-                              &c->rd_cap, &c->rd_hint, &c->rd_hull};
-}
-
-static weft__union_side weft__side_wr(weft__fast_union *c)
-{
-    return (weft__union_side){&c->wr,     &c->nwr,     &c->nwr_ranges,
-                              &c->wr_cap, &c->wr_hint, &c->wr_hull};
 }
 
 /*
@@ -213,8 +191,8 @@ typedef struct weft__fast_parts {
 static void weft__fast_union_free(weft__fast_union *cl, uint32_t n)
 {
     for (uint32_t c = 0; cl && c < n; c++) {
-        weft__free(cl[c].rd);
-        weft__free(cl[c].wr);
+        weft__free(cl[c].rd.v);
+        weft__free(cl[c].wr.v);
     }
     weft__free(cl);
 }
@@ -229,39 +207,36 @@ void weft__exec_fast_free_claims(weft_exec *e)
 /* Access acc's slices into union c; 0, or -1 without memory. */
 static int weft__union_add_access(weft__fast_union *c, const weft__access *acc)
 {
-    weft__union_side rd = weft__side_rd(c), wr = weft__side_wr(c);
     int ok = 1;
 
     for (size_t sl = 0; ok && sl < acc->slices; sl++) {
         weft__region r = weft__access_slice(acc, sl);
 
         if (acc->mode & WEFT_READ)
-            ok = weft__side_add(&rd, &r) == 0;
+            ok = weft__side_add(&c->rd, &r) == 0;
         if (ok && (acc->mode & WEFT_WRITE))
-            ok = weft__side_add(&wr, &r) == 0;
+            ok = weft__side_add(&c->wr, &r) == 0;
     }
     return ok ? 0 : -1;
 }
 
-/* One side of u into c's (both of one root); a hull makes a hull. */
-static int weft__side_merge(weft__union_side *to, weft__union_side *from)
+/* One side into another (both of one root); a hull makes a hull. */
+static int weft__side_merge(weft__fast_side *to, const weft__fast_side *from)
 {
     int ok = 1;
 
-    for (uint32_t k = 0; ok && k < *from->n; k++)
-        ok = weft__side_add(to, &(*from->v)[k]) == 0;
-    if (ok && *from->hull && !*to->hull)
-        weft__side_to_hull(to, &(*from->v)[0]);
+    for (uint32_t k = 0; ok && k < from->n; k++)
+        ok = weft__side_add(to, &from->v[k]) == 0;
+    if (ok && from->hull && !to->hull)
+        weft__side_to_hull(to, &from->v[0]);
     return ok ? 0 : -1;
 }
 
 /* Union u's regions into c (both of one root); 0, or -1 without memory. */
-static int weft__union_merge(weft__fast_union *c, weft__fast_union *u)
+static int weft__union_merge(weft__fast_union *c, const weft__fast_union *u)
 {
-    weft__union_side crd = weft__side_rd(c), cwr = weft__side_wr(c);
-    weft__union_side urd = weft__side_rd(u), uwr = weft__side_wr(u);
-
-    if (weft__side_merge(&crd, &urd) < 0 || weft__side_merge(&cwr, &uwr) < 0)
+    if (weft__side_merge(&c->rd, &u->rd) < 0 ||
+        weft__side_merge(&c->wr, &u->wr) < 0)
         return -1;
     return 0;
 }
@@ -328,7 +303,7 @@ static void weft__fast_claims_merge(weft_exec *e, weft__fast_part *v,
             slot[r] = UINT32_MAX;
         for (unsigned k = 0; ok && k < np; k++)
             for (uint32_t c = 0; ok && c < v[k].ncl; c++) {
-                weft__fast_union *u = &v[k].cl[c];
+                const weft__fast_union *u = &v[k].cl[c];
 
                 if (slot[u->root] == UINT32_MAX) {
                     slot[u->root] = n;
@@ -338,8 +313,8 @@ static void weft__fast_claims_merge(weft_exec *e, weft__fast_part *v,
             }
     }
     for (uint32_t k = 0; ok && k < n; k++)
-        for (uint32_t w = 0; w < cl[k].nwr; w++)
-            cl[k].updates += cl[k].wr[w].h;
+        for (uint32_t w = 0; w < cl[k].wr.n; w++)
+            cl[k].updates += cl[k].wr.v[w].h;
     if (!ok) {
         weft__fast_union_free(cl, n);
         cl = NULL;
@@ -461,11 +436,9 @@ static int weft__acc_cut(const weft__access *a)
 /*
  * weft__fast_claim by the roots' unions: per root, room for the marks,
  * the tracker cut at what is written, what is read valid on the host;
- * then (all of them so) the writes marked, one host writer per root.
- */
-/*
- * The claims of fast_claims: 1 if made, 0 if the launch must be issued,
- * -1 if a hull was refused (the claim may go access by access).
+ * then (all of them so) the writes marked, one host writer per root. 1 if
+ * made, 0 if the launch must be issued, -1 if a hull was refused (the
+ * claim may go access by access).
  */
 static int weft__fast_claim_roots(weft_exec *e)
 {
@@ -484,15 +457,15 @@ static int weft__fast_claim_roots(weft_exec *e)
          * writes then keep their state). Else, and where a hull of reads
          * is not all valid on the host, the claim goes access by access.
          */
-        if (ok && c->wr_hull)
+        if (ok && c->wr.hull)
             ok = hull =
-                weft__buffer_held_alone_region(root, WEFT__HOST, &c->wr[0]);
-        for (uint32_t w = 0; w < c->nwr && ok; w++)
-            ok = weft__buffer_cut_region(root, &c->wr[w]) == 0;
-        for (uint32_t r = 0; r < c->nrd && ok; r++)
-            if (!weft__buffer_is_valid_region(root, WEFT__HOST, &c->rd[r])) {
+                weft__buffer_held_alone_region(root, WEFT__HOST, &c->wr.v[0]);
+        for (uint32_t w = 0; w < c->wr.n && ok; w++)
+            ok = weft__buffer_cut_region(root, &c->wr.v[w]) == 0;
+        for (uint32_t r = 0; r < c->rd.n && ok; r++)
+            if (!weft__buffer_is_valid_region(root, WEFT__HOST, &c->rd.v[r])) {
                 ok = 0;
-                hull = !c->rd_hull;
+                hull = !c->rd.hull;
             }
         weft__buffer_unlock(root);
     }
@@ -504,11 +477,11 @@ static int weft__fast_claim_roots(weft_exec *e)
         const weft__fast_union *c = &e->fast_claims[k];
         weft_buffer *root = e->roots[c->root];
 
-        if (!c->nwr)
+        if (!c->wr.n)
             continue;
         weft__buffer_lock(root);
-        for (uint32_t w = 0; w < c->nwr; w++)
-            weft__buffer_written_region(root, WEFT__HOST, &c->wr[w]);
+        for (uint32_t w = 0; w < c->wr.n; w++)
+            weft__buffer_written_region(root, WEFT__HOST, &c->wr.v[w]);
         __atomic_add_fetch(&root->host_writers, 1, __ATOMIC_RELAXED);
         weft__buffer_unlock(root);
     }
@@ -616,7 +589,7 @@ static int weft__fast_done(weft_exec *e, uint32_t n)
     /* The last: every write is done and visible here. */
     if (e->fast_claims) {
         for (uint32_t k = 0; k < e->fast_nclaims; k++)
-            if (e->fast_claims[k].nwr)
+            if (e->fast_claims[k].wr.n)
                 __atomic_sub_fetch(
                     &e->roots[e->fast_claims[k].root]->host_writers, 1,
                     __ATOMIC_RELEASE);

@@ -146,7 +146,7 @@ static weft__host_task *weft__take_any(weft__hostwork *hw, weft__host_worker *w,
 }
 
 /* Idle looks: any task (locked: none that yields first). */
-static void *weft__idle_take(void *ctx, int locked)
+static void *weft__worker_take(void *ctx, int locked)
 {
     weft__host_worker *w = ctx;
     weft__hostwork *hw = w->pool;
@@ -159,15 +159,15 @@ static void *weft__idle_take(void *ctx, int locked)
     return weft__take_poll(hw);
 }
 
-static int weft__idle_pending(void *ctx)
+static int weft__worker_pending(void *ctx)
 {
     weft__hostwork *hw = ((weft__host_worker *)ctx)->pool;
 
     return weft__queued(hw) || weft__polls(hw);
 }
 
-static const weft__idle_ops weft__worker_idle = {weft__idle_take,
-                                                 weft__idle_pending};
+static const weft__idle_ops weft__worker_idle = {weft__worker_take,
+                                                 weft__worker_pending};
 
 /*
  * The next task for worker w: its own deque's, else from the rings and

@@ -661,7 +661,7 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
             const uint32_t *tail = &last[d * WEFT__COMPUTE_LANES];
 
             slot = 0;
-            for (unsigned s = 0; s < lanes[d] && tail[slot] != WEFT__NO_LANE;
+            for (unsigned s = 1; s < lanes[d] && tail[slot] != WEFT__NO_LANE;
                  s++)
                 if (tail[s] == WEFT__NO_LANE || pos[tail[s]] < pos[tail[slot]])
                     slot = s;

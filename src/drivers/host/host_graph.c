@@ -710,8 +710,6 @@ static uint32_t graph_left(weft__host_graph *g)
     return (uint32_t)(__atomic_load_n(&g->count, __ATOMIC_SEQ_CST) >> 32);
 }
 
-enum { GRAPH_SPINS = 64 };
-
 static weft__host_job *node_job_done(weft__host_job *job);
 
 /*
@@ -823,18 +821,10 @@ static void graph_take_ready(weft__host_graph *g)
 static void graph_progress(weft__host_pool *pool, weft__host_graph *g,
                            uint32_t seen)
 {
-    uint64_t t0 = 0;
-
-    for (unsigned spins = 0; graph_left(g) == seen;) {
+    for (uint64_t t0 = weft__now_ns(); graph_left(g) == seen;) {
         if (weft__host_pool_help(pool))
             return;
-        if (spins++ < GRAPH_SPINS) {
-            sched_yield();
-            continue;
-        }
-        if (!t0) {
-            t0 = weft__now_ns();
-        } else if (weft__now_ns() - t0 < (uint64_t)WEFT__IDLE_BUSY_NS) {
+        if (weft__now_ns() - t0 < (uint64_t)WEFT__IDLE_BUSY_NS) {
             sched_yield();
             continue;
         }
@@ -848,8 +838,7 @@ static void graph_progress(weft__host_pool *pool, weft__host_graph *g,
             pthread_cond_wait(&graph_wait_cond, &graph_wait_lock);
         __atomic_sub_fetch(&graph_waiters, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&graph_wait_lock);
-        spins = 0;
-        t0 = 0;
+        t0 = weft__now_ns();
     }
 }
 

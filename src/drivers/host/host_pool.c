@@ -241,10 +241,9 @@ static int helper_pending(void *ctx)
 
 static const weft__idle_ops helper_idle = {helper_take, helper_pending};
 
-/* Under the pool lock: job joined (slot); run groups of it, leave it. */
+/* Job joined (slot), the pool lock not held: run groups of it, leave it. */
 static void job_share(weft__host_pool *pool, weft__host_job *job, unsigned slot)
 {
-    pthread_mutex_unlock(&pool->idle.lock);
     job_work(job, slot);
     pthread_mutex_lock(&pool->idle.lock);
     job_leave(pool, job);
@@ -267,7 +266,6 @@ static void *helper_main(void *arg)
             continue;
         }
         h->shared = NULL;
-        pthread_mutex_lock(&pool->idle.lock);
         job_share(pool, job, h->slot);
     }
     return NULL;
@@ -325,6 +323,7 @@ int weft__host_pool_help(weft__host_pool *pool)
         return 0;
     }
     slot = job_join(job);
+    pthread_mutex_unlock(&pool->idle.lock);
     job_share(pool, job, slot);
     return 1;
 }
@@ -347,10 +346,6 @@ int weft__host_pool_open(weft__host_pool *pool)
 {
     int open = 0;
 
-#if !defined(__SANITIZE_THREAD__)
-    /* The hints' reads after the caller's announcement that it sleeps. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
     if (single_queued(pool))
         return 1;
     pthread_mutex_lock(&pool->idle.lock);
@@ -390,12 +385,12 @@ void weft__host_pool_run(weft__host_pool *pool, weft__host_job *job)
 }
 
 /* The helpers stopped (those started), then everything else made. */
-static void pool_free(weft__host_pool *pool, unsigned made)
+static void pool_free(weft__host_pool *pool)
 {
     weft__idle_stop(&pool->idle);
     for (unsigned i = 0; i < pool->nhelpers; i++)
         pthread_join(pool->helpers[i].tid, NULL);
-    for (unsigned i = 0; i < made; i++) {
+    for (unsigned i = 0; i < pool->nhelpers_made; i++) {
         weft__assert(!weft__deque_pop(&pool->helpers[i].own));
         weft__deque_fini(&pool->helpers[i].own);
     }
@@ -411,7 +406,7 @@ void weft__host_pool_stop(weft__host_pool *pool)
     pthread_mutex_lock(&pool->idle.lock);
     weft__assert(pool->jobs == NULL);
     pthread_mutex_unlock(&pool->idle.lock);
-    pool_free(pool, pool->nhelpers_made);
+    pool_free(pool);
 }
 
 int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
@@ -448,7 +443,7 @@ int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
 
         h->pool = pool;
         if (weft__deque_init(&h->own, POOL_DEQUE) < 0) {
-            pool_free(pool, pool->nhelpers_made);
+            pool_free(pool);
             return weft__error(WEFT_ENOMEM,
                                "host: no memory for a pool thread's deque");
         }
@@ -458,7 +453,7 @@ int weft__host_pool_start(weft__host_pool *pool, unsigned nhelpers)
                                 "weft-host-pool", "host.pthread_create",
                                 helper_main, &pool->helpers[pool->nhelpers]);
         if (rc != 0) {
-            pool_free(pool, pool->nhelpers_made); /* joins those started */
+            pool_free(pool); /* joins those started */
             return weft__host_os_error(WEFT_ENOMEM, rc,
                                        "starting a pool thread");
         }

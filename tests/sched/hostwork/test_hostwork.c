@@ -301,10 +301,10 @@ static void test_host_only_many_ranges(void **state)
     /* one claim: each side the hull of the cells */
     assert_non_null(e->fast_claims);
     assert_int_equal(e->fast_nclaims, 1);
-    assert_true(e->fast_claims[0].rd_hull && e->fast_claims[0].wr_hull);
-    assert_int_equal(e->fast_claims[0].nwr, 1);
-    assert_int_equal(e->fast_claims[0].wr[0].off, 0);
-    assert_int_equal(e->fast_claims[0].wr[0].w, (2 * SPREAD - 1) * 4);
+    assert_true(e->fast_claims[0].rd.hull && e->fast_claims[0].wr.hull);
+    assert_int_equal(e->fast_claims[0].wr.n, 1);
+    assert_int_equal(e->fast_claims[0].wr.v[0].off, 0);
+    assert_int_equal(e->fast_claims[0].wr.v[0].w, (2 * SPREAD - 1) * 4);
     pthread_mutex_unlock(&e->lock);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
@@ -455,14 +455,14 @@ static void test_host_only_shares(void **state)
                 const weft__fast_union *u = &e->fast_claims[k];
 
                 if (e->roots[u->root] == b) {
-                    assert_int_equal(u->nrd, 1);
-                    assert_int_equal(u->nwr, 1);
-                    assert_int_equal(u->rd[0].off, 0);
-                    assert_int_equal(u->rd[0].w, sizeof rows);
-                    assert_int_equal(u->wr[0].w, sizeof rows);
+                    assert_int_equal(u->rd.n, 1);
+                    assert_int_equal(u->wr.n, 1);
+                    assert_int_equal(u->rd.v[0].off, 0);
+                    assert_int_equal(u->rd.v[0].w, sizeof rows);
+                    assert_int_equal(u->wr.v[0].w, sizeof rows);
                 } else {
                     assert_ptr_equal(e->roots[u->root], m);
-                    assert_int_equal(u->nrd - u->nrd_ranges, (SH_T - 1) / 5);
+                    assert_int_equal(u->rd.n - u->rd.nranges, (SH_T - 1) / 5);
                 }
             }
         }
@@ -642,11 +642,11 @@ static void test_host_only_shares_past_limit(void **state)
         const weft__fast_union *u = &e->fast_claims[k];
 
         if (e->roots[u->root] == b) {
-            assert_true(u->wr_hull);
-            assert_int_equal(u->wr[0].w, (2 * SH_SPREAD - 1) * 4);
+            assert_true(u->wr.hull);
+            assert_int_equal(u->wr.v[0].w, (2 * SH_SPREAD - 1) * 4);
         } else {
-            assert_false(u->rd_hull);
-            assert_int_equal(u->nrd, 1);
+            assert_false(u->rd.hull);
+            assert_int_equal(u->rd.n, 1);
         }
     }
     pthread_mutex_unlock(&e->lock);
