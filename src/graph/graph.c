@@ -92,6 +92,8 @@ weft__graph_share *weft__graph_share_take(weft_graph *g)
         s->refs = 1; /* the graph's */
         s->nodes = g->nodes;
         s->acc = g->acc;
+        s->raws = g->raws;
+        s->runs = g->runs;
         if (!__atomic_compare_exchange_n(&g->share, &none, s, 0,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             weft__free(s);
@@ -108,6 +110,8 @@ void weft__graph_share_drop(weft__graph_share *s)
         return;
     weft__free(s->nodes);
     weft__free(s->acc);
+    weft__free(s->raws);
+    weft__free(s->runs);
     weft__free(s);
 }
 
@@ -115,6 +119,8 @@ int weft__graph_unshare(weft_graph *g)
 {
     weft__node *nodes;
     weft__access *acc;
+    weft__raw *raws;
+    weft__acc_run *runs;
 
     if (!g->share)
         return 0;
@@ -126,17 +132,27 @@ int weft__graph_unshare(weft_graph *g)
     }
     nodes = weft__malloc((g->cap_nodes ? g->cap_nodes : 1) * sizeof *nodes);
     acc = weft__malloc((g->cap_acc ? g->cap_acc : 1) * sizeof *acc);
-    if (!nodes || !acc) {
+    raws = weft__malloc((g->cap_raws ? g->cap_raws : 1) * sizeof *raws);
+    runs = weft__malloc((g->cap_runs ? g->cap_runs : 1) * sizeof *runs);
+    if (!nodes || !acc || !raws || !runs) {
         weft__free(nodes);
         weft__free(acc);
+        weft__free(raws);
+        weft__free(runs);
         return weft__error(WEFT_ENOMEM, "graph: out of memory");
     }
     if (g->nnodes)
         memcpy(nodes, g->nodes, (size_t)g->nnodes * sizeof *nodes);
     if (g->nacc)
         memcpy(acc, g->acc, (size_t)g->nacc * sizeof *acc);
+    if (g->nraws)
+        memcpy(raws, g->raws, (size_t)g->nraws * sizeof *raws);
+    if (g->nruns)
+        memcpy(runs, g->runs, (size_t)g->nruns * sizeof *runs);
     g->nodes = nodes;
     g->acc = acc;
+    g->raws = raws;
+    g->runs = runs;
     weft__graph_share_drop(g->share);
     g->share = NULL;
     return 0;
@@ -159,9 +175,10 @@ int weft_graph_destroy(weft_graph *g)
     } else {
         weft__free(g->nodes);
         weft__free(g->acc);
+        weft__free(g->raws);
+        weft__free(g->runs);
     }
     weft__free(g->marks);
-    weft__free(g->runs);
     weft__free(g->args);
     weft__free(g->bytes);
     weft__free(g->edges);
@@ -173,7 +190,6 @@ int weft_graph_destroy(weft_graph *g)
     weft__free(g->readers);
     weft__free(g->cands);
     weft__free(g->rawtmp);
-    weft__free(g->raws);
     weft__free(g->stack);
     weft__runtime_live(g->rt, -1);
     weft__free(g);

@@ -77,7 +77,8 @@ typedef struct weft__access {
     size_t rows, slices, row_pitch, slice_pitch;
 } weft__access;
 
-/* Accesses in a row that name one buffer (weft_graph's runs). */
+/* Accesses that name one buffer (weft_graph's runs). */
+enum { WEFT__RUNS_LOOK = 4 };
 typedef struct weft__acc_run {
     weft_buffer *buf;
     uint64_t n;
@@ -186,21 +187,23 @@ typedef struct weft__mark {
 } weft__mark;
 
 /*
- * A graph's node and access arrays as executable graphs share them
- * (weft__graph_share_take): refs (atomic) counts the graph, while they are
- * still its own, and each executable graph holding them. Nothing writes
- * them while shared: the graph copies them before it changes a node or
- * adds one (weft__graph_unshare), and the last to drop frees them.
+ * A graph's node, access, raw and run arrays as executable graphs share
+ * them (weft__graph_share_take): refs (atomic) counts the graph, while they
+ * are still its own, and each executable graph holding them. Nothing
+ * writes them while shared: the graph copies them before it changes a
+ * node or adds one (weft__graph_unshare), and the last to drop frees them.
  */
 typedef struct weft__graph_share {
     unsigned refs;
     weft__node *nodes;
     weft__access *acc;
+    weft__raw *raws;
+    weft__acc_run *runs;
 } weft__graph_share;
 
 struct weft_graph {
     weft_runtime *rt;
-    weft__graph_share *share; /* NULL: nodes and acc are the graph's alone */
+    weft__graph_share *share; /* NULL: its arrays are the graph's alone */
 
     weft__node *nodes;
     weft__mark *marks;
@@ -211,9 +214,11 @@ struct weft_graph {
     uint32_t nacc;
     size_t cap_acc;
     /*
-     * The accesses as runs of one buffer each, in order (their counts sum
-     * to nacc): what references the accesses hold on their buffers, one
-     * atomic change per run, without a pass over the accesses.
+     * The accesses counted by buffer (their counts sum to nacc): an
+     * access counts in the run of its buffer among the last
+     * WEFT__RUNS_LOOK, else in a new one. What references the accesses
+     * hold on their buffers, one atomic change per run, without a pass
+     * over the accesses.
      */
     weft__acc_run *runs;
     uint32_t nruns;

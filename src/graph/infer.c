@@ -303,10 +303,10 @@ static int weft__commit_room(weft_graph *g, uint64_t nreads)
         (rc = weft__grow(&g->edges, &g->cap_edges, g->nedges + g->ncands,
                          sizeof *g->edges)) < 0 ||
         (rc = weft__grow(&g->edge_from, &g->cap_edge_from,
-                         (size_t)g->nedges + g->ncands,
-                         sizeof *g->edge_from)) < 0 ||
-        (rc = weft__grow(&g->in_first, &g->cap_in_first,
-                         (size_t)g->nnodes + 1, sizeof *g->in_first)) < 0)
+                         (size_t)g->nedges + g->ncands, sizeof *g->edge_from)) <
+            0 ||
+        (rc = weft__grow(&g->in_first, &g->cap_in_first, (size_t)g->nnodes + 1,
+                         sizeof *g->in_first)) < 0)
         return rc;
     return 0;
 }
@@ -432,14 +432,26 @@ static void weft__node_commit(weft_graph *g, const weft__node *proto,
     } else if (nd->kind == WEFT__NODE_NATIVE) {
         nd->u.native.arg = g->nargs;
     }
-    for (uint32_t i = 0; i < nacc; i++) {
+    /*
+     * The accesses into the runs: a buffer among the last few runs counts
+     * there (a node's reads and writes of a few buffers, repeated node
+     * after node, stay a few runs). The node's references are taken per
+     * run it adds to, not per access.
+     */
+    for (uint32_t i = 0, j; i < nacc; i = j) {
         weft_buffer *b = g->acc[g->nacc + i].buf;
+        uint32_t r = g->nruns,
+                 lo = r > WEFT__RUNS_LOOK ? r - WEFT__RUNS_LOOK : 0;
 
-        if (g->nruns && g->runs[g->nruns - 1].buf == b)
-            g->runs[g->nruns - 1].n++;
+        for (j = i + 1; j < nacc && g->acc[g->nacc + j].buf == b; j++)
+            ;
+        while (r > lo && g->runs[r - 1].buf != b)
+            r--;
+        if (r > lo)
+            g->runs[r - 1].n += j - i;
         else
-            g->runs[g->nruns++] = (weft__acc_run){b, 1};
-        weft__buffer_graph_ref(b, 1);
+            g->runs[g->nruns++] = (weft__acc_run){b, j - i};
+        weft__buffer_graph_ref(b, (long)(j - i));
     }
     /* The candidates are in decreasing order; keep edges increasing. */
     for (uint32_t i = 0; i < g->ncands; i++) {

@@ -252,11 +252,11 @@ void weft__exec_free(weft_exec *e)
     } else {
         weft__free((void *)e->nodes);
         weft__free((void *)e->acc);
+        weft__free((void *)e->raws);
+        weft__free((void *)e->runs);
     }
     weft__free(e->args);
     weft__free(e->bytes);
-    weft__free(e->raws);
-    weft__free(e->runs);
     weft__free(e->ncall);
     weft__free(e->order);
     weft__free(e->pred_first);
@@ -468,14 +468,16 @@ static int weft__exec_copy(weft_exec *e, weft_graph *g)
     if (g->nodes && g->acc && (e->share = weft__graph_share_take(g))) {
         e->nodes = e->share->nodes;
         e->acc = e->share->acc;
+        e->raws = e->share->raws;
+        e->runs = e->share->runs;
     } else {
         e->nodes = weft__dup(g->nodes, (size_t)g->nnodes * sizeof *g->nodes);
         e->acc = weft__dup(g->acc, (size_t)g->nacc * sizeof *g->acc);
+        e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
+        e->runs = weft__dup(g->runs, (size_t)g->nruns * sizeof *g->runs);
     }
     e->args = weft__dup(g->args, (size_t)g->nargs * sizeof *g->args);
     e->bytes = weft__dup(g->bytes, g->nbytes);
-    e->raws = weft__dup(g->raws, (size_t)g->nraws * sizeof *g->raws);
-    e->runs = weft__dup(g->runs, (size_t)g->nruns * sizeof *g->runs);
     e->nruns = g->nruns;
     e->kargs = weft__malloc(maxargs * sizeof *e->kargs);
     e->arg_at = weft__calloc((size_t)g->nargs + 1, sizeof *e->arg_at);
@@ -492,10 +494,10 @@ static int weft__exec_copy(weft_exec *e, weft_graph *g)
     e->copies = weft__calloc((size_t)g->nnodes + 1, sizeof *e->copies);
     e->fences = weft__calloc((size_t)g->nroots * g->rt->ndevices + 1,
                              sizeof *e->fences);
-    if (!e->nodes || !e->acc || !e->args || !e->bytes || !e->raws || !e->runs ||
-        !e->kargs || !e->arg_at || !e->spans || !e->ncall || !e->ptrs ||
-        !e->state || !e->write_dev || !e->jobs || !e->copies || !e->fences ||
-        !e->run.seen || !e->launch_seen)
+    if (!e->nodes || !e->acc || !e->args || !e->bytes ||
+        (!e->share && (!e->raws || !e->runs)) || !e->kargs || !e->arg_at ||
+        !e->spans || !e->ncall || !e->ptrs || !e->state || !e->write_dev ||
+        !e->jobs || !e->copies || !e->fences || !e->run.seen || !e->launch_seen)
         return weft__error(WEFT_ENOMEM, "instantiate: out of memory");
     return 0;
 }
