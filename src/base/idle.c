@@ -53,7 +53,7 @@ void *weft__idle_wait(weft__idle *id, const weft__idle_ops *ops, void *ctx)
     for (;;) {
         unsigned gen = __atomic_load_n(&id->busy_gen, __ATOMIC_ACQUIRE);
 
-        __atomic_add_fetch(&id->pollers, 1, __ATOMIC_SEQ_CST);
+        /* The spin, not counted as polling (reads only). */
         for (uint64_t t0 = weft__now_ns();
              weft__now_ns() - t0 < (uint64_t)WEFT__IDLE_SPIN_NS;) {
             for (unsigned k = 0; k < 16; k++)
@@ -61,6 +61,11 @@ void *weft__idle_wait(weft__idle *id, const weft__idle_ops *ops, void *ctx)
             if (ops->pending(ctx))
                 break;
         }
+        if ((w = ops->take(ctx, 0))) {
+            idle_wake_more(id, ops, ctx);
+            return w;
+        }
+        __atomic_add_fetch(&id->pollers, 1, __ATOMIC_SEQ_CST);
         for (uint64_t i = 0, t0 = 0;; i++) {
             if (i >= WEFT__IDLE_POLLS) {
                 /* Past the polls: on while a launch runs, for a while. */

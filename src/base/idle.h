@@ -6,8 +6,9 @@
  *
  * An idle thread spins on the queues (reads only, while they are empty)
  * for WEFT__IDLE_SPIN_NS, so that a hand-off between the threads of a
- * fine-grained launch costs no system call, then polls them yielding the
- * core WEFT__IDLE_POLLS times, then sleeps on the condition. While a
+ * fine-grained launch costs no system call and writes no shared line,
+ * then polls them yielding the core WEFT__IDLE_POLLS times, then sleeps on
+ * the condition. While a
  * launch runs (weft__idle_busy) it polls on for up to WEFT__IDLE_BUSY_NS
  * since it began to look: a task of that launch becomes ready within
  * about a task's time, and a thread woken from sleep comes late (a futex
@@ -24,7 +25,11 @@
  * submit wakes nobody while a thread polls (pollers, read the same way):
  * a poller stops counting itself only before a last look at the queues
  * (or once it has work, after which it wakes one more where work still
- * waits and nobody polls). The mutex is taken only to sleep and to wake.
+ * waits and nobody polls). A thread in its spin does not count: a submit
+ * may then wake a sleeper it did not need (not while a launch keeps the
+ * threads up), and the hand-offs of a fine-grained launch, whose threads
+ * are idle for microseconds, change no counter. The mutex is taken only
+ * to sleep and to wake.
  *
  * All three times may be set at compile time (tests/gpu/host_spin.sh
  * compares settings on one machine).
@@ -53,12 +58,20 @@ typedef struct weft__idle {
      */
     pthread_mutex_t lock;
     pthread_cond_t work;
+    /* Read by every look and submit, changed seldom while a launch runs. */
     unsigned stop;         /* atomic; set under lock */
     unsigned sleepers;     /* threads asleep or about to be (atomic) */
-    unsigned pollers;      /* threads awake and looking for work (atomic) */
     unsigned busy;         /* launches running (atomic) */
     unsigned busy_gen;     /* busy's rises from 0 (changed under lock) */
     unsigned launch_wakes; /* sleepers woken by a rise (atomic; tests) */
+    /*
+     * Threads awake and polling (atomic): past their spin, so changed
+     * only by threads idle for more than WEFT__IDLE_SPIN_NS. A line of
+     * its own (the padding: no alignment asked of the pool's memory).
+     */
+    char pad0[WEFT__CACHE_LINE];
+    unsigned pollers;
+    char pad1[WEFT__CACHE_LINE - sizeof(unsigned)];
 } weft__idle;
 
 typedef struct weft__idle_ops {
