@@ -9,7 +9,7 @@
 #     source .devkit/setup.sh && tests/gpu/profile_32.sh OUTDIR [STAGES]
 # STAGES (default "topo build ab perf"): topo (cores, NUMA, SMT), build,
 # ab (task_overhead's host nearest, and metg nearest and stencil first
-# launch and relaunch, each tree in turn), perf (perf record of metg's
+# launch and relaunch, or the VARIANTS named, each tree in turn), perf (perf record of metg's
 # nearest first launches and relaunches at small tasks: report by thread
 # and symbol, and call graphs of the launching thread).
 set -u
@@ -42,13 +42,18 @@ if has build; then
     echo "build: $(($(date +%s) - t0)) s"
 fi
 if has ab; then
+    rev=$(echo $builds | tr ' ' '\n' | tac | tr '\n' ' ')
     for r in $(seq "${ROUNDS:-2}"); do
-        for b in $builds; do
+        # (the order turned round every other round)
+        order=$builds
+        [ $((r % 2)) -eq 0 ] && order=$rev
+        for b in $order; do
             echo "=== round $r: $b" >>"$out/ab.log"
             timeout 60 $b/bench/task_overhead --reps 5 --nodes 32000 2>&1 |
                 grep -E "^host nearest (instantiate|first launch|relaunch):" >>"$out/ab.log"
-            timeout 200 $b/bench/metg --patterns nearest,stencil --variants first,relaunch \
-                --max-us 64 --min-us 2 --reps 5 --latency >>"$out/ab.log" 2>&1
+            timeout 200 $b/bench/metg --patterns nearest,stencil \
+                --variants ${VARIANTS:-first,relaunch} --max-us 64 --min-us 2 --reps 5 \
+                --latency >>"$out/ab.log" 2>&1
         done
     done
     grep -E "===|host nearest|^metg|efficiency.*@64" "$out/ab.log"

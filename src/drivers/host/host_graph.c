@@ -753,17 +753,43 @@ static void node_push(weft__host_graph *g, uint32_t s)
 }
 
 /*
+ * The calling thread's finishes not yet in their graph's count: a finish
+ * that hands back the next node of a chain for this thread to run changes
+ * only the count of nodes left, by one, and the chain's last finish adds
+ * them all (the count is a line that every thread of the launch writes).
+ * Until then the launch cannot end, so g stays. The runner flushes before
+ * it waits (graph_progress) or parks.
+ */
+static _Thread_local struct {
+    weft__host_graph *g;
+    uint64_t left; /* in COUNT_ONE_LEFT */
+} chain_done;
+
+/* The calling thread's finishes not yet in their graph's count: in it. */
+static void chain_flush(void)
+{
+    if (chain_done.g)
+        __atomic_sub_fetch(&chain_done.g->count, chain_done.left,
+                           __ATOMIC_SEQ_CST);
+    chain_done.g = NULL;
+    chain_done.left = 0;
+}
+
+/*
  * Node i of g finished: its successors' pending counted down. Those that
  * reach zero start from here: a kernel of one group comes back for the
  * caller to run next (the first; others are posted), larger kernels are
  * posted, other operations go to the runner (node_push). The add to
- * count for its finish is the last touch of g: once no node is left the
- * launch may end and g go (a pool thread may still be in here, past it).
+ * count for its finish (with those of the chain before it, chain_done) is
+ * the last touch of g: once no node is left the launch may end and g go
+ * (a pool thread may still be in here, past it).
  */
 static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
 {
     weft__host_pool *pool = &((weft__host_context *)g->ctx)->pool;
     weft__host_job *next = NULL;
+    uint64_t left = COUNT_ONE_LEFT;
+    int pushed = 0;
 
     for (uint32_t k = g->succ_first[i]; k < g->succ_first[i + 1]; k++) {
         uint32_t s = g->succs[k];
@@ -773,6 +799,7 @@ static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
             continue;
         if (!node_is_job(g->nodes[s])) {
             node_push(g, s);
+            pushed = 1;
             continue;
         }
         job = node_job(g, s);
@@ -784,9 +811,22 @@ static weft__host_job *node_finish(weft__host_graph *g, uint32_t i)
         __atomic_add_fetch(&g->count, 1, __ATOMIC_SEQ_CST);
         weft__host_pool_post(pool, job);
     }
-    /* Its finish, and next's start (nobody else can finish next). */
-    __atomic_add_fetch(&g->count, (next ? 1 : 0) - COUNT_ONE_LEFT - 1,
-                       __ATOMIC_SEQ_CST);
+    if (chain_done.g && chain_done.g != g)
+        chain_flush(); /* (another graph's: not expected) */
+    if (next && !pushed) {
+        /* Left one less, in flight as it was (next takes i's place): to
+         * the count with the chain's last finish. A push is for the
+         * runner, who watches the count: no waiting for the chain then. */
+        chain_done.g = g;
+        chain_done.left += COUNT_ONE_LEFT;
+        return next;
+    }
+    left += chain_done.left;
+    chain_done.g = NULL;
+    chain_done.left = 0;
+    /* Its finish (and the chain's), and next's start (nobody else can
+     * finish next). */
+    __atomic_add_fetch(&g->count, (next ? 1 : 0) - left - 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&graph_waiters, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&graph_wait_lock);
         pthread_cond_broadcast(&graph_wait_cond);
@@ -821,6 +861,7 @@ static void graph_take_ready(weft__host_graph *g)
 static void graph_progress(weft__host_pool *pool, weft__host_graph *g,
                            uint32_t seen)
 {
+    chain_flush();
     for (uint64_t t0 = weft__now_ns(); graph_left(g) == seen;) {
         if (weft__host_pool_help(pool))
             return;
@@ -1001,6 +1042,7 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
              * for the record, and the launch resumes here. */
             const weft__host_op *n = g->nodes[g->blocked[0]];
 
+            chain_flush();
             if (weft__host_queue_park(hq, op, sig[n->u.ext.slot]))
                 return 1;
             continue; /* raised meanwhile */
