@@ -30,7 +30,7 @@ if has cuda; then
 fi
 if has metg; then
     for r in $(seq "${ROUNDS:-2}"); do
-        timeout 280 $b/bench/metg --max-us 1000 --min-us 1 --reps 3 >"$out/metg-$r.log" 2>&1
+        timeout 280 $b/bench/metg --max-us 1000 --min-us ${MINUS:-1} --reps 3 >"$out/metg-$r.log" 2>&1
         echo "=== metg round $r"
         grep -E "^(metg|efficiency .*@1ms|peak)" "$out/metg-$r.log"
     done
