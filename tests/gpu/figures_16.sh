@@ -3,7 +3,7 @@
 # each stage's output in its own file under OUTDIR and its figures on
 # standard output. From the root:
 #     source .devkit/setup.sh && tests/gpu/figures_16.sh OUTDIR [STAGES]
-# STAGES (default "build cuda metg tasks gpu"):
+# STAGES (default "build cuda metg tasks gpu"; also overlapab, below):
 #   build  build-gpu, as tests/gpu/mpi_20.sh builds it (CUDA, tests);
 #   cuda   the scheduler's and the CUDA driver's CTest cases;
 #   metg   bench/metg, every pattern and variant (OpenMP beside weft), tasks
@@ -44,4 +44,22 @@ if has gpu; then
     grep -E "chain|fan" "$out/launch.log" | head -20
     timeout 200 $b/bench/overlap --reps 3 >"$out/overlap.log" 2>&1
     grep -E "first|steady|hand|weft" "$out/overlap.log" | head -20
+fi
+# overlapab: bench/overlap of this tree against the older trees in TREES
+# (`git archive REV | tar -x -C _old`), alternated ROUNDS times.
+if has overlapab; then
+    builds=$b
+    for t in ${TREES:-}; do
+        (cmake -S $t -B build$t -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_BUILD_TESTS=OFF \
+            -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_TOOLS=OFF -DWEFT_MPI=OFF >/dev/null &&
+            cmake --build build$t -j "$(nproc)" --target overlap >/dev/null) || echo "$t: build failed"
+        builds="build$t $builds"
+    done
+    for r in $(seq "${ROUNDS:-2}"); do
+        for x in $builds; do
+            echo "=== round $r: $x" >>"$out/overlapab.log"
+            timeout 120 $x/bench/overlap --reps 3 >>"$out/overlapab.log" 2>&1
+        done
+    done
+    grep -E "===|first/steady|^weft pageable:|^weft:" "$out/overlapab.log"
 fi
