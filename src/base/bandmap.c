@@ -18,38 +18,73 @@ static size_t weft__be_rows(const weft__be *e)
 /* Entries [i, *j) are one group: a uniform entry or one band's cells. */
 static size_t weft__group_end(const weft__bandmap *m, size_t i)
 {
-    size_t j = i + 1;
+    size_t lo = i + 1, hi, step = 1, at = m->e[i].lo;
 
-    if (m->e[i].p)
-        while (j < m->n && m->e[j].lo == m->e[i].lo && m->e[j].p == m->e[i].p)
-            j++;
-    return j;
+    if (!m->e[i].p)
+        return lo;
+    /*
+     * A group's entries are the only ones that start at its first byte
+     * (entries are in order and cover disjoint bytes): the first entry
+     * past i that starts later, found by doubling steps, then halving (a
+     * band of many cells is a long group).
+     */
+    for (hi = lo; hi < m->n && m->e[hi].lo == at; step *= 2) {
+        lo = hi + 1;
+        hi = lo + step < m->n ? lo + step : m->n;
+    }
+    /* e[lo - 1].lo == at, and hi == n or e[hi].lo > at */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (m->e[mid].lo == at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* The first entry of the group holding byte off (off < size). */
 static size_t weft__find(const weft__bandmap *m, size_t off)
 {
-    size_t lo = 0, hi = m->n;
+    size_t lo = 0, n = m->n;
 
     /*
      * A map filled in address order (a loop over a buffer's chunks) is
      * mostly asked about its last two entries: tried first.
      */
-    if (m->e[hi - 1].lo <= off)
-        lo = hi - 1;
-    else if (hi > 2 && m->e[hi - 2].lo <= off)
-        lo = hi - 2;
-    /* e[lo].lo <= off < e[hi].lo (e[n].lo = size) */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
+    if (m->e[n - 1].lo <= off) {
+        lo = n - 1;
+    } else if (n > 2 && m->e[n - 2].lo <= off) {
+        lo = n - 2;
+    } else {
+        /*
+         * The last entry that starts at or before off: halving with a
+         * conditional move, not a branch (a graph's lookups jump about a
+         * map of a hundred entries, and a mispredicted branch a step cost
+         * more than the step).
+         */
+        for (size_t len = n; len > 1;) {
+            size_t half = len / 2;
 
-        if (m->e[mid].lo <= off)
-            lo = mid;
-        else
-            hi = mid;
+            lo = m->e[lo + half].lo <= off ? lo + half : lo;
+            len -= half;
+        }
     }
-    while (lo > 0 && m->e[lo - 1].lo == m->e[lo].lo)
-        lo--;
+    /* the group's first entry: the first that starts where e[lo] does */
+    if (lo > 0 && m->e[lo - 1].lo == m->e[lo].lo) {
+        size_t a = 0, b = lo, at = m->e[lo].lo;
+
+        while (a < b) {
+            size_t mid = a + (b - a) / 2;
+
+            if (m->e[mid].lo < at)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        lo = a;
+    }
     return lo;
 }
 
