@@ -39,9 +39,9 @@ if [ "${2:-}" = corrupt ]; then
 fi
 
 "$metg" --quick >"$out" 2>"$out.err" || fail "metg --quick failed"
-variants="weft first launch|weft relaunch|weft kernels relaunch|openmp"
+variants="weft first launch|weft build + first launch|weft relaunch|weft kernels relaunch|openmp"
 grep -q '^# openmp: skipped' "$out" &&
-    variants="weft first launch|weft relaunch|weft kernels relaunch"
+    variants="weft first launch|weft build + first launch|weft relaunch|weft kernels relaunch"
 # StarPU is in the default variants where it was built, which says so.
 grep -q '^# starpu [0-9]' "$out" && variants="$variants|starpu"
 grep -q '^peak: [0-9.]* GFLOP/s$' "$out" || fail "no peak"
