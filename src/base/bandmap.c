@@ -795,6 +795,21 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
         return;
     hi = WEFT__MIN(WEFT__MAX(hi, lo + 1), m->size);
     weft__span(m, lo, hi, &i0, &i1);
+    /*
+     * Nothing to join where every entry from the one before to the one
+     * after is uniform and valued unlike the next (the common case: a
+     * node's cell among cells of other nodes): the steps below would
+     * change nothing.
+     */
+    {
+        size_t a = i0 > 0 ? i0 - 1 : 0, b = i1 < m->n ? i1 + 1 : m->n, x;
+
+        for (x = a; x < b && !m->e[x].p; x++)
+            if (x > a && m->e[x - 1].v == m->e[x].v)
+                break;
+        if (x == b)
+            return;
+    }
     /* one group more on each side */
     if (i0 > 0)
         i0 = weft__find(m, m->e[i0 - 1].lo);
@@ -822,8 +837,10 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
         }
         i = j;
     }
-    memmove(&m->e[w], &m->e[i1], (m->n - i1) * sizeof *m->e);
-    m->n -= i1 - w;
+    if (w < i1) {
+        memmove(&m->e[w], &m->e[i1], (m->n - i1) * sizeof *m->e);
+        m->n -= i1 - w;
+    }
     /* 2. Neighbouring uniform entries, and bands of one pitch whose cells
      * match, joined (a band split at a row boundary is whole again). */
     out = i0;
@@ -849,9 +866,11 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
         }
         i = j;
     }
-    memmove(&m->e[out], &m->e[w], (m->n - w) * sizeof *m->e);
-    m->n -= w - out;
-    w = out;
+    if (out < w) {
+        memmove(&m->e[out], &m->e[w], (m->n - w) * sizeof *m->e);
+        m->n -= w - out;
+        w = out;
+    }
     /* 3. A band of one row left is its cells as uniform entries. */
     for (i = i0; i < w; i++)
         if (m->e[i].p && m->e[i].hi - m->e[i].lo == m->e[i].p) {
