@@ -206,6 +206,27 @@ static int weft__by_from_desc(const void *a, const void *b)
 }
 
 /*
+ * The candidates by decreasing source, equal ones in their order: a node
+ * has a handful (an insertion sort, no call per comparison), a few nodes
+ * many (qsort, whose glibc form is a merge sort: stable too).
+ */
+static void weft__sort_cands(weft__edge *v, uint32_t n)
+{
+    if (n > 32) {
+        qsort(v, n, sizeof *v, weft__by_from_desc);
+        return;
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        weft__edge x = v[i];
+        uint32_t j = i;
+
+        for (; j > 0 && v[j - 1].from < x.from; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+/*
  * Drop the candidates that a path through another candidate implies. In
  * decreasing order, each kept candidate's ancestors (through inferred
  * edges, which point forwards, so no deeper than the lowest candidate) are
@@ -219,7 +240,7 @@ static void weft__reduce(weft_graph *g)
 
     if (g->ncands < 2)
         return;
-    qsort(g->cands, g->ncands, sizeof *g->cands, weft__by_from_desc);
+    weft__sort_cands(g->cands, g->ncands);
     minfrom = g->cands[g->ncands - 1].from;
     budget = WEFT__REDUCE_BUDGET * g->ncands;
     for (uint32_t c = 0; c < g->ncands; c++) {
