@@ -44,6 +44,12 @@ static size_t weft__group_end(const weft__bandmap *m, size_t i)
     return lo;
 }
 
+/* The entries' bounds change: no span kept holds. */
+static void weft__spans_forget(weft__bandmap *m)
+{
+    m->nspans = m->next_span = 0;
+}
+
 /* The first entry of the group holding byte off (off < size). */
 static size_t weft__find(const weft__bandmap *m, size_t off)
 {
@@ -428,6 +434,7 @@ static int weft__splice(weft__bandmap *m, size_t i0, size_t i1, size_t nt)
 {
     size_t n = m->n - (i1 - i0) + nt;
 
+    weft__spans_forget(m);
     if (n > m->cap) {
         size_t cap = WEFT__MAX(2 * m->cap, n);
         weft__be *e = weft__realloc(m->e, cap * sizeof *e);
@@ -447,12 +454,36 @@ static int weft__splice(weft__bandmap *m, size_t i0, size_t i1, size_t nt)
 static void weft__span(const weft__bandmap *m, size_t lo, size_t hi, size_t *i0,
                        size_t *i1)
 {
-    size_t i = weft__find(m, lo);
+    size_t i;
 
+    if (m->keep_spans)
+        for (unsigned k = 0; k < m->nspans; k++)
+            if (m->spans[k].lo == lo && m->spans[k].hi == hi) {
+                *i0 = m->spans[k].i0;
+                *i1 = m->spans[k].i1;
+                return;
+            }
+    i = weft__find(m, lo);
     *i0 = i;
     while (i < m->n && m->e[i].lo < hi)
         i = weft__group_end(m, i);
     *i1 = i;
+    if (m->keep_spans) {
+        /* (the const is the entries': keep_spans maps are one thread's) */
+        weft__bandmap *w = (weft__bandmap *)m;
+        unsigned k = w->next_span;
+
+        w->spans[k] = (struct weft__band_span){lo, hi, *i0, i};
+        w->next_span = (k + 1) % WEFT__COUNTOF(w->spans);
+        if (w->nspans < WEFT__COUNTOF(w->spans))
+            w->nspans++;
+    }
+}
+
+void weft__bandmap_keep_spans(weft__bandmap *m)
+{
+    m->keep_spans = 1;
+    weft__spans_forget(m);
 }
 
 static int weft__split_flat(weft__bandmap *m, size_t a, size_t b)
@@ -810,6 +841,7 @@ void weft__bandmap_merge(weft__bandmap *m, size_t lo, size_t hi)
         if (x == b)
             return;
     }
+    weft__spans_forget(m);
     /* one group more on each side */
     if (i0 > 0)
         i0 = weft__find(m, m->e[i0 - 1].lo);

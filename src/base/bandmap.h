@@ -86,11 +86,25 @@ typedef struct weft__bandmap {
     size_t n, cap;
     weft__band_entry *tmp; /* scratch of split */
     size_t tmp_cap;
+    /*
+     * With weft__bandmap_keep_spans: the entries that the last looks found
+     * for their byte ranges (a graph's node looks at each of its ranges a
+     * few times: cut, visit, apply, merge), forgotten at every change of
+     * the entries' bounds. Such a map is not for threads that look at once:
+     * the looks write here.
+     */
+    int keep_spans;
+    unsigned nspans, next_span;
+    struct weft__band_span {
+        size_t lo, hi, i0, i1;
+    } spans[8];
 } weft__bandmap;
 
 /* [0, size) holding v. WEFT_EINVAL for size 0, WEFT_ENOMEM. */
 int weft__bandmap_init(weft__bandmap *m, size_t size, uint64_t v);
 void weft__bandmap_fini(weft__bandmap *m);
+/* Keep the last looks' spans (see keep_spans): for one thread's maps. */
+void weft__bandmap_keep_spans(weft__bandmap *m);
 
 /* WEFT_ERANGE (naming caller) if r is empty, malformed or past the end. */
 int weft__bandmap_check_region(const weft__bandmap *m, const weft__region *r,

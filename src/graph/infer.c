@@ -63,6 +63,8 @@ static int weft__root_index(weft_graph *g, weft_buffer *b, uint32_t *index)
     if ((rc = weft__bandmap_init(&r->deps, b->size,
                                  weft__dep_value(WEFT__NONE, WEFT__NONE))) < 0)
         return rc;
+    /* (a graph is built by one thread at a time) */
+    weft__bandmap_keep_spans(&r->deps);
     rc = weft__map_put(&g->root_index, h, b, g->nroots, weft__root_is, g, NULL);
     weft__assert_internal(rc == 1);
     *index = g->nroots++;
