@@ -614,17 +614,34 @@ static int weft__lower(weft__plan *p, const uint32_t *order, uint32_t *preds)
         last[i] = WEFT__NO_LANE;
     for (unsigned d = 0; d < p->ndev; d++)
         lanes[d] = weft__plan_compute_lanes(p->rt->devices[d]);
-    /* Latest first (insertion sort: lists are short), duplicates kept. */
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t a = p->pred_first[i] + 1; a < p->pred_first[i + 1]; a++)
-            for (uint32_t b = a;
-                 b > p->pred_first[i] && pos[preds[b - 1]] < pos[preds[b]];
+    /*
+     * Latest first (insertion sort: lists are short), duplicates kept. A
+     * list in issue order (a graph's inferred edges, issued in the order
+     * added) is reversed instead.
+     */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t f = p->pred_first[i], l = p->pred_first[i + 1], a = f + 1;
+
+        while (a < l && pos[preds[a - 1]] < pos[preds[a]])
+            a++;
+        if (a == l) {
+            for (uint32_t x = f, y = l - 1; x < y; x++, y--) {
+                uint32_t t = preds[x];
+
+                preds[x] = preds[y];
+                preds[y] = t;
+            }
+            continue;
+        }
+        for (a = f + 1; a < l; a++)
+            for (uint32_t b = a; b > f && pos[preds[b - 1]] < pos[preds[b]];
                  b--) {
                 uint32_t t = preds[b];
 
                 preds[b] = preds[b - 1];
                 preds[b - 1] = t;
             }
+    }
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = order[k], slot = WEFT__NO_LANE;
         unsigned d = p->node_dev[i];
