@@ -1,14 +1,19 @@
 /*
  * graph_build: what it costs to build a graph and instantiate it, per node.
  *
- * Three shapes of N nodes, built through the public API on the host driver
+ * Four shapes of N nodes, built through the public API on the host driver
  * (no launch: this is the cost a program pays once per graph):
  *   chain        N kernels, each reading and writing the same range, so
  *                each depends on the one before;
  *   independent  N kernels on N disjoint ranges of one buffer: no edges,
  *                and every access must be checked against the others;
  *   pipeline16   write, kernel, read of one chunk, over 16 chunks in turn,
- *                as a program streaming a large array would build it.
+ *                as a program streaming a large array would build it;
+ *   nearest      host tasks in rows of 32 (bench/metg's nearest pattern):
+ *                each writes its 16-byte cell of one row (cells 64 bytes
+ *                apart, rows two views of one buffer in turn) and reads
+ *                cells i - 2 .. i + 2 of the other: six accesses a node,
+ *                each among the cells of other nodes.
  * For each, the median over rounds of (add every node + instantiate) / N,
  * and the two parts on their own. Target (issue 4): at most 1 us per node.
  *
@@ -40,15 +45,19 @@ static const weft_host_kernel host_kernels[] = {
 enum { ELEMS = 16, CHUNKS = 16 };
 #define RANGE (ELEMS * sizeof(uint32_t))
 
-typedef enum shape { CHAIN, INDEPENDENT, PIPELINE16, NSHAPES } shape;
+typedef enum shape { CHAIN, INDEPENDENT, PIPELINE16, NEAREST, NSHAPES } shape;
 static const char *const shape_names[NSHAPES] = {"chain", "independent",
-                                                 "pipeline16"};
+                                                 "pipeline16", "nearest"};
+
+/* nearest: cells a row, and a cell's stride and bytes */
+enum { NEAR_W = 32, NEAR_STRIDE = 64, NEAR_CELL = 16 };
 
 typedef struct bench {
     weft_runtime *rt;
     weft_kernel *touch;
-    weft_buffer *buf; /* large enough for every shape's ranges */
-    uint32_t *host;   /* write sources and read targets */
+    weft_buffer *buf;     /* large enough for every shape's ranges */
+    weft_buffer *rows[2]; /* nearest's: views of buf */
+    uint32_t *host;       /* write sources and read targets */
 } bench;
 
 static void add_touch(bench *b, weft_graph *g, size_t offset)
@@ -60,6 +69,27 @@ static void add_touch(bench *b, weft_graph *g, size_t offset)
 
     bench_check(
         weft_graph_add_kernel(g, b->touch, weft_dims1(ELEMS), args, 2, NULL));
+}
+
+static void nop_task(void *const *ptrs, void *user)
+{
+    (void)ptrs;
+    (void)user;
+}
+
+/* nearest's node i: its cell of row i / NEAR_W, the neighbours' before. */
+static void add_near(bench *b, weft_graph *g, unsigned i)
+{
+    unsigned row = i / NEAR_W, col = i % NEAR_W, n = 0;
+    weft_access_desc acc[6];
+
+    acc[n++] = weft_access_range(b->rows[row % 2], (size_t)col * NEAR_STRIDE,
+                                 NEAR_CELL, WEFT_WRITE);
+    for (unsigned d = col < 2 ? 0 : col - 2; d <= col + 2 && d < NEAR_W; d++)
+        acc[n++] =
+            weft_access_range(b->rows[(row + 1) % 2], (size_t)d * NEAR_STRIDE,
+                              NEAR_CELL, WEFT_READ);
+    bench_check(weft_graph_add_host(g, nop_task, NULL, acc, n, NULL));
 }
 
 /* One build of shape with n nodes: *add and *inst in ns. */
@@ -80,6 +110,9 @@ static void build_once(bench *b, shape s, unsigned n, double *add, double *inst)
             break;
         case INDEPENDENT:
             add_touch(b, g, (size_t)i * RANGE);
+            break;
+        case NEAREST:
+            add_near(b, g, i);
             break;
         default:
             if (i % 3 == 0)
@@ -172,7 +205,15 @@ int main(int argc, char **argv)
     b.host = calloc((size_t)CHUNKS * ELEMS, sizeof(uint32_t));
     if (!b.host)
         bench_die("out of memory");
-    bench_check(weft_buffer_create(b.rt, (size_t)largest * RANGE, &b.buf));
+    bench_check(
+        weft_buffer_create(b.rt,
+                           (size_t)largest * RANGE > 2 * NEAR_W * NEAR_STRIDE
+                               ? (size_t)largest * RANGE
+                               : 2 * NEAR_W * NEAR_STRIDE,
+                           &b.buf));
+    for (int r = 0; r < 2; r++)
+        bench_check(weft_buffer_view(b.buf, (size_t)r * NEAR_W * NEAR_STRIDE,
+                                     NEAR_W * NEAR_STRIDE, &b.rows[r]));
 
     bench_begin("\"rounds\": %d", rounds);
     for (unsigned i = 0; i < nsizes; i++)
@@ -180,6 +221,8 @@ int main(int argc, char **argv)
             measure(&b, (shape)s, sizes[i]);
     bench_end();
 
+    for (int r = 0; r < 2; r++)
+        bench_check(weft_buffer_destroy(b.rows[r]));
     bench_check(weft_buffer_destroy(b.buf));
     bench_check(weft_module_destroy(mod));
     bench_check(weft_runtime_destroy(b.rt));
