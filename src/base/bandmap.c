@@ -721,8 +721,9 @@ static int weft__flat_inside(size_t x, size_t y, const weft__region *r)
 
     if (x < r->off)
         return 0;
-    if (r->h == 1)
-        return y <= r->off + r->w;
+    /* a range, or a block whose rows touch: one run */
+    if (r->h == 1 || r->w >= r->p)
+        return y <= weft__region_end(r);
     i = (x - r->off) / r->p;
     return i < r->h && y <= r->off + i * r->p + r->w;
 }
