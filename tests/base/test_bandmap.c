@@ -164,13 +164,15 @@ static void model_apply(const weft__region *r, int or, uint64_t v)
             model[x] = or ? model[x] | v : v;
 }
 
-static void random_against_model(void **state)
+/* keep: with the spans of the last looks kept (a graph's maps). */
+static void against_model(int keep)
 {
     weft__bandmap m;
-    (void)state;
 
     for (int round = 0; round < 100; round++) {
         assert_int_equal(weft__bandmap_init(&m, SIZE, 1), 0);
+        if (keep)
+            weft__bandmap_keep_spans(&m);
         for (size_t x = 0; x < SIZE; x++)
             model[x] = 1;
         for (int step = 0; step < 150; step++) {
@@ -211,6 +213,19 @@ static void random_against_model(void **state)
         }
         weft__bandmap_fini(&m);
     }
+}
+
+static void random_against_model(void **state)
+{
+    (void)state;
+    against_model(0);
+}
+
+/* The same with kept spans: none may outlive a change of the entries. */
+static void random_against_model_spans(void **state)
+{
+    (void)state;
+    against_model(1);
 }
 
 /*
@@ -296,6 +311,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(random_against_model),
+        cmocka_unit_test(random_against_model_spans),
         cmocka_unit_test(tiles_stay_small),
         cmocka_unit_test(tiles_of_a_view),
     };
