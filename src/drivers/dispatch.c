@@ -992,6 +992,34 @@ static int weft__check_graph_wait_external(weft__queue *q, weft__event *ev)
     return rc;
 }
 
+static int weft__check_graph_node_last(weft__queue *q, uint32_t *node)
+{
+    int rc = weft__drv_check_queue(q, "graph_node_last");
+
+    if (rc == 0 && !node)
+        rc = weft__error(WEFT_EINVAL, "graph_node_last: node is NULL");
+    return rc;
+}
+
+static int weft__check_graph_order(weft__queue *q, const uint32_t *nodes,
+                                   unsigned n)
+{
+    int rc = weft__drv_check_queue(q, "graph_order");
+
+    if (rc == 0 && n && !nodes)
+        rc = weft__error(WEFT_EINVAL, "graph_order: nodes is NULL");
+    return rc;
+}
+
+static int weft__check_graph_wait_later(weft__queue *q, weft__event *ev)
+{
+    int rc = weft__drv_check_queue(q, "graph_wait_later");
+
+    if (rc == 0 && !ev)
+        rc = weft__error(WEFT_EINVAL, "graph_wait_later: event is NULL");
+    return rc;
+}
+
 /* ---- the calls ----------------------------------------------------------- */
 
 #define WEFT__DRV_DEFINE(op, params, args, obj, inject)                        \

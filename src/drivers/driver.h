@@ -618,6 +618,24 @@ struct weft__driver {
      */
     int (*graph_record_external)(weft__event *ev, weft__queue *q);
     int (*graph_wait_external)(weft__queue *q, weft__event *ev);
+    /*
+     * Edges named by the caller (optional; NULL where a driver's capture
+     * keeps queue order only). In a capture, graph_node_last(q, &node)
+     * names the node last captured on q; graph_order(q, nodes, n) makes
+     * the next node captured on q wait for those nodes (and the records
+     * q waited for since) instead of q's earlier nodes: where the caller
+     * knows every node that one depends on, independent nodes that share
+     * a queue then run side by side. A later record on q, and a later
+     * node without graph_order, still come after every node of q.
+     * graph_wait_later(q, ev) is queue_wait_event for those only: the
+     * nodes before ev's record (in the same capture) are waited for by
+     * q's later records and nodes in queue order, not by a node that
+     * graph_order gave its edges. (CUDA's cuStreamUpdateCaptureDependencies
+     * would do much the same; only the host driver has them now.)
+     */
+    int (*graph_node_last)(weft__queue *q, uint32_t *node);
+    int (*graph_order)(weft__queue *q, const uint32_t *nodes, unsigned n);
+    int (*graph_wait_later)(weft__queue *q, weft__event *ev);
     int (*graph_begin)(weft__queue *q);
     int (*graph_end)(weft__queue *q, void *old, void **graph, int *updated);
     int (*graph_launch)(void *graph, weft__queue *q);
@@ -787,7 +805,11 @@ int weft__drv_external_mark_end(const weft__driver *drv, void *mark, int wait);
     X(graph_launch, (void *graph, weft__queue *q), (graph, q), q, 0)           \
     X(graph_record_external, (weft__event * ev, weft__queue * q), (ev, q), q,  \
       0)                                                                       \
-    X(graph_wait_external, (weft__queue * q, weft__event * ev), (q, ev), q, 0)
+    X(graph_wait_external, (weft__queue * q, weft__event * ev), (q, ev), q, 0) \
+    X(graph_node_last, (weft__queue * q, uint32_t * node), (q, node), q, 0)    \
+    X(graph_order, (weft__queue * q, const uint32_t *nodes, unsigned n),       \
+      (q, nodes, n), q, 0)                                                     \
+    X(graph_wait_later, (weft__queue * q, weft__event * ev), (q, ev), q, 0)
 
 #define WEFT__DRV_DECLARE(op, params, args, obj, inject)                       \
     int weft__drv_##op params;                                                 \

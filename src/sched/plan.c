@@ -823,6 +823,7 @@ int weft__plan_create(weft_runtime *rt, const weft__node *nodes, uint32_t n,
                          (nodes[i].u.native.capture &&
                           rt->devices[node_dev[i]]->drv->native_capture);
     }
+    weft__tape_set_dag(&p->tape, n, p->pred_first, p->preds);
     *out = p;
     return 0;
 }

@@ -313,6 +313,7 @@ void weft__plan_step_begin(weft__plan *p, uint32_t node)
     p->nused = 0;
     p->node = node;
     p->counts.steps++;
+    p->tape.node = node; /* what the step enqueues is node's (tape.h) */
 }
 
 int weft__plan_host_wait(weft__plan *p)
@@ -356,7 +357,17 @@ static int weft__needs_event(const weft__plan *p, uint32_t i, uint32_t f)
     return 0;
 }
 
+static int weft__step_end(weft__plan *p);
+
 int weft__plan_step_end(weft__plan *p)
+{
+    int rc = weft__step_end(p);
+
+    p->tape.node = WEFT__TAPE_NO_NODE;
+    return rc;
+}
+
+static int weft__step_end(weft__plan *p)
 {
     weft__lane *h = weft__host_lane(p), *f = NULL;
     weft__stamp *st = &p->stamps[p->node];
@@ -405,6 +416,7 @@ int weft__plan_step_end(weft__plan *p)
 
 void weft__plan_step_end_failed(weft__plan *p)
 {
+    p->tape.node = WEFT__TAPE_NO_NODE;
     p->stamps[p->node].lane = WEFT__NO_LANE;
     p->last_lane = WEFT__NO_LANE;
 }

@@ -304,6 +304,7 @@ static void weft__tape_append(weft__tape *t, const weft__tape_op *op,
     }
     o = &t->ops[t->n];
     *o = *op;
+    o->node = t->node;
     if (op->kind != WEFT__TAPE_LAUNCH && op->kind != WEFT__TAPE_RECORD &&
         op->kind != WEFT__TAPE_WAIT)
         t->moves++;
@@ -835,11 +836,14 @@ static int weft__tape_cut_op(weft__tape *t, weft__tape_cut *c, size_t i,
 
     o->how = 0;
     o->xev = 0;
+    o->rec = WEFT__TAPE_NO_NODE;
     if (o->kind == WEFT__TAPE_WAIT) {
         uintptr_t *at = weft__map_find(&c->records, weft__hash_ptr(o->ev),
                                        o->ev, weft__tape_record_of, t);
         weft__tape_op *r = at ? &t->ops[*at] : NULL;
 
+        if (at)
+            o->rec = (uint32_t)*at;
         if (!r) {
             o->how = WEFT__TAPE_BEFORE;
         } else if (r->q->ctx == o->q->ctx) {
@@ -1007,6 +1011,240 @@ static int weft__tape_segment(weft__tape *t)
     return rc;
 }
 
+/*
+ * Named edges (tape.h) while the segments are captured: per node of the
+ * plan, its work operations (2: two or more), the last of them, whether
+ * its launch takes named edges, and the driver's name for that launch once
+ * captured; per op, what the capture does with it (TAPE_NAMED_*).
+ */
+enum {
+    /* a wait of a node whose launch takes named edges, for the event that
+     * one of its predecessors recorded after its launch */
+    WEFT__TAPE_NAMED_WAIT = 1,
+    /* a record that a wait captured as such waits for */
+    WEFT__TAPE_NAMED_NEEDED = 2,
+    /* a wait before which its queue's front (host_graph.c) is still to be
+     * taken in its segment: by a record another waits for, or by an op
+     * captured in queue order */
+    WEFT__TAPE_NAMED_LATER = 4,
+};
+
+typedef struct weft__tape_named {
+    uint8_t *nwork;
+    uint32_t *work;
+    uint8_t *ordered; /* per node: its launch takes named edges */
+    uint32_t *cap;
+    uint8_t *flag; /* per op */
+    uint32_t *ids; /* the edges of one launch */
+} weft__tape_named;
+
+static void weft__tape_named_free(weft__tape_named *e)
+{
+    weft__free(e->nwork);
+    weft__free(e->work);
+    weft__free(e->ordered);
+    weft__free(e->cap);
+    weft__free(e->flag);
+    weft__free(e->ids);
+    memset(e, 0, sizeof *e);
+}
+
+void weft__tape_set_dag(weft__tape *t, uint32_t n, const uint32_t *pred_first,
+                        const uint32_t *preds)
+{
+    t->nnodes = n;
+    t->pred_first = pred_first;
+    t->preds = preds;
+    t->node = WEFT__TAPE_NO_NODE;
+}
+
+/* A node whose only work is one launch. */
+static int weft__tape_lone_launch(const weft__tape *t,
+                                  const weft__tape_named *e, uint32_t node)
+{
+    return node < t->nnodes && e->nwork[node] == 1 &&
+           t->ops[e->work[node]].kind == WEFT__TAPE_LAUNCH;
+}
+
+/* Whether node's launch can take named edges: every predecessor a lone
+ * launch captured before it in its segment. */
+static int weft__tape_orderable(const weft__tape *t, const weft__tape_named *e,
+                                uint32_t node)
+{
+    if (!weft__tape_lone_launch(t, e, node))
+        return 0;
+    for (uint32_t k = t->pred_first[node]; k < t->pred_first[node + 1]; k++) {
+        uint32_t p = t->preds[k];
+
+        if (!weft__tape_lone_launch(t, e, p) || e->work[p] >= e->work[node] ||
+            t->ops[e->work[p]].seg != t->ops[e->work[node]].seg)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether wait op i is a WEFT__TAPE_NAMED_WAIT. */
+static int weft__tape_wait_named(const weft__tape *t, const weft__tape_named *e,
+                                 size_t i)
+{
+    const weft__tape_op *o = &t->ops[i], *r;
+    uint32_t n = o->node, p, k;
+
+    if (o->how != 0 || o->rec == WEFT__TAPE_NO_NODE || n >= t->nnodes ||
+        !e->ordered[n] || e->work[n] < i || t->ops[e->work[n]].q != o->q)
+        return 0;
+    r = &t->ops[o->rec];
+    p = r->node;
+    if (!weft__tape_lone_launch(t, e, p) || r->q != t->ops[e->work[p]].q ||
+        o->rec < e->work[p])
+        return 0;
+    for (k = t->pred_first[n]; k < t->pred_first[n + 1] && t->preds[k] != p;
+         k++)
+        ;
+    return k < t->pred_first[n + 1];
+}
+
+/* Whether op i takes its queue's front in the capture. */
+static int weft__tape_takes_front(const weft__tape *t,
+                                  const weft__tape_named *e, size_t i)
+{
+    const weft__tape_op *o = &t->ops[i];
+
+    if (o->kind == WEFT__TAPE_WAIT)
+        return 0;
+    if (o->kind == WEFT__TAPE_RECORD)
+        return (o->how & WEFT__TAPE_EXTERNAL) ||
+               (e->flag[i] & WEFT__TAPE_NAMED_NEEDED);
+    return o->node >= t->nnodes || !e->ordered[o->node] ||
+           e->work[o->node] != i;
+}
+
+/* The flags of the ops (after the cut: segments known). */
+static void weft__tape_named_flags(const weft__tape *t, weft__tape_named *e)
+{
+    /* (queue, segment) pairs with an op that takes the front ahead */
+    enum { PAIRS = 64 };
+    weft__queue *pq[PAIRS];
+    unsigned ps[PAIRS], np = 0;
+    int all = 0;
+
+    for (size_t i = 0; i < t->n; i++)
+        if (t->ops[i].kind == WEFT__TAPE_WAIT) {
+            if (weft__tape_wait_named(t, e, i))
+                e->flag[i] |= WEFT__TAPE_NAMED_WAIT;
+            else if (t->ops[i].rec != WEFT__TAPE_NO_NODE)
+                e->flag[t->ops[i].rec] |= WEFT__TAPE_NAMED_NEEDED;
+        }
+    for (size_t i = t->n; i-- > 0;) {
+        const weft__tape_op *o = &t->ops[i];
+        unsigned k;
+
+        for (k = 0; k < np && (pq[k] != o->q || ps[k] != o->seg); k++)
+            ;
+        if (o->kind == WEFT__TAPE_WAIT && (all || k < np))
+            e->flag[i] |= WEFT__TAPE_NAMED_LATER;
+        if (k == np && weft__tape_takes_front(t, e, i)) {
+            if (np == PAIRS) {
+                all = 1;
+            } else {
+                pq[np] = o->q;
+                ps[np++] = o->seg;
+            }
+        }
+    }
+}
+
+/* Set e up where the driver takes named edges; 0 also where it does not
+ * (then e stays empty), -1 out of memory. */
+static int weft__tape_named_init(const weft__tape *t, weft__tape_named *e)
+{
+    const weft__driver *drv = t->ctx->drv;
+    uint32_t most = 0;
+
+    memset(e, 0, sizeof *e);
+    if (!drv->graph_order || !drv->graph_node_last || !drv->graph_wait_later ||
+        !t->preds || !t->nnodes)
+        return 0;
+    for (uint32_t i = 0; i < t->nnodes; i++)
+        most = WEFT__MAX(most, t->pred_first[i + 1] - t->pred_first[i]);
+    e->nwork = weft__calloc(t->nnodes, sizeof *e->nwork);
+    e->work = weft__calloc(t->nnodes, sizeof *e->work);
+    e->ordered = weft__calloc(t->nnodes, sizeof *e->ordered);
+    e->cap = weft__calloc(t->nnodes, sizeof *e->cap);
+    e->flag = weft__calloc(t->n ? t->n : 1, sizeof *e->flag);
+    e->ids = weft__calloc(most ? most : 1, sizeof *e->ids);
+    if (!e->nwork || !e->work || !e->ordered || !e->cap || !e->flag ||
+        !e->ids) {
+        weft__tape_named_free(e);
+        return weft__error(WEFT_ENOMEM, "tape: no memory for a graph's edges");
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        const weft__tape_op *o = &t->ops[i];
+
+        if (o->node >= t->nnodes || o->kind == WEFT__TAPE_RECORD ||
+            o->kind == WEFT__TAPE_WAIT)
+            continue;
+        if (e->nwork[o->node] < 2)
+            e->nwork[o->node]++;
+        e->work[o->node] = (uint32_t)i;
+    }
+    for (uint32_t i = 0; i < t->nnodes; i++) {
+        e->ordered[i] = (uint8_t)weft__tape_orderable(t, e, i);
+        e->cap[i] = WEFT__TAPE_NO_NODE;
+    }
+    weft__tape_named_flags(t, e);
+    return 0;
+}
+
+/*
+ * Whether predecessor p of a node (preds[first .. end)) is a predecessor
+ * of another of them, so that the edge from p is implied (checked for
+ * nodes of up to 16 predecessors).
+ */
+static int weft__tape_pred_implied(const weft__tape *t, uint32_t first,
+                                   uint32_t end, uint32_t p)
+{
+    if (end - first > 16)
+        return 0;
+    for (uint32_t k = first; k < end; k++) {
+        uint32_t q = t->preds[k];
+
+        if (q == p)
+            continue;
+        for (uint32_t j = t->pred_first[q]; j < t->pred_first[q + 1]; j++)
+            if (t->preds[j] == p)
+                return 1;
+    }
+    return 0;
+}
+
+/*
+ * Op i, the launch of a node that takes named edges: the driver's names of
+ * its predecessors' launches into e->ids, their count in *n; 0 for any
+ * other op.
+ */
+static int weft__tape_named_edges(const weft__tape *t,
+                                  const weft__tape_named *e, size_t i,
+                                  unsigned *n)
+{
+    uint32_t node = t->ops[i].node, first, end;
+
+    *n = 0;
+    if (!e->nwork || node >= t->nnodes || !e->ordered[node] ||
+        e->work[node] != i)
+        return 0;
+    first = t->pred_first[node];
+    end = t->pred_first[node + 1];
+    for (uint32_t k = first; k < end; k++) {
+        uint32_t p = t->preds[k];
+
+        weft__assert(e->cap[p] != WEFT__TAPE_NO_NODE);
+        if (!weft__tape_pred_implied(t, first, end, p))
+            e->ids[(*n)++] = e->cap[p];
+    }
+    return 1;
+}
+
 /* Run op o of the capture of its segment (a record or wait as cut). */
 static int weft__tape_capture_op(weft__tape *t, const weft__tape_op *o)
 {
@@ -1034,7 +1272,7 @@ static int weft__tape_capture_op(weft__tape *t, const weft__tape_op *o)
  * end. *next is the first of the tape's join events it may use.
  */
 static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
-                                int *updated)
+                                int *updated, weft__tape_named *e)
 {
     weft__queue *q0 = t->segs[s].q, *qs[WEFT__TAPE_MAX_QUEUES];
     unsigned nq = 0, j0 = *next;
@@ -1081,9 +1319,27 @@ static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
         if (rc == 0)
             rc = weft__drv_queue_wait_event(qs[j], t->join[j0 + 2 * j]);
     }
-    for (size_t i = 0; i < t->n && rc == 0; i++)
-        if (t->ops[i].seg == s)
-            rc = weft__tape_capture_op(t, &t->ops[i]);
+    for (size_t i = 0; i < t->n && rc == 0; i++) {
+        const weft__tape_op *o = &t->ops[i];
+        unsigned n;
+
+        if (o->seg != s)
+            continue;
+        if (e->flag && (e->flag[i] & WEFT__TAPE_NAMED_WAIT)) {
+            /* Its predecessor's edge says it all; its queue's later ops in
+             * queue order still wait for what the record stands for. */
+            if (e->flag[i] & WEFT__TAPE_NAMED_LATER)
+                rc = weft__drv_graph_wait_later(o->q, o->ev);
+            continue;
+        }
+        if (weft__tape_named_edges(t, e, i, &n))
+            rc = weft__drv_graph_order(o->q, e->ids, n);
+        if (rc == 0)
+            rc = weft__tape_capture_op(t, o);
+        if (rc == 0 && e->nwork && o->node < t->nnodes &&
+            e->work[o->node] == i && weft__tape_lone_launch(t, e, o->node))
+            rc = weft__drv_graph_node_last(o->q, &e->cap[o->node]);
+    }
     for (unsigned j = 0; j < nq && rc == 0; j++) {
         rc = weft__drv_event_record(t->join[j0 + 2 * j + 1], qs[j]);
         if (rc == 0)
@@ -1117,12 +1373,18 @@ static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
 static int weft__tape_build(weft__tape *t, int *updated)
 {
     unsigned next = 0;
+    weft__tape_named e;
     int rc = weft__tape_segment(t);
 
     if (updated)
         *updated = 1;
+    if (rc == 0)
+        rc = weft__tape_named_init(t, &e);
+    else
+        memset(&e, 0, sizeof e);
     for (unsigned s = 0; s < t->nsegs && rc == 0; s++)
-        rc = weft__tape_build_seg(t, s, &next, updated);
+        rc = weft__tape_build_seg(t, s, &next, updated, &e);
+    weft__tape_named_free(&e);
     t->built = rc == 0;
     return rc;
 }

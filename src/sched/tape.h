@@ -133,10 +133,16 @@ typedef struct weft__tape_op {
     weft__native_fn *nfn; /* native: the driver calls it with the call */
     weft__rect rect;      /* block copies: host is the host side's base */
     /* Set when the graphs are built (weft__tape_build): */
-    uint32_t seg; /* the segment it belongs to */
-    uint32_t xev; /* external record or wait: the tape's event (in xev) */
-    uint8_t how;  /* record, wait: WEFT__TAPE_INTERNAL and so on */
+    uint32_t seg;  /* the segment it belongs to */
+    uint32_t xev;  /* external record or wait: the tape's event (in xev) */
+    uint8_t how;   /* record, wait: WEFT__TAPE_INTERNAL and so on */
+    uint32_t node; /* the plan's node whose step enqueued it, or
+                      WEFT__TAPE_NO_NODE */
+    uint32_t rec;  /* wait: the op of its record in the tape, or
+                      WEFT__TAPE_NO_NODE (set with seg) */
 } weft__tape_op;
+
+enum { WEFT__TAPE_NO_NODE = UINT32_MAX };
 
 /* How a record or wait is captured (weft__tape_op.how). */
 enum {
@@ -186,7 +192,33 @@ typedef struct weft__tape {
      * (updated or not), or it was recorded into them. */
     int matched;
     weft__submit submit; /* its submission, self = the tape (tape_begin) */
+    /* Named edges (weft__tape_set_dag): the plan's node whose step
+     * enqueues now (WEFT__TAPE_NO_NODE between steps), and its graph. */
+    uint32_t node;
+    uint32_t nnodes;
+    const uint32_t *pred_first, *preds;
 } weft__tape;
+
+/*
+ * Named edges. A driver whose capture takes edges from its caller
+ * (graph_order, driver.h: the host driver) need not keep the order of a
+ * queue between nodes that do not depend on each other: the plan puts
+ * independent kernels of one step on a lane after one another, and a
+ * native graph that kept that order would run them one by one on a CPU
+ * device's threads, or hold a node back behind an earlier one it does
+ * not need. So the plan tells the tape its graph (weft__tape_set_dag) and,
+ * in t->node, the node whose step enqueues (every operation is tagged
+ * with it). A kernel launch is captured with edges of its own, from the
+ * kernels of its node's predecessors, where its node's only work is that
+ * launch and so is each predecessor's, in the same segment: the
+ * predecessors' launches are then all that the launch needs before it
+ * besides the waits enqueued before it on its queue, which the capture
+ * keeps, except those for the event a predecessor recorded after its
+ * launch (the edge from that launch says it all; the record stands for
+ * the predecessor's whole queue). Anything else keeps queue order.
+ */
+void weft__tape_set_dag(weft__tape *t, uint32_t n, const uint32_t *pred_first,
+                        const uint32_t *preds);
 
 /*
  * Whether dev's driver can run tapes as native graphs, and they are wanted

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static wt_devices devs;
 static weft_module *mod;
@@ -414,6 +415,109 @@ static void test_native_relaunch(void **state)
             fail_msg("data[%d] = %u, want %u", i, data[i], v);
     }
     check(weft_buffer_destroy(x));
+}
+
+/*
+ * Named edges (tape.h): a host native graph runs independent kernels side
+ * by side even where the plan put them on one lane. Four independent
+ * kernels on a host device of two threads (two lanes): the first, armed,
+ * waits (up to 5 s) for the third, which the plan puts after it on its
+ * lane. Op by op (the first launch) lane order holds, so it is not armed
+ * then; in the native graph of the second launch the third must run
+ * beside the first.
+ */
+static int named_armed, named_set, named_saw;
+
+static void named_wait(const weft_host_group *g, void *const *args)
+{
+    (void)g;
+    *(uint32_t *)args[0] = 1;
+    if (!__atomic_load_n(&named_armed, __ATOMIC_ACQUIRE))
+        return;
+    for (int i = 0; i < 50000 && !__atomic_load_n(&named_set, __ATOMIC_ACQUIRE);
+         i++)
+        usleep(100); /* (up to about 5 s; longer where sleeps overrun) */
+    __atomic_store_n(&named_saw, __atomic_load_n(&named_set, __ATOMIC_ACQUIRE),
+                     __ATOMIC_RELEASE);
+}
+
+static void named_mark(const weft_host_group *g, void *const *args)
+{
+    (void)g;
+    *(uint32_t *)args[0] = 2;
+    if (*(const uint32_t *)args[1])
+        __atomic_store_n(&named_set, 1, __ATOMIC_RELEASE);
+}
+
+static void test_native_named_edges(void **state)
+{
+    static const weft_param_type pw[] = {WEFT_PARAM_BUFFER};
+    static const weft_param_type pm[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_U32};
+    static const weft_host_kernel hk[] = {
+        {"named_wait", named_wait, 1, pw, NULL, NULL, NULL},
+        {"named_mark", named_mark, 2, pm, NULL, NULL, NULL},
+    };
+    const weft_module_source src = {WEFT_SOURCE_HOST, hk, 2, NULL, "named"};
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft_exec_stats st = {.size = sizeof st};
+    static uint32_t cell[4 * 16];
+    weft_kernel *kw, *km;
+    weft_runtime *rt;
+    weft_module *m;
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+
+    (void)state;
+    o.devices = "host";
+    o.host_threads = 2;
+    check(weft_runtime_create(&rt, &o));
+    /* (WEFT_DEVICES, WEFT_HOST_DEVICES and WEFT_NATIVE_GRAPHS win over
+     * the options: the runs of this file with them set skip it) */
+    if (weft_runtime_device_count(rt) != 1 ||
+        strcmp(rt->devices[0]->drv->name, "host") != 0 ||
+        !weft__tape_supported(rt->devices[0], 0)) {
+        printf("# skipped: needs one host device with native graphs "
+               "(WEFT_DEVICES=host, as exec_host runs)\n");
+        check(weft_runtime_destroy(rt));
+        skip();
+    }
+    check(weft_module_create(rt, &src, 1, &m));
+    check(weft_module_get_kernel(m, "named_wait", &kw));
+    check(weft_module_get_kernel(m, "named_mark", &km));
+    check(weft_buffer_wrap(rt, cell, sizeof cell, &b));
+    check(weft_graph_create(rt, &g));
+    for (uint32_t i = 0; i < 4; i++) {
+        /* a cell a line apart for each: no edge between them */
+        weft_arg a[] = {weft_arg_buffer(b, i * 64, 4, WEFT_WRITE),
+                        weft_arg_u32(i == 2)};
+
+        check(weft_graph_add_kernel(g, i ? km : kw, weft_dims1(1), a, i ? 2 : 1,
+                                    NULL));
+    }
+    check(weft_graph_instantiate(g, NULL, &e));
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    __atomic_store_n(&named_set, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&named_armed, 1, __ATOMIC_RELEASE);
+    check(weft_exec_launch(e));
+    check(weft_exec_wait(e));
+    __atomic_store_n(&named_armed, 0, __ATOMIC_RELEASE);
+    check(weft_exec_get_stats(e, &st));
+    printf("# named edges: %llu of 2 launches native, the waiting kernel %s "
+           "the third run\n",
+           (unsigned long long)st.native_launches,
+           named_saw ? "saw" : "did not see");
+    assert_int_equal(st.native_launches, 1);
+    assert_int_equal(named_saw, 1);
+    check(weft_buffer_sync_host(b));
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(cell[i * 16], i ? 2 : 1);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+    check(weft_module_destroy(m));
+    check(weft_runtime_destroy(rt));
 }
 
 static void sim_no_hazards(const weft_device *d);
@@ -1310,6 +1414,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_graph_changes_after_instantiate),
         cmocka_unit_test(test_relaunch_keeps_copies),
         cmocka_unit_test(test_native_relaunch),
+        cmocka_unit_test(test_native_named_edges),
         cmocka_unit_test(test_relaunch_changes),
         cmocka_unit_test(test_replay_keeps_host_work),
         cmocka_unit_test(test_replay_from_second_launch),

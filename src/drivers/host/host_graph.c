@@ -2,8 +2,9 @@
  * Native graphs on the host driver.
  *
  * A host graph is the list of operations a capture took in, in the order
- * they were enqueued, each with the nodes it waits for (its queue's node
- * before it, and the nodes before the records its queue waited for), and
+ * they were enqueued, each with the nodes it waits for (its queue's nodes
+ * before it, or those graph_order named, and the nodes before the records
+ * its queue waited for), and
  * a launch is one operation on the launching queue whose owner starts
  * each node once its predecessors have finished: one hand-off between
  * threads per launch instead of one per operation, which is what makes a
@@ -114,13 +115,30 @@ typedef struct dep_list {
     size_t n, cap;
 } dep_list;
 
-/* A queue in a capture: its last node, and what its next one waits for
- * besides (the records of the events it waited for since). */
+/*
+ * A queue in a capture. front: its nodes that no later node of the queue
+ * waits for (one, unless graph_order gave nodes their own edges): what a
+ * record, and a node in queue order, come after. pend: what its next node
+ * waits for besides (the records of the events it waited for since).
+ * order: set by graph_order for its next node only (ordered), the nodes
+ * that node waits for instead of the front. last: its latest node.
+ */
 typedef struct cap_queue {
     weft__host_queue *q;
-    uint32_t tail; /* NO_NODE: none yet */
+    dep_list front;
     dep_list pend;
+    dep_list order;
+    int ordered;
+    uint32_t last; /* NO_NODE: none yet */
 } cap_queue;
+
+/*
+ * A queue's front past FRONT_MAX nodes (ordered nodes that follow none of
+ * the queue's): the next ordered node waits for all but the FRONT_KEEP
+ * latest too, so that a record's edges stay few (the oldest have long
+ * finished as a rule).
+ */
+enum { FRONT_MAX = 16, FRONT_KEEP = 4 };
 
 /* An event recorded in a capture: the nodes its record comes after. */
 typedef struct cap_event {
@@ -227,11 +245,18 @@ static void capture_close(weft__host_capture *c)
 }
 
 /* After capture_close: c and its graph (unless taken) are freed. */
+static void cap_queue_free(cap_queue *cq)
+{
+    weft__free(cq->front.v);
+    weft__free(cq->pend.v);
+    weft__free(cq->order.v);
+}
+
 static void capture_free(weft__host_capture *c)
 {
     weft__host_graph_destroy(c->g);
     for (size_t i = 0; i < c->nqueues; i++)
-        weft__free(c->queues[i].pend.v);
+        cap_queue_free(&c->queues[i]);
     for (size_t i = 0; i < c->nevents; i++)
         weft__free(c->events[i].deps.v);
     weft__free(c->queues);
@@ -262,9 +287,9 @@ static int capture_join(weft__host_capture *c, weft__host_queue *hq,
     cq = &c->queues[c->nqueues];
     memset(cq, 0, sizeof *cq);
     cq->q = hq;
-    cq->tail = NO_NODE;
+    cq->last = NO_NODE;
     if (deps && dep_merge(&cq->pend, deps) < 0) {
-        weft__free(cq->pend.v);
+        cap_queue_free(cq);
         return -1;
     }
     c->nqueues++;
@@ -272,17 +297,40 @@ static int capture_join(weft__host_capture *c, weft__host_queue *hq,
     return 0;
 }
 
+/* v onto the deps of g's node being added (from first on), once. */
+static void dep_put(weft__host_graph *g, size_t first, uint32_t v)
+{
+    for (size_t i = first; i < g->ndeps; i++)
+        if (g->deps[i] == v)
+            return;
+    g->deps[g->ndeps++] = v;
+}
+
+/* Whether l holds v. */
+static int dep_has(const dep_list *l, uint32_t v)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == v)
+            return 1;
+    return 0;
+}
+
 /*
  * Under the capture lock: op, enqueued on hq, becomes c's next node, or c
- * breaks. It waits for hq's last node and for the records hq waited for
- * since: the edges a launch runs it by (weft__host_graph_run).
+ * breaks. It waits for hq's front (queue order), or for the nodes
+ * graph_order gave it, and for the records hq waited for since: the edges
+ * a launch runs it by (weft__host_graph_run). It joins the front, which
+ * loses the nodes it waits for.
  */
 static void capture_append(weft__host_capture *c, weft__host_queue *hq,
                            weft__host_op *op)
 {
     weft__host_graph *g = c->g;
     cap_queue *cq = capture_queue(c, hq);
-    size_t need = cq->pend.n + 1;
+    const dep_list *on = cq->ordered ? &cq->order : &cq->front;
+    size_t need = on->n + cq->pend.n + (cq->ordered ? cq->front.n : 0) + 1;
+    size_t first = g->ndeps;
+    uint32_t self = (uint32_t)g->n;
 
     /* Nodes and edges are named by 32 bits (NO_NODE is none); a launch
      * counts its nodes in 32 (weft__host_graph_run). */
@@ -300,13 +348,34 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
         return;
     }
     g->dep_first[g->n] = (uint32_t)g->ndeps;
-    if (cq->tail != NO_NODE)
-        g->deps[g->ndeps++] = cq->tail;
+    for (size_t i = 0; i < on->n; i++)
+        dep_put(g, first, on->v[i]);
     for (size_t i = 0; i < cq->pend.n; i++)
-        if (cq->pend.v[i] != cq->tail)
-            g->deps[g->ndeps++] = cq->pend.v[i];
+        dep_put(g, first, cq->pend.v[i]);
+    if (!cq->ordered) {
+        cq->front.n = 0;
+    } else {
+        size_t k = 0;
+
+        /* The front keeps what the node does not wait for. */
+        for (size_t i = 0; i < cq->front.n; i++)
+            if (!dep_has(&cq->order, cq->front.v[i]))
+                cq->front.v[k++] = cq->front.v[i];
+        cq->front.n = k;
+        if (k >= FRONT_MAX) {
+            for (size_t i = 0; i < k - FRONT_KEEP; i++)
+                dep_put(g, first, cq->front.v[i]);
+            memmove(cq->front.v, cq->front.v + (k - FRONT_KEEP),
+                    FRONT_KEEP * sizeof *cq->front.v);
+            cq->front.n = FRONT_KEEP;
+        }
+    }
+    if (dep_add(&cq->front, self) < 0)
+        c->broken = "out of memory for a queue's edges";
     cq->pend.n = 0;
-    cq->tail = (uint32_t)g->n;
+    cq->order.n = 0;
+    cq->ordered = 0;
+    cq->last = self;
     g->nodes[g->n++] = op;
     g->dep_first[g->n] = (uint32_t)g->ndeps;
 }
@@ -379,7 +448,7 @@ int weft__host_capture_record(weft__host_event *he, weft__host_queue *hq)
         cap_event *ce = capture_event(c, he);
 
         ce->deps.n = 0;
-        if (dep_add(&ce->deps, cq->tail) < 0 ||
+        if (dep_merge(&ce->deps, &cq->front) < 0 ||
             dep_merge(&ce->deps, &cq->pend) < 0)
             c->broken = "out of memory for an event's edges";
     }
@@ -453,7 +522,7 @@ void weft__host_capture_queue_gone(weft__host_queue *hq)
     }
     for (size_t i = 1; i < c->nqueues; i++)
         if (c->queues[i].q == hq) {
-            weft__free(c->queues[i].pend.v);
+            cap_queue_free(&c->queues[i]);
             c->queues[i] = c->queues[--c->nqueues];
             break;
         }
@@ -481,7 +550,7 @@ int weft__host_graph_begin(weft__queue *q)
         c->g = g;
         memset(&c->queues[0], 0, sizeof c->queues[0]);
         c->queues[0].q = hq;
-        c->queues[0].tail = NO_NODE;
+        c->queues[0].last = NO_NODE;
         c->nqueues = 1;
         pthread_mutex_lock(&capture_lock);
         if (!hq->cap) {
@@ -618,6 +687,75 @@ int weft__host_graph_record_external(weft__event *ev, weft__queue *q)
 int weft__host_graph_wait_external(weft__queue *q, weft__event *ev)
 {
     return capture_external(q, ev, WEFT__HOST_OP_WAIT_EXT);
+}
+
+int weft__host_graph_node_last(weft__queue *q, uint32_t *node)
+{
+    weft__host_queue *hq = (weft__host_queue *)q;
+    weft__host_capture *c;
+    uint32_t last = NO_NODE;
+
+    pthread_mutex_lock(&capture_lock);
+    if ((c = hq->cap))
+        last = capture_queue(c, hq)->last;
+    pthread_mutex_unlock(&capture_lock);
+    if (!c)
+        return weft__error(WEFT_EINVAL, "graph_node_last: a queue that takes "
+                                        "part in no capture");
+    if (last == NO_NODE)
+        return weft__error(WEFT_EINVAL, "graph_node_last: no node on this "
+                                        "queue in its capture yet");
+    *node = last;
+    return 0;
+}
+
+int weft__host_graph_order(weft__queue *q, const uint32_t *nodes, unsigned n)
+{
+    weft__host_queue *hq = (weft__host_queue *)q;
+    weft__host_capture *c;
+    const char *why = NULL;
+
+    pthread_mutex_lock(&capture_lock);
+    if (!(c = hq->cap)) {
+        why = "a queue that takes part in no capture";
+    } else {
+        cap_queue *cq = capture_queue(c, hq);
+
+        cq->order.n = 0;
+        cq->ordered = 1;
+        for (unsigned i = 0; i < n && !why; i++)
+            if (nodes[i] >= c->g->n)
+                why = "a node that its capture does not hold";
+            else if (dep_add(&cq->order, nodes[i]) < 0)
+                c->broken = "out of memory for a node's edges";
+        if (why) {
+            cq->order.n = 0;
+            cq->ordered = 0;
+        }
+    }
+    pthread_mutex_unlock(&capture_lock);
+    if (why)
+        return weft__error(WEFT_EINVAL, "graph_order: %s", why);
+    return 0;
+}
+
+int weft__host_graph_wait_later(weft__queue *q, weft__event *ev)
+{
+    weft__host_queue *hq = (weft__host_queue *)q;
+    weft__host_event *he = (weft__host_event *)ev;
+    weft__host_capture *c;
+    const char *why = NULL;
+
+    pthread_mutex_lock(&capture_lock);
+    if (!(c = hq->cap) || he->cap != c)
+        why = "an event not recorded in the queue's capture";
+    else if (dep_merge(&capture_queue(c, hq)->front,
+                       &capture_event(c, he)->deps) < 0)
+        c->broken = "out of memory for a queue's edges";
+    pthread_mutex_unlock(&capture_lock);
+    if (why)
+        return weft__error(WEFT_EINVAL, "graph_wait_later: %s", why);
+    return 0;
 }
 
 int weft__host_graph_launch(void *graph, weft__queue *q)
