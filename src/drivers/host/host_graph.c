@@ -107,6 +107,18 @@ typedef struct weft__host_graph {
     /* The first failure of its native nodes in the launch that runs; the
      * runner hands it to the launching queue at the launch's end. */
     weft__host_fail failed;
+    /*
+     * Kernels and native calls of one group that wait for nothing: where
+     * more than the pool has threads, a launch posts them as one job
+     * whose groups they are (roots_job, on lines of its own), so that the
+     * pool's threads claim them a few at a time, instead of the runner
+     * handing each to the pool.
+     */
+    uint32_t *roots;
+    size_t nroots;
+    char pad3[64];
+    weft__host_job roots_job;
+    char pad4[64];
 } weft__host_graph;
 
 /* Nodes a node waits for, as the capture collects them. */
@@ -214,6 +226,9 @@ static void graph_clear(weft__host_graph *g)
     weft__free(g->link);
     weft__free(g->ready);
     weft__free(g->blocked);
+    weft__free(g->roots);
+    g->roots = NULL;
+    g->nroots = 0;
     g->succ_first = g->succs = NULL;
     g->pending = NULL;
     g->link = g->ready = g->blocked = NULL;
@@ -584,9 +599,10 @@ static int graph_prepare(weft__host_graph *g)
     g->link = weft__calloc(n, sizeof *g->link);
     g->ready = weft__calloc(n, sizeof *g->ready);
     g->blocked = weft__calloc(n, sizeof *g->blocked);
+    g->roots = weft__calloc(n ? n : 1, sizeof *g->roots);
     /* (scratch for the reverse; ready is not used before a launch) */
     if (!g->succ_first || !g->succs || !g->pending || !g->link || !g->ready ||
-        !g->blocked)
+        !g->blocked || !g->roots)
         return -1;
     weft__lists_reverse((uint32_t)n, g->dep_first, g->deps, g->succ_first,
                         g->succs, g->ready);
@@ -1080,20 +1096,67 @@ static int graph_idle(weft__host_graph *g)
     return (uint32_t)__atomic_load_n(&g->count, __ATOMIC_SEQ_CST) == 0;
 }
 
-static void graph_launch_begin(weft__host_graph *g)
+/* Group id of a launch's roots job: that node, and the chain it starts. */
+static void root_run(const weft__host_job *job, uint64_t id)
 {
+    weft__host_graph *g = (weft__host_graph *)(uintptr_t)job->owner;
+
+    weft__host_pool_run_here(node_job(g, g->roots[id]));
+}
+
+static weft__host_job *roots_done(weft__host_job *job)
+{
+    (void)job;
+    return NULL;
+}
+
+/*
+ * A launch's state from the start; the nodes that wait for nothing ready,
+ * or, those of one group where there are many, g->roots for the roots
+ * job (counted as in flight from the start).
+ */
+static void graph_launch_begin(weft__host_graph *g, const weft__host_pool *pool)
+{
+    unsigned threads = pool->nhelpers + 1;
+
     g->rhead = g->rtail = g->nblocked = 0;
+    g->nroots = 0;
     __atomic_store_n(&g->stack, NO_NODE, __ATOMIC_RELAXED);
-    __atomic_store_n(&g->count, (uint64_t)g->n << 32, __ATOMIC_RELAXED);
     for (size_t i = 0; i < g->n; i++) {
         uint32_t nd = g->dep_first[i + 1] - g->dep_first[i];
+        const weft__host_op *n = g->nodes[i];
 
-        if (g->nodes[i]->kind == WEFT__HOST_OP_NATIVE)
+        if (n->kind == WEFT__HOST_OP_NATIVE)
             g->nodes[i]->u.job.failed = &g->failed;
 
         __atomic_store_n(&g->pending[i].n, nd, __ATOMIC_RELAXED);
-        if (nd == 0)
+        if (nd != 0)
+            continue;
+        if (node_is_job(n) && n->u.job.total == 1)
+            g->roots[g->nroots++] = (uint32_t)i;
+        else
             g->ready[g->rtail++] = (uint32_t)i;
+    }
+    if (g->nroots <= threads) { /* few: the runner hands them out */
+        for (size_t k = 0; k < g->nroots; k++)
+            g->ready[g->rtail++] = g->roots[k];
+        g->nroots = 0;
+    }
+    __atomic_store_n(&g->count, (uint64_t)g->n << 32 | g->nroots,
+                     __ATOMIC_RELAXED);
+    if (g->nroots) {
+        weft__host_job *job = &g->roots_job;
+
+        memset(job, 0, sizeof *job);
+        job->total = g->nroots;
+        /* A few at a time where there are many (less contention on the
+         * claims), one by one where they are few (balance). */
+        job->chunk = WEFT__MIN(8, WEFT__MAX(1, g->nroots / (64 * threads)));
+        job->nslots = threads + 1;
+        job->each = root_run;
+        job->done = roots_done;
+        job->owner = g;
+        job->joined = &g->joined;
     }
 }
 
@@ -1107,9 +1170,11 @@ int weft__host_graph_run(weft__host_queue *hq, weft__host_op *op)
                  "a host graph run without its launch");
     if (!op->u.graph.begun) { /* not a resume after a park */
         op->u.graph.begun = 1;
-        graph_launch_begin(g);
+        graph_launch_begin(g, pool);
         /* Until its end (parks included), idle helpers poll for it. */
         weft__host_pool_busy(pool, 1);
+        if (g->nroots)
+            weft__host_pool_post(pool, &g->roots_job);
     }
     for (;;) {
         uint32_t seen = graph_left(g);

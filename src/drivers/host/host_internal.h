@@ -94,6 +94,12 @@ typedef struct weft__host_job {
     unsigned *joined; /* the owner's count of threads inside; pool lock */
     uint64_t finished;
     uint32_t node; /* the owner's, for done */
+    /*
+     * Where not NULL, the job's groups are not a kernel's: group id runs
+     * each(job, id) (a native graph's launch hands out its first nodes
+     * so, host_graph.c).
+     */
+    void (*each)(const struct weft__host_job *job, uint64_t id);
 } weft__host_job;
 
 struct weft__host_pool;

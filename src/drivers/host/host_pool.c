@@ -40,6 +40,11 @@ static void job_groups(const weft__host_job *job, unsigned slot, uint64_t first,
         weft__host_native_run(job);
         return;
     }
+    if (job->each) {
+        for (uint64_t id = first; id < end; id++)
+            job->each(job, id);
+        return;
+    }
     memcpy(g.group_size, job->group_size, sizeof g.group_size);
     memcpy(g.groups, job->groups, sizeof g.groups);
     for (uint64_t id = first; id < end; id++) {
