@@ -4,11 +4,11 @@
  * A host graph is the list of operations a capture took in, in the order
  * they were enqueued, each with the nodes it waits for (its queue's nodes
  * before it, or those graph_order named, and the nodes before the records
- * its queue waited for), and
- * a launch is one operation on the launching queue whose owner starts
- * each node once its predecessors have finished: one hand-off between
- * threads per launch instead of one per operation, which is what makes a
- * replayed graph of small tasks cheap (bench/task_overhead). Every
+ * its queue waited for), and a launch is one operation on the launching
+ * queue whose owner starts each node once its predecessors have finished:
+ * one hand-off between threads per launch instead of one per operation,
+ * which is what makes a replayed graph of small tasks cheap
+ * (bench/task_overhead). Every
  * operation runs as it would op by op; kernels and native calls go to the
  * context's pool, so that those of different queues run side by side as
  * they would have on their queues (weft__host_graph_run). As on a GPU, a
@@ -259,7 +259,6 @@ static void capture_close(weft__host_capture *c)
         __atomic_store_n(&c->events[i].e->cap, NULL, __ATOMIC_RELEASE);
 }
 
-/* After capture_close: c and its graph (unless taken) are freed. */
 static void cap_queue_free(cap_queue *cq)
 {
     weft__free(cq->front.v);
@@ -267,6 +266,7 @@ static void cap_queue_free(cap_queue *cq)
     weft__free(cq->order.v);
 }
 
+/* After capture_close: c and its graph (unless taken) are freed. */
 static void capture_free(weft__host_capture *c)
 {
     weft__host_graph_destroy(c->g);
