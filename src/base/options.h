@@ -58,6 +58,10 @@
     X(NATIVE_GRAPHS, BOOL, 0, 0, NULL, NULL,                                   \
       "relaunches as native graphs: 0 never, 1 also on CPU devices; "          \
       "default: on devices that gain from them")                               \
+    X(CHECK_GRAPHS, BOOL, 0, 0, NULL, "0",                                     \
+      "check every host native graph made with named edges: each edge "        \
+      "between two kernels of the plan must be a path in it, else abort "      \
+      "(slow; for tests)")                                                     \
     X(EXEC_ORDER, ENUM, 0, 0, "earliest|latest", "earliest",                   \
       "which ready node is issued first: the earliest added, or the latest "   \
       "(tests: any order the edges allow gives the same result)")              \

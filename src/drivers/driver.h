@@ -636,6 +636,12 @@ struct weft__driver {
     int (*graph_node_last)(weft__queue *q, uint32_t *node);
     int (*graph_order)(weft__queue *q, const uint32_t *nodes, unsigned n);
     int (*graph_wait_later)(weft__queue *q, weft__event *ev);
+    /*
+     * For checks (WEFT_CHECK_GRAPHS): 1 if node from of a graph made by
+     * graph_end (nodes named as graph_node_last names them) finishes
+     * before node to starts in every launch (a path of edges), else 0.
+     */
+    int (*graph_reaches)(const void *graph, uint32_t from, uint32_t to);
     int (*graph_begin)(weft__queue *q);
     int (*graph_end)(weft__queue *q, void *old, void **graph, int *updated);
     int (*graph_launch)(void *graph, weft__queue *q);

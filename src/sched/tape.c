@@ -6,6 +6,7 @@
 #include "../base/map.h"
 #include "../base/options.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { WEFT__TAPE_MAX_QUEUES = 128 };
@@ -1021,7 +1022,8 @@ enum {
     /* a wait of a node whose launch takes named edges, for the event that
      * one of its predecessors recorded after its launch */
     WEFT__TAPE_NAMED_WAIT = 1,
-    /* a record that a wait captured as such waits for */
+    /* a record that a wait captured as a wait, or as a graph_wait_later,
+     * waits for */
     WEFT__TAPE_NAMED_NEEDED = 2,
     /* a wait before which its queue's front (host_graph.c) is still to be
      * taken in its segment: by a record another waits for, or by an op
@@ -1036,6 +1038,11 @@ typedef struct weft__tape_named {
     uint32_t *cap;
     uint8_t *flag; /* per op */
     uint32_t *ids; /* the edges of one launch */
+    /* WEFT_CHECK_GRAPHS: per node, its launches (2: two or more), the last
+     * of them, and the driver's name for it once captured */
+    uint8_t *nlaunch;
+    uint32_t *launch;
+    uint32_t *kid;
 } weft__tape_named;
 
 static void weft__tape_named_free(weft__tape_named *e)
@@ -1046,6 +1053,9 @@ static void weft__tape_named_free(weft__tape_named *e)
     weft__free(e->cap);
     weft__free(e->flag);
     weft__free(e->ids);
+    weft__free(e->nlaunch);
+    weft__free(e->launch);
+    weft__free(e->kid);
     memset(e, 0, sizeof *e);
 }
 
@@ -1119,7 +1129,15 @@ static int weft__tape_takes_front(const weft__tape *t,
            e->work[o->node] != i;
 }
 
-/* The flags of the ops (after the cut: segments known). */
+/*
+ * The flags of the ops (after the cut: segments known), in one pass from
+ * the end: a wait's record takes its queue's front where the wait is
+ * captured, as a wait or as a graph_wait_later (its record's nodes then
+ * stand for what its queue knew, which later ops of the waiting queue
+ * count on), and a record that takes the front makes the named waits
+ * before it on its queue graph_wait_laters in turn. A record comes before
+ * its waits, so each is settled before the pass reaches it.
+ */
 static void weft__tape_named_flags(const weft__tape *t, weft__tape_named *e)
 {
     /* (queue, segment) pairs with an op that takes the front ahead */
@@ -1129,20 +1147,22 @@ static void weft__tape_named_flags(const weft__tape *t, weft__tape_named *e)
     int all = 0;
 
     for (size_t i = 0; i < t->n; i++)
-        if (t->ops[i].kind == WEFT__TAPE_WAIT) {
-            if (weft__tape_wait_named(t, e, i))
-                e->flag[i] |= WEFT__TAPE_NAMED_WAIT;
-            else if (t->ops[i].rec != WEFT__TAPE_NO_NODE)
-                e->flag[t->ops[i].rec] |= WEFT__TAPE_NAMED_NEEDED;
-        }
+        if (t->ops[i].kind == WEFT__TAPE_WAIT && weft__tape_wait_named(t, e, i))
+            e->flag[i] |= WEFT__TAPE_NAMED_WAIT;
     for (size_t i = t->n; i-- > 0;) {
         const weft__tape_op *o = &t->ops[i];
         unsigned k;
 
         for (k = 0; k < np && (pq[k] != o->q || ps[k] != o->seg); k++)
             ;
-        if (o->kind == WEFT__TAPE_WAIT && (all || k < np))
-            e->flag[i] |= WEFT__TAPE_NAMED_LATER;
+        if (o->kind == WEFT__TAPE_WAIT) {
+            if ((e->flag[i] & WEFT__TAPE_NAMED_WAIT) && (all || k < np))
+                e->flag[i] |= WEFT__TAPE_NAMED_LATER;
+            if (o->rec != WEFT__TAPE_NO_NODE &&
+                (!(e->flag[i] & WEFT__TAPE_NAMED_WAIT) ||
+                 (e->flag[i] & WEFT__TAPE_NAMED_LATER)))
+                e->flag[o->rec] |= WEFT__TAPE_NAMED_NEEDED;
+        }
         if (k == np && weft__tape_takes_front(t, e, i)) {
             if (np == PAIRS) {
                 all = 1;
@@ -1160,6 +1180,7 @@ static int weft__tape_named_init(const weft__tape *t, weft__tape_named *e)
 {
     const weft__driver *drv = t->ctx->drv;
     uint32_t most = 0;
+    bool check = false;
 
     memset(e, 0, sizeof *e);
     if (!drv->graph_order || !drv->graph_node_last || !drv->graph_wait_later ||
@@ -1193,7 +1214,57 @@ static int weft__tape_named_init(const weft__tape *t, weft__tape_named *e)
         e->cap[i] = WEFT__TAPE_NO_NODE;
     }
     weft__tape_named_flags(t, e);
+    if (drv->graph_reaches && weft__opt_bool(WEFT__OPT_CHECK_GRAPHS, &check) &&
+        check) {
+        e->nlaunch = weft__calloc(t->nnodes, sizeof *e->nlaunch);
+        e->launch = weft__calloc(t->nnodes, sizeof *e->launch);
+        e->kid = weft__calloc(t->nnodes, sizeof *e->kid);
+        if (!e->nlaunch || !e->launch || !e->kid) {
+            weft__tape_named_free(e);
+            return weft__error(WEFT_ENOMEM,
+                               "tape: no memory for a graph's edges");
+        }
+        for (size_t i = 0; i < t->n; i++) {
+            const weft__tape_op *o = &t->ops[i];
+
+            if (o->node >= t->nnodes || o->kind != WEFT__TAPE_LAUNCH)
+                continue;
+            if (e->nlaunch[o->node] < 2)
+                e->nlaunch[o->node]++;
+            e->launch[o->node] = (uint32_t)i;
+        }
+    }
     return 0;
+}
+
+/*
+ * WEFT_CHECK_GRAPHS, once segment s is a driver graph: every edge of the
+ * plan between two nodes of one launch each in s must be a path from the
+ * one launch to the other in the graph. A graph that misses one would
+ * race: the process aborts, naming the edge.
+ */
+static void weft__tape_named_check(const weft__tape *t,
+                                   const weft__tape_named *e, unsigned s)
+{
+    const void *graph = t->segs[s].graph;
+
+    for (uint32_t n = 0; e->nlaunch && n < t->nnodes; n++) {
+        if (e->nlaunch[n] != 1 || t->ops[e->launch[n]].seg != s)
+            continue;
+        for (uint32_t k = t->pred_first[n]; k < t->pred_first[n + 1]; k++) {
+            uint32_t p = t->preds[k];
+
+            if (e->nlaunch[p] != 1 || t->ops[e->launch[p]].seg != s ||
+                t->ctx->drv->graph_reaches(graph, e->kid[p], e->kid[n]))
+                continue;
+            weft__log(WEFT_LOG_ERROR, "tape",
+                      "WEFT_CHECK_GRAPHS: the native graph lets node %u's "
+                      "kernel (graph node %u) start before node %u's (graph "
+                      "node %u) has finished",
+                      n, e->kid[n], p, e->kid[p]);
+            abort();
+        }
+    }
 }
 
 /*
@@ -1339,6 +1410,9 @@ static int weft__tape_build_seg(weft__tape *t, unsigned s, unsigned *next,
         if (rc == 0 && e->nwork && o->node < t->nnodes &&
             e->work[o->node] == i && weft__tape_lone_launch(t, e, o->node))
             rc = weft__drv_graph_node_last(o->q, &e->cap[o->node]);
+        if (rc == 0 && e->nlaunch && o->node < t->nnodes &&
+            e->launch[o->node] == i && e->nlaunch[o->node] == 1)
+            rc = weft__drv_graph_node_last(o->q, &e->kid[o->node]);
     }
     for (unsigned j = 0; j < nq && rc == 0; j++) {
         rc = weft__drv_event_record(t->join[j0 + 2 * j + 1], qs[j]);
@@ -1382,8 +1456,11 @@ static int weft__tape_build(weft__tape *t, int *updated)
         rc = weft__tape_named_init(t, &e);
     else
         memset(&e, 0, sizeof e);
-    for (unsigned s = 0; s < t->nsegs && rc == 0; s++)
+    for (unsigned s = 0; s < t->nsegs && rc == 0; s++) {
         rc = weft__tape_build_seg(t, s, &next, updated, &e);
+        if (rc == 0)
+            weft__tape_named_check(t, &e, s);
+    }
     weft__tape_named_free(&e);
     t->built = rc == 0;
     return rc;

@@ -428,6 +428,26 @@ static void test_native_relaunch(void **state)
  */
 static int named_armed, named_set, named_saw;
 
+/*
+ * Whether rt is one host device of at least threads threads with native
+ * graphs (WEFT_DEVICES, WEFT_HOST_DEVICES, WEFT_HOST_THREADS and
+ * WEFT_NATIVE_GRAPHS win over the options: the runs of this file with
+ * them set skip the named-edge tests, saying so).
+ */
+static int named_host_device(weft_runtime *rt, unsigned threads)
+{
+    if (weft_runtime_device_count(rt) != 1 ||
+        strcmp(rt->devices[0]->drv->name, "host") != 0 ||
+        rt->devices[0]->props.compute_units < threads ||
+        !weft__tape_supported(rt->devices[0], 0)) {
+        printf("# skipped: needs one host device of %u threads or more with "
+               "native graphs (WEFT_DEVICES=host, as exec_host runs)\n",
+               threads);
+        return 0;
+    }
+    return 1;
+}
+
 static void named_wait(const weft_host_group *g, void *const *args)
 {
     (void)g;
@@ -472,13 +492,7 @@ static void test_native_named_edges(void **state)
     o.devices = "host";
     o.host_threads = 2;
     check(weft_runtime_create(&rt, &o));
-    /* (WEFT_DEVICES, WEFT_HOST_DEVICES and WEFT_NATIVE_GRAPHS win over
-     * the options: the runs of this file with them set skip it) */
-    if (weft_runtime_device_count(rt) != 1 ||
-        strcmp(rt->devices[0]->drv->name, "host") != 0 ||
-        !weft__tape_supported(rt->devices[0], 0)) {
-        printf("# skipped: needs one host device with native graphs "
-               "(WEFT_DEVICES=host, as exec_host runs)\n");
+    if (!named_host_device(rt, 2)) {
         check(weft_runtime_destroy(rt));
         skip();
     }
@@ -513,6 +527,113 @@ static void test_native_named_edges(void **state)
     check(weft_buffer_sync_host(b));
     for (int i = 0; i < 4; i++)
         assert_int_equal(cell[i * 16], i ? 2 : 1);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(b));
+    check(weft_module_destroy(m));
+    check(weft_runtime_destroy(rt));
+}
+
+/*
+ * Named edges keep what a lane knew through another: on three lanes, k and
+ * j are independent kernels on one lane (j after k: j has no edge to k in
+ * the native graph), n follows j on another, m follows n on a third, and x
+ * follows m and a host task, and writes what k wrote: the plan issues no
+ * wait for k on x's lane (its clock knows k through j, n and m), so the
+ * graph must carry that knowledge along those records. k takes 300 ms
+ * from the second launch on; x's write must land last every time.
+ */
+static int order_armed;
+
+static void order_slow(const weft_host_group *g, void *const *args)
+{
+    (void)g;
+    if (__atomic_load_n(&order_armed, __ATOMIC_ACQUIRE))
+        usleep(300000);
+    *(volatile uint32_t *)args[0] = 1;
+}
+
+static void order_last(const weft_host_group *g, void *const *args)
+{
+    (void)g;
+    *(volatile uint32_t *)args[0] = 2;
+}
+
+static void order_host(void *const *ptrs, void *user)
+{
+    (void)ptrs;
+    (void)user;
+}
+
+static void test_native_named_edges_order(void **state)
+{
+    static const weft_param_type pw[] = {WEFT_PARAM_BUFFER};
+    static const weft_host_kernel hk[] = {
+        {"order_slow", order_slow, 1, pw, NULL, NULL, NULL},
+        {"order_mark", named_wait, 1, pw, NULL, NULL, NULL},
+        {"order_last", order_last, 1, pw, NULL, NULL, NULL},
+    };
+    const weft_module_source src = {WEFT_SOURCE_HOST, hk, 3, NULL, "order"};
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft_exec_stats st = {.size = sizeof st};
+    static uint32_t cell[16 * 16];
+    weft_kernel *ks, *km, *kl;
+    weft_node nd[14];
+    weft_runtime *rt;
+    weft_module *m;
+    weft_buffer *b;
+    weft_graph *g;
+    weft_exec *e;
+
+    (void)state;
+    o.devices = "host";
+    o.host_threads = 3;
+    check(weft_runtime_create(&rt, &o));
+    if (!named_host_device(rt, 3)) {
+        check(weft_runtime_destroy(rt));
+        skip();
+    }
+    check(weft_module_create(rt, &src, 1, &m));
+    check(weft_module_get_kernel(m, "order_slow", &ks));
+    check(weft_module_get_kernel(m, "order_mark", &km));
+    check(weft_module_get_kernel(m, "order_last", &kl));
+    check(weft_buffer_wrap(rt, cell, sizeof cell, &b));
+    check(weft_graph_create(rt, &g));
+    /* 0 k, 1-2 fillers, 3 j, 4-6 fillers, 7 n, 8-10 fillers, 11 m, each
+     * writing a cell of its own (k the first) */
+    for (uint32_t i = 0; i < 12; i++) {
+        weft_arg a[] = {
+            weft_arg_buffer(b, i ? (i + 1) * 64 : 0, 4, WEFT_WRITE)};
+
+        check(
+            weft_graph_add_kernel(g, i ? km : ks, weft_dims1(1), a, 1, &nd[i]));
+    }
+    check(weft_graph_add_edge(g, nd[3], nd[7]));
+    check(weft_graph_add_edge(g, nd[7], nd[11]));
+    check(weft_graph_add_host(g, order_host, NULL, NULL, 0, &nd[12]));
+    {
+        weft_arg a[] = {weft_arg_buffer(b, 0, 4, WEFT_WRITE)};
+
+        check(weft_graph_add_kernel(g, kl, weft_dims1(1), a, 1, &nd[13]));
+    }
+    check(weft_graph_add_edge(g, nd[11], nd[13]));
+    check(weft_graph_add_edge(g, nd[12], nd[13]));
+    check(weft_graph_instantiate(g, NULL, &e));
+    for (int l = 0; l < 4; l++) {
+        __atomic_store_n(&order_armed, l > 0, __ATOMIC_RELEASE);
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        check(weft_buffer_sync_host(b));
+        if (cell[0] != 2)
+            fail_msg("launch %d: the last write is k's (%u), not x's", l,
+                     cell[0]);
+    }
+    __atomic_store_n(&order_armed, 0, __ATOMIC_RELEASE);
+    check(weft_exec_get_stats(e, &st));
+    printf("# named edges, order through three lanes: %llu of 4 launches "
+           "native\n",
+           (unsigned long long)st.native_launches);
+    assert_true(st.native_launches >= 2);
     check(weft_exec_destroy(e));
     check(weft_graph_destroy(g));
     check(weft_buffer_destroy(b));
@@ -1415,6 +1536,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_relaunch_keeps_copies),
         cmocka_unit_test(test_native_relaunch),
         cmocka_unit_test(test_native_named_edges),
+        cmocka_unit_test(test_native_named_edges_order),
         cmocka_unit_test(test_relaunch_changes),
         cmocka_unit_test(test_replay_keeps_host_work),
         cmocka_unit_test(test_replay_from_second_launch),

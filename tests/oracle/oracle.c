@@ -22,6 +22,9 @@
  * --native-nodes PERCENT makes that share of the nodes native nodes, and
  * --capture-native PERCENT marks that share of those capturable
  * (weft_graph_set_native_capture), so that native graphs replay them.
+ * --device-only makes kernel and empty nodes only; --kernels-host kernel,
+ * host task and empty nodes (native graphs with host steps between their
+ * parts, where a lane's order is carried through other lanes' records).
  *
  * --blocks makes most accesses 2-D and 3-D blocks (some 3-D) of the root
  * buffers seen as matrices with random pitches: disjoint tiles of one
@@ -1088,6 +1091,7 @@ static void usage(void)
                     "[--no-shrink] [--quiet] [--relaunch N] "
                     "[--min-native N] [--native-nodes PERCENT] "
                     "[--capture-native PERCENT] [--device-only] "
+                    "[--kernels-host] "
                     "[--portable-only] [--blocks] [--range-kernels]\n");
     exit(2);
 }
@@ -1177,6 +1181,8 @@ int main(int argc, char **argv)
             limits.capture = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--device-only"))
             limits.device_only = 1;
+        else if (!strcmp(argv[i], "--kernels-host"))
+            limits.kernels_host = 1;
         else if (!strcmp(argv[i], "--portable-only"))
             portable_only = 1;
         else if (!strcmp(argv[i], "--blocks"))
@@ -1259,11 +1265,12 @@ int main(int argc, char **argv)
                    "  replay: WEFT_DEVICES='%s' WEFT_SIM='%s' "
                    "POCL_DEVICES='%s' oracle --seed %" PRIu64
                    " --graphs 1 --relaunch %u --native-nodes %u "
-                   "--capture-native %u%s%s%s%s --dump\n",
+                   "--capture-native %u%s%s%s%s%s --dump\n",
                    seed, c.nnodes, c.launches, first, env("WEFT_DEVICES"),
                    env("WEFT_SIM"), env("POCL_DEVICES"), seed, opt.relaunch,
                    limits.native, limits.capture,
                    limits.device_only ? " --device-only" : "",
+                   limits.kernels_host ? " --kernels-host" : "",
                    portable_only ? " --portable-only" : "",
                    limits.blocks ? " --blocks" : "",
                    limits.range_kernels ? " --range-kernels" : "");

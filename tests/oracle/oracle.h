@@ -205,6 +205,9 @@ typedef struct or_limits {
      * by their key (no draw: seeds keep their cases) */
     unsigned capture;
     int device_only; /* kernel and empty nodes only (--device-only) */
+    /* kernel, host task and empty nodes only (--kernels-host): what a
+     * native graph takes in beside the host steps between its parts */
+    int kernels_host;
     /* accesses are mostly 2-D and 3-D blocks of roots seen as matrices
      * (--blocks): block kernels, transfers and host tasks */
     int blocks;

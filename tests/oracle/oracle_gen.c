@@ -984,6 +984,8 @@ int or_case_generate(or_case *c, uint64_t seed, const or_limits *lim)
         /* (no draw at all without native nodes: seeds keep their cases) */
         if (lim->device_only) /* what a replay may take over */
             k = k < 93 ? 0 : 99;
+        else if (lim->kernels_host)
+            k = k < 75 ? 0 : k < 95 ? 90 : 99;
         if (lim->native && chance(&g.r, lim->native))
             rc = gen_native(&g, n);
         else if (lim->blocks && !chance(&g.r, 20))

@@ -594,6 +594,7 @@ const weft__driver weft__driver_host = {
     .graph_node_last = weft__host_graph_node_last,
     .graph_order = weft__host_graph_order,
     .graph_wait_later = weft__host_graph_wait_later,
+    .graph_reaches = weft__host_graph_reaches,
     .graph_begin = weft__host_graph_begin,
     .graph_end = weft__host_graph_end,
     .graph_launch = weft__host_graph_launch,

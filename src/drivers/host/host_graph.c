@@ -774,6 +774,44 @@ int weft__host_graph_wait_later(weft__queue *q, weft__event *ev)
     return 0;
 }
 
+int weft__host_graph_reaches(const void *graph, uint32_t from, uint32_t to)
+{
+    const weft__host_graph *g = graph;
+    uint32_t *stack;
+    unsigned char *seen;
+    size_t top = 0;
+    int found = 0;
+
+    if (from >= g->n || to >= g->n)
+        return 0;
+    stack = weft__calloc(g->n, sizeof *stack);
+    seen = weft__calloc(g->n, 1);
+    if (!stack || !seen) {
+        weft__free(stack);
+        weft__free(seen);
+        return 0;
+    }
+    stack[top++] = from;
+    seen[from] = 1;
+    while (top && !found) {
+        uint32_t i = stack[--top];
+
+        for (uint32_t k = g->succ_first[i]; k < g->succ_first[i + 1]; k++) {
+            uint32_t s = g->succs[k];
+
+            if (s == to)
+                found = 1;
+            if (!seen[s]) {
+                seen[s] = 1;
+                stack[top++] = s;
+            }
+        }
+    }
+    weft__free(stack);
+    weft__free(seen);
+    return found;
+}
+
 int weft__host_graph_launch(void *graph, weft__queue *q)
 {
     weft__host_graph *g = graph;

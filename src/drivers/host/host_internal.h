@@ -419,6 +419,7 @@ int weft__host_graph_wait_external(weft__queue *q, weft__event *ev);
 int weft__host_graph_node_last(weft__queue *q, uint32_t *node);
 int weft__host_graph_order(weft__queue *q, const uint32_t *nodes, unsigned n);
 int weft__host_graph_wait_later(weft__queue *q, weft__event *ev);
+int weft__host_graph_reaches(const void *graph, uint32_t from, uint32_t to);
 /*
  * Run a GRAPH op's nodes from op->u.graph.pos, for the owner of the queue
  * it was launched on: 0 when all have run, 1 when the queue parked on a
