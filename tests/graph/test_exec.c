@@ -429,13 +429,19 @@ static void test_native_relaunch(void **state)
 static int named_armed, named_set, named_saw;
 
 /*
- * Whether rt is one host device of at least threads threads with native
- * graphs (WEFT_DEVICES, WEFT_HOST_DEVICES, WEFT_HOST_THREADS and
- * WEFT_NATIVE_GRAPHS win over the options: the runs of this file with
- * them set skip the named-edge tests, saying so).
+ * A runtime of one host device of the given threads with native graphs,
+ * else the test skips, saying so (WEFT_DEVICES, WEFT_HOST_DEVICES,
+ * WEFT_HOST_THREADS and WEFT_NATIVE_GRAPHS win over the options: the runs
+ * of this file with them set skip the named-edge tests).
  */
-static int named_host_device(weft_runtime *rt, unsigned threads)
+static weft_runtime *named_open(unsigned threads)
 {
+    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
+    weft_runtime *rt;
+
+    o.devices = "host";
+    o.host_threads = threads;
+    check(weft_runtime_create(&rt, &o));
     if (weft_runtime_device_count(rt) != 1 ||
         strcmp(rt->devices[0]->drv->name, "host") != 0 ||
         rt->devices[0]->props.compute_units < threads ||
@@ -443,9 +449,10 @@ static int named_host_device(weft_runtime *rt, unsigned threads)
         printf("# skipped: needs one host device of %u threads or more with "
                "native graphs (WEFT_DEVICES=host, as exec_host runs)\n",
                threads);
-        return 0;
+        check(weft_runtime_destroy(rt));
+        skip();
     }
-    return 1;
+    return rt;
 }
 
 static void named_wait(const weft_host_group *g, void *const *args)
@@ -478,7 +485,6 @@ static void test_native_named_edges(void **state)
         {"named_mark", named_mark, 2, pm, NULL, NULL, NULL},
     };
     const weft_module_source src = {WEFT_SOURCE_HOST, hk, 2, NULL, "named"};
-    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     weft_exec_stats st = {.size = sizeof st};
     static uint32_t cell[4 * 16];
     weft_kernel *kw, *km;
@@ -489,13 +495,7 @@ static void test_native_named_edges(void **state)
     weft_exec *e;
 
     (void)state;
-    o.devices = "host";
-    o.host_threads = 2;
-    check(weft_runtime_create(&rt, &o));
-    if (!named_host_device(rt, 2)) {
-        check(weft_runtime_destroy(rt));
-        skip();
-    }
+    rt = named_open(2);
     check(weft_module_create(rt, &src, 1, &m));
     check(weft_module_get_kernel(m, "named_wait", &kw));
     check(weft_module_get_kernel(m, "named_mark", &km));
@@ -574,7 +574,6 @@ static void test_native_named_edges_order(void **state)
         {"order_last", order_last, 1, pw, NULL, NULL, NULL},
     };
     const weft_module_source src = {WEFT_SOURCE_HOST, hk, 3, NULL, "order"};
-    weft_runtime_options o = WEFT_RUNTIME_OPTIONS_INIT;
     weft_exec_stats st = {.size = sizeof st};
     static uint32_t cell[16 * 16];
     weft_kernel *ks, *km, *kl;
@@ -586,13 +585,7 @@ static void test_native_named_edges_order(void **state)
     weft_exec *e;
 
     (void)state;
-    o.devices = "host";
-    o.host_threads = 3;
-    check(weft_runtime_create(&rt, &o));
-    if (!named_host_device(rt, 3)) {
-        check(weft_runtime_destroy(rt));
-        skip();
-    }
+    rt = named_open(3);
     check(weft_module_create(rt, &src, 1, &m));
     check(weft_module_get_kernel(m, "order_slow", &ks));
     check(weft_module_get_kernel(m, "order_mark", &km));
