@@ -142,6 +142,10 @@ typedef struct cap_queue {
     dep_list order;
     int ordered;
     uint32_t last; /* NO_NODE: none yet */
+    /* Its latest external wait node (NO_NODE: none): every later node of
+     * the queue waits for it, ordered or not (it stands for work outside
+     * the graph, which no edge of the caller's names). */
+    uint32_t ext;
 } cap_queue;
 
 /*
@@ -303,6 +307,7 @@ static int capture_join(weft__host_capture *c, weft__host_queue *hq,
     memset(cq, 0, sizeof *cq);
     cq->q = hq;
     cq->last = NO_NODE;
+    cq->ext = NO_NODE;
     if (deps && dep_merge(&cq->pend, deps) < 0) {
         cap_queue_free(cq);
         return -1;
@@ -343,7 +348,7 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
     weft__host_graph *g = c->g;
     cap_queue *cq = capture_queue(c, hq);
     const dep_list *on = cq->ordered ? &cq->order : &cq->front;
-    size_t need = on->n + cq->pend.n + (cq->ordered ? cq->front.n : 0) + 1;
+    size_t need = on->n + cq->pend.n + (cq->ordered ? cq->front.n : 0) + 2;
     size_t first = g->ndeps;
     uint32_t self = (uint32_t)g->n;
 
@@ -367,6 +372,10 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
         dep_put(g, first, on->v[i]);
     for (size_t i = 0; i < cq->pend.n; i++)
         dep_put(g, first, cq->pend.v[i]);
+    if (cq->ext != NO_NODE)
+        dep_put(g, first, cq->ext);
+    if (op->kind == WEFT__HOST_OP_WAIT_EXT)
+        cq->ext = self;
     if (!cq->ordered) {
         cq->front.n = 0;
     } else {
@@ -566,6 +575,7 @@ int weft__host_graph_begin(weft__queue *q)
         memset(&c->queues[0], 0, sizeof c->queues[0]);
         c->queues[0].q = hq;
         c->queues[0].last = NO_NODE;
+        c->queues[0].ext = NO_NODE;
         c->nqueues = 1;
         pthread_mutex_lock(&capture_lock);
         if (!hq->cap) {
