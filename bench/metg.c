@@ -73,12 +73,19 @@
  *             + starpu_task_wait_for_all timed. StarPU starts once, before
  *             the sweep, and its workers are paused outside its launches
  *             (idle, they poll).
+ *   threads   no runtime: one plain thread per point runs its tasks step
+ *             after step, spinning on flags until its inputs' writers and
+ *             its old cell's readers are done (a static schedule with
+ *             hand-offs of one cache line): the pattern's own bound on this
+ *             machine at this width, against which a runtime's loss at
+ *             large tasks is its own or the machine's.
  * The steps of a launch are cut at large granularities so that a launch
  * holds about 0.1 s of work (at least 10 steps).
  *
  *     metg [--json] [--width W] [--steps T] [--reps R] [--min-us G]
  *          [--max-us G] [--patterns trivial,stencil,nearest,random]
- *          [--variants first,build,relaunch,kernels,openmp,starpu] [--quick]
+ *          [--variants first,build,relaunch,kernels,openmp,starpu,threads]
+ *          [--quick]
  *          [--corrupt STEP] [--latency]
  * --quick: a short sweep (1 ms to 0.1 ms, 20 steps, 1 rep) for CI.
  * --corrupt STEP: point 0 of step STEP writes a wrong cell (the bench must
@@ -801,6 +808,107 @@ static void weft_kernels(weft_side *ws, weft_graph *g, int reps, span *again)
     bench_check(weft_exec_destroy(e));
 }
 
+/* ---- static threads ---------------------------------------------------- */
+
+/*
+ * The pattern's own bound on this machine, no runtime: one plain thread
+ * per point runs that point's tasks step after step, each once its inputs'
+ * writers and its old cell's readers (the ring's earlier step) have raised
+ * their flags; it spins on them (then yields, where points outnumber
+ * cores). A static schedule with hand-offs of one cache line: what a
+ * pattern of this width reaches when every task starts the moment its
+ * inputs are done, with no runtime in between, while the machine's other
+ * work delays some of them.
+ */
+static unsigned char *thr_ring;   /* depth x width x STRIDE */
+static struct thr_flag *thr_done; /* [width]: steps of the point done */
+static pthread_barrier_t thr_start;
+
+struct thr_flag {
+    _Alignas(64) uint32_t steps;
+};
+
+static cell *thr_cell(const pattern *p, uint32_t t, uint32_t i)
+{
+    return (cell *)(thr_ring +
+                    ((size_t)(t % p->depth) * p->width + i) * STRIDE);
+}
+
+static void thr_wait(uint32_t point, uint32_t steps)
+{
+    for (unsigned spins = 0;
+         __atomic_load_n(&thr_done[point].steps, __ATOMIC_ACQUIRE) < steps;
+         spins++)
+        if (spins >= 4096)
+            sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+        else
+            __builtin_ia32_pause();
+#endif
+}
+
+static void *thr_main(void *arg)
+{
+    const pattern *p = cur.p;
+    uint32_t i = (uint32_t)(uintptr_t)arg, w = p->width;
+
+    pthread_barrier_wait(&thr_start);
+    for (uint32_t t = 0; t < cur.steps; t++) {
+        const task *tk = &p->tasks[(size_t)t * w + i];
+        const cell *in[MAXDEPS];
+
+        for (uint32_t d = 0; d < tk->ndeps; d++) {
+            thr_wait(tk->deps[d], t);
+            in[d] = thr_cell(p, t - 1, tk->deps[d]);
+        }
+        /* The cell this task overwrites was read by step t - depth + 1. */
+        if (p->kind != TRIVIAL && t + 1 >= p->depth) {
+            uint32_t r = t + 1 - p->depth;
+
+            for (uint32_t j = 0; j < w; j++) {
+                const task *rd = &p->tasks[(size_t)r * w + j];
+
+                for (uint32_t d = 0; d < rd->ndeps; d++)
+                    if (rd->deps[d] == i) {
+                        thr_wait(j, r + 1);
+                        break;
+                    }
+            }
+        }
+        task_run(tk, thr_cell(p, t, i), in);
+        __atomic_store_n(&thr_done[i].steps, t + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static void thr_run(int reps, span *wall)
+{
+    const pattern *p = cur.p;
+    pthread_t *th = malloc(p->width * sizeof *th);
+
+    if (!th)
+        bench_die("out of memory");
+    for (int r = 0; r < reps; r++) {
+        span s0;
+
+        launch_prepare("static threads");
+        for (uint32_t i = 0; i < p->width; i++)
+            thr_done[i].steps = 0;
+        pthread_barrier_init(&thr_start, NULL, p->width + 1);
+        for (uint32_t i = 0; i < p->width; i++)
+            if (pthread_create(&th[i], NULL, thr_main, (void *)(uintptr_t)i))
+                bench_die("pthread_create failed");
+        pthread_barrier_wait(&thr_start);
+        s0 = span_start();
+        for (uint32_t i = 0; i < p->width; i++)
+            pthread_join(th[i], NULL);
+        wall[r] = span_since(s0);
+        pthread_barrier_destroy(&thr_start);
+        launch_check(thr_ring);
+    }
+    free(th);
+}
+
 /* ---- OpenMP ------------------------------------------------------------ */
 
 #ifdef _OPENMP
@@ -1080,17 +1188,19 @@ typedef enum variant {
     V_KERNELS,
     V_OPENMP,
     V_STARPU,
+    V_THREADS,
     NVARIANTS
 } variant;
 static const char *const variant_words[NVARIANTS] = {
-    "first", "build", "relaunch", "kernels", "openmp", "starpu"};
+    "first", "build", "relaunch", "kernels", "openmp", "starpu", "threads"};
 static const char *const variant_names[NVARIANTS] = {
     "weft first launch",
     "weft build + first launch",
     "weft relaunch",
     "weft kernels relaunch",
     "openmp",
-    "starpu"};
+    "starpu",
+    "static threads"};
 
 /* One sweep point: what every variant's best launch took. */
 typedef struct sweep_point {
@@ -1269,6 +1379,11 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     if (sw->variants & 1 << V_STARPU)
         sp_cells_make(&p);
 #endif
+    thr_ring = aligned_alloc(STRIDE, (size_t)p.depth * p.width * STRIDE);
+    thr_done = aligned_alloc(64, (size_t)p.width * sizeof *thr_done);
+    if (!thr_ring || !thr_done)
+        bench_die("out of memory");
+    memset(thr_ring, 0, (size_t)p.depth * p.width * STRIDE);
 
     for (double g = sw->max_us; g >= sw->min_us * 0.999 && npts < MAXPOINTS;
          g /= 2, npts++) {
@@ -1324,6 +1439,10 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
             sp->best[V_STARPU] = best_of(again, sw->reps);
         }
 #endif
+        if (sw->variants & 1 << V_THREADS) {
+            thr_run(sw->reps, again);
+            sp->best[V_THREADS] = best_of(again, sw->reps);
+        }
     }
     bench_progress("");
     sw->npts[kind] = npts;
@@ -1335,6 +1454,8 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     if (sw->variants & 1 << V_STARPU)
         sp_cells_free();
 #endif
+    free(thr_ring);
+    free(thr_done);
     weft_cells_free(ws);
     free(cur.expect);
     free(cur.marks);
@@ -1458,9 +1579,9 @@ int main(int argc, char **argv)
     static sweep sw; /* zero: the defaults below */
     const char *patterns = "trivial,stencil,nearest,random";
 #ifdef METG_STARPU
-    const char *variants = "first,build,relaunch,kernels,openmp,starpu";
+    const char *variants = "first,build,relaunch,kernels,openmp,starpu,threads";
 #else
-    const char *variants = "first,build,relaunch,kernels,openmp";
+    const char *variants = "first,build,relaunch,kernels,openmp,threads";
 #endif
     int full = 1, pmask;
     weft_side ws;
@@ -1472,7 +1593,7 @@ int main(int argc, char **argv)
         {"--max-us", BENCH_DOUBLE, &sw.max_us, "US"},
         {"--patterns", BENCH_STRING, &patterns, "trivial,stencil,..."},
         {"--variants", BENCH_STRING, &variants,
-         "first,build,relaunch,...,starpu"},
+         "first,build,relaunch,...,starpu,threads"},
         {"--quick", BENCH_OFF, &full, ""},
         {"--corrupt", BENCH_INT, &cur.corrupt_step, "STEP"},
         {"--latency", BENCH_ON, &latency, ""},

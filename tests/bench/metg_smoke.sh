@@ -4,8 +4,8 @@
 # print every figure, as text and as JSON. With corrupt: a wrong cell
 # written by point 0 of step 5 must end the bench with a failure that names
 # that task, caught by a reader (stencil) or by the check after the launch
-# (trivial), for host tasks, host kernels, OpenMP and StarPU alike (the
-# last two where built).
+# (trivial), for host tasks, host kernels, OpenMP, StarPU and the static
+# threads alike (OpenMP and StarPU where built).
 set -u
 metg=$1
 out=${TMPDIR:-/tmp}/metg_smoke.$$
@@ -17,7 +17,7 @@ fail() {
 }
 
 if [ "${2:-}" = corrupt ]; then
-    for v in first kernels openmp starpu; do
+    for v in first kernels openmp starpu threads; do
         for p in stencil trivial; do
             if "$metg" --quick --patterns $p --variants $v --corrupt 5 \
                 >"$out" 2>"$out.err"; then
@@ -39,9 +39,9 @@ if [ "${2:-}" = corrupt ]; then
 fi
 
 "$metg" --quick >"$out" 2>"$out.err" || fail "metg --quick failed"
-variants="weft first launch|weft build + first launch|weft relaunch|weft kernels relaunch|openmp"
+variants="weft first launch|weft build + first launch|weft relaunch|weft kernels relaunch|static threads|openmp"
 grep -q '^# openmp: skipped' "$out" &&
-    variants="weft first launch|weft build + first launch|weft relaunch|weft kernels relaunch"
+    variants="weft first launch|weft build + first launch|weft relaunch|weft kernels relaunch|static threads"
 # StarPU is in the default variants where it was built, which says so.
 grep -q '^# starpu [0-9]' "$out" && variants="$variants|starpu"
 grep -q '^peak: [0-9.]* GFLOP/s$' "$out" || fail "no peak"
