@@ -1,6 +1,7 @@
 /*
  * The host driver: what is specific to it. The devices come from the
- * driver's own discovery (two devices of four threads each), every
+ * driver's own discovery (two devices of four threads each; the tests of
+ * a launch's roots job open devices of their own thread counts), every
  * operation goes through the checked weft__drv_* entry points.
  *
  * Nothing here sleeps: where a test needs work to be held back, a host
@@ -10,11 +11,13 @@
 
 #include "drivers/driver.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NTHREADS 4
@@ -226,6 +229,57 @@ static void k_open_gate(const weft_host_group *g, void *const *args)
     gate_open((void *)(uintptr_t)address);
 }
 
+/* A cell that no kernel reads (cell's a and b). */
+#define NO_CELL UINT32_MAX
+
+/*
+ * cell(buffer c, u32 dst, u32 a, u32 b): for each group i,
+ * c[dst + i] += (a == NO_CELL ? 1 : c[a]) + (b == NO_CELL ? 0 : c[b]).
+ * What it adds depends on whether the writers of a and b ran before it.
+ */
+static void k_cell(const weft_host_group *g, void *const *args)
+{
+    uint32_t *c = args[0];
+    uint32_t dst = *(const uint32_t *)args[1] + g->group[0];
+    uint32_t a = *(const uint32_t *)args[2];
+    uint32_t b = *(const uint32_t *)args[3];
+
+    c[dst] += (a == NO_CELL ? 1 : c[a]) + (b == NO_CELL ? 0 : c[b]);
+}
+
+/*
+ * A meeting of want kernels: each waits until want have arrived, so a
+ * launch with want of them completes only if want threads run them at
+ * once. One that waits past a deadline far beyond any run's (a driver
+ * that never runs them side by side) counts in late and goes on, so that
+ * the test fails instead of hanging.
+ */
+typedef struct meeting {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned arrived, want, late;
+} meeting;
+
+/* meet(u64 meeting pointer). */
+static void k_meet(const weft_host_group *g, void *const *args)
+{
+    meeting *m = (meeting *)(uintptr_t) * (const uint64_t *)args[0];
+    struct timespec until;
+
+    (void)g;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    pthread_mutex_lock(&m->lock);
+    m->arrived++;
+    pthread_cond_broadcast(&m->cond);
+    while (m->arrived < m->want)
+        if (pthread_cond_timedwait(&m->cond, &m->lock, &until) == ETIMEDOUT) {
+            m->late++;
+            break;
+        }
+    pthread_mutex_unlock(&m->lock);
+}
+
 static const weft_param_type p_buf[] = {WEFT_PARAM_BUFFER};
 static const weft_param_type p_sum[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_LOCAL,
                                         WEFT_PARAM_U32};
@@ -234,6 +288,8 @@ static const weft_param_type p_adv[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_U32,
 static const weft_param_type p_bytes[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_BYTES};
 static const size_t s_bytes[] = {0, sizeof(triple)};
 static const weft_param_type p_u64[] = {WEFT_PARAM_U64};
+static const weft_param_type p_cell[] = {WEFT_PARAM_BUFFER, WEFT_PARAM_U32,
+                                         WEFT_PARAM_U32, WEFT_PARAM_U32};
 
 static const weft_host_kernel kernels[] = {
     {"count", k_count, 1, p_buf, NULL, NULL, NULL},
@@ -243,6 +299,8 @@ static const weft_host_kernel kernels[] = {
     {"rendezvous", k_rendezvous, 0, NULL, NULL, NULL, NULL},
     {"wait_gate", k_wait_gate, 1, p_u64, NULL, NULL, NULL},
     {"open_gate", k_open_gate, 1, p_u64, NULL, NULL, NULL},
+    {"cell", k_cell, 4, p_cell, NULL, NULL, NULL},
+    {"meet", k_meet, 1, p_u64, NULL, NULL, NULL},
 };
 
 static weft__module *module_load(weft__context *ctx)
@@ -2091,6 +2149,535 @@ static void graph_runs_native_calls_side_by_side(void **state)
     OK(weft__drv_queue_destroy(q1));
 }
 
+/* ---- a launch's roots job ------------------------------------------------ */
+
+/*
+ * A host graph's nodes that wait for nothing and are jobs of one group
+ * (kernels of one work-group, native calls): where there are more of
+ * them than the device has threads, a launch posts them as one job of
+ * the pool's that its threads claim a few at a time, each root run with
+ * the chain of successors it makes ready (host_graph.c, roots_job); where
+ * there are no more, the runner hands them out. These tests build such
+ * graphs on devices of their own thread counts, naming each node's edges
+ * with graph_order on one queue, and check every value the nodes write
+ * at every launch against a model that runs the same nodes in capture
+ * order (a topological order).
+ *
+ * (Past 16 nodes of a queue that no later node waits for, the capture
+ * makes the next ordered node wait for all but the 4 latest too: about
+ * one root in 12 below waits for earlier ones. That only adds edges,
+ * which the model need not know of.)
+ */
+
+/* A device of its own with threads threads (its runner included). */
+typedef struct threads_device {
+    weft__platform **platforms;
+    unsigned nplatforms;
+    weft__context *ctx;
+    weft__module *mod;
+    weft__kernel *cell, *meet;
+} threads_device;
+
+static void threads_open(threads_device *d, unsigned threads)
+{
+    weft__driver_config cfg = {NULL, 1, threads, 0};
+
+    memset(d, 0, sizeof *d);
+    OK(weft__driver_host.platforms_open(&cfg, &d->platforms, &d->nplatforms));
+    assert_int_equal(d->nplatforms, 1);
+    assert_int_equal(d->platforms[0]->devices[0]->props.compute_units, threads);
+    OK(weft__drv_context_create(d->platforms[0]->devices[0], &d->ctx));
+    d->mod = module_load(d->ctx);
+    OK(weft__drv_kernel_get(d->mod, "cell", &d->cell));
+    OK(weft__drv_kernel_get(d->mod, "meet", &d->meet));
+}
+
+static void threads_close(threads_device *d)
+{
+    OK(weft__drv_module_destroy(d->mod));
+    OK(weft__drv_context_destroy(d->ctx));
+    weft__driver_host.platforms_close(d->platforms, d->nplatforms);
+}
+
+/* A node that writes cells: cell's arguments, or (groups 0) c[dst] = 0. */
+typedef struct cell_op {
+    uint32_t dst, a, b, groups;
+} cell_op;
+
+/*
+ * Cells (u32, zero at first) of a device, the nodes of a capture that
+ * write them, and what they hold after each launch by the model. A cell
+ * is read only by nodes that wait for its last writer, and written by no
+ * node after one that reads it.
+ */
+typedef struct cells {
+    weft__queue *q; /* the capture's, and reads the cells back */
+    weft__kernel *k;
+    weft__mem *m;
+    uint32_t n, cap;  /* cells the capture writes; room */
+    uint32_t *writer; /* per cell: the last node that writes it */
+    cell_op *ops;     /* capture order; room for 2 * cap */
+    size_t nops;
+    uint32_t *want, *got;
+} cells;
+
+static void cells_init(cells *c, const threads_device *d, uint32_t cap)
+{
+    memset(c, 0, sizeof *c);
+    c->k = d->cell;
+    c->cap = cap;
+    OK(weft__drv_queue_create(d->ctx, NULL, &c->q));
+    OK(weft__drv_mem_alloc(d->ctx, (size_t)cap * 4, &c->m));
+    assert_non_null(c->writer = calloc(cap, sizeof *c->writer));
+    assert_non_null(c->ops = calloc(2 * (size_t)cap, sizeof *c->ops));
+    assert_non_null(c->want = calloc(cap, sizeof *c->want));
+    assert_non_null(c->got = calloc(cap, sizeof *c->got));
+    OK(weft__drv_copy_h2d(c->q, c->m, 0, c->want, (size_t)cap * 4));
+    OK(weft__drv_queue_sync(c->q));
+}
+
+static void cells_fini(cells *c)
+{
+    OK(weft__drv_mem_free(c->m));
+    OK(weft__drv_queue_destroy(c->q));
+    free(c->writer);
+    free(c->ops);
+    free(c->want);
+    free(c->got);
+}
+
+/* q's next node (in a capture) waits for after[0..nafter) only; nafter <
+ * 0: for q's nodes before it, in queue order. */
+static void node_after(weft__queue *q, const uint32_t *after, int nafter)
+{
+    if (nafter >= 0)
+        OK(weft__drv_graph_order(q, after, (unsigned)nafter));
+}
+
+static uint32_t node_last(weft__queue *q)
+{
+    uint32_t node = UINT32_MAX;
+
+    OK(weft__drv_graph_node_last(q, &node));
+    return node;
+}
+
+/*
+ * A cell kernel of groups groups on q (in c's capture) after those nodes
+ * (node_after): it adds into dst.. (NO_CELL: new cells) what k_cell says.
+ * Returns dst. (after may point into c->writer.)
+ */
+static uint32_t cell_add(cells *c, weft__queue *q, const uint32_t *after,
+                         int nafter, uint32_t dst, uint32_t a, uint32_t b,
+                         uint32_t groups)
+{
+    weft__grid grid = grid1(groups, 1);
+    weft__karg args[4];
+    uint32_t node;
+
+    if (dst == NO_CELL) {
+        assert_true(c->n + groups <= c->cap);
+        dst = c->n;
+        c->n += groups;
+    }
+    args[0] = arg_buf(c->m, 0);
+    args[1] = arg_val(WEFT_PARAM_U32, &dst, 4);
+    args[2] = arg_val(WEFT_PARAM_U32, &a, 4);
+    args[3] = arg_val(WEFT_PARAM_U32, &b, 4);
+    node_after(q, after, nafter);
+    OK(weft__drv_launch(q, c->k, &grid, args, 4));
+    node = node_last(q);
+    for (uint32_t i = 0; i < groups; i++)
+        c->writer[dst + i] = node;
+    assert_true(c->nops < 2 * (size_t)c->cap);
+    c->ops[c->nops++] = (cell_op){dst, a, b, groups};
+    return dst;
+}
+
+/* A fill of a new cell with 0 on c's queue, after those nodes. */
+static uint32_t cell_zero(cells *c, const uint32_t *after, int nafter)
+{
+    uint32_t zero = 0, dst = c->n++;
+
+    assert_true(c->n <= c->cap && c->nops < 2 * (size_t)c->cap);
+    node_after(c->q, after, nafter);
+    OK(weft__drv_fill(c->q, c->m, (size_t)dst * 4, &zero, 4, 4));
+    c->writer[dst] = node_last(c->q);
+    c->ops[c->nops++] = (cell_op){dst, NO_CELL, NO_CELL, 0};
+    return dst;
+}
+
+/* After a launch has finished: the model runs it, and every cell holds
+ * what it says. */
+static void cells_check(cells *c)
+{
+    for (size_t i = 0; i < c->nops; i++) {
+        const cell_op *o = &c->ops[i];
+
+        if (!o->groups)
+            c->want[o->dst] = 0;
+        for (uint32_t g = 0; g < o->groups; g++)
+            c->want[o->dst + g] += (o->a == NO_CELL ? 1 : c->want[o->a]) +
+                                   (o->b == NO_CELL ? 0 : c->want[o->b]);
+    }
+    OK(weft__drv_copy_d2h(c->q, c->got, c->m, 0, (size_t)c->cap * 4));
+    OK(weft__drv_queue_sync(c->q));
+    for (uint32_t i = 0; i < c->cap; i++)
+        if (c->got[i] != c->want[i])
+            fail_msg("cell %u of %u holds %u, not %u", i, c->n, c->got[i],
+                     c->want[i]);
+}
+
+/*
+ * nroots kernels of one group that wait for nothing on c's queue (in its
+ * capture); after every 7th a chain of two, and every 11th joined with
+ * the one before it by a node that reads both.
+ */
+static void roots_capture(cells *c, uint32_t nroots)
+{
+    uint32_t prev = NO_CELL;
+
+    for (uint32_t i = 0; i < nroots; i++) {
+        uint32_t r = cell_add(c, c->q, NULL, 0, NO_CELL, NO_CELL, NO_CELL, 1);
+
+        if (i % 7 == 3) {
+            uint32_t x =
+                cell_add(c, c->q, &c->writer[r], 1, NO_CELL, r, NO_CELL, 1);
+
+            cell_add(c, c->q, &c->writer[x], 1, NO_CELL, x, NO_CELL, 1);
+        }
+        if (i % 11 == 5) {
+            uint32_t after[2] = {c->writer[r], c->writer[prev]};
+
+            cell_add(c, c->q, after, 2, NO_CELL, r, prev, 1);
+        }
+        prev = r;
+    }
+}
+
+/* A graph of roots_capture's, old (if any) updated in place. */
+static void *roots_graph(cells *c, uint32_t nroots, void *old)
+{
+    void *g = NULL;
+    int updated = -1;
+
+    c->n = 0;
+    c->nops = 0;
+    OK(weft__driver_host.graph_begin(c->q));
+    roots_capture(c, nroots);
+    OK(weft__driver_host.graph_end(c->q, old, &g, &updated));
+    assert_non_null(g);
+    assert_int_equal(updated, old != NULL);
+    return g;
+}
+
+/*
+ * Every root runs once per launch, and every chain and join after one
+ * sees its writes: on 1, 2 and 5 threads, with roots past the job's
+ * largest chunk (and not a multiple of it), just past the threads, at or
+ * below them (the runner hands them out) and a few more, one graph
+ * updated in place from each to the next and launched three times.
+ */
+static void graph_roots_job_runs_every_root_once(void **state)
+{
+    static const struct {
+        unsigned threads;
+        uint32_t nroots[4]; /* the largest first */
+    } runs[] = {
+        {1, {301, 2, 1, 40}},
+        {2, {3001, 3, 2, 700}},
+        {5, {1001, 6, 4, 5}},
+    };
+
+    (void)state;
+    for (size_t r = 0; r < WEFT__COUNTOF(runs); r++) {
+        threads_device d;
+        cells c;
+        void *g = NULL;
+
+        threads_open(&d, runs[r].threads);
+        cells_init(&c, &d, 2 * runs[r].nroots[0]);
+        for (int s = 0; s < 4; s++) {
+            g = roots_graph(&c, runs[r].nroots[s], g);
+            for (int l = 0; l < 3; l++) {
+                OK(weft__driver_host.graph_launch(g, c.q));
+                OK(weft__drv_queue_sync(c.q));
+                cells_check(&c);
+            }
+        }
+        weft__driver_host.graph_destroy(g);
+        cells_fini(&c);
+        threads_close(&d);
+    }
+}
+
+static void host_count(void *user)
+{
+    ++*(unsigned *)user;
+}
+
+/*
+ * One launch that starts nodes both ways: many roots of one group (the
+ * roots job) beside roots that the runner starts (a fill, a host
+ * function, a kernel of five groups, and a second queue's first kernel,
+ * joined back by events), with successors of every kind made ready by
+ * either: a kernel after the fill, a copy to the host after a root, a
+ * kernel of three groups after two roots, a kernel after the host
+ * function, one after a root and the second queue's chain.
+ */
+static void graph_roots_job_beside_the_runners_nodes(void **state)
+{
+    static const unsigned threads[] = {2, 3};
+
+    (void)state;
+    for (size_t t = 0; t < WEFT__COUNTOF(threads); t++) {
+        threads_device d;
+        cells c;
+        weft__queue *q1;
+        weft__event *fork, *join;
+        unsigned hosted = 0;
+        uint32_t seen0 = UINT32_MAX, f, x, y, h;
+        void *g = NULL;
+
+        threads_open(&d, threads[t]);
+        cells_init(&c, &d, 1024);
+        OK(weft__drv_queue_create(d.ctx, NULL, &q1));
+        OK(weft__drv_event_create(d.ctx, 0, &fork));
+        OK(weft__drv_event_create(d.ctx, 0, &join));
+
+        OK(weft__driver_host.graph_begin(c.q));
+        OK(weft__drv_event_record(fork, c.q)); /* before any node */
+        OK(weft__drv_queue_wait_event(q1, fork));
+        roots_capture(&c, 400);
+        f = cell_zero(&c, NULL, 0);
+        cell_add(&c, c.q, &c.writer[f], 1, f, NO_CELL, NO_CELL, 1);
+        cell_add(&c, c.q, &c.writer[f], 1, NO_CELL, f, NO_CELL, 1);
+        cell_add(&c, c.q, NULL, 0, NO_CELL, NO_CELL, NO_CELL, 5);
+        node_after(c.q, NULL, 0);
+        OK(weft__drv_host_fn(c.q, host_count, &hosted));
+        h = node_last(c.q);
+        cell_add(&c, c.q, &h, 1, NO_CELL, NO_CELL, NO_CELL, 1);
+        node_after(c.q, &c.writer[0], 1); /* cell 0: the first root's */
+        OK(weft__drv_copy_d2h(c.q, &seen0, c.m, 0, 4));
+        {
+            uint32_t after[2] = {c.writer[10], c.writer[11]};
+
+            cell_add(&c, c.q, after, 2, NO_CELL, 10, 11, 3);
+        }
+        x = cell_add(&c, q1, NULL, -1, NO_CELL, NO_CELL, NO_CELL, 1);
+        y = cell_add(&c, q1, NULL, -1, NO_CELL, x, NO_CELL, 1);
+        OK(weft__drv_event_record(join, q1));
+        OK(weft__drv_queue_wait_event(c.q, join));
+        cell_add(&c, c.q, &c.writer[20], 1, NO_CELL, 20, y, 1);
+        OK(weft__driver_host.graph_end(c.q, NULL, &g, NULL));
+
+        for (unsigned l = 1; l <= 4; l++) {
+            OK(weft__driver_host.graph_launch(g, c.q));
+            OK(weft__drv_queue_sync(c.q));
+            cells_check(&c);
+            assert_int_equal(hosted, l);
+            assert_int_equal(seen0, c.want[0]);
+        }
+        weft__driver_host.graph_destroy(g);
+        OK(weft__drv_event_destroy(fork));
+        OK(weft__drv_event_destroy(join));
+        OK(weft__drv_queue_destroy(q1));
+        cells_fini(&c);
+        threads_close(&d);
+    }
+}
+
+/*
+ * The roots share the device's threads: with as many meeting kernels
+ * among them as threads, each of which waits for all, a launch ends only
+ * if every thread runs one at once; so both where the runner hands the
+ * roots out (no more than threads) and in the roots job (one or a few
+ * more: a chunk of one, so that no thread claims two meetings at once).
+ */
+static void graph_roots_job_runs_on_every_thread(void **state)
+{
+    static const unsigned threads[] = {2, 3};
+    static const unsigned extra[] = {0, 1, 7};
+
+    (void)state;
+    for (size_t t = 0; t < WEFT__COUNTOF(threads); t++) {
+        unsigned n = threads[t];
+        meeting m = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, n,
+                     0};
+        uint64_t address = (uint64_t)(uintptr_t)&m;
+        weft__karg arg = arg_val(WEFT_PARAM_U64, &address, sizeof address);
+        weft__grid one = grid1(1, 1);
+        threads_device d;
+        cells c;
+        void *g = NULL;
+
+        threads_open(&d, n);
+        cells_init(&c, &d, 16);
+        for (size_t e = 0; e < WEFT__COUNTOF(extra); e++) {
+            c.n = 0;
+            c.nops = 0;
+            OK(weft__driver_host.graph_begin(c.q));
+            for (unsigned i = 0; i < n; i++) {
+                node_after(c.q, NULL, 0);
+                OK(weft__drv_launch(c.q, d.meet, &one, &arg, 1));
+            }
+            for (unsigned i = 0; i < extra[e]; i++)
+                cell_add(&c, c.q, NULL, 0, NO_CELL, NO_CELL, NO_CELL, 1);
+            OK(weft__driver_host.graph_end(c.q, g, &g, NULL));
+            for (int l = 0; l < 3; l++) {
+                pthread_mutex_lock(&m.lock);
+                m.arrived = 0;
+                pthread_mutex_unlock(&m.lock);
+                OK(weft__driver_host.graph_launch(g, c.q));
+                OK(weft__drv_queue_sync(c.q));
+                pthread_mutex_lock(&m.lock);
+                assert_int_equal(m.arrived, n);
+                assert_int_equal(m.late, 0);
+                pthread_mutex_unlock(&m.lock);
+                cells_check(&c);
+            }
+        }
+        weft__driver_host.graph_destroy(g);
+        cells_fini(&c);
+        threads_close(&d);
+        pthread_cond_destroy(&m.cond);
+        pthread_mutex_destroy(&m.lock);
+    }
+}
+
+/* A native call that counts its runs, notes another's count, may fail. */
+typedef struct native_cell {
+    unsigned count;
+    int fail;             /* returned, with a detail set, where non-zero */
+    const unsigned *seen; /* another's count, read into saw */
+    unsigned saw;
+} native_cell;
+
+static int native_cell_fn(const weft__native_queue *nq, void *user)
+{
+    native_cell *nc = user;
+
+    (void)nq;
+    if (nc->seen)
+        nc->saw = *nc->seen;
+    nc->count++;
+    if (nc->fail)
+        return weft__error(nc->fail, "native root failed on purpose");
+    return 0;
+}
+
+/*
+ * Native calls are jobs of one group too: 200 of them as roots, every
+ * fifth with a native successor that reads its count, kernels of one
+ * group beside them. Where a root fails (one; two at once; one and its
+ * successor), the launching queue's next sync fails once with its
+ * detail, and every other node ran all the same; the next launch with
+ * none failing syncs clean. The graph is launched on a queue other than
+ * the one it was captured on, which never sees the failure.
+ */
+static void graph_roots_job_failure_is_the_launching_queues(void **state)
+{
+    enum { NROOTS = 200 };
+    native_cell *nc = calloc(2 * NROOTS, sizeof *nc);
+    size_t root[NROOTS], nn = 0;
+    threads_device d;
+    cells c;
+    weft__queue *ql;
+    void *g = NULL;
+
+    (void)state;
+    assert_non_null(nc);
+    threads_open(&d, 2);
+    cells_init(&c, &d, 64);
+    OK(weft__drv_queue_create(d.ctx, NULL, &ql));
+    OK(weft__driver_host.graph_begin(c.q));
+    for (size_t i = 0; i < NROOTS; i++) {
+        root[i] = nn++;
+        node_after(c.q, NULL, 0);
+        OK(weft__drv_native_enqueue(c.q, native_cell_fn, &nc[root[i]]));
+        if (i % 5 == 2) {
+            uint32_t node = node_last(c.q);
+
+            nc[nn].seen = &nc[root[i]].count;
+            node_after(c.q, &node, 1);
+            OK(weft__drv_native_enqueue(c.q, native_cell_fn, &nc[nn++]));
+        }
+        if (i % 4 == 0)
+            cell_add(&c, c.q, NULL, 0, NO_CELL, NO_CELL, NO_CELL, 1);
+    }
+    OK(weft__driver_host.graph_end(c.q, NULL, &g, NULL));
+
+    for (unsigned l = 1; l <= 6; l++) {
+        /* Odd launches fail. (root[7] has a successor: 7 % 5 == 2.) */
+        static const int code[] = {WEFT_EIO, WEFT_EINVAL, WEFT_ENOMEM};
+        int fail = l % 2 ? code[l / 2] : 0;
+
+        if (l == 1)
+            nc[root[50]].fail = fail;
+        if (l == 3)
+            nc[root[0]].fail = nc[root[NROOTS - 1]].fail = fail;
+        if (l == 5)
+            nc[root[7]].fail = nc[root[7] + 1].fail = fail;
+        OK(weft__driver_host.graph_launch(g, ql));
+        assert_int_equal(weft__drv_queue_sync(ql), fail);
+        if (fail)
+            assert_non_null(strstr(weft_last_error(), "on purpose"));
+        OK(weft__drv_queue_sync(ql)); /* reported once */
+        OK(weft__drv_queue_sync(c.q));
+        for (size_t i = 0; i < nn; i++) {
+            assert_int_equal(nc[i].count, l);
+            if (nc[i].seen)
+                assert_int_equal(nc[i].saw, l);
+            nc[i].fail = 0;
+        }
+        cells_check(&c);
+    }
+    weft__driver_host.graph_destroy(g);
+    OK(weft__drv_queue_destroy(ql));
+    cells_fini(&c);
+    threads_close(&d);
+    free(nc);
+}
+
+/*
+ * Two graphs of many roots launched at once on two queues of one device
+ * (each relaunched as soon as its last launch is checked): a runner that
+ * waits may work on the other graph's roots job, and each launch still
+ * ends only once its own nodes have run.
+ */
+static void graph_roots_jobs_of_two_graphs_at_once(void **state)
+{
+    threads_device d;
+    cells a, b;
+    void *ga, *gb;
+
+    (void)state;
+    threads_open(&d, 2);
+    cells_init(&a, &d, 2400);
+    cells_init(&b, &d, 3000);
+    ga = roots_graph(&a, 1200, NULL);
+    gb = roots_graph(&b, 1500, NULL);
+    OK(weft__driver_host.graph_launch(ga, a.q));
+    OK(weft__driver_host.graph_launch(gb, b.q));
+    for (int l = 0; l < 8; l++) {
+        OK(weft__drv_queue_sync(a.q));
+        cells_check(&a);
+        OK(weft__driver_host.graph_launch(ga, a.q));
+        OK(weft__drv_queue_sync(b.q));
+        cells_check(&b);
+        OK(weft__driver_host.graph_launch(gb, b.q));
+    }
+    OK(weft__drv_queue_sync(a.q));
+    cells_check(&a);
+    OK(weft__drv_queue_sync(b.q));
+    cells_check(&b);
+    weft__driver_host.graph_destroy(ga);
+    weft__driver_host.graph_destroy(gb);
+    cells_fini(&a);
+    cells_fini(&b);
+    threads_close(&d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -2126,6 +2713,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(graph_every_failure_is_clean),
         cmocka_unit_test(native_calls_run_on_runners_in_order),
         cmocka_unit_test(graph_runs_native_calls_side_by_side),
+        cmocka_unit_test(graph_roots_job_runs_every_root_once),
+        cmocka_unit_test(graph_roots_job_beside_the_runners_nodes),
+        cmocka_unit_test(graph_roots_job_runs_on_every_thread),
+        cmocka_unit_test(graph_roots_job_failure_is_the_launching_queues),
+        cmocka_unit_test(graph_roots_jobs_of_two_graphs_at_once),
     };
     return wt_run_group_name(argc, argv, "host driver", tests, setup, teardown);
 }
