@@ -65,8 +65,16 @@ const weft__submit *weft__plan_native_begin(weft__plan *p, int allow)
 
 const weft__submit *weft__plan_native_capture(weft__plan *p)
 {
+    size_t launches = 0, args = 0;
+
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->nodes[i].kind == WEFT__NODE_KERNEL) {
+            launches++;
+            args += p->nodes[i].u.kernel.nargs;
+        }
     p->tape_now = p->tape_ok && !p->timed;
-    p->sub = p->tape_now ? weft__tape_capture_begin(&p->tape) : NULL;
+    p->sub =
+        p->tape_now ? weft__tape_capture_begin(&p->tape, launches, args) : NULL;
     p->tape_now = p->sub != NULL;
     return p->sub;
 }

@@ -73,7 +73,8 @@ const weft__submit *weft__tape_begin(weft__tape *t)
     return &t->submit;
 }
 
-const weft__submit *weft__tape_capture_begin(weft__tape *t)
+const weft__submit *weft__tape_capture_begin(weft__tape *t, size_t launches,
+                                             size_t args)
 {
     if (t->broken)
         return NULL;
@@ -82,6 +83,12 @@ const weft__submit *weft__tape_capture_begin(weft__tape *t)
     t->matched = 0;
     weft__tape_drop_graph(t);
     weft__tape_clear(t);
+    /* A launch is one op; the records and waits between lanes, a few more
+     * (+ 1: weft__tape_append grows to one past what it stores). */
+    if (weft__grow(&t->ops, &t->cap, launches + launches / 8 + 16,
+                   sizeof *t->ops) < 0 ||
+        weft__grow(&t->args, &t->cap_args, args + 1, sizeof *t->args) < 0)
+        weft_clear_error();
     t->mode = WEFT__TAPE_CAPTURE_MODE;
     t->submit = weft__tape_submit;
     t->submit.self = t;

@@ -239,9 +239,13 @@ int weft__tape_joins_devices(const weft__driver *drv);
 const weft__submit *weft__tape_begin(weft__tape *t);
 /*
  * Start an issue in CAPTURE mode (anew, the old graphs dropped): its
- * submission, or NULL where the tape is off.
+ * submission, or NULL where the tape is off. launches and args, where
+ * known, are the issue's kernel launches and their arguments: room for
+ * them is made at once (a failure to is no error: the tape grows as it
+ * goes), so that the tape does not copy itself as it doubles.
  */
-const weft__submit *weft__tape_capture_begin(weft__tape *t);
+const weft__submit *weft__tape_capture_begin(weft__tape *t, size_t launches,
+                                             size_t args);
 /*
  * End the issue of a launch (its submission passes everything through
  * from now on): run the graph, or flush, or build the graph from a fit
