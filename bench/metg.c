@@ -34,7 +34,8 @@
  * runtime's parallelism, which other work on the machine does not lower).
  * With --latency every sweep point records them, and each point's note
  * adds, per variant, the hand-off latency (a task's start less the end of
- * its last input's task, over the tasks of steps 1 on: the median, the
+ * the last task it must follow, its inputs' writers and its old cell's
+ * readers, over the tasks of steps 1 on: the median, the
  * 90th and 99th percentiles and the mean) and the mean task time, against the
  * kernel's time on one plain thread: whether a launch's loss is the runtime's
  * hand-offs or tasks that ran slower than alone (other work, shared caches).
@@ -700,8 +701,10 @@ static int cmp_i64(const void *a, const void *b)
 
 /*
  * With probe: over the tasks of steps 1 on, the time from the end of the
- * last of a task's inputs' tasks to its start (the hand-off: what the
- * runtime took to see it ready and start it), its median, 90th and 99th
+ * last task it must follow (its inputs' writers, and the readers of the
+ * cell it overwrites, whose order the ring makes as real as the inputs')
+ * to its start (the hand-off: what the runtime took to see it ready and
+ * start it), its median, 90th and 99th
  * percentiles and mean, and the mean task time, into s (us).
  */
 static void tasks_latency(span *s)
@@ -730,6 +733,21 @@ static void tasks_latency(span *s)
                 uint64_t e = cur.marks[(size_t)(t - 1) * w + tk->deps[d]].ended;
 
                 ready = e > ready ? e : ready;
+            }
+            /* The readers of the cell it overwrites, a ring's turn ago. */
+            if (p->kind != TRIVIAL && t + 1 >= p->depth) {
+                uint32_t r = t + 1 - p->depth;
+
+                for (uint32_t j = 0; j < w; j++) {
+                    const task *rd = &p->tasks[(size_t)r * w + j];
+                    uint64_t e = cur.marks[(size_t)r * w + j].ended;
+
+                    for (uint32_t d = 0; d < rd->ndeps; d++)
+                        if (rd->deps[d] == i) {
+                            ready = e > ready ? e : ready;
+                            break;
+                        }
+                }
             }
             lat[n] = (int64_t)(cur.marks[(size_t)t * w + i].started - ready);
             sum += (double)lat[n++];
