@@ -1513,6 +1513,38 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
  * machine was busier than during that launch. */
 static int above_peak;
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/*
+ * Variant v's efficiency over the static threads' at the same task size,
+ * the median over the sizes of 1 ms and up (or the largest alone): how
+ * near the runtime comes to the pattern's own bound at large tasks, each
+ * size's two launches a few seconds apart at most.
+ */
+static double over_static(const sweep *sw, point pts[][MAXPOINTS],
+                          pattern_kind kind, variant v)
+{
+    double r[MAXPOINTS];
+    int n = 0;
+
+    for (int k = 0; k < sw->npts[kind]; k++)
+        if ((k == 0 || sw->pts[kind][k].g_us >= 1000 * 0.999) &&
+            pts[V_THREADS][k].eff > 0)
+            r[n++] = pts[v][k].eff / pts[V_THREADS][k].eff;
+    if (!n)
+        return 0;
+    qsort(r, (size_t)n, sizeof *r, cmp_double);
+    return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
+/* The note on "X / static threads" is said once. */
+static int said_static;
+
 /* One pattern's sweep as notes, then its figures, against the peak. */
 static void report_pattern(const sweep *sw, pattern_kind kind)
 {
@@ -1586,6 +1618,19 @@ static void report_pattern(const sweep *sw, pattern_kind kind)
         snprintf(name, sizeof name, "in flight %s %s @%s", pattern_names[kind],
                  variant_names[v], at);
         bench_figure(name, sw->pts[kind][0].best[v].in_flight, "tasks");
+        if (v != V_THREADS && sw->variants & 1 << V_THREADS &&
+            kind != TRIVIAL) {
+            double r = over_static(sw, pts, kind, (variant)v);
+
+            snprintf(name, sizeof name, "%s %s / static threads",
+                     pattern_names[kind], variant_names[v]);
+            if (!said_static++)
+                bench_note("X / static threads: the median, over the task "
+                           "sizes of 1 ms and up (or the largest alone), of "
+                           "X's efficiency over the static threads' at the "
+                           "same size");
+            bench_figure(name, r, "x");
+        }
     }
 }
 

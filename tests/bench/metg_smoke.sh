@@ -60,6 +60,8 @@ for p in trivial stencil nearest random; do
     done
     unset IFS
 done
+grep -q '^stencil weft relaunch / static threads: [0-9.]* x$' "$out" ||
+    fail "no stencil weft relaunch / static threads"
 "$metg" --quick --patterns stencil --variants relaunch --json >"$out" \
     2>"$out.err" || fail "metg --json failed"
 head -c 16 "$out" | grep -q '^{"bench": "metg"' || fail "not JSON"
