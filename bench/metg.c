@@ -77,9 +77,10 @@
  *   threads   no runtime: one plain thread per point runs its tasks step
  *             after step, spinning on flags until its inputs' writers and
  *             its old cell's readers are done (a static schedule with
- *             hand-offs of one cache line): the pattern's own bound on this
- *             machine at this width, against which a runtime's loss at
- *             large tasks is its own or the machine's.
+ *             hand-offs of one cache line): a reference for the pattern
+ *             on this machine at this width with no runtime, against which
+ *             a runtime's loss at large tasks is its own or the machine's
+ *             (not a bound: it cannot move work off a slow core).
  * The steps of a launch are cut at large granularities so that a launch
  * holds about 0.1 s of work (at least 10 steps).
  *
@@ -183,6 +184,9 @@ typedef struct pattern {
     uint32_t width, steps; /* steps: the most any launch runs */
     uint32_t depth;        /* ring slots: 2, or steps for trivial */
     task *tasks;           /* [steps][width] */
+    /* The readers of cell (t, i): the points of step t + 1 whose inputs
+     * hold i, readers[rd_first[t * width + i] .. rd_first[... + 1]). */
+    uint32_t *rd_first, *readers;
 } pattern;
 
 static uint64_t mix(uint64_t x)
@@ -191,6 +195,44 @@ static uint64_t mix(uint64_t x)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
     return x ^ (x >> 31);
+}
+
+/* p's readers from its tasks' inputs (counted, then placed). */
+static void pattern_readers(pattern *p)
+{
+    size_t cells = (size_t)p->steps * p->width, all = 0;
+    uint32_t w = p->width;
+
+    for (size_t k = 0; k < cells; k++)
+        all += p->tasks[k].ndeps;
+    p->rd_first = calloc(cells + 1, sizeof *p->rd_first);
+    p->readers = malloc((all ? all : 1) * sizeof *p->readers);
+    if (!p->rd_first || !p->readers)
+        bench_die("out of memory");
+    for (uint32_t t = 1; t < p->steps; t++)
+        for (uint32_t i = 0; i < w; i++) {
+            const task *tk = &p->tasks[(size_t)t * w + i];
+
+            for (uint32_t d = 0; d < tk->ndeps; d++)
+                p->rd_first[(size_t)(t - 1) * w + tk->deps[d] + 1]++;
+        }
+    for (size_t k = 0; k < cells; k++)
+        p->rd_first[k + 1] += p->rd_first[k];
+    for (uint32_t t = 1; t < p->steps; t++)
+        for (uint32_t i = 0; i < w; i++) {
+            const task *tk = &p->tasks[(size_t)t * w + i];
+
+            for (uint32_t d = 0; d < tk->ndeps; d++) {
+                size_t c = (size_t)(t - 1) * w + tk->deps[d];
+
+                /* placed in increasing i: rd_first[c] counts up to
+                 * rd_first[c + 1], then is set back below */
+                p->readers[p->rd_first[c]++] = i;
+            }
+        }
+    for (size_t k = cells; k > 0; k--)
+        p->rd_first[k] = p->rd_first[k - 1];
+    p->rd_first[0] = 0;
 }
 
 static void pattern_make(pattern *p, pattern_kind kind, uint32_t width,
@@ -238,6 +280,7 @@ static void pattern_make(pattern *p, pattern_kind kind, uint32_t width,
                     tk->deps[tk->ndeps++] = d;
             }
         }
+    pattern_readers(p);
 }
 
 /* ---- what a launch must produce ---------------------------------------- */
@@ -261,6 +304,7 @@ static struct launch_state {
      * task cost nothing, or every size with --latency), each task's start
      * and end go to its mark. */
     int probe;
+    int own_order; /* a point's tasks run in order (the static threads) */
     int corrupt_step;
 } cur = {.corrupt_step = -1};
 
@@ -444,6 +488,8 @@ static void launch_check(const unsigned char *cells)
  * many threads as cores, the main thread may get its core back only after
  * the others have run for a while.)
  */
+static double cpu_now(void);
+
 typedef struct gate {
     _Alignas(64) unsigned in;
     _Alignas(64) int go;
@@ -456,13 +502,18 @@ static void gate_wait(gate *g)
         sched_yield();
 }
 
-/* Once n threads are in: the clock, then go. */
-static uint64_t gate_open(gate *g, unsigned n)
+/*
+ * Once n threads are in: the clock (and with cpu, the process's CPU time,
+ * so that the threads' wait to start is not counted), then go.
+ */
+static uint64_t gate_open(gate *g, unsigned n, double *cpu)
 {
     uint64_t t0;
 
     while (__atomic_load_n(&g->in, __ATOMIC_ACQUIRE) < n)
         sched_yield();
+    if (cpu)
+        *cpu = cpu_now();
     t0 = bench_now_ns();
     __atomic_store_n(&g->go, 1, __ATOMIC_RELEASE);
     return t0;
@@ -504,9 +555,10 @@ static double peak_measure(unsigned cores, long iters, int reps)
             if (pthread_create(&pt[c].thread, NULL, peak_main, &pt[c]))
                 bench_die("pthread_create failed");
         }
-        t0 = gate_open(&start, cores);
+        t0 = gate_open(&start, cores, NULL);
         for (unsigned c = 0; c < cores; c++)
-            pthread_join(pt[c].thread, NULL);
+            if (pthread_join(pt[c].thread, NULL))
+                bench_die("pthread_join failed");
         rate = (double)cores * (double)iters * flops_per_iter /
                ((double)(bench_now_ns() - t0) / 1e9);
         for (unsigned c = 0; c < cores; c++)
@@ -734,20 +786,25 @@ static void tasks_latency(span *s)
 
                 ready = e > ready ? e : ready;
             }
-            /* The readers of the cell it overwrites, a ring's turn ago. */
-            if (p->kind != TRIVIAL && t + 1 >= p->depth) {
-                uint32_t r = t + 1 - p->depth;
+            /* The cell it overwrites, a ring's turn ago: its writer and
+             * its readers. */
+            if (p->kind != TRIVIAL && t >= p->depth) {
+                size_t c = (size_t)(t - p->depth) * w + i;
+                uint64_t e = cur.marks[c].ended;
 
-                for (uint32_t j = 0; j < w; j++) {
-                    const task *rd = &p->tasks[(size_t)r * w + j];
-                    uint64_t e = cur.marks[(size_t)r * w + j].ended;
-
-                    for (uint32_t d = 0; d < rd->ndeps; d++)
-                        if (rd->deps[d] == i) {
-                            ready = e > ready ? e : ready;
-                            break;
-                        }
+                ready = e > ready ? e : ready;
+                for (uint32_t k = p->rd_first[c]; k < p->rd_first[c + 1]; k++) {
+                    e = cur.marks[(size_t)(t - p->depth + 1) * w +
+                                  p->readers[k]]
+                            .ended;
+                    ready = e > ready ? e : ready;
                 }
+            }
+            /* The static threads run a point's tasks in order. */
+            if (cur.own_order) {
+                uint64_t e = cur.marks[(size_t)(t - 1) * w + i].ended;
+
+                ready = e > ready ? e : ready;
             }
             lat[n] = (int64_t)(cur.marks[(size_t)t * w + i].started - ready);
             sum += (double)lat[n++];
@@ -858,14 +915,15 @@ static void weft_kernels(weft_side *ws, weft_graph *g, int reps, span *again)
 /* ---- static threads ---------------------------------------------------- */
 
 /*
- * The pattern's own bound on this machine, no runtime: one plain thread
+ * The pattern on this machine with no runtime: one plain thread
  * per point runs that point's tasks step after step, each once its inputs'
  * writers and its old cell's readers (the ring's earlier step) have raised
  * their flags; it spins on them (then yields, where points outnumber
  * cores). A static schedule with hand-offs of one cache line: what a
  * pattern of this width reaches when every task starts the moment its
  * inputs are done, with no runtime in between, while the machine's other
- * work delays some of them.
+ * work delays some of them. A reference, not a bound: a runtime that moves
+ * work off a slow core can do better (trivial's tasks, for one).
  */
 static unsigned char *thr_ring;   /* depth x width x STRIDE */
 static struct thr_flag *thr_done; /* [width]: steps of the point done */
@@ -909,18 +967,11 @@ static void *thr_main(void *arg)
             in[d] = thr_cell(p, t - 1, tk->deps[d]);
         }
         /* The cell this task overwrites was read by step t - depth + 1. */
-        if (p->kind != TRIVIAL && t + 1 >= p->depth) {
-            uint32_t r = t + 1 - p->depth;
+        if (p->kind != TRIVIAL && t >= p->depth) {
+            size_t c = (size_t)(t - p->depth) * w + i;
 
-            for (uint32_t j = 0; j < w; j++) {
-                const task *rd = &p->tasks[(size_t)r * w + j];
-
-                for (uint32_t d = 0; d < rd->ndeps; d++)
-                    if (rd->deps[d] == i) {
-                        thr_wait(j, r + 1);
-                        break;
-                    }
-            }
+            for (uint32_t k = p->rd_first[c]; k < p->rd_first[c + 1]; k++)
+                thr_wait(p->readers[k], t - p->depth + 2);
         }
         task_run(tk, thr_cell(p, t, i), in);
         __atomic_store_n(&thr_done[i].steps, t + 1, __ATOMIC_RELEASE);
@@ -935,6 +986,7 @@ static void thr_run(int reps, span *wall)
 
     if (!th)
         bench_die("out of memory");
+    cur.own_order = 1;
     for (int r = 0; r < reps; r++) {
         span s0 = {0};
 
@@ -945,13 +997,14 @@ static void thr_run(int reps, span *wall)
         for (uint32_t i = 0; i < p->width; i++)
             if (pthread_create(&th[i], NULL, thr_main, (void *)(uintptr_t)i))
                 bench_die("pthread_create failed");
-        s0.cpu = cpu_now();
-        s0.wall = (double)gate_open(&thr_start, p->width) / 1e9;
+        s0.wall = (double)gate_open(&thr_start, p->width, &s0.cpu) / 1e9;
         for (uint32_t i = 0; i < p->width; i++)
-            pthread_join(th[i], NULL);
+            if (pthread_join(th[i], NULL))
+                bench_die("pthread_join failed");
         wall[r] = span_since(s0);
         launch_check(thr_ring);
     }
+    cur.own_order = 0;
     free(th);
 }
 
@@ -1506,6 +1559,8 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     free(cur.expect);
     free(cur.marks);
     free(p.tasks);
+    free(p.rd_first);
+    free(p.readers);
     cur.p = NULL;
 }
 
@@ -1523,7 +1578,7 @@ static int cmp_double(const void *a, const void *b)
 /*
  * Variant v's efficiency over the static threads' at the same task size,
  * the median over the sizes of 1 ms and up (or the largest alone): how
- * near the runtime comes to the pattern's own bound at large tasks, each
+ * near the runtime comes to a schedule with no runtime at large tasks, each
  * size's two launches a few seconds apart at most.
  */
 static double over_static(const sweep *sw, point pts[][MAXPOINTS],

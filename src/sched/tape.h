@@ -242,7 +242,8 @@ const weft__submit *weft__tape_begin(weft__tape *t);
  * submission, or NULL where the tape is off. launches and args, where
  * known, are the issue's kernel launches and their arguments: room for
  * them is made at once (a failure to is no error: the tape grows as it
- * goes), so that the tape does not copy itself as it doubles.
+ * goes), so that its ops and arguments are not copied as they double
+ * (the arguments' by-value bytes still grow as they go).
  */
 const weft__submit *weft__tape_capture_begin(weft__tape *t, size_t launches,
                                              size_t args);
