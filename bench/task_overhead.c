@@ -22,7 +22,10 @@
  * the first launch of the executable graph (weft_exec_launch +
  * weft_exec_wait; a fresh buffer each time, filled on the host before, so
  * the first launch brings its bytes to the device as a program's would),
- * and a relaunch of it; medians of R. A relaunch is a replay of the host
+ * the second launch of that executable graph (where the first moved
+ * bytes, it records its native graph before it replays it: the lookahead,
+ * README "Native graphs"), and a relaunch of it; medians of R. A relaunch
+ * is a replay of the host
  * driver's native graph where weft finds the buffers as the last launch
  * left them (README "Native graphs"; "relaunch replays" counts them), so
  * the same graph is also relaunched with native graphs off
@@ -195,7 +198,8 @@ static void relaunch(weft_exec *e, double *t, const char *what)
 static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
 {
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
-    double inst[MAXREPS], first[MAXREPS], again[MAXREPS], ops[MAXREPS];
+    double inst[MAXREPS], first[MAXREPS], second[MAXREPS], again[MAXREPS],
+        ops[MAXREPS];
     weft_exec_stats st = {.size = sizeof st};
     uint64_t replays0;
     weft_buffer *buf = NULL;
@@ -212,7 +216,7 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
     o.device = weft_runtime_device(rt, 0); /* one device, however many */
     for (int r = 0; r < reps; r++) {
         unsigned long before;
-        uint64_t t0, t1, t2;
+        uint64_t t0, t1, t2, t3;
 
         bench_progress(shape_names[s]);
         if (e) {
@@ -229,8 +233,14 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
         bench_check(weft_exec_wait(e));
         t2 = bench_now_ns();
         expect_calls("a first launch", before);
+        before = calls_now();
+        bench_check(weft_exec_launch(e));
+        bench_check(weft_exec_wait(e));
+        t3 = bench_now_ns();
+        expect_calls("a second launch", before);
         inst[r] = us_per_node(t1 - t0);
         first[r] = us_per_node(t2 - t1);
+        second[r] = us_per_node(t3 - t2);
     }
     bench_check(weft_exec_get_stats(e, &st));
     replays0 = st.native_replays;
@@ -249,12 +259,15 @@ static void measure(weft_runtime *rt, weft_kernel *k, shape s, size_t slice)
     bench_check(weft_buffer_destroy(buf));
 
     double mi = bench_median(inst, reps), mf = bench_median(first, reps);
+    double ms = bench_median(second, reps);
     double mr = bench_median(again, reps), mo = bench_median(ops, reps);
 
     snprintf(name, sizeof name, "%s instantiate", shape_names[s]);
     bench_figure(name, mi, "us/node");
     snprintf(name, sizeof name, "%s first launch", shape_names[s]);
     bench_figure(name, mf, "us/node");
+    snprintf(name, sizeof name, "%s second launch", shape_names[s]);
+    bench_figure(name, ms, "us/node");
     snprintf(name, sizeof name, "%s relaunch", shape_names[s]);
     bench_figure(name, mr, "us/node");
     snprintf(name, sizeof name, "%s relaunch replays", shape_names[s]);

@@ -383,17 +383,19 @@ static int weft__moves_nothing(weft_exec *e, const weft_stats *added)
 }
 
 /*
- * After a launch that could not make the next one a replay (it moved the
- * bytes onto the device, say, which the next will not): where the next
- * launch's issue moves no bytes (weft__moves_nothing), it is made now,
- * recorded into the native graph and not run (tape.h, CAPTURE), so that
- * the next launch replays it. The trackers take that issue as done and
- * end as they are now: it makes no copy, and its writes are this
- * launch's, on the same device, so every byte they touch stays valid
+ * At the start of the launch after one that could not make it a replay
+ * (that one moved the bytes onto the device, say, which this one will
+ * not): where this launch's issue moves no bytes (weft__moves_nothing),
+ * it is made first, recorded into the native graph and not run (tape.h,
+ * CAPTURE), so that the launch replays it. The trackers take that issue
+ * as done and end as they are: it makes no copy, and its writes are on
+ * the devices that hold the bytes, so every byte they touch stays valid
  * there alone. What it would have added to the statistics is what a
- * replay adds; they are not added now. A graph whose next launch did not
- * replay what was recorded ahead (the program wrote the buffers between,
- * say) gets no more lookaheads: each would cost an issue for nothing.
+ * replay adds; they are not added for it. Made here rather than at the
+ * end of the launch before, a graph launched once never pays for it, and
+ * it sees the buffers as the program left them. A lookahead that did not
+ * end in a replay stops them for the graph: each would cost an issue for
+ * nothing.
  */
 static void weft__lookahead(weft_exec *e, const weft_stats *added)
 {
@@ -610,13 +612,11 @@ static int weft__launch_finish(weft_exec *e)
         e->times_valid = 1;
     }
     pthread_mutex_unlock(&e->lock);
-    /* Not timed, no root shared (have_snap), and no replay next yet. */
-    if (!run->first && run->have_snap && !e->steady_ok) {
-        weft__lookahead(e, &run->sink.add);
-        pthread_mutex_lock(&e->lock);
-        e->native_graphs = weft__plan_native_graphs(e->plan);
-        pthread_mutex_unlock(&e->lock);
-    }
+    /* Not timed, no root shared (have_snap), no replay next yet, and no
+     * eviction (which a replay would not make again): the next launch
+     * begins with a lookahead. */
+    e->ahead_want = !run->first && run->have_snap && !e->steady_ok &&
+                    !run->sink.add.evictions;
     return run->first;
 }
 
@@ -833,6 +833,15 @@ static void weft__exec_job(weft__engine_job *job)
         !run->timed && !shared && weft__plan_native_able(e->plan) &&
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
     weft_clear_error();
+    if (run->have_snap && e->ahead_want && !e->steady_ok) {
+        weft_stats none = {0};
+
+        weft__lookahead(e, &none);
+        pthread_mutex_lock(&e->lock);
+        e->native_graphs = weft__plan_native_graphs(e->plan);
+        pthread_mutex_unlock(&e->lock);
+    }
+    e->ahead_want = 0;
     if (run->have_snap && e->steady_ok && e->issue_state &&
         weft__plan_native_matched(e->plan) && weft__snap_is_steady(e)) {
         int rc = weft__replay(e, run->t0, run->msg, sizeof run->msg);
@@ -841,8 +850,8 @@ static void weft__exec_job(weft__engine_job *job)
         weft__launch_done(e, rc, run->msg);
         return;
     }
-    /* The buffers changed since a lookahead (the program wrote them, say):
-     * it was made for nothing, and is not made again. */
+    /* A lookahead that did not end in a replay: it was made for nothing,
+     * and is not made again. */
     e->ahead_missed += (unsigned)e->ahead;
     e->ahead = 0;
     weft__plan_launch_begin(e->plan, 0);

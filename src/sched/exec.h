@@ -190,8 +190,10 @@ struct weft_exec {
     unsigned char *snap, *steady;
     size_t snap_len, snap_cap, steady_len, steady_cap;
     int steady_ok;
-    /* The steady state came from a lookahead (exec.c) not replayed yet;
-     * lookaheads whose launch did not replay (none are made after one). */
+    /* The next launch begins with a lookahead (exec.c); the steady state
+     * came from a lookahead not replayed yet; lookaheads whose launch did
+     * not replay (none are made after one). */
+    int ahead_want;
     int ahead;
     unsigned ahead_missed;
     weft_stats replay_stats; /* what the steady launch added to rt->stats */
