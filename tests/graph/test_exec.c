@@ -768,6 +768,60 @@ static void test_replay_from_second_launch(void **state)
 }
 
 /*
+ * A graph launched once records no native graph it will not run: the
+ * first launch of a chain over x uploads x and issues op by op; the
+ * native graph the second launch replays is recorded at that launch's
+ * start (the lookahead), not at the end of the first. So after one
+ * launch the executable graph holds no driver graph, and after two it
+ * has replayed once. The bytes are checked at the end.
+ */
+static void test_lookahead_at_second_launch(void **state)
+{
+    enum { M = 4096, NK = 4, LAUNCHES = 4 };
+    static uint32_t x0[M], out[M], want[M];
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    int native = weft__tape_supported(wt_device(&devs, 0), 0);
+    weft_exec_stats st = {.size = sizeof st};
+    weft_buffer *x;
+    weft_graph *g;
+    weft_exec *e;
+
+    (void)state;
+    o.device = weft_runtime_device(devs.rt, 0);
+    for (int i = 0; i < M; i++)
+        want[i] = x0[i] = (uint32_t)(5 * i + 2);
+    check(weft_buffer_create(devs.rt, sizeof x0, &x));
+    check(weft_buffer_write(x, 0, x0, sizeof x0));
+    check(weft_graph_create(devs.rt, &g));
+    for (uint32_t k = 0; k < NK; k++) {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(k + 1), weft_arg_i64(M)};
+
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3, NULL));
+    }
+    check(weft_graph_instantiate(g, &o, &e));
+    for (int l = 1; l <= LAUNCHES; l++) {
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        for (int i = 0; i < M; i++)
+            for (uint32_t k = 0; k < NK; k++)
+                want[i] = wt_advance_value(want[i], k + 1);
+        check(weft_exec_get_stats(e, &st));
+        /* One launch: op by op, and no driver graph made for a next one;
+         * from the second on, replays. */
+        assert_int_equal(st.native_launches, native ? l - 1 : 0);
+        assert_int_equal(st.native_replays, native ? l - 1 : 0);
+        assert_true(l == 1 || !native ? st.native_graphs == 0
+                                      : st.native_graphs >= 1);
+    }
+    check(weft_buffer_read(x, 0, out, sizeof out));
+    assert_memory_equal(out, want, sizeof out);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+}
+
+/*
  * Two devices: a kernel on device 0 doubles x into w, then one on device 1
  * doubles y into x. With x on device 0 and y on device 1 before the first
  * launch, that launch moves no bytes, but it leaves x on device 1: the next
@@ -1533,6 +1587,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_relaunch_changes),
         cmocka_unit_test(test_replay_keeps_host_work),
         cmocka_unit_test(test_replay_from_second_launch),
+        cmocka_unit_test(test_lookahead_at_second_launch),
         cmocka_unit_test(test_no_replay_when_reads_moved),
         cmocka_unit_test(test_native_two_devices),
         cmocka_unit_test(test_native_back_and_forth),
