@@ -9,7 +9,8 @@
 #   metg   bench/metg, every pattern and variant (OpenMP beside weft), tasks
 #          from 1 ms down to 1 us, ROUNDS times (default 2);
 #   tasks  bench/task_overhead (10,000 independent empty host tasks:
-#          issue 16's 0.1 us a task; host nearest);
+#          issue 16's 0.1 us a task; host nearest; host-driver kernels'
+#          first and second launch, issue 6's 1.5 us a node);
 #   gpu    bench/launch_overhead and bench/overlap (first launch / steady).
 set -u
 out=$1 stages=${2:-"build cuda metg tasks gpu"}
@@ -37,7 +38,7 @@ if has metg; then
 fi
 if has tasks; then
     timeout 120 $b/bench/task_overhead --reps 9 >"$out/tasks.log" 2>&1
-    grep -E "^host (tasks|nearest) (instantiate|first launch|relaunch)(:| / 0.1)" "$out/tasks.log"
+    grep -E "^host (tasks|nearest) (instantiate|first launch|relaunch)(:| / 0.1)|^(independent|chained) (first|second) launch:" "$out/tasks.log"
 fi
 if has gpu; then
     timeout 120 $b/bench/launch_overhead >"$out/launch.log" 2>&1
