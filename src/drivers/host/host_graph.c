@@ -116,6 +116,7 @@ typedef struct weft__host_graph {
      */
     uint32_t *roots;
     size_t nroots;
+    uint64_t roots_posted; /* over all launches (the runner's; tests) */
     char pad3[64];
     weft__host_job roots_job;
     char pad4[64];
@@ -784,6 +785,11 @@ int weft__host_graph_wait_later(weft__queue *q, weft__event *ev)
     return 0;
 }
 
+uint64_t weft__host_graph_roots_posted(const void *graph)
+{
+    return ((const weft__host_graph *)graph)->roots_posted;
+}
+
 int weft__host_graph_reaches(const void *graph, uint32_t from, uint32_t to)
 {
     const weft__host_graph *g = graph;
@@ -1195,6 +1201,7 @@ static void graph_launch_begin(weft__host_graph *g, const weft__host_pool *pool)
     if (g->nroots) {
         weft__host_job *job = &g->roots_job;
 
+        g->roots_posted += g->nroots;
         memset(job, 0, sizeof *job);
         job->total = g->nroots;
         /* A few at a time where there are many (less contention on the

@@ -419,6 +419,11 @@ int weft__host_graph_wait_external(weft__queue *q, weft__event *ev);
 int weft__host_graph_node_last(weft__queue *q, uint32_t *node);
 int weft__host_graph_order(weft__queue *q, const uint32_t *nodes, unsigned n);
 int weft__host_graph_wait_later(weft__queue *q, weft__event *ev);
+/*
+ * The roots a graph's launches posted as their roots jobs, over all its
+ * launches so far (read once a launch has been synced: tests).
+ */
+uint64_t weft__host_graph_roots_posted(const void *graph);
 int weft__host_graph_reaches(const void *graph, uint32_t from, uint32_t to);
 /*
  * Run a GRAPH op's nodes from op->u.graph.pos, for the owner of the queue

@@ -10,6 +10,7 @@
 #include "wt_test.h"
 
 #include "drivers/driver.h"
+#include "drivers/host/host_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -2398,11 +2399,23 @@ static void graph_roots_job_runs_every_root_once(void **state)
         threads_open(&d, runs[r].threads);
         cells_init(&c, &d, 2 * runs[r].nroots[0]);
         for (int s = 0; s < 4; s++) {
-            g = roots_graph(&c, runs[r].nroots[s], g);
+            uint32_t n = runs[r].nroots[s];
+
+            g = roots_graph(&c, n, g);
             for (int l = 0; l < 3; l++) {
+                uint64_t posted = weft__host_graph_roots_posted(g);
+
                 OK(weft__driver_host.graph_launch(g, c.q));
                 OK(weft__drv_queue_sync(c.q));
                 cells_check(&c);
+                /* The roots job holds every root that waits for nothing
+                 * (all but the few the capture's front made wait) where
+                 * they outnumber the threads, and none where they don't. */
+                posted = weft__host_graph_roots_posted(g) - posted;
+                if (n > runs[r].threads)
+                    assert_true(posted > runs[r].threads && posted <= n);
+                else
+                    assert_int_equal(posted, 0);
             }
         }
         weft__driver_host.graph_destroy(g);
