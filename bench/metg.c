@@ -912,6 +912,16 @@ static void weft_kernels(weft_side *ws, weft_graph *g, int reps, span *again)
     bench_check(weft_exec_destroy(e));
 }
 
+/* ---- the OpenMP and static threads' cells ------------------------------ */
+
+/* The current pattern's cells: depth x width x STRIDE. */
+static unsigned char *ring;
+
+static cell *ring_cell(const pattern *p, uint32_t t, uint32_t i)
+{
+    return (cell *)(ring + ((size_t)(t % p->depth) * p->width + i) * STRIDE);
+}
+
 /* ---- static threads ---------------------------------------------------- */
 
 /*
@@ -925,19 +935,12 @@ static void weft_kernels(weft_side *ws, weft_graph *g, int reps, span *again)
  * work delays some of them. A reference, not a bound: a runtime that moves
  * work off a slow core can do better (trivial's tasks, for one).
  */
-static unsigned char *thr_ring;   /* depth x width x STRIDE */
 static struct thr_flag *thr_done; /* [width]: steps of the point done */
 static gate thr_start;
 
 struct thr_flag {
     _Alignas(64) uint32_t steps;
 };
-
-static cell *thr_cell(const pattern *p, uint32_t t, uint32_t i)
-{
-    return (cell *)(thr_ring +
-                    ((size_t)(t % p->depth) * p->width + i) * STRIDE);
-}
 
 static void thr_wait(uint32_t point, uint32_t steps)
 {
@@ -964,7 +967,7 @@ static void *thr_main(void *arg)
 
         for (uint32_t d = 0; d < tk->ndeps; d++) {
             thr_wait(tk->deps[d], t);
-            in[d] = thr_cell(p, t - 1, tk->deps[d]);
+            in[d] = ring_cell(p, t - 1, tk->deps[d]);
         }
         /* The cell this task overwrites was read by step t - depth + 1. */
         if (p->kind != TRIVIAL && t >= p->depth) {
@@ -973,7 +976,7 @@ static void *thr_main(void *arg)
             for (uint32_t k = p->rd_first[c]; k < p->rd_first[c + 1]; k++)
                 thr_wait(p->readers[k], t - p->depth + 2);
         }
-        task_run(tk, thr_cell(p, t, i), in);
+        task_run(tk, ring_cell(p, t, i), in);
         __atomic_store_n(&thr_done[i].steps, t + 1, __ATOMIC_RELEASE);
     }
     return NULL;
@@ -1002,7 +1005,7 @@ static void thr_run(int reps, span *wall)
             if (pthread_join(th[i], NULL))
                 bench_die("pthread_join failed");
         wall[r] = span_since(s0);
-        launch_check(thr_ring);
+        launch_check(ring);
     }
     cur.own_order = 0;
     free(th);
@@ -1011,21 +1014,13 @@ static void thr_run(int reps, span *wall)
 /* ---- OpenMP ------------------------------------------------------------ */
 
 #ifdef _OPENMP
-static unsigned char *omp_ring; /* depth x width x STRIDE */
-
-static cell *omp_cell(const pattern *p, uint32_t t, uint32_t i)
-{
-    return (cell *)(omp_ring +
-                    ((size_t)(t % p->depth) * p->width + i) * STRIDE);
-}
-
 static void omp_task_body(const pattern *p, const task *tk)
 {
     const cell *in[MAXDEPS];
 
     for (uint32_t d = 0; d < tk->ndeps; d++)
-        in[d] = omp_cell(p, tk->t - 1, tk->deps[d]);
-    task_run(tk, omp_cell(p, tk->t, tk->i), in);
+        in[d] = ring_cell(p, tk->t - 1, tk->deps[d]);
+    task_run(tk, ring_cell(p, tk->t, tk->i), in);
 }
 
 /* One launch: every task of cur's steps, in one parallel region. */
@@ -1039,7 +1034,7 @@ static void omp_launch(void)
     for (uint32_t t = 0; t < steps; t++)
         for (uint32_t i = 0; i < p->width; i++) {
             const task *tk = &p->tasks[(size_t)t * p->width + i];
-            cell *o = omp_cell(p, t, i);
+            cell *o = ring_cell(p, t, i);
             const cell *a, *b, *c, *d, *e;
 
             switch (tk->ndeps) {
@@ -1048,37 +1043,37 @@ static void omp_launch(void)
                 omp_task_body(p, tk);
                 break;
             case 1:
-                a = omp_cell(p, t - 1, tk->deps[0]);
+                a = ring_cell(p, t - 1, tk->deps[0]);
 #pragma omp task firstprivate(tk) depend(in : *a) depend(out : *o)
                 omp_task_body(p, tk);
                 break;
             case 2:
-                a = omp_cell(p, t - 1, tk->deps[0]);
-                b = omp_cell(p, t - 1, tk->deps[1]);
+                a = ring_cell(p, t - 1, tk->deps[0]);
+                b = ring_cell(p, t - 1, tk->deps[1]);
 #pragma omp task firstprivate(tk) depend(in : *a, *b) depend(out : *o)
                 omp_task_body(p, tk);
                 break;
             case 3:
-                a = omp_cell(p, t - 1, tk->deps[0]);
-                b = omp_cell(p, t - 1, tk->deps[1]);
-                c = omp_cell(p, t - 1, tk->deps[2]);
+                a = ring_cell(p, t - 1, tk->deps[0]);
+                b = ring_cell(p, t - 1, tk->deps[1]);
+                c = ring_cell(p, t - 1, tk->deps[2]);
 #pragma omp task firstprivate(tk) depend(in : *a, *b, *c) depend(out : *o)
                 omp_task_body(p, tk);
                 break;
             case 4:
-                a = omp_cell(p, t - 1, tk->deps[0]);
-                b = omp_cell(p, t - 1, tk->deps[1]);
-                c = omp_cell(p, t - 1, tk->deps[2]);
-                d = omp_cell(p, t - 1, tk->deps[3]);
+                a = ring_cell(p, t - 1, tk->deps[0]);
+                b = ring_cell(p, t - 1, tk->deps[1]);
+                c = ring_cell(p, t - 1, tk->deps[2]);
+                d = ring_cell(p, t - 1, tk->deps[3]);
 #pragma omp task firstprivate(tk) depend(in : *a, *b, *c, *d) depend(out : *o)
                 omp_task_body(p, tk);
                 break;
             default:
-                a = omp_cell(p, t - 1, tk->deps[0]);
-                b = omp_cell(p, t - 1, tk->deps[1]);
-                c = omp_cell(p, t - 1, tk->deps[2]);
-                d = omp_cell(p, t - 1, tk->deps[3]);
-                e = omp_cell(p, t - 1, tk->deps[4]);
+                a = ring_cell(p, t - 1, tk->deps[0]);
+                b = ring_cell(p, t - 1, tk->deps[1]);
+                c = ring_cell(p, t - 1, tk->deps[2]);
+                d = ring_cell(p, t - 1, tk->deps[3]);
+                e = ring_cell(p, t - 1, tk->deps[4]);
 #pragma omp task firstprivate(tk) depend(in                                    \
                                          : *a, *b, *c, *d, *e) depend(out      \
                                                                       : *o)
@@ -1097,7 +1092,7 @@ static void omp_run(int reps, span *wall)
         s0 = span_start();
         omp_launch();
         wall[r] = span_since(s0);
-        launch_check(omp_ring);
+        launch_check(ring);
     }
 }
 #endif
@@ -1109,7 +1104,7 @@ _Static_assert(1 + MAXDEPS <= STARPU_NMAXBUFS,
                "a task's cells must fit in starpu_task.handles");
 
 /*
- * The current pattern's cells, laid out as omp_ring's, each registered as
+ * The current pattern's cells, laid out as ring's, each registered as
  * a StarPU variable at its home in main memory: with CPU workers only,
  * StarPU never copies one, and after starpu_task_wait_for_all every cell
  * is valid in place.
@@ -1468,21 +1463,17 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     if (!cur.expect || !cur.marks)
         bench_die("out of memory");
     weft_cells(ws, &p);
-#ifdef _OPENMP
-    omp_ring = aligned_alloc(STRIDE, (size_t)p.depth * p.width * STRIDE);
-    if (!omp_ring)
+    ring = aligned_alloc(STRIDE, (size_t)p.depth * p.width * STRIDE);
+    if (!ring)
         bench_die("out of memory");
-    memset(omp_ring, 0, (size_t)p.depth * p.width * STRIDE);
-#endif
+    memset(ring, 0, (size_t)p.depth * p.width * STRIDE);
 #ifdef METG_STARPU
     if (sw->variants & 1 << V_STARPU)
         sp_cells_make(&p);
 #endif
-    thr_ring = aligned_alloc(STRIDE, (size_t)p.depth * p.width * STRIDE);
     thr_done = aligned_alloc(64, (size_t)p.width * sizeof *thr_done);
-    if (!thr_ring || !thr_done)
+    if (!thr_done)
         bench_die("out of memory");
-    memset(thr_ring, 0, (size_t)p.depth * p.width * STRIDE);
 
     for (double g = sw->max_us; g >= sw->min_us * 0.999 && npts < MAXPOINTS;
          g /= 2, npts++) {
@@ -1546,14 +1537,11 @@ static void sweep_pattern(weft_side *ws, sweep *sw, pattern_kind kind)
     bench_progress("");
     sw->npts[kind] = npts;
 
-#ifdef _OPENMP
-    free(omp_ring);
-#endif
+    free(ring);
 #ifdef METG_STARPU
     if (sw->variants & 1 << V_STARPU)
         sp_cells_free();
 #endif
-    free(thr_ring);
     free(thr_done);
     weft_cells_free(ws);
     free(cur.expect);
