@@ -344,8 +344,9 @@ static int weft__crosses_devices(weft_exec *e)
 }
 
 /*
- * Whether the next launch's issue would move no bytes, from what the
- * roots hold now, after a launch that evicted nothing (added): every node
+ * Whether this launch's issue would move no bytes, from what the roots
+ * hold now, after a launch that evicted nothing (weft__launch_finish
+ * asks for no lookahead after one that did): every node
  * a kernel or an empty node, at least one kernel, every range a kernel
  * touches valid on its device and held by an extent there, and, where
  * the kernels are on several devices, no byte one device's kernels write
@@ -359,13 +360,11 @@ static int weft__crosses_devices(weft_exec *e)
  * already: the trackers may lose copies elsewhere (bytes no other device
  * of the launch touches), never claim one that is not there.
  */
-static int weft__moves_nothing(weft_exec *e, const weft_stats *added)
+static int weft__moves_nothing(weft_exec *e)
 {
     unsigned dev = WEFT__HOST;
     int several = 0;
 
-    if (added->evictions)
-        return 0;
     for (uint32_t i = 0; i < e->nnodes; i++) {
         const weft__node *nd = &e->nodes[i];
 
@@ -397,7 +396,7 @@ static int weft__moves_nothing(weft_exec *e, const weft_stats *added)
  * end in a replay stops them for the graph: each would cost an issue for
  * nothing.
  */
-static void weft__lookahead(weft_exec *e, const weft_stats *added)
+static void weft__lookahead(weft_exec *e)
 {
     weft__stat_sink sink = {.of = &e->rt->stats};
     const uint64_t *add = (const uint64_t *)&sink.add;
@@ -407,7 +406,7 @@ static void weft__lookahead(weft_exec *e, const weft_stats *added)
     int rc = 0;
 
     if (e->ahead_missed || !weft__plan_native_able(e->plan) ||
-        !weft__moves_nothing(e, added) ||
+        !weft__moves_nothing(e) ||
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) < 0) {
         weft_clear_error();
         return;
@@ -834,9 +833,7 @@ static void weft__exec_job(weft__engine_job *job)
         weft__exec_snapshot(e, &e->snap, &e->snap_cap, &e->snap_len) == 0;
     weft_clear_error();
     if (run->have_snap && e->ahead_want && !e->steady_ok) {
-        weft_stats none = {0};
-
-        weft__lookahead(e, &none);
+        weft__lookahead(e);
         pthread_mutex_lock(&e->lock);
         e->native_graphs = weft__plan_native_graphs(e->plan);
         pthread_mutex_unlock(&e->lock);
