@@ -159,11 +159,19 @@ int weft__tape_named_init(const weft__tape *t, weft__tape_named *e)
     e->cap = weft__calloc(t->nnodes, sizeof *e->cap);
     e->flag = weft__calloc(t->n ? t->n : 1, sizeof *e->flag);
     e->ids = weft__calloc(most ? most : 1, sizeof *e->ids);
+    if (drv->graph_reaches && weft__opt_bool(WEFT__OPT_CHECK_GRAPHS, &check) &&
+        check) {
+        e->nlaunch = weft__calloc(t->nnodes, sizeof *e->nlaunch);
+        e->launch = weft__calloc(t->nnodes, sizeof *e->launch);
+        e->kid = weft__calloc(t->nnodes, sizeof *e->kid);
+    }
     if (!e->nwork || !e->work || !e->ordered || !e->cap || !e->flag ||
-        !e->ids) {
+        !e->ids || (check && (!e->nlaunch || !e->launch || !e->kid))) {
         weft__tape_named_free(e);
         return weft__error(WEFT_ENOMEM, "tape: no memory for a graph's edges");
     }
+    /* Per node its work ops and the last of them; with the check, its
+     * launches and the last of them too. */
     for (size_t i = 0; i < t->n; i++) {
         const weft__tape_op *o = &t->ops[i];
 
@@ -173,32 +181,17 @@ int weft__tape_named_init(const weft__tape *t, weft__tape_named *e)
         if (e->nwork[o->node] < 2)
             e->nwork[o->node]++;
         e->work[o->node] = (uint32_t)i;
+        if (e->nlaunch && o->kind == WEFT__TAPE_LAUNCH) {
+            if (e->nlaunch[o->node] < 2)
+                e->nlaunch[o->node]++;
+            e->launch[o->node] = (uint32_t)i;
+        }
     }
     for (uint32_t i = 0; i < t->nnodes; i++) {
         e->ordered[i] = (uint8_t)weft__tape_orderable(t, e, i);
         e->cap[i] = WEFT__TAPE_NO_NODE;
     }
     weft__tape_named_flags(t, e);
-    if (drv->graph_reaches && weft__opt_bool(WEFT__OPT_CHECK_GRAPHS, &check) &&
-        check) {
-        e->nlaunch = weft__calloc(t->nnodes, sizeof *e->nlaunch);
-        e->launch = weft__calloc(t->nnodes, sizeof *e->launch);
-        e->kid = weft__calloc(t->nnodes, sizeof *e->kid);
-        if (!e->nlaunch || !e->launch || !e->kid) {
-            weft__tape_named_free(e);
-            return weft__error(WEFT_ENOMEM,
-                               "tape: no memory for a graph's edges");
-        }
-        for (size_t i = 0; i < t->n; i++) {
-            const weft__tape_op *o = &t->ops[i];
-
-            if (o->node >= t->nnodes || o->kind != WEFT__TAPE_LAUNCH)
-                continue;
-            if (e->nlaunch[o->node] < 2)
-                e->nlaunch[o->node]++;
-            e->launch[o->node] = (uint32_t)i;
-        }
-    }
     return 0;
 }
 
