@@ -18,6 +18,7 @@
  * and the two parts on their own. Target (issue 4): at most 1 us per node.
  *
  *     graph_build [--json] [--rounds R] [--sizes N,N,...]
+ *                 [--shapes chain,independent,pipeline16,nearest]
  */
 #include <weft.h>
 
@@ -170,10 +171,12 @@ int main(int argc, char **argv)
     const weft_module_source src = {WEFT_SOURCE_HOST, host_kernels, 1, NULL,
                                     "graph_build"};
     unsigned sizes[8] = {1000, 10000}, nsizes = 2, largest = 0;
-    const char *size_list = NULL;
+    const char *size_list = NULL, *shape_list = NULL;
+    int want[NSHAPES];
     const bench_option options[] = {
         {"--rounds", BENCH_INT, &rounds, "R"},
         {"--sizes", BENCH_STRING, &size_list, "N,N,..."},
+        {"--shapes", BENCH_STRING, &shape_list, "chain,independent,..."},
     };
     weft_module *mod;
     bench b;
@@ -190,6 +193,22 @@ int main(int argc, char **argv)
     }
     if (rounds < 1 || nsizes == 0)
         bench_usage();
+    for (int s = 0; s < NSHAPES; s++)
+        want[s] = shape_list == NULL;
+    for (const char *p = shape_list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        int s = 0;
+
+        while (s < NSHAPES && (strlen(shape_names[s]) != len ||
+                               strncmp(p, shape_names[s], len) != 0))
+            s++;
+        if (s == NSHAPES)
+            bench_die("--shapes: no shape \"%.*s\" (chain, independent, "
+                      "pipeline16, nearest)",
+                      (int)len, p);
+        want[s] = 1;
+        p += len + (p[len] == ',');
+    }
     for (unsigned i = 0; i < nsizes; i++) {
         if (sizes[i] == 0)
             bench_die("a size of 0 nodes");
@@ -218,7 +237,8 @@ int main(int argc, char **argv)
     bench_begin("\"rounds\": %d", rounds);
     for (unsigned i = 0; i < nsizes; i++)
         for (int s = 0; s < NSHAPES; s++)
-            measure(&b, (shape)s, sizes[i]);
+            if (want[s])
+                measure(&b, (shape)s, sizes[i]);
     bench_end();
 
     for (int r = 0; r < 2; r++)
