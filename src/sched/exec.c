@@ -517,6 +517,8 @@ static int weft__replay(weft_exec *e, uint64_t t0, char *msg, size_t size)
     e->replays++;
     e->last_ns = weft__now_ns() - t0;
     e->native_launches = weft__plan_native_launches(e->plan);
+    /* (built at this launch's start where the last one recorded them) */
+    e->native_graphs = weft__plan_native_graphs(e->plan);
     e->timed = 0;
     e->times_valid = 0;
     pthread_mutex_unlock(&e->lock);
@@ -840,7 +842,8 @@ static void weft__exec_job(weft__engine_job *job)
     }
     e->ahead_want = 0;
     if (run->have_snap && e->steady_ok && e->issue_state &&
-        weft__plan_native_matched(e->plan) && weft__snap_is_steady(e)) {
+        weft__plan_native_matched(e->plan) && weft__snap_is_steady(e) &&
+        weft__plan_native_ready(e->plan)) {
         int rc = weft__replay(e, run->t0, run->msg, sizeof run->msg);
 
         e->ahead = 0;

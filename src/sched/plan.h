@@ -170,8 +170,17 @@ unsigned weft__plan_native_graphs(const weft__plan *p);
  * the arguments are those the last launch began with).
  */
 int weft__plan_native_matched(const weft__plan *p);
-/* Whether the next launch may run as the native graph (it has one). */
+/* Whether the next launch may run as the native graph (it has one, or a
+ * recording to build it from). */
 int weft__plan_native_possible(const weft__plan *p);
+/*
+ * Whether the native graph is built, building it now from the last
+ * launch's recording where it is not (a RECORD launch leaves that to the
+ * launch that needs it: weft__tape_ready). Called before
+ * weft__plan_native_replay; 0 (the error logged and cleared) where it
+ * could not be built.
+ */
+int weft__plan_native_ready(weft__plan *p);
 /* Whether the native graph launches kernels only (weft__tape_kernels_only). */
 int weft__plan_native_kernels_only(const weft__plan *p);
 /* Whether the next launch may record or run a native graph at all. */

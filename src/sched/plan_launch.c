@@ -105,7 +105,12 @@ unsigned weft__plan_native_graphs(const weft__plan *p)
 
 int weft__plan_native_possible(const weft__plan *p)
 {
-    return p->tape_ok && p->tape.built && !p->tape.broken;
+    return p->tape_ok && (p->tape.built || p->tape.recorded) && !p->tape.broken;
+}
+
+int weft__plan_native_ready(weft__plan *p)
+{
+    return p->tape_ok && weft__tape_ready(&p->tape);
 }
 
 int weft__plan_native_kernels_only(const weft__plan *p)

@@ -41,6 +41,7 @@ static void weft__tape_drop_graph(weft__tape *t)
         t->segs[i].graph = NULL;
     }
     t->built = 0;
+    t->recorded = 0;
 }
 
 static void weft__tape_clear(weft__tape *t)
@@ -59,7 +60,7 @@ const weft__submit *weft__tape_begin(weft__tape *t)
     t->pos = 0;
     t->changed = 0;
     t->matched = 0;
-    if (t->built && !t->broken) {
+    if ((t->built || t->recorded) && !t->broken) {
         t->mode = WEFT__TAPE_DEFER_MODE;
     } else {
         weft__tape_drop_graph(t);
@@ -1156,6 +1157,8 @@ static int weft__tape_build(weft__tape *t, int *updated)
     }
     weft__tape_named_free(&e);
     t->built = rc == 0;
+    if (t->built)
+        t->recorded = 0;
     return rc;
 }
 
@@ -1222,14 +1225,30 @@ static int weft__tape_rebuild(weft__tape *t)
     return -1;
 }
 
+int weft__tape_ready(weft__tape *t)
+{
+    if (t->built || !t->recorded || t->broken)
+        return (int)t->built;
+    t->recorded = 0;
+    if (weft__tape_build(t, NULL) < 0) {
+        weft__tape_no_graph(t);
+        return 0;
+    }
+    weft__debug("tape", "%zu operations captured", t->n);
+    return 1;
+}
+
 int weft__tape_end(weft__tape *t)
 {
     int rc = 0;
 
     switch (t->mode) {
     case WEFT__TAPE_DEFER_MODE:
-        /* Short, or changed and no graph for it: op by op after all. */
-        if (t->pos < t->n || (t->changed && weft__tape_rebuild(t) < 0)) {
+        /* Short, or changed or never built and no graph for it: op by op
+         * after all. */
+        if (t->pos < t->n ||
+            (t->recorded && !t->changed && !weft__tape_ready(t)) ||
+            (t->changed && weft__tape_rebuild(t) < 0)) {
             rc = weft__tape_flush(t);
         } else {
             /*
@@ -1243,6 +1262,15 @@ int weft__tape_end(weft__tape *t)
         }
         break;
     case WEFT__TAPE_RECORD_MODE:
+        weft__tape_rebase(t);
+        if (t->unfit || t->n == 0)
+            break;
+        /* The graphs hold exactly what this launch issued once built:
+         * not before a launch needs them (weft__tape_ready). */
+        t->recorded = 1;
+        t->matched = 1;
+        weft__debug("tape", "%zu operations recorded", t->n);
+        break;
     case WEFT__TAPE_CAPTURE_MODE:
         weft__tape_rebase(t);
         if (t->unfit || t->n == 0)
@@ -1268,7 +1296,7 @@ int weft__tape_replay(weft__tape *t)
 
 int weft__tape_kernels_only(const weft__tape *t)
 {
-    return t->built && !t->unfit && !t->moves;
+    return (t->built || t->recorded) && !t->unfit && !t->moves;
 }
 
 void weft__tape_release(weft__tape *t)

@@ -44,10 +44,13 @@
  * After the issue (weft__tape_end), a DEFER launch that matched the whole
  * tape launches the native graphs instead, and waits for them (a graph
  * runs every lane's work of its device on one queue, which the plan's
- * drain, counting per lane, would not know); a RECORD launch fit for them
- * builds them by capturing the tape's operations on their queues
- * (weft__drv_graph_begin/_end, with events forking the device's other
- * queues off the first and joining them back). So the executor still does
+ * drain, counting per lane, would not know). The graphs are built by
+ * capturing the tape's operations on their queues (weft__drv_graph_begin
+ * and _end, with events forking the device's other queues off the first
+ * and joining them back): a CAPTURE issue's at its end, a RECORD launch's
+ * (fit for them) only when a later launch needs them (weft__tape_ready:
+ * a replay, or a DEFER launch that matched the whole tape), so that a
+ * graph launched once never pays for making them. So the executor still does
  * all of its bookkeeping (the trackers end exactly as after a launch that
  * ran op by op) and only the submission is replaced, never the decisions.
  *
@@ -179,7 +182,10 @@ typedef struct weft__tape {
     weft__context *ctx;   /* the first operation's (all: its driver's) */
     weft__tape_seg *segs; /* in launch order */
     unsigned nsegs;
-    unsigned built;     /* 1 when every segment has its graph */
+    unsigned built; /* 1 when every segment has its graph */
+    /* 1: a RECORD launch fit for graphs ended and they are not built yet
+     * (weft__tape_ready builds them when a launch needs them). */
+    unsigned recorded;
     weft__event **join; /* fork and join events, two per other queue */
     unsigned njoin;
     weft__event **xev; /* events of records waited for by other devices */
@@ -257,9 +263,16 @@ const weft__submit *weft__tape_capture_begin(weft__tape *t, size_t launches,
  */
 int weft__tape_end(weft__tape *t);
 /*
+ * Whether the tape has its graphs, building them now from a RECORD
+ * launch's recording that has none yet (t->recorded). A failure to build
+ * is logged and marks the tape broken, as in weft__tape_end: 0 then.
+ */
+int weft__tape_ready(weft__tape *t);
+/*
  * Run the graphs again with no issue at all (t->matched said the last
  * launch issued what they hold, and the caller knows this launch would
- * issue the same): launch them and wait for them.
+ * issue the same, and weft__tape_ready said they are built): launch them
+ * and wait for them.
  */
 int weft__tape_replay(weft__tape *t);
 /*
