@@ -29,16 +29,12 @@ pl report -i "$out/lo.data" --no-children --stdio -g none --sort dso,sym 2>/dev/
     grep -E "^ +[0-9]" | head -60 >"$out/self.txt"
 pl report -i "$out/lo.data" --children --stdio -g none --sort sym 2>/dev/null |
     grep -E "^ +[0-9]" | head -120 >"$out/children.txt"
-pl report -i "$out/lo.data" --children --stdio -g caller,0.5,callee --percent-limit 2 \
-    -S weft_exec_launch 2>/dev/null | head -400 >"$out/launch_tree.txt"
-for f in weft_first weft_exec_wait weft_exec_launch; do
-    pl report -i "$out/lo.data" --children --stdio -g caller,0.5,callee,function,percent \
-        --percent-limit 0.5 --symbols $f 2>/dev/null | grep -v "^$" | head -300 >"$out/tree_$f.txt"
-done
+# What the first launches call: the samples under weft_first.
+pl script -i "$out/lo.data" 2>/dev/null | python3 tests/gpu/perf_under.py weft_first 3 >"$out/tree.txt"
 rm -f "$out/lo.data"
 # The first launch's fixed and per-node parts: a first launch at each size.
 for n in ${SIZES:-1000 4000 16000}; do
     $b/bench/launch_overhead --nodes "$n" --reps 3 | grep -E "weft chain first|raw stream" |
         sed "s/^/$n: /"
 done | tee "$out/sizes.log"
-head -40 "$out/self.txt"
+head -70 "$out/tree.txt"

@@ -304,6 +304,43 @@ static void cuda_stage_run(void *user)
 }
 
 /*
+ * Room in q's staging buffers for a copy of size bytes (internal.h), under
+ * q->stage_lock: afterwards each holds min(size, CUDA_STAGE_BYTES) bytes
+ * at least, so that chunks of CUDA_STAGE_BYTES fit. On failure the
+ * buffers are as they were.
+ */
+static CUresult cuda_stage_room(cuda_queue *q, size_t size)
+{
+    size_t want = CUDA_STAGE_BYTES;
+    void *made[2] = {NULL, NULL};
+    CUresult res = CUDA_SUCCESS;
+
+    if (q->stage_size >= WEFT__MIN(size, (size_t)CUDA_STAGE_BYTES))
+        return CUDA_SUCCESS;
+    /* The first: as large as this copy needs. Then the largest, once. */
+    if (q->stage_size == 0)
+        for (want = CUDA_STAGE_FIRST; want < size && want < CUDA_STAGE_BYTES;)
+            want *= 2;
+    for (int b = 0; b < 2 && res == CUDA_SUCCESS; b++)
+        res = weft__fault("cuda.cuMemHostAlloc")
+                  ? CUDA_ERROR_OUT_OF_MEMORY
+                  : weft__cu.MemHostAlloc(&made[b], want, 0);
+    if (res != CUDA_SUCCESS) {
+        for (int b = 0; b < 2; b++)
+            if (made[b])
+                weft__cu.MemFreeHost(made[b]);
+        return res;
+    }
+    for (int b = 0; b < 2; b++) {
+        weft__assert_internal(!q->stage_old[b]);
+        q->stage_old[b] = q->stage[b];
+        q->stage[b] = made[b];
+    }
+    q->stage_size = want;
+    return CUDA_SUCCESS;
+}
+
+/*
  * A staged copy between pageable host memory and device memory dev, in
  * chunks through the queue's pinned buffers. Every chunk record is made
  * before anything is enqueued, so that a host allocation failure has no
@@ -328,12 +365,7 @@ static int cuda_staged(weft__queue *wq, CUdeviceptr dev, void *host,
             goto out;
         }
     pthread_mutex_lock(&q->stage_lock);
-    for (int b = 0; b < 2 && res == CUDA_SUCCESS; b++)
-        if (!q->stage[b])
-            res =
-                weft__fault("cuda.cuMemHostAlloc")
-                    ? CUDA_ERROR_OUT_OF_MEMORY
-                    : weft__cu.MemHostAlloc(&q->stage[b], CUDA_STAGE_BYTES, 0);
+    res = cuda_stage_room(q, size);
     if (res != CUDA_SUCCESS) {
         pthread_mutex_unlock(&q->stage_lock);
         rc = weft__cuda_fail(res, WEFT_ENOMEM,

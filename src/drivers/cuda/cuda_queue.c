@@ -72,9 +72,12 @@ void weft__cuda_queue_release(weft__queue *q)
     if (res != CUDA_SUCCESS)
         weft__warn("cuda", "cuStreamDestroy: error %d", (int)res);
     ((cuda_queue *)q)->stream = NULL;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         if (((cuda_queue *)q)->stage[i])
             weft__cu.MemFreeHost(((cuda_queue *)q)->stage[i]);
+        if (((cuda_queue *)q)->stage_old[i])
+            weft__cu.MemFreeHost(((cuda_queue *)q)->stage_old[i]);
+    }
     pthread_mutex_destroy(&((cuda_queue *)q)->stage_lock);
 }
 

@@ -42,14 +42,24 @@ typedef struct cuda_context {
  * driver.h). Chunk i uses stage[i % 2]; stream order makes the reuse safe
  * (the fill of a buffer runs after the copy that last read it). stage_lock
  * guards next and the lazy allocation, for queues fed from several threads.
+ *
+ * The memory layer sends the large ones through its stager, so a queue's
+ * own copies are mostly small: its buffers are first made as large as the
+ * first copy needs (a power of two, CUDA_STAGE_FIRST at least), since a
+ * page-locked allocation costs about 1.2 ms a MiB and a queue belongs to
+ * an executable graph; a later copy that needs more replaces them with
+ * CUDA_STAGE_BYTES ones once (the old ones, which copies enqueued before
+ * may still read, are freed with the queue).
  */
-enum { CUDA_STAGE_BYTES = 4 << 20 };
+enum { CUDA_STAGE_BYTES = 4 << 20, CUDA_STAGE_FIRST = 64 << 10 };
 
 typedef struct cuda_queue {
     weft__queue base;
     CUstream stream;
     pthread_mutex_t stage_lock;
     void *stage[2];
+    size_t stage_size;  /* bytes of each of stage[] (0: not made yet) */
+    void *stage_old[2]; /* the first, smaller ones, once replaced */
     unsigned stage_next;
 } cuda_queue;
 
