@@ -649,10 +649,12 @@ static uint64_t replays_of(weft_exec *e)
  * Replays start at the second launch where that is right. Three graphs of
  * kernels on device 0, each launched 4 times: a chain over x (the first
  * launch uploads x, which the second does not: its graph is recorded
- * ahead, at the end of the first); a fan writing slices of y from slices
- * of z (z uploaded first); and a fan writing w from x where x is on the
- * device already (the first launch moves nothing, and what it recorded
- * is what the second issues), once the others are destroyed (a root
+ * ahead, at the start of the second); a fan writing slices of y from
+ * slices of z (z uploaded first); and a fan writing w from x where x is on
+ * the device already (the first launch moves nothing, and what it
+ * recorded is what the second issues: the second captures the graph from
+ * that recording, the first leaves it uncaptured), once the others are
+ * destroyed (a root
  * shared by live executable graphs has no native graph). The chain is
  * also launched after a write of x by the program: that launch may not
  * replay, the one after it does. The bytes are checked at the end.
@@ -750,9 +752,15 @@ static void test_replay_from_second_launch(void **state)
     check(weft_exec_destroy(ef));
     check(weft_graph_instantiate(gw, &o, &ew));
     for (int l = 1; l <= LAUNCHES; l++) {
+        weft_exec_stats st = {.size = sizeof st};
+
         check(weft_exec_launch(ew));
         check(weft_exec_wait(ew));
         assert_int_equal(replays_of(ew), native ? l - 1 : 0);
+        /* Launched once: recorded, no driver graph made yet. */
+        check(weft_exec_get_stats(ew, &st));
+        assert_true(l == 1 || !native ? st.native_graphs == 0
+                                      : st.native_graphs >= 1);
     }
     check(weft_buffer_read(w, 0, out, NK * slice * sizeof *out));
     for (size_t i = 0; i < NK * slice; i++)
