@@ -838,6 +838,44 @@ static void test_fill_and_host_memory(void **state)
     free(user);
 }
 
+/*
+ * Pageable copies through a fresh queue's own staging buffers: a small
+ * copy first (the buffers made as large as it needs), then copies larger
+ * than the largest buffers, enqueued before the small one has run (the
+ * buffers replaced while a copy may still read the old ones), then a
+ * small download. Every byte checked.
+ */
+static void test_pageable_staging(void **state)
+{
+    fixture *f = *state;
+    enum { SMALL = 1000, LARGE = (9 << 20) + 123 };
+    weft__queue *q;
+    weft__mem *d;
+    uint8_t *src = malloc(LARGE), *dst = malloc(LARGE), small[SMALL];
+
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (size_t i = 0; i < LARGE; i++)
+        src[i] = (uint8_t)(i * 7 + i / 4096);
+    memset(dst, 0, LARGE);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
+    OK(weft__drv_mem_alloc(f->ctx[0], LARGE, &d));
+    OK(weft__drv_copy_h2d(q, d, 0, src, SMALL));
+    OK(weft__drv_copy_h2d(q, d, SMALL, src + SMALL, LARGE - SMALL));
+    OK(weft__drv_copy_d2h(q, dst, d, 0, LARGE));
+    OK(weft__drv_copy_d2h(q, small, d, LARGE - SMALL, SMALL));
+    OK(weft__drv_queue_sync(q));
+    assert_memory_equal(dst, src, LARGE);
+    assert_memory_equal(small, src + LARGE - SMALL, SMALL);
+    printf("pageable copies of %d and %d bytes through a queue's staging: "
+           "correct\n",
+           SMALL, LARGE);
+    OK(weft__drv_mem_free(d));
+    OK(weft__drv_queue_destroy(q));
+    free(src);
+    free(dst);
+}
+
 static void test_peer(void **state)
 {
     fixture *f = *state;
@@ -1043,6 +1081,8 @@ int main(int argc, char **argv)
                                             gpu_teardown),
             cmocka_unit_test_setup_teardown(test_fill_and_host_memory,
                                             gpu_setup, gpu_teardown),
+            cmocka_unit_test_setup_teardown(test_pageable_staging, gpu_setup,
+                                            gpu_teardown),
             cmocka_unit_test_setup_teardown(test_peer, gpu_setup, gpu_teardown),
             cmocka_unit_test_setup_teardown(test_gpu_faults, gpu_setup,
                                             gpu_teardown),
