@@ -131,7 +131,12 @@ void *weft__calloc_aligned(size_t count, size_t n, size_t align);
  * (a pointer to the array's pointer), whose capacity is *cap elements,
  * doubling from 8. 0, or WEFT_ENOMEM with *arr and *cap unchanged.
  */
-int weft__grow(void *arr, size_t *cap, size_t need, size_t elem);
+int weft__grow_slow(void *arr, size_t *cap, size_t need, size_t elem);
+static inline int weft__grow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+    /* (the common case, room already, without a call) */
+    return need <= *cap ? 0 : weft__grow_slow(arr, cap, need, elem);
+}
 /*
  * The reverse of n lists of indices below n kept as one array: list i is
  * items[first[i] .. first[i + 1]). Fills out_first (n + 1 entries, zeroed

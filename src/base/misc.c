@@ -79,7 +79,7 @@ void weft__lists_reverse(uint32_t n, const uint32_t *first,
         }
 }
 
-int weft__grow(void *arr, size_t *cap, size_t need, size_t elem)
+int weft__grow_slow(void *arr, size_t *cap, size_t need, size_t elem)
 {
     void **p = arr;
     size_t ncap;

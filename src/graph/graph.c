@@ -393,6 +393,8 @@ int weft__buffer_arg(const weft_graph *g, const weft_buffer *b, size_t off,
 {
     char desc[96];
 
+    if (weft__buffer_arg_ok(g, b, off, size))
+        return 0;
     if (!b)
         return weft__error(WEFT_EINVAL, "%s: buffer is NULL", what);
     if (b->rt != g->rt)
@@ -400,8 +402,6 @@ int weft__buffer_arg(const weft_graph *g, const weft_buffer *b, size_t off,
                            "%s: the buffer belongs to another runtime than "
                            "the graph",
                            what);
-    if (off <= b->size && (size == WEFT_WHOLE || size <= b->size - off))
-        return 0;
     weft__buffer_describe(b, desc, sizeof desc);
     if (off > b->size)
         return weft__error(WEFT_ERANGE, "%s: offset %zu is past the end of %s",

@@ -35,6 +35,13 @@ int weft__add_error(const char *fn, weft__node_kind kind, const weft_kernel *k,
  */
 int weft__buffer_arg(const weft_graph *g, const weft_buffer *b, size_t off,
                      size_t size, const char *what);
+/* Whether weft__buffer_arg would pass b, off and size (no message). */
+static inline int weft__buffer_arg_ok(const weft_graph *g, const weft_buffer *b,
+                                      size_t off, size_t size)
+{
+    return b && b->rt == g->rt && off <= b->size &&
+           (size == WEFT_WHOLE || size <= b->size - off);
+}
 /*
  * The block (origin, row_bytes, rows, slices, row_pitch, slice_pitch) of
  * b, named what in messages, by weft_block's rules; one row of one slice

@@ -202,6 +202,11 @@ static int weft__desc_check(const weft_graph *g, const weft_access_desc *acc,
         char digits[12];
         size_t nd = 0, at = sizeof "access " - 1;
 
+        /* A range that passes (most): no name made for it. */
+        if (acc[i].mode >= WEFT_READ && acc[i].mode <= WEFT_READ_WRITE &&
+            acc[i].rows == 0 &&
+            weft__buffer_arg_ok(g, acc[i].buffer, acc[i].offset, acc[i].size))
+            continue;
         memcpy(what, "access ", at);
         for (unsigned v = i; nd == 0 || v; v /= 10)
             digits[nd++] = (char)('0' + v % 10);
