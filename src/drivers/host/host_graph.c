@@ -129,16 +129,32 @@ typedef struct dep_list {
 } dep_list;
 
 /*
- * A queue in a capture. front: its nodes that no later node of the queue
- * waits for (one, unless graph_order gave nodes their own edges): what a
- * record, and a node in queue order, come after. pend: what its next node
- * waits for besides (the records of the events it waited for since).
- * order: set by graph_order for its next node only (ordered), the nodes
- * that node waits for instead of the front. last: its latest node.
+ * A queue's front: its nodes that no later node of the queue waits for.
+ * Past FRONT_SCAN of them (nodes that graph_order gave edges of their
+ * own, none to the others: many independent kernels), in[v] says whether
+ * node v is in it, and a node leaving it is marked and left in list
+ * (dropped when list is next compacted), so that each change costs O(1),
+ * not a search: live counts the nodes in it.
+ */
+typedef struct cap_front {
+    dep_list list;
+    unsigned char *in; /* NULL until list outgrew FRONT_SCAN */
+    size_t in_cap, live;
+} cap_front;
+
+enum { FRONT_SCAN = 16 };
+
+/*
+ * A queue in a capture. front: what a record, and a node in queue order,
+ * come after (one node, unless graph_order gave nodes their own edges).
+ * pend: what its next node waits for besides (the records of the events
+ * it waited for since). order: set by graph_order for its next node only
+ * (ordered), the nodes that node waits for instead of the front. last:
+ * its latest node.
  */
 typedef struct cap_queue {
     weft__host_queue *q;
-    dep_list front;
+    cap_front front;
     dep_list pend;
     dep_list order;
     int ordered;
@@ -148,14 +164,6 @@ typedef struct cap_queue {
      * the graph, which no edge of the caller's names). */
     uint32_t ext;
 } cap_queue;
-
-/*
- * A queue's front past FRONT_MAX nodes (ordered nodes that follow none of
- * the queue's): the next ordered node waits for all but the FRONT_KEEP
- * latest too, so that a record's edges stay few (the oldest have long
- * finished as a rule).
- */
-enum { FRONT_MAX = 16, FRONT_KEEP = 4 };
 
 /* An event recorded in a capture: the nodes its record comes after. */
 typedef struct cap_event {
@@ -170,6 +178,11 @@ typedef struct weft__host_capture {
     cap_event *events; /* recorded in it */
     size_t nevents, cap_events;
     const char *broken; /* why no graph can come of it, or NULL */
+    /* Each node's stamp: a list being made holds it if its stamp is that
+     * list's (stamp_begin), so that a node joins a list once in O(1). */
+    uint32_t *stamp;
+    size_t stamp_cap;
+    uint32_t token;
 } weft__host_capture;
 
 /*
@@ -195,27 +208,171 @@ static int room(void **arr, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
-/* v joins l (once); -1 when out of memory. */
-static int dep_add(dep_list *l, uint32_t v)
+/*
+ * Under the capture lock: a new stamp for a list being made (see
+ * weft__host_capture.stamp), with a stamp for every node of c's graph and
+ * the one being added. 0 when out of memory.
+ */
+static uint32_t stamp_begin(weft__host_capture *c)
 {
-    if (v == NO_NODE)
-        return 0;
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == v)
+    size_t need = c->g->n + 1;
+
+    if (need > c->stamp_cap) {
+        size_t cap = c->stamp_cap ? c->stamp_cap : 64;
+        uint32_t *p;
+
+        while (cap < need)
+            cap *= 2;
+        if (!(p = weft__realloc(c->stamp, cap * sizeof *p)))
             return 0;
+        memset(p + c->stamp_cap, 0, (cap - c->stamp_cap) * sizeof *p);
+        c->stamp = p;
+        c->stamp_cap = cap;
+    }
+    if (++c->token == 0) { /* wrapped: no old stamp may look current */
+        memset(c->stamp, 0, c->stamp_cap * sizeof *c->stamp);
+        c->token = 1;
+    }
+    return c->token;
+}
+
+/* v joins l unless l holds it (stamped tok); -1 when out of memory. */
+static int dep_add(weft__host_capture *c, dep_list *l, uint32_t v, uint32_t tok)
+{
+    if (v == NO_NODE || c->stamp[v] == tok)
+        return 0;
     if (room((void **)&l->v, &l->cap, l->n, sizeof *l->v) < 0)
         return -1;
+    c->stamp[v] = tok;
     l->v[l->n++] = v;
     return 0;
 }
 
-/* Every node of from joins to; -1 when out of memory. */
-static int dep_merge(dep_list *to, const dep_list *from)
+/* Every node of from joins to (once); -1 when out of memory. */
+static int dep_merge(weft__host_capture *c, dep_list *to, const dep_list *from)
 {
+    uint32_t tok = stamp_begin(c);
+
+    if (!tok)
+        return -1;
+    for (size_t i = 0; i < to->n; i++)
+        c->stamp[to->v[i]] = tok;
     for (size_t i = 0; i < from->n; i++)
-        if (dep_add(to, from->v[i]) < 0)
+        if (dep_add(c, to, from->v[i], tok) < 0)
             return -1;
     return 0;
+}
+
+/* Whether entry v of f's list is in f (not dropped since). */
+static int front_live(const cap_front *f, uint32_t v)
+{
+    return !f->in || f->in[v];
+}
+
+/* Whether f holds v. */
+static int front_holds(const cap_front *f, uint32_t v)
+{
+    if (f->in)
+        return v < f->in_cap && f->in[v];
+    for (size_t i = 0; i < f->list.n; i++)
+        if (f->list.v[i] == v)
+            return 1;
+    return 0;
+}
+
+/* f's in for nodes below need; -1 when out of memory (f unchanged). */
+static int front_in_room(cap_front *f, size_t need)
+{
+    size_t cap = f->in_cap ? f->in_cap : 64;
+    unsigned char *p;
+
+    if (need <= f->in_cap)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+    if (!(p = weft__realloc(f->in, cap)))
+        return -1;
+    memset(p + f->in_cap, 0, cap - f->in_cap);
+    f->in = p;
+    f->in_cap = cap;
+    return 0;
+}
+
+/* f's list down to the nodes in f, each once (c's stamps). */
+static void front_compact(weft__host_capture *c, cap_front *f)
+{
+    uint32_t tok = stamp_begin(c);
+    size_t k = 0;
+
+    if (!tok)
+        return; /* (it stays longer than it need be) */
+    for (size_t i = 0; i < f->list.n; i++) {
+        uint32_t v = f->list.v[i];
+
+        if (front_live(f, v) && c->stamp[v] != tok) {
+            c->stamp[v] = tok;
+            f->list.v[k++] = v;
+        }
+    }
+    f->list.n = k;
+}
+
+/* v joins f (once); -1 when out of memory. */
+static int front_add(weft__host_capture *c, cap_front *f, uint32_t v)
+{
+    if (v == NO_NODE || front_holds(f, v))
+        return 0;
+    if (room((void **)&f->list.v, &f->list.cap, f->list.n, sizeof *f->list.v) <
+        0)
+        return -1;
+    if (f->in && front_in_room(f, (size_t)v + 1) < 0) {
+        /* No room to mark it: back to searching the list. */
+        front_compact(c, f);
+        weft__free(f->in);
+        f->in = NULL;
+        f->in_cap = 0;
+    }
+    f->list.v[f->list.n++] = v;
+    f->live++;
+    if (f->in) {
+        f->in[v] = 1;
+    } else if (f->list.n > FRONT_SCAN &&
+               front_in_room(f, WEFT__MAX((size_t)v, c->g->n) + 1) == 0) {
+        /* Large: marks from now on (without room, the list is searched). */
+        for (size_t i = 0; i < f->list.n; i++)
+            f->in[f->list.v[i]] = 1;
+    }
+    return 0;
+}
+
+/* v leaves f, if in it. */
+static void front_drop(cap_front *f, uint32_t v)
+{
+    if (f->in) {
+        if (v < f->in_cap && f->in[v]) {
+            f->in[v] = 0;
+            f->live--;
+        }
+        return;
+    }
+    for (size_t i = 0; i < f->list.n; i++)
+        if (f->list.v[i] == v) {
+            memmove(&f->list.v[i], &f->list.v[i + 1],
+                    (f->list.n - i - 1) * sizeof *f->list.v);
+            f->list.n--;
+            f->live--;
+            return;
+        }
+}
+
+/* Every node leaves f. */
+static void front_clear(cap_front *f)
+{
+    if (f->in)
+        for (size_t i = 0; i < f->list.n; i++)
+            f->in[f->list.v[i]] = 0;
+    f->list.n = 0;
+    f->live = 0;
 }
 
 static void graph_clear(weft__host_graph *g)
@@ -266,7 +423,8 @@ static void capture_close(weft__host_capture *c)
 
 static void cap_queue_free(cap_queue *cq)
 {
-    weft__free(cq->front.v);
+    weft__free(cq->front.list.v);
+    weft__free(cq->front.in);
     weft__free(cq->pend.v);
     weft__free(cq->order.v);
 }
@@ -281,6 +439,7 @@ static void capture_free(weft__host_capture *c)
         weft__free(c->events[i].deps.v);
     weft__free(c->queues);
     weft__free(c->events);
+    weft__free(c->stamp);
     weft__free(c);
 }
 
@@ -309,7 +468,7 @@ static int capture_join(weft__host_capture *c, weft__host_queue *hq,
     cq->q = hq;
     cq->last = NO_NODE;
     cq->ext = NO_NODE;
-    if (deps && dep_merge(&cq->pend, deps) < 0) {
+    if (deps && dep_merge(c, &cq->pend, deps) < 0) {
         cap_queue_free(cq);
         return -1;
     }
@@ -318,22 +477,15 @@ static int capture_join(weft__host_capture *c, weft__host_queue *hq,
     return 0;
 }
 
-/* v onto the deps of g's node being added (from first on), once. */
-static void dep_put(weft__host_graph *g, size_t first, uint32_t v)
+/* v onto the deps of g's node being added, once (stamped tok). */
+static void dep_put(weft__host_capture *c, uint32_t v, uint32_t tok)
 {
-    for (size_t i = first; i < g->ndeps; i++)
-        if (g->deps[i] == v)
-            return;
-    g->deps[g->ndeps++] = v;
-}
+    weft__host_graph *g = c->g;
 
-/* Whether l holds v. */
-static int dep_has(const dep_list *l, uint32_t v)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == v)
-            return 1;
-    return 0;
+    if (c->stamp[v] == tok)
+        return;
+    c->stamp[v] = tok;
+    g->deps[g->ndeps++] = v;
 }
 
 /*
@@ -348,10 +500,9 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
 {
     weft__host_graph *g = c->g;
     cap_queue *cq = capture_queue(c, hq);
-    const dep_list *on = cq->ordered ? &cq->order : &cq->front;
-    size_t need = on->n + cq->pend.n + (cq->ordered ? cq->front.n : 0) + 2;
-    size_t first = g->ndeps;
-    uint32_t self = (uint32_t)g->n;
+    const dep_list *on = cq->ordered ? &cq->order : &cq->front.list;
+    size_t need = on->n + cq->pend.n + 2;
+    uint32_t self = (uint32_t)g->n, tok = 0;
 
     /* Nodes and edges are named by 32 bits (NO_NODE is none); a launch
      * counts its nodes in 32 (weft__host_graph_run). */
@@ -362,7 +513,8 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
                             sizeof *g->dep_first) < 0))
         c->broken = "out of memory for a node";
     if (!c->broken &&
-        weft__grow(&g->deps, &g->cap_deps, g->ndeps + need, sizeof *g->deps))
+        (weft__grow(&g->deps, &g->cap_deps, g->ndeps + need, sizeof *g->deps) ||
+         !(tok = stamp_begin(c))))
         c->broken = "out of memory for a node's edges";
     if (c->broken) {
         weft__free(op);
@@ -370,32 +522,24 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
     }
     g->dep_first[g->n] = (uint32_t)g->ndeps;
     for (size_t i = 0; i < on->n; i++)
-        dep_put(g, first, on->v[i]);
+        if (cq->ordered || front_live(&cq->front, on->v[i]))
+            dep_put(c, on->v[i], tok);
     for (size_t i = 0; i < cq->pend.n; i++)
-        dep_put(g, first, cq->pend.v[i]);
+        dep_put(c, cq->pend.v[i], tok);
     if (cq->ext != NO_NODE)
-        dep_put(g, first, cq->ext);
+        dep_put(c, cq->ext, tok);
     if (op->kind == WEFT__HOST_OP_WAIT_EXT)
         cq->ext = self;
     if (!cq->ordered) {
-        cq->front.n = 0;
+        front_clear(&cq->front);
     } else {
-        size_t k = 0;
-
         /* The front keeps what the node does not wait for. */
-        for (size_t i = 0; i < cq->front.n; i++)
-            if (!dep_has(&cq->order, cq->front.v[i]))
-                cq->front.v[k++] = cq->front.v[i];
-        cq->front.n = k;
-        if (k >= FRONT_MAX) {
-            for (size_t i = 0; i < k - FRONT_KEEP; i++)
-                dep_put(g, first, cq->front.v[i]);
-            memmove(cq->front.v, cq->front.v + (k - FRONT_KEEP),
-                    FRONT_KEEP * sizeof *cq->front.v);
-            cq->front.n = FRONT_KEEP;
-        }
+        for (size_t i = 0; i < cq->order.n; i++)
+            front_drop(&cq->front, cq->order.v[i]);
+        if (cq->front.in && cq->front.list.n > 2 * cq->front.live + FRONT_SCAN)
+            front_compact(c, &cq->front);
     }
-    if (dep_add(&cq->front, self) < 0)
+    if (front_add(c, &cq->front, self) < 0)
         c->broken = "out of memory for a queue's edges";
     cq->pend.n = 0;
     cq->order.n = 0;
@@ -472,9 +616,17 @@ int weft__host_capture_record(weft__host_event *he, weft__host_queue *hq)
         cap_queue *cq = capture_queue(c, hq);
         cap_event *ce = capture_event(c, he);
 
+        uint32_t tok = stamp_begin(c);
+
         ce->deps.n = 0;
-        if (dep_merge(&ce->deps, &cq->front) < 0 ||
-            dep_merge(&ce->deps, &cq->pend) < 0)
+        for (size_t i = 0; tok && i < cq->front.list.n; i++)
+            if (front_live(&cq->front, cq->front.list.v[i]) &&
+                dep_add(c, &ce->deps, cq->front.list.v[i], tok) < 0)
+                tok = 0;
+        for (size_t i = 0; tok && i < cq->pend.n; i++)
+            if (dep_add(c, &ce->deps, cq->pend.v[i], tok) < 0)
+                tok = 0;
+        if (!tok)
             c->broken = "out of memory for an event's edges";
     }
     pthread_mutex_unlock(&capture_lock);
@@ -500,7 +652,7 @@ int weft__host_capture_wait(weft__host_queue *hq, weft__host_event *he)
 
         if (qc == ec) {
             /* hq's next node waits for the nodes before the record. */
-            if (dep_merge(&capture_queue(qc, hq)->pend,
+            if (dep_merge(qc, &capture_queue(qc, hq)->pend,
                           &capture_event(ec, he)->deps) < 0)
                 qc->broken = "out of memory for a node's edges";
         } else if (qc) {
@@ -747,13 +899,16 @@ int weft__host_graph_order(weft__queue *q, const uint32_t *nodes, unsigned n)
         why = "a queue that takes part in no capture";
     } else {
         cap_queue *cq = capture_queue(c, hq);
+        uint32_t tok = stamp_begin(c);
 
         cq->order.n = 0;
         cq->ordered = 1;
-        for (unsigned i = 0; i < n && !why; i++)
+        if (!tok)
+            c->broken = "out of memory for a node's edges";
+        for (unsigned i = 0; i < n && !why && tok; i++)
             if (nodes[i] >= c->g->n)
                 why = "a node that its capture does not hold";
-            else if (dep_add(&cq->order, nodes[i]) < 0)
+            else if (dep_add(c, &cq->order, nodes[i], tok) < 0)
                 c->broken = "out of memory for a node's edges";
         if (why) {
             cq->order.n = 0;
@@ -776,9 +931,16 @@ int weft__host_graph_wait_later(weft__queue *q, weft__event *ev)
     pthread_mutex_lock(&capture_lock);
     if (!(c = hq->cap) || he->cap != c)
         why = "an event not recorded in the queue's capture";
-    else if (dep_merge(&capture_queue(c, hq)->front,
-                       &capture_event(c, he)->deps) < 0)
-        c->broken = "out of memory for a queue's edges";
+    else {
+        cap_queue *cq = capture_queue(c, hq);
+        const dep_list *d = &capture_event(c, he)->deps;
+
+        for (size_t i = 0; i < d->n; i++)
+            if (front_add(c, &cq->front, d->v[i]) < 0) {
+                c->broken = "out of memory for a queue's edges";
+                break;
+            }
+    }
     pthread_mutex_unlock(&capture_lock);
     if (why)
         return weft__error(WEFT_EINVAL, "graph_wait_later: %s", why);
