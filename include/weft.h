@@ -1340,10 +1340,11 @@ WEFT_API int weft_graph_add_native(weft_graph *g, const weft_native_impl *impls,
  *     every replay.
  *
  * weft then records the launch as for a kernel: the function is called
- * while weft records the launch (it may be called twice at that launch,
- * once to run its work and once to capture it, and again whenever weft
- * records anew), and later launches that replay the native graph run the
- * work it enqueued WITHOUT calling it. The addresses and the queue it is
+ * while weft records the launch, once more when weft captures the
+ * recording into a native graph (at the next launch that needs the graph,
+ * not at the recording launch), and again whenever weft records anew; and
+ * later launches that replay the native graph run the work it enqueued
+ * WITHOUT calling it. The addresses and the queue it is
  * given are the same at every replay; where a range moves (another
  * device memory), weft records again and calls the function with the new
  * addresses. Per driver:

@@ -145,8 +145,10 @@ void weft__plan_launch_end(weft__plan *p);
  * submission (src/drivers/submit.h) that every enqueue and host wait of
  * the issue goes through until end (the executor puts it in its
  * weft__lanes), NULL for the driver's entry points. end launches the
- * native graph, or flushes, or builds one from this launch; it returns
- * the launch's error. native_launches: how many launches ran as one
+ * native graph (built first from the last launch's recording where that
+ * launch left it unbuilt), or flushes, or keeps this launch's recording
+ * for the launch that needs its graph (weft__plan_native_ready); it
+ * returns the launch's error. native_launches: how many launches ran as one
  * native graph so far.
  */
 const weft__submit *weft__plan_native_begin(weft__plan *p, int allow);

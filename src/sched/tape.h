@@ -237,7 +237,8 @@ int weft__tape_supported(const weft__device *dev, int want);
 int weft__tape_joins_devices(const weft__driver *drv);
 
 /*
- * Start a launch: DEFER if the tape has its graphs, else RECORD anew.
+ * Start a launch: DEFER if the tape has its graphs, or a recording to
+ * build them from (t->recorded), else RECORD anew.
  * Returns the submission that the launch's enqueues and host waits must
  * go through until weft__tape_end, or NULL where the tape is off (it
  * failed to capture once): then the launch submits directly.
@@ -255,9 +256,11 @@ const weft__submit *weft__tape_capture_begin(weft__tape *t, size_t launches,
                                              size_t args);
 /*
  * End the issue of a launch (its submission passes everything through
- * from now on): run the graph, or flush, or build the graph from a fit
- * recording (errors in building are logged and the tape marked broken,
- * never returned).
+ * from now on): run the graph (a DEFER launch that matched the whole
+ * tape; built first where the tape held only a recording), or flush, or
+ * keep a fit RECORD launch's recording for weft__tape_ready; a CAPTURE
+ * issue's graph is built now (errors in building are logged and the tape
+ * marked broken, never returned).
  * Returns the launch's own error, if the graph launch or a flushed
  * operation failed.
  */

@@ -1582,6 +1582,102 @@ static void test_fault_injection(void **state)
     assert_true(n > 5);
 }
 
+/*
+ * A first launch that moves nothing leaves its recording unbuilt; the
+ * next launch is no replay (weft_exec_set_arg came between) and issues
+ * against that recording. same=1: set_arg with the value it had (the
+ * issue matches the whole recording: the graph is built at its end and
+ * run); same=0: a new value (the graph is made from the recording with
+ * the new parameter, counted as an update). Later launches replay. The
+ * bytes are checked at the end.
+ */
+static void defer_after_recording(int same)
+{
+    enum { M = 4096, NK = 4, LAUNCHES = 5 };
+    static uint32_t x0[M], out[M], want[M];
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    int native = weft__tape_supported(wt_device(&devs, 0), 0);
+    uint32_t ks[NK];
+    weft_node nodes[NK];
+    weft_buffer *x;
+    weft_graph *g, *gw;
+    weft_exec *e, *ew;
+
+    o.device = weft_runtime_device(devs.rt, 0);
+    for (int i = 0; i < M; i++)
+        want[i] = x0[i] = (uint32_t)(3 * i + 1);
+    check(weft_buffer_create(devs.rt, sizeof x0, &x));
+    check(weft_buffer_write(x, 0, x0, sizeof x0));
+    /* x onto the device first: e's first launch moves nothing (steady). */
+    check(weft_graph_create(devs.rt, &gw));
+    {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(0), weft_arg_i64(M)};
+        check(weft_graph_add_kernel(gw, k_advance, weft_dims1(M), a, 3, NULL));
+    }
+    check(weft_graph_instantiate(gw, &o, &ew));
+    check(weft_exec_launch(ew));
+    check(weft_exec_wait(ew));
+    check(weft_exec_destroy(ew));
+    check(weft_graph_destroy(gw));
+    for (int i = 0; i < M; i++)
+        want[i] = wt_advance_value(want[i], 0);
+    check(weft_graph_create(devs.rt, &g));
+    for (uint32_t k = 0; k < NK; k++)
+        ks[k] = k + 1;
+    for (uint32_t k = 0; k < NK; k++) {
+        weft_arg a[] = {weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ_WRITE),
+                        weft_arg_u32(ks[k]), weft_arg_i64(M)};
+        check(weft_graph_add_kernel(g, k_advance, weft_dims1(M), a, 3,
+                                    &nodes[k]));
+    }
+    check(weft_graph_instantiate(g, &o, &e));
+    for (int l = 1; l <= LAUNCHES; l++) {
+        weft_exec_stats st = {.size = sizeof st};
+
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        for (int i = 0; i < M; i++)
+            for (uint32_t k = 0; k < NK; k++)
+                want[i] = wt_advance_value(want[i], ks[k]);
+        check(weft_exec_get_stats(e, &st));
+        printf("# same=%d launch %d: native %llu replays %llu updates %llu "
+               "graphs %u\n",
+               same, l, (unsigned long long)st.native_launches,
+               (unsigned long long)st.native_replays,
+               (unsigned long long)st.native_updates, st.native_graphs);
+        if (native && l == 2) {
+            /* The DEFER launch built the recording and ran it. */
+            assert_int_equal(st.native_launches, 1);
+            assert_int_equal(st.native_replays, 0);
+            assert_int_equal(st.native_updates, same ? 0 : 1);
+            assert_true(st.native_graphs >= 1);
+        }
+        if (l == 1) {
+            if (!same)
+                ks[1] = 77;
+            check(weft_exec_set_arg(e, nodes[1], 1, weft_arg_u32(ks[1])));
+        }
+    }
+    check(weft_buffer_read(x, 0, out, sizeof out));
+    assert_memory_equal(out, want, sizeof out);
+    check(weft_exec_destroy(e));
+    check(weft_graph_destroy(g));
+    check(weft_buffer_destroy(x));
+}
+
+static void test_defer_after_recording_same(void **state)
+{
+    (void)state;
+    defer_after_recording(1);
+}
+
+static void test_defer_after_recording_changed(void **state)
+{
+    (void)state;
+    defer_after_recording(0);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1605,6 +1701,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_mapped_launch),
         cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_defer_after_recording_same),
+        cmocka_unit_test(test_defer_after_recording_changed),
     };
 
     return wt_run_group(argc, argv, tests, setup, teardown);

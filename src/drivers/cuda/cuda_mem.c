@@ -306,8 +306,8 @@ static void cuda_stage_run(void *user)
 /*
  * Room in q's staging buffers for a copy of size bytes (internal.h), under
  * q->stage_lock: afterwards each holds min(size, CUDA_STAGE_BYTES) bytes
- * at least, so that chunks of CUDA_STAGE_BYTES fit. On failure the
- * buffers are as they were.
+ * at least. On failure the buffers are as they were (none, or the first,
+ * smaller ones: cuda_staged copies through those in more chunks).
  */
 static CUresult cuda_stage_room(cuda_queue *q, size_t size)
 {
@@ -342,40 +342,53 @@ static CUresult cuda_stage_room(cuda_queue *q, size_t size)
 
 /*
  * A staged copy between pageable host memory and device memory dev, in
- * chunks through the queue's pinned buffers. Every chunk record is made
- * before anything is enqueued, so that a host allocation failure has no
- * effect; a CUDA failure part-way leaves the chunks before it enqueued
- * (they complete harmlessly) and is reported.
+ * chunks of the queue's pinned buffers' size (CUDA_STAGE_BYTES at most)
+ * through them. Every chunk record is made before anything is enqueued,
+ * so that a host allocation failure has no effect; a CUDA failure part-way
+ * leaves the chunks before it enqueued (they complete harmlessly) and is
+ * reported.
  */
 static int cuda_staged(weft__queue *wq, CUdeviceptr dev, void *host,
                        size_t size, int to_device)
 {
     cuda_queue *q = (cuda_queue *)wq;
-    size_t nchunks = (size + CUDA_STAGE_BYTES - 1) / CUDA_STAGE_BYTES;
-    cuda_stage_copy **recs;
+    size_t nchunks = 0, chunk;
+    cuda_stage_copy **recs = NULL;
     CUresult res = CUDA_SUCCESS;
     size_t i = 0;
     int rc = 0;
 
-    if (!(recs = weft__calloc(nchunks, sizeof *recs)))
-        return weft__error(WEFT_ENOMEM, "cuda staged copy");
+    pthread_mutex_lock(&q->stage_lock);
+    /* Larger buffers where the copy needs them; where they cannot be had,
+     * the ones the queue has serve, in more chunks. */
+    res = cuda_stage_room(q, size);
+    if (res != CUDA_SUCCESS && q->stage_size) {
+        weft__debug("cuda",
+                    "no larger staging buffers for GPU %d (error "
+                    "%d): a copy of %zu bytes in chunks of %zu",
+                    cuda_ctx(wq->ctx)->ordinal, (int)res, size, q->stage_size);
+        res = CUDA_SUCCESS;
+    }
+    if (res != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&q->stage_lock);
+        return weft__cuda_fail(res, WEFT_ENOMEM,
+                               "cuMemHostAlloc: staging buffers for GPU %d",
+                               cuda_ctx(wq->ctx)->ordinal);
+    }
+    chunk = WEFT__MIN(q->stage_size, (size_t)CUDA_STAGE_BYTES);
+    nchunks = (size + chunk - 1) / chunk;
+    if (!(recs = weft__calloc(nchunks, sizeof *recs))) {
+        rc = weft__error(WEFT_ENOMEM, "cuda staged copy");
+        goto out;
+    }
     for (i = 0; i < nchunks; i++)
         if (!(recs[i] = weft__malloc(sizeof *recs[i]))) {
             rc = weft__error(WEFT_ENOMEM, "cuda staged copy");
             goto out;
         }
-    pthread_mutex_lock(&q->stage_lock);
-    res = cuda_stage_room(q, size);
-    if (res != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&q->stage_lock);
-        rc = weft__cuda_fail(res, WEFT_ENOMEM,
-                             "cuMemHostAlloc: staging buffers for GPU %d",
-                             cuda_ctx(wq->ctx)->ordinal);
-        goto out;
-    }
     for (i = 0; i < nchunks; i++) {
-        size_t off = i * CUDA_STAGE_BYTES;
-        size_t n = WEFT__MIN(size - off, (size_t)CUDA_STAGE_BYTES);
+        size_t off = i * chunk;
+        size_t n = WEFT__MIN(size - off, chunk);
         char *stage = q->stage[q->stage_next++ & 1];
         cuda_stage_copy *c = recs[i];
 
@@ -411,13 +424,13 @@ static int cuda_staged(weft__queue *wq, CUdeviceptr dev, void *host,
         if (res != CUDA_SUCCESS)
             break;
     }
-    pthread_mutex_unlock(&q->stage_lock);
     if (res != CUDA_SUCCESS)
         rc = weft__cuda_fail(res, 0, "staged copy of %zu bytes %s GPU %d", size,
                              to_device ? "to" : "from",
                              cuda_ctx(wq->ctx)->ordinal);
 out:
-    for (i = 0; i < nchunks; i++)
+    pthread_mutex_unlock(&q->stage_lock);
+    for (i = 0; recs && i < nchunks; i++)
         weft__free(recs[i]);
     weft__free(recs);
     return rc;

@@ -41,7 +41,8 @@ typedef struct cuda_context {
  * while weft's queues read and write host memory in queue order (see
  * driver.h). Chunk i uses stage[i % 2]; stream order makes the reuse safe
  * (the fill of a buffer runs after the copy that last read it). stage_lock
- * guards next and the lazy allocation, for queues fed from several threads.
+ * guards stage, stage_size, stage_old and stage_next, for queues fed from
+ * several threads.
  *
  * The memory layer sends the large ones through its stager, so a queue's
  * own copies are mostly small: its buffers are first made as large as the
@@ -49,7 +50,8 @@ typedef struct cuda_context {
  * page-locked allocation costs about 1.2 ms a MiB and a queue belongs to
  * an executable graph; a later copy that needs more replaces them with
  * CUDA_STAGE_BYTES ones once (the old ones, which copies enqueued before
- * may still read, are freed with the queue).
+ * may still read, are freed with the queue); where those cannot be had,
+ * the copy goes through the buffers the queue has, in more chunks.
  */
 enum { CUDA_STAGE_BYTES = 4 << 20, CUDA_STAGE_FIRST = 64 << 10 };
 

@@ -22,9 +22,11 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "wt_test.h"
 
@@ -839,19 +841,44 @@ static void test_fill_and_host_memory(void **state)
 }
 
 /*
- * Pageable copies through a fresh queue's own staging buffers: a small
- * copy first (the buffers made as large as it needs), then copies larger
- * than the largest buffers, enqueued before the small one has run (the
- * buffers replaced while a copy may still read the old ones), then a
- * small download. Every byte checked.
+ * A host function that holds its stream until *flag is 1, or 20 s have
+ * passed (then it sets *flag to 2: something the test enqueued waited for
+ * the stream, which the test then reports instead of hanging).
+ */
+static void hold_until_set(void *user)
+{
+    int *flag = user;
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 20) {
+            __atomic_store_n(flag, 2, __ATOMIC_RELEASE);
+            return;
+        }
+        sched_yield();
+    }
+}
+
+/*
+ * Pageable copies through a fresh queue's own staging buffers, the stream
+ * held by a host function until all are enqueued (so that the first ones
+ * still wait to run when the buffers are replaced): a small copy (its
+ * buffers as large as it needs: CUDA_STAGE_FIRST), then copies larger
+ * than the largest buffers (which replace them, the old ones kept), then
+ * a small download. Then, on a second queue, the larger buffers refused
+ * (an injected cuMemHostAlloc failure): the large copy goes through the
+ * small ones. Every byte checked.
  */
 static void test_pageable_staging(void **state)
 {
     fixture *f = *state;
     enum { SMALL = 1000, LARGE = (9 << 20) + 123 };
-    weft__queue *q;
+    weft__queue *q, *q2;
     weft__mem *d;
     uint8_t *src = malloc(LARGE), *dst = malloc(LARGE), small[SMALL];
+    int go = 0;
 
     assert_non_null(src);
     assert_non_null(dst);
@@ -860,18 +887,41 @@ static void test_pageable_staging(void **state)
     memset(dst, 0, LARGE);
     OK(weft__drv_queue_create(f->ctx[0], NULL, &q));
     OK(weft__drv_mem_alloc(f->ctx[0], LARGE, &d));
+    OK(weft__drv_host_fn(q, hold_until_set, &go));
     OK(weft__drv_copy_h2d(q, d, 0, src, SMALL));
+    assert_int_equal(((cuda_queue *)q)->stage_size, CUDA_STAGE_FIRST);
+    assert_null(((cuda_queue *)q)->stage_old[0]);
     OK(weft__drv_copy_h2d(q, d, SMALL, src + SMALL, LARGE - SMALL));
+    assert_int_equal(((cuda_queue *)q)->stage_size, CUDA_STAGE_BYTES);
+    assert_non_null(((cuda_queue *)q)->stage_old[0]);
+    assert_non_null(((cuda_queue *)q)->stage_old[1]);
     OK(weft__drv_copy_d2h(q, dst, d, 0, LARGE));
     OK(weft__drv_copy_d2h(q, small, d, LARGE - SMALL, SMALL));
+    /* (2: an enqueue above waited for the held stream) */
+    assert_int_equal(__atomic_exchange_n(&go, 1, __ATOMIC_ACQ_REL), 0);
     OK(weft__drv_queue_sync(q));
     assert_memory_equal(dst, src, LARGE);
     assert_memory_equal(small, src + LARGE - SMALL, SMALL);
-    printf("pageable copies of %d and %d bytes through a queue's staging: "
+    OK(weft__drv_queue_destroy(q));
+
+    /* The larger buffers refused: the small ones serve, in more chunks. */
+    memset(dst, 0, LARGE);
+    OK(weft__drv_queue_create(f->ctx[0], NULL, &q2));
+    OK(weft__drv_copy_h2d(q2, d, 0, src + 5, SMALL));
+    weft__fault_arm(1, "cuda.cuMemHostAlloc");
+    OK(weft__drv_copy_h2d(q2, d, SMALL, src + 5 + SMALL, LARGE - SMALL - 5));
+    assert_true(weft__fault_fired());
+    weft__fault_disarm();
+    assert_int_equal(((cuda_queue *)q2)->stage_size, CUDA_STAGE_FIRST);
+    OK(weft__drv_copy_d2h(q2, dst, d, 0, LARGE - 5));
+    OK(weft__drv_queue_sync(q2));
+    assert_memory_equal(dst, src + 5, LARGE - 5);
+    OK(weft__drv_queue_destroy(q2));
+    printf("pageable copies of %d and %d bytes through a queue's staging "
+           "(and through its first buffers when larger ones are refused): "
            "correct\n",
            SMALL, LARGE);
     OK(weft__drv_mem_free(d));
-    OK(weft__drv_queue_destroy(q));
     free(src);
     free(dst);
 }
