@@ -11,6 +11,10 @@
  *   weft <shape> instantiate    weft_graph_instantiate
  *   weft <shape> first launch   launch + wait of a fresh executable graph
  *                               on a fresh buffer (filled on the host)
+ *   weft <shape> second launch  launch + wait of each fresh one again
+ *                               (where a native graph is first made: the
+ *                               lookahead's capture, or the first
+ *                               launch's recording captured, then run)
  *   weft <shape> relaunch       launch + wait of it again
  *   raw stream                  N cuLaunchKernel on one stream, then
  *                               cuStreamSynchronize
@@ -309,15 +313,16 @@ static void weft_build(weft_side *w, shape s)
 
 /*
  * reps fresh executable graphs of the shape, each on a fresh buffer (the
- * program's first launch on its bytes): instantiate and first launch, us
- * per node, medians. The last one stays for the relaunches. (Not inlined:
- * tests/gpu/profile_launch.sh finds its callees in perf's call graphs.)
+ * program's first launch on its bytes): instantiate, first launch and
+ * second launch, us per node, medians. The last one stays for the relaunches.
+ * (Not inlined: tests/gpu/profile_launch.sh finds its callees in perf's call
+ * graphs.)
  */
-__attribute__((noinline)) static void weft_first(weft_side *w, shape s,
-                                                 double *inst, double *first)
+__attribute__((noinline)) static void
+weft_first(weft_side *w, shape s, double *inst, double *first, double *second)
 {
     weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
-    double ti[MAXREPS], tf[MAXREPS];
+    double ti[MAXREPS], tf[MAXREPS], t2[MAXREPS];
 
     o.device = w->dev2 ? NULL : w->dev; /* two: each node's own */
     for (int r = 0; r < reps; r++) {
@@ -335,10 +340,14 @@ __attribute__((noinline)) static void weft_first(weft_side *w, shape s,
         bench_check(weft_exec_launch(w->exec[s]));
         bench_check(weft_exec_wait(w->exec[s]));
         ti[r] = us_per_node(t1 - t0);
-        tf[r] = us_per_node(bench_now_ns() - t1);
+        tf[r] = us_per_node((t0 = bench_now_ns()) - t1);
+        bench_check(weft_exec_launch(w->exec[s]));
+        bench_check(weft_exec_wait(w->exec[s]));
+        t2[r] = us_per_node(bench_now_ns() - t0);
     }
     *inst = bench_median(ti, reps);
     *first = bench_median(tf, reps);
+    *second = bench_median(t2, reps);
 }
 
 static double weft_round(weft_side *w, shape s)
@@ -395,7 +404,7 @@ int main(int argc, char **argv)
         {WEFT_SOURCE_OPENCL_C, cl_empty, 0, NULL, "empty.cl"},
         {WEFT_SOURCE_HOST, empty_table, 1, NULL, "empty (C)"},
     };
-    double wi[NSHAPES], wf[NSHAPES], wr[NSHAPES][MAXREPS];
+    double wi[NSHAPES], wf[NSHAPES], w2[NSHAPES], wr[NSHAPES][MAXREPS];
     double ri[NSHAPES], rf[NSHAPES], rg[NSHAPES][MAXREPS], rs[MAXREPS];
     weft_side w = {0};
     raw_cuda *raw = NULL;
@@ -483,7 +492,7 @@ int main(int argc, char **argv)
 
     for (int s = 0; s < NSHAPES; s++) {
         bench_progress(shape_names[s]);
-        weft_first(&w, (shape)s, &wi[s], &wf[s]);
+        weft_first(&w, (shape)s, &wi[s], &wf[s], &w2[s]);
     }
     if (raw) {
         raw_open(raw, (int)info.driver_index, w.slice);
@@ -538,6 +547,7 @@ int main(int argc, char **argv)
         snprintf(who, sizeof who, "weft %s", sn);
         figure(who, "instantiate", wi[s], "us/node");
         figure(who, "first launch", wf[s], "us/node");
+        figure(who, "second launch", w2[s], "us/node");
         figure(who, "relaunch", m, "us/node");
         if (!raw)
             continue;
