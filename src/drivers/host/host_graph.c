@@ -298,23 +298,28 @@ static int front_in_room(cap_front *f, size_t need)
     return 0;
 }
 
-/* f's list down to the nodes in f, each once (c's stamps). */
-static void front_compact(weft__host_capture *c, cap_front *f)
+/*
+ * f's list (with marks: f->in) down to the nodes in f, each once: a kept
+ * node is marked 2 while the list is walked, so that a second entry of it
+ * is dropped; no memory needed.
+ */
+static void front_compact(cap_front *f)
 {
-    uint32_t tok = stamp_begin(c);
     size_t k = 0;
 
-    if (!tok)
-        return; /* (it stays longer than it need be) */
+    if (!f->in)
+        return; /* (no dropped entries, no repeats: nothing to do) */
     for (size_t i = 0; i < f->list.n; i++) {
         uint32_t v = f->list.v[i];
 
-        if (front_live(f, v) && c->stamp[v] != tok) {
-            c->stamp[v] = tok;
+        if (f->in[v] == 1) {
+            f->in[v] = 2;
             f->list.v[k++] = v;
         }
     }
     f->list.n = k;
+    for (size_t i = 0; i < k; i++)
+        f->in[f->list.v[i]] = 1;
 }
 
 /* v joins f (once); -1 when out of memory. */
@@ -327,7 +332,7 @@ static int front_add(weft__host_capture *c, cap_front *f, uint32_t v)
         return -1;
     if (f->in && front_in_room(f, (size_t)v + 1) < 0) {
         /* No room to mark it: back to searching the list. */
-        front_compact(c, f);
+        front_compact(f);
         weft__free(f->in);
         f->in = NULL;
         f->in_cap = 0;
@@ -488,6 +493,55 @@ static void dep_put(weft__host_capture *c, uint32_t v, uint32_t tok)
     g->deps[g->ndeps++] = v;
 }
 
+/* A barrier node's work: none (it only joins edges). */
+static void barrier_fn(void *user)
+{
+    (void)user;
+}
+
+/*
+ * Under the capture lock, before a record on cq's queue whose front is
+ * wide (past FRONT_SCAN nodes): a node that waits for the whole front and
+ * does nothing becomes the front alone, so that the record, and each node
+ * of another queue that waits for it, takes one edge and not one per
+ * front node (each node of a wide front is joined once, not at every
+ * record). It takes nothing of pend: the queue's next node still waits
+ * for that itself. -1 when out of memory or past the graph's limits.
+ */
+static int capture_barrier(weft__host_capture *c, cap_queue *cq)
+{
+    weft__host_graph *g = c->g;
+    size_t need = cq->front.list.n;
+    uint32_t self = (uint32_t)g->n, tok;
+    weft__host_op *op;
+
+    if (g->n + 1 >= NO_NODE || g->ndeps + need >= NO_NODE)
+        return -1;
+    if (!(op = weft__host_op_alloc(&cq->q->base, sizeof *op,
+                                   WEFT__HOST_OP_HOST_FN)))
+        return -1;
+    if (room((void **)&g->nodes, &g->cap, g->n, sizeof op) < 0 ||
+        room((void **)&g->dep_first, &g->cap_first, g->n + 1,
+             sizeof *g->dep_first) < 0 ||
+        weft__grow(&g->deps, &g->cap_deps, g->ndeps + need, sizeof *g->deps) ||
+        !(tok = stamp_begin(c))) {
+        weft__free(op);
+        return -1;
+    }
+    op->u.host.fn = barrier_fn;
+    op->u.host.user = NULL;
+    g->dep_first[g->n] = (uint32_t)g->ndeps;
+    for (size_t i = 0; i < cq->front.list.n; i++)
+        if (front_live(&cq->front, cq->front.list.v[i]))
+            dep_put(c, cq->front.list.v[i], tok);
+    front_clear(&cq->front);
+    g->nodes[g->n++] = op;
+    g->dep_first[g->n] = (uint32_t)g->ndeps;
+    /* (the list keeps its room: this cannot fail but where marks must
+     * grow, and then it searches the list instead) */
+    return front_add(c, &cq->front, self);
+}
+
 /*
  * Under the capture lock: op, enqueued on hq, becomes c's next node, or c
  * breaks. It waits for hq's front (queue order), or for the nodes
@@ -501,7 +555,7 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
     weft__host_graph *g = c->g;
     cap_queue *cq = capture_queue(c, hq);
     const dep_list *on = cq->ordered ? &cq->order : &cq->front.list;
-    size_t need = on->n + cq->pend.n + 2;
+    size_t need = on->n + cq->pend.n + 1; /* (+ 1: the external wait) */
     uint32_t self = (uint32_t)g->n, tok = 0;
 
     /* Nodes and edges are named by 32 bits (NO_NODE is none); a launch
@@ -537,7 +591,7 @@ static void capture_append(weft__host_capture *c, weft__host_queue *hq,
         for (size_t i = 0; i < cq->order.n; i++)
             front_drop(&cq->front, cq->order.v[i]);
         if (cq->front.in && cq->front.list.n > 2 * cq->front.live + FRONT_SCAN)
-            front_compact(c, &cq->front);
+            front_compact(&cq->front);
     }
     if (front_add(c, &cq->front, self) < 0)
         c->broken = "out of memory for a queue's edges";
@@ -615,9 +669,12 @@ int weft__host_capture_record(weft__host_event *he, weft__host_queue *hq)
     {
         cap_queue *cq = capture_queue(c, hq);
         cap_event *ce = capture_event(c, he);
+        uint32_t tok;
 
-        uint32_t tok = stamp_begin(c);
-
+        if (cq->front.live > FRONT_SCAN && !c->broken &&
+            capture_barrier(c, cq) < 0)
+            c->broken = "out of memory for a queue's edges";
+        tok = stamp_begin(c);
         ce->deps.n = 0;
         for (size_t i = 0; tok && i < cq->front.list.n; i++)
             if (front_live(&cq->front, cq->front.list.v[i]) &&
@@ -899,16 +956,17 @@ int weft__host_graph_order(weft__queue *q, const uint32_t *nodes, unsigned n)
         why = "a queue that takes part in no capture";
     } else {
         cap_queue *cq = capture_queue(c, hq);
-        uint32_t tok = stamp_begin(c);
+        uint32_t tok = 0;
 
         cq->order.n = 0;
         cq->ordered = 1;
-        if (!tok)
-            c->broken = "out of memory for a node's edges";
-        for (unsigned i = 0; i < n && !why && tok; i++)
+        for (unsigned i = 0; i < n && !why; i++)
             if (nodes[i] >= c->g->n)
                 why = "a node that its capture does not hold";
-            else if (dep_add(c, &cq->order, nodes[i], tok) < 0)
+        if (!why && !(tok = stamp_begin(c)))
+            c->broken = "out of memory for a node's edges";
+        for (unsigned i = 0; i < n && !why && tok; i++)
+            if (dep_add(c, &cq->order, nodes[i], tok) < 0)
                 c->broken = "out of memory for a node's edges";
         if (why) {
             cq->order.n = 0;
@@ -945,6 +1003,25 @@ int weft__host_graph_wait_later(weft__queue *q, weft__event *ev)
     if (why)
         return weft__error(WEFT_EINVAL, "graph_wait_later: %s", why);
     return 0;
+}
+
+size_t weft__host_graph_nodes(const void *graph)
+{
+    return ((const weft__host_graph *)graph)->n;
+}
+
+size_t weft__host_graph_edges(const void *graph)
+{
+    return ((const weft__host_graph *)graph)->ndeps;
+}
+
+const uint32_t *weft__host_graph_deps(const void *graph, size_t i, size_t *n)
+{
+    const weft__host_graph *g = graph;
+
+    weft__assert(i < g->n);
+    *n = g->dep_first[i + 1] - g->dep_first[i];
+    return g->deps + g->dep_first[i];
 }
 
 uint64_t weft__host_graph_roots_posted(const void *graph)

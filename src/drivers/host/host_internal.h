@@ -425,6 +425,11 @@ int weft__host_graph_wait_later(weft__queue *q, weft__event *ev);
  */
 uint64_t weft__host_graph_roots_posted(const void *graph);
 int weft__host_graph_reaches(const void *graph, uint32_t from, uint32_t to);
+/* A graph's nodes and edges (tests), and node i's edges: *n nodes it
+ * waits for, in the array returned. */
+size_t weft__host_graph_nodes(const void *graph);
+size_t weft__host_graph_edges(const void *graph);
+const uint32_t *weft__host_graph_deps(const void *graph, size_t i, size_t *n);
 /*
  * Run a GRAPH op's nodes from op->u.graph.pos, for the owner of the queue
  * it was launched on: 0 when all have run, 1 when the queue parked on a

@@ -2162,12 +2162,9 @@ static void graph_runs_native_calls_side_by_side(void **state)
  * graphs on devices of their own thread counts, naming each node's edges
  * with graph_order on one queue, and check every value the nodes write
  * at every launch against a model that runs the same nodes in capture
- * order (a topological order).
- *
- * (Past 16 nodes of a queue that no later node waits for, the capture
- * makes the next ordered node wait for all but the 4 latest too: about
- * one root in 12 below waits for earlier ones. That only adds edges,
- * which the model need not know of.)
+ * order (a topological order). (A record on a queue whose front holds
+ * more than 16 nodes first adds a barrier node after them: test_host_capture
+ * checks every edge.)
  */
 
 /* A device of its own with threads threads (its runner included). */
