@@ -32,7 +32,9 @@
 static void job_groups(const weft__host_job *job, unsigned slot, uint64_t first,
                        uint64_t end)
 {
-    void *const *args = job->slot_args + (size_t)slot * job->nargs;
+    /* (no arguments: none kept; the roots job, each, has none either) */
+    void *const *args =
+        job->slot_args ? job->slot_args + (size_t)slot * job->nargs : NULL;
     weft_host_group g;
     uint64_t plane = (uint64_t)job->groups[0] * job->groups[1];
 
