@@ -62,10 +62,14 @@ const weft__submit *weft__tape_begin(weft__tape *t)
     t->matched = 0;
     if ((t->built || t->recorded) && !t->broken) {
         t->mode = WEFT__TAPE_DEFER_MODE;
+    } else if (t->broken) {
+        /* Off, as it is: its graphs may still run (weft__tape_launch),
+         * and are released with it. */
+        t->mode = WEFT__TAPE_OFF;
     } else {
         weft__tape_drop_graph(t);
         weft__tape_clear(t);
-        t->mode = t->broken ? WEFT__TAPE_OFF : WEFT__TAPE_RECORD_MODE;
+        t->mode = WEFT__TAPE_RECORD_MODE;
     }
     if (t->mode == WEFT__TAPE_OFF)
         return NULL;
@@ -1165,12 +1169,13 @@ static int weft__tape_build(weft__tape *t, int *updated)
 /*
  * Launch the graphs in order and wait for them (see weft__tape_end): a
  * graph that fails to launch drops them all, after those launched before
- * it have been waited for.
+ * it have been waited for; where a wait fails, they are kept (one may
+ * still run) and the tape is broken.
  */
 static int weft__tape_launch(weft__tape *t)
 {
     unsigned n = 0;
-    int rc = 0;
+    int rc = 0, waited = 1;
 
     for (; n < t->nsegs && rc == 0; n++)
         rc = weft__drv_graph_launch(t->segs[n].graph, t->segs[n].q);
@@ -1184,12 +1189,21 @@ static int weft__tape_launch(weft__tape *t)
         if (k == s) {
             int src = weft__drv_queue_sync(t->segs[s].q);
 
+            if (src < 0)
+                waited = 0;
             if (rc == 0)
                 rc = src;
         }
     }
-    if (rc < 0)
+    if (rc < 0 && waited) {
         weft__tape_drop_graph(t);
+    } else if (rc < 0) {
+        /* A graph whose queue could not be waited for may still run: it
+         * is kept, never run again, until the tape is released (after
+         * the plan's drain). */
+        t->broken = 1;
+        t->matched = 0;
+    }
     return rc;
 }
 

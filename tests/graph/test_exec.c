@@ -1583,6 +1583,90 @@ static void test_fault_injection(void **state)
 }
 
 /*
+ * Every failure point of a second launch that makes the native graph: the
+ * first launch (x on the device already, y written there) moves nothing,
+ * so it leaves its recording uncaptured and the second replays it, the
+ * graph captured and made at that launch's start. Each failure there
+ * fails that launch with a weft error or leaves the launch to run op by
+ * op; the launch after computes the right bytes, and nothing leaks. y =
+ * 2x at every launch, so a launch that failed part-way leaves y right or
+ * untouched.
+ */
+static void test_fault_injection_second_launch(void **state)
+{
+    enum { M = 256 };
+    static uint32_t in[M], out[M];
+    weft_exec_options o = WEFT_EXEC_OPTIONS_INIT;
+    long n, replayed = 0;
+
+    (void)state;
+    o.device = weft_runtime_device(devs.rt, 0);
+    for (int i = 0; i < M; i++)
+        in[i] = (uint32_t)(3 * i + 1);
+    for (n = 1;; n++) {
+        weft_buffer *x, *y, *z;
+        weft_graph *g, *gw;
+        weft_exec *e, *ew;
+        weft_exec_stats st = {.size = sizeof st};
+        int rc, fired;
+        weft_arg a[] = {weft_arg_buffer(NULL, 0, WEFT_WHOLE, WEFT_WRITE),
+                        weft_arg_buffer(NULL, 0, WEFT_WHOLE, WEFT_READ),
+                        weft_arg_i64(M)};
+
+        check(weft_buffer_create(devs.rt, sizeof in, &x));
+        check(weft_buffer_write(x, 0, in, sizeof in));
+        check(weft_buffer_create(devs.rt, sizeof in, &y));
+        check(weft_buffer_create(devs.rt, sizeof in, &z));
+        /* x onto the device: a graph of its own, launched once. */
+        a[0] = weft_arg_buffer(z, 0, WEFT_WHOLE, WEFT_WRITE);
+        a[1] = weft_arg_buffer(x, 0, WEFT_WHOLE, WEFT_READ);
+        check(weft_graph_create(devs.rt, &gw));
+        check(weft_graph_add_kernel(gw, k_twice, weft_dims1(M), a, 3, NULL));
+        check(weft_graph_instantiate(gw, &o, &ew));
+        check(weft_exec_launch(ew));
+        check(weft_exec_wait(ew));
+        check(weft_exec_destroy(ew));
+        a[0] = weft_arg_buffer(y, 0, WEFT_WHOLE, WEFT_WRITE);
+        check(weft_graph_create(devs.rt, &g));
+        check(weft_graph_add_kernel(g, k_twice, weft_dims1(M), a, 3, NULL));
+        check(weft_graph_instantiate(g, &o, &e));
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        weft__fault_arm(n, NULL);
+        rc = weft_exec_launch(e);
+        if (rc == 0)
+            rc = weft_exec_wait(e);
+        fired = weft__fault_fired();
+        weft__fault_disarm();
+        if (rc < 0) {
+            assert_true(fired);
+            assert_true(weft_last_error()[0] != '\0');
+        }
+        check(weft_exec_get_stats(e, &st));
+        replayed += st.native_replays > 0;
+        check(weft_exec_launch(e));
+        check(weft_exec_wait(e));
+        check(weft_buffer_read(y, 0, out, sizeof out));
+        for (int i = 0; i < M; i++)
+            assert_int_equal(out[i], 2 * in[i]);
+        check(weft_exec_destroy(e));
+        check(weft_graph_destroy(g));
+        check(weft_graph_destroy(gw));
+        check(weft_buffer_destroy(x));
+        check(weft_buffer_destroy(y));
+        check(weft_buffer_destroy(z));
+        if (!fired)
+            break;
+    }
+    printf("# %ld failure points over a second launch that makes the native "
+           "graph (%ld second launches replayed)\n",
+           n - 1, replayed);
+    /* With native graphs, the clean one (the last) replayed. */
+    if (weft__tape_supported(wt_device(&devs, 0), 0))
+        assert_true(replayed >= 1);
+}
+
+/*
  * A first launch that moves nothing leaves its recording unbuilt; the
  * next launch is no replay (weft_exec_set_arg came between) and issues
  * against that recording. same=1: set_arg with the value it had (the
@@ -1701,6 +1785,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_mapped_launch),
         cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_fault_injection_second_launch),
         cmocka_unit_test(test_defer_after_recording_same),
         cmocka_unit_test(test_defer_after_recording_changed),
     };
