@@ -1243,7 +1243,7 @@ int weft__tape_ready(weft__tape *t)
 {
     if (t->built || !t->recorded || t->broken)
         return (int)t->built;
-    t->recorded = 0;
+    /* (built, or dropped as no graph: not recorded any more either way) */
     if (weft__tape_build(t, NULL) < 0) {
         weft__tape_no_graph(t);
         return 0;
